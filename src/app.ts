@@ -1,0 +1,28 @@
+import { randomUUID } from 'node:crypto';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { AppModule } from './app.module';
+import { ChatCompletionsErrorFilter } from './http/api-error';
+import type { Runtime } from './runtime/runtime';
+
+/** Builds the HTTP application on an opened runtime (used by main and by tests). */
+export async function createApp(runtime: Runtime, options: { logger?: boolean } = {}): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({
+    bodyLimit: 4 * 1024 * 1024,
+    requestTimeout: runtime.config.requestTimeoutMs,
+    genReqId: (request: { headers: Record<string, string | string[] | undefined> }) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : `req_${randomUUID().replace(/-/g, '')}`;
+    },
+  });
+  adapter.getInstance().addHook('onRequest', async (request, reply) => {
+    void reply.header('x-request-id', request.id);
+  });
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRuntime(runtime), adapter, {
+    logger: options.logger === false ? false : ['error', 'warn'],
+  });
+  app.useGlobalFilters(new ChatCompletionsErrorFilter());
+  await app.init();
+  await app.getHttpAdapter().getInstance().ready();
+  return app;
+}

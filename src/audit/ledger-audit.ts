@@ -1,0 +1,154 @@
+import type { EventStore, RecordedEvent } from '../eventstore/event-store';
+import type { ReservationEvent } from '../ledger/ledger.events';
+import { chargeFor } from '../ledger/money';
+import type { ProjectionStore } from '../projections/projection-store';
+import { ReadModel } from '../projections/read-model';
+
+export interface AuditTotals {
+  granted: number;
+  spent: number;
+  reserved: number;
+}
+
+export interface AuditReport {
+  events: number;
+  position: number;
+  organizations: number;
+  reservations: number;
+  settlements: number;
+  releases: number;
+  expiries: number;
+  totals: AuditTotals;
+  /** Every disagreement found; empty means the ledger is clean. */
+  differences: string[];
+}
+
+interface Tracked {
+  orgId: string;
+  amount: number;
+  resolution: string | null;
+}
+
+/**
+ * Checks what the log says on its own: every charge recomputed from its settlement event,
+ * every resolution pointing at an open reservation of the same organization, each resolved once.
+ */
+export class LogAuditor {
+  readonly model: ReadModel;
+  readonly differences: string[] = [];
+  private readonly reservations = new Map<string, Tracked>();
+  counts = { events: 0, reservations: 0, settlements: 0, releases: 0, expiries: 0 };
+
+  constructor(requestLogRetention = 1) {
+    this.model = new ReadModel(requestLogRetention);
+  }
+
+  check(recorded: RecordedEvent): void {
+    this.counts.events += 1;
+    const event = recorded as unknown as ReservationEvent;
+    const where = `event ${recorded.position} (${recorded.type})`;
+    switch (event.type) {
+      case 'CreditsReserved':
+        this.counts.reservations += 1;
+        if (this.reservations.has(event.data.reservationId)) {
+          this.differences.push(`${where}: reservation ${event.data.reservationId} recorded twice`);
+        }
+        this.reservations.set(event.data.reservationId, {
+          orgId: event.data.orgId,
+          amount: event.data.amount,
+          resolution: null,
+        });
+        break;
+      case 'ReservationSettled':
+      case 'ReservationReleased':
+      case 'ReservationExpired': {
+        if (event.type === 'ReservationSettled') {
+          this.counts.settlements += 1;
+          const d = event.data;
+          const recomputed = chargeFor({ inputTokens: d.inputTokens, outputTokens: d.outputTokens }, d.prices);
+          if (recomputed !== d.amount) {
+            this.differences.push(`${where}: charge ${d.amount} but tokens × prices give ${recomputed}`);
+          }
+        } else if (event.type === 'ReservationReleased') this.counts.releases += 1;
+        else this.counts.expiries += 1;
+        const tracked = this.reservations.get(event.data.reservationId);
+        if (!tracked) {
+          this.differences.push(`${where}: resolves unknown reservation ${event.data.reservationId}`);
+        } else {
+          if (tracked.resolution) {
+            this.differences.push(`${where}: reservation ${event.data.reservationId} already ${tracked.resolution}`);
+          }
+          if (tracked.orgId !== event.data.orgId) this.differences.push(`${where}: organization differs from its reservation`);
+          if (tracked.amount !== event.data.held) this.differences.push(`${where}: held ${event.data.held}, reserved ${tracked.amount}`);
+          tracked.resolution = event.type;
+        }
+        break;
+      }
+    }
+    this.model.apply(recorded);
+  }
+}
+
+export interface AuditOptions {
+  orgId?: string;
+  onProgress?: (position: number, head: number) => void;
+}
+
+/**
+ * Replays the log, recomputes every balance and every charge, and compares the balances with
+ * the read models. Organizations moved by requests during the audit are compared again.
+ */
+export async function auditLedger(
+  events: EventStore,
+  projections: ProjectionStore,
+  options: AuditOptions = {},
+): Promise<AuditReport> {
+  const auditor = new LogAuditor();
+  const head = await events.headPosition();
+  while (auditor.model.position < head) {
+    const batch = await events.readAll(auditor.model.position, 5000);
+    if (batch.length === 0) break;
+    for (const event of batch) auditor.check(event);
+    options.onProgress?.(auditor.model.position, head);
+  }
+
+  const projected = await projections.ledgers();
+  const replayed = auditor.model.orgs;
+  const orgIds = new Set([...replayed.keys(), ...projected.keys()]);
+  const totals: AuditTotals = { granted: 0, spent: 0, reserved: 0 };
+  let organizations = 0;
+  for (const orgId of orgIds) {
+    if (options.orgId && orgId !== options.orgId) continue;
+    organizations += 1;
+    let truth = replayed.get(orgId) ?? { granted: 0, spent: 0, reserved: 0, position: 0 };
+    let seen = projected.get(orgId) ?? { granted: 0, spent: 0, reserved: 0, position: 0 };
+    if (seen.position > auditor.model.position) {
+      // A request moved this organization during the audit: replay to where the projection is.
+      for (let batch = await events.readAll(auditor.model.position, 5000); batch.length > 0; ) {
+        for (const event of batch) auditor.check(event);
+        if (auditor.model.position >= seen.position) break;
+        batch = await events.readAll(auditor.model.position, 5000);
+      }
+      truth = auditor.model.orgs.get(orgId) ?? truth;
+      seen = (await projections.ledgers()).get(orgId) ?? seen;
+    }
+    totals.granted += truth.granted;
+    totals.spent += truth.spent;
+    totals.reserved += truth.reserved;
+    for (const field of ['granted', 'spent', 'reserved'] as const) {
+      if (truth[field] !== seen[field]) {
+        auditor.differences.push(`organization ${orgId}: ${field} replayed ${truth[field]}, projected ${seen[field]}`);
+      }
+    }
+  }
+  if (options.orgId && !orgIds.has(options.orgId)) {
+    auditor.differences.push(`organization ${options.orgId} has no ledger in the log`);
+  }
+  return {
+    ...auditor.counts,
+    position: auditor.model.position,
+    organizations,
+    totals,
+    differences: auditor.differences,
+  };
+}

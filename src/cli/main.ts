@@ -1,0 +1,292 @@
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { SingleBar, Presets } from 'cli-progress';
+import { auditLedger } from '../audit/ledger-audit';
+import { ConfigError, loadConfig } from '../config/config';
+import { IdentityRuleError } from '../identity/identity.decider';
+import { LedgerRuleError } from '../ledger/ledger.decider';
+import { creditsNumber, formatCredits, MoneyFormatError, parseCredits } from '../ledger/money';
+import { rebuildProjections } from '../projections/projector';
+import { availableOf } from '../projections/read-model';
+import { openRuntime, Runtime } from '../runtime/runtime';
+
+/** A failure to report to the operator as one line, with a non-zero exit. */
+class OperatorError extends Error {}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function uuid(what: string) {
+  return (value: string) => {
+    if (!UUID.test(value)) throw new InvalidArgumentError(`${what} must be an id as printed when it was created.`);
+    return value.toLowerCase();
+  };
+}
+
+interface Output {
+  json: boolean;
+  /** Prints `value` as JSON with --json, else the human lines. */
+  print(value: unknown, lines: string[]): void;
+}
+
+async function readStdin(): Promise<string> {
+  if (process.stdin.isTTY) throw new OperatorError('--password-stdin expects the password on standard input');
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+}
+
+/** A progress bar on a terminal; a plain line every tenth of the way otherwise. */
+function progressReporter(json: boolean) {
+  if (json) return { update: () => {}, stop: () => {} };
+  if (process.stderr.isTTY) {
+    const bar = new SingleBar({ stream: process.stderr, format: '{bar} {percentage}% | {value}/{total} | {eta_formatted} left' }, Presets.shades_classic);
+    let started = false;
+    return {
+      update(value: number, total: number) {
+        if (!started) bar.start(total, 0);
+        started = true;
+        bar.setTotal(total);
+        bar.update(value);
+      },
+      stop: () => started && bar.stop(),
+    };
+  }
+  let lastTenth = -1;
+  return {
+    update(value: number, total: number) {
+      const tenth = total === 0 ? 10 : Math.floor((value / total) * 10);
+      if (tenth > lastTenth) {
+        lastTenth = tenth;
+        process.stderr.write(`progress: ${value}/${total} (${tenth * 10}%)\n`);
+      }
+    },
+    stop: () => {},
+  };
+}
+
+export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Output) => Promise<T>) => Promise<T>): Command {
+  const program = new Command('model-gateway')
+    .description('Operator tool for Model Gateway: organizations, credits, keys, users, ledger audit and read models.')
+    .addOption(new Option('--json', 'print machine-readable JSON'))
+    .showHelpAfterError()
+    .exitOverride();
+
+  const org = program.command('org').description('organizations');
+  org
+    .command('create')
+    .requiredOption('--name <name>', 'organization name')
+    .action((opts: { name: string }) =>
+      withRuntime(async (rt, out) => {
+        const created = await rt.identity.createOrganization(opts.name);
+        out.print(created, [created.orgId]);
+      }),
+    );
+  org
+    .command('add-member')
+    .requiredOption('--org <id>', 'organization id', uuid('--org'))
+    .requiredOption('--email <email>', "the user's email")
+    .addOption(new Option('--role <role>', 'role in the organization').choices(['owner', 'member']).default('member'))
+    .action((opts: { org: string; email: string; role: 'owner' | 'member' }) =>
+      withRuntime(async (rt, out) => {
+        const added = await rt.identity.addMember(opts.org, opts.email, opts.role);
+        out.print({ orgId: opts.org, ...added, role: opts.role }, [`added ${opts.email} to ${opts.org} as ${opts.role}`]);
+      }),
+    );
+
+  const credits = program.command('credits').description('credit balances');
+  credits
+    .command('grant')
+    .requiredOption('--org <id>', 'organization id', uuid('--org'))
+    .requiredOption('--amount <credits>', 'credits to add, e.g. 12.50')
+    .option('--reason <reason>', 'why, for the ledger', 'operator grant')
+    .action((opts: { org: string; amount: string; reason: string }) =>
+      withRuntime(async (rt, out) => {
+        const amount = parseCredits(opts.amount);
+        const granted = await rt.ledger.grant(opts.org, amount, opts.reason);
+        out.print(
+          { orgId: opts.org, grantId: granted.data.grantId, amount: formatCredits(amount), reason: opts.reason },
+          [`granted ${formatCredits(amount)} credits to ${opts.org}`],
+        );
+      }),
+    );
+  credits
+    .command('show')
+    .requiredOption('--org <id>', 'organization id', uuid('--org'))
+    .action((opts: { org: string }) =>
+      withRuntime(async (rt, out) => {
+        await requireOrganization(rt, opts.org);
+        await rt.projector.catchUp();
+        const b = await rt.projections.balance(opts.org);
+        const view = {
+          orgId: opts.org,
+          granted: formatCredits(b.granted),
+          spent: formatCredits(b.spent),
+          reserved: formatCredits(b.reserved + b.pending),
+          available: formatCredits(availableOf(b)),
+        };
+        out.print(view, [
+          `granted   ${view.granted}`,
+          `spent     ${view.spent}`,
+          `reserved  ${view.reserved}`,
+          `available ${view.available}`,
+        ]);
+      }),
+    );
+
+  const keys = program.command('keys').description('API keys');
+  keys
+    .command('create')
+    .requiredOption('--org <id>', 'organization id', uuid('--org'))
+    .requiredOption('--name <name>', 'key name')
+    .action((opts: { org: string; name: string }) =>
+      withRuntime(async (rt, out) => {
+        const key = await rt.identity.createApiKey(opts.org, opts.name);
+        out.print(key, [`id     ${key.keyId}`, `secret ${key.secret}`, 'The secret is shown only now: keep it safe.']);
+      }),
+    );
+  keys
+    .command('list')
+    .requiredOption('--org <id>', 'organization id', uuid('--org'))
+    .action((opts: { org: string }) =>
+      withRuntime(async (rt, out) => {
+        await requireOrganization(rt, opts.org);
+        await rt.projector.catchUp();
+        const list = (await rt.projections.keysOf(opts.org))
+          .sort((a, b) => a.createdAt - b.createdAt)
+          .map(({ keyId, name, prefix, createdAt, revokedAt }) => ({
+            keyId,
+            name,
+            prefix,
+            createdAt: new Date(createdAt).toISOString(),
+            status: revokedAt === null ? 'active' : 'revoked',
+          }));
+        out.print(
+          list,
+          list.length === 0 ? ['no keys'] : list.map((k) => `${k.keyId}  ${k.prefix}…  ${k.status.padEnd(7)}  ${k.createdAt}  ${k.name}`),
+        );
+      }),
+    );
+  keys
+    .command('revoke')
+    .requiredOption('--key <id>', 'key id', uuid('--key'))
+    .action((opts: { key: string }) =>
+      withRuntime(async (rt, out) => {
+        const revoked = await rt.identity.revokeApiKey(opts.key);
+        out.print({ ...revoked, status: 'revoked' }, [`revoked ${opts.key}`]);
+      }),
+    );
+
+  program
+    .command('users')
+    .description('dashboard users')
+    .command('create')
+    .requiredOption('--email <email>', 'email, used to sign in')
+    .requiredOption('--password-stdin', 'read the password from standard input')
+    .action((opts: { email: string }) =>
+      withRuntime(async (rt, out) => {
+        const password = await readStdin();
+        const user = await rt.identity.registerUser(opts.email, password);
+        out.print(user, [user.userId]);
+      }),
+    );
+
+  program
+    .command('ledger')
+    .description('the credit ledger')
+    .command('audit')
+    .option('--org <id>', 'audit one organization', uuid('--org'))
+    .action((opts: { org?: string }) =>
+      withRuntime(async (rt, out) => {
+        await rt.projector.catchUp(60_000);
+        const progress = progressReporter(out.json);
+        const report = await auditLedger(rt.events, rt.projections, {
+          orgId: opts.org,
+          onProgress: (position, head) => progress.update(position, head),
+        });
+        progress.stop();
+        const totals = {
+          granted: formatCredits(report.totals.granted),
+          spent: formatCredits(report.totals.spent),
+          reserved: formatCredits(report.totals.reserved),
+        };
+        out.print({ ...report, totals, clean: report.differences.length === 0 }, [
+          `events ${report.events}, organizations ${report.organizations}, reservations ${report.reservations}`,
+          `settled ${report.settlements}, released ${report.releases}, expired ${report.expiries}`,
+          `granted ${totals.granted}, spent ${totals.spent}, reserved ${totals.reserved}`,
+          ...report.differences.map((d) => `DIFFERENCE ${d}`),
+          report.differences.length === 0 ? 'clean' : `${report.differences.length} difference(s)`,
+        ]);
+        if (report.differences.length > 0) process.exitCode = 1;
+      }),
+    );
+
+  program
+    .command('projections')
+    .description('read models')
+    .command('rebuild')
+    .description('drop every read model and rebuild it from the log')
+    .action(() =>
+      withRuntime(async (rt, out) => {
+        const started = performance.now();
+        const progress = progressReporter(out.json);
+        await rt.projector.stop();
+        const result = await rebuildProjections(rt.events, rt.projections, rt.config.requestLogRetention, (p) =>
+          progress.update(p.position, p.head),
+        );
+        progress.stop();
+        const seconds = (performance.now() - started) / 1000;
+        out.print({ ...result, seconds: Number(seconds.toFixed(3)), store: rt.projections.kind }, [
+          `rebuilt ${rt.projections.kind} read models from ${result.events} events in ${seconds.toFixed(2)} s`,
+        ]);
+      }),
+    );
+
+  return program;
+}
+
+async function requireOrganization(rt: Runtime, orgId: string): Promise<void> {
+  const { state } = await rt.identity.organization(orgId);
+  if (!state.exists) throw new OperatorError(`no organization ${orgId}`);
+}
+
+const isOperatorFacing = (error: unknown) =>
+  error instanceof OperatorError ||
+  error instanceof ConfigError ||
+  error instanceof MoneyFormatError ||
+  error instanceof LedgerRuleError ||
+  error instanceof IdentityRuleError;
+
+export async function main(argv: string[]): Promise<number> {
+  const json = argv.includes('--json');
+  const fail = (message: string, code: number) => {
+    process.stderr.write(json ? `${JSON.stringify({ error: message })}\n` : `model-gateway: ${message}\n`);
+    return code;
+  };
+  const program = buildProgram(async (work) => {
+    const config = loadConfig();
+    const runtime = await openRuntime(config);
+    const out: Output = {
+      json,
+      print: (value, lines) => process.stdout.write(json ? `${JSON.stringify(value, null, 2)}\n` : `${lines.join('\n')}\n`),
+    };
+    try {
+      return await work(runtime, out);
+    } finally {
+      await runtime.close();
+    }
+  });
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return Number(process.exitCode ?? 0);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Commander has already printed the usage error.
+      return error.exitCode === 0 ? 0 : 2;
+    }
+    if (isOperatorFacing(error)) return fail((error as Error).message, 1);
+    return fail(`unexpected failure: ${(error as Error).message}`, 1);
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then((code) => process.exit(code));
+}

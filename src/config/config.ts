@@ -1,0 +1,82 @@
+import { resolve } from 'node:path';
+
+/** The service's configuration, read from the environment and checked before anything starts. */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** Unset: read models in this process. Set: in Redis, shared by every instance. */
+  redisUrl: string | null;
+  /** Every Redis key starts with this, so several deployments (or test runs) can share a Redis. */
+  redisPrefix: string;
+  /** Unset: the embedded SQLite log in `dataDir`. Set: EventStoreDB. */
+  eventStoreUrl: string | null;
+  requestTimeoutMs: number;
+  reservationTtlMs: number;
+  pendingHoldMs: number;
+  sweepIntervalMs: number;
+  requestLogRetention: number;
+  /** How often a follower of the SQLite log looks for events appended by other processes. */
+  logPollMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, problem: string) {
+    super(`configuration: ${variable} ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const value = Number(raw.trim());
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function url(env: Env, name: string, schemes: string[]): string | null {
+  const raw = env[name]?.trim();
+  if (!raw) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `is not a URL (expected ${schemes.map((s) => `${s}//…`).join(' or ')})`);
+  }
+  if (!schemes.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must start with ${schemes.map((s) => `${s}//`).join(' or ')}, got ${parsed.protocol}//`);
+  }
+  return raw;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', 600_000, 1_000, 3_600_000);
+  const reservationTtlMs = integer(env, 'RESERVATION_TTL_MS', requestTimeoutMs + 300_000, 100, 86_400_000);
+  if (reservationTtlMs <= requestTimeoutMs && env.RESERVATION_TTL_MS) {
+    throw new ConfigError('RESERVATION_TTL_MS', `must be longer than REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  }
+  const host = (env.HOST ?? '0.0.0.0').trim();
+  if (!host) throw new ConfigError('HOST', 'must not be empty');
+  const redisPrefix = env.REDIS_PREFIX ?? 'mg:';
+  if (!/^[\w:.-]{1,64}$/.test(redisPrefix)) {
+    throw new ConfigError('REDIS_PREFIX', 'must be 1 to 64 letters, digits, or _ : . -');
+  }
+  return {
+    port: integer(env, 'PORT', 8080, 0, 65_535),
+    host,
+    dataDir: resolve(env.DATA_DIR?.trim() || './data'),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisPrefix,
+    eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb:', 'esdb+discover:', 'kurrentdb:', 'kdb:']),
+    requestTimeoutMs,
+    reservationTtlMs,
+    pendingHoldMs: integer(env, 'PENDING_HOLD_MS', 60_000, 100, 3_600_000),
+    sweepIntervalMs: integer(env, 'SWEEP_INTERVAL_MS', 1_000, 10, 600_000),
+    requestLogRetention: integer(env, 'REQUEST_LOG_RETENTION', 10_000, 1, 10_000_000),
+    logPollMs: integer(env, 'LOG_POLL_MS', 100, 5, 10_000),
+  };
+}

@@ -1,0 +1,17 @@
+import { Controller, Get, Req, UseFilters, UseGuards } from '@nestjs/common';
+import { QueryBus } from '@nestjs/cqrs';
+import { ChatCompletionsErrorFilter } from '../http/api-error';
+import { ApiKeyGuard, KeyedRequest } from '../identity/api-key.guard';
+import { CreditsView, GetCreditsQuery } from './get-credits.query';
+
+@Controller('api/v1/credits')
+@UseGuards(ApiKeyGuard)
+@UseFilters(ChatCompletionsErrorFilter)
+export class CreditsController {
+  constructor(private readonly queries: QueryBus) {}
+
+  @Get()
+  async credits(@Req() request: KeyedRequest): Promise<{ data: CreditsView }> {
+    return { data: await this.queries.execute(new GetCreditsQuery(request.apiKey.orgId)) };
+  }
+}

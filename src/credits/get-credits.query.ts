@@ -1,0 +1,35 @@
+import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
+import { creditsNumber } from '../ledger/money';
+import { ProjectionStore } from '../projections/projection-store';
+import { availableOf } from '../projections/read-model';
+import { PROJECTIONS } from '../runtime/runtime.module';
+import { Inject } from '@nestjs/common';
+
+/** Credits as the caller sees them: decimal credits, holds counted as reserved. */
+export interface CreditsView {
+  total_credits: number;
+  total_usage: number;
+  reserved: number;
+  available: number;
+}
+
+export class GetCreditsQuery extends Query<CreditsView> {
+  constructor(readonly orgId: string) {
+    super();
+  }
+}
+
+@QueryHandler(GetCreditsQuery)
+export class GetCreditsHandler implements IQueryHandler<GetCreditsQuery, CreditsView> {
+  constructor(@Inject(PROJECTIONS) private readonly projections: ProjectionStore) {}
+
+  async execute({ orgId }: GetCreditsQuery): Promise<CreditsView> {
+    const balance = await this.projections.balance(orgId);
+    return {
+      total_credits: creditsNumber(balance.granted),
+      total_usage: creditsNumber(balance.spent),
+      reserved: creditsNumber(balance.reserved + balance.pending),
+      available: creditsNumber(availableOf(balance)),
+    };
+  }
+}

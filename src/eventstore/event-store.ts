@@ -1,0 +1,55 @@
+/**
+ * The event store port. The log is the truth: every balance, every key and every charge is
+ * derived from it. Adapters: the embedded SQLite log and EventStoreDB.
+ */
+export interface NewEvent<T extends string = string, D = unknown> {
+  type: T;
+  data: D;
+}
+
+export interface RecordedEvent<T extends string = string, D = unknown> extends NewEvent<T, D> {
+  streamId: string;
+  /** 0-based index of the event in its stream. */
+  revision: number;
+  /** Global position in the log: strictly increasing, a safe integer, > 0. */
+  position: number;
+  /** Milliseconds since the epoch when the store recorded it. */
+  recordedAt: number;
+}
+
+/** `no_stream`: the stream must not exist; a number: the revision of its last event. */
+export type ExpectedRevision = number | 'no_stream' | 'any';
+
+export interface AppendResult {
+  /** Revision of the last appended event: the expected revision for the next append. */
+  nextExpectedRevision: number;
+  /** Position of the last appended event. */
+  position: number;
+}
+
+export class WrongExpectedRevisionError extends Error {
+  constructor(
+    readonly streamId: string,
+    readonly expected: ExpectedRevision,
+    readonly actual: number | 'no_stream',
+  ) {
+    super(`stream ${streamId}: expected revision ${expected}, found ${actual}`);
+    this.name = 'WrongExpectedRevisionError';
+  }
+}
+
+export interface EventStore {
+  append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
+  /** Every event of a stream in order; empty when the stream does not exist. */
+  readStream(streamId: string): Promise<RecordedEvent[]>;
+  /** Up to `limit` events with a position greater than `after`, in log order. */
+  readAll(after: number, limit: number): Promise<RecordedEvent[]>;
+  /** Position of the newest event, 0 when the log is empty. */
+  headPosition(): Promise<number>;
+  /**
+   * Events after `after`: first those already in the log, then live ones as they are appended
+   * (by this process or any other), in batches, in log order. Ends when `signal` aborts.
+   */
+  subscribe(after: number, signal: AbortSignal): AsyncIterable<RecordedEvent[]>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,57 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+
+/** The kinds of failure a caller can see, with their HTTP status. */
+export const API_ERRORS = {
+  invalid_request: { status: 400, type: 'invalid_request_error' },
+  invalid_api_key: { status: 401, type: 'authentication_error' },
+  insufficient_credits: { status: 402, type: 'insufficient_credits' },
+  not_found: { status: 404, type: 'not_found_error' },
+  payload_too_large: { status: 413, type: 'invalid_request_error' },
+  provider_error: { status: 502, type: 'provider_error' },
+  provider_timeout: { status: 504, type: 'provider_timeout' },
+  internal_error: { status: 500, type: 'server_error' },
+} as const;
+
+export type ApiErrorCode = keyof typeof API_ERRORS;
+
+/** A failure to report to the caller; each surface renders it in its own wire format. */
+export class ApiError extends Error {
+  constructor(
+    readonly code: ApiErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  get status(): number {
+    return API_ERRORS[this.code].status;
+  }
+}
+
+/** Maps anything thrown to an ApiError without leaking internals. */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error instanceof HttpException) {
+    const status = error.getStatus();
+    const code = (Object.keys(API_ERRORS) as ApiErrorCode[]).find((c) => API_ERRORS[c].status === status);
+    if (code) return new ApiError(code, status === 404 ? 'no such route' : error.message);
+  }
+  const status = (error as { statusCode?: number }).statusCode;
+  if (status === 413) return new ApiError('payload_too_large', 'request body is too large');
+  if (status === 400 || status === 415) return new ApiError('invalid_request', (error as Error).message);
+  return new ApiError('internal_error', 'internal error');
+}
+
+/** Errors in the chat-completions wire format: `{ error: { message, type, code } }`. */
+@Catch()
+export class ChatCompletionsErrorFilter implements ExceptionFilter {
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const error = toApiError(exception);
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    void reply.status(error.status).send({
+      error: { message: error.message, type: API_ERRORS[error.code].type, code: error.code },
+    });
+  }
+}

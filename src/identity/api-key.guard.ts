@@ -1,0 +1,24 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { ApiError } from '../http/api-error';
+import type { KeyRecord } from '../projections/read-model';
+import { IdentityService } from './identity.service';
+
+export type KeyedRequest = FastifyRequest & { apiKey: KeyRecord };
+
+/** `Authorization: Bearer sk-svc-…`: the key must exist and not be revoked. */
+@Injectable()
+export class ApiKeyGuard implements CanActivate {
+  constructor(private readonly identity: IdentityService) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const request = context.switchToHttp().getRequest<KeyedRequest>();
+    const header = request.headers.authorization;
+    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!match) throw new ApiError('invalid_api_key', 'missing API key: send "Authorization: Bearer <key>"');
+    const key = await this.identity.authenticate(match[1]);
+    if (!key) throw new ApiError('invalid_api_key', 'invalid or revoked API key');
+    request.apiKey = key;
+    return true;
+  }
+}

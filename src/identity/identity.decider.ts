@@ -1,0 +1,174 @@
+import {
+  ApiKeyCreated,
+  ApiKeyRevoked,
+  MemberAdded,
+  OrganizationCreated,
+  OrganizationEvent,
+  UserRegistered,
+} from './identity.events';
+
+export class IdentityRuleError extends Error {
+  constructor(
+    readonly code:
+      | 'invalid_name'
+      | 'invalid_email'
+      | 'invalid_password'
+      | 'organization_exists'
+      | 'organization_not_found'
+      | 'user_exists'
+      | 'user_not_found'
+      | 'already_member'
+      | 'key_exists'
+      | 'key_not_found'
+      | 'key_revoked',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'IdentityRuleError';
+  }
+}
+
+const MAX_NAME = 100;
+
+function checkName(what: string, name: string): string {
+  const trimmed = name.trim();
+  if (trimmed.length === 0 || trimmed.length > MAX_NAME) {
+    throw new IdentityRuleError('invalid_name', `${what} name must be 1 to ${MAX_NAME} characters`);
+  }
+  return trimmed;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Organizations and their members.
+
+export interface Organization {
+  exists: boolean;
+  name: string;
+  members: ReadonlySet<string>;
+}
+
+export const initialOrganization = (): Organization => ({ exists: false, name: '', members: new Set() });
+
+export function evolveOrganization(state: Organization, event: OrganizationEvent): Organization {
+  switch (event.type) {
+    case 'OrganizationCreated':
+      return { exists: true, name: event.data.name, members: state.members };
+    case 'MemberAdded':
+      return { ...state, members: new Set([...state.members, event.data.userId]) };
+  }
+}
+
+export type OrganizationCommand =
+  | { type: 'CreateOrganization'; orgId: string; name: string; now: number }
+  | { type: 'AddMember'; orgId: string; userId: string; role: 'owner' | 'member'; now: number };
+
+export function decideOrganization(command: OrganizationCommand, state: Organization): OrganizationEvent[] {
+  switch (command.type) {
+    case 'CreateOrganization': {
+      if (state.exists) throw new IdentityRuleError('organization_exists', 'organization already exists');
+      const event: OrganizationCreated = {
+        type: 'OrganizationCreated',
+        data: { orgId: command.orgId, name: checkName('organization', command.name), createdAt: command.now },
+      };
+      return [event];
+    }
+    case 'AddMember': {
+      if (!state.exists) throw new IdentityRuleError('organization_not_found', `no organization ${command.orgId}`);
+      if (state.members.has(command.userId)) {
+        throw new IdentityRuleError('already_member', 'user is already a member of this organization');
+      }
+      const event: MemberAdded = {
+        type: 'MemberAdded',
+        data: { orgId: command.orgId, userId: command.userId, role: command.role, addedAt: command.now },
+      };
+      return [event];
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Users.
+
+export type User = { exists: false } | { exists: true; userId: string; email: string; passwordHash: string };
+
+export const initialUser = (): User => ({ exists: false });
+
+export const evolveUser = (_state: User, event: UserRegistered): User => ({ exists: true, ...event.data });
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/** Emails are compared lower-cased and trimmed. */
+export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
+
+export interface RegisterUser {
+  type: 'RegisterUser';
+  userId: string;
+  email: string;
+  passwordHash: string;
+  now: number;
+}
+
+export function decideUser(command: RegisterUser, state: User): UserRegistered[] {
+  const email = normalizeEmail(command.email);
+  if (!EMAIL.test(email) || email.length > 254) {
+    throw new IdentityRuleError('invalid_email', `"${command.email}" is not an email address`);
+  }
+  if (state.exists) throw new IdentityRuleError('user_exists', `a user with email ${email} already exists`);
+  return [
+    {
+      type: 'UserRegistered',
+      data: { userId: command.userId, email, passwordHash: command.passwordHash, registeredAt: command.now },
+    },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------
+// API keys.
+
+export type ApiKey =
+  | { status: 'none' }
+  | { status: 'active' | 'revoked'; keyId: string; orgId: string; hash: string };
+
+export const initialApiKey = (): ApiKey => ({ status: 'none' });
+
+export function evolveApiKey(state: ApiKey, event: ApiKeyCreated | ApiKeyRevoked): ApiKey {
+  if (event.type === 'ApiKeyCreated') {
+    const { keyId, orgId, hash } = event.data;
+    return { status: 'active', keyId, orgId, hash };
+  }
+  return state.status === 'none' ? state : { ...state, status: 'revoked' };
+}
+
+export type ApiKeyCommand =
+  | { type: 'CreateApiKey'; keyId: string; orgId: string; name: string; hash: string; prefix: string; now: number }
+  | { type: 'RevokeApiKey'; keyId: string; now: number };
+
+export function decideApiKey(
+  command: ApiKeyCommand,
+  state: ApiKey,
+  organization: Organization,
+): Array<ApiKeyCreated | ApiKeyRevoked> {
+  switch (command.type) {
+    case 'CreateApiKey': {
+      if (state.status !== 'none') throw new IdentityRuleError('key_exists', 'key already exists');
+      if (!organization.exists) throw new IdentityRuleError('organization_not_found', `no organization ${command.orgId}`);
+      const { keyId, orgId, hash, prefix, now } = command;
+      return [
+        {
+          type: 'ApiKeyCreated',
+          data: { keyId, orgId, name: checkName('key', command.name), hash, prefix, createdAt: now },
+        },
+      ];
+    }
+    case 'RevokeApiKey': {
+      if (state.status === 'none') throw new IdentityRuleError('key_not_found', `no key ${command.keyId}`);
+      if (state.status === 'revoked') throw new IdentityRuleError('key_revoked', 'key is already revoked');
+      return [
+        {
+          type: 'ApiKeyRevoked',
+          data: { keyId: state.keyId, orgId: state.orgId, hash: state.hash, revokedAt: command.now },
+        },
+      ];
+    }
+  }
+}

@@ -1,0 +1,215 @@
+import {
+  CreditsGranted,
+  CreditsReserved,
+  RequestFacts,
+  RequestOutcome,
+  ReservationEvent,
+  ReservationExpired,
+  ReservationReleased,
+  ReservationSettled,
+} from './ledger.events';
+import { chargeFor, isNanoAmount, isTokenCount, MAX_NANO, TokenPrices, TokenUsage } from './money';
+
+/** A rule of the ledger was broken; `code` says which, the message says it for people. */
+export class LedgerRuleError extends Error {
+  constructor(
+    readonly code:
+      | 'invalid_amount'
+      | 'invalid_usage'
+      | 'reservation_exists'
+      | 'reservation_not_found'
+      | 'already_resolved'
+      | 'not_expired'
+      | 'balance_overflow'
+      | 'organization_not_found',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'LedgerRuleError';
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The credit account of an organization: grants.
+
+export interface CreditAccount {
+  granted: number;
+}
+
+export const initialCreditAccount = (): CreditAccount => ({ granted: 0 });
+
+export const evolveCreditAccount = (state: CreditAccount, event: CreditsGranted): CreditAccount => ({
+  granted: state.granted + event.data.amount,
+});
+
+export interface GrantCredits {
+  type: 'GrantCredits';
+  orgId: string;
+  grantId: string;
+  amount: number;
+  reason: string;
+  now: number;
+}
+
+export function decideGrant(command: GrantCredits, state: CreditAccount): CreditsGranted[] {
+  if (!isNanoAmount(command.amount) || command.amount === 0) {
+    throw new LedgerRuleError('invalid_amount', 'a grant must be a positive amount of credits');
+  }
+  if (state.granted + command.amount > MAX_NANO) {
+    throw new LedgerRuleError('balance_overflow', 'this grant would take the balance past what the ledger holds');
+  }
+  const { orgId, grantId, amount, reason, now } = command;
+  return [{ type: 'CreditsGranted', data: { orgId, grantId, amount, reason, grantedAt: now } }];
+}
+
+// ---------------------------------------------------------------------------------------------
+// A reservation: a pending charge, resolved exactly once (settled, released or expired).
+
+export type Reservation =
+  | { status: 'none' }
+  | { status: 'open'; reserved: CreditsReserved['data'] }
+  | { status: 'resolved'; reserved: CreditsReserved['data']; resolution: ReservationEvent['type'] };
+
+export const initialReservation = (): Reservation => ({ status: 'none' });
+
+export function evolveReservation(state: Reservation, event: ReservationEvent): Reservation {
+  if (event.type === 'CreditsReserved') return { status: 'open', reserved: event.data };
+  if (state.status === 'none') return state;
+  return { status: 'resolved', reserved: state.reserved, resolution: event.type };
+}
+
+export interface Reserve extends RequestFacts {
+  type: 'Reserve';
+  reservationId: string;
+  orgId: string;
+  amount: number;
+  now: number;
+  ttlMs: number;
+}
+
+export interface Settle extends RequestOutcome {
+  type: 'Settle';
+  usage: TokenUsage;
+  prices: TokenPrices;
+  host: string;
+  hostModel: string;
+  now: number;
+}
+
+export interface Release extends RequestOutcome {
+  type: 'Release';
+  reason: string;
+  host: string | null;
+  now: number;
+}
+
+export interface Expire {
+  type: 'Expire';
+  now: number;
+}
+
+export type ReservationCommand = Reserve | Settle | Release | Expire;
+
+function openReservation(state: Reservation): CreditsReserved['data'] {
+  if (state.status === 'none') throw new LedgerRuleError('reservation_not_found', 'no such reservation');
+  if (state.status === 'resolved') {
+    throw new LedgerRuleError('already_resolved', `reservation already resolved (${state.resolution})`);
+  }
+  return state.reserved;
+}
+
+const factsOf = ({ requestId, keyId, surface, model }: RequestFacts): RequestFacts => ({
+  requestId,
+  keyId,
+  surface,
+  model,
+});
+
+export function decideReservation(command: ReservationCommand, state: Reservation): ReservationEvent[] {
+  switch (command.type) {
+    case 'Reserve': {
+      if (state.status !== 'none') {
+        throw new LedgerRuleError('reservation_exists', `reservation ${command.reservationId} already exists`);
+      }
+      if (!isNanoAmount(command.amount)) {
+        throw new LedgerRuleError('invalid_amount', 'a reservation must hold a non-negative amount');
+      }
+      const event: CreditsReserved = {
+        type: 'CreditsReserved',
+        data: {
+          ...factsOf(command),
+          reservationId: command.reservationId,
+          orgId: command.orgId,
+          amount: command.amount,
+          reservedAt: command.now,
+          expiresAt: command.now + command.ttlMs,
+        },
+      };
+      return [event];
+    }
+    case 'Settle': {
+      const reserved = openReservation(state);
+      const { usage, prices } = command;
+      if (!isTokenCount(usage.inputTokens) || !isTokenCount(usage.outputTokens)) {
+        throw new LedgerRuleError('invalid_usage', 'token counts must be non-negative integers');
+      }
+      if (!isNanoAmount(prices.input) || !isNanoAmount(prices.output)) {
+        throw new LedgerRuleError('invalid_usage', 'prices must be non-negative integers');
+      }
+      const event: ReservationSettled = {
+        type: 'ReservationSettled',
+        data: {
+          ...factsOf(reserved),
+          reservationId: reserved.reservationId,
+          orgId: reserved.orgId,
+          host: command.host,
+          hostModel: command.hostModel,
+          inputTokens: usage.inputTokens,
+          outputTokens: usage.outputTokens,
+          prices: { input: prices.input, output: prices.output },
+          amount: chargeFor(usage, prices),
+          held: reserved.amount,
+          status: command.status,
+          latencyMs: command.latencyMs,
+          settledAt: command.now,
+        },
+      };
+      return [event];
+    }
+    case 'Release': {
+      const reserved = openReservation(state);
+      const event: ReservationReleased = {
+        type: 'ReservationReleased',
+        data: {
+          ...factsOf(reserved),
+          reservationId: reserved.reservationId,
+          orgId: reserved.orgId,
+          host: command.host,
+          held: reserved.amount,
+          reason: command.reason,
+          status: command.status,
+          latencyMs: command.latencyMs,
+          releasedAt: command.now,
+        },
+      };
+      return [event];
+    }
+    case 'Expire': {
+      const reserved = openReservation(state);
+      if (command.now < reserved.expiresAt) {
+        throw new LedgerRuleError('not_expired', `reservation expires at ${new Date(reserved.expiresAt).toISOString()}`);
+      }
+      const event: ReservationExpired = {
+        type: 'ReservationExpired',
+        data: {
+          ...factsOf(reserved),
+          reservationId: reserved.reservationId,
+          orgId: reserved.orgId,
+          held: reserved.amount,
+          expiredAt: command.now,
+        },
+      };
+      return [event];
+    }
+  }
+}

@@ -1,0 +1,174 @@
+import { randomUUID } from 'node:crypto';
+import { EventStore, WrongExpectedRevisionError } from '../eventstore/event-store';
+import { evolveOrganization, initialOrganization } from '../identity/identity.decider';
+import { OrganizationEvent, organizationStream } from '../identity/identity.events';
+import type { ProjectionStore } from '../projections/projection-store';
+import {
+  decideGrant,
+  decideReservation,
+  evolveCreditAccount,
+  evolveReservation,
+  initialCreditAccount,
+  initialReservation,
+  LedgerRuleError,
+  Release,
+  Reservation,
+  ReservationCommand,
+  Settle,
+} from './ledger.decider';
+import { CreditsGranted, RequestFacts, ReservationEvent, creditsStream, reservationStream } from './ledger.events';
+
+export type Clock = () => number;
+
+export interface LedgerSettings {
+  /** A reservation never resolved (a crash) expires after this long. */
+  reservationTtlMs: number;
+  /** A hold whose reservation event never reached the log is undone after this long. */
+  pendingHoldMs: number;
+}
+
+/** An admitted reservation as its request holds it: enough to settle without reading the log. */
+export interface ReservationTicket {
+  reservationId: string;
+  orgId: string;
+  amount: number;
+  state: Reservation;
+  revision: number;
+}
+
+export type Admission =
+  | { admitted: true; ticket: ReservationTicket }
+  | { admitted: false; available: number };
+
+/**
+ * The ledger's command handlers: read the stream, fold it, decide, append with the revision
+ * read. Admission (the balance check) is the projection store's atomic hold; the event log
+ * stays the truth.
+ */
+export class LedgerService {
+  constructor(
+    private readonly events: EventStore,
+    private readonly projections: ProjectionStore,
+    private readonly settings: LedgerSettings,
+    private readonly clock: Clock = Date.now,
+  ) {}
+
+  async grant(orgId: string, amount: number, reason: string, grantId = randomUUID()): Promise<CreditsGranted> {
+    const orgEvents = await this.events.readStream(organizationStream(orgId));
+    const organization = orgEvents.reduce(
+      (state, e) => evolveOrganization(state, e as unknown as OrganizationEvent),
+      initialOrganization(),
+    );
+    if (!organization.exists) throw new LedgerRuleError('organization_not_found', `no organization ${orgId}`);
+    for (;;) {
+      const stream = await this.events.readStream(creditsStream(orgId));
+      const account = stream.reduce((s, e) => evolveCreditAccount(s, e as unknown as CreditsGranted), initialCreditAccount());
+      const [event] = decideGrant({ type: 'GrantCredits', orgId, grantId, amount, reason, now: this.clock() }, account);
+      try {
+        await this.events.append(creditsStream(orgId), [event], stream.length === 0 ? 'no_stream' : stream.length - 1);
+        return event;
+      } catch (error) {
+        if (!(error instanceof WrongExpectedRevisionError)) throw error;
+      }
+    }
+  }
+
+  /** Admits a request if the organization's available balance covers `amount`, and records it. */
+  async reserve(
+    request: RequestFacts & { orgId: string; amount: number; reservationId?: string },
+  ): Promise<Admission> {
+    const reservationId = request.reservationId ?? randomUUID();
+    const now = this.clock();
+    const [event] = decideReservation(
+      {
+        type: 'Reserve',
+        reservationId,
+        orgId: request.orgId,
+        amount: request.amount,
+        requestId: request.requestId,
+        keyId: request.keyId,
+        surface: request.surface,
+        model: request.model,
+        ttlMs: this.settings.reservationTtlMs,
+        now,
+      },
+      initialReservation(),
+    );
+    const admission = await this.projections.hold(request.orgId, reservationId, request.amount, now + this.settings.pendingHoldMs);
+    if (!admission.admitted) return admission;
+    try {
+      await this.events.append(reservationStream(reservationId), [event], 'no_stream');
+    } catch (error) {
+      await this.projections.dropHold(request.orgId, reservationId);
+      throw error;
+    }
+    return {
+      admitted: true,
+      ticket: {
+        reservationId,
+        orgId: request.orgId,
+        amount: request.amount,
+        state: evolveReservation(initialReservation(), event),
+        revision: 0,
+      },
+    };
+  }
+
+  async settle(ticket: ReservationTicket, settlement: Omit<Settle, 'type' | 'now'>): Promise<ReservationEvent> {
+    return this.resolve(ticket, { type: 'Settle', ...settlement, now: this.clock() });
+  }
+
+  async release(ticket: ReservationTicket, release: Omit<Release, 'type' | 'now'>): Promise<ReservationEvent> {
+    return this.resolve(ticket, { type: 'Release', ...release, now: this.clock() });
+  }
+
+  /** Expires a reservation past its expiry; a no-op (false) if another instance resolved it first. */
+  async expire(reservationId: string): Promise<boolean> {
+    try {
+      const { state, revision } = await this.readReservation(reservationId);
+      await this.decideAndAppend(reservationId, state, revision, { type: 'Expire', now: this.clock() });
+      return true;
+    } catch (error) {
+      if (error instanceof LedgerRuleError || error instanceof WrongExpectedRevisionError) return false;
+      throw error;
+    }
+  }
+
+  /** Expires every reservation past its expiry; whichever instance notices first wins. */
+  async expireDue(limit = 500): Promise<number> {
+    const due = await this.projections.expiredReservations(this.clock(), limit);
+    const results = await Promise.all(due.map((r) => this.expire(r.reservationId)));
+    return results.filter(Boolean).length;
+  }
+
+  /**
+   * Settles or releases exactly once: appended with the revision the ticket holds; if the
+   * stream moved (another instance expired it) the decision is made again on what it holds.
+   */
+  private async resolve(ticket: ReservationTicket, command: ReservationCommand): Promise<ReservationEvent> {
+    try {
+      return await this.decideAndAppend(ticket.reservationId, ticket.state, ticket.revision, command);
+    } catch (error) {
+      if (!(error instanceof WrongExpectedRevisionError)) throw error;
+      const { state, revision } = await this.readReservation(ticket.reservationId);
+      return this.decideAndAppend(ticket.reservationId, state, revision, command);
+    }
+  }
+
+  private async decideAndAppend(
+    reservationId: string,
+    state: Reservation,
+    revision: number,
+    command: ReservationCommand,
+  ): Promise<ReservationEvent> {
+    const [event] = decideReservation(command, state);
+    await this.events.append(reservationStream(reservationId), [event], revision);
+    return event;
+  }
+
+  private async readReservation(reservationId: string): Promise<{ state: Reservation; revision: number }> {
+    const stream = await this.events.readStream(reservationStream(reservationId));
+    const state = stream.reduce((s, e) => evolveReservation(s, e as unknown as ReservationEvent), initialReservation());
+    return { state, revision: stream.length - 1 };
+  }
+}

@@ -1,0 +1,43 @@
+import 'reflect-metadata';
+import { createApp } from './app';
+import { ConfigError, loadConfig } from './config/config';
+import { openRuntime } from './runtime/runtime';
+
+async function start(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const log = (line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+  const runtime = await openRuntime(config, { sweep: true, log });
+  const app = await createApp(runtime);
+  await app.listen(config.port, config.host);
+  const address = app.getHttpServer().address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  log(
+    `model gateway listening on http://${config.host}:${port} ` +
+      `(events: ${config.eventStoreUrl ? 'EventStoreDB' : `SQLite in ${config.dataDir}`}, ` +
+      `read models: ${config.redisUrl ? 'Redis' : 'in-process'})`,
+  );
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await app.close();
+    await runtime.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+start().catch((error: Error) => {
+  process.stderr.write(`model gateway failed to start: ${error.message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,46 @@
+import type { RecordedEvent } from '../eventstore/event-store';
+import type { Balance, KeyRecord, OpenReservation, OrgRecord, ReadModel, RequestLogEntry } from './read-model';
+
+export type Admission = { admitted: true } | { admitted: false; available: number };
+
+/**
+ * Where the read models live: in this process, or in Redis shared by every instance.
+ * Events are applied idempotently (each organization and the store keep the position they
+ * have applied), so several followers of the log may apply the same event safely.
+ */
+export interface ProjectionStore {
+  readonly kind: 'memory' | 'redis';
+
+  /**
+   * Admission: atomically holds `amount` for a reservation if the available balance covers it.
+   * The hold is pending until the reservation's event is applied; if that never happens it is
+   * swept after `pendingUntil`.
+   */
+  hold(orgId: string, reservationId: string, amount: number, pendingUntil: number): Promise<Admission>;
+  /** Undoes a pending hold whose event could not be appended. */
+  dropHold(orgId: string, reservationId: string): Promise<void>;
+  /** Releases pending holds older than `now` whose event never arrived; returns how many. */
+  sweepPendingHolds(now: number): Promise<number>;
+
+  apply(events: RecordedEvent[]): Promise<void>;
+  /** The position up to which every event has been applied. */
+  checkpoint(): Promise<number>;
+
+  balance(orgId: string): Promise<Balance>;
+  keyByHash(hash: string): Promise<KeyRecord | null>;
+  keysOf(orgId: string): Promise<KeyRecord[]>;
+  organization(orgId: string): Promise<OrgRecord | null>;
+  recentRequests(orgId: string, limit: number): Promise<RequestLogEntry[]>;
+  /** Open reservations whose expiry is at or before `now`. */
+  expiredReservations(now: number, limit: number): Promise<OpenReservation[]>;
+  /** Every organization's ledger totals and position, for the audit. */
+  ledgers(): Promise<Map<string, { granted: number; spent: number; reserved: number; position: number }>>;
+
+  /** Takes the rebuild lock (one rebuild at a time across instances); null when another holds it. */
+  lockRebuild(ttlMs: number): Promise<(() => Promise<void>) | null>;
+  /** Drops every read model (pending holds included) and its checkpoint. */
+  reset(): Promise<void>;
+  /** Writes a complete fold of the log, as computed by a rebuild. */
+  load(model: ReadModel): Promise<void>;
+  close(): Promise<void>;
+}

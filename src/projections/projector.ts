@@ -1,0 +1,156 @@
+import { EventEmitter, once } from 'node:events';
+import type { EventStore } from '../eventstore/event-store';
+import type { ProjectionStore } from './projection-store';
+import { ReadModel } from './read-model';
+import { ReadModelsLostError } from './redis-projection-store';
+
+const FOLD_BATCH = 5000;
+const REBUILD_LOCK_MS = 10 * 60_000;
+
+export interface RebuildProgress {
+  position: number;
+  head: number;
+  events: number;
+}
+
+/** Folds the whole log (up to its head when called) into a fresh read model. */
+export async function foldLog(
+  events: EventStore,
+  requestLogRetention: number,
+  onProgress?: (progress: RebuildProgress) => void,
+): Promise<ReadModel> {
+  const head = await events.headPosition();
+  const model = new ReadModel(requestLogRetention);
+  let count = 0;
+  while (model.position < head) {
+    const batch = await events.readAll(model.position, FOLD_BATCH);
+    if (batch.length === 0) break;
+    for (const event of batch) {
+      if (event.position > head) break;
+      model.apply(event);
+      count += 1;
+    }
+    onProgress?.({ position: model.position, head, events: count });
+    if (batch[batch.length - 1].position >= head) break;
+  }
+  return model;
+}
+
+/**
+ * Drops every read model and rebuilds it from the log, holding the rebuild lock so that
+ * instances following the log wait instead of applying events to half-written models.
+ */
+export async function rebuildProjections(
+  events: EventStore,
+  store: ProjectionStore,
+  requestLogRetention: number,
+  onProgress?: (progress: RebuildProgress) => void,
+): Promise<{ events: number; position: number }> {
+  const unlock = await store.lockRebuild(REBUILD_LOCK_MS);
+  if (!unlock) throw new Error('another rebuild is running');
+  try {
+    await store.reset();
+    let count = 0;
+    const model = await foldLog(events, requestLogRetention, (p) => {
+      count = p.events;
+      onProgress?.(p);
+    });
+    await store.load(model);
+    return { events: count, position: model.position };
+  } finally {
+    await unlock();
+  }
+}
+
+/**
+ * Follows the log from the store's checkpoint and applies every event to the read models,
+ * one batch after the other. If Redis lost the read models it rebuilds them (or waits for
+ * the instance that is rebuilding) and goes on.
+ */
+export class Projector {
+  private readonly progress = new EventEmitter();
+  private readonly abort = new AbortController();
+  private running: Promise<void> | null = null;
+  private applied = 0;
+  private failure: unknown = null;
+
+  constructor(
+    private readonly events: EventStore,
+    private readonly store: ProjectionStore,
+    private readonly requestLogRetention: number,
+    private readonly log: (line: string) => void = () => {},
+  ) {
+    this.progress.setMaxListeners(0);
+  }
+
+  get position(): number {
+    return this.applied;
+  }
+
+  async start(): Promise<void> {
+    this.applied = await this.store.checkpoint();
+    this.running = this.follow();
+  }
+
+  private async follow(): Promise<void> {
+    while (!this.abort.signal.aborted) {
+      try {
+        for await (const batch of this.events.subscribe(this.applied, this.abort.signal)) {
+          await this.applyWithRecovery(batch);
+          this.applied = batch[batch.length - 1].position;
+          this.progress.emit('applied', this.applied);
+        }
+      } catch (error) {
+        if (this.abort.signal.aborted) return;
+        this.failure = error;
+        this.log(`projector: ${(error as Error).message}; retrying`);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
+  }
+
+  private async applyWithRecovery(batch: Parameters<ProjectionStore['apply']>[0]): Promise<void> {
+    for (;;) {
+      try {
+        await this.store.apply(batch);
+        this.failure = null;
+        return;
+      } catch (error) {
+        if (!(error instanceof ReadModelsLostError) || this.abort.signal.aborted) throw error;
+        this.log('projector: read models missing in Redis; rebuilding from the log');
+        try {
+          const rebuilt = await rebuildProjections(this.events, this.store, this.requestLogRetention);
+          this.log(`projector: rebuilt from ${rebuilt.events} events`);
+        } catch {
+          // Another instance is rebuilding: give it a moment, then apply again.
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+    }
+  }
+
+  /** Resolves once every event up to `position` has been applied. */
+  async waitFor(position: number, timeoutMs = 10_000): Promise<void> {
+    const signal = AbortSignal.timeout(timeoutMs);
+    while (this.applied < position) {
+      try {
+        await once(this.progress, 'applied', { signal });
+      } catch {
+        throw new Error(
+          `read models did not reach position ${position} within ${timeoutMs} ms (at ${this.applied})` +
+            (this.failure ? `: ${(this.failure as Error).message}` : ''),
+        );
+      }
+    }
+  }
+
+  /** Waits until the read models include everything in the log now. */
+  async catchUp(timeoutMs?: number): Promise<void> {
+    await this.waitFor(await this.events.headPosition(), timeoutMs);
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.running;
+  }
+}

@@ -1,0 +1,359 @@
+import { randomUUID } from 'node:crypto';
+import { createClient } from 'redis';
+import type { RecordedEvent } from '../eventstore/event-store';
+import type { Admission, ProjectionStore } from './projection-store';
+import {
+  asProjected,
+  Balance,
+  KeyRecord,
+  OpenReservation,
+  OrgRecord,
+  ReadModel,
+  requestLogEntryOf,
+  RequestLogEntry,
+} from './read-model';
+import * as lua from './redis-scripts';
+
+export type RedisClient = ReturnType<typeof createClient>;
+
+/** The read models were lost (Redis emptied or dropped): they must be rebuilt from the log. */
+export class ReadModelsLostError extends Error {
+  constructor() {
+    super('the read models in Redis are missing: rebuilding them from the log');
+    this.name = 'ReadModelsLostError';
+  }
+}
+
+const SEP = '|';
+
+/**
+ * Read models in Redis, shared by every gateway instance and the operator tool. Every key
+ * starts with `prefix`; one organization's keys share the hash tag `{org:ID}`.
+ */
+export class RedisProjectionStore implements ProjectionStore {
+  readonly kind = 'redis' as const;
+  private readonly shas = new Map<string, string>();
+  /** Position this instance last applied: if the checkpoint vanishes after that, Redis was emptied. */
+  private appliedUpTo = 0;
+
+  private constructor(
+    readonly client: RedisClient,
+    private readonly prefix: string,
+    private readonly requestLogRetention: number,
+  ) {}
+
+  static async connect(url: string, prefix: string, requestLogRetention: number): Promise<RedisProjectionStore> {
+    const client = createClient({ url, socket: { reconnectStrategy: (retries) => Math.min(retries * 100, 2000) } });
+    client.on('error', () => {
+      // Reconnection is automatic; commands issued meanwhile fail and callers report that.
+    });
+    await client.connect();
+    return new RedisProjectionStore(client, prefix, requestLogRetention);
+  }
+
+  private org(orgId: string) {
+    const tag = `${this.prefix}{org:${orgId}}`;
+    return {
+      ledger: `${tag}:ledger`,
+      holds: `${tag}:holds`,
+      holdDeadlines: `${tag}:hold-deadlines`,
+      open: `${tag}:open`,
+      requests: `${tag}:requests`,
+      keys: `${tag}:keys`,
+      record: `${tag}:org`,
+    };
+  }
+
+  private get orgsKey() {
+    return `${this.prefix}orgs`;
+  }
+  private get expiryKey() {
+    return `${this.prefix}reservations:expiry`;
+  }
+  private get checkpointKey() {
+    return `${this.prefix}checkpoint`;
+  }
+  private keyRecordKey(hash: string) {
+    return `${this.prefix}key:${hash}`;
+  }
+
+  /** EVALSHA, loading the script on first use or after Redis lost it. */
+  private async run(script: string, keys: string[], args: Array<string | number>): Promise<unknown> {
+    const options = { keys, arguments: args.map(String) };
+    let sha = this.shas.get(script);
+    if (sha) {
+      try {
+        return await this.client.evalSha(sha, options);
+      } catch (error) {
+        if (!String((error as Error).message).includes('NOSCRIPT')) throw error;
+      }
+    }
+    sha = await this.client.scriptLoad(script);
+    this.shas.set(script, sha);
+    return this.client.evalSha(sha, options);
+  }
+
+  async hold(orgId: string, reservationId: string, amount: number, pendingUntil: number): Promise<Admission> {
+    const k = this.org(orgId);
+    const reply = (await this.run(lua.HOLD, [k.ledger, k.holds, k.holdDeadlines], [
+      reservationId,
+      amount,
+      pendingUntil,
+    ])) as number[];
+    return reply[0] === 1 ? { admitted: true } : { admitted: false, available: Number(reply[1]) };
+  }
+
+  async dropHold(orgId: string, reservationId: string): Promise<void> {
+    const k = this.org(orgId);
+    await this.run(lua.DROP_HOLD, [k.ledger, k.holds, k.holdDeadlines], [reservationId]);
+  }
+
+  async sweepPendingHolds(now: number): Promise<number> {
+    let swept = 0;
+    for await (const orgIds of this.client.sScanIterator(this.orgsKey, { COUNT: 500 })) {
+      const counts = await Promise.all(
+        orgIds.map((orgId) => {
+          const k = this.org(orgId);
+          return this.run(lua.SWEEP_HOLDS, [k.ledger, k.holds, k.holdDeadlines], [now]);
+        }),
+      );
+      swept += counts.reduce<number>((sum, n) => sum + Number(n), 0);
+    }
+    return swept;
+  }
+
+  /** Applies a batch (pipelined); throws ReadModelsLostError if Redis lost the read models. */
+  async apply(events: RecordedEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    if (this.appliedUpTo > 0 && !(await this.client.exists(this.checkpointKey))) throw new ReadModelsLostError();
+    const results = await Promise.all(events.map((event) => this.applyOne(event)));
+    if (results.includes(-1)) throw new ReadModelsLostError();
+    const last = events[events.length - 1].position;
+    await this.run(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [last]);
+    this.appliedUpTo = last;
+  }
+
+  async lockRebuild(ttlMs: number): Promise<(() => Promise<void>) | null> {
+    const token = randomUUID();
+    const key = `${this.prefix}rebuild-lock`;
+    const taken = await this.client.set(key, token, { NX: true, PX: ttlMs });
+    if (taken !== 'OK') return null;
+    return async () => {
+      await this.run(lua.RELEASE_LOCK, [key], [token]);
+    };
+  }
+
+  private async applyOne(recorded: RecordedEvent): Promise<number> {
+    const event = asProjected(recorded);
+    const position = recorded.position;
+    switch (event.type) {
+      case 'OrganizationCreated': {
+        const k = this.org(event.data.orgId);
+        const record: OrgRecord = { ...event.data };
+        const [applied] = await Promise.all([
+          this.run(lua.APPLY_ORG_CREATED, [k.ledger, k.record], [position, JSON.stringify(record)]),
+          this.client.sAdd(this.orgsKey, event.data.orgId),
+        ]);
+        return Number(applied);
+      }
+      case 'ApiKeyCreated': {
+        const { keyId, orgId, name, prefix, hash, createdAt } = event.data;
+        await Promise.all([
+          this.client.hSet(this.keyRecordKey(hash), { keyId, orgId, name, prefix, hash, createdAt: String(createdAt) }),
+          this.client.hSet(this.org(orgId).keys, keyId, hash),
+        ]);
+        return 1;
+      }
+      case 'ApiKeyRevoked':
+        await this.client.hSet(this.keyRecordKey(event.data.hash), 'revokedAt', String(event.data.revokedAt));
+        return 1;
+      case 'CreditsGranted': {
+        const k = this.org(event.data.orgId);
+        return Number(await this.run(lua.APPLY_GRANT, [k.ledger], [position, event.data.amount]));
+      }
+      case 'CreditsReserved': {
+        const { orgId, reservationId, amount, expiresAt } = event.data;
+        const k = this.org(orgId);
+        const applied = Number(
+          await this.run(lua.APPLY_RESERVED, [k.ledger, k.holds, k.holdDeadlines, k.open], [position, reservationId, amount]),
+        );
+        if (applied === 1) await this.client.zAdd(this.expiryKey, { score: expiresAt, value: orgId + SEP + reservationId });
+        return applied;
+      }
+      case 'ReservationSettled':
+      case 'ReservationReleased':
+      case 'ReservationExpired': {
+        const { orgId, reservationId } = event.data;
+        const k = this.org(orgId);
+        const charge = event.type === 'ReservationSettled' ? event.data.amount : 0;
+        const entry = JSON.stringify(requestLogEntryOf(event));
+        const applied = Number(
+          await this.run(lua.APPLY_RESOLVED, [k.ledger, k.open, k.requests], [
+            position,
+            reservationId,
+            charge,
+            entry,
+            this.requestLogRetention,
+          ]),
+        );
+        if (applied === 1) await this.client.zRem(this.expiryKey, orgId + SEP + reservationId);
+        return applied;
+      }
+      default:
+        return 1;
+    }
+  }
+
+  async checkpoint(): Promise<number> {
+    return Number((await this.client.get(this.checkpointKey)) ?? 0);
+  }
+
+  async balance(orgId: string): Promise<Balance> {
+    const [granted, spent, reserved, pending] = await this.client.hmGet(this.org(orgId).ledger, [
+      'granted',
+      'spent',
+      'reserved',
+      'pending',
+    ]);
+    return {
+      granted: Number(granted ?? 0),
+      spent: Number(spent ?? 0),
+      reserved: Number(reserved ?? 0),
+      pending: Number(pending ?? 0),
+    };
+  }
+
+  private static toKeyRecord(fields: Record<string, string>): KeyRecord | null {
+    if (!fields.keyId) return null;
+    return {
+      keyId: fields.keyId,
+      orgId: fields.orgId,
+      name: fields.name,
+      prefix: fields.prefix,
+      hash: fields.hash,
+      createdAt: Number(fields.createdAt),
+      revokedAt: fields.revokedAt ? Number(fields.revokedAt) : null,
+    };
+  }
+
+  async keyByHash(hash: string): Promise<KeyRecord | null> {
+    return RedisProjectionStore.toKeyRecord(await this.client.hGetAll(this.keyRecordKey(hash)));
+  }
+
+  async keysOf(orgId: string): Promise<KeyRecord[]> {
+    const hashes = Object.values(await this.client.hGetAll(this.org(orgId).keys));
+    const records = await Promise.all(hashes.map((hash) => this.keyByHash(hash)));
+    return records.filter((r): r is KeyRecord => r !== null);
+  }
+
+  async organization(orgId: string): Promise<OrgRecord | null> {
+    const json = await this.client.get(this.org(orgId).record);
+    return json ? (JSON.parse(json) as OrgRecord) : null;
+  }
+
+  async recentRequests(orgId: string, limit: number): Promise<RequestLogEntry[]> {
+    const entries = await this.client.lRange(this.org(orgId).requests, 0, limit - 1);
+    return entries.map((json) => JSON.parse(json) as RequestLogEntry);
+  }
+
+  async expiredReservations(now: number, limit: number): Promise<OpenReservation[]> {
+    const due = await this.client.zRangeWithScores(this.expiryKey, 0, now, {
+      BY: 'SCORE',
+      LIMIT: { offset: 0, count: limit },
+    });
+    const found = await Promise.all(
+      due.map(async ({ value, score }) => {
+        const [orgId, reservationId] = value.split(SEP);
+        const amount = await this.client.hGet(this.org(orgId).open, reservationId);
+        if (amount === null) {
+          // Already resolved; the entry outlived it (a follower applied out of turn).
+          await this.client.zRem(this.expiryKey, value);
+          return null;
+        }
+        return { reservationId, orgId, amount: Number(amount), expiresAt: score };
+      }),
+    );
+    return found.filter((r): r is OpenReservation => r !== null);
+  }
+
+  async ledgers() {
+    const result = new Map<string, { granted: number; spent: number; reserved: number; position: number }>();
+    for await (const orgIds of this.client.sScanIterator(this.orgsKey, { COUNT: 500 })) {
+      const rows = await Promise.all(
+        orgIds.map((orgId) => this.client.hmGet(this.org(orgId).ledger, ['granted', 'spent', 'reserved', 'position'])),
+      );
+      orgIds.forEach((orgId, i) => {
+        const [granted, spent, reserved, position] = rows[i].map((v) => Number(v ?? 0));
+        result.set(orgId, { granted, spent, reserved, position });
+      });
+    }
+    return result;
+  }
+
+  async reset(): Promise<void> {
+    this.appliedUpTo = 0;
+    for await (const keys of this.client.scanIterator({ MATCH: `${this.prefix}*`, COUNT: 1000 })) {
+      const lock = `${this.prefix}rebuild-lock`;
+      const doomed = keys.filter((key) => key !== lock);
+      if (doomed.length > 0) await this.client.unlink(doomed);
+    }
+  }
+
+  async load(model: ReadModel): Promise<void> {
+    const writes: Array<Promise<unknown>> = [];
+    const flush = async () => {
+      await Promise.all(writes.splice(0));
+    };
+    const openByOrg = new Map<string, OpenReservation[]>();
+    for (const r of model.open.values()) openByOrg.set(r.orgId, [...(openByOrg.get(r.orgId) ?? []), r]);
+    for (const [orgId, ledger] of model.orgs) {
+      const k = this.org(orgId);
+      const open = openByOrg.get(orgId) ?? [];
+      writes.push(
+        this.run(lua.LOAD_LEDGER, [k.ledger, k.open], [
+          ledger.granted,
+          ledger.spent,
+          ledger.reserved,
+          ledger.position,
+          ...open.flatMap((r) => [r.reservationId, r.amount]),
+        ]),
+        this.client.sAdd(this.orgsKey, orgId),
+      );
+      for (const r of open) writes.push(this.client.zAdd(this.expiryKey, { score: r.expiresAt, value: orgId + SEP + r.reservationId }));
+      const record = model.orgRecords.get(orgId);
+      if (record) writes.push(this.client.set(k.record, JSON.stringify(record)));
+      const log = model.requests.get(orgId) ?? [];
+      const kept = log.slice(Math.max(0, log.length - this.requestLogRetention));
+      if (kept.length > 0) {
+        writes.push(
+          this.client
+            .multi()
+            .del(k.requests)
+            .lPush(k.requests, kept.map((e) => JSON.stringify(e)))
+            .exec(),
+        );
+      }
+      if (writes.length > 2000) await flush();
+    }
+    for (const key of model.keysById.values()) {
+      const fields: Record<string, string> = {
+        keyId: key.keyId,
+        orgId: key.orgId,
+        name: key.name,
+        prefix: key.prefix,
+        hash: key.hash,
+        createdAt: String(key.createdAt),
+      };
+      if (key.revokedAt !== null) fields.revokedAt = String(key.revokedAt);
+      writes.push(this.client.hSet(this.keyRecordKey(key.hash), fields), this.client.hSet(this.org(key.orgId).keys, key.keyId, key.hash));
+      if (writes.length > 2000) await flush();
+    }
+    await flush();
+    await this.run(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [model.position]);
+    this.appliedUpTo = Math.max(this.appliedUpTo, model.position);
+  }
+
+  async close(): Promise<void> {
+    if (this.client.isOpen) await this.client.close();
+  }
+}

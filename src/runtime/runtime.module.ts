@@ -1,0 +1,24 @@
+import { DynamicModule, Global, Module } from '@nestjs/common';
+import { IdentityService } from '../identity/identity.service';
+import { LedgerService } from '../ledger/ledger.service';
+import type { Runtime } from './runtime';
+
+export const RUNTIME = Symbol('Runtime');
+export const PROJECTIONS = Symbol('ProjectionStore');
+export const EVENT_STORE = Symbol('EventStore');
+
+/** Makes the runtime (opened before Nest starts, shared with the operator tool) injectable. */
+@Global()
+@Module({})
+export class RuntimeModule {
+  static forRuntime(runtime: Runtime): DynamicModule {
+    const providers = [
+      { provide: RUNTIME, useValue: runtime },
+      { provide: PROJECTIONS, useValue: runtime.projections },
+      { provide: EVENT_STORE, useValue: runtime.events },
+      { provide: LedgerService, useValue: runtime.ledger },
+      { provide: IdentityService, useValue: runtime.identity },
+    ];
+    return { module: RuntimeModule, providers, exports: providers };
+  }
+}

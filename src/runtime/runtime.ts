@@ -1,0 +1,90 @@
+import { join } from 'node:path';
+import type { Config } from '../config/config';
+import type { EventStore } from '../eventstore/event-store';
+import { SqliteEventStore } from '../eventstore/sqlite-event-store';
+import { IdentityService } from '../identity/identity.service';
+import { LedgerService } from '../ledger/ledger.service';
+import { MemoryProjectionStore } from '../projections/memory-projection-store';
+import type { ProjectionStore } from '../projections/projection-store';
+import { Projector } from '../projections/projector';
+import { RedisProjectionStore } from '../projections/redis-projection-store';
+
+/**
+ * Everything the service and the operator tool share: the event log, the read models, the
+ * projector that keeps them following the log, and the command handlers.
+ */
+export interface Runtime {
+  config: Config;
+  events: EventStore;
+  projections: ProjectionStore;
+  projector: Projector;
+  ledger: LedgerService;
+  identity: IdentityService;
+  close(): Promise<void>;
+}
+
+export async function openEventStore(config: Config): Promise<EventStore> {
+  if (config.eventStoreUrl) {
+    // Loaded only when asked for, so the embedded path never loads the gRPC client.
+    const { EventStoreDbEventStore } = await import('../eventstore/eventstoredb-event-store');
+    return EventStoreDbEventStore.connect(config.eventStoreUrl);
+  }
+  return new SqliteEventStore(join(config.dataDir, 'events.sqlite'), { pollIntervalMs: config.logPollMs });
+}
+
+export async function openProjectionStore(config: Config): Promise<ProjectionStore> {
+  return config.redisUrl
+    ? RedisProjectionStore.connect(config.redisUrl, config.redisPrefix, config.requestLogRetention)
+    : new MemoryProjectionStore(config.requestLogRetention);
+}
+
+export interface RuntimeOptions {
+  /** Expire reservations and sweep holds in the background (the service does; one-shot tools don't). */
+  sweep?: boolean;
+  log?: (line: string) => void;
+}
+
+export async function openRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
+  const log = options.log ?? (() => {});
+  const events = await openEventStore(config);
+  let projections: ProjectionStore;
+  try {
+    projections = await openProjectionStore(config);
+  } catch (error) {
+    await events.close();
+    throw error;
+  }
+  const projector = new Projector(events, projections, config.requestLogRetention, log);
+  await projector.start();
+  const ledger = new LedgerService(events, projections, {
+    reservationTtlMs: config.reservationTtlMs,
+    pendingHoldMs: config.pendingHoldMs,
+  });
+  const identity = new IdentityService(events, projections);
+
+  let sweeping: Promise<unknown> = Promise.resolve();
+  const sweeper = options.sweep
+    ? setInterval(() => {
+        sweeping = Promise.all([projections.sweepPendingHolds(Date.now()), ledger.expireDue()]).catch((error) =>
+          log(`sweeper: ${(error as Error).message}`),
+        );
+      }, config.sweepIntervalMs)
+    : null;
+  sweeper?.unref();
+
+  return {
+    config,
+    events,
+    projections,
+    projector,
+    ledger,
+    identity,
+    async close() {
+      if (sweeper) clearInterval(sweeper);
+      await sweeping;
+      await projector.stop();
+      await projections.close();
+      await events.close();
+    },
+  };
+}

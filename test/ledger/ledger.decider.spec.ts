@@ -1,0 +1,128 @@
+import {
+  decideGrant,
+  decideReservation,
+  evolveCreditAccount,
+  evolveReservation,
+  initialCreditAccount,
+  initialReservation,
+  LedgerRuleError,
+  Reservation,
+  ReservationCommand,
+} from '../../src/ledger/ledger.decider';
+import { ReservationEvent } from '../../src/ledger/ledger.events';
+import { chargeFor } from '../../src/ledger/money';
+
+const facts = { requestId: 'req-1', keyId: 'key-1', surface: 'chat-completions', model: 'openai/gpt-4o-mini' };
+const reserve = (amount = 1_000_000, now = 1_000): ReservationCommand => ({
+  type: 'Reserve',
+  reservationId: 'r-1',
+  orgId: 'org-1',
+  amount,
+  now,
+  ttlMs: 60_000,
+  ...facts,
+});
+const settle: ReservationCommand = {
+  type: 'Settle',
+  usage: { inputTokens: 1200, outputTokens: 345 },
+  prices: { input: 150_000_000, output: 600_000_000 },
+  host: 'openai',
+  hostModel: 'gpt-4o-mini',
+  status: 'ok',
+  latencyMs: 812,
+  now: 2_000,
+};
+
+/** given events, when command, then events (or an error code). */
+function given(...history: ReservationEvent[]) {
+  const state = history.reduce<Reservation>(evolveReservation, initialReservation());
+  return {
+    when: (command: ReservationCommand) => {
+      try {
+        return { events: decideReservation(command, state), error: null };
+      } catch (error) {
+        return { events: [], error: (error as LedgerRuleError).code };
+      }
+    },
+  };
+}
+
+describe('reservation decider', () => {
+  const [reserved] = decideReservation(reserve(), initialReservation());
+
+  it('records a reservation with its expiry', () => {
+    expect(reserved).toEqual({
+      type: 'CreditsReserved',
+      data: { ...facts, reservationId: 'r-1', orgId: 'org-1', amount: 1_000_000, reservedAt: 1_000, expiresAt: 61_000 },
+    });
+  });
+
+  it('settles from usage and prices, the charge recomputable from the event alone', () => {
+    const { events } = given(reserved).when(settle);
+    expect(events).toHaveLength(1);
+    const settled = events[0];
+    if (settled.type !== 'ReservationSettled') throw new Error('expected a settlement');
+    // 1200 × 0.15 + 345 × 0.60 = 180 + 207 = 387 credits per million → 387,000 nano-credits
+    expect(settled.data.amount).toBe(387_000);
+    expect(chargeFor({ inputTokens: settled.data.inputTokens, outputTokens: settled.data.outputTokens }, settled.data.prices)).toBe(
+      settled.data.amount,
+    );
+    expect(settled.data).toMatchObject({ host: 'openai', model: 'openai/gpt-4o-mini', held: 1_000_000, orgId: 'org-1' });
+  });
+
+  it('respects an explicit zero usage', () => {
+    const { events } = given(reserved).when({ ...settle, usage: { inputTokens: 0, outputTokens: 0 } } as ReservationCommand);
+    expect(events[0]).toMatchObject({ type: 'ReservationSettled', data: { amount: 0 } });
+  });
+
+  it('resolves a reservation exactly once', () => {
+    const [settled] = given(reserved).when(settle).events;
+    expect(given(reserved, settled).when(settle).error).toBe('already_resolved');
+    expect(given(reserved, settled).when({ type: 'Release', reason: 'x', host: null, status: 'error', latencyMs: 1, now: 3 }).error).toBe(
+      'already_resolved',
+    );
+    expect(given(reserved, settled).when({ type: 'Expire', now: 10_000_000 }).error).toBe('already_resolved');
+  });
+
+  it('releases the whole hold with its reason', () => {
+    const { events } = given(reserved).when({
+      type: 'Release',
+      reason: 'upstream failed before any output',
+      host: 'openai',
+      status: 'provider_error',
+      latencyMs: 40,
+      now: 1_500,
+    });
+    expect(events[0]).toMatchObject({ type: 'ReservationReleased', data: { held: 1_000_000, reason: 'upstream failed before any output' } });
+  });
+
+  it('expires only after the expiry', () => {
+    expect(given(reserved).when({ type: 'Expire', now: 60_999 }).error).toBe('not_expired');
+    expect(given(reserved).when({ type: 'Expire', now: 61_000 }).events[0]).toMatchObject({
+      type: 'ReservationExpired',
+      data: { held: 1_000_000, expiredAt: 61_000 },
+    });
+  });
+
+  it('refuses unknown, duplicate and malformed reservations', () => {
+    expect(given().when(settle).error).toBe('reservation_not_found');
+    expect(given(reserved).when(reserve()).error).toBe('reservation_exists');
+    expect(given().when(reserve(-1)).error).toBe('invalid_amount');
+    expect(given().when(reserve(0.5)).error).toBe('invalid_amount');
+    expect(given(reserved).when({ ...settle, usage: { inputTokens: -1, outputTokens: 0 } } as ReservationCommand).error).toBe(
+      'invalid_usage',
+    );
+  });
+});
+
+describe('credit account decider', () => {
+  it('grants positive amounts only', () => {
+    const grant = { type: 'GrantCredits' as const, orgId: 'o', grantId: 'g', amount: 5, reason: 'r', now: 1 };
+    const events = decideGrant(grant, initialCreditAccount());
+    expect(events).toEqual([{ type: 'CreditsGranted', data: { orgId: 'o', grantId: 'g', amount: 5, reason: 'r', grantedAt: 1 } }]);
+    expect(evolveCreditAccount(initialCreditAccount(), events[0]).granted).toBe(5);
+    expect(() => decideGrant({ ...grant, amount: 0 }, initialCreditAccount())).toThrow(LedgerRuleError);
+    expect(() => decideGrant({ ...grant, amount: -3 }, initialCreditAccount())).toThrow(LedgerRuleError);
+    expect(() => decideGrant({ ...grant, amount: 1 }, { granted: Number.MAX_SAFE_INTEGER })).toThrow(LedgerRuleError);
+  });
+});

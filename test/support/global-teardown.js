@@ -1,0 +1,22 @@
+'use strict';
+const { createClient } = require('redis');
+
+module.exports = async () => {
+  const url = process.env.TEST_REDIS_URL;
+  if (!url) {
+    process.stdout.write(
+      '\n!!! REDIS TESTS SKIPPED: no Redis answered at REDIS_URL and no redis-server could be started. ' +
+        'Install redis-server or set REDIS_URL to run them. !!!\n\n',
+    );
+    return;
+  }
+  // Remove this run's keys (per-run prefix; never a FLUSHALL).
+  const client = createClient({ url });
+  client.on('error', () => {});
+  await client.connect();
+  for await (const keys of client.scanIterator({ MATCH: `mgtest:${process.env.TEST_RUN_ID}:*`, COUNT: 1000 })) {
+    if (keys.length > 0) await client.unlink(keys);
+  }
+  await client.close();
+  if (globalThis.__throwawayRedis) globalThis.__throwawayRedis.kill('SIGTERM');
+};
