@@ -1,0 +1,150 @@
+import type { RecordedEvent } from '../../src/eventstore/event-store';
+import { MemoryProjectionStore } from '../../src/projections/memory-projection-store';
+import type { ProjectionStore } from '../../src/projections/projection-store';
+import { availableOf, ReadModel } from '../../src/projections/read-model';
+import { ReadModelsLostError, RedisProjectionStore } from '../../src/projections/redis-projection-store';
+import { describeWithRedis, testRedisUrl, uniquePrefix } from '../support/redis';
+
+/** A small log written by hand: one organization, a key, grants, reservations and resolutions. */
+function sampleLog(orgId = 'org-a') {
+  const log: RecordedEvent[] = [];
+  const add = (type: string, data: Record<string, unknown>) =>
+    log.push({ type, data, streamId: 's', revision: 0, position: log.length + 1, recordedAt: 0 });
+  const facts = { requestId: 'q', keyId: 'k1', surface: 'chat-completions', model: 'm' };
+  add('OrganizationCreated', { orgId, name: 'A', createdAt: 1 });
+  add('ApiKeyCreated', { keyId: 'k1', orgId, name: 'ci', hash: `hash-${orgId}`, prefix: 'sk-svc-abcdef', createdAt: 2 });
+  add('CreditsGranted', { orgId, grantId: 'g', amount: 1_000, reason: 'r', grantedAt: 3 });
+  add('CreditsReserved', { ...facts, reservationId: 'r1', orgId, amount: 300, reservedAt: 4, expiresAt: 100 });
+  add('CreditsReserved', { ...facts, reservationId: 'r2', orgId, amount: 200, reservedAt: 5, expiresAt: 5_000 });
+  add('ReservationSettled', {
+    ...facts,
+    reservationId: 'r1',
+    orgId,
+    host: 'h',
+    hostModel: 'hm',
+    inputTokens: 1,
+    outputTokens: 1,
+    prices: { input: 100_000_000, output: 150_000_000 },
+    amount: 250,
+    held: 300,
+    status: 'ok',
+    latencyMs: 9,
+    settledAt: 6,
+  });
+  add('ApiKeyRevoked', { keyId: 'k1', orgId, hash: `hash-${orgId}`, revokedAt: 7 });
+  return log;
+}
+
+function describeProjectionStore(name: string, open: () => Promise<ProjectionStore>, enabled = true) {
+  (enabled ? describe : describe.skip)(`projection store: ${name}`, () => {
+    let store: ProjectionStore;
+    beforeEach(async () => {
+      store = await open();
+    });
+    afterEach(async () => {
+      await store.reset();
+      await store.close();
+    });
+
+    it('projects balances, keys and the request log from events', async () => {
+      await store.apply(sampleLog());
+      expect(await store.balance('org-a')).toEqual({ granted: 1_000, spent: 250, reserved: 200, pending: 0 });
+      expect(await store.keyByHash('hash-org-a')).toMatchObject({ keyId: 'k1', orgId: 'org-a', revokedAt: 7 });
+      expect((await store.keysOf('org-a')).map((k) => k.keyId)).toEqual(['k1']);
+      expect(await store.organization('org-a')).toMatchObject({ name: 'A' });
+      const [entry] = await store.recentRequests('org-a', 10);
+      expect(entry).toMatchObject({ reservationId: 'r1', cost: 250, inputTokens: 1, status: 'ok', host: 'h' });
+      expect(await store.checkpoint()).toBe(7);
+    });
+
+    it('applies each event once, however often it is delivered', async () => {
+      const log = sampleLog();
+      await store.apply(log);
+      await store.apply(log);
+      await store.apply(log.slice(2, 5));
+      expect(await store.balance('org-a')).toEqual({ granted: 1_000, spent: 250, reserved: 200, pending: 0 });
+      expect(await store.recentRequests('org-a', 10)).toHaveLength(1);
+    });
+
+    it('admits a hold only when the available balance covers it, and turns it into a reservation', async () => {
+      const log = sampleLog().slice(0, 3);
+      await store.apply(log);
+      expect(await store.hold('org-a', 'x1', 600, 10)).toEqual({ admitted: true });
+      expect(await store.hold('org-a', 'x2', 401, 10)).toEqual({ admitted: false, available: 400 });
+      expect(availableOf(await store.balance('org-a'))).toBe(400);
+      await store.apply([
+        {
+          type: 'CreditsReserved',
+          data: { requestId: 'q', keyId: 'k', surface: 's', model: 'm', reservationId: 'x1', orgId: 'org-a', amount: 600, reservedAt: 1, expiresAt: 9 },
+          streamId: 's',
+          revision: 0,
+          position: 4,
+          recordedAt: 0,
+        },
+      ]);
+      expect(await store.balance('org-a')).toEqual({ granted: 1_000, spent: 0, reserved: 600, pending: 0 });
+      expect((await store.expiredReservations(9, 10)).map((r) => r.reservationId)).toEqual(['x1']);
+      expect(await store.expiredReservations(8, 10)).toEqual([]);
+    });
+
+    it('undoes dropped holds and sweeps holds whose event never came', async () => {
+      await store.apply(sampleLog().slice(0, 3));
+      await store.hold('org-a', 'h1', 100, 50);
+      await store.hold('org-a', 'h2', 100, 500);
+      await store.dropHold('org-a', 'h1');
+      expect((await store.balance('org-a')).pending).toBe(100);
+      expect(await store.sweepPendingHolds(499)).toBe(0);
+      expect(await store.sweepPendingHolds(500)).toBe(1);
+      expect((await store.balance('org-a')).pending).toBe(0);
+    });
+
+    it('keeps only the newest requests, newest first', async () => {
+      const log = sampleLog().slice(0, 3);
+      for (let i = 0; i < 8; i++) {
+        const facts = { requestId: `q${i}`, keyId: 'k', surface: 's', model: 'm', orgId: 'org-a', reservationId: `z${i}` };
+        log.push(
+          { type: 'CreditsReserved', data: { ...facts, amount: 1, reservedAt: 1, expiresAt: 9 }, streamId: 's', revision: 0, position: log.length + 1, recordedAt: 0 },
+          { type: 'ReservationReleased', data: { ...facts, host: null, held: 1, reason: 'x', status: 'provider_error', latencyMs: 1, releasedAt: i }, streamId: 's', revision: 1, position: log.length + 2, recordedAt: 0 },
+        );
+      }
+      await store.apply(log);
+      const recent = await store.recentRequests('org-a', 100);
+      expect(recent.length).toBeLessThanOrEqual(5);
+      expect(recent[0].requestId).toBe('q7');
+      expect(recent.map((r) => r.requestId)).toEqual(['q7', 'q6', 'q5', 'q4', 'q3'].slice(0, recent.length));
+    });
+
+    it('reloads to the same state from a fold of the log', async () => {
+      const log = sampleLog();
+      await store.apply(log);
+      const before = await store.ledgers();
+      await store.reset();
+      expect(await store.balance('org-a')).toEqual({ granted: 0, spent: 0, reserved: 0, pending: 0 });
+      const model = new ReadModel(5);
+      log.forEach((e) => model.apply(e));
+      await store.load(model);
+      expect(await store.ledgers()).toEqual(before);
+      expect(await store.keyByHash('hash-org-a')).toMatchObject({ revokedAt: 7 });
+      expect(await store.recentRequests('org-a', 10)).toHaveLength(1);
+      expect(await store.checkpoint()).toBe(7);
+    });
+  });
+}
+
+describeProjectionStore('in-process', async () => new MemoryProjectionStore(5));
+describeProjectionStore(
+  'Redis',
+  async () => RedisProjectionStore.connect(testRedisUrl()!, uniquePrefix('projections'), 5),
+  Boolean(testRedisUrl()),
+);
+
+describeWithRedis('Redis read models lost', () => {
+  it('notices when Redis was emptied under it', async () => {
+    const store = await RedisProjectionStore.connect(testRedisUrl()!, uniquePrefix('lost'), 5);
+    const log = sampleLog();
+    await store.apply(log.slice(0, 4));
+    await store.reset(); // as if someone emptied Redis
+    await expect(store.apply(log.slice(4))).rejects.toBeInstanceOf(ReadModelsLostError);
+    await store.close();
+  });
+});
