@@ -6,7 +6,6 @@ import {
   EventStoreDBClient,
   JSONType,
   NO_STREAM,
-  Position,
   ReadPosition,
   RecordedEvent as EsdbRecordedEvent,
   START,
@@ -163,8 +162,8 @@ export class EventStoreDbEventStore implements EventStore {
             last = recorded.position;
           }
         }
-        // Hand over what has arrived once the buffer is drained: big batches while catching up,
-        // no delay when live.
+        // Hand over what has arrived once the buffer is drained: no delay when live, and bigger
+        // batches when the consumer falls behind.
         if (batch.length > 0 && (subscription.readableLength === 0 || batch.length >= BATCH_SIZE)) {
           yield batch;
           batch = [];

@@ -43,6 +43,7 @@ export class MemoryProjectionStore implements ProjectionStore {
   async hold(orgId: string, reservationId: string, amount: number, pendingUntil: number): Promise<Admission> {
     const available = availableOf(this.balanceNow(orgId));
     if (available < amount) return { admitted: false, available };
+    if (this.pending.has(reservationId)) return { admitted: true };
     this.pending.set(reservationId, { orgId, amount, until: pendingUntil });
     this.addPending(orgId, amount);
     return { admitted: true };

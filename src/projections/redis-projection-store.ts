@@ -77,7 +77,15 @@ export class RedisProjectionStore implements ProjectionStore {
     return `${this.prefix}key:${hash}`;
   }
 
-  /** EVALSHA, loading the script on first use or after Redis lost it. */
+  /**
+   * EVAL, for scripts whose order matters: commands issued together are pipelined in order,
+   * and EVAL never fails with NOSCRIPT (a retry after NOSCRIPT would reorder events).
+   */
+  private async runInOrder(script: string, keys: string[], args: Array<string | number>): Promise<unknown> {
+    return this.client.eval(script, { keys, arguments: args.map(String) });
+  }
+
+  /** EVALSHA, loading the script on first use or after Redis lost it (for order-free scripts). */
   private async run(script: string, keys: string[], args: Array<string | number>): Promise<unknown> {
     const options = { keys, arguments: args.map(String) };
     let sha = this.shas.get(script);
@@ -129,7 +137,7 @@ export class RedisProjectionStore implements ProjectionStore {
     const results = await Promise.all(events.map((event) => this.applyOne(event)));
     if (results.includes(-1)) throw new ReadModelsLostError();
     const last = events[events.length - 1].position;
-    await this.run(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [last]);
+    await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [last]);
     this.appliedUpTo = last;
   }
 
@@ -151,7 +159,7 @@ export class RedisProjectionStore implements ProjectionStore {
         const k = this.org(event.data.orgId);
         const record: OrgRecord = { ...event.data };
         const [applied] = await Promise.all([
-          this.run(lua.APPLY_ORG_CREATED, [k.ledger, k.record], [position, JSON.stringify(record)]),
+          this.runInOrder(lua.APPLY_ORG_CREATED, [k.ledger, k.record], [position, JSON.stringify(record)]),
           this.client.sAdd(this.orgsKey, event.data.orgId),
         ]);
         return Number(applied);
@@ -169,13 +177,13 @@ export class RedisProjectionStore implements ProjectionStore {
         return 1;
       case 'CreditsGranted': {
         const k = this.org(event.data.orgId);
-        return Number(await this.run(lua.APPLY_GRANT, [k.ledger], [position, event.data.amount]));
+        return Number(await this.runInOrder(lua.APPLY_GRANT, [k.ledger], [position, event.data.amount]));
       }
       case 'CreditsReserved': {
         const { orgId, reservationId, amount, expiresAt } = event.data;
         const k = this.org(orgId);
         const applied = Number(
-          await this.run(lua.APPLY_RESERVED, [k.ledger, k.holds, k.holdDeadlines, k.open], [position, reservationId, amount]),
+          await this.runInOrder(lua.APPLY_RESERVED, [k.ledger, k.holds, k.holdDeadlines, k.open], [position, reservationId, amount]),
         );
         if (applied === 1) await this.client.zAdd(this.expiryKey, { score: expiresAt, value: orgId + SEP + reservationId });
         return applied;
@@ -188,7 +196,7 @@ export class RedisProjectionStore implements ProjectionStore {
         const charge = event.type === 'ReservationSettled' ? event.data.amount : 0;
         const entry = JSON.stringify(requestLogEntryOf(event));
         const applied = Number(
-          await this.run(lua.APPLY_RESOLVED, [k.ledger, k.open, k.requests], [
+          await this.runInOrder(lua.APPLY_RESOLVED, [k.ledger, k.open, k.requests], [
             position,
             reservationId,
             charge,
@@ -310,7 +318,7 @@ export class RedisProjectionStore implements ProjectionStore {
       const k = this.org(orgId);
       const open = openByOrg.get(orgId) ?? [];
       writes.push(
-        this.run(lua.LOAD_LEDGER, [k.ledger, k.open], [
+        this.runInOrder(lua.LOAD_LEDGER, [k.ledger, k.open], [
           ledger.granted,
           ledger.spent,
           ledger.reserved,
@@ -349,7 +357,7 @@ export class RedisProjectionStore implements ProjectionStore {
       if (writes.length > 2000) await flush();
     }
     await flush();
-    await this.run(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [model.position]);
+    await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [model.position]);
     this.appliedUpTo = Math.max(this.appliedUpTo, model.position);
   }
 

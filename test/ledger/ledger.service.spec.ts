@@ -1,0 +1,126 @@
+import { auditLedger } from '../../src/audit/ledger-audit';
+import { availableOf } from '../../src/projections/read-model';
+import { eventually } from '../support/processes';
+import { testRedisUrl } from '../support/redis';
+import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
+
+const facts = (i: number) => ({ requestId: `q${i}`, keyId: 'k', surface: 'chat-completions', model: 'test/model' });
+const settlement = {
+  usage: { inputTokens: 1000, outputTokens: 250 },
+  prices: { input: 150_000_000, output: 600_000_000 },
+  host: 'simulated',
+  hostModel: 'sim-1',
+  status: 'ok',
+  latencyMs: 12,
+};
+
+for (const redis of [false, true]) {
+  const enabled = !redis || Boolean(testRedisUrl());
+  (enabled ? describe : describe.skip)(`ledger service (${redis ? 'Redis' : 'in-process'} read models)`, () => {
+    let t: TestRuntime;
+    beforeEach(async () => {
+      t = await openTestRuntime({ redis });
+    });
+    afterEach(async () => t.cleanup());
+
+    it('admits exactly 20 of 200 concurrent reservations when the credit covers 20', async () => {
+      const { runtime } = t;
+      const orgId = await fundedOrganization(runtime, 20 * 1_000_000);
+      let lowest = Infinity;
+      const results = await Promise.all(
+        Array.from({ length: 200 }, async (_, i) => {
+          const admission = await runtime.ledger.reserve({ ...facts(i), orgId, amount: 1_000_000 });
+          lowest = Math.min(lowest, availableOf(await runtime.projections.balance(orgId)));
+          return admission;
+        }),
+      );
+      expect(results.filter((r) => r.admitted)).toHaveLength(20);
+      expect(results.filter((r) => !r.admitted)).toHaveLength(180);
+      expect(lowest).toBeGreaterThanOrEqual(0);
+      await runtime.projector.catchUp();
+      expect(await runtime.projections.balance(orgId)).toEqual({ granted: 20_000_000, spent: 0, reserved: 20_000_000, pending: 0 });
+      const refused = results.find((r) => !r.admitted);
+      expect(refused).toEqual({ admitted: false, available: 0 });
+      const report = await auditLedger(runtime.events, runtime.projections);
+      expect(report.differences).toEqual([]);
+      expect(report.reservations).toBe(20);
+    });
+
+    it('settles at the charge computed from usage and returns the rest of the hold', async () => {
+      const { runtime } = t;
+      const orgId = await fundedOrganization(runtime, 10_000_000_000);
+      const admission = await runtime.ledger.reserve({ ...facts(1), orgId, amount: 2_000_000 });
+      if (!admission.admitted) throw new Error('expected admission');
+      const settled = await runtime.ledger.settle(admission.ticket, settlement);
+      // 1000 × $0.15/M + 250 × $0.60/M = 0.00015 + 0.00015 = 0.0003 credits
+      expect(settled).toMatchObject({ type: 'ReservationSettled', data: { amount: 300_000, held: 2_000_000 } });
+      await runtime.projector.catchUp();
+      expect(await runtime.projections.balance(orgId)).toEqual({ granted: 10_000_000_000, spent: 300_000, reserved: 0, pending: 0 });
+      expect(await runtime.projections.recentRequests(orgId, 5)).toEqual([
+        expect.objectContaining({ requestId: 'q1', cost: 300_000, inputTokens: 1000, outputTokens: 250, host: 'simulated', status: 'ok' }),
+      ]);
+      await expect(runtime.ledger.settle(admission.ticket, settlement)).rejects.toMatchObject({ code: 'already_resolved' });
+      expect((await auditLedger(runtime.events, runtime.projections)).differences).toEqual([]);
+    });
+
+    it('releases a failed request in full', async () => {
+      const { runtime } = t;
+      const orgId = await fundedOrganization(runtime, 5_000_000);
+      const admission = await runtime.ledger.reserve({ ...facts(2), orgId, amount: 5_000_000 });
+      if (!admission.admitted) throw new Error('expected admission');
+      await runtime.ledger.release(admission.ticket, { reason: 'provider failed before output', host: 'h', status: 'provider_error', latencyMs: 3 });
+      await runtime.projector.catchUp();
+      expect(availableOf(await runtime.projections.balance(orgId))).toBe(5_000_000);
+      expect((await runtime.projections.recentRequests(orgId, 1))[0]).toMatchObject({ status: 'provider_error', cost: 0 });
+    });
+
+    it('undoes a hold whose reservation event cannot be appended', async () => {
+      const { runtime } = t;
+      const orgId = await fundedOrganization(runtime, 5_000_000);
+      const first = await runtime.ledger.reserve({ ...facts(3), orgId, amount: 1_000_000, reservationId: 'same-id' });
+      expect(first.admitted).toBe(true);
+      await expect(runtime.ledger.reserve({ ...facts(4), orgId, amount: 1_000_000, reservationId: 'same-id' })).rejects.toThrow();
+      await runtime.projector.catchUp();
+      expect(await runtime.projections.balance(orgId)).toMatchObject({ reserved: 1_000_000, pending: 0 });
+    });
+
+    it('refuses grants to unknown organizations and nonsense amounts', async () => {
+      const { runtime } = t;
+      await expect(runtime.ledger.grant('00000000-0000-0000-0000-000000000000', 5, 'x')).rejects.toMatchObject({
+        code: 'organization_not_found',
+      });
+      const orgId = await fundedOrganization(runtime, 0);
+      await expect(runtime.ledger.grant(orgId, 0, 'x')).rejects.toMatchObject({ code: 'invalid_amount' });
+      await expect(runtime.ledger.grant(orgId, -5, 'x')).rejects.toMatchObject({ code: 'invalid_amount' });
+      expect(await runtime.events.readStream(`credits-${orgId}`)).toEqual([]);
+    });
+  });
+}
+
+describe('reservation expiry', () => {
+  it('expires unsettled reservations exactly once, whichever instance notices first', async () => {
+    const t = await openTestRuntime({ env: { REQUEST_TIMEOUT_MS: '1000', RESERVATION_TTL_MS: '1100', SWEEP_INTERVAL_MS: '20' } });
+    try {
+      const { runtime } = t;
+      const orgId = await fundedOrganization(runtime, 3_000_000);
+      const admissions = await Promise.all([0, 1, 2].map((i) => runtime.ledger.reserve({ ...facts(i), orgId, amount: 1_000_000 })));
+      const tickets = admissions.map((a) => (a.admitted ? a.ticket : null));
+      await runtime.projector.catchUp();
+      // Nothing is due yet.
+      expect(await runtime.ledger.expireDue()).toBe(0);
+      // Two "instances" racing to expire the same reservation: one wins.
+      await eventually(async () => (await runtime.projections.expiredReservations(Date.now(), 10)).length === 3, 5_000);
+      const race = await Promise.all([runtime.ledger.expire(tickets[0]!.reservationId), runtime.ledger.expire(tickets[0]!.reservationId)]);
+      expect(race.filter(Boolean)).toHaveLength(1);
+      // A late settlement of an expired reservation is refused rather than billed twice.
+      await expect(runtime.ledger.settle(tickets[0]!, settlement)).rejects.toMatchObject({ code: 'already_resolved' });
+      await runtime.ledger.expireDue();
+      await runtime.projector.catchUp();
+      expect(await runtime.projections.balance(orgId)).toEqual({ granted: 3_000_000, spent: 0, reserved: 0, pending: 0 });
+      const report = await auditLedger(runtime.events, runtime.projections);
+      expect(report).toMatchObject({ expiries: 3, differences: [] });
+    } finally {
+      await t.cleanup();
+    }
+  });
+});

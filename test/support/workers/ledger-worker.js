@@ -1,0 +1,54 @@
+'use strict';
+// A gateway-like process on the shared stores (configured by environment, like the service).
+//   reserve <orgId> <count> <amount>: waits for "go" on stdin, fires <count> concurrent
+//     reservations, prints {"admitted":n,"refused":m}.
+//   burst <orgId> <amount>: reserves and settles without end, printing "appending" once under
+//     way; it is meant to be killed.
+const { loadConfig } = require('../../../dist/src/config/config');
+const { openRuntime } = require('../../../dist/src/runtime/runtime');
+
+const facts = (i) => ({ requestId: `w${process.pid}-${i}`, keyId: 'worker', surface: 'test', model: 'test/model' });
+
+async function main() {
+  const [mode, orgId, a, b] = process.argv.slice(2);
+  const runtime = await openRuntime(loadConfig());
+  await runtime.projector.catchUp();
+  process.stdout.write('ready\n');
+  if (mode === 'reserve') {
+    const count = Number(a);
+    const amount = Number(b);
+    await new Promise((resolve) => process.stdin.once('data', resolve));
+    const results = await Promise.all(
+      Array.from({ length: count }, (_, i) => runtime.ledger.reserve({ ...facts(i), orgId, amount })),
+    );
+    const admitted = results.filter((r) => r.admitted).length;
+    process.stdout.write(`${JSON.stringify({ admitted, refused: count - admitted })}\n`);
+    await runtime.close();
+    return;
+  }
+  const amount = Number(a);
+  let i = 0;
+  const one = async () => {
+    const n = i++;
+    const admission = await runtime.ledger.reserve({ ...facts(n), orgId, amount });
+    if (admission.admitted && n % 2 === 0) {
+      await runtime.ledger.settle(admission.ticket, {
+        usage: { inputTokens: 10, outputTokens: 10 },
+        prices: { input: 1_000_000, output: 2_000_000 },
+        host: 'h',
+        hostModel: 'hm',
+        status: 'ok',
+        latencyMs: 1,
+      });
+    }
+  };
+  for (;;) {
+    if (i === 200) process.stdout.write('appending\n');
+    await Promise.all(Array.from({ length: 20 }, one));
+  }
+}
+
+main().catch((error) => {
+  process.stderr.write(`${error.stack}\n`);
+  process.exit(1);
+});
