@@ -1,0 +1,173 @@
+import { join } from 'node:path';
+import { SqliteEventStore } from '../../src/eventstore/sqlite-event-store';
+import { ROOT, startNode } from '../support/processes';
+import { describeWithRedis, testRedisUrl, uniquePrefix } from '../support/redis';
+import { openTestRuntime } from '../support/runtime';
+import { tempDir } from '../support/temp';
+
+const BIN = join(ROOT, 'bin/model-gateway.js');
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the operator tool as an operator would, in its own process. */
+async function cli(env: Record<string, string>, args: string[], stdin?: string): Promise<Run> {
+  const child = startNode(BIN, args, env);
+  let stdout = '';
+  let stderr = '';
+  child.process.stdout!.on('data', (c: Buffer) => (stdout += c));
+  child.process.stderr!.on('data', (c: Buffer) => (stderr += c));
+  if (stdin !== undefined) child.process.stdin!.end(stdin);
+  else child.process.stdin!.end();
+  const code = await child.exited();
+  return { code, stdout, stderr };
+}
+
+const json = async (env: Record<string, string>, args: string[], stdin?: string) => {
+  const run = await cli(env, ['--json', ...args], stdin);
+  if (run.code !== 0) throw new Error(`model-gateway ${args.join(' ')} failed (${run.code}): ${run.stderr}`);
+  return JSON.parse(run.stdout);
+};
+
+describe('operator tool', () => {
+  const dir = tempDir('cli');
+  const env = { DATA_DIR: dir.path, REDIS_URL: '' };
+  afterAll(() => dir.cleanup());
+
+  it('manages organizations, credits, keys and users end to end', async () => {
+    const { orgId } = await json(env, ['org', 'create', '--name', 'Acme']);
+    expect(orgId).toMatch(/^[0-9a-f-]{36}$/);
+
+    const plain = await cli(env, ['credits', 'grant', '--org', orgId, '--amount', '12.50', '--reason', 'welcome']);
+    expect(plain).toMatchObject({ code: 0, stdout: `granted 12.5 credits to ${orgId}\n` });
+    expect(await json(env, ['credits', 'show', '--org', orgId])).toEqual({
+      orgId,
+      granted: '12.5',
+      spent: '0',
+      reserved: '0',
+      available: '12.5',
+    });
+
+    const key = await json(env, ['keys', 'create', '--org', orgId, '--name', 'ci']);
+    expect(key.secret).toMatch(/^sk-svc-[A-Za-z0-9_-]{43}$/);
+    const listed = await json(env, ['keys', 'list', '--org', orgId]);
+    expect(listed).toEqual([expect.objectContaining({ keyId: key.keyId, name: 'ci', status: 'active' })]);
+    expect(JSON.stringify(listed)).not.toContain(key.secret);
+    await json(env, ['keys', 'revoke', '--key', key.keyId]);
+    expect((await json(env, ['keys', 'list', '--org', orgId]))[0].status).toBe('revoked');
+
+    const user = await json(env, ['users', 'create', '--email', 'Ada@Example.com', '--password-stdin'], 'a long password\n');
+    expect(user.email).toBe('ada@example.com');
+    const member = await json(env, ['org', 'add-member', '--org', orgId, '--email', 'ada@example.com']);
+    expect(member).toMatchObject({ userId: user.userId, role: 'member' });
+
+    const audit = await json(env, ['ledger', 'audit']);
+    expect(audit).toMatchObject({ clean: true, differences: [], totals: { granted: '12.5', spent: '0', reserved: '0' } });
+
+    // Nothing secret reached the log: neither the key secret nor the password.
+    const store = new SqliteEventStore(join(dir.path, 'events.sqlite'));
+    const everything = JSON.stringify(await store.readAll(0, 10_000));
+    await store.close();
+    expect(everything).not.toContain(key.secret);
+    expect(everything).not.toContain('a long password');
+  });
+
+  it('answers bad input with a clear error, a non-zero exit, and writes nothing', async () => {
+    const { orgId } = await json(env, ['org', 'create', '--name', 'Careful']);
+    const store = new SqliteEventStore(join(dir.path, 'events.sqlite'));
+    const head = await store.headPosition();
+
+    const cases: Array<[string[], RegExp, string?]> = [
+      [['credits', 'grant', '--org', orgId, '--amount', '-5'], /not an amount of credits/],
+      [['credits', 'grant', '--org', orgId, '--amount', '1.0000000001'], /at most 9 decimals/],
+      [['credits', 'grant', '--org', orgId, '--amount', '0'], /positive amount/],
+      [['credits', 'grant', '--org', '6f1c1f9e-0000-4000-8000-000000000000', '--amount', '1'], /no organization/],
+      [['credits', 'grant', '--org', 'not-an-id', '--amount', '1'], /--org must be an id/],
+      [['credits', 'grant', '--amount', '1'], /required option '--org <id>'/],
+      [['keys', 'revoke', '--key', '6f1c1f9e-0000-4000-8000-000000000000'], /no key/],
+      [['org', 'create', '--name', '   '], /name must be 1 to 100 characters/],
+      [['org', 'add-member', '--org', orgId, '--email', 'nobody@example.com'], /no user with email/],
+      [['users', 'create', '--email', 'short@example.com', '--password-stdin'], /at least 8 characters/, 'short\n'],
+      [['users', 'create', '--email', 'not-an-email', '--password-stdin'], /not an email address/, 'long enough pw\n'],
+      [['frobnicate'], /unknown command/],
+    ];
+    for (const [args, message, stdin] of cases) {
+      const run = await cli(env, args, stdin);
+      expect(run.code).not.toBe(0);
+      expect(run.stderr).toMatch(message);
+      expect(run.stdout).toBe('');
+    }
+    expect(await store.headPosition()).toBe(head);
+
+    const asJson = await cli(env, ['--json', 'credits', 'grant', '--org', orgId, '--amount', 'lots']);
+    expect(asJson.code).toBe(1);
+    expect(JSON.parse(asJson.stderr)).toEqual({ error: expect.stringContaining('not an amount of credits') });
+    await store.close();
+  });
+
+  it('fails the audit, with exit 1, when a charge does not match its tokens and prices', async () => {
+    const tampered = tempDir('cli-tampered');
+    const tEnv = { DATA_DIR: tampered.path, REDIS_URL: '' };
+    try {
+      const { orgId } = await json(tEnv, ['org', 'create', '--name', 'Tampered']);
+      await json(tEnv, ['credits', 'grant', '--org', orgId, '--amount', '1']);
+      const store = new SqliteEventStore(join(tampered.path, 'events.sqlite'));
+      const facts = { requestId: 'q', keyId: 'k', surface: 's', model: 'm', reservationId: 'r', orgId };
+      await store.append('reservation-r', [{ type: 'CreditsReserved', data: { ...facts, amount: 1000, reservedAt: 1, expiresAt: 2 } }], 'no_stream');
+      await store.append(
+        'reservation-r',
+        [
+          {
+            type: 'ReservationSettled',
+            data: { ...facts, host: 'h', hostModel: 'hm', inputTokens: 10, outputTokens: 10, prices: { input: 1e6, output: 1e6 }, amount: 999, held: 1000, status: 'ok', latencyMs: 1, settledAt: 2 },
+          },
+        ],
+        0,
+      );
+      await store.close();
+      const run = await cli(tEnv, ['ledger', 'audit']);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toMatch(/DIFFERENCE event \d+ \(ReservationSettled\): charge 999 but tokens × prices give 20/);
+    } finally {
+      tampered.cleanup();
+    }
+  });
+
+  it('is safe to run beside a running instance: its grants show up there within a second', async () => {
+    const t = await openTestRuntime({ env: { LOG_POLL_MS: '50' } });
+    try {
+      const { orgId } = await t.runtime.identity.createOrganization('Shared');
+      const run = await cli(t.env, ['credits', 'grant', '--org', orgId, '--amount', '3']);
+      expect(run.code).toBe(0);
+      const start = Date.now();
+      await t.runtime.projector.catchUp(1000);
+      expect(Date.now() - start).toBeLessThan(1000);
+      expect((await t.runtime.projections.balance(orgId)).granted).toBe(3_000_000_000);
+    } finally {
+      await t.cleanup();
+    }
+  });
+});
+
+describeWithRedis('operator tool with Redis', () => {
+  it('rebuilds the read models with progress lines and the same balances', async () => {
+    const dir = tempDir('cli-redis');
+    const env = { DATA_DIR: dir.path, REDIS_URL: testRedisUrl()!, REDIS_PREFIX: uniquePrefix('cli') };
+    try {
+      const { orgId } = await json(env, ['org', 'create', '--name', 'Rebuilt']);
+      await json(env, ['credits', 'grant', '--org', orgId, '--amount', '4.25']);
+      const before = await json(env, ['credits', 'show', '--org', orgId]);
+      const run = await cli(env, ['projections', 'rebuild']);
+      expect(run.code).toBe(0);
+      expect(run.stderr).toMatch(/progress: 2\/2 \(100%\)/);
+      expect(run.stdout).toMatch(/rebuilt redis read models from 2 events/);
+      expect(await json(env, ['credits', 'show', '--org', orgId])).toEqual(before);
+      expect((await json(env, ['ledger', 'audit', '--org', orgId])).clean).toBe(true);
+    } finally {
+      dir.cleanup();
+    }
+  });
+});
