@@ -266,7 +266,7 @@ export async function main(argv: string[]): Promise<number> {
     const runtime = await openRuntime(config);
     const out: Output = {
       json,
-      print: (value, lines) => process.stdout.write(json ? `${JSON.stringify(value, null, 2)}\n` : `${lines.join('\n')}\n`),
+      print: (value, lines) => process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${lines.join('\n')}\n`),
     };
     try {
       return await work(runtime, out);

@@ -11,14 +11,9 @@ import {
   WrongExpectedRevisionError,
 } from './event-store';
 
-interface EventRow {
-  position: number;
-  stream_id: string;
-  revision: number;
-  type: string;
-  data: string;
-  recorded_at: number;
-}
+/** position, stream_id, revision, type, data, recorded_at: read as arrays, which is faster in a replay. */
+type EventRow = [number, string, number, string, string, number];
+const COLUMNS = 'position, stream_id, revision, type, data, recorded_at';
 
 interface PendingAppend {
   streamId: string;
@@ -31,15 +26,17 @@ interface PendingAppend {
 export interface SqliteEventStoreOptions {
   /** How often to look for events appended by other processes while following the log. */
   pollIntervalMs?: number;
+  /** Commit appends of one event-loop turn together (default). Off: one commit per append. */
+  groupCommit?: boolean;
 }
 
 const toRecorded = (row: EventRow): RecordedEvent => ({
-  streamId: row.stream_id,
-  revision: row.revision,
-  position: row.position,
-  type: row.type,
-  data: JSON.parse(row.data),
-  recordedAt: row.recorded_at,
+  streamId: row[1],
+  revision: row[2],
+  position: row[0],
+  type: row[3],
+  data: JSON.parse(row[4]),
+  recordedAt: row[5],
 });
 
 /**
@@ -53,6 +50,7 @@ export class SqliteEventStore implements EventStore {
   private readonly db: Database.Database;
   private readonly appended = new EventEmitter();
   private readonly pollIntervalMs: number;
+  private readonly groupCommit: boolean;
   private queue: PendingAppend[] = [];
   private flushScheduled = false;
   private closed = false;
@@ -67,6 +65,7 @@ export class SqliteEventStore implements EventStore {
   constructor(path: string, options: SqliteEventStoreOptions = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.pollIntervalMs = options.pollIntervalMs ?? 100;
+    this.groupCommit = options.groupCommit ?? true;
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
@@ -88,8 +87,8 @@ export class SqliteEventStore implements EventStore {
       insert: this.db.prepare(
         'INSERT INTO events (stream_id, revision, type, data, recorded_at) VALUES (?, ?, ?, ?, ?)',
       ),
-      readStream: this.db.prepare('SELECT * FROM events WHERE stream_id = ? ORDER BY revision'),
-      readAll: this.db.prepare('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?'),
+      readStream: this.db.prepare<[string], EventRow>(`SELECT ${COLUMNS} FROM events WHERE stream_id = ? ORDER BY revision`).raw(true),
+      readAll: this.db.prepare<[number, number], EventRow>(`SELECT ${COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`).raw(true),
       head: this.db.prepare('SELECT MAX(position) AS position FROM events'),
     };
   }
@@ -99,7 +98,8 @@ export class SqliteEventStore implements EventStore {
     if (events.length === 0) return Promise.reject(new Error('append needs at least one event'));
     return new Promise((resolve, reject) => {
       this.queue.push({ streamId, events, expected, resolve, reject });
-      if (!this.flushScheduled) {
+      if (!this.groupCommit) this.flush();
+      else if (!this.flushScheduled) {
         this.flushScheduled = true;
         setImmediate(() => this.flush());
       }

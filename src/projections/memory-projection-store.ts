@@ -1,6 +1,17 @@
-import type { RecordedEvent } from '../eventstore/event-store';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import type { EventStore, RecordedEvent } from '../eventstore/event-store';
 import type { Admission, ProjectionStore } from './projection-store';
-import { asProjected, availableOf, Balance, KeyRecord, OpenReservation, OrgRecord, ReadModel, RequestLogEntry } from './read-model';
+import {
+  asProjected,
+  availableOf,
+  Balance,
+  KeyRecord,
+  OpenReservation,
+  OrgRecord,
+  ReadModel,
+  ReadModelSnapshot,
+  RequestLogEntry,
+} from './read-model';
 
 interface PendingHold {
   orgId: string;
@@ -8,9 +19,17 @@ interface PendingHold {
   until: number;
 }
 
+export interface SnapshotOptions {
+  /** Where the read models are saved, with the position they include (their checkpoint). */
+  file: string;
+  /** Save at most this often while events are applied (and always on close). */
+  everyMs: number;
+}
+
 /**
  * Read models in this process's memory. Admission is atomic because the check and the hold
  * happen in one synchronous step. Suits one instance; several instances need Redis.
+ * With a snapshot file, start-up loads the saved models and replays only the newer events.
  */
 export class MemoryProjectionStore implements ProjectionStore {
   readonly kind = 'memory' as const;
@@ -18,8 +37,46 @@ export class MemoryProjectionStore implements ProjectionStore {
   private readonly pending = new Map<string, PendingHold>();
   private readonly pendingByOrg = new Map<string, number>();
 
-  constructor(private readonly requestLogRetention: number) {
+  private savedAt = 0;
+  private savedTime = Date.now();
+
+  constructor(
+    private readonly requestLogRetention: number,
+    private readonly snapshot: SnapshotOptions | null = null,
+  ) {
     this.model = new ReadModel(requestLogRetention);
+  }
+
+  /**
+   * Loads the saved read models if they belong to this log: the event they end with must be
+   * in the log at the same position. Anything else (another log, a damaged file) is ignored.
+   */
+  async loadSnapshot(events: EventStore): Promise<boolean> {
+    if (!this.snapshot) return false;
+    let saved: ReadModelSnapshot;
+    try {
+      saved = JSON.parse(readFileSync(this.snapshot.file, 'utf8')) as ReadModelSnapshot;
+    } catch {
+      return false;
+    }
+    if (saved.version !== 1 || !saved.last || saved.position <= 0) return false;
+    const [atPosition] = await events.readAll(saved.position - 1, 1);
+    if (atPosition?.position !== saved.position || atPosition.streamId !== saved.last.streamId || atPosition.revision !== saved.last.revision) {
+      return false;
+    }
+    this.model = ReadModel.fromSnapshot(saved, this.requestLogRetention);
+    this.savedAt = saved.position;
+    return true;
+  }
+
+  private saveSnapshot(): void {
+    if (!this.snapshot || this.model.position === this.savedAt) return;
+    // Written aside and renamed: a reader (or a crash) never sees half a file.
+    const partial = `${this.snapshot.file}.${process.pid}.partial`;
+    writeFileSync(partial, JSON.stringify(this.model.toSnapshot()));
+    renameSync(partial, this.snapshot.file);
+    this.savedAt = this.model.position;
+    this.savedTime = Date.now();
   }
 
   private pendingOf(orgId: string): number {
@@ -78,6 +135,7 @@ export class MemoryProjectionStore implements ProjectionStore {
       if (projected.type === 'CreditsReserved') this.settlePending(projected.data.reservationId);
       this.model.apply(event);
     }
+    if (this.snapshot && Date.now() - this.savedTime >= this.snapshot.everyMs) this.saveSnapshot();
   }
 
   async checkpoint(): Promise<number> {
@@ -122,6 +180,8 @@ export class MemoryProjectionStore implements ProjectionStore {
   }
 
   async reset(): Promise<void> {
+    if (this.snapshot) rmSync(this.snapshot.file, { force: true });
+    this.savedAt = 0;
     this.model = new ReadModel(this.requestLogRetention);
     this.pending.clear();
     this.pendingByOrg.clear();
@@ -129,7 +189,10 @@ export class MemoryProjectionStore implements ProjectionStore {
 
   async load(model: ReadModel): Promise<void> {
     this.model = model;
+    this.saveSnapshot();
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    this.saveSnapshot();
+  }
 }

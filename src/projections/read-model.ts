@@ -80,50 +80,56 @@ type ProjectedEvent =
 /** Narrows a recorded event to the ones the read models use. */
 export const asProjected = (event: RecordedEvent): ProjectedEvent => event as unknown as ProjectedEvent;
 
+/** What the request log shows of a resolved reservation. Built field by field: this runs per event in a replay. */
 export function requestLogEntryOf(event: ReservationSettled | ReservationReleased | ReservationExpired): RequestLogEntry {
   const d = event.data;
-  const base = {
+  const entry: RequestLogEntry = {
     requestId: d.requestId,
     reservationId: d.reservationId,
+    time: 0,
     surface: d.surface,
     model: d.model,
+    host: null,
     keyId: d.keyId,
+    inputTokens: 0,
+    outputTokens: 0,
+    cost: 0,
+    latencyMs: null,
+    status: 'expired',
   };
   switch (event.type) {
     case 'ReservationSettled':
-      return {
-        ...base,
-        time: event.data.settledAt,
-        host: event.data.host,
-        inputTokens: event.data.inputTokens,
-        outputTokens: event.data.outputTokens,
-        cost: event.data.amount,
-        latencyMs: event.data.latencyMs,
-        status: event.data.status,
-      };
+      entry.time = event.data.settledAt;
+      entry.host = event.data.host;
+      entry.inputTokens = event.data.inputTokens;
+      entry.outputTokens = event.data.outputTokens;
+      entry.cost = event.data.amount;
+      entry.latencyMs = event.data.latencyMs;
+      entry.status = event.data.status;
+      break;
     case 'ReservationReleased':
-      return {
-        ...base,
-        time: event.data.releasedAt,
-        host: event.data.host,
-        inputTokens: 0,
-        outputTokens: 0,
-        cost: 0,
-        latencyMs: event.data.latencyMs,
-        status: event.data.status,
-      };
+      entry.time = event.data.releasedAt;
+      entry.host = event.data.host;
+      entry.latencyMs = event.data.latencyMs;
+      entry.status = event.data.status;
+      break;
     case 'ReservationExpired':
-      return {
-        ...base,
-        time: event.data.expiredAt,
-        host: null,
-        inputTokens: 0,
-        outputTokens: 0,
-        cost: 0,
-        latencyMs: null,
-        status: 'expired',
-      };
+      entry.time = event.data.expiredAt;
+      break;
   }
+  return entry;
+}
+
+/** A read model as saved to disk: plain arrays, plus the last event it includes to tie it to its log. */
+export interface ReadModelSnapshot {
+  version: 1;
+  position: number;
+  last: { streamId: string; revision: number } | null;
+  orgs: Array<[string, OrgLedger]>;
+  orgRecords: OrgRecord[];
+  open: OpenReservation[];
+  keys: KeyRecord[];
+  requests: Array<[string, RequestLogEntry[]]>;
 }
 
 /**
@@ -139,8 +145,38 @@ export class ReadModel {
   readonly keysById = new Map<string, KeyRecord>();
   readonly requests = new Map<string, RequestLogEntry[]>();
   position = 0;
+  /** The last event applied, which a snapshot records to check it belongs to the log it is loaded with. */
+  last: { streamId: string; revision: number } | null = null;
 
   constructor(private readonly requestLogRetention: number) {}
+
+  toSnapshot(): ReadModelSnapshot {
+    return {
+      version: 1,
+      position: this.position,
+      last: this.last,
+      orgs: [...this.orgs],
+      orgRecords: [...this.orgRecords.values()],
+      open: [...this.open.values()],
+      keys: [...this.keysById.values()],
+      requests: [...this.requests],
+    };
+  }
+
+  static fromSnapshot(snapshot: ReadModelSnapshot, requestLogRetention: number): ReadModel {
+    const model = new ReadModel(requestLogRetention);
+    model.position = snapshot.position;
+    model.last = snapshot.last;
+    for (const [orgId, ledger] of snapshot.orgs) model.orgs.set(orgId, ledger);
+    for (const record of snapshot.orgRecords) model.orgRecords.set(record.orgId, record);
+    for (const open of snapshot.open) model.open.set(open.reservationId, open);
+    for (const key of snapshot.keys) {
+      model.keysById.set(key.keyId, key);
+      model.keysByHash.set(key.hash, key);
+    }
+    for (const [orgId, log] of snapshot.requests) model.requests.set(orgId, log);
+    return model;
+  }
 
   ledgerOf(orgId: string): OrgLedger {
     let ledger = this.orgs.get(orgId);
@@ -154,6 +190,7 @@ export class ReadModel {
   apply(recorded: RecordedEvent): void {
     if (recorded.position <= this.position) return;
     this.position = recorded.position;
+    this.last = { streamId: recorded.streamId, revision: recorded.revision };
     const event = asProjected(recorded);
     switch (event.type) {
       case 'OrganizationCreated':

@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config/config';
 import type { EventStore } from '../eventstore/event-store';
@@ -32,10 +33,15 @@ export async function openEventStore(config: Config): Promise<EventStore> {
   return new SqliteEventStore(join(config.dataDir, 'events.sqlite'), { pollIntervalMs: config.logPollMs });
 }
 
-export async function openProjectionStore(config: Config): Promise<ProjectionStore> {
-  return config.redisUrl
-    ? RedisProjectionStore.connect(config.redisUrl, config.redisPrefix, config.requestLogRetention)
-    : new MemoryProjectionStore(config.requestLogRetention);
+export async function openProjectionStore(config: Config, events: EventStore): Promise<ProjectionStore> {
+  if (config.redisUrl) return RedisProjectionStore.connect(config.redisUrl, config.redisPrefix, config.requestLogRetention);
+  mkdirSync(config.dataDir, { recursive: true });
+  const store = new MemoryProjectionStore(config.requestLogRetention, {
+    file: join(config.dataDir, 'read-models.snapshot.json'),
+    everyMs: 30_000,
+  });
+  await store.loadSnapshot(events);
+  return store;
 }
 
 export interface RuntimeOptions {
@@ -49,7 +55,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
   const events = await openEventStore(config);
   let projections: ProjectionStore;
   try {
-    projections = await openProjectionStore(config);
+    projections = await openProjectionStore(config, events);
   } catch (error) {
     await events.close();
     throw error;

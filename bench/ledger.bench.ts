@@ -1,0 +1,259 @@
+/**
+ * Ledger benchmarks: `npm run bench:ledger`. Each figure is measured side by side with its
+ * baseline in the same run, and printed as a median over rounds.
+ *
+ *   BENCH_EVENTS (default 1,000,000) sets the size of the log for the rebuild and start-up figures.
+ *   REDIS_URL (default redis://127.0.0.1:6379) adds the Redis rows when a Redis answers.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createClient } from 'redis';
+import { loadConfig } from '../src/config/config';
+import { SqliteEventStore } from '../src/eventstore/sqlite-event-store';
+import { LedgerService } from '../src/ledger/ledger.service';
+import { MemoryProjectionStore } from '../src/projections/memory-projection-store';
+import type { ProjectionStore } from '../src/projections/projection-store';
+import { foldLog, Projector, rebuildProjections } from '../src/projections/projector';
+import { RedisProjectionStore } from '../src/projections/redis-projection-store';
+import { openRuntime } from '../src/runtime/runtime';
+
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+const PREFIX = `mgbench:${randomUUID().slice(0, 8)}:`;
+const ROUNDS = 3;
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const percentile = (xs: number[], p: number) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+};
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+function tempDir(): { path: string; cleanup: () => void } {
+  const path = mkdtempSync(join(tmpdir(), 'mg-bench-'));
+  return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+async function redisAvailable(): Promise<boolean> {
+  const client = createClient({ url: REDIS_URL, socket: { reconnectStrategy: false, connectTimeout: 1000 } });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.ping();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    if (client.isOpen) await client.close();
+  }
+}
+
+const settlement = {
+  usage: { inputTokens: 1200, outputTokens: 300 },
+  prices: { input: 150_000_000, output: 600_000_000 },
+  host: 'bench',
+  hostModel: 'bench-1',
+  status: 'ok',
+  latencyMs: 10,
+};
+
+/** A store, a ledger on it and a funded organization. */
+async function ledgerFixture(file: string, projections: ProjectionStore, groupCommit: boolean) {
+  const events = new SqliteEventStore(file, { groupCommit });
+  const projector = new Projector(events, projections, 1000);
+  await projector.start();
+  const ledger = new LedgerService(events, projections, { reservationTtlMs: 900_000, pendingHoldMs: 60_000 });
+  const orgId = randomUUID();
+  await events.append(`org-${orgId}`, [{ type: 'OrganizationCreated', data: { orgId, name: 'bench', createdAt: 0 } }], 'no_stream');
+  await ledger.grant(orgId, 9_000_000_000_000_000, 'bench');
+  await projector.catchUp();
+  return {
+    ledger,
+    orgId,
+    close: async () => {
+      await projector.stop();
+      await events.close();
+    },
+  };
+}
+
+/** Requests per second of reserve + settle (two durable events each) at a fixed concurrency. */
+async function throughput(groupCommit: boolean, projections: ProjectionStore, requests: number, concurrency: number): Promise<number> {
+  const dir = tempDir();
+  const f = await ledgerFixture(join(dir.path, 'events.sqlite'), projections, groupCommit);
+  let next = 0;
+  const worker = async () => {
+    while (next < requests) {
+      const i = next++;
+      const admission = await f.ledger.reserve({ requestId: `b${i}`, keyId: 'k', surface: 'bench', model: 'm', orgId: f.orgId, amount: 1_000_000 });
+      if (!admission.admitted) throw new Error('bench organization ran out of credit');
+      await f.ledger.settle(admission.ticket, settlement);
+    }
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const seconds = (performance.now() - start) / 1000;
+  await f.close();
+  await projections.reset();
+  dir.cleanup();
+  return requests / seconds;
+}
+
+/** Latency of the admission decision alone (the atomic hold), one at a time, in milliseconds. */
+async function admissionLatencies(projections: ProjectionStore, samples: number): Promise<number[]> {
+  const orgId = randomUUID();
+  await projections.apply([
+    { type: 'OrganizationCreated', data: { orgId, name: 'b', createdAt: 0 }, streamId: 's', revision: 0, position: 1, recordedAt: 0 },
+    { type: 'CreditsGranted', data: { orgId, grantId: 'g', amount: 9e15, reason: 'b', grantedAt: 0 }, streamId: 's', revision: 1, position: 2, recordedAt: 0 },
+  ]);
+  const latencies: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    const id = `h${i}`;
+    const start = performance.now();
+    const admission = await projections.hold(orgId, id, 1_000_000, Date.now() + 60_000);
+    latencies.push(performance.now() - start);
+    if (!admission.admitted) throw new Error('not admitted');
+    await projections.dropHold(orgId, id);
+  }
+  await projections.reset();
+  return latencies;
+}
+
+/** Writes a realistic log of about `count` events: organizations, keys, grants, reserve/settle pairs. */
+async function writeLog(file: string, count: number): Promise<void> {
+  const store = new SqliteEventStore(file);
+  const orgs = Array.from({ length: 100 }, () => randomUUID());
+  let written = 0;
+  for (const orgId of orgs) {
+    await store.append(`org-${orgId}`, [{ type: 'OrganizationCreated', data: { orgId, name: 'org', createdAt: 0 } }], 'no_stream');
+    await store.append(`credits-${orgId}`, [{ type: 'CreditsGranted', data: { orgId, grantId: randomUUID(), amount: 9e13, reason: 'bench', grantedAt: 0 } }], 'no_stream');
+    written += 2;
+  }
+  let i = 0;
+  while (written < count) {
+    const appends: Array<Promise<unknown>> = [];
+    for (let j = 0; j < 2000 && written < count; j++, i++) {
+      const orgId = orgs[i % orgs.length];
+      const reservationId = randomUUID();
+      const facts = { requestId: `r${i}`, keyId: 'k', surface: 'chat-completions', model: 'vendor/model', reservationId, orgId };
+      const reserved = { type: 'CreditsReserved', data: { ...facts, amount: 2_000_000, reservedAt: i, expiresAt: i + 900_000 } };
+      const settled = {
+        type: 'ReservationSettled',
+        data: { ...facts, host: 'h', hostModel: 'hm', inputTokens: 1200, outputTokens: 300, prices: settlement.prices, amount: 360_000, held: 2_000_000, status: 'ok', latencyMs: 800, settledAt: i },
+      };
+      appends.push(store.append(`reservation-${reservationId}`, [reserved, settled], 'no_stream'));
+      written += 2;
+    }
+    await Promise.all(appends);
+  }
+  await store.close();
+}
+
+async function main(): Promise<void> {
+  const withRedis = await redisAvailable();
+  const redisStore = () => RedisProjectionStore.connect(REDIS_URL, PREFIX, 1000);
+  const lines: string[] = [];
+  const row = (...cells: string[]) => {
+    const line = `| ${cells.join(' | ')} |`;
+    lines.push(line);
+    console.log(line);
+  };
+  console.log(`ledger benchmarks: node ${process.version}, ${ROUNDS} rounds, median shown; Redis ${withRedis ? REDIS_URL : 'not available'}\n`);
+
+  // 1. Throughput: group commit against one commit per append, alternating, same run.
+  row('reserve + settle on one process (SQLite, in-process read models)', 'requests/s', 'ledger events/s');
+  row('---', '---:', '---:');
+  const grouped: number[] = [];
+  const single: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    single.push(await throughput(false, new MemoryProjectionStore(1000), 3_000, 64));
+    grouped.push(await throughput(true, new MemoryProjectionStore(1000), 30_000, 256));
+  }
+  row('baseline: one commit per append', fmt(median(single)), fmt(median(single) * 2));
+  row('group commit (default)', fmt(median(grouped)), fmt(median(grouped) * 2));
+  if (withRedis) {
+    const redisRuns: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) redisRuns.push(await throughput(true, await redisStore(), 20_000, 256));
+    row('group commit, Redis read models', fmt(median(redisRuns)), fmt(median(redisRuns) * 2));
+  }
+  console.log(`\ngroup commit / one commit per append: ${(median(grouped) / median(single)).toFixed(1)}×\n`);
+
+  // 2. Admission latency (the atomic hold).
+  row('admission (atomic hold), 20,000 in sequence', 'p50 ms', 'p99 ms');
+  row('---', '---:', '---:');
+  const memory = await admissionLatencies(new MemoryProjectionStore(1000), 20_000);
+  row('in-process', percentile(memory, 50).toFixed(4), percentile(memory, 99).toFixed(4));
+  if (withRedis) {
+    const store = await redisStore();
+    const redis = await admissionLatencies(store, 20_000);
+    await store.close();
+    row('Redis (Lua script, loopback)', percentile(redis, 50).toFixed(3), percentile(redis, 99).toFixed(3));
+  }
+  console.log('');
+
+  // 3 and 4. Rebuild and start-up over a large log.
+  const dir = tempDir();
+  const file = join(dir.path, 'events.sqlite');
+  const writing = performance.now();
+  await writeLog(file, EVENTS);
+  console.log(`(wrote a log of ${fmt(EVENTS)} events in ${((performance.now() - writing) / 1000).toFixed(1)} s)\n`);
+  const events = new SqliteEventStore(file);
+
+  row(`rebuild from ${fmt(EVENTS)} events`, 'seconds', 'events/s');
+  row('---', '---:', '---:');
+  const folds: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const start = performance.now();
+    await foldLog(events, 1000);
+    folds.push((performance.now() - start) / 1000);
+  }
+  row('in-process read models (fold of the log)', median(folds).toFixed(2), fmt(EVENTS / median(folds)));
+  if (withRedis) {
+    const store = await redisStore();
+    const runs: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const start = performance.now();
+      await rebuildProjections(events, store, 1000);
+      runs.push((performance.now() - start) / 1000);
+    }
+    row('Redis read models (drop, fold, write)', median(runs).toFixed(2), fmt(EVENTS / median(runs)));
+    await store.close();
+  }
+  await events.close();
+  console.log('');
+
+  row(`start-up with ${fmt(EVENTS)} events in the log`, 'seconds until read models are current', '');
+  row('---', '---:', '');
+  const snapshot = join(dir.path, 'read-models.snapshot.json');
+  const startup = async (env: Record<string, string>, fresh = false) => {
+    const runs: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      if (fresh) rmSync(snapshot, { force: true });
+      const start = performance.now();
+      const runtime = await openRuntime(loadConfig({ DATA_DIR: dir.path, ...env }));
+      await runtime.projector.catchUp(120_000);
+      runs.push((performance.now() - start) / 1000);
+      await runtime.close();
+    }
+    return median(runs);
+  };
+  row('baseline: in-process read models, no saved state (replays the whole log)', (await startup({ REDIS_URL: '' }, true)).toFixed(3), '');
+  row('in-process read models from their saved state (replays only newer events)', (await startup({ REDIS_URL: '' })).toFixed(3), '');
+  if (withRedis) {
+    row('Redis read models with a checkpoint (no replay)', (await startup({ REDIS_URL, REDIS_PREFIX: PREFIX })).toFixed(3), '');
+    const store = await redisStore();
+    await store.reset();
+    await store.close();
+  }
+  dir.cleanup();
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

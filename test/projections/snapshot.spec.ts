@@ -1,0 +1,53 @@
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config/config';
+import { SqliteEventStore } from '../../src/eventstore/sqlite-event-store';
+import { MemoryProjectionStore } from '../../src/projections/memory-projection-store';
+import { openRuntime } from '../../src/runtime/runtime';
+import { fundedOrganization } from '../support/runtime';
+import { tempDir } from '../support/temp';
+
+describe('in-process read models saved with their checkpoint', () => {
+  it('start again from the saved position instead of replaying the whole log', async () => {
+    const dir = tempDir('snapshot');
+    const env = { DATA_DIR: dir.path, REDIS_URL: '' };
+    try {
+      const first = await openRuntime(loadConfig(env));
+      const orgId = await fundedOrganization(first, 5_000_000);
+      await first.close();
+      expect(existsSync(join(dir.path, 'read-models.snapshot.json'))).toBe(true);
+
+      // An event appended while no instance runs is the only one replayed at the next start.
+      const log = new SqliteEventStore(join(dir.path, 'events.sqlite'));
+      const head = await log.headPosition();
+      await log.close();
+      const second = await openRuntime(loadConfig(env));
+      expect(second.projector.position).toBe(head);
+      await second.ledger.grant(orgId, 1_000_000, 'more');
+      await second.projector.catchUp();
+      expect((await second.projections.balance(orgId)).granted).toBe(6_000_000);
+      await second.close();
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  it('ignores a saved state that belongs to another log', async () => {
+    const a = tempDir('snapshot-a');
+    try {
+      const runtime = await openRuntime(loadConfig({ DATA_DIR: a.path, REDIS_URL: '' }));
+      await fundedOrganization(runtime, 1);
+      await runtime.close();
+      // A new log in the same place (the old one deleted), with as many events as the snapshot's position.
+      for (const f of ['events.sqlite', 'events.sqlite-wal', 'events.sqlite-shm']) rmSync(join(a.path, f), { force: true });
+      const other = new SqliteEventStore(join(a.path, 'events.sqlite'));
+      for (let i = 0; i < 5; i++) await other.append(`other-${i}`, [{ type: 'Unrelated', data: {} }], 'no_stream');
+      const store = new MemoryProjectionStore(10, { file: join(a.path, 'read-models.snapshot.json'), everyMs: 1000 });
+      expect(await store.loadSnapshot(other)).toBe(false);
+      expect(await store.checkpoint()).toBe(0);
+      await other.close();
+    } finally {
+      a.cleanup();
+    }
+  });
+});
