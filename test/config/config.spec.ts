@@ -1,0 +1,42 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { ConfigError, loadConfig } from '../../src/config/config';
+import { ROOT } from '../support/processes';
+
+describe('configuration', () => {
+  it('has embedded defaults', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      port: 8080,
+      host: '0.0.0.0',
+      redisUrl: null,
+      eventStoreUrl: null,
+      requestTimeoutMs: 600_000,
+      reservationTtlMs: 900_000,
+    });
+    expect(config.dataDir).toBe(join(process.cwd(), 'data'));
+  });
+
+  it.each([
+    [{ PORT: 'abc' }, 'PORT must be a whole number'],
+    [{ PORT: '70000' }, 'PORT must be between 0 and 65535'],
+    [{ REDIS_URL: 'localhost:6379' }, 'REDIS_URL must start with redis:// or rediss://'],
+    [{ REDIS_URL: 'not a url' }, 'REDIS_URL is not a URL'],
+    [{ EVENTSTORE_URL: 'http://x:2113' }, 'EVENTSTORE_URL must start with esdb://'],
+    [{ REQUEST_TIMEOUT_MS: '600000', RESERVATION_TTL_MS: '1000' }, 'RESERVATION_TTL_MS must be longer than REQUEST_TIMEOUT_MS'],
+    [{ REDIS_PREFIX: 'has space' }, 'REDIS_PREFIX must be'],
+  ])('rejects %j naming the variable', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('stops the service with one clear line on a bad value', () => {
+    const run = spawnSync(process.execPath, [join(ROOT, 'dist/src/main.js')], {
+      env: { ...process.env, PORT: 'eighty' },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(run.status).toBe(1);
+    expect(run.stderr.trim()).toBe('configuration: PORT must be a whole number, got "eighty"');
+  });
+});
