@@ -182,11 +182,13 @@ export class RedisProjectionStore implements ProjectionStore {
       case 'CreditsReserved': {
         const { orgId, reservationId, amount, expiresAt } = event.data;
         const k = this.org(orgId);
-        const applied = Number(
-          await this.runInOrder(lua.APPLY_RESERVED, [k.ledger, k.holds, k.holdDeadlines, k.open], [position, reservationId, amount]),
-        );
-        if (applied === 1) await this.client.zAdd(this.expiryKey, { score: expiresAt, value: orgId + SEP + reservationId });
-        return applied;
+        // The expiry index is written on every delivery, not only the first: a process that died
+        // between the two writes leaves it to the next delivery (the checkpoint had not moved).
+        const [applied] = await Promise.all([
+          this.runInOrder(lua.APPLY_RESERVED, [k.ledger, k.holds, k.holdDeadlines, k.open], [position, reservationId, amount]),
+          this.client.zAdd(this.expiryKey, { score: expiresAt, value: orgId + SEP + reservationId }),
+        ]);
+        return Number(applied);
       }
       case 'ReservationSettled':
       case 'ReservationReleased':
@@ -195,17 +197,11 @@ export class RedisProjectionStore implements ProjectionStore {
         const k = this.org(orgId);
         const charge = event.type === 'ReservationSettled' ? event.data.amount : 0;
         const entry = JSON.stringify(requestLogEntryOf(event));
-        const applied = Number(
-          await this.runInOrder(lua.APPLY_RESOLVED, [k.ledger, k.open, k.requests], [
-            position,
-            reservationId,
-            charge,
-            entry,
-            this.requestLogRetention,
-          ]),
-        );
-        if (applied === 1) await this.client.zRem(this.expiryKey, orgId + SEP + reservationId);
-        return applied;
+        const [applied] = await Promise.all([
+          this.runInOrder(lua.APPLY_RESOLVED, [k.ledger, k.open, k.requests], [position, reservationId, charge, entry, this.requestLogRetention]),
+          this.client.zRem(this.expiryKey, orgId + SEP + reservationId),
+        ]);
+        return Number(applied);
       }
       default:
         return 1;
