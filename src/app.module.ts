@@ -1,7 +1,10 @@
 import { Controller, DynamicModule, Get, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { CreditsModule } from './credits/credits.module';
+import type { Catalogue } from './catalogue/catalogue';
+import type { HostTransport } from './hosts/transport';
 import type { Runtime } from './runtime/runtime';
+import { SurfacesModule } from './surfaces/surfaces.module';
 import { RuntimeModule } from './runtime/runtime.module';
 
 @Controller()
@@ -14,10 +17,10 @@ class HealthController {
 
 @Module({})
 export class AppModule {
-  static forRuntime(runtime: Runtime): DynamicModule {
+  static forRuntime(runtime: Runtime, catalogue: Catalogue, transport: HostTransport): DynamicModule {
     return {
       module: AppModule,
-      imports: [RuntimeModule.forRuntime(runtime), CqrsModule.forRoot(), CreditsModule],
+      imports: [RuntimeModule.forRuntime(runtime), CqrsModule.forRoot(), CreditsModule, SurfacesModule.forCatalogue(catalogue, transport)],
       controllers: [HealthController],
     };
   }

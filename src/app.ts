@@ -3,12 +3,22 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppModule } from './app.module';
 import { ChatCompletionsErrorFilter } from './http/api-error';
+import { Catalogue } from './catalogue/catalogue';
+import { HostTransport } from './hosts/transport';
 import type { Runtime } from './runtime/runtime';
 
+export interface AppOptions {
+  logger?: boolean;
+  /** Defaults to the catalogue file named by the configuration. */
+  catalogue?: Catalogue;
+}
+
 /** Builds the HTTP application on an opened runtime (used by main and by tests). */
-export async function createApp(runtime: Runtime, options: { logger?: boolean } = {}): Promise<NestFastifyApplication> {
+export async function createApp(runtime: Runtime, options: AppOptions = {}): Promise<NestFastifyApplication> {
+  const catalogue = options.catalogue ?? Catalogue.load(runtime.config.cataloguePath);
+  const transport = new HostTransport({ firstByteMs: runtime.config.hostFirstByteTimeoutMs, idleMs: runtime.config.requestTimeoutMs });
   const adapter = new FastifyAdapter({
-    bodyLimit: 4 * 1024 * 1024,
+    bodyLimit: runtime.config.bodyLimitBytes,
     requestTimeout: runtime.config.requestTimeoutMs,
     genReqId: (request: { headers: Record<string, string | string[] | undefined> }) => {
       const given = request.headers['x-request-id'];
@@ -18,7 +28,7 @@ export async function createApp(runtime: Runtime, options: { logger?: boolean } 
   adapter.getInstance().addHook('onRequest', async (request, reply) => {
     void reply.header('x-request-id', request.id);
   });
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRuntime(runtime), adapter, {
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRuntime(runtime, catalogue, transport), adapter, {
     logger: options.logger === false ? false : ['error', 'warn'],
   });
   app.useGlobalFilters(new ChatCompletionsErrorFilter());

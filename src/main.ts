@@ -1,7 +1,19 @@
 import 'reflect-metadata';
 import { createApp } from './app';
 import { ConfigError, loadConfig } from './config/config';
+import { startSimulatedHost } from './hosts/simulated/simulated-host';
 import { openRuntime } from './runtime/runtime';
+
+async function startSimulated(port: number) {
+  try {
+    return await startSimulatedHost({ port });
+  } catch (error) {
+    throw new Error(
+      `the simulated host could not listen on port ${port} (${(error as Error).message}): ` +
+        'set SIMULATED_HOST_PORT to a free port, or to "off"',
+    );
+  }
+}
 
 async function start(): Promise<void> {
   let config;
@@ -15,6 +27,9 @@ async function start(): Promise<void> {
     throw error;
   }
   const log = (line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+  const simulated = config.simulatedHostPort === null ? null : await startSimulated(config.simulatedHostPort);
+  // The shipped catalogue addresses the simulated host through this variable.
+  if (simulated) process.env.SIMULATED_HOST_PORT = new URL(simulated.url).port;
   const runtime = await openRuntime(config, { sweep: true, log });
   const app = await createApp(runtime);
   await app.listen(config.port, config.host);
@@ -23,7 +38,8 @@ async function start(): Promise<void> {
   log(
     `model gateway listening on http://${config.host}:${port} ` +
       `(events: ${config.eventStoreUrl ? 'EventStoreDB' : `SQLite in ${config.dataDir}`}, ` +
-      `read models: ${config.redisUrl ? 'Redis' : 'in-process'})`,
+      `read models: ${config.redisUrl ? 'Redis' : 'in-process'}` +
+      `${simulated ? `, simulated host on ${simulated.url}` : ''})`,
   );
   let stopping = false;
   const stop = async () => {
@@ -31,6 +47,7 @@ async function start(): Promise<void> {
     stopping = true;
     await app.close();
     await runtime.close();
+    await simulated?.close();
     process.exit(0);
   };
   process.on('SIGTERM', stop);

@@ -1,4 +1,16 @@
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+
+/** The catalogue that ships with the service, found from here whether running compiled (dist/) or not. */
+function shippedCatalogue(): string {
+  for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
+    const candidate = join(dir, 'catalogue', 'default.json');
+    if (existsSync(candidate)) return candidate;
+  }
+  return resolve('catalogue', 'default.json');
+}
+
+export const DEFAULT_CATALOGUE = shippedCatalogue();
 
 /** The service's configuration, read from the environment and checked before anything starts. */
 export interface Config {
@@ -18,6 +30,15 @@ export interface Config {
   requestLogRetention: number;
   /** How often a follower of the SQLite log looks for events appended by other processes. */
   logPollMs: number;
+  cataloguePath: string;
+  /** Port of the built-in simulated host; null when it is not started. */
+  simulatedHostPort: number | null;
+  /** Longest wait for a host to begin answering before trying the model's next host. */
+  hostFirstByteTimeoutMs: number;
+  /** A comment line on quiet event streams this often, so proxies keep them open. */
+  sseKeepAliveMs: number;
+  /** Largest request body accepted. */
+  bodyLimitBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -78,5 +99,10 @@ export function loadConfig(env: Env = process.env): Config {
     sweepIntervalMs: integer(env, 'SWEEP_INTERVAL_MS', 1_000, 10, 600_000),
     requestLogRetention: integer(env, 'REQUEST_LOG_RETENTION', 10_000, 1, 10_000_000),
     logPollMs: integer(env, 'LOG_POLL_MS', 100, 5, 10_000),
+    cataloguePath: resolve(env.CATALOGUE_PATH?.trim() || DEFAULT_CATALOGUE),
+    simulatedHostPort: env.SIMULATED_HOST_PORT?.trim() === 'off' ? null : integer(env, 'SIMULATED_HOST_PORT', 8091, 0, 65_535),
+    hostFirstByteTimeoutMs: integer(env, 'HOST_FIRST_BYTE_TIMEOUT_MS', 120_000, 100, 3_600_000),
+    sseKeepAliveMs: integer(env, 'SSE_KEEPALIVE_MS', 15_000, 10, 600_000),
+    bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 4 * 1024 * 1024, 1024, 512 * 1024 * 1024),
   };
 }

@@ -1,6 +1,7 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../http/api-error';
+import { bearerKey } from '../http/credentials';
 import type { KeyRecord } from '../projections/read-model';
 import { IdentityService } from './identity.service';
 
@@ -13,10 +14,9 @@ export class ApiKeyGuard implements CanActivate {
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<KeyedRequest>();
-    const header = request.headers.authorization;
-    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    if (!match) throw new ApiError('invalid_api_key', 'missing API key: send "Authorization: Bearer <key>"');
-    const key = await this.identity.authenticate(match[1]);
+    const secret = bearerKey(request);
+    if (!secret) throw new ApiError('invalid_api_key', 'missing API key: send "Authorization: Bearer <key>"');
+    const key = await this.identity.authenticate(secret);
     if (!key) throw new ApiError('invalid_api_key', 'invalid or revoked API key');
     request.apiKey = key;
     return true;

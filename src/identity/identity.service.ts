@@ -41,11 +41,11 @@ function fold<S, E>(stream: RecordedEvent[], evolve: (s: S, e: E) => S, initial:
 
 export interface CreatedKey {
   keyId: string;
+  /** Shown once, to whoever created the key; only its hash is kept. */
+  secret: string;
   orgId: string;
   name: string;
   prefix: string;
-  /** Shown once, to whoever created the key; only its hash is kept. */
-  secret: string;
 }
 
 /** Organizations, users, members and API keys: command handlers over their streams. */
@@ -105,7 +105,7 @@ export class IdentityService {
       organization,
     );
     await this.events.append(apiKeyStream(keyId), events, 'no_stream');
-    return { keyId, orgId, name: (events[0] as ApiKeyCreated).data.name, prefix, secret };
+    return { keyId, secret, orgId, name: (events[0] as ApiKeyCreated).data.name, prefix };
   }
 
   async revokeApiKey(keyId: string): Promise<{ keyId: string; orgId: string }> {

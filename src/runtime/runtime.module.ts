@@ -6,6 +6,7 @@ import type { Runtime } from './runtime';
 export const RUNTIME = Symbol('Runtime');
 export const PROJECTIONS = Symbol('ProjectionStore');
 export const EVENT_STORE = Symbol('EventStore');
+export const CONFIG = Symbol('Config');
 
 /** Makes the runtime (opened before Nest starts, shared with the operator tool) injectable. */
 @Global()
@@ -14,6 +15,7 @@ export class RuntimeModule {
   static forRuntime(runtime: Runtime): DynamicModule {
     const providers = [
       { provide: RUNTIME, useValue: runtime },
+      { provide: CONFIG, useValue: runtime.config },
       { provide: PROJECTIONS, useValue: runtime.projections },
       { provide: EVENT_STORE, useValue: runtime.events },
       { provide: LedgerService, useValue: runtime.ledger },

@@ -1,0 +1,191 @@
+import { readFileSync } from 'node:fs';
+import { parseCredits, TokenPrices } from '../ledger/money';
+
+/**
+ * The catalogue: provider hosts and the models they serve, with list prices. Read from a JSON
+ * file and checked entry by entry; keys for hosts come from the environment, never the file.
+ */
+export type HostKindName = 'openai' | 'anthropic';
+
+export interface CatalogueHost {
+  id: string;
+  kind: HostKindName;
+  /** Includes the version path: an openai host posts to `{baseUrl}/chat/completions`. */
+  baseUrl: string;
+  apiKeyEnv: string | null;
+  /** The key, read from `apiKeyEnv`; null when the host needs none or it is not set. */
+  apiKey: string | null;
+  /** A host whose key variable is named but unset cannot serve. */
+  usable: boolean;
+}
+
+export interface ModelHost {
+  host: CatalogueHost;
+  /** The model's name at that host. */
+  model: string;
+  /** Nano-credits per million tokens. */
+  prices: TokenPrices;
+  /** As written in the catalogue (US dollars per million tokens), for the model list. */
+  listPrices: { input: string; output: string };
+}
+
+export interface CatalogueModel {
+  slug: string;
+  id: string;
+  name: string;
+  contextLength: number;
+  maxOutputTokens: number;
+  created: number;
+  hosts: ModelHost[];
+}
+
+export class CatalogueError extends Error {
+  constructor(where: string, problem: string) {
+    super(`catalogue: ${where}: ${problem}`);
+    this.name = 'CatalogueError';
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const SLUG = /^[a-z0-9][\w.-]*\/[\w.:-]+$/i;
+const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
+
+type Raw = Record<string, unknown>;
+const isObject = (v: unknown): v is Raw => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** `${VAR}` and `${VAR:-default}` in base URLs, so a catalogue can point at a local server by environment. */
+function interpolate(text: string, env: Record<string, string | undefined>): string {
+  return text.replace(/\$\{([A-Z_][A-Z0-9_]*)(?::-([^}]*))?\}/g, (_, name: string, fallback?: string) => env[name] || fallback || '');
+}
+
+function text(entry: Raw, field: string, where: string): string {
+  const value = entry[field];
+  if (typeof value !== 'string' || value.trim() === '') throw new CatalogueError(where, `"${field}" must be a non-empty string`);
+  return value;
+}
+
+function positiveInteger(entry: Raw, field: string, where: string): number {
+  const value = entry[field];
+  if (!Number.isSafeInteger(value) || (value as number) <= 0) throw new CatalogueError(where, `"${field}" must be a positive whole number`);
+  return value as number;
+}
+
+function price(pricing: Raw, field: 'input' | 'output', where: string): number {
+  const value = pricing[field];
+  if (typeof value !== 'string') throw new CatalogueError(where, `pricing.${field} must be a decimal string of US dollars per million tokens`);
+  try {
+    return parseCredits(value);
+  } catch {
+    throw new CatalogueError(where, `pricing.${field} "${value}" is not a price (a decimal such as "0.15", at most 9 decimals)`);
+  }
+}
+
+export class Catalogue {
+  private readonly bySlug = new Map<string, CatalogueModel>();
+  private readonly byId = new Map<string, CatalogueModel>();
+
+  constructor(
+    readonly hosts: CatalogueHost[],
+    readonly models: CatalogueModel[],
+  ) {
+    for (const model of models) {
+      this.bySlug.set(model.slug.toLowerCase(), model);
+      this.byId.set(model.id.toLowerCase(), model);
+    }
+  }
+
+  /** By slug (`vendor/model`, case-insensitive) or catalogue UUID. */
+  find(ref: string): CatalogueModel | null {
+    const key = ref.trim().toLowerCase();
+    return this.bySlug.get(key) ?? this.byId.get(key) ?? null;
+  }
+
+  /** Models with at least one host able to serve, in catalogue order. */
+  servable(): CatalogueModel[] {
+    return this.models.filter((m) => m.hosts.some((h) => h.host.usable));
+  }
+
+  static parse(json: unknown, env: Record<string, string | undefined> = process.env): Catalogue {
+    if (!isObject(json) || !Array.isArray(json.hosts) || !Array.isArray(json.models)) {
+      throw new CatalogueError('file', 'expected {"hosts": [...], "models": [...]}');
+    }
+    const hosts = new Map<string, CatalogueHost>();
+    json.hosts.forEach((raw, i) => {
+      const where = `hosts[${i}]`;
+      if (!isObject(raw)) throw new CatalogueError(where, 'must be an object');
+      const id = text(raw, 'id', where);
+      const at = `${where} (${id})`;
+      if (hosts.has(id)) throw new CatalogueError(at, 'duplicate host id');
+      const kind = raw.kind;
+      if (kind !== 'openai' && kind !== 'anthropic') throw new CatalogueError(at, '"kind" must be "openai" or "anthropic"');
+      const baseUrl = interpolate(text(raw, 'baseUrl', at), env).replace(/\/+$/, '');
+      let parsed: URL;
+      try {
+        parsed = new URL(baseUrl);
+      } catch {
+        throw new CatalogueError(at, `"baseUrl" ${JSON.stringify(baseUrl)} is not a URL`);
+      }
+      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new CatalogueError(at, '"baseUrl" must be http(s)');
+      let apiKeyEnv: string | null = null;
+      if (raw.apiKeyEnv !== undefined && raw.apiKeyEnv !== null) {
+        apiKeyEnv = text(raw, 'apiKeyEnv', at);
+        if (!ENV_NAME.test(apiKeyEnv)) throw new CatalogueError(at, '"apiKeyEnv" must name an environment variable (A-Z, 0-9, _)');
+      }
+      if ('apiKey' in raw) throw new CatalogueError(at, 'keys never go in the catalogue: name an environment variable in "apiKeyEnv"');
+      const apiKey = apiKeyEnv ? env[apiKeyEnv]?.trim() || null : null;
+      hosts.set(id, { id, kind, baseUrl, apiKeyEnv, apiKey, usable: apiKeyEnv === null || apiKey !== null });
+    });
+
+    const slugs = new Set<string>();
+    const ids = new Set<string>();
+    const models = json.models.map((raw, i): CatalogueModel => {
+      const where = `models[${i}]`;
+      if (!isObject(raw)) throw new CatalogueError(where, 'must be an object');
+      const slug = text(raw, 'slug', where);
+      const at = `${where} (${slug})`;
+      if (!SLUG.test(slug)) throw new CatalogueError(at, '"slug" must look like vendor/model');
+      if (slugs.has(slug.toLowerCase())) throw new CatalogueError(at, 'duplicate slug');
+      slugs.add(slug.toLowerCase());
+      const id = text(raw, 'id', at);
+      if (!UUID.test(id)) throw new CatalogueError(at, '"id" must be a UUID');
+      if (ids.has(id.toLowerCase())) throw new CatalogueError(at, 'duplicate id');
+      ids.add(id.toLowerCase());
+      if (!Array.isArray(raw.hosts) || raw.hosts.length === 0) throw new CatalogueError(at, '"hosts" must list at least one host');
+      const modelHosts = raw.hosts.map((h, j): ModelHost => {
+        const hw = `${at} hosts[${j}]`;
+        if (!isObject(h)) throw new CatalogueError(hw, 'must be an object');
+        const hostId = text(h, 'host', hw);
+        const host = hosts.get(hostId);
+        if (!host) throw new CatalogueError(hw, `unknown host "${hostId}"`);
+        if (!isObject(h.pricing)) throw new CatalogueError(hw, '"pricing" must be {"input": "…", "output": "…"}');
+        return {
+          host,
+          model: text(h, 'model', hw),
+          prices: { input: price(h.pricing, 'input', hw), output: price(h.pricing, 'output', hw) },
+          listPrices: { input: String(h.pricing.input), output: String(h.pricing.output) },
+        };
+      });
+      const created = raw.created === undefined ? 0 : positiveInteger(raw, 'created', at);
+      return {
+        slug,
+        id: id.toLowerCase(),
+        name: text(raw, 'name', at),
+        contextLength: positiveInteger(raw, 'contextLength', at),
+        maxOutputTokens: positiveInteger(raw, 'maxOutputTokens', at),
+        created,
+        hosts: modelHosts,
+      };
+    });
+    return new Catalogue([...hosts.values()], models);
+  }
+
+  static load(path: string, env: Record<string, string | undefined> = process.env): Catalogue {
+    let json: unknown;
+    try {
+      json = JSON.parse(readFileSync(path, 'utf8'));
+    } catch (error) {
+      throw new CatalogueError(path, (error as Error).message);
+    }
+    return Catalogue.parse(json, env);
+  }
+}

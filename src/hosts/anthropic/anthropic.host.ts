@@ -1,0 +1,251 @@
+import {
+  CanonicalEvent,
+  CanonicalMessage,
+  CanonicalRequest,
+  CanonicalToolChoice,
+  FinishReason,
+  HostError,
+} from '../../pipeline/canonical';
+import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
+
+/** The Messages API requires max_tokens; used only when the pipeline left it open. */
+const DEFAULT_MAX_TOKENS = 4096;
+
+type Block =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
+  | { type: 'tool_result'; tool_use_id: string; content: string };
+
+type Role = 'user' | 'assistant';
+
+interface WireUsage {
+  input_tokens?: unknown;
+  cache_creation_input_tokens?: unknown;
+  cache_read_input_tokens?: unknown;
+  output_tokens?: unknown;
+}
+
+/** The fields of a stream event's data this decoder reads; anything else is ignored. */
+interface WireEvent {
+  type?: string;
+  index?: number;
+  message?: { usage?: WireUsage };
+  content_block?: { type?: string; id?: unknown; name?: unknown };
+  delta?: { type?: string; text?: unknown; partial_json?: unknown; stop_reason?: unknown; stop_sequence?: unknown };
+  usage?: WireUsage;
+  error?: { type?: unknown; message?: unknown };
+}
+
+const FINISH_REASONS = new Map<unknown, FinishReason>([
+  ['end_turn', 'stop'],
+  ['max_tokens', 'length'],
+  ['model_context_window_exceeded', 'length'],
+  ['stop_sequence', 'stop_sequence'],
+  ['tool_use', 'tool_calls'],
+  ['refusal', 'content_filter'],
+  // A server-side tool loop paused; the turn is over as far as the client can tell.
+  ['pause_turn', 'stop'],
+]);
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Tool input must be a JSON object on the wire, but the canonical arguments are the model's text,
+ * which may be empty, cut short (max_tokens) or not an object. Such a call already happened, so
+ * it is replayed with {} rather than refused: the history stays acceptable, its tool result still
+ * tells the model what came of it, and a client's input must not surface as a host failure.
+ */
+function toolInput(args: string): Record<string, unknown> {
+  try {
+    const parsed: unknown = JSON.parse(args);
+    return isObject(parsed) ? parsed : {};
+  } catch {
+    return {};
+  }
+}
+
+// The API rejects empty text blocks, so empty content contributes none.
+const textBlocks = (text: string): Block[] => (text === '' ? [] : [{ type: 'text', text }]);
+
+function blocksOf(message: CanonicalMessage): Block[] {
+  switch (message.role) {
+    case 'user':
+      return textBlocks(message.content);
+    case 'assistant':
+      return [
+        ...textBlocks(message.content),
+        ...message.toolCalls.map(
+          (call): Block => ({ type: 'tool_use', id: call.id, name: call.name, input: toolInput(call.arguments) }),
+        ),
+      ];
+    case 'tool':
+      return [{ type: 'tool_result', tool_use_id: message.toolCallId, content: message.content }];
+  }
+}
+
+/**
+ * The API requires user and assistant turns to alternate, and tool results travel in user turns:
+ * consecutive messages of one role become one turn. A message with no blocks (empty content, no
+ * tool calls) is dropped, which lets its neighbours merge instead of sending an empty turn.
+ */
+function toMessages(messages: CanonicalMessage[]): { role: Role; content: string | Block[] }[] {
+  const turns: { role: Role; blocks: Block[] }[] = [];
+  for (const message of messages) {
+    const role: Role = message.role === 'assistant' ? 'assistant' : 'user';
+    const blocks = blocksOf(message);
+    if (blocks.length === 0) continue;
+    const last = turns.at(-1);
+    if (last?.role === role) last.blocks.push(...blocks);
+    else turns.push({ role, blocks });
+  }
+  return turns.map(({ role, blocks }) => ({
+    role,
+    content: blocks.length === 1 && blocks[0].type === 'text' ? blocks[0].text : blocks,
+  }));
+}
+
+function toToolChoice(choice: CanonicalToolChoice): Record<string, string> {
+  if (typeof choice === 'object') return { type: 'tool', name: choice.name };
+  return { type: choice === 'required' ? 'any' : choice };
+}
+
+function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' };
+  if (apiKey !== null) headers['x-api-key'] = apiKey;
+
+  const body: Record<string, unknown> = {
+    model: hostModel,
+    max_tokens: request.maxTokens ?? DEFAULT_MAX_TOKENS,
+    stream: true,
+    messages: toMessages(request.messages),
+  };
+  const system = request.system.filter((part) => part !== '').join('\n\n');
+  if (system !== '') body.system = system;
+  if (request.tools.length > 0) {
+    body.tools = request.tools.map(({ name, description, parameters }) => ({
+      name,
+      ...(description === undefined ? {} : { description }),
+      input_schema: parameters,
+    }));
+    // Inside the branch: the API refuses tool_choice on a request without tools.
+    if (request.toolChoice !== undefined) body.tool_choice = toToolChoice(request.toolChoice);
+  }
+  if (request.stop.length > 0) body.stop_sequences = request.stop;
+  if (request.temperature !== undefined) body.temperature = request.temperature;
+  if (request.topP !== undefined) body.top_p = request.topP;
+  if (request.topK !== undefined) body.top_k = request.topK;
+
+  return { path: '/messages', headers, body };
+}
+
+function parseData(data: string): WireEvent {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    throw new HostError('malformed', `unparseable stream event: ${data.slice(0, 100)}`);
+  }
+  if (!isObject(parsed)) throw new HostError('malformed', `stream event is not an object: ${data.slice(0, 100)}`);
+  return parsed as WireEvent;
+}
+
+function text(value: unknown, what: string): string {
+  if (typeof value !== 'string') throw new HostError('malformed', `stream event without ${what}`);
+  return value;
+}
+
+class AnthropicDecoder implements StreamDecoder {
+  done = false;
+  /** Whether any text or tool call went out: a later error can then no longer be retried elsewhere. */
+  private produced = false;
+  /** Content block index → index of the tool call among this reply's tool calls. */
+  private readonly toolCalls = new Map<number | undefined, number>();
+  private startUsage: WireUsage = {};
+
+  push(message: SseMessage): CanonicalEvent[] {
+    if (this.done) return [];
+    const data = parseData(message.data);
+    const events = this.decode(message.event ?? data.type, data);
+    if (events.some((event) => event.type === 'text' || event.type === 'tool_call')) this.produced = true;
+    return events;
+  }
+
+  private decode(type: string | undefined, data: WireEvent): CanonicalEvent[] {
+    switch (type) {
+      case 'message_start':
+        this.startUsage = data.message?.usage ?? {};
+        return [];
+      case 'content_block_start': {
+        // Other blocks (thinking, server tools and their results) have no canonical counterpart.
+        const block = data.content_block;
+        if (block?.type !== 'tool_use') return [];
+        const index = this.toolCalls.size;
+        this.toolCalls.set(data.index, index);
+        return [{ type: 'tool_call', index, id: text(block.id, 'tool id'), name: text(block.name, 'tool name'), argumentsDelta: '' }];
+      }
+      case 'content_block_delta': {
+        const delta = data.delta;
+        if (delta?.type === 'text_delta') return [{ type: 'text', text: text(delta.text, 'text') }];
+        const index = this.toolCalls.get(data.index);
+        // Input deltas of blocks not announced as tool_use (server tools) are not the client's.
+        if (delta?.type !== 'input_json_delta' || index === undefined) return [];
+        const argumentsDelta = text(delta.partial_json, 'partial_json');
+        return argumentsDelta === '' ? [] : [{ type: 'tool_call', index, argumentsDelta }];
+      }
+      case 'message_delta':
+        return this.finish(data);
+      case 'message_stop':
+        this.done = true;
+        return [];
+      case 'error': {
+        const { message, type: kind } = data.error ?? {};
+        const reason = typeof message === 'string' ? message : typeof kind === 'string' ? kind : 'upstream reported an error';
+        throw new HostError('upstream_error', reason, null, !this.produced);
+      }
+      default:
+        // ping, content_block_stop, and event types added after this was written.
+        return [];
+    }
+  }
+
+  private finish(data: WireEvent): CanonicalEvent[] {
+    const events: CanonicalEvent[] = [];
+    const { stop_reason: stopReason, stop_sequence: stopSequence } = data.delta ?? {};
+    if (typeof stopReason === 'string') {
+      const reason = FINISH_REASONS.get(stopReason) ?? 'stop';
+      events.push(
+        reason === 'stop_sequence' && typeof stopSequence === 'string'
+          ? { type: 'finish', reason, stopSequence }
+          : { type: 'finish', reason },
+      );
+    }
+    // message_delta counts are cumulative and, in newer API versions, include the input counts,
+    // which can outgrow message_start's (server tools); message_start fills in what is missing.
+    const count = (key: keyof WireUsage): number =>
+      [data.usage?.[key], this.startUsage[key]].find((value): value is number => typeof value === 'number') ?? 0;
+    events.push({
+      type: 'usage',
+      inputTokens: count('input_tokens') + count('cache_creation_input_tokens') + count('cache_read_input_tokens'),
+      outputTokens: count('output_tokens'),
+    });
+    return events;
+  }
+}
+
+function errorMessage(status: number, body: string): string {
+  try {
+    const parsed: unknown = JSON.parse(body);
+    if (isObject(parsed) && isObject(parsed.error) && typeof parsed.error.message === 'string') return parsed.error.message;
+  } catch {
+    // Not JSON (a proxy's page, plain text): the text itself is the best message.
+  }
+  return body.trim().slice(0, 300) || `upstream answered ${status}`;
+}
+
+export const anthropicHost: HostKind = {
+  name: 'anthropic',
+  buildRequest,
+  decoder: () => new AnthropicDecoder(),
+  errorMessage,
+};

@@ -1,0 +1,37 @@
+import type { CanonicalEvent, CanonicalRequest } from '../pipeline/canonical';
+
+/** An upstream HTTP request, before transport: path relative to the host's baseUrl. */
+export interface UpstreamRequest {
+  path: string;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+/** One server-sent event as the SSE parser hands it over. */
+export interface SseMessage {
+  event?: string;
+  data: string;
+}
+
+/**
+ * Parses one upstream stream: fed SSE messages in order, returns the canonical events each
+ * yields, and `done` once the upstream said its stream is complete. Throws HostError on a
+ * message it cannot understand or an error the upstream reports.
+ */
+export interface StreamDecoder {
+  push(message: SseMessage): CanonicalEvent[];
+  readonly done: boolean;
+}
+
+/**
+ * A kind of host: pure translation between the canonical request/stream and one upstream wire
+ * format. The transport (HTTP, keep-alive, aborts, timeouts) is shared and knows no format.
+ * Hosts are always called streamed, asking for usage: a non-streamed reply is a reduction.
+ */
+export interface HostKind {
+  readonly name: 'openai' | 'anthropic';
+  buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest;
+  decoder(): StreamDecoder;
+  /** A readable message from an error response body (JSON or text), for logs and clients. */
+  errorMessage(status: number, body: string): string;
+}

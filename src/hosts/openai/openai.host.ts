@@ -1,0 +1,127 @@
+import type { CanonicalEvent, CanonicalMessage, CanonicalRequest, FinishReason } from '../../pipeline/canonical';
+import { HostError } from '../../pipeline/canonical';
+import type { HostKind, SseMessage, StreamDecoder } from '../host-kind';
+
+/** Chat-completions hosts: OpenAI and every compatible server (Groq, Together, vLLM, Ollama, …). */
+
+function toWireMessage(message: CanonicalMessage): Record<string, unknown> {
+  switch (message.role) {
+    case 'user':
+      return { role: 'user', content: message.content };
+    case 'assistant':
+      return message.toolCalls.length === 0
+        ? { role: 'assistant', content: message.content }
+        : {
+            role: 'assistant',
+            content: message.content === '' ? null : message.content,
+            tool_calls: message.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+          };
+    case 'tool':
+      return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
+  }
+}
+
+const FINISH: Record<string, FinishReason> = {
+  stop: 'stop',
+  length: 'length',
+  tool_calls: 'tool_calls',
+  function_call: 'tool_calls',
+  content_filter: 'content_filter',
+};
+
+interface WireChunk {
+  error?: { message?: string };
+  choices?: Array<{
+    delta?: {
+      content?: string | null;
+      tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }>;
+    };
+    finish_reason?: string | null;
+  }>;
+  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
+}
+
+class OpenAiDecoder implements StreamDecoder {
+  done = false;
+  private produced = false;
+
+  push(message: SseMessage): CanonicalEvent[] {
+    if (message.data === '[DONE]') {
+      this.done = true;
+      return [];
+    }
+    let chunk: WireChunk;
+    try {
+      chunk = JSON.parse(message.data) as WireChunk;
+    } catch {
+      throw new HostError('malformed', 'upstream sent a stream chunk that is not JSON', null, !this.produced);
+    }
+    if (chunk.error) {
+      throw new HostError('upstream_error', chunk.error.message ?? 'upstream reported an error', null, !this.produced);
+    }
+    const events: CanonicalEvent[] = [];
+    const choice = chunk.choices?.[0];
+    const delta = choice?.delta;
+    if (typeof delta?.content === 'string' && delta.content !== '') events.push({ type: 'text', text: delta.content });
+    for (const call of delta?.tool_calls ?? []) {
+      events.push({
+        type: 'tool_call',
+        index: call.index ?? 0,
+        ...(call.id ? { id: call.id } : {}),
+        ...(call.function?.name ? { name: call.function.name } : {}),
+        argumentsDelta: call.function?.arguments ?? '',
+      });
+    }
+    if (events.length > 0) this.produced = true;
+    if (choice?.finish_reason) events.push({ type: 'finish', reason: FINISH[choice.finish_reason] ?? 'stop' });
+    if (chunk.usage && typeof chunk.usage.prompt_tokens === 'number') {
+      events.push({ type: 'usage', inputTokens: chunk.usage.prompt_tokens, outputTokens: chunk.usage.completion_tokens ?? 0 });
+    }
+    return events;
+  }
+}
+
+export const openAiHost: HostKind = {
+  name: 'openai',
+
+  buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null) {
+    const body: Record<string, unknown> = {
+      model: hostModel,
+      messages: [...request.system.map((content) => ({ role: 'system', content })), ...request.messages.map(toWireMessage)],
+      stream: true,
+      // Asked for always: settlement uses the host's own count.
+      stream_options: { include_usage: true },
+    };
+    if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
+    if (request.temperature !== undefined) body.temperature = request.temperature;
+    if (request.topP !== undefined) body.top_p = request.topP;
+    if (request.stop.length > 0) body.stop = request.stop;
+    if (request.tools.length > 0) {
+      body.tools = request.tools.map((t) => ({
+        type: 'function',
+        function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.parameters },
+      }));
+    }
+    if (request.toolChoice !== undefined) {
+      body.tool_choice =
+        typeof request.toolChoice === 'string' ? request.toolChoice : { type: 'function', function: { name: request.toolChoice.name } };
+    }
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream' };
+    if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+    return { path: '/chat/completions', headers, body };
+  },
+
+  decoder: () => new OpenAiDecoder(),
+
+  errorMessage(status: number, body: string): string {
+    try {
+      const parsed = JSON.parse(body) as { error?: { message?: string } | string; message?: string };
+      const message = typeof parsed.error === 'string' ? parsed.error : (parsed.error?.message ?? parsed.message);
+      if (message) return message;
+    } catch {
+      // not JSON: fall through to the text
+    }
+    const text = body.trim().slice(0, 300);
+    return text || `upstream answered ${status}`;
+  },
+};

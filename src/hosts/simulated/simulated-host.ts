@@ -1,0 +1,167 @@
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * The built-in simulated host: a small chat-completions server that streams a made-up reply at
+ * a realistic pace and reports usage, so a newcomer can chat with no provider account. The
+ * gateway reaches it over HTTP like any real host.
+ */
+export interface SimulatedHostOptions {
+  port: number;
+  host?: string;
+  /** Delay before the first token. */
+  firstTokenMs?: number;
+  /** Pace of the reply. 0 streams as fast as possible. */
+  tokensPerSecond?: number;
+}
+
+export interface SimulatedHost {
+  url: string;
+  close(): Promise<void>;
+}
+
+interface ChatBody {
+  model?: string;
+  messages?: Array<{ role?: string; content?: unknown }>;
+  max_tokens?: number;
+  max_completion_tokens?: number;
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean };
+  tools?: Array<{ function?: { name?: string } }>;
+  tool_choice?: unknown;
+}
+
+const WORDS =
+  'This reply comes from the simulated host built into Model Gateway. It streams tokens at a steady pace and reports usage like a real provider, so billing, streaming and the dashboard can be tried without any provider account.'.split(
+    ' ',
+  );
+
+const contentText = (content: unknown): string =>
+  typeof content === 'string'
+    ? content
+    : Array.isArray(content)
+      ? content.map((p) => (typeof p?.text === 'string' ? p.text : '')).join(' ')
+      : '';
+
+/** The reply's pieces (one token each): an echo of the last user message, then the fixed text. */
+function replyPieces(body: ChatBody, limit: number): string[] {
+  const last = [...(body.messages ?? [])].reverse().find((m) => m.role === 'user' || m.role === 'tool');
+  const prefix = last?.role === 'tool' ? 'The tool answered: ' : 'You said: ';
+  const echo = contentText(last?.content).split(/\s+/).filter(Boolean).slice(0, 12);
+  const words = [...`${prefix}${echo.join(' ')}.`.split(' '), ...WORDS];
+  return words.slice(0, Math.max(1, limit)).map((w, i) => (i === 0 ? w : ` ${w}`));
+}
+
+function forcedTool(body: ChatBody): string | null {
+  const tools = body.tools ?? [];
+  if (tools.length === 0) return null;
+  const choice = body.tool_choice as { function?: { name?: string } } | string | undefined;
+  if (typeof choice === 'object' && choice?.function?.name) return choice.function.name;
+  if (choice === 'required') return tools[0].function?.name ?? null;
+  return null;
+}
+
+const promptTokens = (body: ChatBody) =>
+  Math.ceil((body.messages ?? []).reduce((n, m) => n + contentText(m.content).length, 0) / 4) + 4 * (body.messages?.length ?? 0);
+
+export async function startSimulatedHost(options: SimulatedHostOptions): Promise<SimulatedHost> {
+  const firstTokenMs = options.firstTokenMs ?? 150;
+  const pace = options.tokensPerSecond ?? 60;
+  const timers = new Set<NodeJS.Timeout>();
+  const wait = (ms: number) =>
+    ms <= 0
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => {
+          const timer = setTimeout(() => {
+            timers.delete(timer);
+            resolve();
+          }, ms);
+          timers.add(timer);
+        });
+
+  const answer = async (body: ChatBody, res: ServerResponse, gone: () => boolean) => {
+    const id = `chatcmpl-sim${Date.now().toString(36)}`;
+    const created = Math.floor(Date.now() / 1000);
+    const model = body.model ?? 'sim-chat';
+    const limit = body.max_completion_tokens ?? body.max_tokens ?? 200;
+    const tool = forcedTool(body);
+    const pieces = tool ? [] : replyPieces(body, limit);
+    const toolArgs = tool ? ['{"input"', ': "simulated"}'] : [];
+    const usage = { prompt_tokens: promptTokens(body), completion_tokens: tool ? 8 : pieces.length, total_tokens: 0 };
+    usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+    const finish = tool ? 'tool_calls' : pieces.length >= limit ? 'length' : 'stop';
+
+    if (!body.stream) {
+      await wait(firstTokenMs + (pace > 0 ? (pieces.length * 1000) / pace : 0));
+      const message = tool
+        ? { role: 'assistant', content: null, tool_calls: [{ id: 'call_sim_1', type: 'function', function: { name: tool, arguments: toolArgs.join('') } }] }
+        : { role: 'assistant', content: pieces.join('') };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ id, object: 'chat.completion', created, model, choices: [{ index: 0, message, finish_reason: finish }], usage }));
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const send = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices, ...extra })}\n\n`);
+    await wait(firstTokenMs);
+    send([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]);
+    if (tool) {
+      toolArgs.forEach((args, i) =>
+        send([
+          {
+            index: 0,
+            delta: { tool_calls: [{ index: 0, ...(i === 0 ? { id: 'call_sim_1', type: 'function' } : {}), function: { ...(i === 0 ? { name: tool } : {}), arguments: args } }] },
+            finish_reason: null,
+          },
+        ]),
+      );
+    }
+    for (const piece of pieces) {
+      if (gone()) return;
+      send([{ index: 0, delta: { content: piece }, finish_reason: null }]);
+      if (pace > 0) await wait(1000 / pace);
+    }
+    send([{ index: 0, delta: {}, finish_reason: finish }]);
+    if (body.stream_options?.include_usage) send([], { usage });
+    res.end('data: [DONE]\n\n');
+  };
+
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'the simulated host serves POST /v1/chat/completions', type: 'invalid_request_error' } }));
+      return;
+    }
+    let raw = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => (raw += chunk));
+    req.on('end', () => {
+      let body: ChatBody;
+      try {
+        body = JSON.parse(raw) as ChatBody;
+      } catch {
+        res.writeHead(400, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: 'body is not JSON', type: 'invalid_request_error' } }));
+        return;
+      }
+      let closed = false;
+      res.on('close', () => (closed = true));
+      answer(body, res, () => closed).catch(() => res.destroy());
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host ?? '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        timers.forEach(clearTimeout);
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,114 @@
+import type { OnApplicationShutdown } from '@nestjs/common';
+import { createParser } from 'eventsource-parser';
+import { Observable } from 'rxjs';
+import { errors as undiciErrors, Pool } from 'undici';
+import type { CatalogueHost } from '../catalogue/catalogue';
+import { CanonicalEvent, CanonicalRequest, HostError } from '../pipeline/canonical';
+import type { HostKind } from './host-kind';
+
+export interface TransportTimeouts {
+  /** Longest wait for the upstream's response to begin (its headers). */
+  firstByteMs: number;
+  /** Longest silence inside a response body. */
+  idleMs: number;
+}
+
+/**
+ * HTTP to upstream hosts: one keep-alive pool per origin, shared by every request. Knows no
+ * wire format: the host kind builds the request and decodes the stream.
+ */
+export class HostTransport implements OnApplicationShutdown {
+  private readonly pools = new Map<string, Pool>();
+
+  constructor(private readonly timeouts: TransportTimeouts) {}
+
+  private pool(origin: string): Pool {
+    let pool = this.pools.get(origin);
+    if (!pool) {
+      pool = new Pool(origin, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000 });
+      this.pools.set(origin, pool);
+    }
+    return pool;
+  }
+
+  /**
+   * Calls a host, streamed. Emits `ready` when the upstream accepts, then canonical events;
+   * errors are HostErrors. Unsubscribing aborts the upstream request at once.
+   */
+  call(kind: HostKind, host: CatalogueHost, hostModel: string, request: CanonicalRequest): Observable<CanonicalEvent> {
+    return new Observable<CanonicalEvent>((subscriber) => {
+      const abort = new AbortController();
+      const upstream = kind.buildRequest(request, hostModel, host.apiKey);
+      const base = new URL(host.baseUrl);
+      let produced = false;
+
+      const fail = (error: unknown) => {
+        if (abort.signal.aborted && subscriber.closed) return;
+        subscriber.error(toHostError(error, !produced));
+      };
+
+      (async () => {
+        const response = await this.pool(base.origin).request({
+          path: base.pathname.replace(/\/$/, '') + upstream.path,
+          method: 'POST',
+          headers: upstream.headers,
+          body: JSON.stringify(upstream.body),
+          signal: abort.signal,
+          headersTimeout: this.timeouts.firstByteMs,
+          bodyTimeout: this.timeouts.idleMs,
+        });
+        if (response.statusCode >= 400) {
+          const text = await response.body.text().catch(() => '');
+          throw new HostError('status', kind.errorMessage(response.statusCode, text), response.statusCode);
+        }
+        subscriber.next({ type: 'ready' });
+        const decoder = kind.decoder();
+        let pending: CanonicalEvent[] = [];
+        let decodeError: unknown = null;
+        const parser = createParser({
+          onEvent: (message) => {
+            if (decodeError || decoder.done) return;
+            try {
+              pending.push(...decoder.push({ event: message.event, data: message.data }));
+            } catch (error) {
+              decodeError = error;
+            }
+          },
+        });
+        const utf8 = new TextDecoder();
+        for await (const chunk of response.body) {
+          parser.feed(utf8.decode(chunk as Buffer, { stream: true }));
+          for (const event of pending) {
+            if (event.type === 'text' || event.type === 'tool_call') produced = true;
+            subscriber.next(event);
+          }
+          pending = [];
+          if (decodeError) throw decodeError;
+          if (decoder.done) break;
+        }
+        if (!decoder.done) throw new HostError('connection', 'upstream ended its stream before completing the reply', null, !produced);
+        subscriber.complete();
+        // Whatever follows the end of the stream is not ours to wait for.
+        response.body.destroy();
+      })().catch(fail);
+
+      return () => abort.abort();
+    });
+  }
+
+  /** Closes the pools with the application that owns them. */
+  async onApplicationShutdown(): Promise<void> {
+    const pools = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(pools.map((pool) => pool.destroy()));
+  }
+}
+
+function toHostError(error: unknown, beforeOutput: boolean): HostError {
+  if (error instanceof HostError) return new HostError(error.kind, error.message, error.status, beforeOutput && error.beforeOutput);
+  if (error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError) {
+    return new HostError('timeout', 'upstream did not answer in time', null, beforeOutput);
+  }
+  const message = (error as Error)?.message ?? String(error);
+  return new HostError('connection', `upstream connection failed: ${message}`, null, beforeOutput);
+}

@@ -1,0 +1,84 @@
+/**
+ * The canonical request and stream: what every surface translates its wire format into, and
+ * what every host kind translates to and from its upstream's wire format. Nothing here knows
+ * a wire format, a host or a price.
+ */
+
+export interface CanonicalToolCall {
+  id: string;
+  name: string;
+  /** The arguments as JSON text, exactly as the model produced them. */
+  arguments: string;
+}
+
+export type CanonicalMessage =
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; toolCalls: CanonicalToolCall[] }
+  | { role: 'tool'; toolCallId: string; content: string };
+
+export interface CanonicalTool {
+  name: string;
+  description?: string;
+  /** JSON Schema of the arguments. */
+  parameters: Record<string, unknown>;
+}
+
+/** `auto`: the model decides; `required`: it must call some tool; `none`; or one named tool. */
+export type CanonicalToolChoice = 'auto' | 'required' | 'none' | { name: string };
+
+export interface CanonicalRequest {
+  /** System and developer instructions, in order. */
+  system: string[];
+  messages: CanonicalMessage[];
+  tools: CanonicalTool[];
+  toolChoice?: CanonicalToolChoice;
+  /** Cap on output tokens; the pipeline fills in the model's default when the client gave none. */
+  maxTokens?: number;
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  stop: string[];
+}
+
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'stop_sequence' | 'content_filter';
+
+/**
+ * The canonical stream. `ready`: the upstream accepted the request (its response has started);
+ * `text`: a piece of the reply; `tool_call`: a piece of a tool call (`index` identifies the call
+ * within the reply; `id` and `name` come with its first piece); `finish`: why the reply ended;
+ * `usage`: tokens as the host counted them (may come once, before or after `finish`).
+ * Failures are the Observable's error (a HostError).
+ */
+export type CanonicalEvent =
+  | { type: 'ready' }
+  | { type: 'text'; text: string }
+  | { type: 'tool_call'; index: number; id?: string; name?: string; argumentsDelta: string }
+  | { type: 'finish'; reason: FinishReason; stopSequence?: string }
+  | { type: 'usage'; inputTokens: number; outputTokens: number };
+
+/** How a host call failed; `beforeOutput` says whether any text or tool call had been produced. */
+export type HostFailureKind =
+  | 'connection' // could not connect, or the connection broke
+  | 'status' // the upstream answered with an error status
+  | 'timeout' // no answer (or no first byte) in time
+  | 'malformed' // the upstream's stream could not be understood
+  | 'upstream_error'; // the upstream reported an error inside its stream
+
+export class HostError extends Error {
+  constructor(
+    readonly kind: HostFailureKind,
+    message: string,
+    readonly status: number | null = null,
+    readonly beforeOutput = true,
+  ) {
+    super(message);
+    this.name = 'HostError';
+  }
+
+  /** Worth trying the model's next host: nothing was produced and the failure is the host's. */
+  get retryable(): boolean {
+    if (!this.beforeOutput) return false;
+    if (this.kind !== 'status') return this.kind !== 'malformed';
+    return this.status === 429 || this.status === 404 || (this.status ?? 0) >= 500 || this.status === 401 || this.status === 403;
+  }
+}

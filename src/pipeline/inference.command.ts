@@ -1,0 +1,44 @@
+import { Command } from '@nestjs/cqrs';
+import type { Observable } from 'rxjs';
+import type { CatalogueModel } from '../catalogue/catalogue';
+import type { CanonicalEvent, CanonicalRequest } from './canonical';
+
+export type SurfaceName = 'chat-completions' | 'messages' | 'native' | 'playground';
+
+export interface InferenceInput {
+  surface: SurfaceName;
+  /** The API key secret as the client sent it (null when none was sent). */
+  apiKey: string | null;
+  /** A catalogue slug or UUID. */
+  model: string;
+  request: CanonicalRequest;
+  requestId: string;
+}
+
+/** The last event of a completed request: what was charged, as settled in the ledger. */
+export interface Billed {
+  type: 'billed';
+  inputTokens: number;
+  outputTokens: number;
+  /** Nano-credits. */
+  cost: number;
+  host: string;
+}
+
+export type PipelineEvent = CanonicalEvent | Billed;
+
+export interface InferenceResult {
+  requestId: string;
+  model: CatalogueModel;
+  /** Epoch seconds, for wire formats that carry a creation time. */
+  created: number;
+  /** Cold: subscribing calls the host; unsubscribing aborts it. Settles exactly once on any ending. */
+  events: Observable<PipelineEvent>;
+}
+
+/** The one inference command every surface dispatches. */
+export class InferenceCommand extends Command<InferenceResult> {
+  constructor(readonly input: InferenceInput) {
+    super();
+  }
+}

@@ -1,0 +1,21 @@
+import type { CanonicalRequest } from './canonical';
+
+/**
+ * Token counts without a tokenizer: used to size a reservation before the call, and to bill
+ * what was delivered when a host reports no usage. About four characters a token for English;
+ * the reservation adds a little per message for the wire format's framing.
+ */
+const CHARS_PER_TOKEN = 4;
+const PER_MESSAGE = 4;
+
+export const tokensIn = (text: string): number => Math.ceil(text.length / CHARS_PER_TOKEN);
+
+export function estimateInputTokens(request: CanonicalRequest): number {
+  let chars = request.system.reduce((n, s) => n + s.length, 0);
+  for (const m of request.messages) {
+    chars += m.content.length;
+    if (m.role === 'assistant') for (const c of m.toolCalls) chars += c.name.length + c.arguments.length;
+  }
+  for (const t of request.tools) chars += t.name.length + (t.description?.length ?? 0) + JSON.stringify(t.parameters).length;
+  return Math.ceil(chars / CHARS_PER_TOKEN) + PER_MESSAGE * (request.messages.length + request.system.length) + 3;
+}

@@ -1,0 +1,50 @@
+import { Body, Controller, HttpCode, Inject, Post, Req, Res, UseFilters } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { fromEvent, takeUntil } from 'rxjs';
+import type { Config } from '../../config/config';
+import { ChatCompletionsErrorFilter } from '../../http/api-error';
+import { bodyValidation } from '../../http/validation';
+import { InferenceCommand } from '../../pipeline/inference.command';
+import { collectReply } from '../../pipeline/reduce';
+import { CONFIG } from '../../runtime/runtime.module';
+import { bearerKey } from '../../http/credentials';
+import { streamSse } from '../sse';
+import { ChatCompletionRequestDto } from './chat-completions.dto';
+import { chunkSerializer, completionBody, errorBody, toCanonical } from './chat-completions.wire';
+
+@Controller('api/v1/chat')
+@UseFilters(ChatCompletionsErrorFilter)
+export class ChatCompletionsController {
+  constructor(
+    private readonly commands: CommandBus,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  @Post('completions')
+  @HttpCode(200)
+  async create(
+    @Body(bodyValidation) body: ChatCompletionRequestDto,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const result = await this.commands.execute(
+      new InferenceCommand({
+        surface: 'chat-completions',
+        apiKey: bearerKey(request),
+        model: body.model,
+        request: toCanonical(body),
+        requestId: request.id,
+      }),
+    );
+    if (body.stream) {
+      return streamSse(request, reply, result.events, chunkSerializer(result, body.stream_options?.include_usage === true), {
+        keepAliveMs: this.config.sseKeepAliveMs,
+        failBeforeStart: (error) => void reply.status(error.status).send(errorBody(error)),
+      });
+    }
+    // A client that leaves stops the upstream call too.
+    const whole = await collectReply(result.events.pipe(takeUntil(fromEvent(reply.raw, 'close'))));
+    void reply.send(completionBody(result, whole));
+  }
+}

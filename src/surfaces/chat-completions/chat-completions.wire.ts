@@ -1,0 +1,153 @@
+import { ApiError, API_ERRORS } from '../../http/api-error';
+import { creditsNumber } from '../../ledger/money';
+import type { CanonicalMessage, CanonicalRequest, FinishReason } from '../../pipeline/canonical';
+import type { InferenceResult, PipelineEvent } from '../../pipeline/inference.command';
+import type { Reply } from '../../pipeline/reduce';
+import { sseData, StreamSerializer } from '../sse';
+import type { ChatCompletionRequestDto, ChatMessageDto } from './chat-completions.dto';
+
+/** The chat-completions wire format, in and out. Pure translation; no I/O. */
+
+const textOf = (content: ChatMessageDto['content']): string =>
+  content == null
+    ? ''
+    : typeof content === 'string'
+      ? content
+      : content
+          // Image and audio parts are accepted and dropped: hosts here take text only.
+          .filter((part) => part.type === 'text')
+          .map((part) => part.text ?? '')
+          .join('\n');
+
+export function toCanonical(body: ChatCompletionRequestDto): CanonicalRequest {
+  const system: string[] = [];
+  const messages: CanonicalMessage[] = [];
+  body.messages.forEach((m, i) => {
+    switch (m.role) {
+      case 'system':
+      case 'developer':
+        system.push(textOf(m.content));
+        return;
+      case 'user':
+        messages.push({ role: 'user', content: textOf(m.content) });
+        return;
+      case 'assistant':
+        messages.push({
+          role: 'assistant',
+          content: textOf(m.content),
+          toolCalls: (m.tool_calls ?? []).map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })),
+        });
+        return;
+      case 'tool':
+        if (!m.tool_call_id) throw new ApiError('invalid_request', `messages[${i}]: a tool message needs tool_call_id`);
+        messages.push({ role: 'tool', toolCallId: m.tool_call_id, content: textOf(m.content) });
+        return;
+    }
+  });
+  if (messages.length === 0) throw new ApiError('invalid_request', 'messages must include at least one user, assistant or tool message');
+  const choice = body.tool_choice;
+  const stop = body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
+  return {
+    system,
+    messages,
+    tools: (body.tools ?? []).map((t) => ({
+      name: t.function.name,
+      description: t.function.description,
+      parameters: t.function.parameters ?? { type: 'object', properties: {} },
+    })),
+    toolChoice: choice === undefined ? undefined : typeof choice === 'string' ? choice : { name: choice.function.name },
+    maxTokens: body.max_completion_tokens ?? body.max_tokens,
+    temperature: body.temperature,
+    topP: body.top_p,
+    stop,
+  };
+}
+
+const FINISH: Record<FinishReason, string> = {
+  stop: 'stop',
+  stop_sequence: 'stop',
+  length: 'length',
+  tool_calls: 'tool_calls',
+  content_filter: 'content_filter',
+};
+
+const completionId = (result: InferenceResult) => `chatcmpl-${result.requestId.replace(/^req_/, '')}`;
+
+function usageOf(billed: Reply['billed'], usage: Reply['usage']) {
+  const inputTokens = billed?.inputTokens ?? usage?.inputTokens ?? 0;
+  const outputTokens = billed?.outputTokens ?? usage?.outputTokens ?? 0;
+  return {
+    prompt_tokens: inputTokens,
+    completion_tokens: outputTokens,
+    total_tokens: inputTokens + outputTokens,
+    ...(billed ? { cost: creditsNumber(billed.cost) } : {}),
+  };
+}
+
+export function completionBody(result: InferenceResult, reply: Reply) {
+  return {
+    id: completionId(result),
+    object: 'chat.completion',
+    created: result.created,
+    model: result.model.slug,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: reply.text === '' && reply.toolCalls.length > 0 ? null : reply.text,
+          refusal: null,
+          ...(reply.toolCalls.length > 0
+            ? { tool_calls: reply.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) }
+            : {}),
+        },
+        logprobs: null,
+        finish_reason: FINISH[reply.finish],
+      },
+    ],
+    usage: usageOf(reply.billed, reply.usage),
+  };
+}
+
+export const errorBody = (error: ApiError) => ({
+  error: { message: error.message, type: API_ERRORS[error.code].type, code: error.code },
+});
+
+/** `data: {chunk}` lines, then `data: [DONE]`; the usage chunk only when the client asked for it. */
+export function chunkSerializer(result: InferenceResult, includeUsage: boolean): StreamSerializer {
+  const base = { id: completionId(result), object: 'chat.completion.chunk', created: result.created, model: result.model.slug };
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+    sseData({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
+  let usage: Reply['usage'] = null;
+  return {
+    open: () => chunk({ role: 'assistant', content: '' }),
+    event(event: PipelineEvent) {
+      switch (event.type) {
+        case 'text':
+          return chunk({ content: event.text });
+        case 'tool_call':
+          return chunk({
+            tool_calls: [
+              {
+                index: event.index,
+                ...(event.id ? { id: event.id, type: 'function' } : {}),
+                function: { ...(event.name ? { name: event.name } : {}), arguments: event.argumentsDelta },
+              },
+            ],
+          });
+        case 'finish':
+          return chunk({}, FINISH[event.reason]);
+        case 'usage':
+          usage = { inputTokens: event.inputTokens, outputTokens: event.outputTokens };
+          return '';
+        case 'billed':
+          return includeUsage ? sseData({ ...base, choices: [], usage: usageOf(event, usage) }) : '';
+        default:
+          return '';
+      }
+    },
+    close: () => 'data: [DONE]\n\n',
+    error: (error: ApiError) =>
+      sseData({ ...base, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: 'error' }], ...errorBody(error) }),
+  };
+}

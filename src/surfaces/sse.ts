@@ -1,0 +1,114 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Observable, Subscription } from 'rxjs';
+import { ApiError, toApiError } from '../http/api-error';
+import type { PipelineEvent } from '../pipeline/inference.command';
+
+/** How a surface writes its stream: SSE text per event, at the end, and for a late failure. */
+export interface StreamSerializer {
+  /** Text written right after the headers (e.g. a first chunk), if any. */
+  open(): string;
+  event(event: PipelineEvent): string;
+  close(): string;
+  /** The in-stream error for a failure after the stream started. */
+  error(error: ApiError): string;
+}
+
+export interface SseOptions {
+  keepAliveMs: number;
+  /** Answers a failure that happens before anything was sent, in the surface's error format. */
+  failBeforeStart: (error: ApiError) => void;
+}
+
+/**
+ * Serializes a pipeline stream as server-sent events. Headers go out when the upstream accepts
+ * (or after one keep-alive interval, whichever is first) so that a host failing at once still
+ * gets a proper status; then a comment line every `keepAliveMs` of silence keeps proxies from
+ * cutting slow first tokens. A client that goes away unsubscribes, which aborts the upstream.
+ */
+export function streamSse(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  events: Observable<PipelineEvent>,
+  serializer: StreamSerializer,
+  options: SseOptions,
+): Promise<void> {
+  return new Promise((resolve) => {
+    const raw = reply.raw;
+    let started = false;
+    let finished = false;
+    let subscription: Subscription | null = null;
+    let timer: NodeJS.Timeout | null = null;
+
+    const write = (text: string) => {
+      if (text && !raw.destroyed) raw.write(text);
+    };
+    const armKeepAlive = () => {
+      if (timer) clearTimeout(timer);
+      timer = setTimeout(() => {
+        start();
+        write(': keep-alive\n\n');
+        armKeepAlive();
+      }, options.keepAliveMs);
+    };
+    const start = () => {
+      if (started) return;
+      started = true;
+      reply.hijack();
+      raw.writeHead(200, {
+        ...(reply.getHeaders() as Record<string, string>),
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
+      write(serializer.open());
+    };
+    const finish = () => {
+      finished = true;
+      if (timer) clearTimeout(timer);
+      raw.off('close', onClose);
+      resolve();
+    };
+    const onClose = () => {
+      if (!finished) {
+        subscription?.unsubscribe();
+        finish();
+      }
+    };
+    raw.on('close', onClose);
+    armKeepAlive();
+
+    subscription = events.subscribe({
+      next: (event) => {
+        if (event.type === 'ready') {
+          start();
+          return;
+        }
+        start();
+        write(serializer.event(event));
+        armKeepAlive();
+      },
+      error: (error: unknown) => {
+        const apiError = toApiError(error);
+        if (!started) {
+          finish();
+          options.failBeforeStart(apiError);
+          return;
+        }
+        write(serializer.error(apiError));
+        raw.end();
+        finish();
+      },
+      complete: () => {
+        start();
+        write(serializer.close());
+        raw.end();
+        finish();
+      },
+    });
+  });
+}
+
+/** One SSE message with a JSON payload. */
+export const sseData = (payload: unknown, event?: string): string =>
+  `${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(payload)}\n\n`;

@@ -1,0 +1,365 @@
+import { anthropicHost } from '../../src/hosts/anthropic/anthropic.host';
+import type { SseMessage } from '../../src/hosts/host-kind';
+import { CanonicalEvent, CanonicalRequest, HostError } from '../../src/pipeline/canonical';
+
+const request = (overrides: Partial<CanonicalRequest> = {}): CanonicalRequest => ({
+  system: [],
+  messages: [{ role: 'user', content: 'Hi' }],
+  tools: [],
+  stop: [],
+  ...overrides,
+});
+
+const bodyOf = (overrides: Partial<CanonicalRequest> = {}) =>
+  anthropicHost.buildRequest(request(overrides), 'claude-sonnet-4-5', 'sk-ant-test').body as Record<string, unknown>;
+
+/** An SSE message as the Messages API sends it: the event name repeated as the data's type. */
+const sse = (data: Record<string, unknown>): SseMessage => ({ event: data.type as string, data: JSON.stringify(data) });
+
+const messageStart = (usage: Record<string, number> = { input_tokens: 25, output_tokens: 1 }) =>
+  sse({
+    type: 'message_start',
+    message: { id: 'msg_01', type: 'message', role: 'assistant', content: [], model: 'claude-sonnet-4-5', stop_reason: null, stop_sequence: null, usage },
+  });
+const textStart = (index: number) => sse({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
+const textDelta = (index: number, text: string) => sse({ type: 'content_block_delta', index, delta: { type: 'text_delta', text } });
+const toolStart = (index: number, id: string, name: string) =>
+  sse({ type: 'content_block_start', index, content_block: { type: 'tool_use', id, name, input: {} } });
+const jsonDelta = (index: number, partial_json: string) =>
+  sse({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json } });
+const blockStop = (index: number) => sse({ type: 'content_block_stop', index });
+const messageDelta = (stop_reason: string, usage: Record<string, number> = { output_tokens: 12 }, stop_sequence: string | null = null) =>
+  sse({ type: 'message_delta', delta: { stop_reason, stop_sequence }, usage });
+const messageStop = sse({ type: 'message_stop' });
+const ping = sse({ type: 'ping' });
+const errorEvent = sse({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+
+/** Feeds the messages to a fresh decoder; the events it produced and whether it finished. */
+function decode(messages: SseMessage[]) {
+  const decoder = anthropicHost.decoder();
+  const events: CanonicalEvent[] = messages.flatMap((message) => decoder.push(message));
+  return { events, done: decoder.done };
+}
+
+function failure(messages: SseMessage[]): HostError {
+  try {
+    decode(messages);
+  } catch (error) {
+    expect(error).toBeInstanceOf(HostError);
+    return error as HostError;
+  }
+  throw new Error('the decoder did not fail');
+}
+
+describe('anthropicHost.buildRequest', () => {
+  it('posts a streamed request to /messages with version and key headers', () => {
+    const upstream = anthropicHost.buildRequest(request(), 'claude-sonnet-4-5', 'sk-ant-test');
+    expect(upstream.path).toBe('/messages');
+    expect(upstream.headers).toEqual({
+      'content-type': 'application/json',
+      'anthropic-version': '2023-06-01',
+      'x-api-key': 'sk-ant-test',
+    });
+    expect(upstream.body).toEqual({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 4096,
+      stream: true,
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
+  });
+
+  it('sends no key header without a key', () => {
+    expect(anthropicHost.buildRequest(request(), 'm', null).headers).not.toHaveProperty('x-api-key');
+  });
+
+  it('passes max tokens, stop sequences and sampling parameters', () => {
+    const body = bodyOf({ maxTokens: 300, stop: ['END', '###'], temperature: 0, topP: 0.9, topK: 40 });
+    expect(body).toMatchObject({ max_tokens: 300, stop_sequences: ['END', '###'], temperature: 0, top_p: 0.9, top_k: 40 });
+  });
+
+  it('leaves out what the request does not set', () => {
+    expect(Object.keys(bodyOf()).sort()).toEqual(['max_tokens', 'messages', 'model', 'stream']);
+  });
+
+  it('joins the system instructions into the top-level system field', () => {
+    expect(bodyOf({ system: ['Be brief.', 'Answer in French.'] }).system).toBe('Be brief.\n\nAnswer in French.');
+    expect(bodyOf({ system: [''] })).not.toHaveProperty('system');
+  });
+
+  it('maps tools to input_schema', () => {
+    const parameters = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
+    const body = bodyOf({
+      tools: [{ name: 'get_weather', description: 'Weather for a city', parameters }, { name: 'now', parameters: { type: 'object' } }],
+    });
+    expect(body.tools).toStrictEqual([
+      { name: 'get_weather', description: 'Weather for a city', input_schema: parameters },
+      { name: 'now', input_schema: { type: 'object' } },
+    ]);
+  });
+
+  it.each([
+    ['auto', { type: 'auto' }],
+    ['required', { type: 'any' }],
+    ['none', { type: 'none' }],
+    [{ name: 'get_weather' }, { type: 'tool', name: 'get_weather' }],
+  ] as const)('maps tool choice %j to %j', (toolChoice, expected) => {
+    const tools = [{ name: 'get_weather', parameters: { type: 'object' } }];
+    expect(bodyOf({ tools, toolChoice }).tool_choice).toEqual(expected);
+  });
+
+  it('sends no tool choice without tools, which the API would refuse', () => {
+    expect(bodyOf({ toolChoice: 'auto' })).not.toHaveProperty('tool_choice');
+  });
+
+  it('replays tool calls and merges tool results and same-role messages into alternating turns', () => {
+    const body = bodyOf({
+      messages: [
+        { role: 'user', content: 'Weather in Paris and Rome?' },
+        { role: 'user', content: 'In Celsius.' },
+        {
+          role: 'assistant',
+          content: 'Checking.',
+          toolCalls: [
+            { id: 'toolu_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
+            { id: 'toolu_2', name: 'get_weather', arguments: '{"city":"Rome"}' },
+          ],
+        },
+        { role: 'tool', toolCallId: 'toolu_1', content: '18' },
+        { role: 'tool', toolCallId: 'toolu_2', content: '24' },
+        { role: 'user', content: 'Thanks.' },
+        { role: 'assistant', content: 'You are welcome.', toolCalls: [] },
+      ],
+    });
+    expect(body.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Weather in Paris and Rome?' },
+          { type: 'text', text: 'In Celsius.' },
+        ],
+      },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'Checking.' },
+          { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } },
+          { type: 'tool_use', id: 'toolu_2', name: 'get_weather', input: { city: 'Rome' } },
+        ],
+      },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'toolu_1', content: '18' },
+          { type: 'tool_result', tool_use_id: 'toolu_2', content: '24' },
+          { type: 'text', text: 'Thanks.' },
+        ],
+      },
+      { role: 'assistant', content: 'You are welcome.' },
+    ]);
+  });
+
+  it('sends no empty text block for an assistant message that only calls tools', () => {
+    const body = bodyOf({
+      messages: [
+        { role: 'user', content: 'Time?' },
+        { role: 'assistant', content: '', toolCalls: [{ id: 'toolu_1', name: 'now', arguments: '' }] },
+      ],
+    });
+    expect(body.messages).toEqual([
+      { role: 'user', content: 'Time?' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'now', input: {} }] },
+    ]);
+  });
+
+  it('drops an empty assistant message, merging the user messages around it', () => {
+    const body = bodyOf({
+      messages: [
+        { role: 'user', content: 'One' },
+        { role: 'assistant', content: '', toolCalls: [] },
+        { role: 'user', content: 'Two' },
+      ],
+    });
+    expect(body.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'One' },
+          { type: 'text', text: 'Two' },
+        ],
+      },
+    ]);
+  });
+
+  it.each(['{"city":', 'not json', '[1,2]', '"text"'])('replays unusable arguments %j as an empty input', (args) => {
+    const body = bodyOf({
+      messages: [
+        { role: 'user', content: 'Go' },
+        { role: 'assistant', content: '', toolCalls: [{ id: 'toolu_1', name: 'f', arguments: args }] },
+      ],
+    });
+    expect(body.messages).toEqual([
+      { role: 'user', content: 'Go' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'f', input: {} }] },
+    ]);
+  });
+});
+
+describe('anthropicHost.decoder', () => {
+  it('decodes a text stream', () => {
+    const { events, done } = decode([
+      messageStart({ input_tokens: 25, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 }),
+      textStart(0),
+      ping,
+      textDelta(0, 'Hello'),
+      textDelta(0, ', world.'),
+      blockStop(0),
+      messageDelta('end_turn', { output_tokens: 6 }),
+      messageStop,
+    ]);
+    expect(events).toEqual([
+      { type: 'text', text: 'Hello' },
+      { type: 'text', text: ', world.' },
+      { type: 'finish', reason: 'stop' },
+      { type: 'usage', inputTokens: 25, outputTokens: 6 },
+    ]);
+    expect(done).toBe(true);
+  });
+
+  it('is not done before message_stop', () => {
+    expect(decode([messageStart(), textStart(0), textDelta(0, 'Hi'), messageDelta('end_turn')]).done).toBe(false);
+  });
+
+  it('decodes tool calls, numbering them among the reply’s tool calls', () => {
+    const { events } = decode([
+      messageStart(),
+      textStart(0),
+      textDelta(0, 'Let me check.'),
+      blockStop(0),
+      toolStart(1, 'toolu_A', 'get_weather'),
+      jsonDelta(1, ''),
+      jsonDelta(1, '{"city": "Pa'),
+      jsonDelta(1, 'ris"}'),
+      blockStop(1),
+      toolStart(2, 'toolu_B', 'get_time'),
+      jsonDelta(2, '{}'),
+      blockStop(2),
+      messageDelta('tool_use', { output_tokens: 80 }),
+      messageStop,
+    ]);
+    expect(events).toEqual([
+      { type: 'text', text: 'Let me check.' },
+      { type: 'tool_call', index: 0, id: 'toolu_A', name: 'get_weather', argumentsDelta: '' },
+      { type: 'tool_call', index: 0, argumentsDelta: '{"city": "Pa' },
+      { type: 'tool_call', index: 0, argumentsDelta: 'ris"}' },
+      { type: 'tool_call', index: 1, id: 'toolu_B', name: 'get_time', argumentsDelta: '' },
+      { type: 'tool_call', index: 1, argumentsDelta: '{}' },
+      { type: 'finish', reason: 'tool_calls' },
+      { type: 'usage', inputTokens: 25, outputTokens: 80 },
+    ]);
+  });
+
+  it.each([
+    ['end_turn', 'stop'],
+    ['max_tokens', 'length'],
+    ['model_context_window_exceeded', 'length'],
+    ['tool_use', 'tool_calls'],
+    ['refusal', 'content_filter'],
+    ['pause_turn', 'stop'],
+    ['a_reason_added_later', 'stop'],
+  ])('maps stop reason %s to %s', (stopReason, reason) => {
+    expect(decode([messageStart(), messageDelta(stopReason)]).events).toContainEqual({ type: 'finish', reason });
+  });
+
+  it('reports the stop sequence that ended the reply', () => {
+    const { events } = decode([messageStart(), messageDelta('stop_sequence', { output_tokens: 3 }, '###')]);
+    expect(events).toContainEqual({ type: 'finish', reason: 'stop_sequence', stopSequence: '###' });
+  });
+
+  it('counts cached input tokens as input', () => {
+    const usage = { input_tokens: 10, cache_creation_input_tokens: 200, cache_read_input_tokens: 3000, output_tokens: 1 };
+    expect(decode([messageStart(usage), messageDelta('end_turn', { output_tokens: 42 })]).events).toContainEqual({
+      type: 'usage',
+      inputTokens: 3210,
+      outputTokens: 42,
+    });
+  });
+
+  it('prefers the cumulative input counts of message_delta when it carries them', () => {
+    const start = { input_tokens: 10, cache_read_input_tokens: 100, output_tokens: 1 };
+    const final = { input_tokens: 50, cache_read_input_tokens: 100, output_tokens: 42 };
+    expect(decode([messageStart(start), messageDelta('end_turn', final)]).events).toContainEqual({
+      type: 'usage',
+      inputTokens: 150,
+      outputTokens: 42,
+    });
+  });
+
+  it('reads the event type from the data when the SSE message has no event name', () => {
+    const unnamed = [messageStart(), textDelta(0, 'Hi'), messageDelta('max_tokens'), messageStop].map(({ data }) => ({ data }));
+    const { events, done } = decode(unnamed);
+    expect(events).toEqual([
+      { type: 'text', text: 'Hi' },
+      { type: 'finish', reason: 'length' },
+      { type: 'usage', inputTokens: 25, outputTokens: 12 },
+    ]);
+    expect(done).toBe(true);
+  });
+
+  it('ignores unknown events, unknown blocks and their deltas', () => {
+    const { events } = decode([
+      messageStart(),
+      sse({ type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '' } }),
+      sse({ type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'Hmm.' } }),
+      blockStop(0),
+      sse({ type: 'content_block_start', index: 1, content_block: { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search' } }),
+      jsonDelta(1, '{"query":"x"}'),
+      blockStop(1),
+      sse({ type: 'a_future_event', payload: 1 }),
+      textStart(2),
+      textDelta(2, 'Done.'),
+    ]);
+    expect(events).toEqual([{ type: 'text', text: 'Done.' }]);
+  });
+
+  it('fails retryably on an error event before any output', () => {
+    const error = failure([messageStart(), ping, errorEvent]);
+    expect(error).toMatchObject({ kind: 'upstream_error', message: 'Overloaded', status: null, beforeOutput: true });
+    expect(error.retryable).toBe(true);
+  });
+
+  it('fails for good on an error event after output', () => {
+    const error = failure([messageStart(), textStart(0), textDelta(0, 'Hal'), errorEvent]);
+    expect(error).toMatchObject({ kind: 'upstream_error', message: 'Overloaded', beforeOutput: false });
+    expect(error.retryable).toBe(false);
+  });
+
+  it('counts a tool call as output', () => {
+    expect(failure([messageStart(), toolStart(0, 'toolu_1', 'f'), errorEvent]).beforeOutput).toBe(false);
+  });
+
+  it.each(['{"type":"message_st', '', '[1]', 'null'])('fails as malformed on data %j', (data) => {
+    expect(failure([messageStart(), { event: 'content_block_delta', data }]).kind).toBe('malformed');
+  });
+
+  it('fails as malformed on a text delta without text', () => {
+    const broken = sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta' } });
+    expect(failure([messageStart(), textStart(0), broken]).kind).toBe('malformed');
+  });
+});
+
+describe('anthropicHost.errorMessage', () => {
+  it('takes the message of an API error body', () => {
+    const body = JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: Field required' } });
+    expect(anthropicHost.errorMessage(400, body)).toBe('max_tokens: Field required');
+  });
+
+  it('falls back to the trimmed, shortened text', () => {
+    expect(anthropicHost.errorMessage(502, '  <html>Bad gateway</html>\n')).toBe('<html>Bad gateway</html>');
+    expect(anthropicHost.errorMessage(502, 'x'.repeat(1000))).toBe('x'.repeat(300));
+    expect(anthropicHost.errorMessage(500, '{"unexpected":true}')).toBe('{"unexpected":true}');
+  });
+
+  it('falls back to the status for an empty body', () => {
+    expect(anthropicHost.errorMessage(503, ' \n')).toBe('upstream answered 503');
+  });
+});

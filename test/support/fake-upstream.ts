@@ -1,0 +1,474 @@
+// A fake model provider for the gateway's tests: plain node:http speaking the real wire formats
+// of OpenAI chat completions (/v1/chat/completions) and Anthropic Messages (/v1/messages),
+// streamed (SSE) and not, plus the failure modes a real upstream shows (errors, hangs, cut
+// sockets, garbage, in-stream errors). Everything is event-driven; no polling.
+import { randomBytes } from 'node:crypto';
+import { createServer, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { AddressInfo } from 'node:net';
+
+export interface FakeReply {
+  text?: string;
+  toolCalls?: Array<{ id: string; name: string; arguments: string }>;
+  finish?: 'stop' | 'length' | 'tool_calls' | 'stop_sequence';
+  stopSequence?: string;
+  /** Omitted: {input: 12, output: 6}. null: report no usage at all. */
+  usage?: { input: number; output: number } | null;
+}
+
+export type FakeBehaviour =
+  | { kind: 'reply'; reply: FakeReply; chunkDelayMs?: number; firstByteDelayMs?: number; pieces?: number }
+  | { kind: 'status'; status: number; body?: string }
+  | { kind: 'hang' }
+  | { kind: 'hang_after_headers' }
+  | { kind: 'cut'; reply: FakeReply; afterPieces: number }
+  | { kind: 'malformed'; afterPieces: number }
+  | { kind: 'stream_error'; afterPieces: number };
+
+export interface ReceivedRequest {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: any;
+}
+
+export interface FakeUpstream {
+  /** http://127.0.0.1:PORT — the hosts' baseUrl is `${url}/v1`. */
+  url: string;
+  /** Every request, in arrival order, recorded before it is answered. */
+  requests: ReceivedRequest[];
+  /** Behaviour for requests whose body.model equals `model`; unknown models get DEFAULT_REPLY. */
+  on(model: string, behaviour: FakeBehaviour | ((req: ReceivedRequest) => FakeBehaviour)): void;
+  /**
+   * Resolves when the client closed the connection of the n-th request (0-based) before its
+   * response was complete. Rejects if the response completed, or the fake itself cut it.
+   */
+  closed(index: number): Promise<void>;
+  /** Resolves with the nth (0-based, default first) request for `model`, once it has arrived. */
+  received(model: string, nth?: number): Promise<ReceivedRequest>;
+  /** Closes every socket, hanging ones included, and clears every timer. */
+  close(): Promise<void>;
+}
+
+const DEFAULT_USAGE = { input: 12, output: 6 };
+export const DEFAULT_REPLY: FakeReply = { text: 'Hello from the fake upstream.', usage: DEFAULT_USAGE };
+// Billing tests need usage unless they opt out, so only an explicit null means "none".
+const withUsage = (r: FakeReply): FakeReply => (r.usage === undefined ? { ...r, usage: DEFAULT_USAGE } : r);
+
+type Api = 'openai' | 'anthropic';
+type Finish = NonNullable<FakeReply['finish']>;
+interface Frame {
+  event?: string;
+  data: string;
+  /** A content delta (text or tool arguments): what afterPieces counts. */
+  piece?: boolean;
+}
+/** head: preamble; body: content blocks and their deltas; tail: finish, usage, terminator. */
+interface Stream {
+  head: Frame[];
+  body: Frame[];
+  tail: Frame[];
+}
+
+const newId = (prefix: string) => prefix + randomBytes(12).toString('hex');
+const now = () => Math.floor(Date.now() / 1000);
+const sse = (f: Frame) => (f.event ? `event: ${f.event}\n` : '') + `data: ${f.data}\n\n`;
+const finishOf = (r: FakeReply): Finish => r.finish ?? (r.toolCalls?.length ? 'tool_calls' : 'stop');
+// OpenAI has no separate stop-sequence reason: a matched stop sequence is just 'stop'.
+const OPENAI_FINISH: Record<Finish, string> = { stop: 'stop', length: 'length', tool_calls: 'tool_calls', stop_sequence: 'stop' };
+const ANTHROPIC_STOP: Record<Finish, string> = { stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use', stop_sequence: 'stop_sequence' };
+
+/** One piece per word (leading whitespace stays with its word, as tokenizers do), or `pieces` near-equal slices. */
+export function splitText(text: string, pieces?: number): string[] {
+  if (!text) return [];
+  if (!pieces || pieces < 1) {
+    const words = text.match(/\s*\S+/g) ?? [text];
+    const rest = text.slice(words.join('').length);
+    if (rest) words[words.length - 1] += rest;
+    return words;
+  }
+  const cut = (i: number) => Math.round((i * text.length) / pieces);
+  return Array.from({ length: pieces }, (_, i) => text.slice(cut(i), cut(i + 1))).filter(Boolean);
+}
+
+/** Tool arguments always arrive in at least two pieces, so clients must concatenate them. */
+const halves = (s: string) => [s.slice(0, Math.ceil(s.length / 2)), s.slice(Math.ceil(s.length / 2))].filter(Boolean);
+
+const parseArgs = (s: string) => {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return {};
+  }
+};
+
+// ---- OpenAI chat completions ----
+
+const openaiUsage = (u: { input: number; output: number }) => ({
+  prompt_tokens: u.input,
+  completion_tokens: u.output,
+  total_tokens: u.input + u.output,
+});
+
+function openaiStream(req: any, reply: FakeReply, pieces?: number): Stream {
+  const base = { id: newId('chatcmpl-'), object: 'chat.completion.chunk', created: now(), model: req.model };
+  const includeUsage = req.stream_options?.include_usage === true;
+  // With include_usage, the real API puts `usage: null` on every chunk but the last.
+  const chunk = (delta: object, finish: string | null = null, piece = false): Frame => ({
+    data: JSON.stringify({
+      ...base,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+      ...(includeUsage ? { usage: null } : {}),
+    }),
+    piece,
+  });
+  const body: Frame[] = splitText(reply.text ?? '', pieces).map((content) => chunk({ content }, null, true));
+  reply.toolCalls?.forEach((call, index) => {
+    body.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }));
+    for (const part of halves(call.arguments)) body.push(chunk({ tool_calls: [{ index, function: { arguments: part } }] }, null, true));
+  });
+  const tail = [chunk({}, OPENAI_FINISH[finishOf(reply)])];
+  if (includeUsage && reply.usage) tail.push({ data: JSON.stringify({ ...base, choices: [], usage: openaiUsage(reply.usage) }) });
+  tail.push({ data: '[DONE]' });
+  return { head: [chunk({ role: 'assistant', content: '' })], body, tail };
+}
+
+function openaiMessage(req: any, reply: FakeReply) {
+  const toolCalls = reply.toolCalls?.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+  return {
+    id: newId('chatcmpl-'),
+    object: 'chat.completion',
+    created: now(),
+    model: req.model,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: reply.text ?? (toolCalls?.length ? null : ''),
+          refusal: null,
+          ...(toolCalls?.length ? { tool_calls: toolCalls } : {}),
+        },
+        logprobs: null,
+        finish_reason: OPENAI_FINISH[finishOf(reply)],
+      },
+    ],
+    ...(reply.usage ? { usage: openaiUsage(reply.usage) } : {}),
+  };
+}
+
+function openaiError(status: number, message?: string) {
+  const [type, code] =
+    status === 401 ? ['invalid_request_error', 'invalid_api_key']
+    : status === 404 ? ['invalid_request_error', 'model_not_found']
+    : status === 429 ? ['requests', 'rate_limit_exceeded']
+    : status >= 500 ? ['server_error', null]
+    : ['invalid_request_error', null];
+  return { error: { message: message ?? `Fake upstream error (HTTP ${status}).`, type, param: null, code } };
+}
+
+// ---- Anthropic Messages ----
+
+function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
+  const ev = (type: string, payload: object, piece = false): Frame => ({ event: type, data: JSON.stringify({ type, ...payload }), piece });
+  const { usage } = reply;
+  const message = {
+    id: newId('msg_'),
+    type: 'message',
+    role: 'assistant',
+    model: req.model,
+    content: [],
+    stop_reason: null,
+    stop_sequence: null,
+    // Like the real API: message_start carries the input tokens and a provisional output count;
+    // the cumulative output count comes in message_delta (clients must not add the two).
+    ...(usage ? { usage: { input_tokens: usage.input, output_tokens: Math.min(1, usage.output) } } : {}),
+  };
+  const body: Frame[] = [];
+  let index = 0;
+  if (reply.text || !reply.toolCalls?.length) {
+    body.push(ev('content_block_start', { index, content_block: { type: 'text', text: '' } }));
+    for (const text of splitText(reply.text ?? '', pieces)) body.push(ev('content_block_delta', { index, delta: { type: 'text_delta', text } }, true));
+    body.push(ev('content_block_stop', { index: index++ }));
+  }
+  for (const call of reply.toolCalls ?? []) {
+    body.push(ev('content_block_start', { index, content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} } }));
+    for (const partial_json of halves(call.arguments)) body.push(ev('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json } }, true));
+    body.push(ev('content_block_stop', { index: index++ }));
+  }
+  const stop = finishOf(reply);
+  const tail = [
+    ev('message_delta', {
+      delta: { stop_reason: ANTHROPIC_STOP[stop], stop_sequence: stop === 'stop_sequence' ? (reply.stopSequence ?? null) : null },
+      ...(usage ? { usage: { output_tokens: usage.output } } : {}),
+    }),
+    ev('message_stop', {}),
+  ];
+  return { head: [ev('message_start', { message }), ev('ping', {})], body, tail };
+}
+
+function anthropicMessage(req: any, reply: FakeReply) {
+  const stop = finishOf(reply);
+  const content: object[] = reply.text || !reply.toolCalls?.length ? [{ type: 'text', text: reply.text ?? '' }] : [];
+  for (const c of reply.toolCalls ?? []) content.push({ type: 'tool_use', id: c.id, name: c.name, input: parseArgs(c.arguments) });
+  return {
+    id: newId('msg_'),
+    type: 'message',
+    role: 'assistant',
+    model: req.model,
+    content,
+    stop_reason: ANTHROPIC_STOP[stop],
+    stop_sequence: stop === 'stop_sequence' ? (reply.stopSequence ?? null) : null,
+    ...(reply.usage ? { usage: { input_tokens: reply.usage.input, output_tokens: reply.usage.output } } : {}),
+  };
+}
+
+const ANTHROPIC_ERROR_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  529: 'overloaded_error',
+};
+
+function anthropicError(status: number, message?: string) {
+  const type = ANTHROPIC_ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+  return { type: 'error', error: { type, message: message ?? `Fake upstream error (HTTP ${status}).` }, request_id: newId('req_') };
+}
+
+const FORMATS = {
+  openai: { stream: openaiStream, message: openaiMessage, error: openaiError, requestIdHeader: 'x-request-id' },
+  anthropic: { stream: anthropicStream, message: anthropicMessage, error: anthropicError, requestIdHeader: 'request-id' },
+};
+
+/** The frame a decoder must reject: an event whose data is truncated JSON. */
+const MALFORMED: Record<Api, string> = {
+  openai: 'data: {"choices":[{"index":0,"delta":{"content":"trunc\n\n',
+  anthropic: 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":\n\n',
+};
+
+/** How real upstreams report a failure after the 200 has gone out. */
+const STREAM_ERROR: Record<Api, string> = {
+  openai: sse({ data: JSON.stringify(openaiError(500, 'The server had an error while processing your request.')) }),
+  anthropic: sse({ event: 'error', data: JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }) }),
+};
+
+/** Failure modes play the default text: per word, or finer when more pieces than words are asked for. */
+const fillerPieces = (afterPieces: number) => (afterPieces < splitText(DEFAULT_REPLY.text!).length ? undefined : afterPieces + 1);
+
+/** Head plus body up to and including the n-th piece (n = 0: none); never the tail. */
+function upToPiece(s: Stream, n: number): Frame[] {
+  const out = [...s.head];
+  let seen = 0;
+  for (const f of s.body) {
+    if (f.piece && seen === n) break;
+    out.push(f);
+    if (f.piece && ++seen === n) break;
+  }
+  return out;
+}
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve(v: T): void;
+  reject(e: Error): void;
+}
+function deferred<T>(): Deferred<T> {
+  let resolve!: (v: T) => void;
+  let reject!: (e: Error) => void;
+  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
+  promise.catch(() => {}); // nobody has to await closed(i): a rejection nobody asked for is not an error
+  return { promise, resolve, reject };
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+    req.on('error', reject);
+    req.on('close', () => reject(new Error('client went away mid-body'))); // no-op after 'end'
+  });
+}
+
+export async function startFakeUpstream(): Promise<FakeUpstream> {
+  const requests: ReceivedRequest[] = [];
+  const behaviours = new Map<string, FakeBehaviour | ((req: ReceivedRequest) => FakeBehaviour)>();
+  const closedSignals: Array<Deferred<void>> = [];
+  const waiters: Array<{ model: string; nth: number; resolve(r: ReceivedRequest): void }> = [];
+  const timers = new Set<NodeJS.Timeout>();
+  let shuttingDown = false;
+
+  const signal = (i: number) => (closedSignals[i] ??= deferred<void>());
+
+  const nthFor = (model: string, nth: number) => requests.filter((r) => r.body?.model === model)[nth];
+  const wakeWaiters = () => {
+    for (const w of [...waiters]) {
+      const hit = nthFor(w.model, w.nth);
+      if (hit) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(hit);
+      }
+    }
+  };
+
+  async function handle(req: IncomingMessage, res: ServerResponse) {
+    const raw = await readBody(req);
+    let body: any;
+    try {
+      body = raw ? JSON.parse(raw) : {};
+    } catch {
+      body = raw;
+    }
+    const path = new URL(req.url ?? '/', 'http://fake').pathname;
+    const received: ReceivedRequest = { path, headers: req.headers, body };
+    const index = requests.push(received) - 1;
+
+    let gone = false; // the connection closed: stop writing, drop pending timers
+    let cutByUs = false;
+    const pending = new Set<NodeJS.Timeout>();
+    res.on('close', () => {
+      gone = true;
+      for (const t of pending) {
+        clearTimeout(t);
+        timers.delete(t);
+      }
+      if (!res.writableEnded && !cutByUs && !shuttingDown) signal(index).resolve();
+      else signal(index).reject(new Error(`request ${index} ${cutByUs || shuttingDown ? 'was closed by the fake' : 'completed'}; the client did not close it`));
+    });
+    const pause = (ms = 0) =>
+      ms <= 0
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => {
+            const t = setTimeout(() => {
+              timers.delete(t);
+              pending.delete(t);
+              resolve();
+            }, ms);
+            timers.add(t);
+            pending.add(t);
+          });
+    wakeWaiters();
+
+    const api: Api | null = path === '/v1/chat/completions' ? 'openai' : path === '/v1/messages' ? 'anthropic' : null;
+    if (!api || req.method !== 'POST') {
+      return send(res, 404, openaiError(404, `Invalid URL (${req.method} ${path})`));
+    }
+    const fmt = FORMATS[api];
+    const ids = { [fmt.requestIdHeader]: newId('req_') };
+    if (typeof body !== 'object' || body === null) return send(res, 400, fmt.error(400, 'The request body is not valid JSON.'), ids);
+
+    const configured = behaviours.get(body.model);
+    const b: FakeBehaviour = (typeof configured === 'function' ? configured(received) : configured) ?? { kind: 'reply', reply: DEFAULT_REPLY };
+    const reply = 'reply' in b ? withUsage(b.reply) : DEFAULT_REPLY;
+    const streamed = body.stream === true;
+    const sseHead = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...ids };
+    const jsonHead = { 'content-type': 'application/json', ...ids };
+
+    // Writes frames (with a pause between them), then ends, or destroys the socket once the
+    // last bytes are flushed so the client really receives them before the reset.
+    const play = async (chunks: string[], end: 'end' | 'cut', gapMs = 0) => {
+      res.writeHead(200, sseHead);
+      res.flushHeaders();
+      for (const [i, chunk] of chunks.entries()) {
+        if (i > 0) await pause(gapMs);
+        if (gone) return;
+        if (end === 'cut' && i === chunks.length - 1) return void res.write(chunk, () => cut());
+        res.write(chunk);
+      }
+      if (end === 'cut') cut();
+      else res.end();
+    };
+    const cut = () => {
+      cutByUs = true;
+      res.socket?.destroy();
+    };
+
+    switch (b.kind) {
+      case 'reply': {
+        await pause(b.firstByteDelayMs);
+        if (gone) return;
+        if (!streamed) return send(res, 200, fmt.message(body, reply), ids);
+        const s = fmt.stream(body, reply, b.pieces);
+        return play([...s.head, ...s.body, ...s.tail].map(sse), 'end', b.chunkDelayMs);
+      }
+      case 'status': {
+        if (b.body === undefined) return send(res, b.status, fmt.error(b.status), ids);
+        let isJson = true;
+        try {
+          JSON.parse(b.body);
+        } catch {
+          isJson = false; // e.g. an HTML page from a proxy: hosts must cope with non-JSON error bodies
+        }
+        return send(res, b.status, b.body, { ...ids, 'content-type': isJson ? 'application/json' : 'text/plain; charset=utf-8' });
+      }
+      case 'hang':
+        return; // request read and recorded; nothing is ever sent
+      case 'hang_after_headers':
+        res.writeHead(200, streamed ? sseHead : jsonHead);
+        return void res.flushHeaders();
+      case 'cut': {
+        if (!streamed) {
+          // Announce the full length, send half: the client sees a truncated body.
+          const full = JSON.stringify(fmt.message(body, reply));
+          res.writeHead(200, { ...jsonHead, 'content-length': Buffer.byteLength(full) });
+          return void res.write(full.slice(0, full.length >> 1), () => cut());
+        }
+        return play(upToPiece(fmt.stream(body, reply), b.afterPieces).map(sse), 'cut');
+      }
+      case 'malformed': {
+        if (!streamed) return send(res, 200, '{"id":"truncated",', jsonHead);
+        const frames = upToPiece(fmt.stream(body, DEFAULT_REPLY, fillerPieces(b.afterPieces)), b.afterPieces).map(sse);
+        return play([...frames, MALFORMED[api]], 'end');
+      }
+      case 'stream_error': {
+        if (!streamed) return send(res, 500, fmt.error(500), ids);
+        const frames = upToPiece(fmt.stream(body, DEFAULT_REPLY, fillerPieces(b.afterPieces)), b.afterPieces).map(sse);
+        return play([...frames, STREAM_ERROR[api]], 'end');
+      }
+    }
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: Error) => {
+      // A behaviour callback that throws must fail the test visibly, not hang it.
+      if (res.destroyed) return; // e.g. the client went away mid-body
+      if (res.headersSent) res.destroy();
+      else send(res, 500, `fake upstream failure: ${err.message}`, { 'content-type': 'text/plain; charset=utf-8' });
+    });
+  });
+  server.on('clientError', (_err, socket) => socket.destroy());
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    on(model, behaviour) {
+      behaviours.set(model, behaviour);
+    },
+    closed: (index) => signal(index).promise,
+    received(model, nth = 0) {
+      const hit = nthFor(model, nth);
+      if (hit) return Promise.resolve(hit);
+      return new Promise((resolve) => waiters.push({ model, nth, resolve }));
+    },
+    async close() {
+      shuttingDown = true;
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+      server.closeAllConnections(); // hanging requests included: server.close alone would wait for them
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A complete response: objects go out as JSON, strings as they are. */
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(typeof body === 'string' ? body : JSON.stringify(body));
+}
