@@ -1,0 +1,257 @@
+import OpenAI from 'openai';
+import request from 'supertest';
+import { chargeFor } from '../../src/ledger/money';
+import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+
+const M = TEST_MODELS;
+const nanoPerM = (dollars: string) => Math.round(Number(dollars) * 1e9);
+const priceOf = (m: { input: string; output: string }) => ({ input: nanoPerM(m.input), output: nanoPerM(m.output) });
+const weather = {
+  type: 'function' as const,
+  function: { name: 'get_weather', description: 'Weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+};
+
+describe('chat-completions surface with the official openai client', () => {
+  let g: TestGateway;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    g = await startGateway();
+    client = new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: g.key, maxRetries: 0 });
+  });
+  afterAll(async () => {
+    const report = await g.audit();
+    expect(report.differences).toEqual([]);
+    await g.close();
+  });
+
+  it('chats, and bills exactly the hand-computed cost of the reported usage', async () => {
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Paris is the capital of France.', usage: { input: 1234, output: 56 } } });
+    const completion = await client.chat.completions.create({
+      model: M.gpt.slug,
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Capital of France?' },
+      ],
+    });
+    expect(completion.object).toBe('chat.completion');
+    expect(completion.model).toBe(M.gpt.slug);
+    expect(completion.choices).toHaveLength(1);
+    expect(completion.choices[0].message).toMatchObject({ role: 'assistant', content: 'Paris is the capital of France.' });
+    expect(completion.choices[0].finish_reason).toBe('stop');
+    // 1234 × $1/M + 56 × $2/M = 0.001234 + 0.000112 = 0.001346 credits
+    expect(completion.usage).toEqual({ prompt_tokens: 1234, completion_tokens: 56, total_tokens: 1290, cost: 0.001346 });
+    await g.settled();
+    const [entry] = await g.t.runtime.projections.recentRequests(g.orgId, 1);
+    expect(entry).toMatchObject({ surface: 'chat-completions', model: M.gpt.slug, host: 'fake-openai', inputTokens: 1234, outputTokens: 56, cost: 1_346_000, status: 'ok', keyId: g.keyId });
+    expect(chargeFor({ inputTokens: 1234, outputTokens: 56 }, priceOf(M.gpt))).toBe(1_346_000);
+
+    // What reached the upstream: the host's model name and key, streamed, asking for usage.
+    const upstream = g.fake.requests[g.fake.requests.length - 1];
+    expect(upstream.body).toMatchObject({ model: M.gpt.hostModel, stream: true, stream_options: { include_usage: true } });
+    expect(upstream.body.messages).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Capital of France?' },
+    ]);
+    expect(upstream.headers.authorization).toBe('Bearer upstream-openai-key');
+  });
+
+  it('streams text deltas, with the usage chunk only when asked for', async () => {
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'one two three four', usage: { input: 10, output: 4 } } });
+    const withUsage = await client.chat.completions.create({
+      model: M.gpt.slug,
+      messages: [{ role: 'user', content: 'count' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    const usages = [];
+    let finish: string | null = null;
+    for await (const chunk of withUsage) {
+      if (chunk.usage) usages.push(chunk.usage);
+      text += chunk.choices[0]?.delta?.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(text).toBe('one two three four');
+    expect(finish).toBe('stop');
+    expect(usages).toEqual([{ prompt_tokens: 10, completion_tokens: 4, total_tokens: 14, cost: 0.000018 }]);
+
+    const withoutUsage = await client.chat.completions.create({ model: M.gpt.slug, messages: [{ role: 'user', content: 'count' }], stream: true });
+    let chunks = 0;
+    for await (const chunk of withoutUsage) {
+      chunks += 1;
+      expect(chunk.usage ?? null).toBeNull();
+    }
+    expect(chunks).toBeGreaterThan(3);
+    // The gateway still asked the host for usage, and billed from it.
+    expect(g.fake.requests[g.fake.requests.length - 1].body.stream_options).toEqual({ include_usage: true });
+    await g.settled();
+    expect((await g.t.runtime.projections.recentRequests(g.orgId, 1))[0]).toMatchObject({ inputTokens: 10, outputTokens: 4, cost: 18_000 });
+  });
+
+  it('round-trips a tool call, streamed and not', async () => {
+    g.fake.on(M.gpt.hostModel, (req) =>
+      req.body.messages.some((m: { role: string }) => m.role === 'tool')
+        ? { kind: 'reply', reply: { text: 'It is 21 °C in Paris.' } }
+        : { kind: 'reply', reply: { toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' }] } },
+    );
+    const ask = [{ role: 'user' as const, content: 'Weather in Paris?' }];
+    const first = await client.chat.completions.create({ model: M.gpt.slug, messages: ask, tools: [weather], tool_choice: 'auto' });
+    expect(first.choices[0].finish_reason).toBe('tool_calls');
+    expect(first.choices[0].message.tool_calls).toEqual([{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }]);
+    const upstreamAsk = g.fake.requests[g.fake.requests.length - 1].body;
+    expect(upstreamAsk.tools).toEqual([weather]);
+    expect(upstreamAsk.tool_choice).toBe('auto');
+
+    const answer = await client.chat.completions.create({
+      model: M.gpt.slug,
+      tools: [weather],
+      messages: [...ask, first.choices[0].message, { role: 'tool', tool_call_id: 'call_1', content: '{"celsius":21}' }],
+    });
+    expect(answer.choices[0].message.content).toBe('It is 21 °C in Paris.');
+    expect(g.fake.requests[g.fake.requests.length - 1].body.messages.slice(1)).toEqual([
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: '{"celsius":21}' },
+    ]);
+
+    // Streamed: the client's own helper reassembles the tool call from deltas.
+    const runner = client.chat.completions.stream({ model: M.gpt.slug, messages: ask, tools: [weather] });
+    const final = await runner.finalChatCompletion();
+    expect(final.choices[0].message.tool_calls?.[0]).toMatchObject({ id: 'call_1', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } });
+    expect(final.choices[0].finish_reason).toBe('tool_calls');
+  });
+
+  it('passes max_completion_tokens, stop and sampling on as the host expects', async () => {
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'short', finish: 'length' } });
+    const completion = await client.chat.completions.create({
+      model: M.gpt.slug,
+      messages: [{ role: 'user', content: 'hi' }],
+      max_completion_tokens: 7,
+      temperature: 0.3,
+      top_p: 0.9,
+      stop: ['END'],
+    });
+    expect(completion.choices[0].finish_reason).toBe('length');
+    expect(g.fake.requests[g.fake.requests.length - 1].body).toMatchObject({ max_tokens: 7, temperature: 0.3, top_p: 0.9, stop: ['END'] });
+  });
+
+  it('accepts and ignores n, logprobs, response_format, image parts and unknown fields', async () => {
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'ok' } });
+    const completion = await client.chat.completions.create({
+      model: M.gpt.slug,
+      n: 3,
+      logprobs: true,
+      response_format: { type: 'json_object' },
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is in this picture?' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+          ],
+        },
+      ],
+      // @ts-expect-error a field the API does not know
+      frobnicate: true,
+    });
+    expect(completion.choices).toHaveLength(1);
+    const upstream = g.fake.requests[g.fake.requests.length - 1].body;
+    expect(upstream.messages).toEqual([{ role: 'user', content: 'What is in this picture?' }]);
+    expect(upstream).not.toHaveProperty('n');
+    expect(upstream).not.toHaveProperty('frobnicate');
+  });
+
+  it('lists the models', async () => {
+    const models = await client.models.list();
+    const ids = models.data.map((m) => m.id);
+    expect(ids).toEqual([M.gpt.slug, M.claude.slug, M.fallback.slug]);
+    expect(models.data[0]).toMatchObject({
+      id: M.gpt.slug,
+      object: 'model',
+      owned_by: 'test',
+      name: 'Test GPT',
+      uuid: M.gpt.id,
+      context_length: 8192,
+      pricing: { input: '1.00', output: '2.00' },
+    });
+  });
+
+  it('answers each failure with its status, in the chat-completions error format', async () => {
+    const expectError = async (promise: Promise<unknown>, status: number, code: string) => {
+      const error = (await promise.then(
+        () => null,
+        (e) => e,
+      )) as InstanceType<typeof OpenAI.APIError> | null;
+      expect(error).toBeInstanceOf(OpenAI.APIError);
+      expect(error!.status).toBe(status);
+      expect(error!.error).toMatchObject({ code, message: expect.any(String), type: expect.any(String) });
+      return error!;
+    };
+    const chat = { model: M.gpt.slug, messages: [{ role: 'user' as const, content: 'hi' }] };
+
+    // 400: wrong types, missing messages.
+    // @ts-expect-error deliberately wrong
+    const bad = await expectError(client.chat.completions.create({ ...chat, temperature: 'hot' }), 400, 'invalid_request');
+    expect(bad.message).toMatch(/temperature/);
+    // @ts-expect-error deliberately wrong
+    await expectError(client.chat.completions.create({ model: M.gpt.slug }), 400, 'invalid_request');
+    // 401: no key, a wrong key.
+    const anonymous = new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: 'sk-svc-' + 'x'.repeat(43), maxRetries: 0 });
+    await expectError(anonymous.chat.completions.create(chat), 401, 'invalid_api_key');
+    // 404: a model not in the catalogue.
+    const missing = await expectError(client.chat.completions.create({ ...chat, model: 'nobody/nothing' }), 404, 'not_found');
+    expect(missing.message).toMatch(/nobody\/nothing/);
+    // 413: a body over the limit.
+    await expectError(client.chat.completions.create({ ...chat, messages: [{ role: 'user', content: 'x'.repeat(5 * 1024 * 1024) }] }), 413, 'payload_too_large');
+    // 502: the host fails.
+    g.fake.on(M.gpt.hostModel, { kind: 'status', status: 500 });
+    await expectError(client.chat.completions.create(chat), 502, 'provider_error');
+    await expectError(client.chat.completions.create({ ...chat, stream: true }), 502, 'provider_error');
+    await g.settled();
+  });
+});
+
+describe('chat-completions errors that need their own gateway', () => {
+  it('402 says how many output tokens the balance affords', async () => {
+    // 0.0005 credits: at $2/M output and a small input, about 240 output tokens.
+    const g = await startGateway({ credits: 500_000 });
+    try {
+      const res = await request(g.baseUrl)
+        .post('/api/v1/chat/completions')
+        .set('Authorization', `Bearer ${g.key}`)
+        .send({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hello' }], max_tokens: 1000 });
+      expect(res.status).toBe(402);
+      expect(res.body.error).toMatchObject({ code: 'insufficient_credits', type: 'insufficient_credits' });
+      const affordable = Number(/at most (\d+) output tokens/.exec(res.body.error.message)?.[1]);
+      // (500,000 nano − input estimate × $1/M) / $2/M per token
+      expect(affordable).toBeGreaterThan(200);
+      expect(affordable).toBeLessThan(250);
+      const ok = await request(g.baseUrl)
+        .post('/api/v1/chat/completions')
+        .set('Authorization', `Bearer ${g.key}`)
+        .send({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hello' }], max_tokens: affordable });
+      expect(ok.status).toBe(200);
+      expect(g.fake.requests).toHaveLength(1);
+    } finally {
+      await g.close();
+    }
+  });
+
+  it('504 when the host does not answer in time, and nothing stays held', async () => {
+    const g = await startGateway({ env: { HOST_FIRST_BYTE_TIMEOUT_MS: '300' } });
+    try {
+      g.fake.on(M.gpt.hostModel, { kind: 'hang' });
+      const res = await request(g.baseUrl)
+        .post('/api/v1/chat/completions')
+        .set('Authorization', `Bearer ${g.key}`)
+        .send({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hello' }] });
+      expect(res.status).toBe(504);
+      expect(res.body.error.code).toBe('provider_timeout');
+      await g.settled();
+      expect((await g.t.runtime.projections.balance(g.orgId)).spent).toBe(0);
+      expect((await g.t.runtime.projections.recentRequests(g.orgId, 1))[0]).toMatchObject({ status: 'provider_timeout', cost: 0 });
+    } finally {
+      await g.close();
+    }
+  });
+});
