@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppModule } from './app.module';
-import { ChatCompletionsErrorFilter } from './http/api-error';
 import { Catalogue } from './catalogue/catalogue';
 import { HostTransport } from './hosts/transport';
 import type { Runtime } from './runtime/runtime';
+import { ErrorFormatByRoute } from './surfaces/error-formats';
 
 export interface AppOptions {
   logger?: boolean;
@@ -31,7 +31,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRuntime(runtime, catalogue, transport), adapter, {
     logger: options.logger === false ? false : ['error', 'warn'],
   });
-  app.useGlobalFilters(new ChatCompletionsErrorFilter());
+  app.useGlobalFilters(new ErrorFormatByRoute());
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
   return app;

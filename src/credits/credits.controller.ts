@@ -1,12 +1,12 @@
 import { Controller, Get, Req, UseFilters, UseGuards } from '@nestjs/common';
 import { QueryBus } from '@nestjs/cqrs';
-import { ChatCompletionsErrorFilter } from '../http/api-error';
+import { chatCompletionsErrors } from '../http/api-error';
 import { ApiKeyGuard, KeyedRequest } from '../identity/api-key.guard';
 import { CreditsView, GetCreditsQuery } from './get-credits.query';
 
 @Controller('api/v1/credits')
 @UseGuards(ApiKeyGuard)
-@UseFilters(ChatCompletionsErrorFilter)
+@UseFilters(chatCompletionsErrors)
 export class CreditsController {
   constructor(private readonly queries: QueryBus) {}
 

@@ -44,14 +44,22 @@ export function toApiError(error: unknown): ApiError {
   return new ApiError('internal_error', 'internal error');
 }
 
-/** Errors in the chat-completions wire format: `{ error: { message, type, code } }`. */
+/** Renders every failure of a surface's routes in that surface's error format. */
 @Catch()
-export class ChatCompletionsErrorFilter implements ExceptionFilter {
+export class SurfaceErrorFilter implements ExceptionFilter {
+  constructor(private readonly render: (error: ApiError) => unknown) {}
+
   catch(exception: unknown, host: ArgumentsHost): void {
     const error = toApiError(exception);
     const reply = host.switchToHttp().getResponse<FastifyReply>();
-    void reply.status(error.status).send({
-      error: { message: error.message, type: API_ERRORS[error.code].type, code: error.code },
-    });
+    void reply.status(error.status).send(this.render(error));
   }
 }
+
+/** The chat-completions error format, `{ error: { message, type, code } }`: the default for /api/v1. */
+export const chatCompletionsError = (error: ApiError) => ({
+  error: { message: error.message, type: API_ERRORS[error.code].type, code: error.code },
+});
+
+/** The filter for routes answering in the chat-completions format (an instance: it takes no injection). */
+export const chatCompletionsErrors = new SurfaceErrorFilter(chatCompletionsError);

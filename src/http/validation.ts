@@ -1,11 +1,11 @@
 import { ValidationError, ValidationPipe } from '@nestjs/common';
 import { ApiError } from './api-error';
 
-function messagesOf(errors: ValidationError[], path = ''): string[] {
+export function validationMessages(errors: ValidationError[], path = ''): string[] {
   return errors.flatMap((e) => {
     const at = path ? `${path}.${e.property}` : e.property;
     const own = Object.values(e.constraints ?? {}).map((m) => (m.startsWith(e.property) ? `${path ? `${path}.` : ''}${m}` : `${at}: ${m}`));
-    return [...own, ...messagesOf(e.children ?? [], at)];
+    return [...own, ...validationMessages(e.children ?? [], at)];
   });
 }
 
@@ -17,5 +17,5 @@ export const bodyValidation = new ValidationPipe({
   transform: true,
   whitelist: true,
   forbidNonWhitelisted: false,
-  exceptionFactory: (errors) => new ApiError('invalid_request', messagesOf(errors).slice(0, 5).join('; ') || 'invalid request body'),
+  exceptionFactory: (errors) => new ApiError('invalid_request', validationMessages(errors).slice(0, 5).join('; ') || 'invalid request body'),
 });

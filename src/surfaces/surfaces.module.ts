@@ -4,7 +4,9 @@ import { Catalogue } from '../catalogue/catalogue';
 import { HostTransport } from '../hosts/transport';
 import { InferenceHandler } from '../pipeline/inference.handler';
 import { ChatCompletionsController } from './chat-completions/chat-completions.controller';
+import { MessagesController } from './messages/messages.controller';
 import { ModelsController } from './models/models.controller';
+import { NativeController } from './native/native.controller';
 
 /** The API surfaces and the one pipeline they share. */
 @Module({})
@@ -13,7 +15,7 @@ export class SurfacesModule {
     return {
       module: SurfacesModule,
       imports: [CqrsModule],
-      controllers: [ChatCompletionsController, ModelsController],
+      controllers: [ChatCompletionsController, MessagesController, ModelsController, NativeController],
       providers: [{ provide: Catalogue, useValue: catalogue }, { provide: HostTransport, useValue: transport }, InferenceHandler],
     };
   }

@@ -3,7 +3,7 @@ import { CommandBus } from '@nestjs/cqrs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { fromEvent, takeUntil } from 'rxjs';
 import type { Config } from '../../config/config';
-import { ChatCompletionsErrorFilter } from '../../http/api-error';
+import { chatCompletionsErrors } from '../../http/api-error';
 import { bodyValidation } from '../../http/validation';
 import { InferenceCommand } from '../../pipeline/inference.command';
 import { collectReply } from '../../pipeline/reduce';
@@ -14,7 +14,7 @@ import { ChatCompletionRequestDto } from './chat-completions.dto';
 import { chunkSerializer, completionBody, errorBody, toCanonical } from './chat-completions.wire';
 
 @Controller('api/v1/chat')
-@UseFilters(ChatCompletionsErrorFilter)
+@UseFilters(chatCompletionsErrors)
 export class ChatCompletionsController {
   constructor(
     private readonly commands: CommandBus,

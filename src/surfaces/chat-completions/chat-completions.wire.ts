@@ -1,4 +1,4 @@
-import { ApiError, API_ERRORS } from '../../http/api-error';
+import { ApiError, chatCompletionsError } from '../../http/api-error';
 import { creditsNumber } from '../../ledger/money';
 import type { CanonicalMessage, CanonicalRequest, FinishReason } from '../../pipeline/canonical';
 import type { InferenceResult, PipelineEvent } from '../../pipeline/inference.command';
@@ -109,9 +109,7 @@ export function completionBody(result: InferenceResult, reply: Reply) {
   };
 }
 
-export const errorBody = (error: ApiError) => ({
-  error: { message: error.message, type: API_ERRORS[error.code].type, code: error.code },
-});
+export const errorBody = chatCompletionsError;
 
 /** `data: {chunk}` lines, then `data: [DONE]`; the usage chunk only when the client asked for it. */
 export function chunkSerializer(result: InferenceResult, includeUsage: boolean): StreamSerializer {

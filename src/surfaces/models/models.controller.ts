@@ -1,6 +1,6 @@
 import { Controller, Get, UseFilters, UseGuards } from '@nestjs/common';
 import { Catalogue, CatalogueModel } from '../../catalogue/catalogue';
-import { ChatCompletionsErrorFilter } from '../../http/api-error';
+import { chatCompletionsErrors } from '../../http/api-error';
 import { ApiKeyGuard } from '../../identity/api-key.guard';
 
 const describe = (model: CatalogueModel) => {
@@ -21,7 +21,7 @@ const describe = (model: CatalogueModel) => {
 /** GET /api/v1/models: the catalogue models some configured host can serve. */
 @Controller('api/v1/models')
 @UseGuards(ApiKeyGuard)
-@UseFilters(ChatCompletionsErrorFilter)
+@UseFilters(chatCompletionsErrors)
 export class ModelsController {
   constructor(private readonly catalogue: Catalogue) {}
 

@@ -1,0 +1,245 @@
+/**
+ * The bench's child processes (upstreams, our gateway, the peer) and temporary directories, with
+ * a clean-up that always runs: on success, on failure, on Ctrl-C, and (best effort, synchronous)
+ * on any exit of the bench process.
+ */
+import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { request } from 'undici';
+
+/** The checkout's root, from dist/bench/gateway/ (compiled) or bench/gateway/ (sources). */
+export const ROOT = resolve(__dirname, __dirname.includes(`${join('dist', 'bench')}`) ? '../../..' : '../..');
+
+export interface Child {
+  name: string;
+  process: ChildProcess;
+  pid: number;
+  /** The last lines the child wrote (stdout and stderr), for error messages. */
+  output(): string;
+}
+
+const children: Child[] = [];
+const tempDirs: string[] = [];
+
+export function tempDir(prefix: string): string {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  tempDirs.push(path);
+  return path;
+}
+
+function keepTail(child: ChildProcess): () => string {
+  let tail = '';
+  const keep = (chunk: Buffer) => {
+    tail = (tail + chunk.toString('utf8')).slice(-4000);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  return () => tail;
+}
+
+function launch(name: string, args: string[], env: NodeJS.ProcessEnv, ipc = false): Child {
+  const process_ = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env,
+    stdio: ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
+  });
+  if (process_.pid === undefined) throw new Error(`${name} did not start`);
+  const child: Child = { name, process: process_, pid: process_.pid, output: keepTail(process_) };
+  children.push(child);
+  return child;
+}
+
+const alive = (child: Child) => child.process.exitCode === null && child.process.signalCode === null;
+
+function exited(child: Child): Promise<void> {
+  return alive(child) ? new Promise((done) => child.process.once('exit', () => done())) : Promise.resolve();
+}
+
+/** Waits for `ready` unless the child exits first or time runs out. */
+async function startedOrFailed<T>(child: Child, ready: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const failed = new Promise<never>((_, reject) => {
+    child.process.once('exit', (code, signal) =>
+      reject(new Error(`${child.name} exited (${signal ?? code}) before it was ready:\n${child.output()}`)),
+    );
+    timer = setTimeout(() => reject(new Error(`${child.name} was not ready within ${timeoutMs} ms:\n${child.output()}`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([ready, failed]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Stops every child (SIGTERM, then SIGKILL after a grace period) and removes the temp dirs. */
+export async function cleanUp(graceMs = 3000): Promise<void> {
+  await Promise.all(
+    children.map(async (child) => {
+      if (!alive(child)) return;
+      child.process.kill('SIGTERM');
+      const timer = setTimeout(() => alive(child) && child.process.kill('SIGKILL'), graceMs);
+      await exited(child);
+      clearTimeout(timer);
+    }),
+  );
+  children.length = 0;
+  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
+/** Last resort when the bench exits without `cleanUp` (synchronous: only what `exit` allows). */
+function cleanUpNow(): void {
+  for (const child of children) if (alive(child)) child.process.kill('SIGKILL');
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+}
+process.on('exit', cleanUpNow);
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    process.stderr.write(`\n${signal}: stopping the bench's processes\n`);
+    void cleanUp(1000).finally(() => process.exit(130));
+  });
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => done(port));
+    });
+  });
+}
+
+/** Resident memory of a process, from /proc (Linux), in MiB: current (VmRSS) and peak (VmHWM). */
+export function memoryMiB(pid: number): { rss: number; hwm: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) / 1024;
+  return { rss: field('VmRSS'), hwm: field('VmHWM') };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export interface Upstream {
+  child: Child;
+  port: number;
+}
+
+/** The simulated host in its own process (bench/gateway/upstream.ts). */
+export async function startUpstream(name: string, options: { firstTokenMs: number; tokensPerSecond: number }): Promise<Upstream> {
+  const child = launch(
+    name,
+    [join(__dirname, 'upstream.js'), '--first-token-ms', String(options.firstTokenMs), '--tokens-per-second', String(options.tokensPerSecond)],
+    process.env,
+    true,
+  );
+  const ready = new Promise<number>((done) => child.process.once('message', (message: { port: number }) => done(message.port)));
+  const port = await startedOrFailed(child, ready, 15_000);
+  return { child, port };
+}
+
+export interface Gateway {
+  child: Child;
+  port: number;
+  /** An API key of a funded organization. */
+  secret: string;
+  /** Catalogue slugs: on the fast upstream, and on the slow (streams held open) one. */
+  model: string;
+  slowModel: string;
+}
+
+function operator(args: string[], env: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
+  return new Promise((done, fail) =>
+    execFile(process.execPath, [join(ROOT, 'bin', 'model-gateway.js'), '--json', ...args], { cwd: ROOT, env }, (error, stdout, stderr) => {
+      if (error) return fail(new Error(`model-gateway ${args.join(' ')} failed: ${stderr || error.message}`));
+      try {
+        done(JSON.parse(stdout.trim().split('\n').pop() ?? '') as Record<string, unknown>);
+      } catch {
+        fail(new Error(`model-gateway ${args.join(' ')} printed no JSON: ${stdout}`));
+      }
+    }),
+  );
+}
+
+/** Our gateway (`node dist/src/main.js`) with its own data dir and a catalogue naming the two upstreams. */
+export async function startGateway(fast: Upstream, slow: Upstream): Promise<Gateway> {
+  const dataDir = tempDir('mg-bench-gateway-');
+  const cataloguePath = join(dataDir, 'catalogue.json');
+  const model = (slug: string, host: string) => ({
+    slug,
+    id: randomUUID(),
+    name: slug,
+    contextLength: 32_768,
+    maxOutputTokens: 100_000,
+    hosts: [{ host, model: 'sim-chat', pricing: { input: '0.10', output: '0.40' } }],
+  });
+  writeFileSync(
+    cataloguePath,
+    JSON.stringify({
+      hosts: [
+        { id: 'bench', kind: 'openai', baseUrl: `http://127.0.0.1:${fast.port}/v1` },
+        { id: 'bench-slow', kind: 'openai', baseUrl: `http://127.0.0.1:${slow.port}/v1` },
+      ],
+      models: [model('bench/model', 'bench'), model('bench/slow', 'bench-slow')],
+    }),
+  );
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    DATA_DIR: dataDir,
+    SIMULATED_HOST_PORT: 'off',
+    CATALOGUE_PATH: cataloguePath,
+    NODE_ENV: 'production',
+  };
+  const { orgId } = (await operator(['org', 'create', '--name', 'bench'], env)) as { orgId: string };
+  await operator(['credits', 'grant', '--org', orgId, '--amount', '1000000'], env);
+  const { secret } = (await operator(['keys', 'create', '--org', orgId, '--name', 'bench'], env)) as { secret: string };
+
+  const child = launch('gateway', [join(ROOT, 'dist', 'src', 'main.js')], env);
+  const ready = new Promise<number>((done) => {
+    let seen = '';
+    const look = (chunk: Buffer) => {
+      seen += chunk.toString('utf8');
+      const match = /model gateway listening on http:\/\/[^\s]+:(\d+)/.exec(seen);
+      if (match) {
+        child.process.stderr?.off('data', look);
+        done(Number(match[1]));
+      }
+    };
+    child.process.stderr?.on('data', look);
+  });
+  const port = await startedOrFailed(child, ready, 60_000);
+  return { child, port, secret, model: 'bench/model', slowModel: 'bench/slow' };
+}
+
+export interface Peer {
+  child: Child;
+  port: number;
+}
+
+/** The peer, `@portkey-ai/gateway`, started as its package's bin does (build/start-server.js --port=N). */
+export async function startPeer(): Promise<Peer> {
+  const port = await freePort();
+  const script = join(ROOT, 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js');
+  // --headless and NODE_ENV=production: no web UI or log-stream routes, just the gateway.
+  const child = launch('peer (@portkey-ai/gateway)', [script, `--port=${port}`, '--headless'], { ...process.env, NODE_ENV: 'production' });
+  const ready = (async () => {
+    while (alive(child)) {
+      try {
+        const { statusCode, body } = await request(`http://127.0.0.1:${port}/`);
+        await body.text();
+        if (statusCode === 200) return port;
+      } catch {
+        // not listening yet
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return port;
+  })();
+  await startedOrFailed(child, ready, 30_000);
+  return { child, port };
+}

@@ -1,0 +1,77 @@
+import { Body, CanActivate, Controller, ExecutionContext, HttpCode, Inject, Injectable, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { fromEvent, takeUntil } from 'rxjs';
+import type { Config } from '../../config/config';
+import { ApiError, SurfaceErrorFilter } from '../../http/api-error';
+import { bearerKey } from '../../http/credentials';
+import { bodyValidation } from '../../http/validation';
+import { InferenceCommand } from '../../pipeline/inference.command';
+import { collectReply } from '../../pipeline/reduce';
+import { CONFIG } from '../../runtime/runtime.module';
+import { streamSse } from '../sse';
+import { MessagesRequestDto } from './messages.dto';
+import { eventSerializer, messageBody, messagesError, toCanonical } from './messages.wire';
+
+const FIRST_VERSION = '2023-06-01';
+
+/** The key from `x-api-key` or `Authorization: Bearer`. */
+function messagesKey(request: FastifyRequest): string | null {
+  const header = request.headers['x-api-key'];
+  if (typeof header === 'string' && header.trim() !== '') return header.trim();
+  return bearerKey(request);
+}
+
+const isDate = (text: string) => /^\d{4}-\d{2}-\d{2}$/.test(text) && !Number.isNaN(Date.parse(`${text}T00:00:00Z`)) && new Date(`${text}T00:00:00Z`).toISOString().startsWith(text);
+
+/**
+ * A key must be present (401) and a dated version from 2023-06-01 on, in `compat-version` or
+ * `anthropic-version` (400): checked before the body, as the format's own API does.
+ */
+@Injectable()
+export class MessagesHeadersGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    if (!messagesKey(request)) throw new ApiError('invalid_api_key', 'missing API key: send it in "x-api-key" (or "Authorization: Bearer")');
+    const version = request.headers['compat-version'] ?? request.headers['anthropic-version'];
+    if (typeof version !== 'string' || version.trim() === '') {
+      throw new ApiError('invalid_request', 'missing version header: send "anthropic-version: 2023-06-01" (or "compat-version")');
+    }
+    if (!isDate(version.trim()) || version.trim() < FIRST_VERSION) {
+      throw new ApiError('invalid_request', `version "${version}" is not a dated version from ${FIRST_VERSION} on`);
+    }
+    return true;
+  }
+}
+
+@Controller('api/v1')
+@UseGuards(MessagesHeadersGuard)
+@UseFilters(new SurfaceErrorFilter(messagesError))
+export class MessagesController {
+  constructor(
+    private readonly commands: CommandBus,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  @Post('messages')
+  @HttpCode(200)
+  async create(@Body(bodyValidation) body: MessagesRequestDto, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const result = await this.commands.execute(
+      new InferenceCommand({
+        surface: 'messages',
+        apiKey: messagesKey(request),
+        model: body.model,
+        request: toCanonical(body),
+        requestId: request.id,
+      }),
+    );
+    if (body.stream) {
+      return streamSse(request, reply, result.events, eventSerializer(result), {
+        keepAliveMs: this.config.sseKeepAliveMs,
+        failBeforeStart: (error) => void reply.status(error.status).send(messagesError(error)),
+      });
+    }
+    const whole = await collectReply(result.events.pipe(takeUntil(fromEvent(reply.raw, 'close'))));
+    void reply.send(messageBody(result, whole));
+  }
+}

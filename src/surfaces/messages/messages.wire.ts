@@ -1,0 +1,200 @@
+import { ApiError, ApiErrorCode } from '../../http/api-error';
+import type { CanonicalMessage, CanonicalRequest, CanonicalToolChoice, FinishReason } from '../../pipeline/canonical';
+import type { InferenceResult, PipelineEvent } from '../../pipeline/inference.command';
+import type { Reply } from '../../pipeline/reduce';
+import { sseData, StreamSerializer } from '../sse';
+import type { ContentBlock, MessagesRequestDto, TextBlock, ToolResultBlock, ToolUseBlock } from './messages.dto';
+
+/** The messages wire format, in and out. Pure translation; no I/O. */
+
+const blocksOf = (content: string | ContentBlock[]): ContentBlock[] =>
+  typeof content === 'string' ? [{ type: 'text', text: content }] : content;
+
+const textOfBlocks = (blocks: ContentBlock[]): string =>
+  blocks
+    .filter((b): b is TextBlock => b.type === 'text')
+    .map((b) => b.text)
+    .join('\n');
+
+const toolResultText = (block: ToolResultBlock): string => {
+  const text = typeof block.content === 'string' ? block.content : textOfBlocks((block.content ?? []) as ContentBlock[]);
+  // Chat-completions hosts have no error flag on tool results: say it in the text.
+  return block.is_error ? `Error: ${text}` : text;
+};
+
+const CHOICE: Record<string, CanonicalToolChoice> = { auto: 'auto', any: 'required', none: 'none' };
+
+export function toCanonical(body: MessagesRequestDto): CanonicalRequest {
+  const messages: CanonicalMessage[] = [];
+  for (const message of body.messages) {
+    const blocks = blocksOf(message.content);
+    if (message.role === 'assistant') {
+      messages.push({
+        role: 'assistant',
+        content: textOfBlocks(blocks),
+        toolCalls: blocks
+          .filter((b): b is ToolUseBlock => b.type === 'tool_use')
+          .map((b) => ({ id: b.id, name: b.name, arguments: JSON.stringify(b.input) })),
+      });
+      continue;
+    }
+    // Tool results come first in a user turn; what the user adds follows them.
+    for (const block of blocks) {
+      if (block.type === 'tool_result') {
+        const result = block as ToolResultBlock;
+        messages.push({ role: 'tool', toolCallId: result.tool_use_id, content: toolResultText(result) });
+      }
+    }
+    const text = textOfBlocks(blocks);
+    if (text !== '' || !blocks.some((b) => b.type === 'tool_result')) messages.push({ role: 'user', content: text });
+  }
+  const system = body.system === undefined ? [] : typeof body.system === 'string' ? [body.system] : [textOfBlocks(body.system)];
+  const choice = body.tool_choice;
+  if (choice?.type === 'tool' && !choice.name) throw new ApiError('invalid_request', 'tool_choice of type "tool" needs a "name"');
+  return {
+    system: system.filter((s) => s !== ''),
+    messages,
+    tools: (body.tools ?? []).map((t) => ({ name: t.name, description: t.description, parameters: t.input_schema })),
+    toolChoice: choice === undefined ? undefined : choice.type === 'tool' ? { name: choice.name! } : CHOICE[choice.type],
+    maxTokens: body.max_tokens,
+    temperature: body.temperature,
+    topP: body.top_p,
+    topK: body.top_k,
+    stop: body.stop_sequences ?? [],
+  };
+}
+
+const STOP_REASON: Record<FinishReason, string> = {
+  stop: 'end_turn',
+  stop_sequence: 'stop_sequence',
+  length: 'max_tokens',
+  tool_calls: 'tool_use',
+  content_filter: 'refusal',
+};
+
+const messageId = (result: InferenceResult) => `msg_${result.requestId.replace(/^req_/, '')}`;
+
+/** Tool arguments as the `input` object the format wants; arguments that are not a JSON object become {}. */
+function inputOf(args: string): Record<string, unknown> {
+  try {
+    const parsed = JSON.parse(args || '{}') as unknown;
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+const usageOf = (reply: Pick<Reply, 'billed' | 'usage'>) => ({
+  input_tokens: reply.billed?.inputTokens ?? reply.usage?.inputTokens ?? 0,
+  output_tokens: reply.billed?.outputTokens ?? reply.usage?.outputTokens ?? 0,
+});
+
+export function messageBody(result: InferenceResult, reply: Reply) {
+  const content = [
+    ...(reply.text !== '' || reply.toolCalls.length === 0 ? [{ type: 'text', text: reply.text }] : []),
+    ...reply.toolCalls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: inputOf(c.arguments) })),
+  ];
+  return {
+    id: messageId(result),
+    type: 'message',
+    role: 'assistant',
+    model: result.model.slug,
+    content,
+    stop_reason: STOP_REASON[reply.finish],
+    stop_sequence: reply.stopSequence ?? null,
+    usage: usageOf(reply),
+  };
+}
+
+const ERROR_TYPES: Record<ApiErrorCode, string> = {
+  invalid_request: 'invalid_request_error',
+  invalid_api_key: 'authentication_error',
+  insufficient_credits: 'billing_error',
+  not_found: 'not_found_error',
+  payload_too_large: 'request_too_large',
+  provider_error: 'api_error',
+  provider_timeout: 'timeout_error',
+  internal_error: 'api_error',
+};
+
+export const messagesError = (error: ApiError) => ({ type: 'error', error: { type: ERROR_TYPES[error.code], message: error.message } });
+
+/**
+ * The event sequence: message_start, ping, then content blocks (a text block, tool_use blocks
+ * with input_json_delta), then message_delta with the stop reason and usage, then message_stop.
+ */
+export function eventSerializer(result: InferenceResult): StreamSerializer {
+  let blockIndex = -1;
+  let openBlock: 'text' | 'tool' | null = null;
+  let finish: FinishReason = 'stop';
+  let stopSequence: string | null = null;
+  let usage: Reply['usage'] = null;
+  let billed: Reply['billed'] = null;
+
+  const closeBlock = () => {
+    if (openBlock === null) return '';
+    openBlock = null;
+    return sseData({ type: 'content_block_stop', index: blockIndex }, 'content_block_stop');
+  };
+  const startBlock = (kind: 'text' | 'tool', block: Record<string, unknown>) => {
+    const closing = closeBlock();
+    blockIndex += 1;
+    openBlock = kind;
+    return closing + sseData({ type: 'content_block_start', index: blockIndex, content_block: block }, 'content_block_start');
+  };
+
+  return {
+    open: () =>
+      sseData(
+        {
+          type: 'message_start',
+          message: {
+            id: messageId(result),
+            type: 'message',
+            role: 'assistant',
+            model: result.model.slug,
+            content: [],
+            stop_reason: null,
+            stop_sequence: null,
+            usage: { input_tokens: 0, output_tokens: 0 },
+          },
+        },
+        'message_start',
+      ) + sseData({ type: 'ping' }, 'ping'),
+    event(event: PipelineEvent) {
+      switch (event.type) {
+        case 'text': {
+          const start = openBlock === 'text' ? '' : startBlock('text', { type: 'text', text: '' });
+          return start + sseData({ type: 'content_block_delta', index: blockIndex, delta: { type: 'text_delta', text: event.text } }, 'content_block_delta');
+        }
+        case 'tool_call': {
+          const start = event.id !== undefined || openBlock !== 'tool' ? startBlock('tool', { type: 'tool_use', id: event.id ?? '', name: event.name ?? '', input: {} }) : '';
+          const delta = event.argumentsDelta
+            ? sseData({ type: 'content_block_delta', index: blockIndex, delta: { type: 'input_json_delta', partial_json: event.argumentsDelta } }, 'content_block_delta')
+            : '';
+          return start + delta;
+        }
+        case 'finish':
+          finish = event.reason;
+          stopSequence = event.stopSequence ?? null;
+          return closeBlock();
+        case 'usage':
+          usage = { inputTokens: event.inputTokens, outputTokens: event.outputTokens };
+          return '';
+        case 'billed':
+          billed = event;
+          return '';
+        default:
+          return '';
+      }
+    },
+    close: () =>
+      closeBlock() +
+      sseData(
+        { type: 'message_delta', delta: { stop_reason: STOP_REASON[finish], stop_sequence: stopSequence }, usage: usageOf({ billed, usage }) },
+        'message_delta',
+      ) +
+      sseData({ type: 'message_stop' }, 'message_stop'),
+    error: (error: ApiError) => sseData(messagesError(error), 'error'),
+  };
+}

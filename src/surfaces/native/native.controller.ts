@@ -1,0 +1,66 @@
+import { Body, CanActivate, Controller, ExecutionContext, HttpCode, Inject, Injectable, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { fromEvent, takeUntil } from 'rxjs';
+import type { Config } from '../../config/config';
+import { ApiError, SurfaceErrorFilter } from '../../http/api-error';
+import { bearerKey } from '../../http/credentials';
+import { InferenceCommand } from '../../pipeline/inference.command';
+import { collectReply } from '../../pipeline/reduce';
+import { CONFIG } from '../../runtime/runtime.module';
+import { streamSse } from '../sse';
+import { nativeBodyValidation } from './native.validation';
+import { NativeChatDto } from './native.dto';
+import { chatBody, nativeError, nativeSerializer, toCanonical } from './native.wire';
+
+/**
+ * The model named in the path: a slug (it has a slash: /models/openai/gpt-4o-mini/chat),
+ * its URL-encoded form (/models/openai%2Fgpt-4o-mini/chat) or the catalogue UUID.
+ */
+function modelOf(request: FastifyRequest): string {
+  const path = (request.params as Record<string, string>)['*'] ?? '';
+  const match = /^(.+)\/chat\/?$/.exec(path);
+  if (!match) throw new ApiError('not_found', 'no such route: use POST /api/v1/models/{model}/chat');
+  try {
+    return decodeURIComponent(match[1]);
+  } catch {
+    throw new ApiError('not_found', `"${match[1]}" is not a model reference`);
+  }
+}
+
+/** A missing key is a 401 before the body is looked at. */
+@Injectable()
+export class BearerPresentGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    if (!bearerKey(context.switchToHttp().getRequest<FastifyRequest>())) {
+      throw new ApiError('invalid_api_key', 'missing API key: send "Authorization: Bearer <key>"');
+    }
+    return true;
+  }
+}
+
+@Controller('api/v1/models')
+@UseGuards(BearerPresentGuard)
+@UseFilters(new SurfaceErrorFilter(nativeError))
+export class NativeController {
+  constructor(
+    private readonly commands: CommandBus,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  @Post('*')
+  @HttpCode(200)
+  async chat(@Body(nativeBodyValidation) body: NativeChatDto, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const result = await this.commands.execute(
+      new InferenceCommand({ surface: 'native', apiKey: bearerKey(request), model: modelOf(request), request: toCanonical(body), requestId: request.id }),
+    );
+    if (body.stream) {
+      return streamSse(request, reply, result.events, nativeSerializer(result), {
+        keepAliveMs: this.config.sseKeepAliveMs,
+        failBeforeStart: (error) => void reply.status(error.status).send(nativeError(error)),
+      });
+    }
+    const whole = await collectReply(result.events.pipe(takeUntil(fromEvent(reply.raw, 'close'))));
+    void reply.send(chatBody(result, whole));
+  }
+}

@@ -1,0 +1,66 @@
+import type { ApiError } from '../../http/api-error';
+import { creditsNumber } from '../../ledger/money';
+import type { CanonicalRequest } from '../../pipeline/canonical';
+import type { InferenceResult, PipelineEvent } from '../../pipeline/inference.command';
+import type { Reply } from '../../pipeline/reduce';
+import { sseData, StreamSerializer } from '../sse';
+import type { NativeChatDto } from './native.dto';
+
+/** The native format: ours, documented in the README. Pure translation; no I/O. */
+
+export const toCanonical = (body: NativeChatDto): CanonicalRequest => ({
+  system: [],
+  messages: body.messages.map((m) => (m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content, toolCalls: [] })),
+  tools: [],
+  maxTokens: body.max_tokens,
+  temperature: body.temperature,
+  stop: [],
+});
+
+/** Usage and cost: credits as a number for people, nano-credits as an exact integer for machines. */
+function accounting(reply: Pick<Reply, 'billed' | 'usage'>) {
+  const usage = {
+    input_tokens: reply.billed?.inputTokens ?? reply.usage?.inputTokens ?? 0,
+    output_tokens: reply.billed?.outputTokens ?? reply.usage?.outputTokens ?? 0,
+  };
+  return { usage, cost: reply.billed ? creditsNumber(reply.billed.cost) : null, cost_nano: reply.billed?.cost ?? null };
+}
+
+export function chatBody(result: InferenceResult, reply: Reply) {
+  return {
+    id: result.requestId,
+    model: result.model.slug,
+    text: reply.text,
+    finish_reason: reply.finish,
+    ...accounting(reply),
+  };
+}
+
+export const nativeError = (error: ApiError) => ({ error: { code: error.code, message: error.message } });
+
+/** `event: start`, `event: delta` per piece of text, then `event: done` with usage and cost. */
+export function nativeSerializer(result: InferenceResult): StreamSerializer {
+  const reply: Pick<Reply, 'billed' | 'usage' | 'finish'> = { billed: null, usage: null, finish: 'stop' };
+  return {
+    open: () => sseData({ id: result.requestId, model: result.model.slug }, 'start'),
+    event(event: PipelineEvent) {
+      switch (event.type) {
+        case 'text':
+          return sseData({ text: event.text }, 'delta');
+        case 'finish':
+          reply.finish = event.reason;
+          return '';
+        case 'usage':
+          reply.usage = { inputTokens: event.inputTokens, outputTokens: event.outputTokens };
+          return '';
+        case 'billed':
+          reply.billed = event;
+          return '';
+        default:
+          return '';
+      }
+    },
+    close: () => sseData({ finish_reason: reply.finish, ...accounting(reply) }, 'done'),
+    error: (error: ApiError) => sseData(nativeError(error), 'error'),
+  };
+}
