@@ -187,7 +187,7 @@ describe('messages surface headers', () => {
     ['Bearer with compat-version', { 'compat-version': '2024-01-01' }, 'bearer'],
   ])('accepts %s', async (_name, version, where) => {
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'ok' } });
-    const key = where === 'bearer' ? { authorization: `Bearer ${g.key}` } : { 'x-api-key': g.key };
+    const key: Record<string, string> = where === 'bearer' ? { authorization: `Bearer ${g.key}` } : { 'x-api-key': g.key };
     const res = await post({ ...key, ...version });
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ type: 'message', content: [{ type: 'text', text: 'ok' }] });
