@@ -190,7 +190,7 @@ describe('messages surface headers', () => {
     const key: Record<string, string> = where === 'bearer' ? { authorization: `Bearer ${g.key}` } : { 'x-api-key': g.key };
     const res = await post({ ...key, ...version });
     expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({ type: 'message', content: [{ type: 'text', text: 'ok' }] });
+    expect((await res.json()) as any).toMatchObject({ type: 'message', content: [{ type: 'text', text: 'ok' }] });
   });
 
   it.each([
@@ -203,7 +203,7 @@ describe('messages surface headers', () => {
   ])('refuses %s', async (_name, headers, status, type) => {
     const res = await post(Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, v === 'KEY' ? g.key : v])));
     expect(res.status).toBe(status);
-    expect(await res.json()).toMatchObject({ type: 'error', error: { type, message: expect.any(String) } });
+    expect((await res.json()) as any).toMatchObject({ type: 'error', error: { type, message: expect.any(String) } });
   });
 
   it('answers a body that is not JSON in the messages error format', async () => {
@@ -213,13 +213,13 @@ describe('messages surface headers', () => {
       body: '{"model": ',
     });
     expect(res.status).toBe(400);
-    expect(await res.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+    expect((await res.json()) as any).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
   });
 
   it('refuses a body without max_tokens with a 400 naming it', async () => {
     const res = await post({ 'x-api-key': g.key, 'anthropic-version': '2023-06-01' }, { model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }] });
     expect(res.status).toBe(400);
-    expect((await res.json()).error.message).toMatch(/max_tokens/);
+    expect(((await res.json()) as any).error.message).toMatch(/max_tokens/);
   });
 });
 

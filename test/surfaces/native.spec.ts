@@ -28,7 +28,7 @@ describe('native route POST /api/v1/models/{model}/chat', () => {
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hi!', usage: { input: 2000, output: 500 } } });
     const res = await chat(path, { ...hello, max_tokens: 50, temperature: 0.5 });
     expect(res.status).toBe(200);
-    const body = await res.json();
+    const body = (await res.json()) as any;
     // 2000 × $1/M + 500 × $2/M = 0.002 + 0.001 = 0.003 credits
     expect(body).toEqual({
       id: expect.stringMatching(/^req_/),
@@ -80,13 +80,13 @@ describe('native route POST /api/v1/models/{model}/chat', () => {
   ])('400 for %s', async (_name, body) => {
     const res = await chat(M.gpt.slug, body);
     expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ error: { code: 'invalid_request', message: expect.any(String) } });
+    expect((await res.json()) as any).toEqual({ error: { code: 'invalid_request', message: expect.any(String) } });
   });
 
   it('401 for a missing or invalid key', async () => {
     const missing = await chat(M.gpt.slug, hello, null);
     expect(missing.status).toBe(401);
-    expect((await missing.json()).error.code).toBe('invalid_api_key');
+    expect(((await missing.json()) as any).error.code).toBe('invalid_api_key');
     const invalid = await chat(M.gpt.slug, hello, `sk-svc-${'q'.repeat(43)}`);
     expect(invalid.status).toBe(401);
   });
@@ -95,7 +95,7 @@ describe('native route POST /api/v1/models/{model}/chat', () => {
     for (const path of ['nobody/nothing', encodeURIComponent('nobody/nothing'), '99999999-9999-4999-8999-999999999999']) {
       const res = await chat(path, hello);
       expect(res.status).toBe(404);
-      expect((await res.json()).error.code).toBe('not_found');
+      expect(((await res.json()) as any).error.code).toBe('not_found');
     }
   });
 
@@ -103,7 +103,7 @@ describe('native route POST /api/v1/models/{model}/chat', () => {
     g.fake.on(M.gpt.hostModel, { kind: 'status', status: 500 });
     const res = await chat(M.gpt.slug, hello);
     expect(res.status).toBe(502);
-    expect((await res.json()).error.code).toBe('provider_error');
+    expect(((await res.json()) as any).error.code).toBe('provider_error');
   });
 
   it('402 when the credits do not cover the request', async () => {
@@ -115,7 +115,7 @@ describe('native route POST /api/v1/models/{model}/chat', () => {
         body: JSON.stringify(hello),
       });
       expect(res.status).toBe(402);
-      expect((await res.json()).error).toMatchObject({ code: 'insufficient_credits', message: expect.stringMatching(/credits/) });
+      expect(((await res.json()) as any).error).toMatchObject({ code: 'insufficient_credits', message: expect.stringMatching(/credits/) });
       expect(poor.fake.requests).toHaveLength(0);
     } finally {
       await poor.close();
