@@ -9,8 +9,9 @@
  * and "added" is the target's figure minus the direct figure of the same round.
  *
  *   (a) latency, non-streamed: one connection, 2,000 requests in sequence; and an open loop at
- *       500 requests/s; time to first event of streamed requests, 1,000 in sequence.
- *   (b) throughput: 50 connections, closed loop, 8 s (after 1 s of warm-up).
+ *       500 requests/s for 5 s; time to first event of streamed requests, 500 in sequence.
+ *   (b) throughput: 50 connections, closed loop, 6 s (after 1 s of warm-up), with the CPU time
+ *       the target's process and the upstream's spent per request.
  *   (c) memory: RSS of the gateway and of the peer holding 1,000 open streams (a second, slow
  *       upstream process paces 2 tokens/s so the streams stay open).
  *
@@ -30,10 +31,10 @@ const env = (name: string, fallback: number) => {
 const ROUNDS = env('BENCH_ROUNDS', 3);
 const SEQUENTIAL = env('BENCH_SEQUENTIAL', 2000);
 const RATE = 500;
-const RATE_SECONDS = env('BENCH_RATE_SECONDS', 6);
-const TTFB = env('BENCH_TTFB', 1000);
+const RATE_SECONDS = env('BENCH_RATE_SECONDS', 5);
+const TTFB = env('BENCH_TTFB', 500);
 const CONNECTIONS = 50;
-const THROUGHPUT_SECONDS = env('BENCH_THROUGHPUT_SECONDS', 8);
+const THROUGHPUT_SECONDS = env('BENCH_THROUGHPUT_SECONDS', 6);
 const STREAMS = env('BENCH_STREAMS', 1000);
 
 const GOALS = { addedP50: 1, addedP99: 5, addedTtfb: 2, throughputRatio: 0.25, streamsMB: 400 };
@@ -193,18 +194,25 @@ async function main(): Promise<void> {
     );
   }
   const latencyTargets = withMessages ? [t.direct, t.ours, t.messages, t.portkey] : [t.direct, t.ours, t.portkey];
+  const pids = new Map<string, number>([
+    ['direct', fast.child.pid],
+    ['gateway', gateway.child.pid],
+    ['messages', gateway.child.pid],
+    ['peer', peer.child.pid],
+  ]);
   const labels = new Map([...latencyTargets, t.oursSlow, t.portkeySlow].map((target) => [target.key, target.label]));
 
+  const startRss = { gateway: memoryMiB(gateway.child.pid).rss, peer: memoryMiB(peer.child.pid).rss };
   progress('warming up (JIT, connections)…');
   for (const target of latencyTargets) {
     await sequential(target, 500, { streamed: false });
-    await sequential(target, 200, { streamed: true });
+    await sequential(target, 50, { streamed: true });
   }
 
   const seqRows = new Map<string, Row>();
   const rateRows = new Map<string, Row>();
   const ttfbRows = new Map<string, Row>();
-  const throughputs = new Map<string, { rps: number[]; ratio: number[]; errors: number; firstError: string | null }>();
+  const throughputs = new Map<string, { rps: number[]; ratio: number[]; cpu: number[]; upstreamCpu: number[]; errors: number; firstError: string | null }>();
   const memory = new Map<string, OpenStreams[]>();
 
   for (let round = 0; round < ROUNDS; round++) {
@@ -233,16 +241,18 @@ async function main(): Promise<void> {
     }
     record(ttfbRows, ttfb, 'direct');
 
-    const rps = new Map<string, { rps: number; errors: number; firstError: string | null }>();
+    const rps = new Map<string, { rps: number; cpuMsPerRequest: number[]; errors: number; firstError: string | null }>();
     for (const target of order) {
-      rps.set(target.key, await throughput(target, CONNECTIONS, 1000, THROUGHPUT_SECONDS * 1000));
+      rps.set(target.key, await throughput(target, CONNECTIONS, 1000, THROUGHPUT_SECONDS * 1000, [pids.get(target.key)!, fast.child.pid]));
       progress(`${tag} throughput   ${target.key.padEnd(9)} ${num(rps.get(target.key)!.rps, 0)} req/s`);
       await sleep(1000); // let settlements and GC after the burst finish before the next target
     }
     for (const [key, result] of rps) {
-      const entry = throughputs.get(key) ?? { rps: [], ratio: [], errors: 0, firstError: null };
+      const entry = throughputs.get(key) ?? { rps: [], ratio: [], cpu: [], upstreamCpu: [], errors: 0, firstError: null };
       throughputs.set(key, entry);
       entry.rps.push(result.rps);
+      entry.cpu.push(result.cpuMsPerRequest[0]);
+      entry.upstreamCpu.push(result.cpuMsPerRequest[1]);
       entry.ratio.push(result.rps / rps.get('direct')!.rps);
       entry.errors += result.errors;
       entry.firstError ??= result.firstError;
@@ -256,7 +266,7 @@ async function main(): Promise<void> {
       round,
     );
     for (const [target, pid] of memoryOrder) {
-      const result = await openStreams(target, STREAMS, pid, { openTimeoutMs: 15_000, holdMs: 2000, wave: 50, waveGapMs: 20 });
+      const result = await openStreams(target, STREAMS, pid, { openTimeoutMs: 8000, holdMs: 1500, wave: 50, waveGapMs: 20 });
       const list = memory.get(target.key) ?? [];
       memory.set(target.key, list);
       list.push(result);
@@ -305,8 +315,8 @@ async function main(): Promise<void> {
   );
 
   lines.push(`### Maximum throughput, ${CONNECTIONS} connections, closed loop, ${THROUGHPUT_SECONDS} s (non-streamed)\n`);
-  lines.push(`| target | requests/s | ratio to direct | goal: ≥ ${GOALS.throughputRatio * 100}% of direct |`);
-  lines.push('| --- | ---: | ---: | --- |');
+  lines.push(`| target | requests/s | ratio to direct | goal: ≥ ${GOALS.throughputRatio * 100}% of direct | CPU ms/request: target process | upstream process |`);
+  lines.push('| --- | ---: | ---: | --- | ---: | ---: |');
   for (const target of latencyTargets) {
     const entry = throughputs.get(target.key);
     if (!entry) continue;
@@ -314,7 +324,8 @@ async function main(): Promise<void> {
     const errors = entry.errors > 0 ? ` (${entry.errors} errors)` : '';
     lines.push(
       `| ${target.label}${errors} | ${num(median(entry.rps), 0)} | ${target.key === 'direct' ? '1.00' : num(ratio, 2)} (${num(ratio * 100, 0)}%) | ` +
-        `${ourKeys.has(target.key) ? verdict(ratio >= GOALS.throughputRatio) : ''} |`,
+        `${ourKeys.has(target.key) ? verdict(ratio >= GOALS.throughputRatio) : ''} | ` +
+        `${target.key === 'direct' ? '(the upstream)' : num(median(entry.cpu), 3)} | ${num(median(entry.upstreamCpu), 3)} |`,
     );
   }
   lines.push('');
@@ -334,6 +345,10 @@ async function main(): Promise<void> {
   }
   lines.push('');
 
+  notes.push(
+    `RSS right after start, before any request: our gateway ${num(mb(startRss.gateway), 0)} MB, the peer ${num(mb(startRss.peer), 0)} MB ` +
+      '("idle" above is between tests, after the load of the earlier ones).',
+  );
   const late = median([...rateRows.values()].flatMap((row) => row.late));
   notes.push(`Open loop: the latest a request left its schedule was ${num(late, 1)} ms (median over targets and rounds); latencies are timed from when each request was sent.`);
   for (const [key, list] of memory) {

@@ -1,6 +1,8 @@
 import { Controller, DynamicModule, Get, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { CreditsModule } from './credits/credits.module';
+import { DashboardModule } from './dashboard/dashboard.module';
+import type { SessionTokens } from './dashboard/sessions';
 import type { Catalogue } from './catalogue/catalogue';
 import type { HostTransport } from './hosts/transport';
 import type { Runtime } from './runtime/runtime';
@@ -17,10 +19,16 @@ class HealthController {
 
 @Module({})
 export class AppModule {
-  static forRuntime(runtime: Runtime, catalogue: Catalogue, transport: HostTransport): DynamicModule {
+  static forRuntime(runtime: Runtime, catalogue: Catalogue, transport: HostTransport, tokens: SessionTokens): DynamicModule {
     return {
       module: AppModule,
-      imports: [RuntimeModule.forRuntime(runtime), CqrsModule.forRoot(), CreditsModule, SurfacesModule.forCatalogue(catalogue, transport)],
+      imports: [
+        RuntimeModule.forRuntime(runtime),
+        CqrsModule.forRoot(),
+        CreditsModule,
+        SurfacesModule.forCatalogue(catalogue, transport),
+        DashboardModule.forSettings(catalogue, tokens, { signupEnabled: runtime.config.dashboardSignup }),
+      ],
       controllers: [HealthController],
     };
   }

@@ -9,9 +9,10 @@
  * on its schedule whether or not earlier ones have answered), and streamed bodies are read chunk
  * by chunk. One load generator for every figure keeps the targets comparable.
  */
+import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { Client, Dispatcher, Pool } from 'undici';
-import { memoryMiB } from './processes';
+import { cpuMs, memoryMiB } from './processes';
 
 export interface Target {
   /** Short name used in progress lines. */
@@ -144,19 +145,29 @@ export async function fixedRate(target: Target, rate: number, durationMs: number
   return { ...result, lateMs };
 }
 
-/** Closed loop: `connections` clients each sending their next request as soon as the last answered. */
+/**
+ * Closed loop: `connections` clients each sending their next request as soon as the last answered.
+ * Also reports the CPU time each of `pids` spent per request over the measured window.
+ */
 export async function throughput(
   target: Target,
   connections: number,
   warmupMs: number,
   durationMs: number,
-): Promise<{ rps: number; errors: number; firstError: string | null }> {
+  pids: number[],
+): Promise<{ rps: number; cpuMsPerRequest: number[]; errors: number; firstError: string | null }> {
   const pool = new Pool(target.origin, { connections, pipelining: 1, keepAliveTimeout: 60_000 });
   const result = recorder();
   const begin = performance.now();
   const from = begin + warmupMs;
   const until = from + durationMs;
   let counted = 0;
+  let cpuFrom: number[] = [];
+  let cpuUntil: number[] = [];
+  const marks = [
+    setTimeout(() => (cpuFrom = pids.map(cpuMs)), warmupMs),
+    setTimeout(() => (cpuUntil = pids.map(cpuMs)), warmupMs + durationMs),
+  ];
   const worker = async () => {
     while (performance.now() < until) {
       try {
@@ -172,9 +183,11 @@ export async function throughput(
   try {
     await Promise.all(Array.from({ length: connections }, worker));
   } finally {
+    marks.forEach(clearTimeout);
     await pool.close();
   }
-  return { rps: counted / (durationMs / 1000), errors: result.errors, firstError: result.firstError };
+  const cpuMsPerRequest = pids.map((_, i) => (cpuUntil[i] - cpuFrom[i]) / counted);
+  return { rps: counted / (durationMs / 1000), cpuMsPerRequest, errors: result.errors, firstError: result.firstError };
 }
 
 export interface OpenStreams {
@@ -204,6 +217,7 @@ export async function openStreams(
 ): Promise<OpenStreams> {
   const pool = new Pool(target.origin, { connections: count, pipelining: 1, keepAliveTimeout: 60_000 });
   const abort = new AbortController();
+  setMaxListeners(count + 10, abort.signal);
   const result = recorder();
   const idleMiB = memoryMiB(pid).rss;
   let opened = 0;

@@ -121,6 +121,14 @@ export function memoryMiB(pid: number): { rss: number; hwm: number } {
   return { rss: field('VmRSS'), hwm: field('VmHWM') };
 }
 
+/** CPU time (user + system) a process has used, in ms, from /proc/<pid>/stat. */
+export function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // Fields 14 and 15 of stat (utime, stime), counted from the state (field 3) here; clock ticks of 10 ms.
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 export interface Upstream {

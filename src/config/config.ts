@@ -39,6 +39,10 @@ export interface Config {
   sseKeepAliveMs: number;
   /** Largest request body accepted. */
   bodyLimitBytes: number;
+  /** Whether people may create dashboard accounts themselves. */
+  dashboardSignup: boolean;
+  /** Signs dashboard sessions; unset: a secret made once in DATA_DIR. */
+  dashboardSecret: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -57,6 +61,21 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   const value = Number(raw.trim());
   if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+function onOff(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (!raw) return fallback;
+  if (['on', 'true', '1', 'yes'].includes(raw)) return true;
+  if (['off', 'false', '0', 'no'].includes(raw)) return false;
+  throw new ConfigError(name, `must be on or off, got "${env[name]}"`);
+}
+
+function secret(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  if (!raw) return undefined;
+  if (raw.length < 32) throw new ConfigError(name, 'must be at least 32 characters');
+  return raw;
 }
 
 function url(env: Env, name: string, schemes: string[]): string | null {
@@ -104,5 +123,7 @@ export function loadConfig(env: Env = process.env): Config {
     hostFirstByteTimeoutMs: integer(env, 'HOST_FIRST_BYTE_TIMEOUT_MS', 120_000, 100, 3_600_000),
     sseKeepAliveMs: integer(env, 'SSE_KEEPALIVE_MS', 15_000, 10, 600_000),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 4 * 1024 * 1024, 1024, 512 * 1024 * 1024),
+    dashboardSignup: onOff(env, 'DASHBOARD_SIGNUP', true),
+    dashboardSecret: secret(env, 'DASHBOARD_SECRET'),
   };
 }

@@ -6,8 +6,11 @@ export const API_ERRORS = {
   invalid_request: { status: 400, type: 'invalid_request_error' },
   invalid_api_key: { status: 401, type: 'authentication_error' },
   insufficient_credits: { status: 402, type: 'insufficient_credits' },
+  forbidden: { status: 403, type: 'permission_error' },
   not_found: { status: 404, type: 'not_found_error' },
+  conflict: { status: 409, type: 'invalid_request_error' },
   payload_too_large: { status: 413, type: 'invalid_request_error' },
+  rate_limited: { status: 429, type: 'rate_limit_error' },
   provider_error: { status: 502, type: 'provider_error' },
   provider_timeout: { status: 504, type: 'provider_timeout' },
   internal_error: { status: 500, type: 'server_error' },
@@ -20,6 +23,8 @@ export class ApiError extends Error {
   constructor(
     readonly code: ApiErrorCode,
     message: string,
+    /** Extra fields for the error body (e.g. retryAfterSeconds). */
+    readonly details: Record<string, unknown> = {},
   ) {
     super(message);
     this.name = 'ApiError';

@@ -9,6 +9,11 @@ export interface InferenceInput {
   surface: SurfaceName;
   /** The API key secret as the client sent it (null when none was sent). */
   apiKey: string | null;
+  /**
+   * Instead of a key: an organization already authenticated by other means (the dashboard's
+   * playground, signed in and a member), billed under a pseudo key id.
+   */
+  principal?: { orgId: string; keyId: string };
   /** A catalogue slug or UUID. */
   model: string;
   request: CanonicalRequest;

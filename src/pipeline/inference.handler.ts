@@ -44,7 +44,7 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
 
   async execute({ input }: InferenceCommand): Promise<InferenceResult> {
     const started = performance.now();
-    const key = input.apiKey === null ? null : await this.identity.authenticate(input.apiKey);
+    const key = input.principal ?? (input.apiKey === null ? null : await this.identity.authenticate(input.apiKey));
     if (!key) {
       throw new ApiError('invalid_api_key', input.apiKey === null ? 'missing API key' : 'invalid or revoked API key');
     }

@@ -59,7 +59,7 @@ export class MemoryProjectionStore implements ProjectionStore {
     } catch {
       return false;
     }
-    if (saved.version !== 1 || !saved.last || saved.position <= 0) return false;
+    if (saved.version !== 2 || !saved.last || saved.position <= 0) return false;
     const [atPosition] = await events.readAll(saved.position - 1, 1);
     if (atPosition?.position !== saved.position || atPosition.streamId !== saved.last.streamId || atPosition.revision !== saved.last.revision) {
       return false;
@@ -160,6 +160,15 @@ export class MemoryProjectionStore implements ProjectionStore {
 
   async recentRequests(orgId: string, limit: number): Promise<RequestLogEntry[]> {
     return this.model.recentRequests(orgId, limit);
+  }
+
+  async organizationsOf(userId: string): Promise<OrgRecord[]> {
+    const orgIds = [...(this.model.memberships.get(userId) ?? [])];
+    return orgIds.map((id) => this.model.orgRecords.get(id)).filter((r): r is OrgRecord => r !== undefined);
+  }
+
+  async dailySpend(orgId: string): Promise<Map<string, number>> {
+    return new Map(this.model.dailySpend.get(orgId) ?? []);
   }
 
   async expiredReservations(now: number, limit: number): Promise<OpenReservation[]> {

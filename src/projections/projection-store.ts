@@ -30,7 +30,12 @@ export interface ProjectionStore {
   keyByHash(hash: string): Promise<KeyRecord | null>;
   keysOf(orgId: string): Promise<KeyRecord[]>;
   organization(orgId: string): Promise<OrgRecord | null>;
+  /** Newest first, at most `limit` (and never more than the retention). */
   recentRequests(orgId: string, limit: number): Promise<RequestLogEntry[]>;
+  /** The organizations a user belongs to. */
+  organizationsOf(userId: string): Promise<OrgRecord[]>;
+  /** Nano-credits charged per UTC day (`YYYY-MM-DD`), for every day with a charge. */
+  dailySpend(orgId: string): Promise<Map<string, number>>;
   /** Open reservations whose expiry is at or before `now`. */
   expiredReservations(now: number, limit: number): Promise<OpenReservation[]>;
   /** Every organization's ledger totals and position, for the audit. */

@@ -1,5 +1,5 @@
 import type { RecordedEvent } from '../eventstore/event-store';
-import type { ApiKeyCreated, ApiKeyRevoked, OrganizationCreated } from '../identity/identity.events';
+import type { ApiKeyCreated, ApiKeyRevoked, MemberAdded, OrganizationCreated } from '../identity/identity.events';
 import type {
   CreditsGranted,
   CreditsReserved,
@@ -43,6 +43,8 @@ export interface KeyRecord {
   hash: string;
   createdAt: number;
   revokedAt: number | null;
+  /** When a request made with the key last ended. */
+  lastUsedAt: number | null;
 }
 
 export interface RequestLogEntry {
@@ -74,6 +76,7 @@ type ProjectedEvent =
   | ReservationReleased
   | ReservationExpired
   | OrganizationCreated
+  | MemberAdded
   | ApiKeyCreated
   | ApiKeyRevoked;
 
@@ -122,7 +125,7 @@ export function requestLogEntryOf(event: ReservationSettled | ReservationRelease
 
 /** A read model as saved to disk: plain arrays, plus the last event it includes to tie it to its log. */
 export interface ReadModelSnapshot {
-  version: 1;
+  version: 2;
   position: number;
   last: { streamId: string; revision: number } | null;
   orgs: Array<[string, OrgLedger]>;
@@ -130,7 +133,12 @@ export interface ReadModelSnapshot {
   open: OpenReservation[];
   keys: KeyRecord[];
   requests: Array<[string, RequestLogEntry[]]>;
+  memberships: Array<[string, string[]]>;
+  dailySpend: Array<[string, Array<[string, number]>]>;
 }
+
+/** The UTC day of a time, as the spend-per-day read model keys it. */
+export const dayOf = (time: number): string => new Date(time).toISOString().slice(0, 10);
 
 /**
  * Every read model in one in-memory fold of the log. It is what the in-process store serves,
@@ -144,6 +152,10 @@ export class ReadModel {
   readonly keysByHash = new Map<string, KeyRecord>();
   readonly keysById = new Map<string, KeyRecord>();
   readonly requests = new Map<string, RequestLogEntry[]>();
+  /** User → the organizations they belong to. */
+  readonly memberships = new Map<string, Set<string>>();
+  /** Organization → UTC day → nano-credits charged that day (not bounded by the request log's retention). */
+  readonly dailySpend = new Map<string, Map<string, number>>();
   position = 0;
   /** The last event applied, which a snapshot records to check it belongs to the log it is loaded with. */
   last: { streamId: string; revision: number } | null = null;
@@ -152,7 +164,7 @@ export class ReadModel {
 
   toSnapshot(): ReadModelSnapshot {
     return {
-      version: 1,
+      version: 2,
       position: this.position,
       last: this.last,
       orgs: [...this.orgs],
@@ -160,6 +172,8 @@ export class ReadModel {
       open: [...this.open.values()],
       keys: [...this.keysById.values()],
       requests: [...this.requests],
+      memberships: [...this.memberships].map(([userId, orgs]) => [userId, [...orgs]]),
+      dailySpend: [...this.dailySpend].map(([orgId, days]) => [orgId, [...days]]),
     };
   }
 
@@ -175,6 +189,8 @@ export class ReadModel {
       model.keysByHash.set(key.hash, key);
     }
     for (const [orgId, log] of snapshot.requests) model.requests.set(orgId, log);
+    for (const [userId, orgs] of snapshot.memberships) model.memberships.set(userId, new Set(orgs));
+    for (const [orgId, days] of snapshot.dailySpend) model.dailySpend.set(orgId, new Map(days));
     return model;
   }
 
@@ -197,8 +213,14 @@ export class ReadModel {
         this.orgRecords.set(event.data.orgId, { ...event.data });
         this.ledgerOf(event.data.orgId);
         return;
+      case 'MemberAdded': {
+        const orgs = this.memberships.get(event.data.userId) ?? new Set<string>();
+        orgs.add(event.data.orgId);
+        this.memberships.set(event.data.userId, orgs);
+        return;
+      }
       case 'ApiKeyCreated': {
-        const record: KeyRecord = { ...event.data, revokedAt: null };
+        const record: KeyRecord = { ...event.data, revokedAt: null, lastUsedAt: null };
         this.keysByHash.set(record.hash, record);
         this.keysById.set(record.keyId, record);
         return;
@@ -232,8 +254,17 @@ export class ReadModel {
           ledger.reserved -= open.amount;
           this.open.delete(open.reservationId);
         }
-        if (event.type === 'ReservationSettled') ledger.spent += event.data.amount;
-        this.logRequest(event.data.orgId, requestLogEntryOf(event));
+        const entry = requestLogEntryOf(event);
+        if (event.type === 'ReservationSettled') {
+          ledger.spent += event.data.amount;
+          const days = this.dailySpend.get(event.data.orgId) ?? new Map<string, number>();
+          const day = dayOf(entry.time);
+          days.set(day, (days.get(day) ?? 0) + event.data.amount);
+          this.dailySpend.set(event.data.orgId, days);
+        }
+        const key = this.keysById.get(entry.keyId);
+        if (key && (key.lastUsedAt === null || entry.time > key.lastUsedAt)) key.lastUsedAt = entry.time;
+        this.logRequest(event.data.orgId, entry);
         return;
       }
     }

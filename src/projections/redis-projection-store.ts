@@ -5,6 +5,7 @@ import type { Admission, ProjectionStore } from './projection-store';
 import {
   asProjected,
   Balance,
+  dayOf,
   KeyRecord,
   OpenReservation,
   OrgRecord,
@@ -60,6 +61,8 @@ export class RedisProjectionStore implements ProjectionStore {
       open: `${tag}:open`,
       requests: `${tag}:requests`,
       keys: `${tag}:keys`,
+      keyLastUsed: `${tag}:key-last-used`,
+      daily: `${tag}:daily`,
       record: `${tag}:org`,
     };
   }
@@ -75,6 +78,9 @@ export class RedisProjectionStore implements ProjectionStore {
   }
   private keyRecordKey(hash: string) {
     return `${this.prefix}key:${hash}`;
+  }
+  private userOrgsKey(userId: string) {
+    return `${this.prefix}user:${userId}:orgs`;
   }
 
   /**
@@ -172,6 +178,9 @@ export class RedisProjectionStore implements ProjectionStore {
         ]);
         return 1;
       }
+      case 'MemberAdded':
+        await this.client.sAdd(this.userOrgsKey(event.data.userId), event.data.orgId);
+        return 1;
       case 'ApiKeyRevoked':
         await this.client.hSet(this.keyRecordKey(event.data.hash), 'revokedAt', String(event.data.revokedAt));
         return 1;
@@ -196,9 +205,18 @@ export class RedisProjectionStore implements ProjectionStore {
         const { orgId, reservationId } = event.data;
         const k = this.org(orgId);
         const charge = event.type === 'ReservationSettled' ? event.data.amount : 0;
-        const entry = JSON.stringify(requestLogEntryOf(event));
+        const entry = requestLogEntryOf(event);
         const [applied] = await Promise.all([
-          this.runInOrder(lua.APPLY_RESOLVED, [k.ledger, k.open, k.requests], [position, reservationId, charge, entry, this.requestLogRetention]),
+          this.runInOrder(lua.APPLY_RESOLVED, [k.ledger, k.open, k.requests, k.keyLastUsed, k.daily], [
+            position,
+            reservationId,
+            charge,
+            JSON.stringify(entry),
+            this.requestLogRetention,
+            entry.keyId,
+            entry.time,
+            dayOf(entry.time),
+          ]),
           this.client.zRem(this.expiryKey, orgId + SEP + reservationId),
         ]);
         return Number(applied);
@@ -237,6 +255,8 @@ export class RedisProjectionStore implements ProjectionStore {
       hash: fields.hash,
       createdAt: Number(fields.createdAt),
       revokedAt: fields.revokedAt ? Number(fields.revokedAt) : null,
+      // Kept per organization (see keysOf): authentication does not need it.
+      lastUsedAt: null,
     };
   }
 
@@ -245,9 +265,23 @@ export class RedisProjectionStore implements ProjectionStore {
   }
 
   async keysOf(orgId: string): Promise<KeyRecord[]> {
-    const hashes = Object.values(await this.client.hGetAll(this.org(orgId).keys));
-    const records = await Promise.all(hashes.map((hash) => this.keyByHash(hash)));
-    return records.filter((r): r is KeyRecord => r !== null);
+    const k = this.org(orgId);
+    const [hashes, lastUsed] = await Promise.all([this.client.hGetAll(k.keys), this.client.hGetAll(k.keyLastUsed)]);
+    const records = await Promise.all(Object.values(hashes).map((hash) => this.keyByHash(hash)));
+    return records
+      .filter((r): r is KeyRecord => r !== null)
+      .map((r) => ({ ...r, lastUsedAt: lastUsed[r.keyId] ? Number(lastUsed[r.keyId]) : null }));
+  }
+
+  async organizationsOf(userId: string): Promise<OrgRecord[]> {
+    const orgIds = await this.client.sMembers(this.userOrgsKey(userId));
+    const records = await Promise.all(orgIds.map((orgId) => this.organization(orgId)));
+    return records.filter((r): r is OrgRecord => r !== null);
+  }
+
+  async dailySpend(orgId: string): Promise<Map<string, number>> {
+    const days = await this.client.hGetAll(this.org(orgId).daily);
+    return new Map(Object.entries(days).map(([day, nano]) => [day, Number(nano)]));
   }
 
   async organization(orgId: string): Promise<OrgRecord | null> {
@@ -337,8 +371,11 @@ export class RedisProjectionStore implements ProjectionStore {
             .exec(),
         );
       }
+      const days = model.dailySpend.get(orgId);
+      if (days && days.size > 0) writes.push(this.client.hSet(k.daily, Object.fromEntries([...days].map(([d, n]) => [d, String(n)]))));
       if (writes.length > 2000) await flush();
     }
+    for (const [userId, orgIds] of model.memberships) writes.push(this.client.sAdd(this.userOrgsKey(userId), [...orgIds]));
     for (const key of model.keysById.values()) {
       const fields: Record<string, string> = {
         keyId: key.keyId,
@@ -350,6 +387,7 @@ export class RedisProjectionStore implements ProjectionStore {
       };
       if (key.revokedAt !== null) fields.revokedAt = String(key.revokedAt);
       writes.push(this.client.hSet(this.keyRecordKey(key.hash), fields), this.client.hSet(this.org(key.orgId).keys, key.keyId, key.hash));
+      if (key.lastUsedAt !== null) writes.push(this.client.hSet(this.org(key.orgId).keyLastUsed, key.keyId, String(key.lastUsedAt)));
       if (writes.length > 2000) await flush();
     }
     await flush();

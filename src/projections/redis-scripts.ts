@@ -45,16 +45,24 @@ redis.call('HSET', KEYS[4], ARGV[2], ARGV[3])
 return 1
 `;
 
-/** KEYS: ledger, open, request log. ARGV: position, reservation id, charge, log entry JSON, retention. */
+/**
+ * KEYS: ledger, open, request log, key last used, daily spend.
+ * ARGV: position, reservation id, charge, log entry JSON, retention, key id, time, UTC day.
+ */
 export const APPLY_RESOLVED = `${GUARD}
 local held = redis.call('HGET', KEYS[2], ARGV[2])
 if held then
   redis.call('HDEL', KEYS[2], ARGV[2])
   redis.call('HINCRBY', KEYS[1], 'reserved', -tonumber(held))
 end
-if tonumber(ARGV[3]) > 0 then redis.call('HINCRBY', KEYS[1], 'spent', ARGV[3]) end
+if tonumber(ARGV[3]) > 0 then
+  redis.call('HINCRBY', KEYS[1], 'spent', ARGV[3])
+  redis.call('HINCRBY', KEYS[5], ARGV[8], ARGV[3])
+end
 redis.call('LPUSH', KEYS[3], ARGV[4])
 redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[5]) - 1)
+local used = tonumber(redis.call('HGET', KEYS[4], ARGV[6]) or '0')
+if tonumber(ARGV[7]) > used then redis.call('HSET', KEYS[4], ARGV[6], ARGV[7]) end
 return 1
 `;
 

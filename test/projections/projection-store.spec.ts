@@ -57,6 +57,23 @@ function describeProjectionStore(name: string, open: () => Promise<ProjectionSto
       expect(await store.checkpoint()).toBe(7);
     });
 
+    it('projects memberships, spend per day and when each key was last used', async () => {
+      const log = sampleLog();
+      log.push({ type: 'MemberAdded', data: { orgId: 'org-a', userId: 'u1', role: 'owner', addedAt: 8 }, streamId: 's', revision: 0, position: 8, recordedAt: 0 });
+      await store.apply(log);
+      expect(await store.organizationsOf('u1')).toEqual([{ orgId: 'org-a', name: 'A', createdAt: 1 }]);
+      expect(await store.organizationsOf('nobody')).toEqual([]);
+      expect(await store.dailySpend('org-a')).toEqual(new Map([['1970-01-01', 250]]));
+      expect((await store.keysOf('org-a'))[0].lastUsedAt).toBe(6);
+      const model = new ReadModel(5);
+      log.forEach((e) => model.apply(e));
+      await store.reset();
+      await store.load(model);
+      expect(await store.organizationsOf('u1')).toHaveLength(1);
+      expect(await store.dailySpend('org-a')).toEqual(new Map([['1970-01-01', 250]]));
+      expect((await store.keysOf('org-a'))[0].lastUsedAt).toBe(6);
+    });
+
     it('applies each event once, however often it is delivered', async () => {
       const log = sampleLog();
       await store.apply(log);

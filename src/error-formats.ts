@@ -1,12 +1,14 @@
 import { ArgumentsHost, Catch, ExceptionFilter } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { chatCompletionsError, SurfaceErrorFilter } from '../http/api-error';
-import { messagesError } from './messages/messages.wire';
-import { nativeError } from './native/native.wire';
+import { chatCompletionsError, SurfaceErrorFilter } from './http/api-error';
+import { dashboardError } from './dashboard/dashboard.controller';
+import { messagesError } from './surfaces/messages/messages.wire';
+import { nativeError } from './surfaces/native/native.wire';
 
 const messages = new SurfaceErrorFilter(messagesError);
 const native = new SurfaceErrorFilter(nativeError);
 const chatCompletions = new SurfaceErrorFilter(chatCompletionsError);
+const dashboard = new SurfaceErrorFilter(dashboardError);
 
 /**
  * Failures that happen before a route runs (a body that is not JSON, or too large) still answer
@@ -20,6 +22,8 @@ export class ErrorFormatByRoute implements ExceptionFilter {
     const filter =
       path === '/api/v1/messages'
         ? messages
+        : path.startsWith('/dashboard/')
+          ? dashboard
         : request.method === 'POST' && /^\/api\/v1\/models\/.+\/chat\/?$/.test(path)
           ? native
           : chatCompletions;

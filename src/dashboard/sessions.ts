@@ -1,0 +1,66 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** What a dashboard session carries. The active organization is checked against memberships on use. */
+export interface Session {
+  userId: string;
+  email: string;
+  activeOrgId: string | null;
+  /** Sent back by the web app in `x-csrf-token` on every state-changing request. */
+  csrf: string;
+  expiresAt: number;
+}
+
+export const SESSION_COOKIE = 'mg_session';
+export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
+
+/**
+ * Sessions as signed cookies (HMAC-SHA256): any instance that shares the secret can check one,
+ * with no session store. The secret comes from DASHBOARD_SECRET, or is made once in DATA_DIR.
+ */
+export class SessionTokens {
+  constructor(private readonly secret: Buffer) {}
+
+  static fromEnvironment(dataDir: string, configured: string | undefined): SessionTokens {
+    if (configured) return new SessionTokens(Buffer.from(configured, 'utf8'));
+    mkdirSync(dataDir, { recursive: true });
+    const file = join(dataDir, 'dashboard.secret');
+    if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('base64url'), { mode: 0o600, flag: 'wx' });
+    return new SessionTokens(Buffer.from(readFileSync(file, 'utf8').trim(), 'utf8'));
+  }
+
+  private mac(body: string): string {
+    return createHmac('sha256', this.secret).update(body).digest('base64url');
+  }
+
+  issue(userId: string, email: string, activeOrgId: string | null, now = Date.now()): { token: string; session: Session } {
+    const session: Session = { userId, email, activeOrgId, csrf: randomBytes(24).toString('base64url'), expiresAt: now + SESSION_TTL_MS };
+    return { token: this.sign(session), session };
+  }
+
+  /** The same session pointing at another organization (same CSRF token and expiry). */
+  withActiveOrg(session: Session, orgId: string): string {
+    return this.sign({ ...session, activeOrgId: orgId });
+  }
+
+  private sign(session: Session): string {
+    const body = Buffer.from(JSON.stringify(session)).toString('base64url');
+    return `${body}.${this.mac(body)}`;
+  }
+
+  verify(token: string | undefined, now = Date.now()): Session | null {
+    if (!token) return null;
+    const [body, mac] = token.split('.');
+    if (!body || !mac) return null;
+    const expected = Buffer.from(this.mac(body));
+    const given = Buffer.from(mac);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return null;
+    try {
+      const session = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as Session;
+      return session.expiresAt > now ? session : null;
+    } catch {
+      return null;
+    }
+  }
+}

@@ -1,0 +1,151 @@
+// The dashboard API client: JSON in and out, the CSRF header on every state-changing request,
+// and one error type carrying the server's message for the user.
+
+export interface User {
+  id: string;
+  email: string;
+}
+export interface OrgRef {
+  id: string;
+  name: string;
+}
+export interface Credits {
+  granted: number;
+  spent: number;
+  reserved: number;
+  available: number;
+}
+export interface Session {
+  user: User;
+  csrf: string;
+  organizations: OrgRef[];
+  activeOrg: (OrgRef & { credits: Credits }) | null;
+}
+export interface Config {
+  signupEnabled: boolean;
+  baseUrls: { chatCompletions: string; messages: string };
+}
+export interface ApiKey {
+  id: string;
+  name: string;
+  prefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  status: 'active' | 'revoked';
+}
+export interface CreatedKey {
+  id: string;
+  name: string;
+  prefix: string;
+  secret: string;
+  createdAt: string;
+}
+export interface UsageRow {
+  requestId: string;
+  time: string;
+  surface: string;
+  model: string;
+  host: string | null;
+  keyId: string;
+  keyName: string;
+  inputTokens: number;
+  outputTokens: number;
+  cost: number;
+  costNano?: number;
+  latencyMs: number | null;
+  status: string;
+}
+export interface UsagePage {
+  data: UsageRow[];
+  page: number;
+  pageSize: number;
+  total: number;
+  totals: { requests: number; cost: number; costNano?: number };
+  spendPerDay: { day: string; cost: number; costNano?: number }[];
+}
+export interface Model {
+  id: string;
+  name: string;
+}
+
+const BASE = '/dashboard/api';
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    /** Seconds to wait before retrying (429), when the server says. */
+    readonly retryAfterSeconds: number | null = null,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export const isAbort = (error: unknown): boolean => error instanceof DOMException && error.name === 'AbortError';
+
+export const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+let csrf: string | null = null;
+export function setCsrf(token: string | null): void {
+  csrf = token;
+}
+
+let onUnauthorized: (() => void) | null = null;
+/** Called when a signed-in request comes back 401: the session ended (expired or signed out elsewhere). */
+export function setUnauthorizedHandler(handler: () => void): void {
+  onUnauthorized = handler;
+}
+
+async function toApiError(res: Response, path: string): Promise<ApiError> {
+  let body: any = null;
+  try {
+    body = await res.json();
+  } catch {
+    // Not JSON (a proxy's error page): fall back to the status below.
+  }
+  const err = body?.error;
+  const message = typeof err?.message === 'string' && err.message ? err.message : `Request failed (HTTP ${res.status}).`;
+  const code = typeof err?.code === 'string' ? err.code : `http_${res.status}`;
+  const retry = Number(body?.retryAfterSeconds ?? err?.retryAfterSeconds ?? res.headers.get('retry-after'));
+  if (res.status === 401 && path !== '/signin' && path !== '/signup' && path !== '/session') onUnauthorized?.();
+  return new ApiError(res.status, code, message, Number.isFinite(retry) && retry > 0 ? Math.ceil(retry) : null);
+}
+
+/** Sends a request; resolves to the raw response when 2xx, else throws ApiError. */
+export async function request(method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal, accept = 'application/json'): Promise<Response> {
+  const headers: Record<string, string> = { accept };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (method !== 'GET' && csrf) headers['x-csrf-token'] = csrf;
+  let res: Response;
+  try {
+    res = await fetch(BASE + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: 'same-origin',
+      signal,
+    });
+  } catch (error) {
+    if (isAbort(error)) throw error;
+    throw new ApiError(0, 'network_error', 'Could not reach the server. Check your connection and try again.');
+  }
+  if (!res.ok) throw await toApiError(res, path);
+  return res;
+}
+
+/** A JSON request; 204 resolves to undefined. */
+export async function api<T>(method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+  const res = await request(method, path, body, signal);
+  const text = await res.text();
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+/** A query string from the non-empty values. */
+export function query(params: Record<string, string | number | null | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== '' && v != null) q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}

@@ -1,0 +1,169 @@
+// API keys: create (the secret is shown once, then removed from the page), list, revoke with an
+// inline confirmation.
+import { api, ApiKey, CreatedKey, messageOf } from '../api';
+import { copyText, field, h, mount, showError, toast } from '../dom';
+import { formatDateTime } from '../format';
+import { card, PageContext, pageHead } from '../page';
+import { getModels, store } from '../state';
+
+export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<void> {
+  const org = store.session!.activeOrg!;
+  const name = h('input', { type: 'text', required: true, maxlength: '100', placeholder: 'e.g. laptop, production', 'data-testid': 'key-name' });
+  const create = h('button', { type: 'submit', class: 'btn btn-primary', 'data-testid': 'key-create' }, 'Create key');
+  const createErrors = h('div', { class: 'form-errors' });
+  const secretSlot = h('div');
+  const tableErrors = h('div', { class: 'form-errors' });
+  const tbody = h('tbody', null, h('tr', null, h('td', { colspan: '6', class: 'muted' }, 'Loading…')));
+  let keys: ApiKey[] = [];
+
+  async function onCreate(event: SubmitEvent): Promise<void> {
+    event.preventDefault();
+    const value = name.value.trim();
+    if (!value) return showError(createErrors, 'Give the key a name, so you can tell it apart later.');
+    create.disabled = true;
+    showError(createErrors, null);
+    try {
+      const key = await api<CreatedKey>('POST', '/keys', { name: value }, ctx.signal);
+      name.value = '';
+      keys = [{ id: key.id, name: key.name, prefix: key.prefix, createdAt: key.createdAt, lastUsedAt: null, status: 'active' }, ...keys];
+      renderRows();
+      const panel = await secretPanel(key, () => {
+        secretSlot.replaceChildren(); // the secret leaves the DOM for good
+        name.focus();
+      });
+      secretSlot.replaceChildren(panel);
+      panel.querySelector<HTMLButtonElement>('[data-testid="key-copy"]')?.focus({ preventScroll: true });
+      panel.scrollIntoView({ block: 'nearest', behavior: 'smooth' });
+    } catch (error) {
+      if (!ctx.signal.aborted) showError(createErrors, messageOf(error));
+    } finally {
+      create.disabled = false;
+    }
+  }
+
+  async function revoke(key: ApiKey, cell: HTMLElement): Promise<void> {
+    cell.querySelectorAll('button').forEach((b) => (b.disabled = true));
+    try {
+      await api('POST', `/keys/${encodeURIComponent(key.id)}/revoke`, undefined, ctx.signal);
+      key.status = 'revoked';
+      toast(`Key “${key.name}” revoked.`);
+      showError(tableErrors, null);
+    } catch (error) {
+      if (ctx.signal.aborted) return;
+      showError(tableErrors, messageOf(error));
+    }
+    renderRows();
+  }
+
+  /** Swaps the row's Revoke button for "Revoke this key? [Revoke] [Cancel]"; one open at a time. */
+  function confirmRevoke(key: ApiKey, cell: HTMLElement): void {
+    renderRows(); // closes any other open confirmation
+    const row = tbody.querySelector<HTMLElement>(`tr[data-key-id="${CSS.escape(key.id)}"] td.actions`) ?? cell;
+    const confirm = h('button', { type: 'button', class: 'btn btn-danger btn-small', 'data-testid': 'key-revoke-confirm', onclick: () => revoke(key, row) }, 'Revoke');
+    const cancel = h('button', { type: 'button', class: 'btn btn-small', 'data-testid': 'key-revoke-cancel', onclick: () => renderRows() }, 'Cancel');
+    row.replaceChildren(h('div', { class: 'confirm', role: 'group', 'aria-label': `Revoke ${key.name}?` }, h('span', null, 'Revoke? Apps using it stop working.'), confirm, cancel));
+    row.addEventListener('keydown', (e: KeyboardEvent) => e.key === 'Escape' && renderRows());
+    confirm.focus();
+  }
+
+  function renderRows(): void {
+    if (keys.length === 0) {
+      tbody.replaceChildren(h('tr', null, h('td', { colspan: '6', class: 'empty' }, 'No keys yet. Create one above to call the API.')));
+      return;
+    }
+    tbody.replaceChildren(
+      ...keys.map((key) => {
+        const actions = h('td', { class: 'actions' });
+        if (key.status === 'active') {
+          actions.append(
+            h('button', { type: 'button', class: 'btn btn-small btn-danger-quiet', 'data-testid': `key-revoke-${key.id}`, 'aria-label': `Revoke ${key.name}`, onclick: () => confirmRevoke(key, actions) }, 'Revoke'),
+          );
+        }
+        return h(
+          'tr',
+          { 'data-key-id': key.id },
+          h('td', { 'data-label': 'Name' }, key.name),
+          h('td', { 'data-label': 'Key' }, h('code', null, `${key.prefix}…`)),
+          h('td', { 'data-label': 'Created', title: key.createdAt }, formatDateTime(key.createdAt)),
+          h('td', { 'data-label': 'Last used', title: key.lastUsedAt ?? '' }, key.lastUsedAt ? formatDateTime(key.lastUsedAt) : 'Never'),
+          h('td', { 'data-label': 'Status' }, h('span', { class: key.status === 'active' ? 'badge badge-ok' : 'badge' }, key.status === 'active' ? 'Active' : 'Revoked')),
+          actions,
+        );
+      }),
+    );
+  }
+
+  mount(root,
+    pageHead('API keys', ['Keys of ', h('strong', null, org.name), '. Requests with a key are paid from this organization’s credits.']),
+    card(
+      h('h2', null, 'Create a key'),
+      h('form', { class: 'inline-form', novalidate: true, onsubmit: onCreate }, field('Name', name), create),
+      createErrors,
+    ),
+    secretSlot,
+    card(
+      h('h2', null, 'Keys'),
+      tableErrors,
+      h(
+        'div',
+        { class: 'table-wrap' },
+        h(
+          'table',
+          { class: 'table table-stack', 'data-testid': 'keys-table' },
+          h('thead', null, h('tr', null, ['Name', 'Key', 'Created', 'Last used', 'Status'].map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Actions')))),
+          tbody,
+        ),
+      ),
+    ),
+  );
+
+  const res = await api<{ data: ApiKey[] }>('GET', '/keys', undefined, ctx.signal);
+  keys = res.data;
+  renderRows();
+}
+
+/** The one-time secret, how to use it, and a Done button that removes it from the page. */
+async function secretPanel(key: CreatedKey, close: () => void): Promise<HTMLElement> {
+  const urls = store.config!.baseUrls;
+  const model = await getModels().then(
+    (models) => models[0]?.id ?? 'MODEL_ID',
+    () => 'MODEL_ID',
+  );
+  const secret = h('code', { class: 'secret', 'data-testid': 'key-secret' }, key.secret);
+  const curlText = [
+    `curl ${urls.chatCompletions}/chat/completions \\`,
+    `  -H "Authorization: Bearer ${key.secret}" \\`,
+    `  -H "Content-Type: application/json" \\`,
+    `  -d '{"model": "${model}", "messages": [{"role": "user", "content": "Hello!"}]}'`,
+  ].join('\n');
+  const curl = h('pre', { class: 'code', 'data-testid': 'key-curl' }, curlText);
+  const copyButton = (text: string, target: HTMLElement, testid: string, label: string): HTMLButtonElement => {
+    const button = h('button', { type: 'button', class: 'btn btn-small', 'data-testid': testid }, label);
+    button.addEventListener('click', async () => {
+      const ok = await copyText(text, target);
+      toast(ok ? 'Copied to the clipboard.' : 'Selected: press Ctrl+C (⌘C on a Mac) to copy.');
+    });
+    return button;
+  };
+  const done = h('button', { type: 'button', class: 'btn btn-primary', 'data-testid': 'key-secret-close', onclick: close }, 'Done, I saved it');
+  const panel = h(
+    'section',
+    { class: 'card secret-panel', role: 'region', 'aria-label': 'Your new API key', 'data-testid': 'key-secret-panel' },
+    h('h2', null, `Key “${key.name}” created`),
+    h('p', { class: 'alert alert-warn' }, 'Copy the secret now. It is shown only once: we store a digest, not the key.'),
+    h('div', { class: 'secret-row' }, secret, copyButton(key.secret, secret, 'key-copy', 'Copy')),
+    h('h3', null, 'Use it'),
+    h(
+      'dl',
+      { class: 'kv' },
+      h('dt', null, 'Chat-completions SDKs (OpenAI-compatible) — base URL'),
+      h('dd', null, h('code', { 'data-testid': 'base-url-chat' }, urls.chatCompletions)),
+      h('dt', null, 'Messages SDKs (Anthropic-compatible) — base URL'),
+      h('dd', null, h('code', { 'data-testid': 'base-url-messages' }, urls.messages)),
+    ),
+    h('div', { class: 'code-head' }, h('span', { class: 'muted small' }, 'Try it with curl'), copyButton(curlText, curl, 'key-curl-copy', 'Copy')),
+    curl,
+    h('div', { class: 'actions-row' }, done),
+  );
+  return panel;
+}
