@@ -245,7 +245,7 @@ async function main(): Promise<void> {
     for (const target of order) {
       rps.set(target.key, await throughput(target, CONNECTIONS, 1000, THROUGHPUT_SECONDS * 1000, [pids.get(target.key)!, fast.child.pid]));
       progress(`${tag} throughput   ${target.key.padEnd(9)} ${num(rps.get(target.key)!.rps, 0)} req/s`);
-      await sleep(1000); // let settlements and GC after the burst finish before the next target
+      await sleep(500); // let settlements and GC after the burst finish before the next target
     }
     for (const [key, result] of rps) {
       const entry = throughputs.get(key) ?? { rps: [], ratio: [], cpu: [], upstreamCpu: [], errors: 0, firstError: null };
@@ -266,7 +266,7 @@ async function main(): Promise<void> {
       round,
     );
     for (const [target, pid] of memoryOrder) {
-      const result = await openStreams(target, STREAMS, pid, { openTimeoutMs: 8000, holdMs: 1500, wave: 50, waveGapMs: 20 });
+      const result = await openStreams(target, STREAMS, pid, { openTimeoutMs: 10_000, stallMs: 2500, holdMs: 1500, wave: 50, waveGapMs: 20 });
       const list = memory.get(target.key) ?? [];
       memory.set(target.key, list);
       list.push(result);

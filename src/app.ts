@@ -1,24 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppModule } from './app.module';
 import { Catalogue } from './catalogue/catalogue';
 import { SessionTokens } from './dashboard/sessions';
+import { serveWebApp } from './dashboard/web-app';
 import { HostTransport } from './hosts/transport';
 import type { Runtime } from './runtime/runtime';
 import { ErrorFormatByRoute } from './error-formats';
-
-/** The built web app (dist/dashboard), found from here whether running compiled or not. */
-function dashboardFiles(): string | null {
-  for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
-    const candidate = join(dir, 'dist', 'dashboard');
-    if (existsSync(join(candidate, 'index.html'))) return candidate;
-    if (existsSync(join(dir, 'dashboard', 'index.html'))) return join(dir, 'dashboard');
-  }
-  return null;
-}
 
 export interface AppOptions {
   logger?: boolean;
@@ -42,14 +31,11 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   fastify.addHook('onRequest', async (request, reply) => {
     void reply.header('x-request-id', request.id);
   });
-  fastify.get('/', (_request, reply) => reply.redirect('/dashboard/'));
-  fastify.get('/dashboard', (_request, reply) => reply.redirect('/dashboard/'));
+  serveWebApp(fastify);
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRuntime(runtime, catalogue, transport, SessionTokens.fromEnvironment(runtime.config.dataDir, runtime.config.dashboardSecret)), adapter, {
     logger: options.logger === false ? false : ['error', 'warn'],
   });
   app.useGlobalFilters(new ErrorFormatByRoute());
-  const web = dashboardFiles();
-  if (web) app.useStaticAssets({ root: web, prefix: '/dashboard/', index: ['index.html'], wildcard: false });
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
   return app;

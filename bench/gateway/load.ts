@@ -193,7 +193,7 @@ export async function throughput(
 export interface OpenStreams {
   /** Streams whose first event arrived before the deadline. */
   opened: number;
-  /** Seconds until the last of them opened (or the deadline). */
+  /** Seconds until the last of them opened. */
   openSeconds: number;
   idleMiB: number;
   /** Highest VmRSS sampled while the streams were held open. */
@@ -213,7 +213,7 @@ export async function openStreams(
   target: Target,
   count: number,
   pid: number,
-  options: { openTimeoutMs: number; holdMs: number; wave: number; waveGapMs: number },
+  options: { openTimeoutMs: number; stallMs: number; holdMs: number; wave: number; waveGapMs: number },
 ): Promise<OpenStreams> {
   const pool = new Pool(target.origin, { connections: count, pipelining: 1, keepAliveTimeout: 60_000 });
   const abort = new AbortController();
@@ -255,10 +255,26 @@ export async function openStreams(
       for (let j = i; j < Math.min(count, i + options.wave); j++) streams.push(one());
       await sleep(options.waveGapMs);
     }
-    let deadline: NodeJS.Timeout | undefined;
-    await Promise.race([everyOpen, new Promise<void>((done) => (deadline = setTimeout(done, options.openTimeoutMs)))]);
-    clearTimeout(deadline);
-    const openSeconds = (performance.now() - start) / 1000;
+    // Wait until every stream has opened, or none has opened for `stallMs` (a target that queues
+    // streams beyond some limit), or the deadline.
+    let lastCount = -1;
+    let lastProgress = performance.now();
+    let openedAt = performance.now();
+    let watch: NodeJS.Timeout | undefined;
+    const stalled = new Promise<void>((done) => {
+      watch = setInterval(() => {
+        const now = performance.now();
+        if (opened !== lastCount) {
+          lastCount = opened;
+          lastProgress = now;
+          openedAt = now;
+        }
+        if (now - lastProgress >= options.stallMs || now - start >= options.openTimeoutMs) done();
+      }, 50);
+    });
+    await Promise.race([everyOpen.then(() => (openedAt = performance.now())), stalled]);
+    clearInterval(watch);
+    const openSeconds = (openedAt - start) / 1000;
     const openedThen = opened;
     // Hold: every stream stays open (the upstream paces 2 tokens/s); the RSS is sampled throughout.
     await sleep(options.holdMs);

@@ -17,8 +17,8 @@ import { InferenceCommand } from '../pipeline/inference.command';
 import type { ProjectionStore } from '../projections/projection-store';
 import { availableOf, dayOf, RequestLogEntry } from '../projections/read-model';
 import { CONFIG, PROJECTIONS } from '../runtime/runtime.module';
-import { nativeSerializer } from '../surfaces/native/native.wire';
-import { streamSse } from '../surfaces/sse';
+import { nativeWire } from '../surfaces/native/native.wire';
+import { respond } from '../surfaces/respond';
 import { Session, SESSION_COOKIE, SESSION_TTL_MS, SessionTokens } from './sessions';
 import { SignInThrottle } from './sign-in-throttle';
 
@@ -396,9 +396,7 @@ export class DashboardController {
         requestId: request.id,
       }),
     );
-    return streamSse(request, reply, result.events, nativeSerializer(result), {
-      keepAliveMs: this.config.sseKeepAliveMs,
-      failBeforeStart: (error) => void reply.status(error.status).send(dashboardError(error)),
-    });
+    // The playground always streams, in the native route's events.
+    return respond(request, reply, result, true, { ...nativeWire, error: dashboardError }, this.config.sseKeepAliveMs);
   }
 }

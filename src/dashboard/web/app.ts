@@ -27,6 +27,7 @@ const NAV: [path: string, label: string, testid: string][] = [
 const app = document.getElementById('app')!;
 let returnTo: string | null = null; // where a signed-out visitor was going
 let authNotice: string | undefined;
+let lastEmail = ''; // prefilled after a session expires
 let focusAfterRender: string | null = null;
 
 // --- the page lifecycle: each render gets a signal aborted (and cleanups run) when it is left ---
@@ -64,7 +65,7 @@ async function renderRoute(moveFocus = false): Promise<void> {
       return redirect('/signin');
     }
     document.title = 'Sign in · Model Gateway';
-    renderAuth(app, ctx, authNotice);
+    renderAuth(app, ctx, authNotice, lastEmail);
     authNotice = undefined;
     return;
   }
@@ -77,6 +78,7 @@ async function renderRoute(moveFocus = false): Promise<void> {
 
   const { main } = ensureShell();
   updateHeader(path);
+  setMenu(false); // the phone menu closes on navigation
   document.title = `${ROUTES[path].title} · Model Gateway`;
   main.replaceChildren();
   main.setAttribute('aria-busy', 'true');
@@ -154,7 +156,7 @@ function ensureShell(): Shell {
       h(
         'div',
         { class: 'topbar-row' },
-        h('a', { class: 'brand', href: '#/keys' }, h('span', { class: 'brand-mark', 'aria-hidden': 'true' }), 'Model Gateway'),
+        h('a', { class: 'brand', href: '#/keys', 'aria-label': 'Model Gateway' }, h('span', { class: 'brand-mark', 'aria-hidden': 'true' }), h('span', { class: 'brand-text' }, 'Model Gateway')),
         h('div', { class: 'org-summary', 'aria-live': 'polite' }, orgName, h('span', { class: 'credits' }, credits, ' credits available')),
         toggle,
       ),
@@ -190,7 +192,6 @@ function updateHeader(path = parseHash().path): void {
     if (p === path) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
-  setMenu(false);
 }
 
 function newOrganization(): void {
@@ -206,6 +207,7 @@ function newOrganization(): void {
 function signedOut(notice?: string): void {
   resetPlayground();
   authNotice = notice;
+  lastEmail = notice ? (store.session?.user.email ?? '') : '';
   setSession(null);
 }
 
@@ -216,8 +218,8 @@ async function signOut(): Promise<void> {
     // Already signed out (401) is fine; anything else means the cookie may still be live.
     if (!(error instanceof ApiError && error.status === 401)) return toast(messageOf(error), 'error');
   }
-  returnTo = null;
   signedOut();
+  returnTo = null; // signing out on purpose: the next sign-in starts fresh
 }
 
 // --- wiring ---

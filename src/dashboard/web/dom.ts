@@ -56,7 +56,8 @@ export function errorBox(message: string): HTMLElement {
 
 /** Replaces a slot's content with an error (or clears it with null). */
 export function showError(slot: HTMLElement, message: string | null): void {
-  slot.replaceChildren(message ? errorBox(message) : '');
+  if (message) slot.replaceChildren(errorBox(message));
+  else slot.replaceChildren();
 }
 
 let toastRegion: HTMLElement | null = null;

@@ -33,19 +33,18 @@ export const formatCost = (cost: number, costNano?: number | null): string =>
 export const formatInt = (n: number): string => (Number.isFinite(n) ? n.toLocaleString('en-US') : '—');
 
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
-const dateTimeSeconds = new Intl.DateTimeFormat(undefined, {
-  year: 'numeric',
-  month: 'short',
-  day: 'numeric',
-  hour: '2-digit',
-  minute: '2-digit',
-  second: '2-digit',
-});
+const timeParts = { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' } as const;
+const dateTimeSeconds = new Intl.DateTimeFormat(undefined, timeParts);
+const dateTimeSecondsYear = new Intl.DateTimeFormat(undefined, { ...timeParts, year: 'numeric' });
 const shortDay = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', timeZone: 'UTC' });
 const longDay = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeZone: 'UTC' });
 
 export const formatDateTime = (iso: string): string => dateTime.format(new Date(iso));
-export const formatTime = (iso: string): string => dateTimeSeconds.format(new Date(iso));
+/** A request's time to the second; the year only when it is not this year (keeps the table narrow). */
+export function formatTime(iso: string): string {
+  const date = new Date(iso);
+  return (date.getFullYear() === new Date().getFullYear() ? dateTimeSeconds : dateTimeSecondsYear).format(date);
+}
 
 /** 'YYYY-MM-DD' (a UTC day) as "May 3", or "May 3, 2025" when long. */
 export const formatDay = (day: string, long = false): string => (long ? longDay : shortDay).format(new Date(`${day}T00:00:00Z`));

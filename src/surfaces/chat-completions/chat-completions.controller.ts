@@ -1,15 +1,13 @@
 import { Body, Controller, HttpCode, Inject, Post, Req, Res, UseFilters } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { fromEvent, takeUntil } from 'rxjs';
 import type { Config } from '../../config/config';
 import { chatCompletionsErrors } from '../../http/api-error';
 import { bodyValidation } from '../../http/validation';
 import { InferenceCommand } from '../../pipeline/inference.command';
-import { collectReply } from '../../pipeline/reduce';
 import { CONFIG } from '../../runtime/runtime.module';
 import { bearerKey } from '../../http/credentials';
-import { streamSse } from '../sse';
+import { respond } from '../respond';
 import { ChatCompletionRequestDto } from './chat-completions.dto';
 import { chunkSerializer, completionBody, errorBody, toCanonical } from './chat-completions.wire';
 
@@ -37,14 +35,14 @@ export class ChatCompletionsController {
         requestId: request.id,
       }),
     );
-    if (body.stream) {
-      return streamSse(request, reply, result.events, chunkSerializer(result, body.stream_options?.include_usage === true), {
-        keepAliveMs: this.config.sseKeepAliveMs,
-        failBeforeStart: (error) => void reply.status(error.status).send(errorBody(error)),
-      });
-    }
-    // A client that leaves stops the upstream call too.
-    const whole = await collectReply(result.events.pipe(takeUntil(fromEvent(reply.raw, 'close'))));
-    void reply.send(completionBody(result, whole));
+    const includeUsage = body.stream_options?.include_usage === true;
+    return respond(
+      request,
+      reply,
+      result,
+      body.stream === true,
+      { serializer: (r) => chunkSerializer(r, includeUsage), body: completionBody, error: errorBody },
+      this.config.sseKeepAliveMs,
+    );
   }
 }

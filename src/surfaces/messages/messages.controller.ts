@@ -1,19 +1,19 @@
 import { Body, CanActivate, Controller, ExecutionContext, HttpCode, Inject, Injectable, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { fromEvent, takeUntil } from 'rxjs';
 import type { Config } from '../../config/config';
 import { ApiError, SurfaceErrorFilter } from '../../http/api-error';
 import { bearerKey } from '../../http/credentials';
 import { bodyValidation } from '../../http/validation';
 import { InferenceCommand } from '../../pipeline/inference.command';
-import { collectReply } from '../../pipeline/reduce';
 import { CONFIG } from '../../runtime/runtime.module';
-import { streamSse } from '../sse';
+import { respond, SurfaceWire } from '../respond';
 import { MessagesRequestDto } from './messages.dto';
 import { eventSerializer, messageBody, messagesError, toCanonical } from './messages.wire';
 
 const FIRST_VERSION = '2023-06-01';
+
+const messagesWire: SurfaceWire = { serializer: eventSerializer, body: messageBody, error: messagesError };
 
 /** The key from `x-api-key` or `Authorization: Bearer`. */
 function messagesKey(request: FastifyRequest): string | null {
@@ -65,13 +65,6 @@ export class MessagesController {
         requestId: request.id,
       }),
     );
-    if (body.stream) {
-      return streamSse(request, reply, result.events, eventSerializer(result), {
-        keepAliveMs: this.config.sseKeepAliveMs,
-        failBeforeStart: (error) => void reply.status(error.status).send(messagesError(error)),
-      });
-    }
-    const whole = await collectReply(result.events.pipe(takeUntil(fromEvent(reply.raw, 'close'))));
-    void reply.send(messageBody(result, whole));
+    return respond(request, reply, result, body.stream === true, messagesWire, this.config.sseKeepAliveMs);
   }
 }

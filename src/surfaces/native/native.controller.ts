@@ -1,17 +1,15 @@
 import { Body, CanActivate, Controller, ExecutionContext, HttpCode, Inject, Injectable, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { fromEvent, takeUntil } from 'rxjs';
 import type { Config } from '../../config/config';
 import { ApiError, SurfaceErrorFilter } from '../../http/api-error';
 import { bearerKey } from '../../http/credentials';
 import { InferenceCommand } from '../../pipeline/inference.command';
-import { collectReply } from '../../pipeline/reduce';
 import { CONFIG } from '../../runtime/runtime.module';
-import { streamSse } from '../sse';
+import { respond } from '../respond';
 import { nativeBodyValidation } from './native.validation';
 import { NativeChatDto } from './native.dto';
-import { chatBody, nativeError, nativeSerializer, toCanonical } from './native.wire';
+import { nativeError, nativeWire, toCanonical } from './native.wire';
 
 /**
  * The model named in the path: a slug (it has a slash: /models/openai/gpt-4o-mini/chat),
@@ -54,13 +52,6 @@ export class NativeController {
     const result = await this.commands.execute(
       new InferenceCommand({ surface: 'native', apiKey: bearerKey(request), model: modelOf(request), request: toCanonical(body), requestId: request.id }),
     );
-    if (body.stream) {
-      return streamSse(request, reply, result.events, nativeSerializer(result), {
-        keepAliveMs: this.config.sseKeepAliveMs,
-        failBeforeStart: (error) => void reply.status(error.status).send(nativeError(error)),
-      });
-    }
-    const whole = await collectReply(result.events.pipe(takeUntil(fromEvent(reply.raw, 'close'))));
-    void reply.send(chatBody(result, whole));
+    return respond(request, reply, result, body.stream === true, nativeWire, this.config.sseKeepAliveMs);
   }
 }

@@ -3,6 +3,7 @@ import { creditsNumber } from '../../ledger/money';
 import type { CanonicalRequest } from '../../pipeline/canonical';
 import type { InferenceResult, PipelineEvent } from '../../pipeline/inference.command';
 import type { Reply } from '../../pipeline/reduce';
+import type { SurfaceWire } from '../respond';
 import { sseData, StreamSerializer } from '../sse';
 import type { NativeChatDto } from './native.dto';
 
@@ -64,3 +65,5 @@ export function nativeSerializer(result: InferenceResult): StreamSerializer {
     error: (error: ApiError) => sseData(nativeError(error), 'error'),
   };
 }
+
+export const nativeWire: SurfaceWire = { serializer: nativeSerializer, body: chatBody, error: nativeError };

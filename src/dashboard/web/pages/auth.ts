@@ -4,7 +4,7 @@ import { field, h, mount, showError } from '../dom';
 import { PageContext } from '../page';
 import { refreshSession, store } from '../state';
 
-export function renderAuth(root: HTMLElement, ctx: PageContext, notice?: string): void {
+export function renderAuth(root: HTMLElement, ctx: PageContext, notice?: string, knownEmail = ''): void {
   const signupEnabled = store.config?.signupEnabled ?? false;
   let mode: 'signin' | 'signup' = 'signin';
   let countdown: number | undefined;
@@ -99,5 +99,6 @@ export function renderAuth(root: HTMLElement, ctx: PageContext, notice?: string)
       ),
     ),
   );
-  email.focus();
+  email.value = knownEmail;
+  (knownEmail ? password : email).focus();
 }

@@ -1,0 +1,35 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { fromEvent, takeUntil } from 'rxjs';
+import type { ApiError } from '../http/api-error';
+import type { InferenceResult } from '../pipeline/inference.command';
+import { collectReply, Reply } from '../pipeline/reduce';
+import { StreamSerializer, streamSse } from './sse';
+
+/** What a surface is, as far as answering goes: its stream, its whole reply and its errors. */
+export interface SurfaceWire {
+  serializer(result: InferenceResult): StreamSerializer;
+  body(result: InferenceResult, reply: Reply): unknown;
+  error(error: ApiError): unknown;
+}
+
+/**
+ * Answers a pipeline result the way every surface does: as server-sent events, or as one body
+ * reduced from the same stream. A client that leaves stops the upstream call either way.
+ */
+export async function respond(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  result: InferenceResult,
+  stream: boolean,
+  wire: SurfaceWire,
+  keepAliveMs: number,
+): Promise<void> {
+  if (stream) {
+    return streamSse(request, reply, result.events, wire.serializer(result), {
+      keepAliveMs,
+      failBeforeStart: (error) => void reply.status(error.status).send(wire.error(error)),
+    });
+  }
+  const whole = await collectReply(result.events.pipe(takeUntil(fromEvent(reply.raw, 'close'))));
+  void reply.send(wire.body(result, whole));
+}
