@@ -47,6 +47,8 @@ function parseHash(): { path: string; params: URLSearchParams; full: string } {
   return { path: q < 0 ? full : full.slice(0, q), params: new URLSearchParams(q < 0 ? '' : full.slice(q + 1)), full };
 }
 
+const routeOf = (path: string) => (Object.hasOwn(ROUTES, path) ? ROUTES[path] : null); // not inherited keys like "constructor"
+
 const redirect = (path: string): void => location.replace(`#${path}`); // fires hashchange, adds no history entry
 
 async function renderRoute(moveFocus = false): Promise<void> {
@@ -69,8 +71,9 @@ async function renderRoute(moveFocus = false): Promise<void> {
     authNotice = undefined;
     return;
   }
-  if (!ROUTES[path]) {
-    const target = returnTo && ROUTES[parseTarget(returnTo)] ? returnTo : '/keys';
+  const route = routeOf(path);
+  if (!route) {
+    const target = returnTo && routeOf(returnTo.split('?')[0]) ? returnTo : '/keys';
     returnTo = null;
     return redirect(target);
   }
@@ -79,15 +82,15 @@ async function renderRoute(moveFocus = false): Promise<void> {
   const { main } = ensureShell();
   updateHeader(path);
   setMenu(false); // the phone menu closes on navigation
-  document.title = `${ROUTES[path].title} · Model Gateway`;
+  document.title = `${route.title} · Model Gateway`;
   main.replaceChildren();
   main.setAttribute('aria-busy', 'true');
   try {
-    const rendering = ROUTES[path].render(main, ctx);
+    const rendering = route.render(main, ctx);
     if (focusAfterRender) {
       main.querySelector<HTMLElement>(`[data-testid="${focusAfterRender}"]`)?.focus();
       focusAfterRender = null;
-    } else if (moveFocus) {
+    } else if (moveFocus && !main.contains(document.activeElement)) {
       main.querySelector<HTMLElement>('h1')?.focus({ preventScroll: true });
     }
     await rendering;
@@ -97,8 +100,6 @@ async function renderRoute(moveFocus = false): Promise<void> {
     if (!controller.signal.aborted) main.removeAttribute('aria-busy');
   }
 }
-
-const parseTarget = (full: string): string => full.split('?')[0];
 
 // --- the signed-in shell ---
 
@@ -240,7 +241,11 @@ setUnauthorizedHandler(() => {
   if (store.session) signedOut('Your session has ended. Sign in again to continue.');
 });
 
-window.addEventListener('hashchange', () => void renderRoute(true));
+window.addEventListener('hashchange', () => {
+  void renderRoute(true);
+  // Credits move outside this page too (operators grant, keys spend): show them fresh on every page.
+  if (store.session) refreshSession().catch(() => undefined);
+});
 
 // Coming back to the tab: credits (or the active organization) may have changed elsewhere.
 document.addEventListener('visibilitychange', () => {

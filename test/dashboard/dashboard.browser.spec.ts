@@ -1,0 +1,132 @@
+import { join } from 'node:path';
+import OpenAI from 'openai';
+import type { Browser, Page } from 'playwright-core';
+import { describeWithBrowser, launchChromium } from '../support/browser';
+import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { eventually, ROOT } from '../support/processes';
+
+const M = TEST_MODELS;
+const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? join(ROOT, 'docs', 'screenshots') : null;
+
+describeWithBrowser('dashboard in a real browser', () => {
+  let g: TestGateway;
+  let browser: Browser;
+  let page: Page;
+
+  beforeAll(async () => {
+    g = await startGateway({ credits: 0 });
+    browser = await launchChromium();
+    page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    page.on('pageerror', (error) => {
+      throw error;
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    expect((await g.audit()).differences).toEqual([]);
+    await g.close();
+  });
+
+  const byTest = (id: string) => page.getByTestId(id);
+  const snap = async (name: string) => {
+    if (!SCREENSHOTS) return;
+    // Secrets are masked even though these are throwaway test keys: pictures get shared.
+    const mask = [byTest('key-secret'), byTest('key-curl')];
+    await page.screenshot({ path: join(SCREENSHOTS, `${name}-desktop.png`), fullPage: true, mask });
+    await page.setViewportSize({ width: 375, height: 780 });
+    await page.screenshot({ path: join(SCREENSHOTS, `${name}-phone.png`), fullPage: true, mask });
+    await page.setViewportSize({ width: 1280, height: 860 });
+  };
+
+  it('signs up, creates an organization and a key, sees the key used, revokes it', async () => {
+    await page.goto(`${g.baseUrl}/dashboard/`);
+    await byTest('signin-email').waitFor();
+    await snap('signin');
+    await byTest('signup-toggle').click();
+    await byTest('signin-email').fill('grace@example.com');
+    await byTest('signin-password').fill('a long enough password');
+    await byTest('signin-submit').click();
+
+    // No organization yet: the app asks for one.
+    await byTest('org-name').fill('Grace Labs');
+    await byTest('org-create').click();
+    await byTest('credits-available').waitFor();
+    const session = await page.evaluate(async () => (await fetch('/dashboard/api/session')).json());
+    const orgId: string = session.activeOrg.id;
+    await g.t.runtime.ledger.grant(orgId, 2_000_000_000, 'browser test');
+    await g.t.runtime.projector.catchUp();
+    await snap('organizations');
+
+    await byTest('nav-keys').click();
+    await byTest('key-name').fill('ci');
+    await byTest('key-create').click();
+    const secret = (await byTest('key-secret').textContent())!.trim();
+    expect(secret).toMatch(/^sk-svc-/);
+    expect(await byTest('base-url-chat').textContent()).toContain(`${g.baseUrl}/api/v1`);
+    await snap('key-created');
+    await byTest('key-secret-close').click();
+    expect(await page.content()).not.toContain(secret);
+
+    // The key works with the official client…
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello from the browser test', usage: { input: 300, output: 40 } } });
+    const client = new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: secret, maxRetries: 0 });
+    await client.chat.completions.create({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }] });
+    await g.settled();
+
+    // …and the request shows in usage with its cost (300 × $1/M + 40 × $2/M = 0.00038).
+    await byTest('nav-usage').click();
+    await byTest('usage-table').waitFor();
+    await eventually(async () => ((await byTest('usage-table').textContent()) ?? '').includes(M.gpt.slug), 5_000);
+    const row = (await byTest('usage-table').textContent())!;
+    expect(row).toContain('ci');
+    expect(row).toContain('0.00038');
+    await byTest('usage-chart').waitFor();
+    await snap('usage');
+
+    // Revoke, confirm: the API refuses the key.
+    await byTest('nav-keys').click();
+    const keys = await page.evaluate(async () => (await fetch('/dashboard/api/keys')).json());
+    await byTest(`key-revoke-${keys.data[0].id}`).click();
+    await byTest('key-revoke-confirm').click();
+    await eventually(async () => ((await byTest('keys-table').textContent()) ?? '').toLowerCase().includes('revoked'), 5_000);
+    await snap('keys');
+    const refused = await client.chat.completions.create({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
+    expect(refused.status).toBe(401);
+  });
+
+  it('streams a playground reply token by token, and the stop button aborts it', async () => {
+    const words = Array.from({ length: 40 }, (_, i) => `tok${i}`).join(' ');
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: words, usage: { input: 20, output: 40 } }, chunkDelayMs: 25 });
+    await byTest('nav-playground').click();
+    await byTest('playground-model').selectOption(M.gpt.slug);
+    await byTest('playground-system').fill('Be brief.');
+    await byTest('playground-input').fill('Count for me');
+    await byTest('playground-send').click();
+
+    // Token by token: the reply is seen growing through several lengths before it is complete.
+    const lengths = new Set<number>();
+    await eventually(async () => {
+      const text = (await byTest('playground-reply').textContent()) ?? '';
+      lengths.add(text.length);
+      return text.includes('tok39');
+    }, 10_000, 10);
+    expect(lengths.size).toBeGreaterThan(5);
+    await eventually(async () => /40/.test((await byTest('playground-meta').textContent()) ?? ''), 5_000);
+    expect(await byTest('playground-meta').textContent()).toMatch(/0\.0001/);
+    await snap('playground');
+
+    // Stop: a long, slow reply, stopped half way; the upstream call is aborted.
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: Array.from({ length: 500 }, (_, i) => `w${i}`).join(' '), usage: null }, chunkDelayMs: 20 });
+    const index = g.fake.requests.length;
+    await byTest('playground-input').fill('A very long answer please');
+    await byTest('playground-send').click();
+    await eventually(async () => ((await byTest('playground-reply').textContent()) ?? '').includes('w5'), 5_000, 10);
+    await byTest('playground-stop').click();
+    await g.fake.closed(index);
+    const stoppedAt = (await byTest('playground-reply').textContent()) ?? '';
+    expect(stoppedAt).not.toContain('w499');
+    await g.settled();
+    const usage = await page.evaluate(async () => (await fetch('/dashboard/api/usage')).json());
+    expect(usage.data[0]).toMatchObject({ surface: 'playground', status: 'client_abort' });
+  });
+});
