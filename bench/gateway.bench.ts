@@ -19,7 +19,7 @@
  * Smaller runs for a quick check: BENCH_ROUNDS, BENCH_SEQUENTIAL, BENCH_RATE_SECONDS,
  * BENCH_TTFB, BENCH_THROUGHPUT_SECONDS, BENCH_STREAMS.
  */
-import { cpus, platform, arch } from 'node:os';
+import { arch, cpus, loadavg, platform } from 'node:os';
 import { Client } from 'undici';
 import { fixedRate, Latencies, OpenStreams, openStreams, percentile, sequential, Target, throughput } from './gateway/load';
 import { cleanUp, Gateway, memoryMiB, Peer, startGateway, startPeer, startUpstream, Upstream } from './gateway/processes';
@@ -167,6 +167,7 @@ const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 
 async function main(): Promise<void> {
   const started = Date.now();
+  const loadAtStart = loadavg()[0];
   console.log(
     `# Gateway bench: node ${process.version}, ${new Date().toISOString().slice(0, 10)}, ${platform()} ${arch()}, ` +
       `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'CPU'}, ${ROUNDS} rounds, medians shown\n`,
@@ -362,9 +363,13 @@ async function main(): Promise<void> {
   ];
   for (const [key, error] of failures.slice(0, 5)) notes.push(`First error of ${labels.get(key)}: ${error}`);
 
+  notes.push(
+    `Load average (1 min) at start ${num(loadAtStart, 2)}, at end ${num(loadavg()[0], 2)} on ${cpus().length} CPUs: ` +
+      'every process of the machine, other jobs included, shares them with the load generator, the upstream and the target.',
+  );
   console.log(lines.join('\n'));
   for (const note of notes) console.log(`- ${note}`);
-  console.log(`\n(${Math.round((Date.now() - started) / 1000)} s; gateway RSS now ${num(mb(memoryMiB(gateway.child.pid).rss), 0)} MB)`);
+  console.log(`\n(${Math.round((Date.now() - started) / 1000)} s)`);
 }
 
 main()

@@ -25,7 +25,8 @@ export class HostTransport implements OnApplicationShutdown {
   private pool(origin: string): Pool {
     let pool = this.pools.get(origin);
     if (!pool) {
-      pool = new Pool(origin, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000 });
+      // Streams can last minutes: allow many at once to one host (a stream holds its connection).
+      pool = new Pool(origin, { connections: 8192, pipelining: 1, keepAliveTimeout: 30_000 });
       this.pools.set(origin, pool);
     }
     return pool;
@@ -41,6 +42,7 @@ export class HostTransport implements OnApplicationShutdown {
       const upstream = kind.buildRequest(request, hostModel, host.apiKey);
       const base = new URL(host.baseUrl);
       let produced = false;
+      let finished = false;
 
       const fail = (error: unknown) => {
         if (abort.signal.aborted && subscriber.closed) return;
@@ -87,12 +89,16 @@ export class HostTransport implements OnApplicationShutdown {
           if (decoder.done) break;
         }
         if (!decoder.done) throw new HostError('connection', 'upstream ended its stream before completing the reply', null, !produced);
+        finished = true;
         subscriber.complete();
         // Whatever follows the end of the stream is not ours to wait for.
         response.body.destroy();
       })().catch(fail);
 
-      return () => abort.abort();
+      // Aborting is for calls still running (a client gone, a fallback): a finished one has nothing to stop.
+      return () => {
+        if (!finished) abort.abort();
+      };
     });
   }
 

@@ -34,6 +34,8 @@ export interface ReservationTicket {
   amount: number;
   state: Reservation;
   revision: number;
+  /** Resolves when the reservation event is in the log (durable); rejects if it could not be written. */
+  recorded: Promise<void>;
 }
 
 export type Admission =
@@ -73,10 +75,12 @@ export class LedgerService {
     }
   }
 
-  /** Admits a request if the organization's available balance covers `amount`, and records it. */
-  async reserve(
-    request: RequestFacts & { orgId: string; amount: number; reservationId?: string },
-  ): Promise<Admission> {
+  /**
+   * Admits a request if the organization's available balance covers `amount`: the atomic hold
+   * is taken before this returns; the reservation event is written meanwhile (`ticket.recorded`),
+   * so a caller can start its upstream call without waiting for the disk.
+   */
+  async admit(request: RequestFacts & { orgId: string; amount: number; reservationId?: string }): Promise<Admission> {
     const reservationId = request.reservationId ?? randomUUID();
     const now = this.clock();
     const [event] = decideReservation(
@@ -96,12 +100,15 @@ export class LedgerService {
     );
     const admission = await this.projections.hold(request.orgId, reservationId, request.amount, now + this.settings.pendingHoldMs);
     if (!admission.admitted) return admission;
-    try {
-      await this.events.append(reservationStream(reservationId), [event], 'no_stream');
-    } catch (error) {
-      await this.projections.dropHold(request.orgId, reservationId);
-      throw error;
-    }
+    const recorded = this.events.append(reservationStream(reservationId), [event], 'no_stream').then(
+      () => undefined,
+      async (error: unknown) => {
+        await this.projections.dropHold(request.orgId, reservationId);
+        throw error;
+      },
+    );
+    // Whoever settles awaits it; this only keeps a failure nobody awaited from going unhandled.
+    recorded.catch(() => undefined);
     return {
       admitted: true,
       ticket: {
@@ -110,8 +117,29 @@ export class LedgerService {
         amount: request.amount,
         state: evolveReservation(initialReservation(), event),
         revision: 0,
+        recorded,
       },
     };
+  }
+
+  /** Admits and waits until the reservation is in the log. */
+  async reserve(request: RequestFacts & { orgId: string; amount: number; reservationId?: string }): Promise<Admission> {
+    const admission = await this.admit(request);
+    if (admission.admitted) await admission.ticket.recorded;
+    return admission;
+  }
+
+  /**
+   * The settlement decided now (pure: the charge is known at once), and its append under way.
+   * A request can report its cost without waiting for the disk; the ledger records the same event.
+   */
+  settleNow(
+    ticket: ReservationTicket,
+    settlement: Omit<Settle, 'type' | 'now'>,
+  ): { event: ReservationEvent; appended: Promise<ReservationEvent> } {
+    const command: Settle = { type: 'Settle', ...settlement, now: this.clock() };
+    const [event] = decideReservation(command, ticket.state);
+    return { event, appended: this.resolve(ticket, command) };
   }
 
   async settle(ticket: ReservationTicket, settlement: Omit<Settle, 'type' | 'now'>): Promise<ReservationEvent> {
@@ -146,6 +174,7 @@ export class LedgerService {
    * stream moved (another instance expired it) the decision is made again on what it holds.
    */
   private async resolve(ticket: ReservationTicket, command: ReservationCommand): Promise<ReservationEvent> {
+    await ticket.recorded;
     try {
       return await this.decideAndAppend(ticket.reservationId, ticket.state, ticket.revision, command);
     } catch (error) {

@@ -24,7 +24,9 @@ type Ending =
   | { kind: 'complete' }
   | { kind: 'abort' }
   | { kind: 'timeout' }
-  | { kind: 'failed'; error: HostError };
+  | { kind: 'failed'; error: HostError }
+  /** The reservation event could not be written: nothing can be billed, so nothing is served. */
+  | { kind: 'unrecorded' };
 
 /**
  * The pipeline: authenticate, resolve the model, reserve, call the host (falling back to the
@@ -60,7 +62,7 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     const request: CanonicalRequest = { ...input.request, maxTokens };
     const estimate: TokenUsage = { inputTokens: estimateInputTokens(request), outputTokens: maxTokens };
     const prices = highestPrices(hosts);
-    const admission = await this.ledger.reserve({
+    const admission = await this.ledger.admit({
       requestId: input.requestId,
       keyId: key.keyId,
       surface: input.surface,
@@ -100,25 +102,35 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
         clearTimeout(deadline);
         upstream?.unsubscribe();
         const served = hosts[hostIndex];
-        const settling = this.settle(ticket, served, ending, {
+        const outcome = {
           produced,
           usage: usage ?? { inputTokens: estimatedInput, outputTokens: Math.ceil(deliveredChars / 4) },
           latencyMs: Math.round(performance.now() - started),
-        });
+        };
+        const logFailure = (error: unknown) => this.logger.error(`settlement of ${input.requestId} failed: ${(error as Error).message}`);
         if (ending.kind === 'complete') {
-          settling.then(
-            (billed) => {
-              if (billed) subscriber.next(billed);
-              subscriber.complete();
-            },
-            (error) => {
-              this.logger.error(`settlement of ${input.requestId} failed: ${(error as Error).message}`);
-              subscriber.complete();
-            },
-          );
+          // The charge is a pure function of the usage: report it now; the ledger records the same event.
+          const { event, appended } = this.ledger.settleNow(ticket, {
+            usage: outcome.usage,
+            prices: served.prices,
+            host: served.host.id,
+            hostModel: served.model,
+            status: 'ok',
+            latencyMs: outcome.latencyMs,
+          });
+          appended.catch(logFailure);
+          if (event.type === 'ReservationSettled') {
+            const { inputTokens, outputTokens, amount } = event.data;
+            subscriber.next({ type: 'billed', inputTokens, outputTokens, cost: amount, host: served.host.id });
+          }
+          subscriber.complete();
           return;
         }
-        settling.catch((error) => this.logger.error(`settlement of ${input.requestId} failed: ${(error as Error).message}`));
+        if (ending.kind === 'unrecorded') {
+          subscriber.error(new ApiError('internal_error', 'the reservation could not be recorded; nothing was billed'));
+          return;
+        }
+        this.settle(ticket, served, ending, outcome).catch(logFailure);
         if (ending.kind === 'timeout') {
           subscriber.error(new ApiError('provider_timeout', `the provider did not finish within ${this.config.requestTimeoutMs} ms`));
         } else if (ending.kind === 'failed') {
@@ -160,36 +172,31 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       };
 
       const deadline = setTimeout(() => end({ kind: 'timeout' }), this.config.requestTimeoutMs);
+      ticket.recorded.catch(() => end({ kind: 'unrecorded' }));
       callHost();
       return () => end({ kind: 'abort' });
     });
   }
 
-  /** Bills what was delivered, or releases the hold when nothing was; returns the charge on completion. */
+  /** Bills what was delivered on a request that did not complete, or releases the hold when nothing was. */
   private async settle(
     ticket: ReservationTicket,
     served: ModelHost,
-    ending: Ending,
+    ending: Exclude<Ending, { kind: 'complete' } | { kind: 'unrecorded' }>,
     outcome: { produced: boolean; usage: TokenUsage; latencyMs: number },
-  ): Promise<PipelineEvent | null> {
+  ): Promise<void> {
     const status =
-      ending.kind === 'complete'
-        ? 'ok'
-        : ending.kind === 'abort'
-          ? 'client_abort'
-          : ending.kind === 'timeout' || ending.error.kind === 'timeout'
-            ? 'provider_timeout'
-            : 'provider_error';
-    if (ending.kind !== 'complete' && !outcome.produced) {
+      ending.kind === 'abort' ? 'client_abort' : ending.kind === 'timeout' || ending.error.kind === 'timeout' ? 'provider_timeout' : 'provider_error';
+    if (!outcome.produced) {
       await this.ledger.release(ticket, {
         reason: ending.kind === 'failed' ? ending.error.message : status,
         host: served.host.id,
         status,
         latencyMs: outcome.latencyMs,
       });
-      return null;
+      return;
     }
-    const settled = await this.ledger.settle(ticket, {
+    await this.ledger.settle(ticket, {
       usage: outcome.usage,
       prices: served.prices,
       host: served.host.id,
@@ -197,14 +204,6 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       status,
       latencyMs: outcome.latencyMs,
     });
-    if (settled.type !== 'ReservationSettled') return null;
-    return {
-      type: 'billed',
-      inputTokens: settled.data.inputTokens,
-      outputTokens: settled.data.outputTokens,
-      cost: settled.data.amount,
-      host: served.host.id,
-    };
   }
 }
 

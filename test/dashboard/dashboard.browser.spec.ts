@@ -51,7 +51,7 @@ describeWithBrowser('dashboard in a real browser', () => {
     await byTest('org-name').fill('Grace Labs');
     await byTest('org-create').click();
     await byTest('credits-available').waitFor();
-    const session = await page.evaluate(async () => (await fetch('/dashboard/api/session')).json());
+    const session = (await page.evaluate(async () => (await fetch("/dashboard/api/session")).json())) as { activeOrg: { id: string } };
     const orgId: string = session.activeOrg.id;
     await g.t.runtime.ledger.grant(orgId, 2_000_000_000, 'browser test');
     await g.t.runtime.projector.catchUp();
@@ -85,7 +85,7 @@ describeWithBrowser('dashboard in a real browser', () => {
 
     // Revoke, confirm: the API refuses the key.
     await byTest('nav-keys').click();
-    const keys = await page.evaluate(async () => (await fetch('/dashboard/api/keys')).json());
+    const keys = (await page.evaluate(async () => (await fetch("/dashboard/api/keys")).json())) as { data: Array<{ id: string }> };
     await byTest(`key-revoke-${keys.data[0].id}`).click();
     await byTest('key-revoke-confirm').click();
     await eventually(async () => ((await byTest('keys-table').textContent()) ?? '').toLowerCase().includes('revoked'), 5_000);
@@ -126,7 +126,7 @@ describeWithBrowser('dashboard in a real browser', () => {
     const stoppedAt = (await byTest('playground-reply').textContent()) ?? '';
     expect(stoppedAt).not.toContain('w499');
     await g.settled();
-    const usage = await page.evaluate(async () => (await fetch('/dashboard/api/usage')).json());
+    const usage = (await page.evaluate(async () => (await fetch("/dashboard/api/usage")).json())) as { data: unknown[] };
     expect(usage.data[0]).toMatchObject({ surface: 'playground', status: 'client_abort' });
   });
 });
