@@ -1,7 +1,8 @@
 import Database from 'better-sqlite3';
-import { EventEmitter, once } from 'node:events';
+import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import {
   AppendResult,
   EventStore,
@@ -10,6 +11,7 @@ import {
   RecordedEvent,
   WrongExpectedRevisionError,
 } from './event-store';
+import { WRITER_SOURCE, WriterAppend, WriterOptions, WriterResult } from './sqlite-writer';
 
 /** position, stream_id, revision, type, data, recorded_at: read as arrays, which is faster in a replay. */
 type EventRow = [number, string, number, string, string, number];
@@ -17,7 +19,6 @@ const COLUMNS = 'position, stream_id, revision, type, data, recorded_at';
 
 interface PendingAppend {
   streamId: string;
-  events: NewEvent[];
   expected: ExpectedRevision;
   resolve: (result: AppendResult) => void;
   reject: (error: unknown) => void;
@@ -42,21 +43,19 @@ const toRecorded = (row: EventRow): RecordedEvent => ({
 /**
  * The embedded event log: one SQLite file in WAL mode with full fsync on commit, so an append
  * is durable when its promise resolves and a killed process never leaves a torn event.
- * Appends issued in the same turn of the event loop are committed together in one
- * transaction (group commit); each keeps its own optimistic-concurrency check.
- * Several processes may share the file: SQLite serialises their writers.
+ * Writes go through a writer thread (see sqlite-writer.ts) that commits appends arriving
+ * together in one transaction; reads use this thread's own connection (WAL readers do not wait
+ * for the writer). Several processes may share the file: SQLite serialises their writers.
  */
 export class SqliteEventStore implements EventStore {
   private readonly db: Database.Database;
+  private readonly writer: Worker;
+  private readonly pending = new Map<number, PendingAppend>();
+  private nextId = 1;
   private readonly appended = new EventEmitter();
   private readonly pollIntervalMs: number;
-  private readonly groupCommit: boolean;
-  private queue: PendingAppend[] = [];
-  private flushScheduled = false;
   private closed = false;
   private readonly statements: {
-    streamRevision: Database.Statement<[string], { revision: number | null }>;
-    insert: Database.Statement<[string, number, string, string, number]>;
     readStream: Database.Statement<[string], EventRow>;
     readAll: Database.Statement<[number, number], EventRow>;
     head: Database.Statement<[], { position: number | null }>;
@@ -65,10 +64,8 @@ export class SqliteEventStore implements EventStore {
   constructor(path: string, options: SqliteEventStoreOptions = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.pollIntervalMs = options.pollIntervalMs ?? 100;
-    this.groupCommit = options.groupCommit ?? true;
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = FULL');
     this.db.pragma('busy_timeout = 10000');
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS events (
@@ -83,67 +80,48 @@ export class SqliteEventStore implements EventStore {
     `);
     this.appended.setMaxListeners(0);
     this.statements = {
-      streamRevision: this.db.prepare('SELECT MAX(revision) AS revision FROM events WHERE stream_id = ?'),
-      insert: this.db.prepare(
-        'INSERT INTO events (stream_id, revision, type, data, recorded_at) VALUES (?, ?, ?, ?, ?)',
-      ),
       readStream: this.db.prepare<[string], EventRow>(`SELECT ${COLUMNS} FROM events WHERE stream_id = ? ORDER BY revision`).raw(true),
       readAll: this.db.prepare<[number, number], EventRow>(`SELECT ${COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`).raw(true),
       head: this.db.prepare('SELECT MAX(position) AS position FROM events'),
     };
+    const writerOptions: WriterOptions = { driver: require.resolve('better-sqlite3'), path, groupCommit: options.groupCommit ?? true };
+    this.writer = new Worker(WRITER_SOURCE, { eval: true, workerData: writerOptions });
+    this.writer.on('message', (results: WriterResult[] | 'closed') => {
+      if (results !== 'closed') this.settle(results);
+    });
+    this.writer.on('error', (error) => {
+      for (const [id, pending] of this.pending) {
+        this.pending.delete(id);
+        pending.reject(error);
+      }
+    });
+    // An idle writer does not keep the process alive; one with appends under way does.
+    this.writer.unref();
   }
 
   append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new Error('event store is closed'));
     if (events.length === 0) return Promise.reject(new Error('append needs at least one event'));
     return new Promise((resolve, reject) => {
-      this.queue.push({ streamId, events, expected, resolve, reject });
-      if (!this.groupCommit) this.flush();
-      else if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(() => this.flush());
-      }
+      const id = this.nextId++;
+      if (this.pending.size === 0) this.writer.ref();
+      this.pending.set(id, { streamId, expected, resolve, reject });
+      const message: WriterAppend = { id, streamId, expected, events: events.map((e) => ({ type: e.type, data: JSON.stringify(e.data) })) };
+      this.writer.postMessage(message);
     });
   }
 
-  private flush(): void {
-    this.flushScheduled = false;
-    const batch = this.queue;
-    this.queue = [];
-    if (batch.length === 0 || this.closed) return;
-    const outcomes: Array<{ ok: AppendResult } | { error: unknown }> = [];
-    try {
-      this.db.transaction(() => {
-        for (const pending of batch) outcomes.push(this.tryAppend(pending));
-      }).immediate();
-    } catch (error) {
-      for (const pending of batch) pending.reject(error);
-      return;
+  private settle(results: WriterResult[]): void {
+    for (const result of results) {
+      const pending = this.pending.get(result.id);
+      if (!pending) continue;
+      this.pending.delete(result.id);
+      if ('ok' in result) pending.resolve(result.ok);
+      else if ('conflict' in result) pending.reject(new WrongExpectedRevisionError(pending.streamId, pending.expected, result.conflict));
+      else pending.reject(new Error(`append to ${pending.streamId} failed: ${result.error}`));
     }
-    batch.forEach((pending, i) => {
-      const outcome = outcomes[i];
-      if ('ok' in outcome) pending.resolve(outcome.ok);
-      else pending.reject(outcome.error);
-    });
+    if (this.pending.size === 0) this.writer.unref();
     this.appended.emit('append');
-  }
-
-  /** Runs inside the batch's transaction; a conflict fails this append only. */
-  private tryAppend({ streamId, events, expected }: PendingAppend): { ok: AppendResult } | { error: unknown } {
-    const current = this.statements.streamRevision.get(streamId)?.revision ?? null;
-    const actual = current === null ? 'no_stream' : current;
-    if (expected !== 'any' && expected !== actual) {
-      return { error: new WrongExpectedRevisionError(streamId, expected, actual) };
-    }
-    let revision = current ?? -1;
-    let position = 0;
-    const now = Date.now();
-    for (const event of events) {
-      revision += 1;
-      const info = this.statements.insert.run(streamId, revision, event.type, JSON.stringify(event.data), now);
-      position = Number(info.lastInsertRowid);
-    }
-    return { ok: { nextExpectedRevision: revision, position } };
   }
 
   async readStream(streamId: string): Promise<RecordedEvent[]> {
@@ -172,19 +150,32 @@ export class SqliteEventStore implements EventStore {
   }
 
   /** Wakes on an append by this process, or after the poll interval for other processes. */
-  private async nextAppendOrPoll(signal: AbortSignal): Promise<void> {
-    const timeout = AbortSignal.timeout(this.pollIntervalMs);
-    try {
-      await once(this.appended, 'append', { signal: AbortSignal.any([signal, timeout]) });
-    } catch {
-      // aborted or poll interval elapsed: either way, look again
-    }
+  private nextAppendOrPoll(signal: AbortSignal): Promise<void> {
+    // Plain listeners and a timer: abort signals per wait would cost an error object each time.
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.appended.off('append', wake);
+        signal.removeEventListener('abort', wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, this.pollIntervalMs);
+      this.appended.on('append', wake);
+      signal.addEventListener('abort', wake);
+    });
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
-    if (this.queue.length > 0) this.flush();
     this.closed = true;
+    // The writer commits what it was given, then closes its connection.
+    this.writer.ref();
+    await new Promise<void>((resolve) => {
+      this.writer.on('message', (message) => message === 'closed' && resolve());
+      this.writer.on('exit', () => resolve());
+      this.writer.postMessage('close');
+    });
+    await this.writer.terminate();
     this.appended.emit('append');
     this.db.close();
   }

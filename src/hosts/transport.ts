@@ -45,7 +45,7 @@ export class HostTransport implements OnApplicationShutdown {
       let finished = false;
 
       const fail = (error: unknown) => {
-        if (abort.signal.aborted && subscriber.closed) return;
+        if (finished || (abort.signal.aborted && subscriber.closed)) return;
         subscriber.error(toHostError(error, !produced));
       };
 
@@ -86,13 +86,14 @@ export class HostTransport implements OnApplicationShutdown {
           }
           pending = [];
           if (decodeError) throw decodeError;
-          if (decoder.done) break;
+          if (decoder.done && !finished) {
+            // The reply is complete: the client need not wait for the upstream to close its body,
+            // which is read to its end (not destroyed: that costs an error object per request).
+            finished = true;
+            subscriber.complete();
+          }
         }
         if (!decoder.done) throw new HostError('connection', 'upstream ended its stream before completing the reply', null, !produced);
-        finished = true;
-        subscriber.complete();
-        // Whatever follows the end of the stream is not ours to wait for.
-        response.body.destroy();
       })().catch(fail);
 
       // Aborting is for calls still running (a client gone, a fallback): a finished one has nothing to stop.
