@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import request from 'supertest';
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { eventually } from '../support/processes';
 
 const M = TEST_MODELS;
 
@@ -187,6 +188,7 @@ describe('dashboard API', () => {
     abort.abort();
     await g.fake.closed(index);
     await g.settled();
+    await eventually(async () => (await dan.get('/usage')).body.data[0]?.status === 'client_abort', 5_000);
     expect((await dan.get('/usage')).body.data[0]).toMatchObject({ surface: 'playground', status: 'client_abort' });
   });
 
