@@ -46,6 +46,7 @@ const toRecorded = (row: EventRow): RecordedEvent => ({
  * Writes go through a writer thread (see sqlite-writer.ts) that commits appends arriving
  * together in one transaction; reads use this thread's own connection (WAL readers do not wait
  * for the writer). Several processes may share the file: SQLite serialises their writers.
+ * The writer thread lives until `close()`, which every owner calls.
  */
 export class SqliteEventStore implements EventStore {
   private readonly db: Database.Database;
@@ -89,14 +90,14 @@ export class SqliteEventStore implements EventStore {
     this.writer.on('message', (results: WriterResult[] | 'closed') => {
       if (results !== 'closed') this.settle(results);
     });
-    this.writer.on('error', (error) => {
+    const failAll = (error: Error) => {
       for (const [id, pending] of this.pending) {
         this.pending.delete(id);
         pending.reject(error);
       }
-    });
-    // An idle writer does not keep the process alive; one with appends under way does.
-    this.writer.unref();
+    };
+    this.writer.on('error', failAll);
+    this.writer.on('exit', () => failAll(new Error('the event log writer stopped')));
   }
 
   append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
@@ -104,7 +105,6 @@ export class SqliteEventStore implements EventStore {
     if (events.length === 0) return Promise.reject(new Error('append needs at least one event'));
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
-      if (this.pending.size === 0) this.writer.ref();
       this.pending.set(id, { streamId, expected, resolve, reject });
       const message: WriterAppend = { id, streamId, expected, events: events.map((e) => ({ type: e.type, data: JSON.stringify(e.data) })) };
       this.writer.postMessage(message);
@@ -120,7 +120,6 @@ export class SqliteEventStore implements EventStore {
       else if ('conflict' in result) pending.reject(new WrongExpectedRevisionError(pending.streamId, pending.expected, result.conflict));
       else pending.reject(new Error(`append to ${pending.streamId} failed: ${result.error}`));
     }
-    if (this.pending.size === 0) this.writer.unref();
     this.appended.emit('append');
   }
 
@@ -169,11 +168,12 @@ export class SqliteEventStore implements EventStore {
     if (this.closed) return;
     this.closed = true;
     // The writer commits what it was given, then closes its connection.
-    this.writer.ref();
     await new Promise<void>((resolve) => {
       this.writer.on('message', (message) => message === 'closed' && resolve());
       this.writer.on('exit', () => resolve());
       this.writer.postMessage('close');
+      // Do not wait forever for a writer that is stuck or gone.
+      setTimeout(resolve, 10_000).unref();
     });
     await this.writer.terminate();
     this.appended.emit('append');

@@ -53,7 +53,7 @@ export interface TestGateway {
   orgId: string;
   key: string;
   keyId: string;
-  /** Waits until no reservation or hold is left for the organization (every request settled). */
+  /** Waits until no reservation or hold is left in any organization (every request settled). */
   settled(): Promise<void>;
   audit(): Promise<AuditReport>;
   close(): Promise<void>;
@@ -80,8 +80,11 @@ export async function startGateway(options: { credits?: number; env?: Record<str
     settled: () =>
       eventually(async () => {
         await t.runtime.projector.catchUp();
-        const b = await t.runtime.projections.balance(orgId);
-        return b.reserved === 0 && b.pending === 0;
+        for (const id of (await t.runtime.projections.ledgers()).keys()) {
+          const b = await t.runtime.projections.balance(id);
+          if (b.reserved !== 0 || b.pending !== 0) return false;
+        }
+        return true;
       }, 5_000),
     audit: async () => {
       await t.runtime.projector.catchUp();
