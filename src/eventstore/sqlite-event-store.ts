@@ -53,6 +53,8 @@ export class SqliteEventStore implements EventStore {
   private readonly writer: Worker;
   private readonly pending = new Map<number, PendingAppend>();
   private nextId = 1;
+  /** Appends of this turn of the event loop, sent to the writer in one message (each message costs a wake-up). */
+  private outgoing: WriterAppend[] = [];
   private readonly appended = new EventEmitter();
   private readonly pollIntervalMs: number;
   private closed = false;
@@ -106,9 +108,16 @@ export class SqliteEventStore implements EventStore {
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
       this.pending.set(id, { streamId, expected, resolve, reject });
-      const message: WriterAppend = { id, streamId, expected, events: events.map((e) => ({ type: e.type, data: JSON.stringify(e.data) })) };
-      this.writer.postMessage(message);
+      this.outgoing.push({ id, streamId, expected, events: events.map((e) => ({ type: e.type, data: JSON.stringify(e.data) })) });
+      if (this.outgoing.length === 1) setImmediate(() => this.send());
     });
+  }
+
+  private send(): void {
+    if (this.outgoing.length === 0) return;
+    const batch = this.outgoing;
+    this.outgoing = [];
+    this.writer.postMessage(batch);
   }
 
   private settle(results: WriterResult[]): void {
@@ -168,6 +177,7 @@ export class SqliteEventStore implements EventStore {
     if (this.closed) return;
     this.closed = true;
     // The writer commits what it was given, then closes its connection.
+    this.send();
     await new Promise<void>((resolve) => {
       this.writer.on('message', (message) => message === 'closed' && resolve());
       this.writer.on('exit', () => resolve());

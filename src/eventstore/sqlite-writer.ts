@@ -76,9 +76,12 @@ parentPort.on('message', (message) => {
     parentPort.postMessage('closed');
     return;
   }
-  queue.push(message);
-  if (!workerData.groupCommit) flush();
-  else if (!scheduled) {
+  // Appends come in batches (one message per turn of the sender's event loop).
+  for (const append of message) {
+    queue.push(append);
+    if (!workerData.groupCommit) flush();
+  }
+  if (workerData.groupCommit && !scheduled) {
     scheduled = true;
     setImmediate(flush);
   }

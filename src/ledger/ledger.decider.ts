@@ -118,13 +118,7 @@ function openReservation(state: Reservation): CreditsReserved['data'] {
   return state.reserved;
 }
 
-const factsOf = ({ requestId, keyId, surface, model }: RequestFacts): RequestFacts => ({
-  requestId,
-  keyId,
-  surface,
-  model,
-});
-
+// Events are built field by field, not by spreading: this runs on every request.
 export function decideReservation(command: ReservationCommand, state: Reservation): ReservationEvent[] {
   switch (command.type) {
     case 'Reserve': {
@@ -137,7 +131,10 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
       const event: CreditsReserved = {
         type: 'CreditsReserved',
         data: {
-          ...factsOf(command),
+          requestId: command.requestId,
+          keyId: command.keyId,
+          surface: command.surface,
+          model: command.model,
           reservationId: command.reservationId,
           orgId: command.orgId,
           amount: command.amount,
@@ -159,7 +156,10 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
       const event: ReservationSettled = {
         type: 'ReservationSettled',
         data: {
-          ...factsOf(reserved),
+          requestId: reserved.requestId,
+          keyId: reserved.keyId,
+          surface: reserved.surface,
+          model: reserved.model,
           reservationId: reserved.reservationId,
           orgId: reserved.orgId,
           host: command.host,
@@ -181,7 +181,10 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
       const event: ReservationReleased = {
         type: 'ReservationReleased',
         data: {
-          ...factsOf(reserved),
+          requestId: reserved.requestId,
+          keyId: reserved.keyId,
+          surface: reserved.surface,
+          model: reserved.model,
           reservationId: reserved.reservationId,
           orgId: reserved.orgId,
           host: command.host,
@@ -202,7 +205,10 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
       const event: ReservationExpired = {
         type: 'ReservationExpired',
         data: {
-          ...factsOf(reserved),
+          requestId: reserved.requestId,
+          keyId: reserved.keyId,
+          surface: reserved.surface,
+          model: reserved.model,
           reservationId: reserved.reservationId,
           orgId: reserved.orgId,
           held: reserved.amount,

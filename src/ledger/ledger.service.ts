@@ -20,6 +20,17 @@ import { CreditsGranted, RequestFacts, ReservationEvent, creditsStream, reservat
 
 export type Clock = () => number;
 
+const settleCommand = (s: Omit<Settle, 'type' | 'now'>, now: number): Settle => ({
+  type: 'Settle',
+  usage: s.usage,
+  prices: s.prices,
+  host: s.host,
+  hostModel: s.hostModel,
+  status: s.status,
+  latencyMs: s.latencyMs,
+  now,
+});
+
 export interface LedgerSettings {
   /** A reservation never resolved (a crash) expires after this long. */
   reservationTtlMs: number;
@@ -137,17 +148,18 @@ export class LedgerService {
     ticket: ReservationTicket,
     settlement: Omit<Settle, 'type' | 'now'>,
   ): { event: ReservationEvent; appended: Promise<ReservationEvent> } {
-    const command: Settle = { type: 'Settle', ...settlement, now: this.clock() };
+    const command = settleCommand(settlement, this.clock());
     const [event] = decideReservation(command, ticket.state);
     return { event, appended: this.resolve(ticket, command) };
   }
 
   async settle(ticket: ReservationTicket, settlement: Omit<Settle, 'type' | 'now'>): Promise<ReservationEvent> {
-    return this.resolve(ticket, { type: 'Settle', ...settlement, now: this.clock() });
+    return this.resolve(ticket, settleCommand(settlement, this.clock()));
   }
 
   async release(ticket: ReservationTicket, release: Omit<Release, 'type' | 'now'>): Promise<ReservationEvent> {
-    return this.resolve(ticket, { type: 'Release', ...release, now: this.clock() });
+    const { reason, host, status, latencyMs } = release;
+    return this.resolve(ticket, { type: 'Release', reason, host, status, latencyMs, now: this.clock() });
   }
 
   /** Expires a reservation past its expiry; a no-op (false) if another instance resolved it first. */
