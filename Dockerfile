@@ -4,7 +4,10 @@ COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY bench ./bench
 COPY bin ./bin
-RUN npm ci && npm prune --omit=dev --ignore-scripts
+COPY scripts ./scripts
+COPY catalogue ./catalogue
+# `npm install` runs the build (prepare: server, operator tool and the dashboard's web app).
+RUN npm install --no-audit --no-fund && npm prune --omit=dev --ignore-scripts
 ENV NODE_ENV=production
 EXPOSE 8080
 CMD ["node", "dist/src/main.js"]
