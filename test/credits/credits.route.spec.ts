@@ -50,7 +50,7 @@ for (const redis of [false, true]) {
     it.each([
       ['no header', undefined, /missing API key/],
       ['not bearer', 'Basic abc', /missing API key/],
-      ['unknown key', 'Bearer sk-svc-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', /invalid or revoked/],
+      ['unknown key', `Bearer sk-svc-${'A'.repeat(44)}`, /invalid or revoked/],
       ['malformed key', 'Bearer hello', /invalid or revoked/],
     ])('refuses %s with 401 in the chat-completions error format', async (_label, header, message) => {
       const req = request(app.getHttpServer()).get('/api/v1/credits');
