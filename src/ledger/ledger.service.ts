@@ -150,7 +150,7 @@ export class LedgerService {
   ): { event: ReservationEvent; appended: Promise<ReservationEvent> } {
     const command = settleCommand(settlement, this.clock());
     const [event] = decideReservation(command, ticket.state);
-    return { event, appended: this.resolve(ticket, command) };
+    return { event, appended: this.resolve(ticket, command, event) };
   }
 
   async settle(ticket: ReservationTicket, settlement: Omit<Settle, 'type' | 'now'>): Promise<ReservationEvent> {
@@ -185,10 +185,15 @@ export class LedgerService {
    * Settles or releases exactly once: appended with the revision the ticket holds; if the
    * stream moved (another instance expired it) the decision is made again on what it holds.
    */
-  private async resolve(ticket: ReservationTicket, command: ReservationCommand): Promise<ReservationEvent> {
+  private async resolve(
+    ticket: ReservationTicket,
+    command: ReservationCommand,
+    decided: ReservationEvent = decideReservation(command, ticket.state)[0],
+  ): Promise<ReservationEvent> {
     await ticket.recorded;
     try {
-      return await this.decideAndAppend(ticket.reservationId, ticket.state, ticket.revision, command);
+      await this.events.append(reservationStream(ticket.reservationId), [decided], ticket.revision);
+      return decided;
     } catch (error) {
       if (!(error instanceof WrongExpectedRevisionError)) throw error;
       const { state, revision } = await this.readReservation(ticket.reservationId);
