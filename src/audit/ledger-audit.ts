@@ -104,13 +104,16 @@ export async function auditLedger(
   options: AuditOptions = {},
 ): Promise<AuditReport> {
   const auditor = new LogAuditor();
-  const head = await events.headPosition();
-  while (auditor.model.position < head) {
-    const batch = await events.readAll(auditor.model.position, 5000);
-    if (batch.length === 0) break;
-    for (const event of batch) auditor.check(event);
-    options.onProgress?.(auditor.model.position, head);
-  }
+  /** Replays the log up to `target` (or its end, if that comes first). */
+  const replayTo = async (target: number, onProgress?: AuditOptions['onProgress']) => {
+    while (auditor.model.position < target) {
+      const batch = await events.readAll(auditor.model.position, 5000);
+      if (batch.length === 0) break;
+      for (const event of batch) auditor.check(event);
+      onProgress?.(auditor.model.position, target);
+    }
+  };
+  await replayTo(await events.headPosition(), options.onProgress);
 
   const projected = await projections.ledgers();
   const replayed = auditor.model.orgs;
@@ -124,11 +127,7 @@ export async function auditLedger(
     let seen = projected.get(orgId) ?? { granted: 0, spent: 0, reserved: 0, position: 0 };
     if (seen.position > auditor.model.position) {
       // A request moved this organization during the audit: replay to where the projection is.
-      for (let batch = await events.readAll(auditor.model.position, 5000); batch.length > 0; ) {
-        for (const event of batch) auditor.check(event);
-        if (auditor.model.position >= seen.position) break;
-        batch = await events.readAll(auditor.model.position, 5000);
-      }
+      await replayTo(seen.position);
       truth = auditor.model.orgs.get(orgId) ?? truth;
       seen = (await projections.ledgers()).get(orgId) ?? seen;
     }
