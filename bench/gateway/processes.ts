@@ -207,7 +207,9 @@ export async function startGateway(fast: Upstream, slow: Upstream): Promise<Gate
   await operator(['credits', 'grant', '--org', orgId, '--amount', '1000000'], env);
   const { secret } = (await operator(['keys', 'create', '--org', orgId, '--name', 'bench'], env)) as { secret: string };
 
-  const child = launch('gateway', [join(ROOT, 'dist', 'src', 'main.js')], env);
+  // BENCH_GATEWAY_NODE_ARGS: node flags for the gateway alone, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+  const nodeArgs = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const child = launch('gateway', [...nodeArgs, join(ROOT, 'dist', 'src', 'main.js')], env);
   const ready = new Promise<number>((done) => {
     let seen = '';
     const look = (chunk: Buffer) => {

@@ -16,10 +16,14 @@ import { WRITER_SOURCE, WriterAppend, WriterOptions, WriterResult } from './sqli
 /** position, stream_id, revision, type, data, recorded_at: read as arrays, which is faster in a replay. */
 type EventRow = [number, string, number, string, string, number];
 const COLUMNS = 'position, stream_id, revision, type, data, recorded_at';
+/** Events this process appended, kept for its own subscribers (beyond this, they read the file). */
+const RECENT_LIMIT = 8192;
+const READ_BATCH = 1000;
 
 interface PendingAppend {
   streamId: string;
   expected: ExpectedRevision;
+  events: NewEvent[];
   resolve: (result: AppendResult) => void;
   reject: (error: unknown) => void;
 }
@@ -56,6 +60,12 @@ export class SqliteEventStore implements EventStore {
   /** Appends of this turn of the event loop, sent to the writer in one message (each message costs a wake-up). */
   private outgoing: WriterAppend[] = [];
   private readonly appended = new EventEmitter();
+  /**
+   * This process's committed appends, in log order: subscribers take them from here instead
+   * of reading back and parsing what was just written, whenever no other process's event lies
+   * between (SQLite commits one writer at a time, so positions in one append are consecutive).
+   */
+  private recent: RecordedEvent[] = [];
   private readonly pollIntervalMs: number;
   private closed = false;
   private readonly statements: {
@@ -107,7 +117,7 @@ export class SqliteEventStore implements EventStore {
     if (events.length === 0) return Promise.reject(new Error('append needs at least one event'));
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
-      this.pending.set(id, { streamId, expected, resolve, reject });
+      this.pending.set(id, { streamId, expected, events, resolve, reject });
       this.outgoing.push({ id, streamId, expected, events: events.map((e) => ({ type: e.type, data: JSON.stringify(e.data) })) });
       if (this.outgoing.length === 1) setImmediate(() => this.send());
     });
@@ -125,11 +135,50 @@ export class SqliteEventStore implements EventStore {
       const pending = this.pending.get(result.id);
       if (!pending) continue;
       this.pending.delete(result.id);
-      if ('ok' in result) pending.resolve(result.ok);
-      else if ('conflict' in result) pending.reject(new WrongExpectedRevisionError(pending.streamId, pending.expected, result.conflict));
+      if ('ok' in result) {
+        this.remember(pending, result.ok, result.recordedAt);
+        pending.resolve(result.ok);
+      } else if ('conflict' in result) pending.reject(new WrongExpectedRevisionError(pending.streamId, pending.expected, result.conflict));
       else pending.reject(new Error(`append to ${pending.streamId} failed: ${result.error}`));
     }
     this.appended.emit('append');
+  }
+
+  private remember(append: PendingAppend, ok: AppendResult, recordedAt: number): void {
+    const count = append.events.length;
+    for (let i = 0; i < count; i++) {
+      const event = append.events[i];
+      const back = count - 1 - i;
+      this.recent.push({
+        streamId: append.streamId,
+        revision: ok.nextExpectedRevision - back,
+        position: ok.position - back,
+        type: event.type,
+        data: event.data,
+        recordedAt,
+      });
+    }
+    if (this.recent.length > RECENT_LIMIT) this.recent = this.recent.slice(this.recent.length - RECENT_LIMIT / 2);
+  }
+
+  /**
+   * The events right after `after` from this process's own appends: a batch when they follow
+   * on, 'gap' when some other process's events come first (read the file), null when none.
+   */
+  private fromRecent(after: number): RecordedEvent[] | 'gap' | null {
+    const recent = this.recent;
+    let low = 0;
+    let high = recent.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (recent[mid].position <= after) low = mid + 1;
+      else high = mid;
+    }
+    if (low === recent.length) return null;
+    if (recent[low].position !== after + 1) return 'gap';
+    let end = low + 1;
+    while (end < recent.length && end - low < READ_BATCH && recent[end].position === recent[end - 1].position + 1) end += 1;
+    return recent.slice(low, end);
   }
 
   async readStream(streamId: string): Promise<RecordedEvent[]> {
@@ -146,30 +195,37 @@ export class SqliteEventStore implements EventStore {
 
   async *subscribe(after: number, signal: AbortSignal): AsyncIterable<RecordedEvent[]> {
     let position = after;
+    let readFile = true;
     while (!signal.aborted && !this.closed) {
-      const batch = this.statements.readAll.all(position, 1000).map(toRecorded);
+      const local = this.fromRecent(position);
+      let batch: RecordedEvent[] = [];
+      if (Array.isArray(local)) batch = local;
+      else if (readFile || local === 'gap') batch = this.statements.readAll.all(position, READ_BATCH).map(toRecorded);
       if (batch.length > 0) {
         position = batch[batch.length - 1].position;
         yield batch;
         continue;
       }
-      await this.nextAppendOrPoll(signal);
+      // Woken by this process's own append, the file has nothing else worth reading yet.
+      readFile = (await this.nextAppendOrPoll(signal)) === 'poll';
     }
   }
 
   /** Wakes on an append by this process, or after the poll interval for other processes. */
-  private nextAppendOrPoll(signal: AbortSignal): Promise<void> {
+  private nextAppendOrPoll(signal: AbortSignal): Promise<'append' | 'poll'> {
     // Plain listeners and a timer: abort signals per wait would cost an error object each time.
     return new Promise((resolve) => {
-      const wake = () => {
+      const wake = (why: 'append' | 'poll') => {
         clearTimeout(timer);
-        this.appended.off('append', wake);
-        signal.removeEventListener('abort', wake);
-        resolve();
+        this.appended.off('append', onAppend);
+        signal.removeEventListener('abort', onPoll);
+        resolve(why);
       };
-      const timer = setTimeout(wake, this.pollIntervalMs);
-      this.appended.on('append', wake);
-      signal.addEventListener('abort', wake);
+      const onAppend = () => wake('append');
+      const onPoll = () => wake('poll');
+      const timer = setTimeout(onPoll, this.pollIntervalMs);
+      this.appended.on('append', onAppend);
+      signal.addEventListener('abort', onPoll);
     });
   }
 

@@ -15,7 +15,7 @@ export interface WriterAppend {
 }
 
 export type WriterResult =
-  | { id: number; ok: { nextExpectedRevision: number; position: number } }
+  | { id: number; ok: { nextExpectedRevision: number; position: number }; recordedAt: number }
   | { id: number; conflict: number | 'no_stream' }
   | { id: number; error: string };
 
@@ -49,7 +49,7 @@ function tryAppend(append) {
     revision += 1;
     position = Number(insert.run(append.streamId, revision, event.type, event.data, now).lastInsertRowid);
   }
-  return { id: append.id, ok: { nextExpectedRevision: revision, position } };
+  return { id: append.id, ok: { nextExpectedRevision: revision, position }, recordedAt: now };
 }
 
 function flush() {

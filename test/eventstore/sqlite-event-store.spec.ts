@@ -36,6 +36,31 @@ describe('SQLite event store across processes', () => {
     await store.close();
   });
 
+  it("hands its own appends to its subscribers, in log order with another writer's events in between", async () => {
+    const file = join(tmp.path, 'interleaved.sqlite');
+    const ours = new SqliteEventStore(file, { pollIntervalMs: 20 });
+    const theirs = new SqliteEventStore(file, { pollIntervalMs: 20 });
+    const abort = new AbortController();
+    const seen: Array<{ position: number; revision: number; streamId: string; i: number }> = [];
+    const following = (async () => {
+      for await (const batch of ours.subscribe(0, abort.signal)) {
+        for (const e of batch) seen.push({ position: e.position, revision: e.revision, streamId: e.streamId, i: (e.data as { i: number }).i });
+        if (seen.length >= 30) abort.abort();
+      }
+    })();
+    for (let i = 0; i < 30; i += 3) {
+      await ours.append('ours', [{ type: 'Tick', data: { i } }, { type: 'Tick', data: { i: i + 1 } }], 'any');
+      await theirs.append('theirs', [{ type: 'Tick', data: { i: i + 2 } }], 'any');
+    }
+    await following;
+    expect(seen.map((e) => e.position)).toEqual(Array.from({ length: 30 }, (_, k) => k + 1));
+    expect(seen.map((e) => e.i)).toEqual(Array.from({ length: 30 }, (_, k) => k));
+    // What the subscriber was handed is what the file holds.
+    const stored = (await ours.readAll(0, 100)).map((e) => ({ position: e.position, revision: e.revision, streamId: e.streamId, i: (e.data as { i: number }).i }));
+    expect(seen).toEqual(stored);
+    await Promise.all([ours.close(), theirs.close()]);
+  });
+
   it('keeps revisions exact with three processes racing for the same streams', async () => {
     const file = join(tmp.path, 'race.sqlite');
     new SqliteEventStore(file).close();
