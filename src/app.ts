@@ -18,7 +18,11 @@ export interface AppOptions {
 /** Builds the HTTP application on an opened runtime (used by main and by tests). */
 export async function createApp(runtime: Runtime, options: AppOptions = {}): Promise<NestFastifyApplication> {
   const catalogue = options.catalogue ?? Catalogue.load(runtime.config.cataloguePath);
-  const transport = new HostTransport({ firstByteMs: runtime.config.hostFirstByteTimeoutMs, idleMs: runtime.config.requestTimeoutMs });
+  const transport = new HostTransport({
+    firstByteMs: runtime.config.hostFirstByteTimeoutMs,
+    replyMs: runtime.config.requestTimeoutMs,
+    idleMs: runtime.config.requestTimeoutMs,
+  });
   const adapter = new FastifyAdapter({
     bodyLimit: runtime.config.bodyLimitBytes,
     requestTimeout: runtime.config.requestTimeoutMs,

@@ -392,11 +392,12 @@ export class DashboardController {
           tools: [],
           maxTokens: body.max_tokens,
           stop: [],
+          // The playground always streams, in the native route's events.
+          stream: true,
         },
         requestId: request.id,
       }),
     );
-    // The playground always streams, in the native route's events.
     return respond(request, reply, result, true, { ...nativeWire, error: dashboardError }, this.config.sseKeepAliveMs);
   }
 }

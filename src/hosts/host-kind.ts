@@ -26,12 +26,15 @@ export interface StreamDecoder {
 /**
  * A kind of host: pure translation between the canonical request/stream and one upstream wire
  * format. The transport (HTTP, keep-alive, aborts, timeouts) is shared and knows no format.
- * Hosts are always called streamed, asking for usage: a non-streamed reply is a reduction.
+ * A host is called streamed (asking for usage) when the client streams, otherwise for the
+ * whole reply; either way the pipeline sees canonical events.
  */
 export interface HostKind {
   readonly name: 'openai' | 'anthropic';
   buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest;
   decoder(): StreamDecoder;
+  /** The canonical events of a whole (non-streamed) reply body; throws HostError when it cannot be read. */
+  decodeReply(body: string): CanonicalEvent[];
   /** A readable message from an error response body (JSON or text), for logs and clients. */
   errorMessage(status: number, body: string): string;
 }

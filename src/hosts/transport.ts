@@ -7,8 +7,13 @@ import { CanonicalEvent, CanonicalRequest, HostError } from '../pipeline/canonic
 import type { HostKind } from './host-kind';
 
 export interface TransportTimeouts {
-  /** Longest wait for the upstream's response to begin (its headers). */
+  /** Longest wait for a streamed response to begin (its headers): a host silent this long is skipped. */
   firstByteMs: number;
+  /**
+   * Longest wait for a whole (non-streamed) reply, whose headers come only once it is generated:
+   * a long generation cannot be told from a stuck host, so this is the request's own limit.
+   */
+  replyMs: number;
   /** Longest silence inside a response body. */
   idleMs: number;
 }
@@ -33,8 +38,9 @@ export class HostTransport implements OnApplicationShutdown {
   }
 
   /**
-   * Calls a host, streamed. Emits `ready` when the upstream accepts, then canonical events;
-   * errors are HostErrors. Unsubscribing aborts the upstream request at once.
+   * Calls a host, streamed or for the whole reply as the request says. Emits `ready` when the
+   * upstream accepts, then canonical events; errors are HostErrors. Unsubscribing aborts the
+   * upstream request at once.
    */
   call(kind: HostKind, host: CatalogueHost, hostModel: string, request: CanonicalRequest): Observable<CanonicalEvent> {
     return new Observable<CanonicalEvent>((subscriber) => {
@@ -56,7 +62,7 @@ export class HostTransport implements OnApplicationShutdown {
           headers: upstream.headers,
           body: JSON.stringify(upstream.body),
           signal: abort.signal,
-          headersTimeout: this.timeouts.firstByteMs,
+          headersTimeout: request.stream ? this.timeouts.firstByteMs : this.timeouts.replyMs,
           bodyTimeout: this.timeouts.idleMs,
         });
         if (response.statusCode >= 400) {
@@ -64,6 +70,13 @@ export class HostTransport implements OnApplicationShutdown {
           throw new HostError('status', kind.errorMessage(response.statusCode, text), response.statusCode);
         }
         subscriber.next({ type: 'ready' });
+        if (!request.stream) {
+          const events = kind.decodeReply(await response.body.text());
+          finished = true;
+          for (const event of events) subscriber.next(event);
+          subscriber.complete();
+          return;
+        }
         const decoder = kind.decoder();
         let pending: CanonicalEvent[] = [];
         let decodeError: unknown = null;

@@ -38,6 +38,11 @@ export interface CanonicalRequest {
   topP?: number;
   topK?: number;
   stop: string[];
+  /**
+   * Whether the client takes the reply as a stream. Hosts are called the same way: a whole
+   * reply comes back in one piece, cheaper for both sides than a stream reassembled here.
+   */
+  stream: boolean;
 }
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'stop_sequence' | 'content_filter';

@@ -7,6 +7,7 @@ const request = (overrides: Partial<CanonicalRequest> = {}): CanonicalRequest =>
   messages: [{ role: 'user', content: 'Hi' }],
   tools: [],
   stop: [],
+  stream: true,
   ...overrides,
 });
 
@@ -361,5 +362,63 @@ describe('anthropicHost.errorMessage', () => {
 
   it('falls back to the status for an empty body', () => {
     expect(anthropicHost.errorMessage(503, ' \n')).toBe('upstream answered 503');
+  });
+});
+
+describe('anthropicHost.decodeReply (a whole, non-streamed reply)', () => {
+  const reply = (fields: Record<string, unknown>) =>
+    JSON.stringify({ id: 'msg_01', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', stop_sequence: null, ...fields });
+
+  it('asks the host for a whole reply when the client does not stream', () => {
+    expect(bodyOf({ stream: false }).stream).toBe(false);
+    expect(bodyOf().stream).toBe(true);
+  });
+
+  it('gives the text, the tool calls in order with their input as JSON, the finish and the usage with cache counts', () => {
+    const body = reply({
+      content: [
+        { type: 'thinking', thinking: 'hmm', signature: 's' },
+        { type: 'text', text: 'Let me look.' },
+        { type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Paris' } },
+        { type: 'tool_use', id: 'toolu_2', name: 'time', input: {} },
+      ],
+      stop_reason: 'tool_use',
+      usage: { input_tokens: 20, cache_read_input_tokens: 100, cache_creation_input_tokens: 5, output_tokens: 30 },
+    });
+    expect(anthropicHost.decodeReply(body)).toEqual([
+      { type: 'text', text: 'Let me look.' },
+      { type: 'tool_call', index: 0, id: 'toolu_1', name: 'weather', argumentsDelta: '{"city":"Paris"}' },
+      { type: 'tool_call', index: 1, id: 'toolu_2', name: 'time', argumentsDelta: '{}' },
+      { type: 'finish', reason: 'tool_calls' },
+      { type: 'usage', inputTokens: 125, outputTokens: 30 },
+    ]);
+  });
+
+  it('keeps the stop sequence that ended the reply', () => {
+    const body = reply({ content: [{ type: 'text', text: 'one, two' }], stop_reason: 'stop_sequence', stop_sequence: 'three', usage: { input_tokens: 3, output_tokens: 4 } });
+    expect(anthropicHost.decodeReply(body)).toContainEqual({ type: 'finish', reason: 'stop_sequence', stopSequence: 'three' });
+  });
+
+  it('respects an explicit zero usage', () => {
+    const body = reply({ content: [], stop_reason: 'end_turn', usage: { input_tokens: 0, output_tokens: 0 } });
+    expect(anthropicHost.decodeReply(body)).toEqual([{ type: 'finish', reason: 'stop' }, { type: 'usage', inputTokens: 0, outputTokens: 0 }]);
+  });
+
+  it('fails as an upstream error on an error body, and as malformed on anything unreadable', () => {
+    const failure = (body: string) => {
+      try {
+        anthropicHost.decodeReply(body);
+      } catch (error) {
+        return error as HostError;
+      }
+      throw new Error('decoded');
+    };
+    expect(failure(JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }))).toMatchObject({
+      kind: 'upstream_error',
+      message: 'Overloaded',
+    });
+    for (const body of ['{"type":"mess', '[]', '{"type":"message"}', reply({ content: [{ type: 'text' }] })]) {
+      expect(failure(body).kind).toBe('malformed');
+    }
   });
 });

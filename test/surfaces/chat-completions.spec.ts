@@ -46,9 +46,10 @@ describe('chat-completions surface with the official openai client', () => {
     expect(entry).toMatchObject({ surface: 'chat-completions', model: M.gpt.slug, host: 'fake-openai', inputTokens: 1234, outputTokens: 56, cost: 1_346_000, status: 'ok', keyId: g.keyId });
     expect(chargeFor({ inputTokens: 1234, outputTokens: 56 }, priceOf(M.gpt))).toBe(1_346_000);
 
-    // What reached the upstream: the host's model name and key, streamed, asking for usage.
+    // What reached the upstream: the host's model name and key, not streamed (a whole reply carries its usage).
     const upstream = g.fake.requests[g.fake.requests.length - 1];
-    expect(upstream.body).toMatchObject({ model: M.gpt.hostModel, stream: true, stream_options: { include_usage: true } });
+    expect(upstream.body).toMatchObject({ model: M.gpt.hostModel, stream: false });
+    expect(upstream.body).not.toHaveProperty('stream_options');
     expect(upstream.body.messages).toEqual([
       { role: 'system', content: 'Be brief.' },
       { role: 'user', content: 'Capital of France?' },
@@ -83,8 +84,8 @@ describe('chat-completions surface with the official openai client', () => {
       expect(chunk.usage ?? null).toBeNull();
     }
     expect(chunks).toBeGreaterThan(3);
-    // The gateway still asked the host for usage, and billed from it.
-    expect(g.fake.requests[g.fake.requests.length - 1].body.stream_options).toEqual({ include_usage: true });
+    // The gateway still asked the host for usage (streamed), and billed from it.
+    expect(g.fake.requests[g.fake.requests.length - 1].body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
     await g.settled();
     expect((await g.t.runtime.projections.recentRequests(g.orgId, 1))[0]).toMatchObject({ inputTokens: 10, outputTokens: 4, cost: 18_000 });
   });
@@ -237,16 +238,21 @@ describe('chat-completions errors that need their own gateway', () => {
     }
   });
 
-  it('504 when the host does not answer in time, and nothing stays held', async () => {
-    const g = await startGateway({ env: { HOST_FIRST_BYTE_TIMEOUT_MS: '300' } });
+  // A streamed call must begin within the first-byte limit; a whole reply (whose headers come
+  // only once it is generated) has the request's own limit.
+  it.each([
+    ['streamed, past the first-byte limit', true, { HOST_FIRST_BYTE_TIMEOUT_MS: '300' }],
+    ['not streamed, past the request limit', false, { REQUEST_TIMEOUT_MS: '1000', HOST_FIRST_BYTE_TIMEOUT_MS: '100000' }],
+  ])('504 when the host does not answer in time (%s), and nothing stays held', async (_, stream, env) => {
+    const g = await startGateway({ env });
     try {
       g.fake.on(M.gpt.hostModel, { kind: 'hang' });
       const res = await request(g.baseUrl)
         .post('/api/v1/chat/completions')
         .set('Authorization', `Bearer ${g.key}`)
-        .send({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hello' }] });
+        .send({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hello' }], stream });
       expect(res.status).toBe(504);
-      expect(res.body.error.code).toBe('provider_timeout');
+      expect(JSON.parse(res.text).error.code).toBe('provider_timeout');
       await g.settled();
       expect((await g.t.runtime.projections.balance(g.orgId)).spent).toBe(0);
       expect((await g.t.runtime.projections.recentRequests(g.orgId, 1))[0]).toMatchObject({ status: 'provider_timeout', cost: 0 });

@@ -36,6 +36,16 @@ interface WireEvent {
   error?: { type?: unknown; message?: unknown };
 }
 
+/** The fields of a whole (non-streamed) reply this reads. */
+interface WireMessage {
+  type?: string;
+  content?: unknown;
+  stop_reason?: unknown;
+  stop_sequence?: unknown;
+  usage?: WireUsage;
+  error?: { type?: unknown; message?: unknown };
+}
+
 const FINISH_REASONS = new Map<unknown, FinishReason>([
   ['end_turn', 'stop'],
   ['max_tokens', 'length'],
@@ -117,7 +127,7 @@ function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: stri
   const body: Record<string, unknown> = {
     model: hostModel,
     max_tokens: request.maxTokens ?? DEFAULT_MAX_TOKENS,
-    stream: true,
+    stream: request.stream,
     messages: toMessages(request.messages),
   };
   const system = request.system.filter((part) => part !== '').join('\n\n');
@@ -139,20 +149,66 @@ function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: stri
   return { path: '/messages', headers, body };
 }
 
-function parseData(data: string): WireEvent {
+function parseObject(data: string, what: string): Record<string, unknown> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(data);
   } catch {
-    throw new HostError('malformed', `unparseable stream event: ${data.slice(0, 100)}`);
+    throw new HostError('malformed', `unparseable ${what}: ${data.slice(0, 100)}`);
   }
-  if (!isObject(parsed)) throw new HostError('malformed', `stream event is not an object: ${data.slice(0, 100)}`);
-  return parsed as WireEvent;
+  if (!isObject(parsed)) throw new HostError('malformed', `${what} is not an object: ${data.slice(0, 100)}`);
+  return parsed;
 }
 
 function text(value: unknown, what: string): string {
-  if (typeof value !== 'string') throw new HostError('malformed', `stream event without ${what}`);
+  if (typeof value !== 'string') throw new HostError('malformed', `upstream reply without ${what}`);
   return value;
+}
+
+function errorReason(error: WireEvent['error']): string {
+  const { message, type } = error ?? {};
+  return typeof message === 'string' ? message : typeof type === 'string' ? type : 'upstream reported an error';
+}
+
+/**
+ * The end of a reply: why it stopped, and its usage. `count` gives a usage field (0 when the
+ * host did not say); input counts include the cache's, which are billed as input too.
+ */
+function ending(stopReason: unknown, stopSequence: unknown, count: (key: keyof WireUsage) => number): CanonicalEvent[] {
+  const events: CanonicalEvent[] = [];
+  if (typeof stopReason === 'string') {
+    const reason = FINISH_REASONS.get(stopReason) ?? 'stop';
+    events.push(
+      reason === 'stop_sequence' && typeof stopSequence === 'string' ? { type: 'finish', reason, stopSequence } : { type: 'finish', reason },
+    );
+  }
+  events.push({
+    type: 'usage',
+    inputTokens: count('input_tokens') + count('cache_creation_input_tokens') + count('cache_read_input_tokens'),
+    outputTokens: count('output_tokens'),
+  });
+  return events;
+}
+
+/** A whole Messages reply: its text and tool_use blocks in order, then its ending. */
+function decodeReply(body: string): CanonicalEvent[] {
+  const reply = parseObject(body, 'reply') as WireMessage;
+  if (reply.type === 'error') throw new HostError('upstream_error', errorReason(reply.error));
+  if (!Array.isArray(reply.content)) throw new HostError('malformed', 'upstream reply without content');
+  const events: CanonicalEvent[] = [];
+  let toolCalls = 0;
+  for (const block of reply.content as Array<Record<string, unknown>>) {
+    if (block?.type === 'text') {
+      const piece = text(block.text, 'text');
+      if (piece !== '') events.push({ type: 'text', text: piece });
+    } else if (block?.type === 'tool_use') {
+      const argumentsText = JSON.stringify(isObject(block.input) ? block.input : {});
+      events.push({ type: 'tool_call', index: toolCalls++, id: text(block.id, 'tool id'), name: text(block.name, 'tool name'), argumentsDelta: argumentsText });
+    }
+  }
+  const usage = reply.usage ?? {};
+  events.push(...ending(reply.stop_reason, reply.stop_sequence, (key) => (typeof usage[key] === 'number' ? (usage[key] as number) : 0)));
+  return events;
 }
 
 class AnthropicDecoder implements StreamDecoder {
@@ -165,7 +221,7 @@ class AnthropicDecoder implements StreamDecoder {
 
   push(message: SseMessage): CanonicalEvent[] {
     if (this.done) return [];
-    const data = parseData(message.data);
+    const data = parseObject(message.data, 'stream event') as WireEvent;
     const events = this.decode(message.event ?? data.type, data);
     if (events.some((event) => event.type === 'text' || event.type === 'tool_call')) this.produced = true;
     return events;
@@ -198,11 +254,8 @@ class AnthropicDecoder implements StreamDecoder {
       case 'message_stop':
         this.done = true;
         return [];
-      case 'error': {
-        const { message, type: kind } = data.error ?? {};
-        const reason = typeof message === 'string' ? message : typeof kind === 'string' ? kind : 'upstream reported an error';
-        throw new HostError('upstream_error', reason, null, !this.produced);
-      }
+      case 'error':
+        throw new HostError('upstream_error', errorReason(data.error), null, !this.produced);
       default:
         // ping, content_block_stop, and event types added after this was written.
         return [];
@@ -210,26 +263,11 @@ class AnthropicDecoder implements StreamDecoder {
   }
 
   private finish(data: WireEvent): CanonicalEvent[] {
-    const events: CanonicalEvent[] = [];
-    const { stop_reason: stopReason, stop_sequence: stopSequence } = data.delta ?? {};
-    if (typeof stopReason === 'string') {
-      const reason = FINISH_REASONS.get(stopReason) ?? 'stop';
-      events.push(
-        reason === 'stop_sequence' && typeof stopSequence === 'string'
-          ? { type: 'finish', reason, stopSequence }
-          : { type: 'finish', reason },
-      );
-    }
     // message_delta counts are cumulative and, in newer API versions, include the input counts,
     // which can outgrow message_start's (server tools); message_start fills in what is missing.
     const count = (key: keyof WireUsage): number =>
       [data.usage?.[key], this.startUsage[key]].find((value): value is number => typeof value === 'number') ?? 0;
-    events.push({
-      type: 'usage',
-      inputTokens: count('input_tokens') + count('cache_creation_input_tokens') + count('cache_read_input_tokens'),
-      outputTokens: count('output_tokens'),
-    });
-    return events;
+    return ending(data.delta?.stop_reason, data.delta?.stop_sequence, count);
   }
 }
 
@@ -247,5 +285,6 @@ export const anthropicHost: HostKind = {
   name: 'anthropic',
   buildRequest,
   decoder: () => new AnthropicDecoder(),
+  decodeReply,
   errorMessage,
 };

@@ -41,6 +41,46 @@ interface WireChunk {
   usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
 }
 
+/** The fields of a whole (non-streamed) completion this reads. */
+interface WireCompletion {
+  error?: { message?: string };
+  choices?: Array<{
+    message?: {
+      content?: string | null;
+      tool_calls?: Array<{ id?: string; function?: { name?: string; arguments?: string } }>;
+    };
+    finish_reason?: string | null;
+  }>;
+  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
+}
+
+const usageOf = (usage: WireChunk['usage']): CanonicalEvent[] =>
+  usage && typeof usage.prompt_tokens === 'number'
+    ? [{ type: 'usage', inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens ?? 0 }]
+    : [];
+
+/** A whole completion: its text, its tool calls (each in one piece), why it finished, its usage. */
+function decodeReply(body: string): CanonicalEvent[] {
+  let completion: WireCompletion;
+  try {
+    completion = JSON.parse(body) as WireCompletion;
+  } catch {
+    throw new HostError('malformed', 'upstream sent a reply that is not JSON');
+  }
+  if (completion?.error) throw new HostError('upstream_error', completion.error.message ?? 'upstream reported an error');
+  const choice = completion?.choices?.[0];
+  if (!choice) throw new HostError('malformed', 'upstream sent a reply without choices');
+  const events: CanonicalEvent[] = [];
+  const content = choice.message?.content;
+  if (typeof content === 'string' && content !== '') events.push({ type: 'text', text: content });
+  (choice.message?.tool_calls ?? []).forEach((call, index) =>
+    events.push({ type: 'tool_call', index, id: call.id ?? '', name: call.function?.name ?? '', argumentsDelta: call.function?.arguments ?? '' }),
+  );
+  if (choice.finish_reason) events.push({ type: 'finish', reason: FINISH[choice.finish_reason] ?? 'stop' });
+  events.push(...usageOf(completion.usage));
+  return events;
+}
+
 class OpenAiDecoder implements StreamDecoder {
   done = false;
   private produced = false;
@@ -74,9 +114,7 @@ class OpenAiDecoder implements StreamDecoder {
     }
     if (events.length > 0) this.produced = true;
     if (choice?.finish_reason) events.push({ type: 'finish', reason: FINISH[choice.finish_reason] ?? 'stop' });
-    if (chunk.usage && typeof chunk.usage.prompt_tokens === 'number') {
-      events.push({ type: 'usage', inputTokens: chunk.usage.prompt_tokens, outputTokens: chunk.usage.completion_tokens ?? 0 });
-    }
+    events.push(...usageOf(chunk.usage));
     return events;
   }
 }
@@ -88,10 +126,10 @@ export const openAiHost: HostKind = {
     const body: Record<string, unknown> = {
       model: hostModel,
       messages: [...request.system.map((content) => ({ role: 'system', content })), ...request.messages.map(toWireMessage)],
-      stream: true,
-      // Asked for always: settlement uses the host's own count.
-      stream_options: { include_usage: true },
+      stream: request.stream,
     };
+    // Asked for always: settlement uses the host's own count (a whole reply carries it anyway).
+    if (request.stream) body.stream_options = { include_usage: true };
     if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
     if (request.temperature !== undefined) body.temperature = request.temperature;
     if (request.topP !== undefined) body.top_p = request.topP;
@@ -106,12 +144,17 @@ export const openAiHost: HostKind = {
       body.tool_choice =
         typeof request.toolChoice === 'string' ? request.toolChoice : { type: 'function', function: { name: request.toolChoice.name } };
     }
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream' };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: request.stream ? 'text/event-stream' : 'application/json',
+    };
     if (apiKey) headers.authorization = `Bearer ${apiKey}`;
     return { path: '/chat/completions', headers, body };
   },
 
   decoder: () => new OpenAiDecoder(),
+
+  decodeReply,
 
   errorMessage(status: number, body: string): string {
     try {

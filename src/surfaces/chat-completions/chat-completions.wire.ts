@@ -60,6 +60,7 @@ export function toCanonical(body: ChatCompletionRequestDto): CanonicalRequest {
     temperature: body.temperature,
     topP: body.top_p,
     stop,
+    stream: body.stream === true,
   };
 }
 

@@ -61,6 +61,7 @@ export function toCanonical(body: MessagesRequestDto): CanonicalRequest {
     topP: body.top_p,
     topK: body.top_k,
     stop: body.stop_sequences ?? [],
+    stream: body.stream === true,
   };
 }
 

@@ -16,6 +16,7 @@ export const toCanonical = (body: NativeChatDto): CanonicalRequest => ({
   maxTokens: body.max_tokens,
   temperature: body.temperature,
   stop: [],
+  stream: body.stream === true,
 });
 
 /** Usage and cost: credits as a number for people, nano-credits as an exact integer for machines. */
