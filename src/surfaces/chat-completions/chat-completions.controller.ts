@@ -3,13 +3,15 @@ import { CommandBus } from '@nestjs/cqrs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config/config';
 import { chatCompletionsErrors } from '../../http/api-error';
-import { bodyValidation } from '../../http/validation';
+import { schemaValidation } from '../../http/schema-validation';
 import { InferenceCommand } from '../../pipeline/inference.command';
 import { CONFIG } from '../../runtime/runtime.module';
 import { bearerKey } from '../../http/credentials';
 import { respond } from '../respond';
-import { ChatCompletionRequestDto } from './chat-completions.dto';
+import { ChatCompletionRequest, chatCompletionRequestSchema } from './chat-completions.schema';
 import { chunkSerializer, completionBody, errorBody, toCanonical } from './chat-completions.wire';
+
+const bodyValidation = schemaValidation<ChatCompletionRequest>(chatCompletionRequestSchema);
 
 @Controller('api/v1/chat')
 @UseFilters(chatCompletionsErrors)
@@ -22,7 +24,7 @@ export class ChatCompletionsController {
   @Post('completions')
   @HttpCode(200)
   async create(
-    @Body(bodyValidation) body: ChatCompletionRequestDto,
+    @Body(bodyValidation) body: ChatCompletionRequest,
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {

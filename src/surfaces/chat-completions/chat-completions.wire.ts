@@ -4,11 +4,11 @@ import type { CanonicalMessage, CanonicalRequest, FinishReason } from '../../pip
 import type { InferenceResult, PipelineEvent } from '../../pipeline/inference.command';
 import type { Reply } from '../../pipeline/reduce';
 import { sseData, StreamSerializer } from '../sse';
-import type { ChatCompletionRequestDto, ChatMessageDto } from './chat-completions.dto';
+import type { ChatCompletionRequest, ChatMessage } from './chat-completions.schema';
 
 /** The chat-completions wire format, in and out. Pure translation; no I/O. */
 
-const textOf = (content: ChatMessageDto['content']): string =>
+const textOf = (content: ChatMessage['content']): string =>
   content == null
     ? ''
     : typeof content === 'string'
@@ -19,7 +19,7 @@ const textOf = (content: ChatMessageDto['content']): string =>
           .map((part) => part.text ?? '')
           .join('\n');
 
-export function toCanonical(body: ChatCompletionRequestDto): CanonicalRequest {
+export function toCanonical(body: ChatCompletionRequest): CanonicalRequest {
   const system: string[] = [];
   const messages: CanonicalMessage[] = [];
   body.messages.forEach((m, i) => {
@@ -55,10 +55,11 @@ export function toCanonical(body: ChatCompletionRequestDto): CanonicalRequest {
       description: t.function.description,
       parameters: t.function.parameters ?? { type: 'object', properties: {} },
     })),
-    toolChoice: choice === undefined ? undefined : typeof choice === 'string' ? choice : { name: choice.function.name },
-    maxTokens: body.max_completion_tokens ?? body.max_tokens,
-    temperature: body.temperature,
-    topP: body.top_p,
+    toolChoice: choice == null ? undefined : typeof choice === 'string' ? choice : { name: choice.function.name },
+    // null is "not given" (some clients send it): the host's or model's default applies.
+    maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined,
+    temperature: body.temperature ?? undefined,
+    topP: body.top_p ?? undefined,
     stop,
     stream: body.stream === true,
   };

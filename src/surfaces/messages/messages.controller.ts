@@ -4,11 +4,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config/config';
 import { ApiError, SurfaceErrorFilter } from '../../http/api-error';
 import { bearerKey } from '../../http/credentials';
-import { bodyValidation } from '../../http/validation';
+import { schemaValidation } from '../../http/schema-validation';
 import { InferenceCommand } from '../../pipeline/inference.command';
 import { CONFIG } from '../../runtime/runtime.module';
 import { respond, SurfaceWire } from '../respond';
-import { MessagesRequestDto } from './messages.dto';
+import { MessagesRequest, messagesRequestSchema } from './messages.schema';
 import { eventSerializer, messageBody, messagesError, toCanonical } from './messages.wire';
 
 const FIRST_VERSION = '2023-06-01';
@@ -44,6 +44,8 @@ export class MessagesHeadersGuard implements CanActivate {
   }
 }
 
+const bodyValidation = schemaValidation<MessagesRequest>(messagesRequestSchema);
+
 @Controller('api/v1')
 @UseGuards(MessagesHeadersGuard)
 @UseFilters(new SurfaceErrorFilter(messagesError))
@@ -55,7 +57,7 @@ export class MessagesController {
 
   @Post('messages')
   @HttpCode(200)
-  async create(@Body(bodyValidation) body: MessagesRequestDto, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async create(@Body(bodyValidation) body: MessagesRequest, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const result = await this.commands.execute(
       new InferenceCommand({
         surface: 'messages',

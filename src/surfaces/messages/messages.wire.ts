@@ -3,7 +3,7 @@ import type { CanonicalMessage, CanonicalRequest, CanonicalToolChoice, FinishRea
 import type { InferenceResult, PipelineEvent } from '../../pipeline/inference.command';
 import type { Reply } from '../../pipeline/reduce';
 import { sseData, StreamSerializer } from '../sse';
-import type { ContentBlock, MessagesRequestDto, TextBlock, ToolResultBlock, ToolUseBlock } from './messages.dto';
+import type { ContentBlock, MessagesRequest, TextBlock, ToolResultBlock, ToolUseBlock } from './messages.schema';
 
 /** The messages wire format, in and out. Pure translation; no I/O. */
 
@@ -24,7 +24,7 @@ const toolResultText = (block: ToolResultBlock): string => {
 
 const CHOICE: Record<string, CanonicalToolChoice> = { auto: 'auto', any: 'required', none: 'none' };
 
-export function toCanonical(body: MessagesRequestDto): CanonicalRequest {
+export function toCanonical(body: MessagesRequest): CanonicalRequest {
   const messages: CanonicalMessage[] = [];
   for (const message of body.messages) {
     const blocks = blocksOf(message.content);
@@ -48,18 +48,19 @@ export function toCanonical(body: MessagesRequestDto): CanonicalRequest {
     const text = textOfBlocks(blocks);
     if (text !== '' || !blocks.some((b) => b.type === 'tool_result')) messages.push({ role: 'user', content: text });
   }
-  const system = body.system === undefined ? [] : typeof body.system === 'string' ? [body.system] : [textOfBlocks(body.system)];
+  const system = body.system == null ? [] : typeof body.system === 'string' ? [body.system] : [textOfBlocks(body.system)];
   const choice = body.tool_choice;
   if (choice?.type === 'tool' && !choice.name) throw new ApiError('invalid_request', 'tool_choice of type "tool" needs a "name"');
   return {
     system: system.filter((s) => s !== ''),
     messages,
     tools: (body.tools ?? []).map((t) => ({ name: t.name, description: t.description, parameters: t.input_schema })),
-    toolChoice: choice === undefined ? undefined : choice.type === 'tool' ? { name: choice.name! } : CHOICE[choice.type],
+    toolChoice: choice == null ? undefined : choice.type === 'tool' ? { name: choice.name! } : CHOICE[choice.type],
     maxTokens: body.max_tokens,
-    temperature: body.temperature,
-    topP: body.top_p,
-    topK: body.top_k,
+    // null is "not given" (some clients send it): the host's default applies.
+    temperature: body.temperature ?? undefined,
+    topP: body.top_p ?? undefined,
+    topK: body.top_k ?? undefined,
     stop: body.stop_sequences ?? [],
     stream: body.stream === true,
   };

@@ -7,8 +7,8 @@ import { bearerKey } from '../../http/credentials';
 import { InferenceCommand } from '../../pipeline/inference.command';
 import { CONFIG } from '../../runtime/runtime.module';
 import { respond } from '../respond';
-import { nativeBodyValidation } from './native.validation';
-import { NativeChatDto } from './native.dto';
+import { schemaValidation } from '../../http/schema-validation';
+import { NativeChatRequest, nativeChatRequestSchema } from './native.schema';
 import { nativeError, nativeWire, toCanonical } from './native.wire';
 
 /**
@@ -37,6 +37,8 @@ export class BearerPresentGuard implements CanActivate {
   }
 }
 
+const bodyValidation = schemaValidation<NativeChatRequest>(nativeChatRequestSchema);
+
 @Controller('api/v1/models')
 @UseGuards(BearerPresentGuard)
 @UseFilters(new SurfaceErrorFilter(nativeError))
@@ -48,7 +50,7 @@ export class NativeController {
 
   @Post('*')
   @HttpCode(200)
-  async chat(@Body(nativeBodyValidation) body: NativeChatDto, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async chat(@Body(bodyValidation) body: NativeChatRequest, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const result = await this.commands.execute(
       new InferenceCommand({ surface: 'native', apiKey: bearerKey(request), model: modelOf(request), request: toCanonical(body), requestId: request.id }),
     );

@@ -5,16 +5,16 @@ import type { InferenceResult, PipelineEvent } from '../../pipeline/inference.co
 import type { Reply } from '../../pipeline/reduce';
 import type { SurfaceWire } from '../respond';
 import { sseData, StreamSerializer } from '../sse';
-import type { NativeChatDto } from './native.dto';
+import type { NativeChatRequest } from './native.schema';
 
 /** The native format: ours, documented in the README. Pure translation; no I/O. */
 
-export const toCanonical = (body: NativeChatDto): CanonicalRequest => ({
+export const toCanonical = (body: NativeChatRequest): CanonicalRequest => ({
   system: [],
   messages: body.messages.map((m) => (m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content, toolCalls: [] })),
   tools: [],
-  maxTokens: body.max_tokens,
-  temperature: body.temperature,
+  maxTokens: body.max_tokens ?? undefined,
+  temperature: body.temperature ?? undefined,
   stop: [],
   stream: body.stream === true,
 });

@@ -1,0 +1,55 @@
+import type { PipeTransform } from '@nestjs/common';
+import Ajv, { ErrorObject } from 'ajv';
+import { ApiError } from './api-error';
+
+/**
+ * Request bodies of the API surfaces, checked against JSON Schemas compiled once into plain
+ * functions: on the hot path they cost a fraction of decorator-driven validation and allocate
+ * next to nothing. `x-message` on a schema says what is expected (after the field's path), for unions whose own errors
+ * would say little.
+ */
+const ajv = new Ajv({ allErrors: false, verbose: true, strict: true, allowUnionTypes: true });
+ajv.addKeyword('x-message');
+
+/** `messages.0.content` from `/messages/0/content`. */
+const pathOf = (error: ErrorObject): string => error.instancePath.slice(1).replace(/\//g, '.');
+
+function describe(error: ErrorObject): string {
+  const own = (error.parentSchema as { 'x-message'?: string } | undefined)?.['x-message'];
+  const at = pathOf(error);
+  if (own) return `${at || 'the body'} ${own}`;
+  if (error.keyword === 'type') {
+    const types = String((error.params as { type: string | string[] }).type).split(',').filter((t) => t !== 'null');
+    return `${at || 'the body'} must be ${types.map((t) => (t === 'object' ? 'a JSON object' : `a${/^[aeiou]/.test(t) ? 'n' : ''} ${t}`)).join(' or ')}`;
+  }
+  if (error.keyword === 'required') {
+    const missing = (error.params as { missingProperty: string }).missingProperty;
+    return `${at ? `${at}.` : ''}${missing} is required`;
+  }
+  if (error.keyword === 'additionalProperties') {
+    const extra = (error.params as { additionalProperty: string }).additionalProperty;
+    return `${at ? `${at}.` : ''}${extra} is not allowed`;
+  }
+  const allowed = error.keyword === 'enum' ? `: ${(error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}` : '';
+  return `${at || 'the body'} ${error.message ?? 'is invalid'}${allowed}`;
+}
+
+/** A pipe that lets a body through unchanged when it matches `schema`, and answers 400 naming the field when not. */
+export function schemaValidation<T>(schema: object): PipeTransform<unknown, T> {
+  const validate = ajv.compile(schema);
+  return {
+    transform(value: unknown): T {
+      if (validate(value)) return value as T;
+      // Without allErrors the failing keyword comes last (after the branches of a union it tried).
+      const errors = validate.errors ?? [];
+      throw new ApiError('invalid_request', errors.length > 0 ? describe(errors[errors.length - 1]) : 'invalid request body');
+    },
+  };
+}
+
+/** Schema helpers. Optional scalars may also be null, as some clients send them. */
+export const integerFrom = (minimum: number) => ({ type: ['integer', 'null'], minimum });
+export const numberBetween = (minimum: number, maximum: number) => ({ type: ['number', 'null'], minimum, maximum });
+export const optionalBoolean = { type: ['boolean', 'null'] };
+export const nonEmptyString = { type: 'string', minLength: 1 };
+export const object = { type: 'object' };

@@ -1,0 +1,116 @@
+import { integerFrom, nonEmptyString, numberBetween, object, optionalBoolean } from '../../http/schema-validation';
+
+/** A content part: any typed part is accepted (image and audio parts are dropped later); text parts carry text. */
+export interface ContentPart {
+  type: string;
+  text?: string;
+}
+
+export interface ChatMessage {
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+  content?: string | ContentPart[] | null;
+  name?: string;
+  tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>;
+  tool_call_id?: string;
+}
+
+export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
+
+/**
+ * POST /chat/completions. Fields the gateway does not use (`n`, `logprobs`, `response_format`,
+ * `seed`, `user`, …) are accepted when well-typed and ignored; unknown fields are ignored.
+ */
+export interface ChatCompletionRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools?: Array<{ type: 'function'; function: { name: string; description?: string; parameters?: Record<string, unknown> } }>;
+  tool_choice?: ToolChoice | null;
+  max_tokens?: number | null;
+  max_completion_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  stop?: string | string[] | null;
+  stream?: boolean | null;
+  stream_options?: { include_usage?: boolean | null } | null;
+}
+
+const contentPart = {
+  type: 'object',
+  required: ['type'],
+  properties: { type: { type: 'string' } },
+  if: { properties: { type: { const: 'text' } } },
+  then: { required: ['text'], properties: { text: { type: 'string' } } },
+};
+
+const message = {
+  type: 'object',
+  required: ['role'],
+  properties: {
+    role: { enum: ['system', 'developer', 'user', 'assistant', 'tool'] },
+    content: {
+      'x-message': 'must be a string or an array of content parts ({"type": "text", "text": "…"})',
+      anyOf: [{ type: ['string', 'null'] }, { type: 'array', items: contentPart }],
+    },
+    name: { type: 'string' },
+    tool_calls: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['id', 'type', 'function'],
+        properties: {
+          id: { type: 'string' },
+          type: { const: 'function' },
+          function: { type: 'object', required: ['name', 'arguments'], properties: { name: { type: 'string' }, arguments: { type: 'string' } } },
+        },
+      },
+    },
+    tool_call_id: { type: 'string' },
+  },
+};
+
+const tool = {
+  type: 'object',
+  required: ['type', 'function'],
+  properties: {
+    type: { const: 'function' },
+    function: {
+      type: 'object',
+      required: ['name'],
+      properties: { name: nonEmptyString, description: { type: 'string' }, parameters: object },
+    },
+  },
+};
+
+export const chatCompletionRequestSchema = {
+  type: 'object',
+  required: ['model', 'messages'],
+  properties: {
+    model: nonEmptyString,
+    messages: { type: 'array', minItems: 1, items: message },
+    tools: { type: 'array', maxItems: 128, items: tool },
+    tool_choice: {
+      'x-message': 'must be "auto", "none", "required" or {"type": "function", "function": {"name": "…"}}',
+      anyOf: [
+        { enum: ['auto', 'none', 'required', null] },
+        {
+          type: 'object',
+          required: ['type', 'function'],
+          properties: { type: { const: 'function' }, function: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } },
+        },
+      ],
+    },
+    max_tokens: integerFrom(1),
+    max_completion_tokens: integerFrom(1),
+    temperature: numberBetween(0, 2),
+    top_p: numberBetween(0, 1),
+    stop: {
+      'x-message': 'must be a string or an array of at most 4 strings',
+      anyOf: [{ type: ['string', 'null'] }, { type: 'array', maxItems: 4, items: { type: 'string' } }],
+    },
+    stream: optionalBoolean,
+    stream_options: { type: ['object', 'null'], properties: { include_usage: optionalBoolean } },
+    n: integerFrom(1),
+    logprobs: optionalBoolean,
+    response_format: { type: ['object', 'null'] },
+  },
+};

@@ -1,0 +1,94 @@
+import { integerFrom, nonEmptyString, numberBetween, object, optionalBoolean } from '../../http/schema-validation';
+
+export interface TextBlock {
+  type: 'text';
+  text: string;
+}
+export interface ToolUseBlock {
+  type: 'tool_use';
+  id: string;
+  name: string;
+  input: unknown;
+}
+export interface ToolResultBlock {
+  type: 'tool_result';
+  tool_use_id: string;
+  content?: string | Array<{ type: string; text?: string }>;
+  is_error?: boolean;
+}
+/** Other block types (image, document, thinking, …) are accepted and dropped. */
+export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock | { type: string };
+
+export interface MessagesRequest {
+  model: string;
+  max_tokens: number;
+  messages: Array<{ role: 'user' | 'assistant'; content: string | ContentBlock[] }>;
+  system?: string | TextBlock[] | null;
+  tools?: Array<{ name: string; description?: string; input_schema: Record<string, unknown> }>;
+  tool_choice?: { type: 'auto' | 'any' | 'tool' | 'none'; name?: string } | null;
+  stop_sequences?: string[] | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  top_k?: number | null;
+  stream?: boolean | null;
+}
+
+/** A block whose `type` is `kind` must carry `then`'s fields. */
+const when = (kind: string, then: Record<string, unknown>) => ({ if: { properties: { type: { const: kind } } }, then });
+
+const contentBlock = {
+  type: 'object',
+  required: ['type'],
+  properties: { type: { type: 'string' } },
+  // Other block types (image, document, thinking, …) are accepted and dropped.
+  allOf: [
+    when('text', { required: ['text'], properties: { text: { type: 'string' } } }),
+    when('tool_use', { required: ['id', 'name', 'input'], properties: { id: { type: 'string' }, name: { type: 'string' }, input: object } }),
+    when('tool_result', { required: ['tool_use_id'], properties: { tool_use_id: { type: 'string' }, content: { type: ['string', 'array'] } } }),
+  ],
+};
+
+/** POST /messages, the messages wire format. Unknown fields are ignored. */
+export const messagesRequestSchema = {
+  type: 'object',
+  required: ['model', 'max_tokens', 'messages'],
+  properties: {
+    model: nonEmptyString,
+    max_tokens: { type: 'integer', minimum: 1 },
+    messages: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        required: ['role', 'content'],
+        properties: {
+          role: { enum: ['user', 'assistant'] },
+          content: {
+            'x-message':
+              'must be a string or an array of content blocks (text blocks need "text"; tool_use blocks "id", "name" and an object "input"; tool_result blocks "tool_use_id")',
+            anyOf: [{ type: 'string' }, { type: 'array', items: contentBlock }],
+          },
+        },
+      },
+    },
+    system: {
+      'x-message': 'must be a string or an array of text blocks',
+      anyOf: [
+        { type: ['string', 'null'] },
+        { type: 'array', items: { type: 'object', required: ['type', 'text'], properties: { type: { const: 'text' }, text: { type: 'string' } } } },
+      ],
+    },
+    tools: {
+      type: 'array',
+      maxItems: 128,
+      items: { type: 'object', required: ['name', 'input_schema'], properties: { name: nonEmptyString, description: { type: 'string' }, input_schema: object } },
+    },
+    tool_choice: { type: ['object', 'null'], required: ['type'], properties: { type: { enum: ['auto', 'any', 'tool', 'none'] }, name: { type: 'string' } } },
+    stop_sequences: { type: ['array', 'null'], items: { type: 'string' } },
+    temperature: numberBetween(0, 1),
+    top_p: numberBetween(0, 1),
+    top_k: integerFrom(0),
+    metadata: { type: ['object', 'null'] },
+    stream: optionalBoolean,
+  },
+};
