@@ -1,10 +1,12 @@
 /**
- * Gateway benchmarks: `npm run bench:gateway` (not part of the tests; about 5 minutes).
+ * Gateway benchmarks: `npm run bench:gateway` (not part of the tests; about 6 minutes).
  *
  * One upstream (the built-in simulated host, answering at once) is measured in the same run
  * (1) directly, (2) through our gateway with billing on (`node dist/src/main.js`: every request
- * reserved and settled in the SQLite log), and (3) through `@portkey-ai/gateway`, run locally as
- * the peer. Each sits in a process of its own; this process only generates load (./gateway/load.ts).
+ * reserved and settled in the SQLite log), (3) through `@portkey-ai/gateway`, run locally as
+ * the peer, and (4) through a bare pass-through (./gateway/pass-through.ts) as a reference for
+ * what one more Node HTTP hop costs here. Each sits in a process of its own; this process only
+ * generates load (./gateway/load.ts).
  * The targets alternate within each round, over 3 rounds; the tables show medians of the rounds,
  * and "added" is the target's figure minus the direct figure of the same round.
  *
@@ -22,7 +24,7 @@
 import { arch, cpus, loadavg, platform } from 'node:os';
 import { Client } from 'undici';
 import { fixedRate, Latencies, OpenStreams, openStreams, percentile, sequential, Target, throughput } from './gateway/load';
-import { cleanUp, Gateway, memoryMiB, Peer, startGateway, startPeer, startUpstream, Upstream } from './gateway/processes';
+import { cleanUp, Gateway, memoryMiB, Peer, startGateway, startPassThrough, startPeer, startUpstream, Upstream } from './gateway/processes';
 
 const env = (name: string, fallback: number) => {
   const value = Number(process.env[name] ?? fallback);
@@ -58,7 +60,7 @@ const chat = (model: string, maxTokens: number) => ({
   streamed: json({ model, messages: CHAT_MESSAGES, max_tokens: maxTokens, stream: true }),
 });
 
-function targets(fast: Upstream, slow: Upstream, gateway: Gateway, peer: Peer) {
+function targets(fast: Upstream, slow: Upstream, gateway: Gateway, peer: Peer, passThrough: Upstream) {
   const peerHeaders = (upstream: Upstream) => ({
     'content-type': 'application/json',
     'x-portkey-provider': 'openai',
@@ -75,6 +77,7 @@ function targets(fast: Upstream, slow: Upstream, gateway: Gateway, peer: Peer) {
     headers: { 'content-type': 'application/json' },
     body: chat('sim-chat', 16),
   };
+  const reference: Target = { ...direct, key: 'reference', label: 'reference: bare pass-through (Fastify + undici, no logic)', origin: `http://127.0.0.1:${passThrough.port}` };
   const ours: Target = {
     key: 'gateway',
     label: 'our gateway, chat completions (billing on)',
@@ -105,7 +108,7 @@ function targets(fast: Upstream, slow: Upstream, gateway: Gateway, peer: Peer) {
   // The memory test: streams to the slow upstream (2 tokens/s, up to 1,000 tokens: they stay open).
   const oursSlow: Target = { ...ours, key: 'gateway-slow', body: chat(gateway.slowModel, 1000) };
   const portkeySlow: Target = { ...portkey, key: 'peer-slow', headers: peerHeaders(slow), body: chat('sim-chat', 1000) };
-  return { direct, ours, messages, portkey, oursSlow, portkeySlow };
+  return { direct, reference, ours, messages, portkey, oursSlow, portkeySlow };
 }
 
 /** One request; the status and the start of the body (to say why a target is left out). */
@@ -176,10 +179,10 @@ async function main(): Promise<void> {
   progress('starting the upstreams, our gateway and the peer…');
   const fast = await startUpstream('upstream', { firstTokenMs: 0, tokensPerSecond: 0 });
   const slow = await startUpstream('slow upstream', { firstTokenMs: 0, tokensPerSecond: 2 });
-  const [gateway, peer] = await Promise.all([startGateway(fast, slow), startPeer()]);
-  const t = targets(fast, slow, gateway, peer);
+  const [gateway, peer, passThrough] = await Promise.all([startGateway(fast, slow), startPeer(), startPassThrough(fast)]);
+  const t = targets(fast, slow, gateway, peer, passThrough);
 
-  for (const target of [t.direct, t.ours, t.portkey]) {
+  for (const target of [t.direct, t.reference, t.ours, t.portkey]) {
     for (const streamed of [false, true]) {
       const { status, text } = await probe(target, streamed);
       if (status !== 200) throw new Error(`${target.label} answered ${status} (${streamed ? 'streamed' : 'non-streamed'}): ${text}`);
@@ -194,9 +197,10 @@ async function main(): Promise<void> {
         `(${messagesProbe.text.replace(/\s+/g, ' ').slice(0, 120)}): its rows are left out until it answers 200.`,
     );
   }
-  const latencyTargets = withMessages ? [t.direct, t.ours, t.messages, t.portkey] : [t.direct, t.ours, t.portkey];
+  const latencyTargets = withMessages ? [t.direct, t.reference, t.ours, t.messages, t.portkey] : [t.direct, t.reference, t.ours, t.portkey];
   const pids = new Map<string, number>([
     ['direct', fast.child.pid],
+    ['reference', passThrough.child.pid],
     ['gateway', gateway.child.pid],
     ['messages', gateway.child.pid],
     ['peer', peer.child.pid],

@@ -149,6 +149,14 @@ export async function startUpstream(name: string, options: { firstTokenMs: numbe
   return { child, port };
 }
 
+/** The reference: a bare pass-through to `upstream` (./pass-through.ts). */
+export async function startPassThrough(upstream: Upstream): Promise<Upstream> {
+  const child = launch('pass-through', [join(__dirname, 'pass-through.js'), `http://127.0.0.1:${upstream.port}`], process.env, true);
+  const ready = new Promise<number>((done) => child.process.once('message', (message: { port: number }) => done(message.port)));
+  const port = await startedOrFailed(child, ready, 15_000);
+  return { child, port };
+}
+
 export interface Gateway {
   child: Child;
   port: number;

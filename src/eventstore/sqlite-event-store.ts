@@ -66,6 +66,8 @@ export class SqliteEventStore implements EventStore {
    * between (SQLite commits one writer at a time, so positions in one append are consecutive).
    */
   private recent: RecordedEvent[] = [];
+  /** Where each live subscription is: what all of them have taken is dropped (it would only age into old-space garbage). */
+  private readonly cursors = new Set<{ position: number }>();
   private readonly pollIntervalMs: number;
   private closed = false;
   private readonly statements: {
@@ -145,6 +147,7 @@ export class SqliteEventStore implements EventStore {
   }
 
   private remember(append: PendingAppend, ok: AppendResult, recordedAt: number): void {
+    if (this.cursors.size === 0) return;
     const count = append.events.length;
     for (let i = 0; i < count; i++) {
       const event = append.events[i];
@@ -159,6 +162,17 @@ export class SqliteEventStore implements EventStore {
       });
     }
     if (this.recent.length > RECENT_LIMIT) this.recent = this.recent.slice(this.recent.length - RECENT_LIMIT / 2);
+  }
+
+  /** Drops the events every subscription has taken. */
+  private forgetTaken(): void {
+    let taken = Infinity;
+    for (const cursor of this.cursors) taken = Math.min(taken, cursor.position);
+    const recent = this.recent;
+    let keep = 0;
+    while (keep < recent.length && recent[keep].position <= taken) keep += 1;
+    if (keep === recent.length) this.recent = [];
+    else if (keep > 0) this.recent = recent.slice(keep);
   }
 
   /**
@@ -194,20 +208,27 @@ export class SqliteEventStore implements EventStore {
   }
 
   async *subscribe(after: number, signal: AbortSignal): AsyncIterable<RecordedEvent[]> {
-    let position = after;
+    const cursor = { position: after };
+    this.cursors.add(cursor);
     let readFile = true;
-    while (!signal.aborted && !this.closed) {
-      const local = this.fromRecent(position);
-      let batch: RecordedEvent[] = [];
-      if (Array.isArray(local)) batch = local;
-      else if (readFile || local === 'gap') batch = this.statements.readAll.all(position, READ_BATCH).map(toRecorded);
-      if (batch.length > 0) {
-        position = batch[batch.length - 1].position;
-        yield batch;
-        continue;
+    try {
+      while (!signal.aborted && !this.closed) {
+        const local = this.fromRecent(cursor.position);
+        let batch: RecordedEvent[] = [];
+        if (Array.isArray(local)) batch = local;
+        else if (readFile || local === 'gap') batch = this.statements.readAll.all(cursor.position, READ_BATCH).map(toRecorded);
+        if (batch.length > 0) {
+          cursor.position = batch[batch.length - 1].position;
+          this.forgetTaken();
+          yield batch;
+          continue;
+        }
+        // Woken by this process's own append, the file has nothing else worth reading yet.
+        readFile = (await this.nextAppendOrPoll(signal)) === 'poll';
       }
-      // Woken by this process's own append, the file has nothing else worth reading yet.
-      readFile = (await this.nextAppendOrPoll(signal)) === 'poll';
+    } finally {
+      this.cursors.delete(cursor);
+      this.forgetTaken();
     }
   }
 

@@ -39,14 +39,30 @@ export function streamSse(
     let subscription: Subscription | null = null;
     let timer: NodeJS.Timeout | null = null;
 
+    // Events decoded from one upstream read arrive in one go: they leave in one write.
+    let buffered = '';
+    const flush = () => {
+      if (buffered && !raw.destroyed) raw.write(buffered);
+      buffered = '';
+    };
     const write = (text: string) => {
-      if (text && !raw.destroyed) raw.write(text);
+      if (!text) return;
+      if (buffered === '') process.nextTick(flush);
+      buffered += text;
+    };
+    const end = () => {
+      flush();
+      raw.end();
     };
     const armKeepAlive = () => {
-      if (timer) clearTimeout(timer);
+      if (timer) {
+        timer.refresh();
+        return;
+      }
       timer = setTimeout(() => {
         start();
         write(': keep-alive\n\n');
+        timer = null;
         armKeepAlive();
       }, options.keepAliveMs);
     };
@@ -96,13 +112,13 @@ export function streamSse(
           return;
         }
         write(serializer.error(apiError));
-        raw.end();
+        end();
         finish();
       },
       complete: () => {
         start();
         write(serializer.close());
-        raw.end();
+        end();
         finish();
       },
     });
