@@ -212,6 +212,9 @@ async function main(): Promise<void> {
   for (const target of latencyTargets) {
     await sequential(target, 500, { streamed: false });
     await sequential(target, 50, { streamed: true });
+    // Concurrent too: the first burst of each process opens its connections and compiles its
+    // concurrent paths, which would otherwise land in round 1's open-loop tail.
+    await throughput(target, CONNECTIONS, 0, 1000, []);
   }
 
   const seqRows = new Map<string, Row>();

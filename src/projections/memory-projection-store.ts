@@ -1,4 +1,5 @@
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { rename, writeFile } from 'node:fs/promises';
 import type { EventStore, RecordedEvent } from '../eventstore/event-store';
 import type { Admission, ProjectionStore } from './projection-store';
 import {
@@ -39,6 +40,8 @@ export class MemoryProjectionStore implements ProjectionStore {
 
   private savedAt = 0;
   private savedTime = Date.now();
+  /** A periodic save still writing its file. */
+  private saving: Promise<void> | null = null;
 
   constructor(
     private readonly requestLogRetention: number,
@@ -69,14 +72,33 @@ export class MemoryProjectionStore implements ProjectionStore {
     return true;
   }
 
+  // Written aside and renamed: a reader (or a crash) never sees half a file.
+  private partialFile(): string {
+    return `${this.snapshot!.file}.${process.pid}.partial`;
+  }
+
   private saveSnapshot(): void {
     if (!this.snapshot || this.model.position === this.savedAt) return;
-    // Written aside and renamed: a reader (or a crash) never sees half a file.
-    const partial = `${this.snapshot.file}.${process.pid}.partial`;
-    writeFileSync(partial, JSON.stringify(this.model.toSnapshot()));
-    renameSync(partial, this.snapshot.file);
+    writeFileSync(this.partialFile(), JSON.stringify(this.model.toSnapshot()));
+    renameSync(this.partialFile(), this.snapshot.file);
     this.savedAt = this.model.position;
     this.savedTime = Date.now();
+  }
+
+  /** The periodic save, while requests are served: the model is serialized here, the file written off the event loop. */
+  private saveInBackground(): void {
+    if (!this.snapshot || this.saving || this.model.position === this.savedAt) return;
+    const { file } = this.snapshot;
+    const position = this.model.position;
+    const text = JSON.stringify(this.model.toSnapshot());
+    this.savedTime = Date.now();
+    this.saving = writeFile(this.partialFile(), text)
+      .then(() => rename(this.partialFile(), file))
+      .then(
+        () => void (this.savedAt = position),
+        () => undefined, // the next period tries again; the last good file stays in place
+      )
+      .finally(() => (this.saving = null));
   }
 
   private pendingOf(orgId: string): number {
@@ -135,7 +157,7 @@ export class MemoryProjectionStore implements ProjectionStore {
       if (projected.type === 'CreditsReserved') this.settlePending(projected.data.reservationId);
       this.model.apply(event);
     }
-    if (this.snapshot && Date.now() - this.savedTime >= this.snapshot.everyMs) this.saveSnapshot();
+    if (this.snapshot && Date.now() - this.savedTime >= this.snapshot.everyMs) this.saveInBackground();
   }
 
   async checkpoint(): Promise<number> {
@@ -189,6 +211,7 @@ export class MemoryProjectionStore implements ProjectionStore {
   }
 
   async reset(): Promise<void> {
+    await this.saving;
     if (this.snapshot) rmSync(this.snapshot.file, { force: true });
     this.savedAt = 0;
     this.model = new ReadModel(this.requestLogRetention);
@@ -197,11 +220,13 @@ export class MemoryProjectionStore implements ProjectionStore {
   }
 
   async load(model: ReadModel): Promise<void> {
+    await this.saving;
     this.model = model;
     this.saveSnapshot();
   }
 
   async close(): Promise<void> {
+    await this.saving;
     this.saveSnapshot();
   }
 }

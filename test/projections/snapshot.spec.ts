@@ -1,4 +1,4 @@
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/config';
 import { SqliteEventStore } from '../../src/eventstore/sqlite-event-store';
@@ -48,6 +48,32 @@ describe('in-process read models saved with their checkpoint', () => {
       await other.close();
     } finally {
       a.cleanup();
+    }
+  });
+
+  it('saves in the background while serving, one save at a time, and for good on close', async () => {
+    const dir = tempDir('snapshot-periodic');
+    try {
+      const file = join(dir.path, 'read-models.snapshot.json');
+      const store = new MemoryProjectionStore(10, { file, everyMs: 0 });
+      const grant = (position: number) => ({
+        streamId: 'credits-org-1',
+        revision: position - 1,
+        position,
+        recordedAt: 0,
+        type: 'CreditsGranted',
+        data: { orgId: 'org-1', grantId: `g${position}`, amount: 1000, reason: 'test', grantedAt: 0 },
+      });
+      await store.apply([grant(1)]);
+      // A second batch while the first save is still writing does not start another one.
+      await store.apply([grant(2)]);
+      expect(existsSync(file)).toBe(false);
+      await store.close();
+      const saved = JSON.parse(readFileSync(file, 'utf8')) as { position: number };
+      expect(saved.position).toBe(2);
+      expect(existsSync(`${file}.${process.pid}.partial`)).toBe(false);
+    } finally {
+      dir.cleanup();
     }
   });
 });
