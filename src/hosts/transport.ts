@@ -26,9 +26,9 @@ export interface TransportTimeouts {
 export class HostTransport implements OnApplicationShutdown {
   private readonly pools = new Map<string, Pool>();
 
-  constructor(private readonly timeouts: TransportTimeouts) {}
-
   private readonly bases = new Map<string, { origin: string; path: string }>();
+
+  constructor(private readonly timeouts: TransportTimeouts) {}
 
   /** A host's origin and version path, parsed once. */
   private base(baseUrl: string): { origin: string; path: string } {

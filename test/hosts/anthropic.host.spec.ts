@@ -405,20 +405,12 @@ describe('anthropicHost.decodeReply (a whole, non-streamed reply)', () => {
   });
 
   it('fails as an upstream error on an error body, and as malformed on anything unreadable', () => {
-    const failure = (body: string) => {
-      try {
-        anthropicHost.decodeReply(body);
-      } catch (error) {
-        return error as HostError;
-      }
-      throw new Error('decoded');
-    };
-    expect(failure(JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }))).toMatchObject({
-      kind: 'upstream_error',
-      message: 'Overloaded',
-    });
+    const decoding = (body: string) => expect(() => anthropicHost.decodeReply(body));
+    decoding(JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } })).toThrow(
+      expect.objectContaining({ kind: 'upstream_error', message: 'Overloaded' }),
+    );
     for (const body of ['{"type":"mess', '[]', '{"type":"message"}', reply({ content: [{ type: 'text' }] })]) {
-      expect(failure(body).kind).toBe('malformed');
+      decoding(body).toThrow(expect.objectContaining({ kind: 'malformed' }));
     }
   });
 });

@@ -1,5 +1,5 @@
 import { openAiHost } from '../../src/hosts/openai/openai.host';
-import { CanonicalRequest, HostError } from '../../src/pipeline/canonical';
+import { CanonicalRequest } from '../../src/pipeline/canonical';
 
 const request = (overrides: Partial<CanonicalRequest> = {}): CanonicalRequest => ({
   system: ['Be brief.'],
@@ -62,15 +62,10 @@ describe('openAiHost.decodeReply (a whole, non-streamed completion)', () => {
   });
 
   it('fails as an upstream error on an error body, and as malformed on anything unreadable', () => {
-    const failure = (body: string) => {
-      try {
-        openAiHost.decodeReply(body);
-      } catch (error) {
-        return error as HostError;
-      }
-      throw new Error('decoded');
-    };
-    expect(failure(JSON.stringify({ error: { message: 'The server is overloaded' } }))).toMatchObject({ kind: 'upstream_error', message: 'The server is overloaded' });
-    for (const body of ['{"id":"chatcmpl', 'null', '{"choices":[]}']) expect(failure(body).kind).toBe('malformed');
+    const decoding = (body: string) => expect(() => openAiHost.decodeReply(body));
+    decoding(JSON.stringify({ error: { message: 'The server is overloaded' } })).toThrow(
+      expect.objectContaining({ kind: 'upstream_error', message: 'The server is overloaded' }),
+    );
+    for (const body of ['{"id":"chatcmpl', 'null', '{"choices":[]}']) decoding(body).toThrow(expect.objectContaining({ kind: 'malformed' }));
   });
 });
