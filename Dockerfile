@@ -10,4 +10,4 @@ COPY catalogue ./catalogue
 RUN npm install --no-audit --no-fund && npm prune --omit=dev --ignore-scripts
 ENV NODE_ENV=production
 EXPOSE 8080
-CMD ["node", "--max-semi-space-size=32", "--min-semi-space-size=32", "dist/src/main.js"]
+CMD ["node", "dist/src/main.js"]

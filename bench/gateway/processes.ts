@@ -215,13 +215,8 @@ export async function startGateway(fast: Upstream, slow: Upstream): Promise<Gate
   await operator(['credits', 'grant', '--org', orgId, '--amount', '1000000'], env);
   const { secret } = (await operator(['keys', 'create', '--org', orgId, '--name', 'bench'], env)) as { secret: string };
 
-  // Started as `npm start` starts it (with its node flags); BENCH_GATEWAY_NODE_ARGS adds more,
-  // e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
-  const startScript = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
-  const nodeArgs = [
-    ...startScript.split(/\s+/).filter((arg) => arg.startsWith('--')),
-    ...(process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
-  ];
+  // BENCH_GATEWAY_NODE_ARGS: node flags for the gateway alone, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+  const nodeArgs = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const child = launch('gateway', [...nodeArgs, join(ROOT, 'dist', 'src', 'main.js')], env);
   const ready = new Promise<number>((done) => {
     let seen = '';
