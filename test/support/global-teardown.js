@@ -11,7 +11,8 @@ module.exports = async () => {
     return;
   }
   // Remove this run's keys (per-run prefix; never a FLUSHALL).
-  const client = createClient({ url });
+  // Bounded: a teardown that waits forever on Redis would hold the whole run.
+  const client = createClient({ url, socket: { connectTimeout: 2000, reconnectStrategy: false } });
   client.on('error', () => {});
   await client.connect();
   for await (const keys of client.scanIterator({ MATCH: `mgtest:${process.env.TEST_RUN_ID}:*`, COUNT: 1000 })) {
