@@ -32,8 +32,10 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
     },
   });
   const fastify = adapter.getInstance();
-  fastify.addHook('onRequest', async (request, reply) => {
+  // Callback style: an async hook costs a promise on every request.
+  fastify.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
+    done();
   });
   serveWebApp(fastify);
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRuntime(runtime, catalogue, transport, SessionTokens.fromEnvironment(runtime.config.dataDir, runtime.config.dashboardSecret)), adapter, {
