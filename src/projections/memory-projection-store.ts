@@ -1,4 +1,4 @@
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
 import type { EventStore, RecordedEvent } from '../eventstore/event-store';
 import type { Admission, ProjectionStore } from './projection-store';
@@ -40,7 +40,7 @@ export class MemoryProjectionStore implements ProjectionStore {
 
   private savedAt = 0;
   private savedTime = Date.now();
-  /** A periodic save still writing its file. */
+  /** The save writing its file: one at a time. */
   private saving: Promise<void> | null = null;
 
   constructor(
@@ -72,32 +72,34 @@ export class MemoryProjectionStore implements ProjectionStore {
     return true;
   }
 
-  // Written aside and renamed: a reader (or a crash) never sees half a file.
-  private partialFile(): string {
-    return `${this.snapshot!.file}.${process.pid}.partial`;
-  }
-
-  private saveSnapshot(): void {
+  /**
+   * Writes the model with its checkpoint: serialized here (a consistent view), the file written
+   * off the event loop, aside and then renamed, so a reader (or a crash) never sees half a file.
+   */
+  private async write(): Promise<void> {
     if (!this.snapshot || this.model.position === this.savedAt) return;
-    writeFileSync(this.partialFile(), JSON.stringify(this.model.toSnapshot()));
-    renameSync(this.partialFile(), this.snapshot.file);
-    this.savedAt = this.model.position;
-    this.savedTime = Date.now();
-  }
-
-  /** The periodic save, while requests are served: the model is serialized here, the file written off the event loop. */
-  private saveInBackground(): void {
-    if (!this.snapshot || this.saving || this.model.position === this.savedAt) return;
     const { file } = this.snapshot;
+    const partial = `${file}.${process.pid}.partial`;
     const position = this.model.position;
     const text = JSON.stringify(this.model.toSnapshot());
     this.savedTime = Date.now();
-    this.saving = writeFile(this.partialFile(), text)
-      .then(() => rename(this.partialFile(), file))
-      .then(
-        () => void (this.savedAt = position),
-        () => undefined, // the next period tries again; the last good file stays in place
-      )
+    await writeFile(partial, text);
+    await rename(partial, file);
+    this.savedAt = position;
+  }
+
+  /** Saves after any save in flight (on close, after a rebuild); failures reach the caller. */
+  private async saveNow(): Promise<void> {
+    while (this.saving) await this.saving.catch(() => undefined);
+    this.saving = this.write().finally(() => (this.saving = null));
+    await this.saving;
+  }
+
+  /** The periodic save while requests are served: skipped while one is writing; a failed one is tried next period. */
+  private saveInBackground(): void {
+    if (this.saving) return;
+    this.saving = this.write()
+      .catch(() => undefined)
       .finally(() => (this.saving = null));
   }
 
@@ -211,7 +213,7 @@ export class MemoryProjectionStore implements ProjectionStore {
   }
 
   async reset(): Promise<void> {
-    await this.saving;
+    while (this.saving) await this.saving.catch(() => undefined);
     if (this.snapshot) rmSync(this.snapshot.file, { force: true });
     this.savedAt = 0;
     this.model = new ReadModel(this.requestLogRetention);
@@ -220,13 +222,11 @@ export class MemoryProjectionStore implements ProjectionStore {
   }
 
   async load(model: ReadModel): Promise<void> {
-    await this.saving;
     this.model = model;
-    this.saveSnapshot();
+    await this.saveNow();
   }
 
   async close(): Promise<void> {
-    await this.saving;
-    this.saveSnapshot();
+    await this.saveNow();
   }
 }
