@@ -398,6 +398,6 @@ export class DashboardController {
         requestId: request.id,
       }),
     );
-    return respond(request, reply, result, true, { ...nativeWire, error: dashboardError }, this.config.sseKeepAliveMs);
+    return respond(request, reply, result, { ...nativeWire, error: dashboardError }, this.config.sseKeepAliveMs);
   }
 }

@@ -37,6 +37,8 @@ export interface InferenceResult {
   model: CatalogueModel;
   /** Epoch seconds, for wire formats that carry a creation time. */
   created: number;
+  /** Whether the client takes the reply as a stream (as its request said). */
+  stream: boolean;
   /** Cold: subscribing calls the host; unsubscribing aborts it. Settles exactly once on any ending. */
   events: Observable<PipelineEvent>;
 }

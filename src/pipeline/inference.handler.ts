@@ -75,6 +75,7 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       requestId: input.requestId,
       model,
       created: Math.floor(Date.now() / 1000),
+      stream: request.stream,
       events: this.run(input, request, hosts, admission.ticket, estimate.inputTokens, started),
     };
   }

@@ -13,18 +13,17 @@ export interface SurfaceWire {
 }
 
 /**
- * Answers a pipeline result the way every surface does: as server-sent events, or as one body
- * reduced from the same stream. A client that leaves stops the upstream call either way.
+ * Answers a pipeline result the way every surface does: as server-sent events when the request
+ * asked for a stream, or as one body reduced from the same stream. A client that leaves stops the upstream call either way.
  */
 export async function respond(
   request: FastifyRequest,
   reply: FastifyReply,
   result: InferenceResult,
-  stream: boolean,
   wire: SurfaceWire,
   keepAliveMs: number,
 ): Promise<void> {
-  if (stream) {
+  if (result.stream) {
     return streamSse(request, reply, result.events, wire.serializer(result), {
       keepAliveMs,
       failBeforeStart: (error) => void reply.status(error.status).send(wire.error(error)),

@@ -42,7 +42,6 @@ export class ChatCompletionsController {
       request,
       reply,
       result,
-      body.stream === true,
       { serializer: (r) => chunkSerializer(r, includeUsage), body: completionBody, error: errorBody },
       this.config.sseKeepAliveMs,
     );

@@ -67,6 +67,6 @@ export class MessagesController {
         requestId: request.id,
       }),
     );
-    return respond(request, reply, result, body.stream === true, messagesWire, this.config.sseKeepAliveMs);
+    return respond(request, reply, result, messagesWire, this.config.sseKeepAliveMs);
   }
 }

@@ -54,6 +54,6 @@ export class NativeController {
     const result = await this.commands.execute(
       new InferenceCommand({ surface: 'native', apiKey: bearerKey(request), model: modelOf(request), request: toCanonical(body), requestId: request.id }),
     );
-    return respond(request, reply, result, body.stream === true, nativeWire, this.config.sseKeepAliveMs);
+    return respond(request, reply, result, nativeWire, this.config.sseKeepAliveMs);
   }
 }
