@@ -1,11 +1,11 @@
 import type { OnApplicationShutdown } from '@nestjs/common';
-import { EventEmitter } from 'node:events';
-import { createParser } from 'eventsource-parser';
-import { Observable } from 'rxjs';
-import { errors as undiciErrors, Pool } from 'undici';
+import { TextDecoder } from 'node:util';
+import { createParser, type EventSourceParser } from 'eventsource-parser';
+import { Observable, type Subscriber } from 'rxjs';
+import { type Dispatcher, errors as undiciErrors, Pool } from 'undici';
 import type { CatalogueHost } from '../catalogue/catalogue';
 import { CanonicalEvent, CanonicalRequest, HostError } from '../pipeline/canonical';
-import type { HostKind } from './host-kind';
+import type { HostKind, StreamDecoder } from './host-kind';
 
 export interface TransportTimeouts {
   /** Longest wait for a streamed response to begin (its headers): a host silent this long is skipped. */
@@ -58,79 +58,21 @@ export class HostTransport implements OnApplicationShutdown {
    */
   call(kind: HostKind, host: CatalogueHost, hostModel: string, request: CanonicalRequest): Observable<CanonicalEvent> {
     return new Observable<CanonicalEvent>((subscriber) => {
-      // undici takes an emitter as its abort signal: cheaper than an AbortController per call.
-      const abort = new EventEmitter();
-      let aborted = false;
       const upstream = kind.buildRequest(request, hostModel, host.apiKey);
       const base = this.base(host.baseUrl);
-      let produced = false;
-      let finished = false;
-
-      const fail = (error: unknown) => {
-        if (finished || (aborted && subscriber.closed)) return;
-        subscriber.error(toHostError(error, !produced));
-      };
-
-      (async () => {
-        const response = await this.pool(base.origin).request({
+      const reply = new HostReply(kind, request.stream, subscriber);
+      this.pool(base.origin).dispatch(
+        {
           path: base.path + upstream.path,
           method: 'POST',
           headers: upstream.headers,
           body: JSON.stringify(upstream.body),
-          signal: abort,
           headersTimeout: request.stream ? this.timeouts.firstByteMs : this.timeouts.replyMs,
           bodyTimeout: this.timeouts.idleMs,
-        });
-        if (response.statusCode >= 400) {
-          const text = await response.body.text().catch(() => '');
-          throw new HostError('status', kind.errorMessage(response.statusCode, text), response.statusCode);
-        }
-        subscriber.next({ type: 'ready' });
-        if (!request.stream) {
-          const events = kind.decodeReply(await response.body.text());
-          finished = true;
-          for (const event of events) subscriber.next(event);
-          subscriber.complete();
-          return;
-        }
-        const decoder = kind.decoder();
-        let pending: CanonicalEvent[] = [];
-        let decodeError: unknown = null;
-        const parser = createParser({
-          onEvent: (message) => {
-            if (decodeError || decoder.done) return;
-            try {
-              pending.push(...decoder.push({ event: message.event, data: message.data }));
-            } catch (error) {
-              decodeError = error;
-            }
-          },
-        });
-        const utf8 = new TextDecoder();
-        for await (const chunk of response.body) {
-          parser.feed(utf8.decode(chunk as Buffer, { stream: true }));
-          for (const event of pending) {
-            if (event.type === 'text' || event.type === 'tool_call') produced = true;
-            subscriber.next(event);
-          }
-          pending = [];
-          if (decodeError) throw decodeError;
-          if (decoder.done && !finished) {
-            // The reply is complete: the client need not wait for the upstream to close its body,
-            // which is read to its end (not destroyed: that costs an error object per request).
-            finished = true;
-            subscriber.complete();
-          }
-        }
-        if (!decoder.done) throw new HostError('connection', 'upstream ended its stream before completing the reply', null, !produced);
-      })().catch(fail);
-
-      // Aborting is for calls still running (a client gone, a fallback): a finished one has nothing to stop.
-      return () => {
-        if (finished) return;
-        aborted = true;
-        abort.emit('abort');
-      };
+        },
+        reply,
+      );
+      return () => reply.abort();
     });
   }
 
@@ -139,6 +81,124 @@ export class HostTransport implements OnApplicationShutdown {
     const pools = [...this.pools.values()];
     this.pools.clear();
     await Promise.all(pools.map((pool) => pool.destroy()));
+  }
+}
+
+/** Longest error body kept for the message: enough for any provider's JSON error. */
+const ERROR_BODY_LIMIT = 64 * 1024;
+
+/**
+ * One upstream response, read as undici delivers it (its dispatch handler: no body stream, no
+ * promise per chunk), turned into canonical events for the subscriber.
+ */
+class HostReply implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | null = null;
+  /** The client went away (or a fallback moved on) before the reply was complete. */
+  private aborted = false;
+  /** The subscriber has had its ending (completion or error): nothing more reaches it. */
+  private finished = false;
+  /** Whether any text or tool call has been passed on (an error then is not "before output"). */
+  private produced = false;
+  private status = 0;
+  /** The body of an error status or of a whole reply, as it arrives. */
+  private chunks: Buffer[] = [];
+  private size = 0;
+  private stream: { decoder: StreamDecoder; parser: EventSourceParser; utf8: TextDecoder; pending: CanonicalEvent[] } | null = null;
+
+  constructor(
+    private readonly kind: HostKind,
+    private readonly streamed: boolean,
+    private readonly subscriber: Subscriber<CanonicalEvent>,
+  ) {}
+
+  /** Aborting is for calls still running (a client gone, a fallback): a finished one has nothing to stop. */
+  abort(): void {
+    if (this.finished || this.aborted) return;
+    this.aborted = true;
+    this.controller?.abort(new Error('the caller went away'));
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.aborted) controller.abort(new Error('the caller went away'));
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
+    this.status = statusCode;
+    if (statusCode >= 400) return;
+    this.subscriber.next({ type: 'ready' });
+    if (this.streamed) {
+      const pending: CanonicalEvent[] = [];
+      const decoder = this.kind.decoder();
+      const parser = createParser({
+        onEvent: (message) => {
+          if (!decoder.done) pending.push(...decoder.push({ event: message.event, data: message.data }));
+        },
+      });
+      this.stream = { decoder, parser, utf8: new TextDecoder(), pending };
+    }
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.finished && this.stream) return; // the rest of a completed stream, read so the connection is kept
+    if (!this.stream) {
+      if (this.status >= 400 && this.size >= ERROR_BODY_LIMIT) return;
+      this.chunks.push(chunk);
+      this.size += chunk.length;
+      return;
+    }
+    const { decoder, parser, utf8, pending } = this.stream;
+    let unreadable: unknown = null;
+    try {
+      parser.feed(utf8.decode(chunk, { stream: true }));
+    } catch (error) {
+      unreadable = error;
+    }
+    // What was decoded before a message that could not be is still the reply's.
+    for (const event of pending) {
+      if (event.type === 'text' || event.type === 'tool_call') this.produced = true;
+      this.subscriber.next(event);
+    }
+    pending.length = 0;
+    if (unreadable) {
+      this.fail(unreadable);
+      controller.abort(unreadable as Error);
+      return;
+    }
+    if (decoder.done && !this.finished) {
+      // The reply is complete: the client need not wait for the upstream to close its body.
+      this.finished = true;
+      this.subscriber.complete();
+    }
+  }
+
+  onResponseEnd(): void {
+    if (this.finished) return;
+    if (this.status >= 400) {
+      const text = Buffer.concat(this.chunks, this.size).toString('utf8');
+      return this.fail(new HostError('status', this.kind.errorMessage(this.status, text), this.status));
+    }
+    if (this.stream) return this.fail(new HostError('connection', 'upstream ended its stream before completing the reply', null, !this.produced));
+    let events: CanonicalEvent[];
+    try {
+      events = this.kind.decodeReply(Buffer.concat(this.chunks, this.size).toString('utf8'));
+    } catch (error) {
+      return this.fail(error);
+    }
+    this.finished = true;
+    for (const event of events) this.subscriber.next(event);
+    this.subscriber.complete();
+  }
+
+  onResponseError(controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    if (this.aborted) return;
+    this.fail(error);
+  }
+
+  private fail(error: unknown): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.subscriber.error(toHostError(error, !this.produced));
   }
 }
 
