@@ -24,6 +24,8 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
     idleMs: runtime.config.requestTimeoutMs,
   });
   const adapter = new FastifyAdapter({
+    // No Nest middleware here: without middie, no middleware walk on every request.
+    skipMiddie: true,
     bodyLimit: runtime.config.bodyLimitBytes,
     requestTimeout: runtime.config.requestTimeoutMs,
     genReqId: (request: { headers: Record<string, string | string[] | undefined> }) => {
@@ -40,6 +42,8 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   serveWebApp(fastify);
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRuntime(runtime, catalogue, transport, SessionTokens.fromEnvironment(runtime.config.dataDir, runtime.config.dashboardSecret)), adapter, {
     logger: options.logger === false ? false : ['error', 'warn'],
+    // Fastify's own JSON parser (secure-json-parse, bodyLimit) instead of Nest's wrapper around it.
+    bodyParser: false,
   });
   app.useGlobalFilters(new ErrorFormatByRoute());
   await app.init();
