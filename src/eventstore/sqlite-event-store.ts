@@ -57,8 +57,14 @@ export class SqliteEventStore implements EventStore {
   private readonly writer: Worker;
   private readonly pending = new Map<number, PendingAppend>();
   private nextId = 1;
-  /** Appends of this turn of the event loop, sent to the writer in one message (each message costs a wake-up). */
+  /**
+   * Appends waiting for the writer, sent in one message once it has answered the last one:
+   * while it commits, new appends gather here (group commit), and each message, a clone and a
+   * wake-up on both threads, carries as many as there are.
+   */
   private outgoing: WriterAppend[] = [];
+  /** Appends sent to the writer and not yet answered. */
+  private unanswered = 0;
   private readonly appended = new EventEmitter();
   /**
    * This process's committed appends, in log order: subscribers take them from here instead
@@ -102,7 +108,10 @@ export class SqliteEventStore implements EventStore {
     const writerOptions: WriterOptions = { driver: require.resolve('better-sqlite3'), path, groupCommit: options.groupCommit ?? true };
     this.writer = new Worker(WRITER_SOURCE, { eval: true, workerData: writerOptions });
     this.writer.on('message', (results: WriterResult[] | 'closed') => {
-      if (results !== 'closed') this.settle(results);
+      if (results === 'closed') return;
+      this.unanswered -= results.length;
+      this.settle(results);
+      if (this.unanswered === 0) this.send();
     });
     const failAll = (error: Error) => {
       for (const [id, pending] of this.pending) {
@@ -121,7 +130,7 @@ export class SqliteEventStore implements EventStore {
       const id = this.nextId++;
       this.pending.set(id, { streamId, expected, events, resolve, reject });
       this.outgoing.push({ id, streamId, expected, events: events.map((e) => ({ type: e.type, data: JSON.stringify(e.data) })) });
-      if (this.outgoing.length === 1) setImmediate(() => this.send());
+      if (this.outgoing.length === 1 && this.unanswered === 0) setImmediate(() => this.send());
     });
   }
 
@@ -129,6 +138,7 @@ export class SqliteEventStore implements EventStore {
     if (this.outgoing.length === 0) return;
     const batch = this.outgoing;
     this.outgoing = [];
+    this.unanswered += batch.length;
     this.writer.postMessage(batch);
   }
 
