@@ -28,6 +28,16 @@ export interface WriterOptions {
 
 export const WRITER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
+// Commits are off the response path: on a busy machine the threads answering requests go first.
+// On Linux the nice value is per thread, so this lowers the writer alone (elsewhere it would be
+// the whole process).
+if (process.platform === 'linux') {
+  try {
+    require('node:os').setPriority(10);
+  } catch {
+    // not allowed here: the writer keeps its priority
+  }
+}
 const Database = require(workerData.driver);
 const db = new Database(workerData.path);
 db.pragma('journal_mode = WAL');
