@@ -1,4 +1,5 @@
-import { lastValueFrom, Observable, reduce } from 'rxjs';
+import type { EventEmitter } from 'node:events';
+import type { Observable } from 'rxjs';
 import type { CanonicalToolCall, FinishReason } from './canonical';
 import type { Billed, PipelineEvent } from './inference.command';
 
@@ -40,10 +41,30 @@ function add(reply: Reply, event: PipelineEvent): Reply {
   return reply;
 }
 
-/** A non-streamed reply is a reduction of the same stream. */
-export function collectReply(events: Observable<PipelineEvent>): Promise<Reply> {
-  return lastValueFrom(events.pipe(reduce(add, empty())), { defaultValue: empty() }).then((reply) => ({
-    ...reply,
-    toolCalls: reply.toolCalls.filter(Boolean),
-  }));
+/**
+ * A non-streamed reply is a reduction of the same stream, folded as its events arrive. When the
+ * client's response closes first, the reduction ends there (its subscription stops the upstream
+ * call) with what had arrived.
+ */
+export function collectReply(events: Observable<PipelineEvent>, client: EventEmitter): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const reply = empty();
+    const done = () => {
+      client.off('close', leave);
+      resolve({ ...reply, toolCalls: reply.toolCalls.filter(Boolean) });
+    };
+    const subscription = events.subscribe({
+      next: (event) => add(reply, event),
+      error: (error: unknown) => {
+        client.off('close', leave);
+        reject(error);
+      },
+      complete: done,
+    });
+    const leave = () => {
+      subscription.unsubscribe();
+      done();
+    };
+    if (!subscription.closed) client.once('close', leave);
+  });
 }

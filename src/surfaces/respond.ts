@@ -1,5 +1,4 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { fromEvent, takeUntil } from 'rxjs';
 import type { ApiError } from '../http/api-error';
 import type { InferenceResult } from '../pipeline/inference.command';
 import { collectReply, Reply } from '../pipeline/reduce';
@@ -29,6 +28,6 @@ export async function respond(
       failBeforeStart: (error) => void reply.status(error.status).send(wire.error(error)),
     });
   }
-  const whole = await collectReply(result.events.pipe(takeUntil(fromEvent(reply.raw, 'close'))));
+  const whole = await collectReply(result.events, reply.raw);
   void reply.send(wire.body(result, whole));
 }
