@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 import { EventStore, WrongExpectedRevisionError } from '../eventstore/event-store';
 import { evolveOrganization, initialOrganization } from '../identity/identity.decider';
 import { OrganizationEvent, organizationStream } from '../identity/identity.events';
@@ -92,7 +93,9 @@ export class LedgerService {
    * so a caller can start its upstream call without waiting for the disk.
    */
   async admit(request: RequestFacts & { orgId: string; amount: number; reservationId?: string }): Promise<Admission> {
-    const reservationId = request.reservationId ?? randomUUID();
+    // Time-ordered (UUID v7): each new reservation stream lands at the end of the log's index,
+    // where its pages are cached, not on a random page (random ids made every commit slower as the log grew).
+    const reservationId = request.reservationId ?? uuidv7();
     const now = this.clock();
     const [event] = decideReservation(
       {
