@@ -2,7 +2,7 @@
  * Gateway benchmarks: `npm run bench:gateway` (not part of the tests; about 6 minutes).
  *
  * One upstream (the built-in simulated host, answering at once) is measured in the same run
- * (1) directly, (2) through our gateway with billing on (`node dist/src/main.js`: every request
+ * (1) directly, (2) through our gateway with billing on (as `npm start` runs it: every request
  * reserved and settled in the SQLite log), (3) through `@portkey-ai/gateway`, run locally as
  * the peer, and (4) through a bare pass-through (./gateway/pass-through.ts) as a reference for
  * what one more Node HTTP hop costs here. Each sits in a process of its own; this process only

@@ -180,7 +180,7 @@ function operator(args: string[], env: NodeJS.ProcessEnv): Promise<Record<string
   );
 }
 
-/** Our gateway (`node dist/src/main.js`) with its own data dir and a catalogue naming the two upstreams. */
+/** Our gateway, as `npm start` runs it, with its own data dir and a catalogue naming the two upstreams. */
 export async function startGateway(fast: Upstream, slow: Upstream): Promise<Gateway> {
   const dataDir = tempDir('mg-bench-gateway-');
   const cataloguePath = join(dataDir, 'catalogue.json');
@@ -215,9 +215,13 @@ export async function startGateway(fast: Upstream, slow: Upstream): Promise<Gate
   await operator(['credits', 'grant', '--org', orgId, '--amount', '1000000'], env);
   const { secret } = (await operator(['keys', 'create', '--org', orgId, '--name', 'bench'], env)) as { secret: string };
 
-  // BENCH_GATEWAY_NODE_ARGS: node flags for the gateway alone, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+  // Started as `npm start` starts it (package.json's start script: `node [flags] dist/src/main.js`),
+  // plus BENCH_GATEWAY_NODE_ARGS, node flags for the gateway alone (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+  const startScript = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const [node, ...startArgs] = startScript.split(/\s+/);
+  if (node !== 'node') throw new Error(`package.json's start script does not start with node: ${startScript}`);
   const nodeArgs = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const child = launch('gateway', [...nodeArgs, join(ROOT, 'dist', 'src', 'main.js')], env);
+  const child = launch('gateway', [...nodeArgs, ...startArgs], env);
   const ready = new Promise<number>((done) => {
     let seen = '';
     const look = (chunk: Buffer) => {
