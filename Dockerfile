@@ -10,5 +10,4 @@ COPY catalogue ./catalogue
 RUN npm install --no-audit --no-fund && npm prune --omit=dev --ignore-scripts
 ENV NODE_ENV=production
 EXPOSE 8080
-# As `npm start`: a small young generation keeps its pauses short (see the README's benchmarks).
-CMD ["node", "--max-semi-space-size=4", "dist/src/main.js"]
+CMD ["node", "dist/src/main.js"]
