@@ -1,4 +1,6 @@
 import Database from 'better-sqlite3';
+import { readdirSync, readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { join } from 'node:path';
 import { SqliteEventStore } from '../../src/eventstore/sqlite-event-store';
 import { ROOT, startNode } from '../support/processes';
@@ -11,6 +13,24 @@ afterAll(() => dir.cleanup());
 describeEventStoreContract('SQLite', async () => new SqliteEventStore(join(dir.path, 'contract.sqlite'), { pollIntervalMs: 20 }));
 
 const WORKER = join(ROOT, 'test/support/workers/append-worker.js');
+
+/** The nice value of each of this process's threads (Linux /proc). */
+function threadNiceValues(): number[] {
+  return readdirSync('/proc/self/task').map((tid) => {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+  });
+}
+
+(process.platform === 'linux' ? it : it.skip)('runs its writer thread, and only it, at a lower CPU priority (Linux)', async () => {
+  const before = threadNiceValues().filter((nice) => nice === 10).length;
+  const ownBefore = getPriority();
+  const store = new SqliteEventStore(join(dir.path, 'priority.sqlite'));
+  await store.append('priority-1', [{ type: 'Tick', data: {} }], 'no_stream');
+  expect(threadNiceValues().filter((nice) => nice === 10).length).toBe(before + 1);
+  expect(getPriority()).toBe(ownBefore);
+  await store.close();
+});
 
 describe('SQLite event store across processes', () => {
   const tmp = tempDir('sqlite-procs');

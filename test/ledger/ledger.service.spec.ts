@@ -63,6 +63,21 @@ for (const redis of [false, true]) {
       expect((await auditLedger(runtime.events, runtime.projections)).differences).toEqual([]);
     });
 
+    it('gives reservations time-ordered ids, so each new reservation stream sorts after the last', async () => {
+      const { runtime } = t;
+      const orgId = await fundedOrganization(runtime, 1_000_000_000);
+      const ids: string[] = [];
+      for (let i = 0; i < 50; i++) {
+        const admission = await runtime.ledger.admit({ ...facts(i), orgId, amount: 1_000 });
+        if (!admission.admitted) throw new Error('expected admission');
+        ids.push(admission.ticket.reservationId);
+        await admission.ticket.recorded;
+      }
+      for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect([...ids].sort()).toEqual(ids);
+      expect(new Set(ids).size).toBe(50);
+    });
+
     it('releases a failed request in full', async () => {
       const { runtime } = t;
       const orgId = await fundedOrganization(runtime, 5_000_000);

@@ -111,8 +111,23 @@ describe('billing on every ending', () => {
     const sse = await streamText(g, chat({ stream: true }));
     expect(sse).toMatch(/"finish_reason":"error"/);
     expect(sse).toMatch(/not JSON/);
+    // What came before the unreadable message reached the client and is what gets billed.
+    const delivered = contentOf(sse);
+    expect(delivered).not.toBe('');
+    await g.settled();
+    expect(await lastSettlement(g)).toMatchObject({ status: 'provider_error', outputTokens: Math.ceil(delivered.length / 4) });
     const res = await request(g.baseUrl).post('/api/v1/chat/completions').set('Authorization', `Bearer ${g.key}`).send(chat());
     expect(res.status).toBe(502);
+  });
+
+  it('a huge error page from the host: 502 with a short message, the hold released', async () => {
+    g.fake.on(M.gpt.hostModel, { kind: 'status', status: 503, body: `<html>${'Service Unavailable '.repeat(200_000)}</html>` });
+    const res = await request(g.baseUrl).post('/api/v1/chat/completions').set('Authorization', `Bearer ${g.key}`).send(chat());
+    expect(res.status).toBe(502);
+    expect(res.body.error.message).toMatch(/Service Unavailable/);
+    expect(res.body.error.message.length).toBeLessThan(1000);
+    await g.settled();
+    expect((await g.t.runtime.projections.recentRequests(g.orgId, 1))[0]).toMatchObject({ status: 'provider_error', cost: 0 });
   });
 
   it('an error the host reports inside its stream ends the stream with an error chunk', async () => {
