@@ -38,14 +38,15 @@ export class ApiError extends Error {
 /** Maps anything thrown to an ApiError without leaking internals. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
+  // A body in a type no parser takes (a form, XML): from Fastify, or from Nest's adapter.
+  const status = error instanceof HttpException ? error.getStatus() : (error as { statusCode?: number }).statusCode;
+  if (status === 415) return new ApiError('invalid_request', 'the body must be JSON, sent with "content-type: application/json"');
   if (error instanceof HttpException) {
-    const status = error.getStatus();
     const code = (Object.keys(API_ERRORS) as ApiErrorCode[]).find((c) => API_ERRORS[c].status === status);
     if (code) return new ApiError(code, status === 404 ? 'no such route' : error.message);
   }
-  const status = (error as { statusCode?: number }).statusCode;
   if (status === 413) return new ApiError('payload_too_large', 'request body is too large');
-  if (status === 400 || status === 415) return new ApiError('invalid_request', (error as Error).message);
+  if (status === 400) return new ApiError('invalid_request', (error as Error).message);
   return new ApiError('internal_error', 'internal error');
 }
 

@@ -210,6 +210,25 @@ describe('chat-completions surface with the official openai client', () => {
     await expectError(client.chat.completions.create({ ...chat, stream: true }), 502, 'provider_error');
     await g.settled();
   });
+  it('refuses a body that is not JSON (a form, XML, plain text) with 400 in each surface format, never a 500', async () => {
+    for (const [type, body] of [
+      ['application/x-www-form-urlencoded', 'model=x&messages=hi'],
+      ['application/xml', '<chat/>'],
+      ['text/plain', 'hello'],
+    ]) {
+      const chat = await request(g.baseUrl).post('/api/v1/chat/completions').set('Authorization', `Bearer ${g.key}`).set('content-type', type).send(body);
+      expect(chat.status).toBe(400);
+      expect(chat.body.error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/JSON/) });
+      const messages = await request(g.baseUrl)
+        .post('/api/v1/messages')
+        .set('x-api-key', g.key)
+        .set('anthropic-version', '2023-06-01')
+        .set('content-type', type)
+        .send(body);
+      expect(messages.status).toBe(400);
+      expect(messages.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/JSON/) } });
+    }
+  });
 });
 
 describe('chat-completions errors that need their own gateway', () => {
