@@ -124,6 +124,7 @@ class HostReply implements Dispatcher.DispatchHandler {
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
+    if (statusCode < 200) return; // informational (1xx): the response proper follows
     this.status = statusCode;
     if (statusCode >= 400) return;
     this.subscriber.next({ type: 'ready' });
