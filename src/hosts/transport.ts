@@ -133,7 +133,8 @@ class HostReply implements Dispatcher.DispatchHandler {
       const decoder = this.kind.decoder();
       const parser = createParser({
         onEvent: (message) => {
-          if (!decoder.done) pending.push(...decoder.push({ event: message.event, data: message.data }));
+          if (decoder.done) return;
+          for (const event of decoder.push({ event: message.event, data: message.data })) pending.push(event);
         },
       });
       this.stream = { decoder, parser, utf8: new TextDecoder(), pending };

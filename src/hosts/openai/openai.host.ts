@@ -54,10 +54,10 @@ interface WireCompletion {
   usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
 }
 
-const usageOf = (usage: WireChunk['usage']): CanonicalEvent[] =>
+const usageOf = (usage: WireChunk['usage']): CanonicalEvent | null =>
   usage && typeof usage.prompt_tokens === 'number'
-    ? [{ type: 'usage', inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens ?? 0 }]
-    : [];
+    ? { type: 'usage', inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens ?? 0 }
+    : null;
 
 /** A whole completion: its text, its tool calls (each in one piece), why it finished, its usage. */
 function decodeReply(body: string): CanonicalEvent[] {
@@ -77,7 +77,8 @@ function decodeReply(body: string): CanonicalEvent[] {
     events.push({ type: 'tool_call', index, id: call.id ?? '', name: call.function?.name ?? '', argumentsDelta: call.function?.arguments ?? '' }),
   );
   if (choice.finish_reason) events.push({ type: 'finish', reason: FINISH[choice.finish_reason] ?? 'stop' });
-  events.push(...usageOf(completion.usage));
+  const usage = usageOf(completion.usage);
+  if (usage) events.push(usage);
   return events;
 }
 
@@ -114,7 +115,8 @@ class OpenAiDecoder implements StreamDecoder {
     }
     if (events.length > 0) this.produced = true;
     if (choice?.finish_reason) events.push({ type: 'finish', reason: FINISH[choice.finish_reason] ?? 'stop' });
-    events.push(...usageOf(chunk.usage));
+    const usage = usageOf(chunk.usage);
+    if (usage) events.push(usage);
     return events;
   }
 }

@@ -113,18 +113,24 @@ export function completionBody(result: InferenceResult, reply: Reply) {
 
 export const errorBody = chatCompletionsError;
 
+/** Where a text delta goes in a chunk's line (a string no id or slug can hold: ids and slugs have no spaces). */
+const TEXT_SLOT = 'text slot 9e3c';
+
 /** `data: {chunk}` lines, then `data: [DONE]`; the usage chunk only when the client asked for it. */
 export function chunkSerializer(result: InferenceResult, includeUsage: boolean): StreamSerializer {
   const base = { id: completionId(result), object: 'chat.completion.chunk', created: result.created, model: result.model.slug };
   const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
     sseData({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
+  // Text deltas are most of a stream: their line is this stream's chunk around the text, cut once
+  // from the same serialization, so each token costs one JSON string and no objects.
+  const [textHead, textTail] = chunk({ content: TEXT_SLOT }).split(JSON.stringify(TEXT_SLOT));
   let usage: Reply['usage'] = null;
   return {
     open: () => chunk({ role: 'assistant', content: '' }),
     event(event: PipelineEvent) {
       switch (event.type) {
         case 'text':
-          return chunk({ content: event.text });
+          return textHead + JSON.stringify(event.text) + textTail;
         case 'tool_call':
           return chunk({
             tool_calls: [
