@@ -1,5 +1,5 @@
 import type { EventEmitter } from 'node:events';
-import type { Observable } from 'rxjs';
+import type { Observable, Subscription } from 'rxjs';
 import type { CanonicalToolCall, FinishReason } from './canonical';
 import type { Billed, PipelineEvent } from './inference.command';
 
@@ -49,22 +49,24 @@ function add(reply: Reply, event: PipelineEvent): Reply {
 export function collectReply(events: Observable<PipelineEvent>, client: EventEmitter): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const reply = empty();
-    const done = () => {
+    let subscription: Subscription | null = null;
+    const finish = () => {
       client.off('close', leave);
       resolve({ ...reply, toolCalls: reply.toolCalls.filter(Boolean) });
     };
-    const subscription = events.subscribe({
+    const leave = () => {
+      subscription?.unsubscribe();
+      finish();
+    };
+    // Listening first: a stream that ends at once (while subscribing) finds the listener to remove.
+    client.once('close', leave);
+    subscription = events.subscribe({
       next: (event) => add(reply, event),
       error: (error: unknown) => {
         client.off('close', leave);
         reject(error);
       },
-      complete: done,
+      complete: finish,
     });
-    const leave = () => {
-      subscription.unsubscribe();
-      done();
-    };
-    if (!subscription.closed) client.once('close', leave);
   });
 }
