@@ -87,6 +87,8 @@ export class HostTransport implements OnApplicationShutdown {
 /** Longest error body kept for the message: enough for any provider's JSON error. */
 const ERROR_BODY_LIMIT = 64 * 1024;
 
+const callerGone = () => new Error('the caller went away');
+
 /**
  * One upstream response, read as undici delivers it (its dispatch handler: no body stream, no
  * promise per chunk), turned into canonical events for the subscriber.
@@ -115,12 +117,13 @@ class HostReply implements Dispatcher.DispatchHandler {
   abort(): void {
     if (this.finished || this.aborted) return;
     this.aborted = true;
-    this.controller?.abort(new Error('the caller went away'));
+    this.controller?.abort(callerGone());
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
-    if (this.aborted) controller.abort(new Error('the caller went away'));
+    // Aborted while it waited for a connection: stop it now that it has one.
+    if (this.aborted) controller.abort(callerGone());
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
@@ -176,14 +179,11 @@ class HostReply implements Dispatcher.DispatchHandler {
 
   onResponseEnd(): void {
     if (this.finished) return;
-    if (this.status >= 400) {
-      const text = Buffer.concat(this.chunks, this.size).toString('utf8');
-      return this.fail(new HostError('status', this.kind.errorMessage(this.status, text), this.status));
-    }
+    if (this.status >= 400) return this.fail(new HostError('status', this.kind.errorMessage(this.status, this.body()), this.status));
     if (this.stream) return this.fail(new HostError('connection', 'upstream ended its stream before completing the reply', null, !this.produced));
     let events: CanonicalEvent[];
     try {
-      events = this.kind.decodeReply(Buffer.concat(this.chunks, this.size).toString('utf8'));
+      events = this.kind.decodeReply(this.body());
     } catch (error) {
       return this.fail(error);
     }
@@ -195,6 +195,11 @@ class HostReply implements Dispatcher.DispatchHandler {
   onResponseError(controller: Dispatcher.DispatchController | undefined, error: Error): void {
     if (this.aborted) return;
     this.fail(error);
+  }
+
+  /** The gathered body of an error status or a whole reply. */
+  private body(): string {
+    return Buffer.concat(this.chunks, this.size).toString('utf8');
   }
 
   private fail(error: unknown): void {
