@@ -62,16 +62,17 @@ function tryAppend(append) {
   return { id: append.id, ok: { nextExpectedRevision: revision, position }, recordedAt: now };
 }
 
+// Built once: a transaction function made per commit cost the writer about 15 µs each time.
+const commit = db.transaction((batch) => batch.map(tryAppend));
+
 function flush() {
   scheduled = false;
   const batch = queue;
   queue = [];
   if (batch.length === 0) return;
-  const results = [];
+  let results;
   try {
-    db.transaction(() => {
-      for (const append of batch) results.push(tryAppend(append));
-    }).immediate();
+    results = commit.immediate(batch);
   } catch (error) {
     parentPort.postMessage(batch.map((append) => ({ id: append.id, error: String(error && error.message) })));
     return;
