@@ -33,6 +33,12 @@ export interface SqliteEventStoreOptions {
   pollIntervalMs?: number;
   /** Commit appends of one event-loop turn together (default). Off: one commit per append. */
   groupCommit?: boolean;
+  /**
+   * How long an append made while the writer is idle waits for others to share its commit
+   * (default 1 ms; 0: the next loop turn). Besides fewer commits, the writer's wake-up and fsync
+   * then fall after the upstream call a request makes right after reserving, not on top of it.
+   */
+  commitWindowMs?: number;
 }
 
 const toRecorded = (row: EventRow): RecordedEvent => ({
@@ -75,6 +81,7 @@ export class SqliteEventStore implements EventStore {
   /** Where each live subscription is: what all of them have taken is dropped (it would only age into old-space garbage). */
   private readonly cursors = new Set<{ position: number }>();
   private readonly pollIntervalMs: number;
+  private readonly commitWindowMs: number;
   private closed = false;
   private readonly statements: {
     readStream: Database.Statement<[string], EventRow>;
@@ -85,6 +92,7 @@ export class SqliteEventStore implements EventStore {
   constructor(path: string, options: SqliteEventStoreOptions = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.pollIntervalMs = options.pollIntervalMs ?? 100;
+    this.commitWindowMs = options.commitWindowMs ?? 1;
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('busy_timeout = 10000');
@@ -130,7 +138,10 @@ export class SqliteEventStore implements EventStore {
       const id = this.nextId++;
       this.pending.set(id, { streamId, expected, events, resolve, reject });
       this.outgoing.push({ id, streamId, expected, events: events.map((e) => ({ type: e.type, data: JSON.stringify(e.data) })) });
-      if (this.outgoing.length === 1 && this.unanswered === 0) setImmediate(() => this.send());
+      if (this.outgoing.length === 1 && this.unanswered === 0) {
+        if (this.commitWindowMs > 0) setTimeout(() => this.send(), this.commitWindowMs);
+        else setImmediate(() => this.send());
+      }
     });
   }
 
