@@ -71,6 +71,8 @@ export class SqliteEventStore implements EventStore {
   private outgoing: WriterAppend[] = [];
   /** Appends sent to the writer and not yet answered. */
   private unanswered = 0;
+  /** A send is due (after the commit window, or at the next turn). */
+  private sendScheduled = false;
   private readonly appended = new EventEmitter();
   /**
    * This process's committed appends, in log order: subscribers take them from here instead
@@ -119,7 +121,11 @@ export class SqliteEventStore implements EventStore {
       if (results === 'closed') return;
       this.unanswered -= results.length;
       this.settle(results);
-      if (this.unanswered === 0) this.send();
+      if (this.unanswered > 0) return;
+      if (this.outgoing.length > 0) this.send();
+      // What the answered appends' callers append next (their continuations run after this
+      // handler) goes at the next turn: a caller waiting on its last append waits for no window.
+      else this.scheduleSend(0);
     });
     const failAll = (error: Error) => {
       for (const [id, pending] of this.pending) {
@@ -138,11 +144,19 @@ export class SqliteEventStore implements EventStore {
       const id = this.nextId++;
       this.pending.set(id, { streamId, expected, events, resolve, reject });
       this.outgoing.push({ id, streamId, expected, events: events.map((e) => ({ type: e.type, data: JSON.stringify(e.data) })) });
-      if (this.outgoing.length === 1 && this.unanswered === 0) {
-        if (this.commitWindowMs > 0) setTimeout(() => this.send(), this.commitWindowMs);
-        else setImmediate(() => this.send());
-      }
+      if (this.unanswered === 0) this.scheduleSend(this.commitWindowMs);
     });
+  }
+
+  private scheduleSend(delayMs: number): void {
+    if (this.sendScheduled) return;
+    this.sendScheduled = true;
+    const send = () => {
+      this.sendScheduled = false;
+      this.send();
+    };
+    if (delayMs > 0) setTimeout(send, delayMs);
+    else setImmediate(send);
   }
 
   private send(): void {
