@@ -31,7 +31,7 @@ interface PendingAppend {
 export interface SqliteEventStoreOptions {
   /** How often to look for events appended by other processes while following the log. */
   pollIntervalMs?: number;
-  /** Commit appends of one event-loop turn together (default). Off: one commit per append. */
+  /** Commit appends that arrive together in one transaction (default). Off: one commit per append. */
   groupCommit?: boolean;
   /**
    * How long an append made while the writer is idle waits for others to share its commit

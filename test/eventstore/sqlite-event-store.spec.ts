@@ -32,6 +32,31 @@ function threadNiceValues(): number[] {
   await store.close();
 });
 
+describe('SQLite commit window', () => {
+  const recordedAt = async (store: SqliteEventStore, streamId: string) => (await store.readStream(streamId))[0].recordedAt;
+
+  it('holds an append made while the writer is idle for the window, and commits what came meanwhile with it', async () => {
+    const store = new SqliteEventStore(join(dir.path, 'window.sqlite'), { commitWindowMs: 200 });
+    const start = Date.now();
+    const first = store.append('window-a', [{ type: 'Tick', data: {} }], 'no_stream');
+    await new Promise((done) => setTimeout(done, 50));
+    await Promise.all([first, store.append('window-b', [{ type: 'Tick', data: {} }], 'no_stream')]);
+    const [a, b] = [await recordedAt(store, 'window-a'), await recordedAt(store, 'window-b')];
+    expect(a - start).toBeGreaterThanOrEqual(150);
+    expect(Math.abs(b - a)).toBeLessThan(40);
+    await store.close();
+  });
+
+  it('does not hold what a caller appends as soon as its previous append is committed', async () => {
+    const store = new SqliteEventStore(join(dir.path, 'window-chain.sqlite'), { commitWindowMs: 300 });
+    await store.append('chain', [{ type: 'Reserved', data: {} }], 'no_stream');
+    const start = Date.now();
+    await store.append('chain', [{ type: 'Settled', data: {} }], 0);
+    expect(Date.now() - start).toBeLessThan(200);
+    await store.close();
+  });
+});
+
 describe('SQLite event store across processes', () => {
   const tmp = tempDir('sqlite-procs');
   afterAll(() => tmp.cleanup());
