@@ -92,11 +92,19 @@ export class LogAuditor {
 export interface AuditOptions {
   orgId?: string;
   onProgress?: (position: number, head: number) => void;
+  /**
+   * How long to wait for read models that have not yet applied an organization's latest events
+   * (requests keep appending during an audit); default 2 s.
+   */
+  projectionWaitMs?: number;
 }
+
+const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 
 /**
  * Replays the log, recomputes every balance and every charge, and compares the balances with
- * the read models. Organizations moved by requests during the audit are compared again.
+ * the read models, each organization at the same point of the log: read models behind the
+ * replay are waited for, and organizations moved by requests during the audit are replayed further.
  */
 export async function auditLedger(
   events: EventStore,
@@ -125,6 +133,17 @@ export async function auditLedger(
     organizations += 1;
     let truth = replayed.get(orgId) ?? { granted: 0, spent: 0, reserved: 0, position: 0 };
     let seen = projected.get(orgId) ?? { granted: 0, spent: 0, reserved: 0, position: 0 };
+    const waitUntil = Date.now() + (options.projectionWaitMs ?? 2_000);
+    while (seen.position < truth.position && Date.now() < waitUntil) {
+      await sleep(20);
+      seen = (await projections.ledgers()).get(orgId) ?? seen;
+    }
+    if (seen.position < truth.position) {
+      auditor.differences.push(
+        `organization ${orgId}: read models behind the log (applied to position ${seen.position}, its events reach ${truth.position})`,
+      );
+      continue;
+    }
     if (seen.position > auditor.model.position) {
       // A request moved this organization during the audit: replay to where the projection is.
       await replayTo(seen.position);
