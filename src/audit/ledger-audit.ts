@@ -128,12 +128,13 @@ export async function auditLedger(
   const orgIds = new Set([...replayed.keys(), ...projected.keys()]);
   const totals: AuditTotals = { granted: 0, spent: 0, reserved: 0 };
   let organizations = 0;
+  // One wait for the whole audit, however many organizations the read models are behind on.
+  const waitUntil = Date.now() + (options.projectionWaitMs ?? 2_000);
   for (const orgId of orgIds) {
     if (options.orgId && orgId !== options.orgId) continue;
     organizations += 1;
     let truth = replayed.get(orgId) ?? { granted: 0, spent: 0, reserved: 0, position: 0 };
     let seen = projected.get(orgId) ?? { granted: 0, spent: 0, reserved: 0, position: 0 };
-    const waitUntil = Date.now() + (options.projectionWaitMs ?? 2_000);
     while (seen.position < truth.position && Date.now() < waitUntil) {
       await sleep(20);
       seen = (await projections.ledgers()).get(orgId) ?? seen;
