@@ -123,22 +123,24 @@ export async function auditLedger(
   };
   await replayTo(await events.headPosition(), options.onProgress);
 
-  const projected = await projections.ledgers();
   const replayed = auditor.model.orgs;
+  let projected = await projections.ledgers();
+  // Requests keep appending: give the read models time to apply what the replay holds.
+  const behind = () =>
+    [...replayed].some(([orgId, truth]) => (!options.orgId || orgId === options.orgId) && (projected.get(orgId)?.position ?? 0) < truth.position);
+  const waitUntil = Date.now() + (options.projectionWaitMs ?? 2_000);
+  while (behind() && Date.now() < waitUntil) {
+    await sleep(20);
+    projected = await projections.ledgers();
+  }
   const orgIds = new Set([...replayed.keys(), ...projected.keys()]);
   const totals: AuditTotals = { granted: 0, spent: 0, reserved: 0 };
   let organizations = 0;
-  // One wait for the whole audit, however many organizations the read models are behind on.
-  const waitUntil = Date.now() + (options.projectionWaitMs ?? 2_000);
   for (const orgId of orgIds) {
     if (options.orgId && orgId !== options.orgId) continue;
     organizations += 1;
     let truth = replayed.get(orgId) ?? { granted: 0, spent: 0, reserved: 0, position: 0 };
     let seen = projected.get(orgId) ?? { granted: 0, spent: 0, reserved: 0, position: 0 };
-    while (seen.position < truth.position && Date.now() < waitUntil) {
-      await sleep(20);
-      seen = (await projections.ledgers()).get(orgId) ?? seen;
-    }
     if (seen.position < truth.position) {
       auditor.differences.push(
         `organization ${orgId}: read models behind the log (applied to position ${seen.position}, its events reach ${truth.position})`,
