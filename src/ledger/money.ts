@@ -33,9 +33,11 @@ export function parseCredits(text: string): number {
 /** 12_500_000_000 → "12.5": exact decimal text of an amount in nano-credits. */
 export function formatCredits(nano: number): string {
   const sign = nano < 0 ? '-' : '';
-  const abs = BigInt(Math.abs(nano));
-  const whole = abs / BigInt(NANO_PER_CREDIT);
-  const fraction = (abs % BigInt(NANO_PER_CREDIT)).toString().padStart(9, '0').replace(/0+$/, '');
+  // Amounts are safe integers: remainder, difference and quotient are exact in doubles (no BigInt on every reply).
+  const abs = Math.abs(nano);
+  const rest = abs % NANO_PER_CREDIT;
+  const whole = (abs - rest) / NANO_PER_CREDIT;
+  const fraction = rest === 0 ? '' : String(rest).padStart(9, '0').replace(/0+$/, '');
   return `${sign}${whole}${fraction ? `.${fraction}` : ''}`;
 }
 

@@ -20,6 +20,23 @@ describe('money', () => {
     expect(creditsNumber(12_345_678_901)).toBe(12.345678901);
   });
 
+  it('formats exactly up to the largest amount the ledger holds', () => {
+    // Exact decimal text by BigInt, to compare with: amounts near 2^53 have no room for rounding.
+    const exact = (nano: number) => {
+      const abs = BigInt(Math.abs(nano));
+      const fraction = (abs % 1_000_000_000n).toString().padStart(9, '0').replace(/0+$/, '');
+      return `${nano < 0 ? '-' : ''}${abs / 1_000_000_000n}${fraction ? `.${fraction}` : ''}`;
+    };
+    expect(formatCredits(Number.MAX_SAFE_INTEGER)).toBe('9007199.254740991');
+    for (const nano of [Number.MAX_SAFE_INTEGER - 1, 9_000_000_999_999_999, 8_999_999_999_999_999, 1_000_000_000, 999_999_999, -9_007_199_254_740_991]) {
+      expect(formatCredits(nano)).toBe(exact(nano));
+    }
+    for (let k = 1; k < 5000; k++) {
+      const nano = Math.floor(Number.MAX_SAFE_INTEGER / k) - (k % 7);
+      expect(formatCredits(nano)).toBe(exact(nano));
+    }
+  });
+
   it('charges once, rounded up once, without floating point', () => {
     // 1000 in × $0.15/M + 500 out × $0.60/M = 0.00015 + 0.0003 = 0.00045 credits
     expect(chargeFor({ inputTokens: 1000, outputTokens: 500 }, { input: 150_000_000, output: 600_000_000 })).toBe(450_000);

@@ -24,6 +24,15 @@ function messagesKey(request: FastifyRequest): string | null {
 
 const isDate = (text: string) => /^\d{4}-\d{2}-\d{2}$/.test(text) && !Number.isNaN(Date.parse(`${text}T00:00:00Z`)) && new Date(`${text}T00:00:00Z`).toISOString().startsWith(text);
 
+/** Versions already accepted: a client sends the same one every time (bounded: only real dates get in). */
+const acceptedVersions = new Set<string>();
+const isAcceptedVersion = (version: string): boolean => {
+  if (acceptedVersions.has(version)) return true;
+  if (!isDate(version) || version < FIRST_VERSION) return false;
+  acceptedVersions.add(version);
+  return true;
+};
+
 /**
  * A key must be present (401) and a dated version from 2023-06-01 on, in `compat-version` or
  * `anthropic-version` (400): checked before the body, as the format's own API does.
@@ -37,7 +46,7 @@ export class MessagesHeadersGuard implements CanActivate {
     if (typeof version !== 'string' || version.trim() === '') {
       throw new ApiError('invalid_request', 'missing version header: send "anthropic-version: 2023-06-01" (or "compat-version")');
     }
-    if (!isDate(version.trim()) || version.trim() < FIRST_VERSION) {
+    if (!isAcceptedVersion(version.trim())) {
       throw new ApiError('invalid_request', `version "${version}" is not a dated version from ${FIRST_VERSION} on`);
     }
     return true;
