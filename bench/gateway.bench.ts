@@ -1,5 +1,5 @@
 /**
- * Gateway benchmarks: `npm run bench:gateway` (not part of the tests; about 8 minutes).
+ * Gateway benchmarks: `npm run bench:gateway` (not part of the tests; about 14 minutes).
  *
  * One upstream (the built-in simulated host, answering at once) is measured in the same run
  * (1) directly, (2) through our gateway with billing on (as `npm start` runs it: every request
@@ -7,7 +7,8 @@
  * the peer, and (4) through a bare pass-through (./gateway/pass-through.ts) as a reference for
  * what one more Node HTTP hop costs here. Each sits in a process of its own; this process only
  * generates load (./gateway/load.ts).
- * The targets alternate within each round, over 3 rounds; the tables show medians of the rounds,
+ * The targets alternate within each round, over 5 rounds (the machine's other jobs slow whole
+ * stretches of a run: a median of five needs three of them slowed to move); the tables show medians of the rounds,
  * and "added" is the target's figure minus the direct figure of the same round.
  *
  *   (a) latency, non-streamed: one connection, 2,000 requests in sequence; and an open loop at
@@ -32,7 +33,7 @@ const env = (name: string, fallback: number) => {
   const value = Number(process.env[name] ?? fallback);
   return Number.isFinite(value) && value > 0 ? value : fallback;
 };
-const ROUNDS = env('BENCH_ROUNDS', 3);
+const ROUNDS = env('BENCH_ROUNDS', 5);
 const SEQUENTIAL = env('BENCH_SEQUENTIAL', 2000);
 const RATE = 500;
 const RATE_SECONDS = env('BENCH_RATE_SECONDS', 5);
