@@ -12,6 +12,7 @@ import {
   ReadModel,
   ReadModelSnapshot,
   RequestLogEntry,
+  snapshotPieces,
 } from './read-model';
 
 interface PendingHold {
@@ -73,17 +74,18 @@ export class MemoryProjectionStore implements ProjectionStore {
   }
 
   /**
-   * Writes the model with its checkpoint: serialized here (a consistent view), the file written
-   * off the event loop, aside and then renamed, so a reader (or a crash) never sees half a file.
+   * Writes the model with its checkpoint: a consistent view taken at once and serialized in
+   * slices between requests, the file written off the event loop, aside and then renamed, so a
+   * reader (or a crash) never sees half a file.
    */
   private async write(): Promise<void> {
     if (!this.snapshot || this.model.position === this.savedAt) return;
     const { file } = this.snapshot;
     const partial = `${file}.${process.pid}.partial`;
     const position = this.model.position;
-    const text = JSON.stringify(this.model.toSnapshot());
     this.savedTime = Date.now();
-    await writeFile(partial, text);
+    // Written piece by piece: no string of the whole snapshot is built.
+    await writeFile(partial, await snapshotPieces(this.model.toSnapshot()));
     await rename(partial, file);
     this.savedAt = position;
   }
