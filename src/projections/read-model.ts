@@ -143,7 +143,7 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
  * A snapshot's JSON text in pieces, its request logs (the bulk: up to the retention per
  * organization) serialized `sliceSize` entries at a time with a turn of the event loop between
  * slices, so a save never holds requests up for its whole serialization (one log of 12,500
- * entries took ~20 ms in one piece, and as long again to join into one string). The snapshot
+ * entries took ~21 ms in one piece), nor builds one string of it all. The snapshot
  * must share nothing mutable with a live model (`ReadModel.toSnapshot` makes it so); the pieces,
  * written one after another, parse back to it.
  */
