@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventStore, RecordedEvent } from '../eventstore/event-store';
 import type { ReservationEvent } from '../ledger/ledger.events';
 import { chargeFor } from '../ledger/money';
@@ -98,8 +99,6 @@ export interface AuditOptions {
    */
   projectionWaitMs?: number;
 }
-
-const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 
 /**
  * Replays the log, recomputes every balance and every charge, and compares the balances with

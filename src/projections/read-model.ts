@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { RecordedEvent } from '../eventstore/event-store';
 import type { ApiKeyCreated, ApiKeyRevoked, MemberAdded, OrganizationCreated } from '../identity/identity.events';
 import type {
@@ -137,8 +138,6 @@ export interface ReadModelSnapshot {
   dailySpend: Array<[string, Array<[string, number]>]>;
 }
 
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
 /**
  * A snapshot's JSON text in pieces, its request logs (the bulk: up to the retention per
  * organization) serialized `sliceSize` entries at a time with a turn of the event loop between
@@ -147,7 +146,7 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
  * must share nothing mutable with a live model (`ReadModel.toSnapshot` makes it so); the pieces,
  * written one after another, parse back to it.
  */
-export async function snapshotPieces(snapshot: ReadModelSnapshot, sliceSize = 500, pause: () => Promise<void> = nextTurn): Promise<string[]> {
+export async function snapshotPieces(snapshot: ReadModelSnapshot, sliceSize = 500, pause: () => Promise<unknown> = nextTurn): Promise<string[]> {
   const { requests, ...rest } = snapshot;
   const pieces = [JSON.stringify(rest).slice(0, -1), ',"requests":['];
   let sinceTurn = 0;

@@ -42,11 +42,12 @@ export class MessagesHeadersGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const request = context.switchToHttp().getRequest<FastifyRequest>();
     if (!messagesKey(request)) throw new ApiError('invalid_api_key', 'missing API key: send it in "x-api-key" (or "Authorization: Bearer")');
-    const version = request.headers['compat-version'] ?? request.headers['anthropic-version'];
-    if (typeof version !== 'string' || version.trim() === '') {
+    const header = request.headers['compat-version'] ?? request.headers['anthropic-version'];
+    const version = typeof header === 'string' ? header.trim() : '';
+    if (version === '') {
       throw new ApiError('invalid_request', 'missing version header: send "anthropic-version: 2023-06-01" (or "compat-version")');
     }
-    if (!isAcceptedVersion(version.trim())) {
+    if (!isAcceptedVersion(version)) {
       throw new ApiError('invalid_request', `version "${version}" is not a dated version from ${FIRST_VERSION} on`);
     }
     return true;
