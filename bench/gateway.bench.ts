@@ -324,8 +324,10 @@ async function main(): Promise<void> {
   latencyTable(
     'streamed: request sent → first `data:` chunk',
     ttfbRows,
-    (row) => verdict(median(row.addedP50) <= GOALS.addedTtfb && median(row.addedP99) <= GOALS.addedTtfb),
-    `added ≤ ${GOALS.addedTtfb} ms (p50 and p99)`,
+    // The issue names no percentile for this goal, unlike the fixed rates' p50 and p99: read as the
+    // median; the p99 is held to it too and shown, as the stricter reading earlier runs used.
+    (row) => `p50 ${verdict(median(row.addedP50) <= GOALS.addedTtfb)}; p99 ${verdict(median(row.addedP99) <= GOALS.addedTtfb)}`,
+    `added ≤ ${GOALS.addedTtfb} ms (p50; p99 against it as well)`,
   );
 
   lines.push(`### Maximum throughput, ${CONNECTIONS} connections, closed loop, ${THROUGHPUT_SECONDS} s (non-streamed)\n`);
