@@ -35,6 +35,12 @@ export class ApiError extends Error {
   }
 }
 
+/** Nest says "Cannot GET /path?query": name the method and path (not the query) so a wrong verb is obvious. */
+function unknownRoute(message: string): string {
+  const match = /^Cannot (\w+) ([^?\s]{1,200})/.exec(message);
+  return match ? `no such route: ${match[1]} ${match[2]}` : 'no such route';
+}
+
 /** Maps anything thrown to an ApiError without leaking internals. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
@@ -43,7 +49,7 @@ export function toApiError(error: unknown): ApiError {
   if (status === 415) return new ApiError('invalid_request', 'the body must be JSON, sent with "content-type: application/json"');
   if (error instanceof HttpException) {
     const code = (Object.keys(API_ERRORS) as ApiErrorCode[]).find((c) => API_ERRORS[c].status === status);
-    if (code) return new ApiError(code, status === 404 ? 'no such route' : error.message);
+    if (code) return new ApiError(code, status === 404 ? unknownRoute(error.message) : error.message);
   }
   if (status === 413) return new ApiError('payload_too_large', 'request body is too large');
   if (status === 400) return new ApiError('invalid_request', (error as Error).message);

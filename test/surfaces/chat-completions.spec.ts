@@ -229,6 +229,12 @@ describe('chat-completions surface with the official openai client', () => {
       expect(messages.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/JSON/) } });
     }
   });
+
+  it('names the method and path of a route that does not exist (a GET where POST is meant), without the query', async () => {
+    const wrongVerb = await request(g.baseUrl).get('/api/v1/chat/completions?token=abc').set('Authorization', `Bearer ${g.key}`);
+    expect(wrongVerb.status).toBe(404);
+    expect(wrongVerb.body.error).toEqual({ code: 'not_found', type: 'not_found_error', message: 'no such route: GET /api/v1/chat/completions' });
+  });
 });
 
 describe('chat-completions errors that need their own gateway', () => {
