@@ -35,10 +35,13 @@ export class ApiError extends Error {
   }
 }
 
-/** Nest says "Cannot GET /path?query": name the method and path (not the query) so a wrong verb is obvious. */
+/**
+ * Nest says "Cannot GET /path?query": name the method and path so a wrong verb is obvious; not the
+ * query, and no key pasted into the path (an error never carries a secret).
+ */
 function unknownRoute(message: string): string {
   const match = /^Cannot (\w+) ([^?\s]{1,200})/.exec(message);
-  return match ? `no such route: ${match[1]} ${match[2]}` : 'no such route';
+  return match ? `no such route: ${match[1]} ${match[2].replace(/sk-svc-[\w-]*/g, 'sk-svc-…')}` : 'no such route';
 }
 
 /** Maps anything thrown to an ApiError without leaking internals. */

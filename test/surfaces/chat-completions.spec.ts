@@ -230,10 +230,13 @@ describe('chat-completions surface with the official openai client', () => {
     }
   });
 
-  it('names the method and path of a route that does not exist (a GET where POST is meant), without the query', async () => {
+  it('names the method and path of a route that does not exist (a GET where POST is meant), without the query or a key', async () => {
     const wrongVerb = await request(g.baseUrl).get('/api/v1/chat/completions?token=abc').set('Authorization', `Bearer ${g.key}`);
     expect(wrongVerb.status).toBe(404);
     expect(wrongVerb.body.error).toEqual({ code: 'not_found', type: 'not_found_error', message: 'no such route: GET /api/v1/chat/completions' });
+    const keyInPath = await request(g.baseUrl).get(`/api/v1/${g.key}/models`);
+    expect(keyInPath.status).toBe(404);
+    expect(keyInPath.body.error.message).toBe('no such route: GET /api/v1/sk-svc-…/models');
   });
 });
 
