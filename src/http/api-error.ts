@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
+import { maskKeySecrets } from '../identity/secrets';
 
 /** The kinds of failure a caller can see, with their HTTP status. */
 export const API_ERRORS = {
@@ -41,7 +42,7 @@ export class ApiError extends Error {
  */
 function unknownRoute(message: string): string {
   const match = /^Cannot (\w+) ([^?\s]{1,200})/.exec(message);
-  return match ? `no such route: ${match[1]} ${match[2].replace(/sk-svc-[\w-]*/g, 'sk-svc-…')}` : 'no such route';
+  return match ? `no such route: ${match[1]} ${maskKeySecrets(match[2])}` : 'no such route';
 }
 
 /** Maps anything thrown to an ApiError without leaking internals. */

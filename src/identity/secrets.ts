@@ -16,6 +16,11 @@ export const newKeySecret = (): string => KEY_SECRET_PREFIX + randomBytes(32).to
 
 export const looksLikeKeySecret = (text: string): boolean => KEY_SECRET.test(text);
 
+const KEY_SECRETS_IN_TEXT = new RegExp(`${KEY_SECRET_PREFIX}[\\w-]*`, 'g');
+
+/** Text that may hold a key secret (a path someone pasted one into), with every secret cut to its prefix. */
+export const maskKeySecrets = (text: string): string => text.replace(KEY_SECRETS_IN_TEXT, `${KEY_SECRET_PREFIX}…`);
+
 /** Secrets carry 256 random bits, so one SHA-256 is a safe lookup hash (one-shot: it runs on every request). */
 export const hashKeySecret = (secret: string): string => hash('sha256', secret, 'hex');
 

@@ -24,12 +24,16 @@ function messagesKey(request: FastifyRequest): string | null {
 
 const isDate = (text: string) => /^\d{4}-\d{2}-\d{2}$/.test(text) && !Number.isNaN(Date.parse(`${text}T00:00:00Z`)) && new Date(`${text}T00:00:00Z`).toISOString().startsWith(text);
 
-/** Versions already accepted: a client sends the same one every time (bounded: only real dates get in). */
+/**
+ * Versions already accepted: a client sends the same one every time. Capped, since any real date
+ * from the first version on is accepted and a caller could send thousands of them.
+ */
 const acceptedVersions = new Set<string>();
+const ACCEPTED_VERSIONS_KEPT = 64;
 const isAcceptedVersion = (version: string): boolean => {
   if (acceptedVersions.has(version)) return true;
   if (!isDate(version) || version < FIRST_VERSION) return false;
-  acceptedVersions.add(version);
+  if (acceptedVersions.size < ACCEPTED_VERSIONS_KEPT) acceptedVersions.add(version);
   return true;
 };
 
