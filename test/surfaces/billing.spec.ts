@@ -55,7 +55,9 @@ async function lastSettlement(g: TestGateway): Promise<ReservationSettled['data'
 describe('billing on every ending', () => {
   let g: TestGateway;
   beforeAll(async () => {
-    g = await startGateway({ env: { REQUEST_TIMEOUT_MS: '1500', HOST_FIRST_BYTE_TIMEOUT_MS: '1000', SSE_KEEPALIVE_MS: '100' } });
+    // The request limit leaves a fallback after a first host's 1 s of silence 2 s to be served: with
+    // 0.5 s, a loaded machine (the other suites running beside this one) ran out of it.
+    g = await startGateway({ env: { REQUEST_TIMEOUT_MS: '3000', HOST_FIRST_BYTE_TIMEOUT_MS: '1000', SSE_KEEPALIVE_MS: '100' } });
   });
   afterAll(async () => {
     const report = await g.audit();
