@@ -7,6 +7,7 @@ import {
   ReservationExpired,
   ReservationReleased,
   ReservationSettled,
+  RequestRefused,
 } from './ledger.events';
 import { chargeFor, isNanoAmount, isTokenCount, MAX_NANO, TokenPrices, TokenUsage } from './money';
 
@@ -218,4 +219,35 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
       return [event];
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A refusal: a request turned away before any reservation. It holds and charges nothing.
+
+export interface Refuse extends RequestFacts, RequestOutcome {
+  type: 'Refuse';
+  refusalId: string;
+  orgId: string;
+  reason: string;
+  now: number;
+}
+
+export function decideRefusal(command: Refuse): RequestRefused[] {
+  return [
+    {
+      type: 'RequestRefused',
+      data: {
+        requestId: command.requestId,
+        keyId: command.keyId,
+        surface: command.surface,
+        model: command.model,
+        refusalId: command.refusalId,
+        orgId: command.orgId,
+        status: command.status,
+        reason: command.reason,
+        latencyMs: command.latencyMs,
+        refusedAt: command.now,
+      },
+    },
+  ];
 }

@@ -72,16 +72,26 @@ export interface ReservationExpired {
   data: RequestFacts & { reservationId: string; orgId: string; held: number; expiredAt: number };
 }
 
+/**
+ * A request of a known organization turned away before anything was reserved (its balance
+ * could not cover it, its model is unknown, its token cap too high): nothing moves in the
+ * ledger, but the request log shows it like any other.
+ */
+export interface RequestRefused {
+  type: 'RequestRefused';
+  data: RequestFacts &
+    RequestOutcome & {
+      refusalId: string;
+      orgId: string;
+      reason: string;
+      refusedAt: number;
+    };
+}
+
 export type ReservationEvent = CreditsReserved | ReservationSettled | ReservationReleased | ReservationExpired;
-export type LedgerEvent = CreditsGranted | ReservationEvent;
+export type LedgerEvent = CreditsGranted | ReservationEvent | RequestRefused;
 
 export const creditsStream = (orgId: string) => `credits-${orgId}`;
 export const reservationStream = (reservationId: string) => `reservation-${reservationId}`;
+export const refusalStream = (refusalId: string) => `refusal-${refusalId}`;
 
-export const LEDGER_EVENT_TYPES: ReadonlySet<string> = new Set([
-  'CreditsGranted',
-  'CreditsReserved',
-  'ReservationSettled',
-  'ReservationReleased',
-  'ReservationExpired',
-]);

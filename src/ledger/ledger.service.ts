@@ -6,18 +6,20 @@ import { OrganizationEvent, organizationStream } from '../identity/identity.even
 import type { ProjectionStore } from '../projections/projection-store';
 import {
   decideGrant,
+  decideRefusal,
   decideReservation,
   evolveCreditAccount,
   evolveReservation,
   initialCreditAccount,
   initialReservation,
   LedgerRuleError,
+  Refuse,
   Release,
   Reservation,
   ReservationCommand,
   Settle,
 } from './ledger.decider';
-import { CreditsGranted, RequestFacts, ReservationEvent, creditsStream, reservationStream } from './ledger.events';
+import { CreditsGranted, RequestFacts, RequestRefused, ReservationEvent, creditsStream, refusalStream, reservationStream } from './ledger.events';
 
 export type Clock = () => number;
 
@@ -163,6 +165,14 @@ export class LedgerService {
   async release(ticket: ReservationTicket, release: Omit<Release, 'type' | 'now'>): Promise<ReservationEvent> {
     const { reason, host, status, latencyMs } = release;
     return this.resolve(ticket, { type: 'Release', reason, host, status, latencyMs, now: this.clock() });
+  }
+
+  /** Records a request turned away before any reservation, for the request log; nothing is held or charged. */
+  async refuse(refusal: Omit<Refuse, 'type' | 'refusalId' | 'now'>): Promise<RequestRefused> {
+    const refusalId = uuidv7();
+    const [event] = decideRefusal({ ...refusal, type: 'Refuse', refusalId, now: this.clock() });
+    await this.events.append(refusalStream(refusalId), [event], 'no_stream');
+    return event;
   }
 
   /** Expires a reservation past its expiry; a no-op (false) if another instance resolved it first. */

@@ -50,27 +50,30 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     if (!key) {
       throw new ApiError('invalid_api_key', input.apiKey === null ? 'missing API key' : 'invalid or revoked API key');
     }
+    const facts = { requestId: input.requestId, keyId: key.keyId, surface: input.surface, orgId: key.orgId };
+    /** A known organization's request turned away: its request log shows it too. */
+    const refuse = (model: string, error: ApiError): ApiError => {
+      const refusal = { ...facts, model, status: error.code, reason: error.message, latencyMs: Math.round(performance.now() - started) };
+      this.ledger.refuse(refusal).catch((e: Error) => this.logger.error(`refusal of ${input.requestId} not recorded: ${e.message}`));
+      return error;
+    };
     const model = this.catalogue.find(input.model);
     const hosts = model?.hosts.filter((h) => h.host.usable) ?? [];
     if (!model || hosts.length === 0) {
-      throw new ApiError('not_found', `model "${input.model}" is not in the catalogue (GET /api/v1/models lists them)`);
+      throw refuse(input.model, new ApiError('not_found', `model "${input.model}" is not in the catalogue (GET /api/v1/models lists them)`));
     }
     const maxTokens = input.request.maxTokens ?? model.maxOutputTokens;
     if (maxTokens > model.maxOutputTokens) {
-      throw new ApiError('invalid_request', `max_tokens ${maxTokens} exceeds ${model.slug}'s limit of ${model.maxOutputTokens} output tokens`);
+      throw refuse(
+        model.slug,
+        new ApiError('invalid_request', `max_tokens ${maxTokens} exceeds ${model.slug}'s limit of ${model.maxOutputTokens} output tokens`),
+      );
     }
     const request: CanonicalRequest = { ...input.request, maxTokens };
     const estimate: TokenUsage = { inputTokens: estimateInputTokens(request), outputTokens: maxTokens };
     const prices = highestPrices(hosts);
-    const admission = await this.ledger.admit({
-      requestId: input.requestId,
-      keyId: key.keyId,
-      surface: input.surface,
-      model: model.slug,
-      orgId: key.orgId,
-      amount: chargeFor(estimate, prices),
-    });
-    if (!admission.admitted) throw insufficientCredits(admission.available, estimate, prices);
+    const admission = await this.ledger.admit({ ...facts, model: model.slug, amount: chargeFor(estimate, prices) });
+    if (!admission.admitted) throw refuse(model.slug, insufficientCredits(admission.available, estimate, prices));
     return {
       requestId: input.requestId,
       model,

@@ -7,6 +7,7 @@ import type {
   ReservationExpired,
   ReservationReleased,
   ReservationSettled,
+  RequestRefused,
 } from '../ledger/ledger.events';
 
 /** Amounts in nano-credits. `available = granted - spent - reserved - pending`. */
@@ -50,7 +51,8 @@ export interface KeyRecord {
 
 export interface RequestLogEntry {
   requestId: string;
-  reservationId: string;
+  /** Null for a request refused before anything was reserved. */
+  reservationId: string | null;
   time: number;
   surface: string;
   model: string;
@@ -76,6 +78,7 @@ type ProjectedEvent =
   | ReservationSettled
   | ReservationReleased
   | ReservationExpired
+  | RequestRefused
   | OrganizationCreated
   | MemberAdded
   | ApiKeyCreated
@@ -84,12 +87,12 @@ type ProjectedEvent =
 /** Narrows a recorded event to the ones the read models use. */
 export const asProjected = (event: RecordedEvent): ProjectedEvent => event as unknown as ProjectedEvent;
 
-/** What the request log shows of a resolved reservation. Built field by field: this runs per event in a replay. */
-export function requestLogEntryOf(event: ReservationSettled | ReservationReleased | ReservationExpired): RequestLogEntry {
+/** What the request log shows of a resolved reservation or a refusal. Built field by field: this runs per event in a replay. */
+export function requestLogEntryOf(event: ReservationSettled | ReservationReleased | ReservationExpired | RequestRefused): RequestLogEntry {
   const d = event.data;
   const entry: RequestLogEntry = {
     requestId: d.requestId,
-    reservationId: d.reservationId,
+    reservationId: null,
     time: 0,
     surface: d.surface,
     model: d.model,
@@ -103,6 +106,7 @@ export function requestLogEntryOf(event: ReservationSettled | ReservationRelease
   };
   switch (event.type) {
     case 'ReservationSettled':
+      entry.reservationId = event.data.reservationId;
       entry.time = event.data.settledAt;
       entry.host = event.data.host;
       entry.inputTokens = event.data.inputTokens;
@@ -112,13 +116,20 @@ export function requestLogEntryOf(event: ReservationSettled | ReservationRelease
       entry.status = event.data.status;
       break;
     case 'ReservationReleased':
+      entry.reservationId = event.data.reservationId;
       entry.time = event.data.releasedAt;
       entry.host = event.data.host;
       entry.latencyMs = event.data.latencyMs;
       entry.status = event.data.status;
       break;
     case 'ReservationExpired':
+      entry.reservationId = event.data.reservationId;
       entry.time = event.data.expiredAt;
+      break;
+    case 'RequestRefused':
+      entry.time = event.data.refusedAt;
+      entry.latencyMs = event.data.latencyMs;
+      entry.status = event.data.status;
       break;
   }
   return entry;
@@ -297,15 +308,19 @@ export class ReadModel {
           days.set(day, (days.get(day) ?? 0) + event.data.amount);
           this.dailySpend.set(event.data.orgId, days);
         }
-        const key = this.keysById.get(entry.keyId);
-        if (key && (key.lastUsedAt === null || entry.time > key.lastUsedAt)) key.lastUsedAt = entry.time;
         this.logRequest(event.data.orgId, entry);
         return;
       }
+      case 'RequestRefused':
+        this.ledgerOf(event.data.orgId).position = recorded.position;
+        this.logRequest(event.data.orgId, requestLogEntryOf(event));
+        return;
     }
   }
 
   private logRequest(orgId: string, entry: RequestLogEntry): void {
+    const key = this.keysById.get(entry.keyId);
+    if (key && (key.lastUsedAt === null || entry.time > key.lastUsedAt)) key.lastUsedAt = entry.time;
     let log = this.requests.get(orgId);
     if (!log) {
       log = [];

@@ -199,6 +199,13 @@ export class RedisProjectionStore implements ProjectionStore {
         ]);
         return Number(applied);
       }
+      case 'RequestRefused': {
+        // Logged as a resolution that frees and charges nothing.
+        const k = this.org(event.data.orgId);
+        const entry = requestLogEntryOf(event);
+        const args = [position, '', 0, JSON.stringify(entry), this.requestLogRetention, entry.keyId, entry.time, dayOf(entry.time)];
+        return Number(await this.runInOrder(lua.APPLY_RESOLVED, [k.ledger, k.open, k.requests, k.keyLastUsed, k.daily], args));
+      }
       case 'ReservationSettled':
       case 'ReservationReleased':
       case 'ReservationExpired': {

@@ -47,7 +47,7 @@ return 1
 
 /**
  * KEYS: ledger, open, request log, key last used, daily spend.
- * ARGV: position, reservation id, charge, log entry JSON, retention, key id, time, UTC day.
+ * ARGV: position, reservation id ('' for a refused request), charge, log entry JSON, retention, key id, time, UTC day.
  */
 export const APPLY_RESOLVED = `${GUARD}
 local held = redis.call('HGET', KEYS[2], ARGV[2])

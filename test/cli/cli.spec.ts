@@ -1,36 +1,9 @@
 import { join } from 'node:path';
 import { SqliteEventStore } from '../../src/eventstore/sqlite-event-store';
-import { ROOT, startNode } from '../support/processes';
+import { operatorTool as cli, operatorToolJson as json } from '../support/operator-tool';
 import { describeWithRedis, testRedisUrl, uniquePrefix } from '../support/redis';
 import { openTestRuntime } from '../support/runtime';
 import { tempDir } from '../support/temp';
-
-const BIN = join(ROOT, 'bin/model-gateway.js');
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the operator tool as an operator would, in its own process. */
-async function cli(env: Record<string, string>, args: string[], stdin?: string): Promise<Run> {
-  const child = startNode(BIN, args, env);
-  let stdout = '';
-  let stderr = '';
-  child.process.stdout!.on('data', (c: Buffer) => (stdout += c));
-  child.process.stderr!.on('data', (c: Buffer) => (stderr += c));
-  if (stdin !== undefined) child.process.stdin!.end(stdin);
-  else child.process.stdin!.end();
-  const code = await child.exited();
-  return { code, stdout, stderr };
-}
-
-const json = async (env: Record<string, string>, args: string[], stdin?: string) => {
-  const run = await cli(env, ['--json', ...args], stdin);
-  if (run.code !== 0) throw new Error(`model-gateway ${args.join(' ')} failed (${run.code}): ${run.stderr}`);
-  return JSON.parse(run.stdout);
-};
 
 describe('operator tool', () => {
   const dir = tempDir('cli');

@@ -1,5 +1,6 @@
 import {
   decideGrant,
+  decideRefusal,
   decideReservation,
   evolveCreditAccount,
   evolveReservation,
@@ -124,5 +125,16 @@ describe('credit account decider', () => {
     expect(() => decideGrant({ ...grant, amount: 0 }, initialCreditAccount())).toThrow(LedgerRuleError);
     expect(() => decideGrant({ ...grant, amount: -3 }, initialCreditAccount())).toThrow(LedgerRuleError);
     expect(() => decideGrant({ ...grant, amount: 1 }, { granted: Number.MAX_SAFE_INTEGER })).toThrow(LedgerRuleError);
+  });
+});
+
+describe('refusal decider', () => {
+  it('records what was turned away and why, moving no credits', () => {
+    const [event] = decideRefusal({ type: 'Refuse', refusalId: 'x', orgId: 'o', status: 'insufficient_credits', reason: 'too poor', latencyMs: 2, now: 9, ...facts });
+    expect(event).toEqual({
+      type: 'RequestRefused',
+      data: { ...facts, refusalId: 'x', orgId: 'o', status: 'insufficient_credits', reason: 'too poor', latencyMs: 2, refusedAt: 9 },
+    });
+    expect(event.data).not.toHaveProperty('amount');
   });
 });

@@ -57,6 +57,44 @@ function describeProjectionStore(name: string, open: () => Promise<ProjectionSto
       expect(await store.checkpoint()).toBe(7);
     });
 
+    it('logs a refused request beside the others, holding and charging nothing', async () => {
+      const log = sampleLog();
+      const refused = {
+        requestId: 'q2',
+        keyId: 'k1',
+        surface: 'messages',
+        model: 'm',
+        refusalId: 'x1',
+        orgId: 'org-a',
+        status: 'insufficient_credits',
+        reason: 'insufficient credits',
+        latencyMs: 1,
+        refusedAt: 9,
+      };
+      log.push({ type: 'RequestRefused', data: refused, streamId: 'refusal-x1', revision: 0, position: 8, recordedAt: 0 });
+      await store.apply(log);
+      await store.apply(log);
+      expect(await store.balance('org-a')).toEqual({ granted: 1_000, spent: 250, reserved: 200, pending: 0 });
+      const entries = await store.recentRequests('org-a', 10);
+      expect(entries).toHaveLength(2);
+      expect(entries[0]).toEqual({
+        requestId: 'q2',
+        reservationId: null,
+        time: 9,
+        surface: 'messages',
+        model: 'm',
+        host: null,
+        keyId: 'k1',
+        inputTokens: 0,
+        outputTokens: 0,
+        cost: 0,
+        latencyMs: 1,
+        status: 'insufficient_credits',
+      });
+      expect((await store.ledgers()).get('org-a')?.position).toBe(8);
+      expect(await store.dailySpend('org-a')).toEqual(new Map([['1970-01-01', 250]]));
+    });
+
     it('projects memberships, spend per day and when each key was last used', async () => {
       const log = sampleLog();
       log.push({ type: 'MemberAdded', data: { orgId: 'org-a', userId: 'u1', role: 'owner', addedAt: 8 }, streamId: 's', revision: 0, position: 8, recordedAt: 0 });

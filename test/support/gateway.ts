@@ -2,9 +2,12 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createApp } from '../../src/app';
 import { Catalogue } from '../../src/catalogue/catalogue';
 import { auditLedger, AuditReport } from '../../src/audit/ledger-audit';
+import { operatorTool } from './operator-tool';
 import { eventually } from './processes';
+import { testRedisUrl } from './redis';
 import { FakeUpstream, startFakeUpstream } from './fake-upstream';
 import { fundedOrganization, openTestRuntime, TestRuntime } from './runtime';
+import type { RequestLogEntry } from '../../src/projections/read-model';
 
 /** Test models, all served by the fake upstream. Prices in US dollars per million tokens. */
 export const TEST_MODELS = {
@@ -14,6 +17,8 @@ export const TEST_MODELS = {
   claude: { slug: 'test/claude', id: '22222222-2222-4222-8222-222222222222', hostModel: 'fake-claude', input: '3.00', output: '15.00' },
   /** Two hosts: the first fails before output, the second serves at $0.50/M and $0.75/M. */
   fallback: { slug: 'test/fallback', id: '33333333-3333-4333-8333-333333333333', hostModel: 'fake-second', input: '0.50', output: '0.75' },
+  /** Two hosts: the first is down (nothing listens on its port), the second as for `fallback`. */
+  fallbackAfterDownHost: { slug: 'test/fallback-down', id: '44444444-4444-4444-8444-444444444444', hostModel: 'fake-second', input: '0.50', output: '0.75' },
 } as const;
 
 export function testCatalogue(fake: FakeUpstream): Catalogue {
@@ -24,6 +29,8 @@ export function testCatalogue(fake: FakeUpstream): Catalogue {
         { id: 'fake-openai', kind: 'openai', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
         { id: 'fake-anthropic', kind: 'anthropic', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_ANTHROPIC_KEY' },
         { id: 'fake-flaky', kind: 'openai', baseUrl: `${fake.url}/v1` },
+        // Port 1: a privileged port nothing here listens on, so connecting is refused at once.
+        { id: 'fake-down', kind: 'openai', baseUrl: 'http://127.0.0.1:1/v1' },
       ],
       models: [
         { slug: m.gpt.slug, id: m.gpt.id, name: 'Test GPT', contextLength: 8192, maxOutputTokens: 1000, hosts: [{ host: 'fake-openai', model: m.gpt.hostModel, pricing: { input: m.gpt.input, output: m.gpt.output } }] },
@@ -39,10 +46,30 @@ export function testCatalogue(fake: FakeUpstream): Catalogue {
             { host: 'fake-openai', model: m.fallback.hostModel, pricing: { input: m.fallback.input, output: m.fallback.output } },
           ],
         },
+        {
+          slug: m.fallbackAfterDownHost.slug,
+          id: m.fallbackAfterDownHost.id,
+          name: 'Test fallback after a down host',
+          contextLength: 8192,
+          maxOutputTokens: 1000,
+          hosts: [
+            { host: 'fake-down', model: 'fake-unreachable', pricing: { input: '9.00', output: '9.00' } },
+            { host: 'fake-openai', model: m.fallbackAfterDownHost.hostModel, pricing: { input: m.fallbackAfterDownHost.input, output: m.fallbackAfterDownHost.output } },
+          ],
+        },
       ],
     },
     { FAKE_OPENAI_KEY: 'upstream-openai-key', FAKE_ANTHROPIC_KEY: 'upstream-anthropic-key' },
   );
+}
+
+export interface OperatorAudit {
+  clean: boolean;
+  differences: string[];
+  reservations: number;
+  settlements: number;
+  releases: number;
+  expiries: number;
 }
 
 export interface TestGateway {
@@ -55,14 +82,22 @@ export interface TestGateway {
   keyId: string;
   /** Waits until no reservation or hold is left in any organization (every request settled). */
   settled(): Promise<void>;
+  /** Waits until the organization's request log shows the request, and returns its entry. */
+  logged(requestId: string): Promise<RequestLogEntry>;
   audit(): Promise<AuditReport>;
+  /** `model-gateway --json ledger audit`, run as an operator would beside the serving gateway: its exit code and report. */
+  auditWithOperatorTool(): Promise<{ code: number | null; report: OperatorAudit }>;
   close(): Promise<void>;
 }
 
-/** The gateway on a free port, on a fresh log, with a funded organization and a key. */
-export async function startGateway(options: { credits?: number; env?: Record<string, string> } = {}): Promise<TestGateway> {
+/**
+ * The gateway on a free port, on a fresh log, with a funded organization and a key. With
+ * `redis`, its read models are in Redis (when the tests have one), where another process (the
+ * operator tool) sees them.
+ */
+export async function startGateway(options: { credits?: number; env?: Record<string, string>; redis?: boolean } = {}): Promise<TestGateway> {
   const fake = await startFakeUpstream();
-  const t = await openTestRuntime({ env: { SIMULATED_HOST_PORT: 'off', ...options.env } });
+  const t = await openTestRuntime({ redis: options.redis === true && testRedisUrl() !== null, env: { SIMULATED_HOST_PORT: 'off', ...options.env } });
   const app = await createApp(t.runtime, { logger: false, catalogue: testCatalogue(fake) });
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
@@ -86,9 +121,26 @@ export async function startGateway(options: { credits?: number; env?: Record<str
         }
         return true;
       }, 5_000),
+    logged: async (requestId) => {
+      let entry: RequestLogEntry | undefined;
+      await eventually(async () => {
+        await t.runtime.projector.catchUp();
+        entry = (await t.runtime.projections.recentRequests(orgId, 50)).find((e) => e.requestId === requestId);
+        return entry !== undefined;
+      }, 5_000);
+      return entry!;
+    },
     audit: async () => {
       await t.runtime.projector.catchUp();
       return auditLedger(t.runtime.events, t.runtime.projections);
+    },
+    auditWithOperatorTool: async () => {
+      const run = await operatorTool(t.env, ['--json', 'ledger', 'audit']);
+      try {
+        return { code: run.code, report: JSON.parse(run.stdout) as OperatorAudit };
+      } catch {
+        throw new Error(`ledger audit printed no report (exit ${run.code}): ${run.stdout}${run.stderr}`);
+      }
     },
     close: async () => {
       await app.close();

@@ -57,13 +57,20 @@ describe('billing on every ending', () => {
   beforeAll(async () => {
     // The request limit leaves a fallback after a first host's 1 s of silence 2 s to be served: with
     // 0.5 s, a loaded machine (the other suites running beside this one) ran out of it.
-    g = await startGateway({ env: { REQUEST_TIMEOUT_MS: '3000', HOST_FIRST_BYTE_TIMEOUT_MS: '1000', SSE_KEEPALIVE_MS: '100' } });
+    // Read models in Redis, so the operator tool's audit, in its own process, compares with what the gateway served from.
+    g = await startGateway({ redis: true, env: { REQUEST_TIMEOUT_MS: '3000', HOST_FIRST_BYTE_TIMEOUT_MS: '1000', SSE_KEEPALIVE_MS: '100' } });
   });
   afterAll(async () => {
-    const report = await g.audit();
-    expect(report.differences).toEqual([]);
-    expect(report.settlements + report.releases + report.expiries).toBe(report.reservations);
-    await g.close();
+    try {
+      const { code, report } = await g.auditWithOperatorTool();
+      expect(report.differences).toEqual([]);
+      expect(report.clean).toBe(true);
+      expect(code).toBe(0);
+      expect(report.reservations).toBeGreaterThan(10);
+      expect(report.settlements + report.releases + report.expiries).toBe(report.reservations);
+    } finally {
+      await g.close();
+    }
   });
   afterEach(async () => g.settled());
 
@@ -160,10 +167,29 @@ describe('billing on every ending', () => {
     expect(sse.trimEnd().endsWith('data: [DONE]')).toBe(true);
   });
 
-  it('respects an explicit zero usage from the host', async () => {
+  it('keeps a stream that falls silent between tokens alive with comments', async () => {
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'slow words' }, chunkDelayMs: 250 });
+    const sse = await streamText(g, chat({ stream: true }));
+    const lines = sse.split('\n').filter(Boolean);
+    const firstText = lines.findIndex((l) => l.startsWith('data: {') && JSON.parse(l.slice(6)).choices[0]?.delta?.content);
+    expect(firstText).toBeGreaterThanOrEqual(0);
+    expect(lines.slice(firstText).filter((l) => l === ': keep-alive').length).toBeGreaterThanOrEqual(2);
+    expect(contentOf(sse)).toBe('slow words');
+  });
+
+  it.each([false, true])('respects an explicit zero usage from the host (streamed: %s)', async (stream) => {
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'free', usage: { input: 0, output: 0 } } });
-    const res = await request(g.baseUrl).post('/api/v1/chat/completions').set('Authorization', `Bearer ${g.key}`).send(chat());
-    expect(res.body.usage).toEqual({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: 0 });
+    const client = new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: g.key, maxRetries: 0 });
+    const ask = { model: M.gpt.slug, messages: [{ role: 'user' as const, content: 'Tell me a long story' }] };
+    let usage: OpenAI.CompletionUsage | undefined;
+    if (stream) {
+      for await (const chunk of await client.chat.completions.create({ ...ask, stream: true, stream_options: { include_usage: true } })) {
+        usage = chunk.usage ?? usage;
+      }
+    } else {
+      usage = (await client.chat.completions.create(ask)).usage;
+    }
+    expect(usage).toEqual({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: 0 });
     await g.settled();
     expect(await lastSettlement(g)).toMatchObject({ inputTokens: 0, outputTokens: 0, amount: 0 });
   });
@@ -183,6 +209,22 @@ describe('billing on every ending', () => {
     expect(models).toEqual(['fake-first', M.fallback.hostModel]);
     await g.settled();
     expect(await lastSettlement(g)).toMatchObject({ host: 'fake-openai', hostModel: M.fallback.hostModel, amount: 1_250_000 });
+  });
+
+  it.each([
+    ['answers 429', 'fake-first', { kind: 'status' as const, status: 429 }],
+    ['refuses the connection', null, null],
+  ])('falls back when the first host %s', async (_, firstModel, behaviour) => {
+    if (firstModel && behaviour) g.fake.on(firstModel, behaviour);
+    const slug = firstModel ? M.fallback.slug : M.fallbackAfterDownHost.slug;
+    g.fake.on(M.fallback.hostModel, { kind: 'reply', reply: { text: 'second', usage: { input: 2000, output: 400 } } });
+    const client = new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: g.key, maxRetries: 0 });
+    const completion = await client.chat.completions.create({ model: slug, messages: [{ role: 'user', content: 'hi' }] });
+    expect(completion.choices[0].message.content).toBe('second');
+    // 2000 × $0.50/M + 400 × $0.75/M = 0.0013 credits, at the prices of the host that served.
+    expect(completion.usage).toMatchObject({ cost: 0.0013 });
+    await g.settled();
+    expect(await lastSettlement(g)).toMatchObject({ host: 'fake-openai', amount: 1_300_000 });
   });
 
   it('falls back when the first host never answers', async () => {

@@ -16,13 +16,18 @@ describe('chat-completions surface with the official openai client', () => {
   let client: OpenAI;
 
   beforeAll(async () => {
-    g = await startGateway();
+    g = await startGateway({ redis: true });
     client = new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: g.key, maxRetries: 0 });
   });
   afterAll(async () => {
-    const report = await g.audit();
-    expect(report.differences).toEqual([]);
-    await g.close();
+    try {
+      await g.settled();
+      const { code, report } = await g.auditWithOperatorTool();
+      expect(report.differences).toEqual([]);
+      expect(code).toBe(0);
+    } finally {
+      await g.close();
+    }
   });
 
   it('chats, and bills exactly the hand-computed cost of the reported usage', async () => {
@@ -41,9 +46,12 @@ describe('chat-completions surface with the official openai client', () => {
     expect(completion.choices[0].finish_reason).toBe('stop');
     // 1234 × $1/M + 56 × $2/M = 0.001234 + 0.000112 = 0.001346 credits
     expect(completion.usage).toEqual({ prompt_tokens: 1234, completion_tokens: 56, total_tokens: 1290, cost: 0.001346 });
+    // The x-request-id header, as the client reads it, names the request in the request log.
+    expect(completion._request_id).toMatch(/^req_[0-9a-f]{32}$/);
     await g.settled();
     const [entry] = await g.t.runtime.projections.recentRequests(g.orgId, 1);
-    expect(entry).toMatchObject({ surface: 'chat-completions', model: M.gpt.slug, host: 'fake-openai', inputTokens: 1234, outputTokens: 56, cost: 1_346_000, status: 'ok', keyId: g.keyId });
+    expect(entry).toMatchObject({ requestId: completion._request_id, surface: 'chat-completions', model: M.gpt.slug, host: 'fake-openai', inputTokens: 1234, outputTokens: 56, cost: 1_346_000, status: 'ok', keyId: g.keyId });
+    expect(entry.latencyMs).toEqual(expect.any(Number));
     expect(chargeFor({ inputTokens: 1234, outputTokens: 56 }, priceOf(M.gpt))).toBe(1_346_000);
 
     // What reached the upstream: the host's model name and key, not streamed (a whole reply carries its usage).
@@ -59,12 +67,15 @@ describe('chat-completions surface with the official openai client', () => {
 
   it('streams text deltas, with the usage chunk only when asked for', async () => {
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'one two three four', usage: { input: 10, output: 4 } } });
-    const withUsage = await client.chat.completions.create({
-      model: M.gpt.slug,
-      messages: [{ role: 'user', content: 'count' }],
-      stream: true,
-      stream_options: { include_usage: true },
-    });
+    const { data: withUsage, request_id: streamRequestId } = await client.chat.completions
+      .create({
+        model: M.gpt.slug,
+        messages: [{ role: 'user', content: 'count' }],
+        stream: true,
+        stream_options: { include_usage: true },
+      })
+      .withResponse();
+    expect(streamRequestId).toMatch(/^req_[0-9a-f]{32}$/);
     let text = '';
     const usages = [];
     let finish: string | null = null;
@@ -136,6 +147,30 @@ describe('chat-completions surface with the official openai client', () => {
     expect(g.fake.requests[g.fake.requests.length - 1].body).toMatchObject({ max_tokens: 7, temperature: 0.3, top_p: 0.9, stop: ['END'] });
   });
 
+  it('takes developer and system prompts (text or parts), max_tokens, a stop string and a named tool choice', async () => {
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { toolCalls: [{ id: 'call_9', name: 'get_weather', arguments: '{"city":"Oslo"}' }] } });
+    const completion = await client.chat.completions.create({
+      model: M.gpt.slug,
+      messages: [
+        { role: 'developer', content: 'Answer in English.' },
+        { role: 'system', content: [{ type: 'text', text: 'Use tools.' }] },
+        { role: 'user', content: 'Weather in Oslo?' },
+      ],
+      max_tokens: 12,
+      stop: 'STOP',
+      tools: [weather],
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+    });
+    expect(completion.choices[0].message.tool_calls?.[0]).toMatchObject({ id: 'call_9', function: { name: 'get_weather' } });
+    const upstream = g.fake.requests[g.fake.requests.length - 1].body;
+    expect(upstream).toMatchObject({ max_tokens: 12, stop: ['STOP'], tool_choice: { type: 'function', function: { name: 'get_weather' } } });
+    expect(upstream.messages).toEqual([
+      { role: 'system', content: 'Answer in English.' },
+      { role: 'system', content: 'Use tools.' },
+      { role: 'user', content: 'Weather in Oslo?' },
+    ]);
+  });
+
   it('accepts and ignores n, logprobs, response_format, image parts and unknown fields', async () => {
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'ok' } });
     const completion = await client.chat.completions.create({
@@ -158,17 +193,17 @@ describe('chat-completions surface with the official openai client', () => {
     expect(completion.choices).toHaveLength(1);
     const upstream = g.fake.requests[g.fake.requests.length - 1].body;
     expect(upstream.messages).toEqual([{ role: 'user', content: 'What is in this picture?' }]);
-    expect(upstream).not.toHaveProperty('n');
-    expect(upstream).not.toHaveProperty('frobnicate');
+    for (const ignored of ['n', 'logprobs', 'response_format', 'frobnicate']) expect(upstream).not.toHaveProperty(ignored);
   });
 
   it('lists the models', async () => {
     const models = await client.models.list();
     const ids = models.data.map((m) => m.id);
-    expect(ids).toEqual([M.gpt.slug, M.claude.slug, M.fallback.slug]);
+    expect(ids).toEqual([M.gpt.slug, M.claude.slug, M.fallback.slug, M.fallbackAfterDownHost.slug]);
     expect(models.data[0]).toMatchObject({
       id: M.gpt.slug,
       object: 'model',
+      created: expect.any(Number),
       owned_by: 'test',
       name: 'Test GPT',
       uuid: M.gpt.id,
@@ -186,22 +221,40 @@ describe('chat-completions surface with the official openai client', () => {
       expect(error).toBeInstanceOf(OpenAI.APIError);
       expect(error!.status).toBe(status);
       expect(error!.error).toMatchObject({ code, message: expect.any(String), type: expect.any(String) });
+      expect(error!.requestID).toMatch(/^req_[0-9a-f]{32}$/);
       return error!;
     };
     const chat = { model: M.gpt.slug, messages: [{ role: 'user' as const, content: 'hi' }] };
 
-    // 400: wrong types, missing messages.
-    // @ts-expect-error deliberately wrong
-    const bad = await expectError(client.chat.completions.create({ ...chat, temperature: 'hot' }), 400, 'invalid_request');
-    expect(bad.message).toMatch(/temperature/);
+    // 400: wrong types (each named), missing messages.
+    const wrong: Array<[string, Record<string, unknown>]> = [
+      ['temperature', { temperature: 'hot' }],
+      ['messages', { messages: 'hi' }],
+      ['stream', { stream: 'yes' }],
+      ['max_tokens', { max_tokens: 1.5 }],
+      ['max_completion_tokens', { max_completion_tokens: -1 }],
+      ['tools', { tools: 'all of them' }],
+      ['stop', { stop: 5 }],
+      ['role', { messages: [{ role: 'wizard', content: 'hi' }] }],
+    ];
+    for (const [field, patch] of wrong) {
+      const bad = await expectError(client.chat.completions.create({ ...chat, ...patch } as never), 400, 'invalid_request');
+      expect(bad.message).toContain(field);
+    }
     // @ts-expect-error deliberately wrong
     await expectError(client.chat.completions.create({ model: M.gpt.slug }), 400, 'invalid_request');
     // 401: no key, a wrong key.
     const anonymous = new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: 'sk-svc-' + 'x'.repeat(43), maxRetries: 0 });
     await expectError(anonymous.chat.completions.create(chat), 401, 'invalid_api_key');
-    // 404: a model not in the catalogue.
+    // 404: a model not in the catalogue. The organization's request log shows the refusal.
     const missing = await expectError(client.chat.completions.create({ ...chat, model: 'nobody/nothing' }), 404, 'not_found');
     expect(missing.message).toMatch(/nobody\/nothing/);
+    expect(await g.logged(missing.requestID!)).toMatchObject({
+      model: 'nobody/nothing',
+      status: 'not_found',
+      cost: 0,
+      reservationId: null,
+    });
     // 413: a body over the limit.
     await expectError(client.chat.completions.create({ ...chat, messages: [{ role: 'user', content: 'x'.repeat(5 * 1024 * 1024) }] }), 413, 'payload_too_large');
     // 502: the host fails.
@@ -241,29 +294,51 @@ describe('chat-completions surface with the official openai client', () => {
 });
 
 describe('chat-completions errors that need their own gateway', () => {
-  it('402 says how many output tokens the balance affords', async () => {
-    // 0.0005 credits: at $2/M output and a small input, about 240 output tokens.
-    const g = await startGateway({ credits: 500_000 });
+  /** A gateway for one test: closed after the operator tool's audit of everything it served. */
+  async function withGateway(options: Parameters<typeof startGateway>[0], test: (g: TestGateway, client: OpenAI) => Promise<void>) {
+    const g = await startGateway({ ...options, redis: true });
     try {
-      const res = await request(g.baseUrl)
-        .post('/api/v1/chat/completions')
-        .set('Authorization', `Bearer ${g.key}`)
-        .send({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hello' }], max_tokens: 1000 });
-      expect(res.status).toBe(402);
-      expect(res.body.error).toMatchObject({ code: 'insufficient_credits', type: 'insufficient_credits' });
-      const affordable = Number(/at most (\d+) output tokens/.exec(res.body.error.message)?.[1]);
-      // (500,000 nano − input estimate × $1/M) / $2/M per token
-      expect(affordable).toBeGreaterThan(200);
-      expect(affordable).toBeLessThan(250);
-      const ok = await request(g.baseUrl)
-        .post('/api/v1/chat/completions')
-        .set('Authorization', `Bearer ${g.key}`)
-        .send({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hello' }], max_tokens: affordable });
-      expect(ok.status).toBe(200);
-      expect(g.fake.requests).toHaveLength(1);
+      await test(g, new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: g.key, maxRetries: 0 }));
+      await g.settled();
+      const { code, report } = await g.auditWithOperatorTool();
+      expect(report.differences).toEqual([]);
+      expect(code).toBe(0);
     } finally {
       await g.close();
     }
+  }
+  const rejection = (promise: Promise<unknown>) =>
+    promise.then(
+      () => {
+        throw new Error('expected the request to fail');
+      },
+      (error: unknown) => {
+        expect(error).toBeInstanceOf(OpenAI.APIError);
+        return error as InstanceType<typeof OpenAI.APIError>;
+      },
+    );
+
+  it('402 says how many output tokens the balance affords, streamed or not, and the request log shows it', async () => {
+    // 0.0005 credits: at $2/M output and a small input, about 240 output tokens.
+    await withGateway({ credits: 500_000 }, async (g, client) => {
+      const ask = { model: M.gpt.slug, messages: [{ role: 'user' as const, content: 'hello' }], max_tokens: 1000 };
+      const affordable: number[] = [];
+      for (const stream of [false, true]) {
+        const error = await rejection(client.chat.completions.create({ ...ask, stream }));
+        expect(error.status).toBe(402);
+        expect(error.error).toMatchObject({ code: 'insufficient_credits', type: 'insufficient_credits' });
+        affordable.push(Number(/at most (\d+) output tokens/.exec(error.message)?.[1]));
+        expect(await g.logged(error.requestID!)).toMatchObject({ status: 'insufficient_credits', cost: 0, keyId: g.keyId, model: M.gpt.slug });
+      }
+      // (500,000 nano − input estimate × $1/M) / $2/M per token
+      expect(affordable[0]).toBeGreaterThan(200);
+      expect(affordable[0]).toBeLessThan(250);
+      expect(affordable[1]).toBe(affordable[0]);
+      const ok = await client.chat.completions.create({ ...ask, max_tokens: affordable[0] });
+      expect(ok.choices[0].message.content).toEqual(expect.any(String));
+      expect(g.fake.requests).toHaveLength(1);
+      expect((await g.t.runtime.projections.balance(g.orgId)).reserved).toBe(0);
+    });
   });
 
   // A streamed call must begin within the first-byte limit; a whole reply (whose headers come
@@ -272,20 +347,14 @@ describe('chat-completions errors that need their own gateway', () => {
     ['streamed, past the first-byte limit', true, { HOST_FIRST_BYTE_TIMEOUT_MS: '300' }],
     ['not streamed, past the request limit', false, { REQUEST_TIMEOUT_MS: '1000', HOST_FIRST_BYTE_TIMEOUT_MS: '100000' }],
   ])('504 when the host does not answer in time (%s), and nothing stays held', async (_, stream, env) => {
-    const g = await startGateway({ env });
-    try {
+    await withGateway({ env }, async (g, client) => {
       g.fake.on(M.gpt.hostModel, { kind: 'hang' });
-      const res = await request(g.baseUrl)
-        .post('/api/v1/chat/completions')
-        .set('Authorization', `Bearer ${g.key}`)
-        .send({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hello' }], stream });
-      expect(res.status).toBe(504);
-      expect(JSON.parse(res.text).error.code).toBe('provider_timeout');
+      const error = await rejection(client.chat.completions.create({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hello' }], stream }));
+      expect(error.status).toBe(504);
+      expect(error.error).toMatchObject({ code: 'provider_timeout', type: 'provider_timeout' });
       await g.settled();
       expect((await g.t.runtime.projections.balance(g.orgId)).spent).toBe(0);
-      expect((await g.t.runtime.projections.recentRequests(g.orgId, 1))[0]).toMatchObject({ status: 'provider_timeout', cost: 0 });
-    } finally {
-      await g.close();
-    }
+      expect(await g.logged(error.requestID!)).toMatchObject({ status: 'provider_timeout', cost: 0 });
+    });
   });
 });
