@@ -149,3 +149,20 @@ export async function startGateway(options: { credits?: number; env?: Record<str
     },
   };
 }
+
+/**
+ * Once every request has settled, the operator tool's audit must find the ledger clean; the
+ * gateway is closed whatever it finds. Returns the report for further checks.
+ */
+export async function auditThenClose(g: TestGateway): Promise<OperatorAudit> {
+  try {
+    await g.settled();
+    const { code, report } = await g.auditWithOperatorTool();
+    expect(report.differences).toEqual([]);
+    expect(report.clean).toBe(true);
+    expect(code).toBe(0);
+    return report;
+  } finally {
+    await g.close();
+  }
+}

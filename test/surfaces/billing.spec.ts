@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import request from 'supertest';
 import { chargeFor } from '../../src/ledger/money';
 import type { ReservationSettled } from '../../src/ledger/ledger.events';
-import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 
 const M = TEST_MODELS;
 const chat = (extra: Record<string, unknown> = {}) => ({ model: M.gpt.slug, messages: [{ role: 'user', content: 'Tell me a long story' }], ...extra });
@@ -61,16 +61,9 @@ describe('billing on every ending', () => {
     g = await startGateway({ redis: true, env: { REQUEST_TIMEOUT_MS: '3000', HOST_FIRST_BYTE_TIMEOUT_MS: '1000', SSE_KEEPALIVE_MS: '100' } });
   });
   afterAll(async () => {
-    try {
-      const { code, report } = await g.auditWithOperatorTool();
-      expect(report.differences).toEqual([]);
-      expect(report.clean).toBe(true);
-      expect(code).toBe(0);
-      expect(report.reservations).toBeGreaterThan(10);
-      expect(report.settlements + report.releases + report.expiries).toBe(report.reservations);
-    } finally {
-      await g.close();
-    }
+    const report = await auditThenClose(g);
+    expect(report.reservations).toBeGreaterThan(10);
+    expect(report.settlements + report.releases + report.expiries).toBe(report.reservations);
   });
   afterEach(async () => g.settled());
 
