@@ -1,13 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppModule } from './app.module';
 import { Catalogue } from './catalogue/catalogue';
 import { SessionTokens } from './dashboard/sessions';
 import { serveWebApp } from './dashboard/web-app';
 import { HostTransport } from './hosts/transport';
 import type { Runtime } from './runtime/runtime';
-import { ErrorFormatByRoute } from './error-formats';
+import { ErrorFormatByRoute, errorFormatFor } from './error-formats';
+import { ApiError } from './http/api-error';
 
 export interface AppOptions {
   logger?: boolean;
@@ -27,7 +29,19 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
     // No Nest middleware here: without middie, no middleware walk on every request.
     skipMiddie: true,
     bodyLimit: runtime.config.bodyLimitBytes,
-    requestTimeout: runtime.config.requestTimeoutMs,
+    // Receiving the request (headers and body) has its own, short limit: a client that stops
+    // sending mid-body is answered 408 and cut off, rather than held for the answer's 10 minutes.
+    requestTimeout: runtime.config.requestReadTimeoutMs,
+    http: {
+      headersTimeout: Math.min(60_000, runtime.config.requestReadTimeoutMs),
+      // How often Node looks for requests past those limits (its default, 30 s, would add up to that much).
+      connectionsCheckingInterval: Math.min(5_000, Math.ceil(runtime.config.requestReadTimeoutMs / 2)),
+    },
+    // A URL that cannot be decoded (a bad percent-encoding) is refused in the format of the surface it names.
+    frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      const apiError = new ApiError('invalid_request', error.code === 'FST_ERR_BAD_URL' ? 'the URL is not valid (a malformed percent-encoding)' : error.message);
+      void reply.code(apiError.status).send(errorFormatFor(request.method, request.url)(apiError));
+    },
     genReqId: (request: { headers: Record<string, string | string[] | undefined> }) => {
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : `req_${randomUUID().replace(/-/g, '')}`;

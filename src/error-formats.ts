@@ -1,32 +1,30 @@
 import { ArgumentsHost, Catch, ExceptionFilter } from '@nestjs/common';
-import type { FastifyRequest } from 'fastify';
-import { chatCompletionsError, SurfaceErrorFilter } from './http/api-error';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, chatCompletionsError, toApiError } from './http/api-error';
 import { dashboardError } from './dashboard/dashboard.controller';
 import { messagesError } from './surfaces/messages/messages.wire';
 import { nativeError } from './surfaces/native/native.wire';
 
-const messages = new SurfaceErrorFilter(messagesError);
-const native = new SurfaceErrorFilter(nativeError);
-const chatCompletions = new SurfaceErrorFilter(chatCompletionsError);
-const dashboard = new SurfaceErrorFilter(dashboardError);
+/** The error format of the surface a request's URL names; chat-completions for the rest of /api/v1. */
+export function errorFormatFor(method: string, url: string): (error: ApiError) => unknown {
+  const path = url.split('?')[0];
+  if (path.startsWith('/api/v1/messages')) return messagesError;
+  if (path.startsWith('/dashboard/')) return dashboardError;
+  // GET /api/v1/models/{slug} is the model list's; a slug may itself end in "/chat".
+  if (method === 'POST' && /^\/api\/v1\/models\/.+\/chat\/?$/.test(path)) return nativeError;
+  return chatCompletionsError;
+}
 
 /**
- * Failures that happen before a route runs (a body that is not JSON, or too large) still answer
- * in the format of the surface the URL names.
+ * Failures that happen before a route runs (a body that is not JSON, or too large, a route
+ * that does not exist) still answer in the format of the surface the URL names.
  */
 @Catch()
 export class ErrorFormatByRoute implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     const request = host.switchToHttp().getRequest<FastifyRequest>();
-    const path = (request.url ?? '').split('?')[0];
-    const filter =
-      path === '/api/v1/messages'
-        ? messages
-        : path.startsWith('/dashboard/')
-          ? dashboard
-        : request.method === 'POST' && /^\/api\/v1\/models\/.+\/chat\/?$/.test(path)
-          ? native
-          : chatCompletions;
-    filter.catch(exception, host);
+    const error = toApiError(exception);
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    void reply.status(error.status).send(errorFormatFor(request.method, request.url ?? '')(error));
   }
 }

@@ -28,8 +28,10 @@ async function start(): Promise<void> {
   }
   const log = (line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`);
   const simulated = config.simulatedHostPort === null ? null : await startSimulated(config.simulatedHostPort);
-  // The shipped catalogue addresses the simulated host through this variable.
+  // The shipped catalogue addresses the simulated host through this variable: the port it runs on,
+  // or when it is off, the catalogue's default (where an operator may run one of their own).
   if (simulated) process.env.SIMULATED_HOST_PORT = new URL(simulated.url).port;
+  else delete process.env.SIMULATED_HOST_PORT;
   const runtime = await openRuntime(config, { sweep: true, log });
   const app = await createApp(runtime);
   await app.listen(config.port, config.host);

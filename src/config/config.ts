@@ -24,6 +24,8 @@ export interface Config {
   /** Unset: the embedded SQLite log in `dataDir`. Set: EventStoreDB. */
   eventStoreUrl: string | null;
   requestTimeoutMs: number;
+  /** Longest time to receive a request's headers and body (a client that stalls mid-body is cut off). */
+  requestReadTimeoutMs: number;
   reservationTtlMs: number;
   pendingHoldMs: number;
   sweepIntervalMs: number;
@@ -113,6 +115,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisPrefix,
     eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb:', 'esdb+discover:', 'kurrentdb:', 'kdb:']),
     requestTimeoutMs,
+    requestReadTimeoutMs: integer(env, 'REQUEST_READ_TIMEOUT_MS', 60_000, 100, 3_600_000),
     reservationTtlMs,
     pendingHoldMs: integer(env, 'PENDING_HOLD_MS', 60_000, 100, 3_600_000),
     sweepIntervalMs: integer(env, 'SWEEP_INTERVAL_MS', 1_000, 10, 600_000),

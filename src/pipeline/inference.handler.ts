@@ -58,15 +58,18 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       return error;
     };
     const model = this.catalogue.find(input.model);
-    const hosts = model?.hosts.filter((h) => h.host.usable) ?? [];
-    if (!model || hosts.length === 0) {
+    if (!model) {
       throw refuse(input.model, new ApiError('not_found', `model "${input.model}" is not in the catalogue (GET /api/v1/models lists them)`));
+    }
+    const hosts = model.hosts.filter((h) => h.host.usable);
+    if (hosts.length === 0) {
+      throw refuse(model.slug, new ApiError('not_found', `model "${model.slug}" is not available here: none of its hosts is configured`));
     }
     const maxTokens = input.request.maxTokens ?? model.maxOutputTokens;
     if (maxTokens > model.maxOutputTokens) {
       throw refuse(
         model.slug,
-        new ApiError('invalid_request', `max_tokens ${maxTokens} exceeds ${model.slug}'s limit of ${model.maxOutputTokens} output tokens`),
+        new ApiError('invalid_request', `the output token cap asked for (${maxTokens}) exceeds ${model.slug}'s limit of ${model.maxOutputTokens} output tokens`),
       );
     }
     const request: CanonicalRequest = { ...input.request, maxTokens };

@@ -1,7 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config/config';
-import { ROOT } from '../support/processes';
+import { eventually, ROOT, startNode } from '../support/processes';
+import { tempDir } from '../support/temp';
 
 describe('configuration', () => {
   it('has embedded defaults', () => {
@@ -12,7 +13,10 @@ describe('configuration', () => {
       redisUrl: null,
       eventStoreUrl: null,
       requestTimeoutMs: 600_000,
+      requestReadTimeoutMs: 60_000,
       reservationTtlMs: 900_000,
+      sseKeepAliveMs: 15_000,
+      simulatedHostPort: 8091,
     });
     expect(config.dataDir).toBe(join(process.cwd(), 'data'));
   });
@@ -39,4 +43,22 @@ describe('configuration', () => {
     expect(run.status).toBe(1);
     expect(run.stderr.trim()).toBe('configuration: PORT must be a whole number, got "eighty"');
   });
+
+  it('starts on the shipped catalogue with the simulated host off', async () => {
+    const dir = tempDir('main-off');
+    const service = startNode(join(ROOT, 'dist/src/main.js'), [], { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir.path, SIMULATED_HOST_PORT: 'off', REDIS_URL: '' });
+    try {
+      const exited = service.exited().then((code) => {
+        throw new Error(`the service exited (${code}): ${service.output()}`);
+      });
+      exited.catch(() => undefined); // once listening, its exit is the test's own doing
+      await Promise.race([eventually(() => service.output().includes('model gateway listening'), 20_000), exited]);
+      expect(service.output()).toMatch(/model gateway listening on http:\/\/127\.0\.0\.1:\d+ \(events: SQLite in .*, read models: in-process\)/);
+    } finally {
+      service.process.kill('SIGTERM');
+      await service.exited();
+      dir.cleanup();
+    }
+  });
 });
+

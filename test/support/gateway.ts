@@ -17,6 +17,8 @@ export const TEST_MODELS = {
   claude: { slug: 'test/claude', id: '22222222-2222-4222-8222-222222222222', hostModel: 'fake-claude', input: '3.00', output: '15.00' },
   /** Two hosts: the first fails before output, the second serves at $0.50/M and $0.75/M. */
   fallback: { slug: 'test/fallback', id: '33333333-3333-4333-8333-333333333333', hostModel: 'fake-second', input: '0.50', output: '0.75' },
+  /** In the catalogue, but its one host's key variable is unset: no host can serve it. */
+  unhosted: { slug: 'test/unhosted', id: '55555555-5555-4555-8555-555555555555', hostModel: 'fake-unhosted', input: '1.00', output: '1.00' },
   /** Two hosts: the first is down (nothing listens on its port), the second as for `fallback`. */
   fallbackAfterDownHost: { slug: 'test/fallback-down', id: '44444444-4444-4444-8444-444444444444', hostModel: 'fake-second', input: '0.50', output: '0.75' },
 } as const;
@@ -31,6 +33,7 @@ export function testCatalogue(fake: FakeUpstream): Catalogue {
         { id: 'fake-flaky', kind: 'openai', baseUrl: `${fake.url}/v1` },
         // Port 1: a privileged port nothing here listens on, so connecting is refused at once.
         { id: 'fake-down', kind: 'openai', baseUrl: 'http://127.0.0.1:1/v1' },
+        { id: 'fake-unkeyed', kind: 'openai', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_KEY_NOBODY_SET' },
       ],
       models: [
         { slug: m.gpt.slug, id: m.gpt.id, name: 'Test GPT', contextLength: 8192, maxOutputTokens: 1000, hosts: [{ host: 'fake-openai', model: m.gpt.hostModel, pricing: { input: m.gpt.input, output: m.gpt.output } }] },
@@ -46,6 +49,7 @@ export function testCatalogue(fake: FakeUpstream): Catalogue {
             { host: 'fake-openai', model: m.fallback.hostModel, pricing: { input: m.fallback.input, output: m.fallback.output } },
           ],
         },
+        { slug: m.unhosted.slug, id: m.unhosted.id, name: 'Test unhosted', contextLength: 8192, maxOutputTokens: 1000, hosts: [{ host: 'fake-unkeyed', model: m.unhosted.hostModel, pricing: { input: m.unhosted.input, output: m.unhosted.output } }] },
         {
           slug: m.fallbackAfterDownHost.slug,
           id: m.fallbackAfterDownHost.id,

@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import OpenAI from 'openai';
 import request from 'supertest';
 import { chargeFor } from '../../src/ledger/money';
@@ -187,6 +189,23 @@ describe('chat-completions surface with the official openai client', () => {
     for (const ignored of ['n', 'logprobs', 'response_format', 'frobnicate']) expect(upstream).not.toHaveProperty(ignored);
   });
 
+  it('retrieves one model by slug or uuid, and 404s an unknown one', async () => {
+    const bySlug = await client.models.retrieve(M.gpt.slug);
+    expect(bySlug).toMatchObject({ id: M.gpt.slug, object: 'model', uuid: M.gpt.id, context_length: 8192 });
+    expect(await client.models.retrieve(M.gpt.id)).toMatchObject({ id: M.gpt.slug });
+    const withSlash = await request(g.baseUrl).get(`/api/v1/models/${M.gpt.slug}`).set('Authorization', `Bearer ${g.key}`);
+    expect(withSlash.body).toMatchObject({ id: M.gpt.slug });
+    for (const unknown of ['nobody/nothing', M.unhosted.slug]) {
+      const error = await client.models.retrieve(unknown).then(
+        () => null,
+        (e: InstanceType<typeof OpenAI.APIError>) => e,
+      );
+      expect(error?.status).toBe(404);
+    }
+    const anonymous = await request(g.baseUrl).get(`/api/v1/models/${M.gpt.slug}`);
+    expect(anonymous.status).toBe(401);
+  });
+
   it('lists the models', async () => {
     const models = await client.models.list();
     const ids = models.data.map((m) => m.id);
@@ -246,6 +265,13 @@ describe('chat-completions surface with the official openai client', () => {
       cost: 0,
       reservationId: null,
     });
+    // 404 too for a model in the catalogue that no configured host serves, saying so.
+    const unhosted = await expectError(client.chat.completions.create({ ...chat, model: M.unhosted.slug }), 404, 'not_found');
+    expect(unhosted.message).toMatch(/none of its hosts is configured/);
+    // 400 for a token cap over the model's, naming no field the client did not send.
+    const capped = await expectError(client.chat.completions.create({ ...chat, max_completion_tokens: 100_000 }), 400, 'invalid_request');
+    expect(capped.message).toMatch(/output token cap asked for \(100000\) exceeds test\/gpt's limit of 1000/);
+    expect(await g.logged(capped.requestID!)).toMatchObject({ status: 'invalid_request', cost: 0 });
     // 413: a body over the limit.
     await expectError(client.chat.completions.create({ ...chat, messages: [{ role: 'user', content: 'x'.repeat(5 * 1024 * 1024) }] }), 413, 'payload_too_large');
     // 502: the host fails.
@@ -272,6 +298,22 @@ describe('chat-completions surface with the official openai client', () => {
       expect(messages.status).toBe(400);
       expect(messages.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/JSON/) } });
     }
+  });
+
+  it('answers a URL with a bad percent-encoding, or a route that does not exist, in the format of the surface it names', async () => {
+    const auth = { Authorization: `Bearer ${g.key}`, 'x-api-key': g.key, 'anthropic-version': '2023-06-01' };
+    const chatBadUrl = await request(g.baseUrl).post('/api/v1/chat%ZZ/completions').set(auth).send({});
+    expect(chatBadUrl.status).toBe(400);
+    expect(chatBadUrl.body.error).toMatchObject({ code: 'invalid_request', type: 'invalid_request_error', message: expect.stringMatching(/percent-encoding/) });
+    const messagesBadUrl = await request(g.baseUrl).post('/api/v1/messages%ZZ').set(auth).send({});
+    expect(messagesBadUrl.status).toBe(400);
+    expect(messagesBadUrl.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+    const nativeBadUrl = await request(g.baseUrl).post('/api/v1/models/test%ZZgpt/chat').set(auth).send({});
+    expect(nativeBadUrl.status).toBe(400);
+    expect(nativeBadUrl.body).toEqual({ error: { code: 'invalid_request', message: expect.stringMatching(/percent-encoding/) } });
+    const countTokens = await request(g.baseUrl).post('/api/v1/messages/count_tokens').set(auth).send({});
+    expect(countTokens.status).toBe(404);
+    expect(countTokens.body).toMatchObject({ type: 'error', error: { type: 'not_found_error', message: 'no such route: POST /api/v1/messages/count_tokens' } });
   });
 
   it('names the method and path of a route that does not exist (a GET where POST is meant), without the query or a key', async () => {
@@ -329,6 +371,32 @@ describe('chat-completions errors that need their own gateway', () => {
       expect(ok.choices[0].message.content).toEqual(expect.any(String));
       expect(g.fake.requests).toHaveLength(1);
       expect((await g.t.runtime.projections.balance(g.orgId)).reserved).toBe(0);
+    });
+  });
+
+  it('cuts off a client that stops sending its body (408), but not an answer that takes longer than that', async () => {
+    await withGateway({ env: { REQUEST_READ_TIMEOUT_MS: '500' } }, async (g) => {
+      const port = Number(new URL(g.baseUrl).port);
+      const socket = connect(port, '127.0.0.1');
+      const started = Date.now();
+      socket.write(
+        `POST /api/v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${g.key}\r\n` +
+          'Content-Type: application/json\r\nContent-Length: 200\r\n\r\n{"model":',
+      );
+      const [answer] = (await once(socket, 'data')) as [Buffer];
+      expect(answer.toString('latin1')).toMatch(/^HTTP\/1\.1 408/);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      socket.destroy();
+
+      // An answer streamed for longer than the read limit is not cut.
+      g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'one two three four' }, chunkDelayMs: 200 });
+      const answerStarted = Date.now();
+      const res = await request(g.baseUrl)
+        .post('/api/v1/chat/completions')
+        .set('Authorization', `Bearer ${g.key}`)
+        .send({ model: M.gpt.slug, messages: [{ role: 'user', content: 'count slowly' }], stream: true });
+      expect(Date.now() - answerStarted).toBeGreaterThan(500);
+      expect(res.text.trimEnd().endsWith('data: [DONE]')).toBe(true);
     });
   });
 

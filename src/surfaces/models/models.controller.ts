@@ -1,6 +1,6 @@
-import { Controller, Get, UseFilters, UseGuards } from '@nestjs/common';
+import { Controller, Get, Param, UseFilters, UseGuards } from '@nestjs/common';
 import { Catalogue, CatalogueModel } from '../../catalogue/catalogue';
-import { chatCompletionsErrors } from '../../http/api-error';
+import { ApiError, chatCompletionsErrors } from '../../http/api-error';
 import { ApiKeyGuard } from '../../identity/api-key.guard';
 
 const describe = (model: CatalogueModel) => {
@@ -18,7 +18,7 @@ const describe = (model: CatalogueModel) => {
   };
 };
 
-/** GET /api/v1/models: the catalogue models some configured host can serve. */
+/** GET /api/v1/models: the catalogue models some configured host can serve; GET /api/v1/models/{slug or uuid}: one of them. */
 @Controller('api/v1/models')
 @UseGuards(ApiKeyGuard)
 @UseFilters(chatCompletionsErrors)
@@ -28,5 +28,15 @@ export class ModelsController {
   @Get()
   list() {
     return { object: 'list', data: this.catalogue.servable().map(describe) };
+  }
+
+  /** The slug keeps its slash (/models/openai/gpt-4o-mini) or comes encoded (/models/openai%2Fgpt-4o-mini). */
+  @Get('*')
+  retrieve(@Param('*') ref: string) {
+    const model = this.catalogue.find(ref);
+    if (!model || !model.hosts.some((h) => h.host.usable)) {
+      throw new ApiError('not_found', `model "${ref}" is not in the catalogue (GET /api/v1/models lists them)`);
+    }
+    return describe(model);
   }
 }

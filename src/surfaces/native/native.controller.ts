@@ -16,14 +16,12 @@ import { nativeError, nativeWire, toCanonical } from './native.wire';
  * its URL-encoded form (/models/openai%2Fgpt-4o-mini/chat) or the catalogue UUID.
  */
 function modelOf(request: FastifyRequest): string {
+  // Fastify has decoded the path once (%2F is a slash here); decoding again would take a
+  // twice-encoded "%252F" for a slash too.
   const path = (request.params as Record<string, string>)['*'] ?? '';
   const match = /^(.+)\/chat\/?$/.exec(path);
   if (!match) throw new ApiError('not_found', 'no such route: use POST /api/v1/models/{model}/chat');
-  try {
-    return decodeURIComponent(match[1]);
-  } catch {
-    throw new ApiError('not_found', `"${match[1]}" is not a model reference`);
-  }
+  return match[1];
 }
 
 /** A missing key is a 401 before the body is looked at. */
