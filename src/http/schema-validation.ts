@@ -52,4 +52,6 @@ export const integerFrom = (minimum: number) => ({ type: ['integer', 'null'], mi
 export const numberBetween = (minimum: number, maximum: number) => ({ type: ['number', 'null'], minimum, maximum });
 export const optionalBoolean = { type: ['boolean', 'null'] };
 export const nonEmptyString = { type: 'string', minLength: 1 };
+/** A catalogue slug or UUID; the bound keeps a pasted document out of errors and the request log. */
+export const modelReference = { type: 'string', minLength: 1, maxLength: 256 };
 export const object = { type: 'object' };

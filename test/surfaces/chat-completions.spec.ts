@@ -246,6 +246,7 @@ describe('chat-completions surface with the official openai client', () => {
       ['tools', { tools: 'all of them' }],
       ['stop', { stop: 5 }],
       ['role', { messages: [{ role: 'wizard', content: 'hi' }] }],
+      ['model', { model: 'x'.repeat(300) }],
     ];
     for (const [field, patch] of wrong) {
       const bad = await expectError(client.chat.completions.create({ ...chat, ...patch } as never), 400, 'invalid_request');

@@ -1,4 +1,4 @@
-import { integerFrom, nonEmptyString, numberBetween, object, optionalBoolean } from '../../http/schema-validation';
+import { integerFrom, modelReference, nonEmptyString, numberBetween, object, optionalBoolean } from '../../http/schema-validation';
 
 /** A content part: any typed part is accepted (image and audio parts are dropped later); text parts carry text. */
 export interface ContentPart {
@@ -85,7 +85,7 @@ export const chatCompletionRequestSchema = {
   type: 'object',
   required: ['model', 'messages'],
   properties: {
-    model: nonEmptyString,
+    model: modelReference,
     messages: { type: 'array', minItems: 1, items: message },
     tools: { type: 'array', maxItems: 128, items: tool },
     tool_choice: {

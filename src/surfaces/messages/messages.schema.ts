@@ -1,4 +1,4 @@
-import { integerFrom, nonEmptyString, numberBetween, object, optionalBoolean } from '../../http/schema-validation';
+import { integerFrom, modelReference, nonEmptyString, numberBetween, object, optionalBoolean } from '../../http/schema-validation';
 
 export interface TextBlock {
   type: 'text';
@@ -53,7 +53,7 @@ export const messagesRequestSchema = {
   type: 'object',
   required: ['model', 'max_tokens', 'messages'],
   properties: {
-    model: nonEmptyString,
+    model: modelReference,
     max_tokens: { type: 'integer', minimum: 1 },
     messages: {
       type: 'array',
