@@ -12,7 +12,11 @@ import { chargeFor, formatCredits, TokenPrices, TokenUsage } from '../ledger/mon
 import { CONFIG } from '../runtime/runtime.module';
 import { CanonicalRequest, HostError } from './canonical';
 import { InferenceCommand, InferenceInput, InferenceResult, PipelineEvent } from './inference.command';
-import { estimateInputTokens, tokensIn } from './tokens';
+import { RefusalBudget } from './refusal-budget';
+import { estimateInputTokens } from './tokens';
+
+/** Refused requests recorded per organization and second, per instance (see RefusalBudget). */
+const REFUSALS_RECORDED_PER_SECOND = 20;
 
 /** The highest price among the hosts that may serve: a fallback must stay covered. */
 const highestPrices = (hosts: ModelHost[]): TokenPrices => ({
@@ -35,6 +39,7 @@ type Ending =
 @CommandHandler(InferenceCommand)
 export class InferenceHandler implements ICommandHandler<InferenceCommand, InferenceResult> {
   private readonly logger = new Logger('Pipeline');
+  private readonly refusals = new RefusalBudget(REFUSALS_RECORDED_PER_SECOND);
 
   constructor(
     private readonly identity: IdentityService,
@@ -51,8 +56,9 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       throw new ApiError('invalid_api_key', input.apiKey === null ? 'missing API key' : 'invalid or revoked API key');
     }
     const facts = { requestId: input.requestId, keyId: key.keyId, surface: input.surface, orgId: key.orgId };
-    /** A known organization's request turned away: its request log shows it too. */
+    /** A known organization's request turned away: its request log shows it too (within the budget). */
     const refuse = (model: string, error: ApiError): ApiError => {
+      if (!this.refusals.take(key.orgId, Date.now())) return error;
       const refusal = { ...facts, model, status: error.code, reason: error.message, latencyMs: Math.round(performance.now() - started) };
       this.ledger.refuse(refusal).catch((e: Error) => this.logger.error(`refusal of ${input.requestId} not recorded: ${e.message}`));
       return error;
