@@ -9,7 +9,7 @@ import { serveWebApp } from './dashboard/web-app';
 import { HostTransport } from './hosts/transport';
 import type { Runtime } from './runtime/runtime';
 import { ErrorFormatByRoute, errorFormatFor } from './error-formats';
-import { ApiError } from './http/api-error';
+import { ApiError, replyWithError } from './http/api-error';
 
 export interface AppOptions {
   logger?: boolean;
@@ -39,8 +39,8 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
     },
     // A URL that cannot be decoded (a bad percent-encoding) is refused in the format of the surface it names.
     frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-      const apiError = new ApiError('invalid_request', error.code === 'FST_ERR_BAD_URL' ? 'the URL is not valid (a malformed percent-encoding)' : error.message);
-      void reply.code(apiError.status).send(errorFormatFor(request.method, request.url)(apiError));
+      const message = error.code === 'FST_ERR_BAD_URL' ? 'the URL is not valid (a malformed percent-encoding)' : error.message;
+      replyWithError(reply, new ApiError('invalid_request', message), errorFormatFor(request.method, request.url));
     },
     genReqId: (request: { headers: Record<string, string | string[] | undefined> }) => {
       const given = request.headers['x-request-id'];

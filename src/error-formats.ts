@@ -1,6 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, chatCompletionsError, toApiError } from './http/api-error';
+import { ApiError, chatCompletionsError, replyWithError } from './http/api-error';
 import { dashboardError } from './dashboard/dashboard.controller';
 import { messagesError } from './surfaces/messages/messages.wire';
 import { nativeError } from './surfaces/native/native.wire';
@@ -23,8 +23,6 @@ export function errorFormatFor(method: string, url: string): (error: ApiError) =
 export class ErrorFormatByRoute implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     const request = host.switchToHttp().getRequest<FastifyRequest>();
-    const error = toApiError(exception);
-    const reply = host.switchToHttp().getResponse<FastifyReply>();
-    void reply.status(error.status).send(errorFormatFor(request.method, request.url ?? '')(error));
+    replyWithError(host.switchToHttp().getResponse<FastifyReply>(), exception, errorFormatFor(request.method, request.url ?? ''));
   }
 }

@@ -60,15 +60,19 @@ export function toApiError(error: unknown): ApiError {
   return new ApiError('internal_error', 'internal error');
 }
 
+/** Answers anything thrown with its status, in the error format `render` writes. */
+export function replyWithError(reply: FastifyReply, exception: unknown, render: (error: ApiError) => unknown): void {
+  const error = toApiError(exception);
+  void reply.status(error.status).send(render(error));
+}
+
 /** Renders every failure of a surface's routes in that surface's error format. */
 @Catch()
 export class SurfaceErrorFilter implements ExceptionFilter {
   constructor(private readonly render: (error: ApiError) => unknown) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
-    const error = toApiError(exception);
-    const reply = host.switchToHttp().getResponse<FastifyReply>();
-    void reply.status(error.status).send(this.render(error));
+    replyWithError(host.switchToHttp().getResponse<FastifyReply>(), exception, this.render);
   }
 }
 

@@ -55,25 +55,20 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     if (!key) {
       throw new ApiError('invalid_api_key', input.apiKey === null ? 'missing API key' : 'invalid or revoked API key');
     }
-    const facts = { requestId: input.requestId, keyId: key.keyId, surface: input.surface, orgId: key.orgId };
-    /** A known organization's request turned away: its request log shows it too (within the budget). */
-    const refuse = (model: string, error: ApiError): ApiError => {
-      if (!this.refusals.take(key.orgId, Date.now())) return error;
-      const refusal = { ...facts, model, status: error.code, reason: error.message, latencyMs: Math.round(performance.now() - started) };
-      this.ledger.refuse(refusal).catch((e: Error) => this.logger.error(`refusal of ${input.requestId} not recorded: ${e.message}`));
-      return error;
-    };
     const model = this.catalogue.find(input.model);
     if (!model) {
-      throw refuse(input.model, new ApiError('not_found', `model "${input.model}" is not in the catalogue (GET /api/v1/models lists them)`));
+      throw this.refuse(input, key, started, input.model, new ApiError('not_found', `model "${input.model}" is not in the catalogue (GET /api/v1/models lists them)`));
     }
     const hosts = model.hosts.filter((h) => h.host.usable);
     if (hosts.length === 0) {
-      throw refuse(model.slug, new ApiError('not_found', `model "${model.slug}" is not available here: none of its hosts is configured`));
+      throw this.refuse(input, key, started, model.slug, new ApiError('not_found', `model "${model.slug}" is not available here: none of its hosts is configured`));
     }
     const maxTokens = input.request.maxTokens ?? model.maxOutputTokens;
     if (maxTokens > model.maxOutputTokens) {
-      throw refuse(
+      throw this.refuse(
+        input,
+        key,
+        started,
         model.slug,
         new ApiError('invalid_request', `the output token cap asked for (${maxTokens}) exceeds ${model.slug}'s limit of ${model.maxOutputTokens} output tokens`),
       );
@@ -81,8 +76,15 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     const request: CanonicalRequest = { ...input.request, maxTokens };
     const estimate: TokenUsage = { inputTokens: estimateInputTokens(request), outputTokens: maxTokens };
     const prices = highestPrices(hosts);
-    const admission = await this.ledger.admit({ ...facts, model: model.slug, amount: chargeFor(estimate, prices) });
-    if (!admission.admitted) throw refuse(model.slug, insufficientCredits(admission.available, estimate, prices));
+    const admission = await this.ledger.admit({
+      requestId: input.requestId,
+      keyId: key.keyId,
+      surface: input.surface,
+      model: model.slug,
+      orgId: key.orgId,
+      amount: chargeFor(estimate, prices),
+    });
+    if (!admission.admitted) throw this.refuse(input, key, started, model.slug, insufficientCredits(admission.available, estimate, prices));
     return {
       requestId: input.requestId,
       model,
@@ -90,6 +92,23 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       stream: request.stream,
       events: this.run(input, request, hosts, admission.ticket, estimate.inputTokens, started),
     };
+  }
+
+  /** A known organization's request turned away: its request log shows it too (within the budget). */
+  private refuse(input: InferenceInput, key: { orgId: string; keyId: string }, started: number, model: string, error: ApiError): ApiError {
+    if (!this.refusals.take(key.orgId, Date.now())) return error;
+    const refusal = {
+      requestId: input.requestId,
+      keyId: key.keyId,
+      surface: input.surface,
+      orgId: key.orgId,
+      model,
+      status: error.code,
+      reason: error.message,
+      latencyMs: Math.round(performance.now() - started),
+    };
+    this.ledger.refuse(refusal).catch((e: Error) => this.logger.error(`refusal of ${input.requestId} not recorded: ${e.message}`));
+    return error;
   }
 
   private run(

@@ -199,20 +199,16 @@ export class RedisProjectionStore implements ProjectionStore {
         ]);
         return Number(applied);
       }
-      case 'RequestRefused': {
-        // Logged as a resolution that frees and charges nothing.
-        const k = this.org(event.data.orgId);
-        const entry = requestLogEntryOf(event);
-        const args = [position, '', 0, JSON.stringify(entry), this.requestLogRetention, entry.keyId, entry.time, dayOf(entry.time)];
-        return Number(await this.runInOrder(lua.APPLY_RESOLVED, [k.ledger, k.open, k.requests, k.keyLastUsed, k.daily], args));
-      }
       case 'ReservationSettled':
       case 'ReservationReleased':
-      case 'ReservationExpired': {
-        const { orgId, reservationId } = event.data;
+      case 'ReservationExpired':
+      case 'RequestRefused': {
+        // A refusal is logged as a resolution of no reservation that frees and charges nothing.
+        const { orgId } = event.data;
         const k = this.org(orgId);
         const charge = event.type === 'ReservationSettled' ? event.data.amount : 0;
         const entry = requestLogEntryOf(event);
+        const reservationId = entry.reservationId ?? '';
         const [applied] = await Promise.all([
           this.runInOrder(lua.APPLY_RESOLVED, [k.ledger, k.open, k.requests, k.keyLastUsed, k.daily], [
             position,
@@ -224,7 +220,7 @@ export class RedisProjectionStore implements ProjectionStore {
             entry.time,
             dayOf(entry.time),
           ]),
-          this.client.zRem(this.expiryKey, orgId + SEP + reservationId),
+          entry.reservationId === null ? null : this.client.zRem(this.expiryKey, orgId + SEP + reservationId),
         ]);
         return Number(applied);
       }

@@ -23,6 +23,21 @@ export const TEST_MODELS = {
   fallbackAfterDownHost: { slug: 'test/fallback-down', id: '44444444-4444-4444-8444-444444444444', hostModel: 'fake-second', input: '0.50', output: '0.75' },
 } as const;
 
+type TestModel = (typeof TEST_MODELS)[keyof typeof TEST_MODELS];
+
+/** A catalogue entry serving `model` on `host`, after a first host tried before it (at $9/M, so its price would show). */
+function entry(model: TestModel, name: string, host: string, first?: { host: string; model: string }) {
+  const served = { host, model: model.hostModel, pricing: { input: model.input, output: model.output } };
+  return {
+    slug: model.slug,
+    id: model.id,
+    name,
+    contextLength: 8192,
+    maxOutputTokens: 1000,
+    hosts: first ? [{ ...first, pricing: { input: '9.00', output: '9.00' } }, served] : [served],
+  };
+}
+
 export function testCatalogue(fake: FakeUpstream): Catalogue {
   const m = TEST_MODELS;
   return Catalogue.parse(
@@ -36,31 +51,11 @@ export function testCatalogue(fake: FakeUpstream): Catalogue {
         { id: 'fake-unkeyed', kind: 'openai', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_KEY_NOBODY_SET' },
       ],
       models: [
-        { slug: m.gpt.slug, id: m.gpt.id, name: 'Test GPT', contextLength: 8192, maxOutputTokens: 1000, hosts: [{ host: 'fake-openai', model: m.gpt.hostModel, pricing: { input: m.gpt.input, output: m.gpt.output } }] },
-        { slug: m.claude.slug, id: m.claude.id, name: 'Test Claude', contextLength: 8192, maxOutputTokens: 1000, hosts: [{ host: 'fake-anthropic', model: m.claude.hostModel, pricing: { input: m.claude.input, output: m.claude.output } }] },
-        {
-          slug: m.fallback.slug,
-          id: m.fallback.id,
-          name: 'Test fallback',
-          contextLength: 8192,
-          maxOutputTokens: 1000,
-          hosts: [
-            { host: 'fake-flaky', model: 'fake-first', pricing: { input: '9.00', output: '9.00' } },
-            { host: 'fake-openai', model: m.fallback.hostModel, pricing: { input: m.fallback.input, output: m.fallback.output } },
-          ],
-        },
-        { slug: m.unhosted.slug, id: m.unhosted.id, name: 'Test unhosted', contextLength: 8192, maxOutputTokens: 1000, hosts: [{ host: 'fake-unkeyed', model: m.unhosted.hostModel, pricing: { input: m.unhosted.input, output: m.unhosted.output } }] },
-        {
-          slug: m.fallbackAfterDownHost.slug,
-          id: m.fallbackAfterDownHost.id,
-          name: 'Test fallback after a down host',
-          contextLength: 8192,
-          maxOutputTokens: 1000,
-          hosts: [
-            { host: 'fake-down', model: 'fake-unreachable', pricing: { input: '9.00', output: '9.00' } },
-            { host: 'fake-openai', model: m.fallbackAfterDownHost.hostModel, pricing: { input: m.fallbackAfterDownHost.input, output: m.fallbackAfterDownHost.output } },
-          ],
-        },
+        entry(m.gpt, 'Test GPT', 'fake-openai'),
+        entry(m.claude, 'Test Claude', 'fake-anthropic'),
+        entry(m.fallback, 'Test fallback', 'fake-openai', { host: 'fake-flaky', model: 'fake-first' }),
+        entry(m.unhosted, 'Test unhosted', 'fake-unkeyed'),
+        entry(m.fallbackAfterDownHost, 'Test fallback after a down host', 'fake-openai', { host: 'fake-down', model: 'fake-unreachable' }),
       ],
     },
     { FAKE_OPENAI_KEY: 'upstream-openai-key', FAKE_ANTHROPIC_KEY: 'upstream-anthropic-key' },
