@@ -27,7 +27,17 @@
 import { arch, cpus, loadavg, platform } from 'node:os';
 import { Client } from 'undici';
 import { fixedRate, Latencies, OpenStreams, openStreams, percentile, sequential, Target, throughput } from './gateway/load';
-import { cleanUp, Gateway, memoryMiB, Peer, startGateway, startPassThrough, startPeer, startUpstream, Upstream } from './gateway/processes';
+import {
+  cleanUp,
+  Gateway,
+  memoryMiB,
+  Peer,
+  startGateway,
+  startPassThrough,
+  startPeer,
+  startUpstream,
+  Upstream,
+} from './gateway/processes';
 
 const env = (name: string, fallback: number) => {
   const value = Number(process.env[name] ?? fallback);
@@ -80,7 +90,12 @@ function targets(fast: Upstream, slow: Upstream, gateway: Gateway, peer: Peer, p
     headers: { 'content-type': 'application/json' },
     body: chat('sim-chat', 16),
   };
-  const reference: Target = { ...direct, key: 'reference', label: 'reference: bare pass-through (Fastify + undici, no logic)', origin: `http://127.0.0.1:${passThrough.port}` };
+  const reference: Target = {
+    ...direct,
+    key: 'reference',
+    label: 'reference: bare pass-through (Fastify + undici, no logic)',
+    origin: `http://127.0.0.1:${passThrough.port}`,
+  };
   const ours: Target = {
     key: 'gateway',
     label: 'our gateway, chat completions (billing on)',
@@ -188,7 +203,8 @@ async function main(): Promise<void> {
   for (const target of [t.direct, t.reference, t.ours, t.portkey]) {
     for (const streamed of [false, true]) {
       const { status, text } = await probe(target, streamed);
-      if (status !== 200) throw new Error(`${target.label} answered ${status} (${streamed ? 'streamed' : 'non-streamed'}): ${text}`);
+      if (status !== 200)
+        throw new Error(`${target.label} answered ${status} (${streamed ? 'streamed' : 'non-streamed'}): ${text}`);
     }
   }
   const messagesProbe = await probe(t.messages);
@@ -200,7 +216,9 @@ async function main(): Promise<void> {
         `(${messagesProbe.text.replace(/\s+/g, ' ').slice(0, 120)}): its rows are left out until it answers 200.`,
     );
   }
-  const latencyTargets = withMessages ? [t.direct, t.reference, t.ours, t.messages, t.portkey] : [t.direct, t.reference, t.ours, t.portkey];
+  const latencyTargets = withMessages
+    ? [t.direct, t.reference, t.ours, t.messages, t.portkey]
+    : [t.direct, t.reference, t.ours, t.portkey];
   const pids = new Map<string, number>([
     ['direct', fast.child.pid],
     ['reference', passThrough.child.pid],
@@ -223,7 +241,10 @@ async function main(): Promise<void> {
   const seqRows = new Map<string, Row>();
   const rateRows = new Map<string, Row>();
   const ttfbRows = new Map<string, Row>();
-  const throughputs = new Map<string, { rps: number[]; ratio: number[]; cpu: number[]; upstreamCpu: number[]; errors: number; firstError: string | null }>();
+  const throughputs = new Map<
+    string,
+    { rps: number[]; ratio: number[]; cpu: number[]; upstreamCpu: number[]; errors: number; firstError: string | null }
+  >();
   const memory = new Map<string, OpenStreams[]>();
 
   for (let round = 0; round < ROUNDS; round++) {
@@ -257,7 +278,10 @@ async function main(): Promise<void> {
 
     const rps = new Map<string, { rps: number; cpuMsPerRequest: number[]; errors: number; firstError: string | null }>();
     for (const target of order) {
-      rps.set(target.key, await throughput(target, CONNECTIONS, 1000, THROUGHPUT_SECONDS * 1000, [pids.get(target.key)!, fast.child.pid]));
+      rps.set(
+        target.key,
+        await throughput(target, CONNECTIONS, 1000, THROUGHPUT_SECONDS * 1000, [pids.get(target.key)!, fast.child.pid]),
+      );
       progress(`${tag} throughput   ${target.key.padEnd(9)} ${num(rps.get(target.key)!.rps, 0)} req/s`);
       await sleep(500); // let settlements and GC after the burst finish before the next target
     }
@@ -280,11 +304,19 @@ async function main(): Promise<void> {
       round,
     );
     for (const [target, pid] of memoryOrder) {
-      const result = await openStreams(target, STREAMS, pid, { openTimeoutMs: 10_000, stallMs: 2500, holdMs: 1500, wave: 50, waveGapMs: 20 });
+      const result = await openStreams(target, STREAMS, pid, {
+        openTimeoutMs: 10_000,
+        stallMs: 2500,
+        holdMs: 1500,
+        wave: 50,
+        waveGapMs: 20,
+      });
       const list = memory.get(target.key) ?? [];
       memory.set(target.key, list);
       list.push(result);
-      progress(`${tag} ${STREAMS} streams ${target.key.padEnd(12)} ${result.opened} open, RSS ${num(mb(result.peakRssMiB), 0)} MB`);
+      progress(
+        `${tag} ${STREAMS} streams ${target.key.padEnd(12)} ${result.opened} open, RSS ${num(mb(result.peakRssMiB), 0)} MB`,
+      );
       await sleep(1500); // let the aborted streams settle
     }
   }
@@ -313,7 +345,12 @@ async function main(): Promise<void> {
 
   lines.push(`### Added latency against the upstream called directly (non-streamed, max_tokens 16)\n`);
   const fixedGoal = (row: Row) => verdict(median(row.addedP50) <= GOALS.addedP50 && median(row.addedP99) <= GOALS.addedP99);
-  latencyTable(`one connection, ${num(SEQUENTIAL, 0)} requests in sequence`, seqRows, fixedGoal, `added p50 ≤ ${GOALS.addedP50} ms, p99 ≤ ${GOALS.addedP99} ms`);
+  latencyTable(
+    `one connection, ${num(SEQUENTIAL, 0)} requests in sequence`,
+    seqRows,
+    fixedGoal,
+    `added p50 ≤ ${GOALS.addedP50} ms, p99 ≤ ${GOALS.addedP99} ms`,
+  );
   latencyTable(
     `open loop, ${RATE} requests/s for ${RATE_SECONDS} s`,
     rateRows,
@@ -331,7 +368,9 @@ async function main(): Promise<void> {
   );
 
   lines.push(`### Maximum throughput, ${CONNECTIONS} connections, closed loop, ${THROUGHPUT_SECONDS} s (non-streamed)\n`);
-  lines.push(`| target | requests/s | ratio to direct | goal: ≥ ${GOALS.throughputRatio * 100}% of direct | CPU ms/request: target process | upstream process |`);
+  lines.push(
+    `| target | requests/s | ratio to direct | goal: ≥ ${GOALS.throughputRatio * 100}% of direct | CPU ms/request: target process | upstream process |`,
+  );
   lines.push('| --- | ---: | ---: | --- | ---: | ---: |');
   for (const target of latencyTargets) {
     const entry = throughputs.get(target.key);
@@ -347,7 +386,9 @@ async function main(): Promise<void> {
   lines.push('');
 
   lines.push(`### Memory with ${num(STREAMS, 0)} concurrent open streams (upstream paced at 2 tokens/s)\n`);
-  lines.push(`| process | RSS idle, MB | peak RSS, ${num(STREAMS, 0)} streams open, MB | streams open | goal: ≤ ${GOALS.streamsMB} MB |`);
+  lines.push(
+    `| process | RSS idle, MB | peak RSS, ${num(STREAMS, 0)} streams open, MB | streams open | goal: ≤ ${GOALS.streamsMB} MB |`,
+  );
   lines.push('| --- | ---: | ---: | ---: | --- |');
   for (const [key, list] of memory) {
     const opened = median(list.map((r) => r.opened));
@@ -366,13 +407,17 @@ async function main(): Promise<void> {
       '("idle" above is between tests, after the load of the earlier ones).',
   );
   const late = median([...rateRows.values()].flatMap((row) => row.late));
-  notes.push(`Open loop: the latest a request left its schedule was ${num(late, 1)} ms (median over targets and rounds); latencies are timed from when each request was sent.`);
+  notes.push(
+    `Open loop: the latest a request left its schedule was ${num(late, 1)} ms (median over targets and rounds); latencies are timed from when each request was sent.`,
+  );
   for (const [key, list] of memory) {
     const lifetime = Math.max(...list.map((r) => r.hwmMiB));
     notes.push(`${labels.get(key)}: VmHWM (lifetime peak, including the throughput runs) ${num(mb(lifetime), 0)} MB.`);
   }
   const failures = [
-    ...[seqRows, rateRows, ttfbRows].flatMap((rows) => [...rows].filter(([, row]) => row.firstError).map(([key, row]) => [key, row.firstError] as const)),
+    ...[seqRows, rateRows, ttfbRows].flatMap((rows) =>
+      [...rows].filter(([, row]) => row.firstError).map(([key, row]) => [key, row.firstError] as const),
+    ),
     ...[...throughputs].filter(([, e]) => e.firstError).map(([key, e]) => [key, e.firstError] as const),
     ...[...memory].flatMap(([key, list]) => list.filter((r) => r.firstError).map((r) => [key, r.firstError] as const)),
   ];

@@ -29,7 +29,8 @@ const percentile = (xs: number[], p: number) => {
   const sorted = [...xs].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 };
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 function tempDir(): { path: string; cleanup: () => void } {
   const path = mkdtempSync(join(tmpdir(), 'mg-bench-'));
@@ -66,7 +67,11 @@ async function ledgerFixture(file: string, projections: ProjectionStore, groupCo
   await projector.start();
   const ledger = new LedgerService(events, projections, { reservationTtlMs: 900_000, pendingHoldMs: 60_000 });
   const orgId = randomUUID();
-  await events.append(`org-${orgId}`, [{ type: 'OrganizationCreated', data: { orgId, name: 'bench', createdAt: 0 } }], 'no_stream');
+  await events.append(
+    `org-${orgId}`,
+    [{ type: 'OrganizationCreated', data: { orgId, name: 'bench', createdAt: 0 } }],
+    'no_stream',
+  );
   await ledger.grant(orgId, 9_000_000_000_000_000, 'bench');
   await projector.catchUp();
   return {
@@ -80,14 +85,26 @@ async function ledgerFixture(file: string, projections: ProjectionStore, groupCo
 }
 
 /** Requests per second of reserve + settle (two durable events each) at a fixed concurrency. */
-async function throughput(groupCommit: boolean, projections: ProjectionStore, requests: number, concurrency: number): Promise<number> {
+async function throughput(
+  groupCommit: boolean,
+  projections: ProjectionStore,
+  requests: number,
+  concurrency: number,
+): Promise<number> {
   const dir = tempDir();
   const f = await ledgerFixture(join(dir.path, 'events.sqlite'), projections, groupCommit);
   let next = 0;
   const worker = async () => {
     while (next < requests) {
       const i = next++;
-      const admission = await f.ledger.reserve({ requestId: `b${i}`, keyId: 'k', surface: 'bench', model: 'm', orgId: f.orgId, amount: 1_000_000 });
+      const admission = await f.ledger.reserve({
+        requestId: `b${i}`,
+        keyId: 'k',
+        surface: 'bench',
+        model: 'm',
+        orgId: f.orgId,
+        amount: 1_000_000,
+      });
       if (!admission.admitted) throw new Error('bench organization ran out of credit');
       await f.ledger.settle(admission.ticket, settlement);
     }
@@ -105,8 +122,22 @@ async function throughput(groupCommit: boolean, projections: ProjectionStore, re
 async function admissionLatencies(projections: ProjectionStore, samples: number): Promise<number[]> {
   const orgId = randomUUID();
   await projections.apply([
-    { type: 'OrganizationCreated', data: { orgId, name: 'b', createdAt: 0 }, streamId: 's', revision: 0, position: 1, recordedAt: 0 },
-    { type: 'CreditsGranted', data: { orgId, grantId: 'g', amount: 9e15, reason: 'b', grantedAt: 0 }, streamId: 's', revision: 1, position: 2, recordedAt: 0 },
+    {
+      type: 'OrganizationCreated',
+      data: { orgId, name: 'b', createdAt: 0 },
+      streamId: 's',
+      revision: 0,
+      position: 1,
+      recordedAt: 0,
+    },
+    {
+      type: 'CreditsGranted',
+      data: { orgId, grantId: 'g', amount: 9e15, reason: 'b', grantedAt: 0 },
+      streamId: 's',
+      revision: 1,
+      position: 2,
+      recordedAt: 0,
+    },
   ]);
   const latencies: number[] = [];
   for (let i = 0; i < samples; i++) {
@@ -127,8 +158,16 @@ async function writeLog(file: string, count: number): Promise<void> {
   const orgs = Array.from({ length: 100 }, () => randomUUID());
   let written = 0;
   for (const orgId of orgs) {
-    await store.append(`org-${orgId}`, [{ type: 'OrganizationCreated', data: { orgId, name: 'org', createdAt: 0 } }], 'no_stream');
-    await store.append(`credits-${orgId}`, [{ type: 'CreditsGranted', data: { orgId, grantId: randomUUID(), amount: 9e13, reason: 'bench', grantedAt: 0 } }], 'no_stream');
+    await store.append(
+      `org-${orgId}`,
+      [{ type: 'OrganizationCreated', data: { orgId, name: 'org', createdAt: 0 } }],
+      'no_stream',
+    );
+    await store.append(
+      `credits-${orgId}`,
+      [{ type: 'CreditsGranted', data: { orgId, grantId: randomUUID(), amount: 9e13, reason: 'bench', grantedAt: 0 } }],
+      'no_stream',
+    );
     written += 2;
   }
   let i = 0;
@@ -141,7 +180,19 @@ async function writeLog(file: string, count: number): Promise<void> {
       const reserved = { type: 'CreditsReserved', data: { ...facts, amount: 2_000_000, reservedAt: i, expiresAt: i + 900_000 } };
       const settled = {
         type: 'ReservationSettled',
-        data: { ...facts, host: 'h', hostModel: 'hm', inputTokens: 1200, outputTokens: 300, prices: settlement.prices, amount: 360_000, held: 2_000_000, status: 'ok', latencyMs: 800, settledAt: i },
+        data: {
+          ...facts,
+          host: 'h',
+          hostModel: 'hm',
+          inputTokens: 1200,
+          outputTokens: 300,
+          prices: settlement.prices,
+          amount: 360_000,
+          held: 2_000_000,
+          status: 'ok',
+          latencyMs: 800,
+          settledAt: i,
+        },
       };
       appends.push(store.append(`reservation-${reservationId}`, [reserved, settled], 'no_stream'));
       written += 2;
@@ -160,7 +211,9 @@ async function main(): Promise<void> {
     lines.push(line);
     console.log(line);
   };
-  console.log(`ledger benchmarks: node ${process.version}, ${ROUNDS} rounds, median shown; Redis ${withRedis ? REDIS_URL : 'not available'}\n`);
+  console.log(
+    `ledger benchmarks: node ${process.version}, ${ROUNDS} rounds, median shown; Redis ${withRedis ? REDIS_URL : 'not available'}\n`,
+  );
 
   // 1. Throughput: group commit against one commit per append, alternating, same run.
   row('reserve + settle on one process (SQLite, in-process read models)', 'requests/s', 'ledger events/s');
@@ -239,8 +292,16 @@ async function main(): Promise<void> {
     }
     return median(runs);
   };
-  row('baseline: in-process read models, no saved state (replays the whole log)', (await startup({ REDIS_URL: '' }, true)).toFixed(3), '');
-  row('in-process read models from their saved state (replays only newer events)', (await startup({ REDIS_URL: '' })).toFixed(3), '');
+  row(
+    'baseline: in-process read models, no saved state (replays the whole log)',
+    (await startup({ REDIS_URL: '' }, true)).toFixed(3),
+    '',
+  );
+  row(
+    'in-process read models from their saved state (replays only newer events)',
+    (await startup({ REDIS_URL: '' })).toFixed(3),
+    '',
+  );
   if (withRedis) {
     row('Redis read models with a checkpoint (no replay)', (await startup({ REDIS_URL, REDIS_PREFIX: PREFIX })).toFixed(3), '');
     const store = await redisStore();

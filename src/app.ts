@@ -54,11 +54,20 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
     done();
   });
   serveWebApp(fastify);
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRuntime(runtime, catalogue, transport, SessionTokens.fromEnvironment(runtime.config.dataDir, runtime.config.dashboardSecret)), adapter, {
-    logger: options.logger === false ? false : ['error', 'warn'],
-    // Fastify's own JSON parser (secure-json-parse, bodyLimit) instead of Nest's wrapper around it.
-    bodyParser: false,
-  });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    AppModule.forRuntime(
+      runtime,
+      catalogue,
+      transport,
+      SessionTokens.fromEnvironment(runtime.config.dataDir, runtime.config.dashboardSecret),
+    ),
+    adapter,
+    {
+      logger: options.logger === false ? false : ['error', 'warn'],
+      // Fastify's own JSON parser (secure-json-parse, bodyLimit) instead of Nest's wrapper around it.
+      bodyParser: false,
+    },
+  );
   app.useGlobalFilters(new ErrorFormatByRoute());
   await app.init();
   await app.getHttpAdapter().getInstance().ready();

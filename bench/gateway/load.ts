@@ -60,7 +60,13 @@ function recorder(): Latencies & { fail(reason: string): void } {
  * `firstEvent`, until the first body chunk carrying an SSE `data:` line arrived, the time to
  * first byte a streaming client sees), then drains the rest of the body.
  */
-async function timed(dispatcher: Dispatcher, target: Target, streamed: boolean, firstEvent: boolean, signal?: AbortSignal): Promise<number> {
+async function timed(
+  dispatcher: Dispatcher,
+  target: Target,
+  streamed: boolean,
+  firstEvent: boolean,
+  signal?: AbortSignal,
+): Promise<number> {
   const start = performance.now();
   const response = await dispatcher.request({
     origin: target.origin,
@@ -233,7 +239,8 @@ export async function openStreams(
         body: target.body.streamed,
         signal: abort.signal,
       });
-      if (response.statusCode !== 200) throw new Error(`HTTP ${response.statusCode}: ${(await response.body.text()).slice(0, 300)}`);
+      if (response.statusCode !== 200)
+        throw new Error(`HTTP ${response.statusCode}: ${(await response.body.text()).slice(0, 300)}`);
       let counted = false;
       for await (const chunk of response.body) {
         if (!counted && (chunk as Buffer).includes('data:')) {

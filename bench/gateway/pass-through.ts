@@ -27,7 +27,11 @@ async function main(): Promise<void> {
       .send(response.body);
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
-  const stop = () => void app.close().then(() => upstream.close()).finally(() => process.exit(0));
+  const stop = () =>
+    void app
+      .close()
+      .then(() => upstream.close())
+      .finally(() => process.exit(0));
   process.on('SIGTERM', stop);
   process.on('disconnect', stop);
   const address = app.server.address();

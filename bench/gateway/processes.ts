@@ -66,7 +66,10 @@ async function startedOrFailed<T>(child: Child, ready: Promise<T>, timeoutMs: nu
     child.process.once('exit', (code, signal) =>
       reject(new Error(`${child.name} exited (${signal ?? code}) before it was ready:\n${child.output()}`)),
     );
-    timer = setTimeout(() => reject(new Error(`${child.name} was not ready within ${timeoutMs} ms:\n${child.output()}`)), timeoutMs);
+    timer = setTimeout(
+      () => reject(new Error(`${child.name} was not ready within ${timeoutMs} ms:\n${child.output()}`)),
+      timeoutMs,
+    );
   });
   try {
     return await Promise.race([ready, failed]);
@@ -140,7 +143,13 @@ export interface Upstream {
 export async function startUpstream(name: string, options: { firstTokenMs: number; tokensPerSecond: number }): Promise<Upstream> {
   const child = launch(
     name,
-    [join(__dirname, 'upstream.js'), '--first-token-ms', String(options.firstTokenMs), '--tokens-per-second', String(options.tokensPerSecond)],
+    [
+      join(__dirname, 'upstream.js'),
+      '--first-token-ms',
+      String(options.firstTokenMs),
+      '--tokens-per-second',
+      String(options.tokensPerSecond),
+    ],
     process.env,
     true,
   );
@@ -151,7 +160,12 @@ export async function startUpstream(name: string, options: { firstTokenMs: numbe
 
 /** The reference: a bare pass-through to `upstream` (./pass-through.ts). */
 export async function startPassThrough(upstream: Upstream): Promise<Upstream> {
-  const child = launch('pass-through', [join(__dirname, 'pass-through.js'), `http://127.0.0.1:${upstream.port}`], process.env, true);
+  const child = launch(
+    'pass-through',
+    [join(__dirname, 'pass-through.js'), `http://127.0.0.1:${upstream.port}`],
+    process.env,
+    true,
+  );
   const ready = new Promise<number>((done) => child.process.once('message', (message: { port: number }) => done(message.port)));
   const port = await startedOrFailed(child, ready, 15_000);
   return { child, port };
@@ -169,14 +183,19 @@ export interface Gateway {
 
 function operator(args: string[], env: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
   return new Promise((done, fail) =>
-    execFile(process.execPath, [join(ROOT, 'bin', 'model-gateway.js'), '--json', ...args], { cwd: ROOT, env }, (error, stdout, stderr) => {
-      if (error) return fail(new Error(`model-gateway ${args.join(' ')} failed: ${stderr || error.message}`));
-      try {
-        done(JSON.parse(stdout.trim().split('\n').pop() ?? '') as Record<string, unknown>);
-      } catch {
-        fail(new Error(`model-gateway ${args.join(' ')} printed no JSON: ${stdout}`));
-      }
-    }),
+    execFile(
+      process.execPath,
+      [join(ROOT, 'bin', 'model-gateway.js'), '--json', ...args],
+      { cwd: ROOT, env },
+      (error, stdout, stderr) => {
+        if (error) return fail(new Error(`model-gateway ${args.join(' ')} failed: ${stderr || error.message}`));
+        try {
+          done(JSON.parse(stdout.trim().split('\n').pop() ?? '') as Record<string, unknown>);
+        } catch {
+          fail(new Error(`model-gateway ${args.join(' ')} printed no JSON: ${stdout}`));
+        }
+      },
+    ),
   );
 }
 
@@ -217,7 +236,8 @@ export async function startGateway(fast: Upstream, slow: Upstream): Promise<Gate
 
   // Started as `npm start` starts it (package.json's start script: `node [flags] dist/src/main.js`),
   // plus BENCH_GATEWAY_NODE_ARGS, node flags for the gateway alone (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
-  const startScript = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const startScript = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts
+    .start;
   const [node, ...startArgs] = startScript.split(/\s+/);
   if (node !== 'node') throw new Error(`package.json's start script does not start with node: ${startScript}`);
   const nodeArgs = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
@@ -248,7 +268,10 @@ export async function startPeer(): Promise<Peer> {
   const port = await freePort();
   const script = join(ROOT, 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js');
   // --headless and NODE_ENV=production: no web UI or log-stream routes, just the gateway.
-  const child = launch('peer (@portkey-ai/gateway)', [script, `--port=${port}`, '--headless'], { ...process.env, NODE_ENV: 'production' });
+  const child = launch('peer (@portkey-ai/gateway)', [script, `--port=${port}`, '--headless'], {
+    ...process.env,
+    NODE_ENV: 'production',
+  });
   const ready = (async () => {
     while (alive(child)) {
       try {

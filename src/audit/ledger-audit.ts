@@ -80,7 +80,8 @@ export class LogAuditor {
             this.differences.push(`${where}: reservation ${event.data.reservationId} already ${tracked.resolution}`);
           }
           if (tracked.orgId !== event.data.orgId) this.differences.push(`${where}: organization differs from its reservation`);
-          if (tracked.amount !== event.data.held) this.differences.push(`${where}: held ${event.data.held}, reserved ${tracked.amount}`);
+          if (tracked.amount !== event.data.held)
+            this.differences.push(`${where}: held ${event.data.held}, reserved ${tracked.amount}`);
           tracked.resolution = event.type;
         }
         break;
@@ -126,7 +127,9 @@ export async function auditLedger(
   let projected = await projections.ledgers();
   // Requests keep appending: give the read models time to apply what the replay holds.
   const behind = () =>
-    [...replayed].some(([orgId, truth]) => (!options.orgId || orgId === options.orgId) && (projected.get(orgId)?.position ?? 0) < truth.position);
+    [...replayed].some(
+      ([orgId, truth]) => (!options.orgId || orgId === options.orgId) && (projected.get(orgId)?.position ?? 0) < truth.position,
+    );
   const waitUntil = Date.now() + (options.projectionWaitMs ?? 2_000);
   while (behind() && Date.now() < waitUntil) {
     await sleep(20);

@@ -55,7 +55,10 @@ const isObject = (v: unknown): v is Raw => typeof v === 'object' && v !== null &
 
 /** `${VAR}` and `${VAR:-default}` in base URLs, so a catalogue can point at a local server by environment. */
 function interpolate(text: string, env: Record<string, string | undefined>): string {
-  return text.replace(/\$\{([A-Z_][A-Z0-9_]*)(?::-([^}]*))?\}/g, (_, name: string, fallback?: string) => env[name] || fallback || '');
+  return text.replace(
+    /\$\{([A-Z_][A-Z0-9_]*)(?::-([^}]*))?\}/g,
+    (_, name: string, fallback?: string) => env[name] || fallback || '',
+  );
 }
 
 function text(entry: Raw, field: string, where: string): string {
@@ -66,13 +69,15 @@ function text(entry: Raw, field: string, where: string): string {
 
 function positiveInteger(entry: Raw, field: string, where: string): number {
   const value = entry[field];
-  if (!Number.isSafeInteger(value) || (value as number) <= 0) throw new CatalogueError(where, `"${field}" must be a positive whole number`);
+  if (!Number.isSafeInteger(value) || (value as number) <= 0)
+    throw new CatalogueError(where, `"${field}" must be a positive whole number`);
   return value as number;
 }
 
 function price(pricing: Raw, field: 'input' | 'output', where: string): number {
   const value = pricing[field];
-  if (typeof value !== 'string') throw new CatalogueError(where, `pricing.${field} must be a decimal string of US dollars per million tokens`);
+  if (typeof value !== 'string')
+    throw new CatalogueError(where, `pricing.${field} must be a decimal string of US dollars per million tokens`);
   try {
     return parseCredits(value);
   } catch {
@@ -129,9 +134,11 @@ export class Catalogue {
       let apiKeyEnv: string | null = null;
       if (raw.apiKeyEnv !== undefined && raw.apiKeyEnv !== null) {
         apiKeyEnv = text(raw, 'apiKeyEnv', at);
-        if (!ENV_NAME.test(apiKeyEnv)) throw new CatalogueError(at, '"apiKeyEnv" must name an environment variable (A-Z, 0-9, _)');
+        if (!ENV_NAME.test(apiKeyEnv))
+          throw new CatalogueError(at, '"apiKeyEnv" must name an environment variable (A-Z, 0-9, _)');
       }
-      if ('apiKey' in raw) throw new CatalogueError(at, 'keys never go in the catalogue: name an environment variable in "apiKeyEnv"');
+      if ('apiKey' in raw)
+        throw new CatalogueError(at, 'keys never go in the catalogue: name an environment variable in "apiKeyEnv"');
       const apiKey = apiKeyEnv ? env[apiKeyEnv]?.trim() || null : null;
       hosts.set(id, { id, kind, baseUrl, apiKeyEnv, apiKey, usable: apiKeyEnv === null || apiKey !== null });
     });
@@ -150,7 +157,8 @@ export class Catalogue {
       if (!UUID.test(id)) throw new CatalogueError(at, '"id" must be a UUID');
       if (ids.has(id.toLowerCase())) throw new CatalogueError(at, 'duplicate id');
       ids.add(id.toLowerCase());
-      if (!Array.isArray(raw.hosts) || raw.hosts.length === 0) throw new CatalogueError(at, '"hosts" must list at least one host');
+      if (!Array.isArray(raw.hosts) || raw.hosts.length === 0)
+        throw new CatalogueError(at, '"hosts" must list at least one host');
       const modelHosts = raw.hosts.map((h, j): ModelHost => {
         const hw = `${at} hosts[${j}]`;
         if (!isObject(h)) throw new CatalogueError(hw, 'must be an object');

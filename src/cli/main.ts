@@ -4,7 +4,7 @@ import { auditLedger } from '../audit/ledger-audit';
 import { ConfigError, loadConfig } from '../config/config';
 import { IdentityRuleError } from '../identity/identity.decider';
 import { LedgerRuleError } from '../ledger/ledger.decider';
-import { creditsNumber, formatCredits, MoneyFormatError, parseCredits } from '../ledger/money';
+import { formatCredits, MoneyFormatError, parseCredits } from '../ledger/money';
 import { rebuildProjections } from '../projections/projector';
 import { availableOf } from '../projections/read-model';
 import { openRuntime, Runtime } from '../runtime/runtime';
@@ -31,14 +31,19 @@ async function readStdin(): Promise<string> {
   if (process.stdin.isTTY) throw new OperatorError('--password-stdin expects the password on standard input');
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }
 
 /** A progress bar on a terminal; a plain line every tenth of the way otherwise. */
 function progressReporter(json: boolean) {
   if (json) return { update: () => {}, stop: () => {} };
   if (process.stderr.isTTY) {
-    const bar = new SingleBar({ stream: process.stderr, format: '{bar} {percentage}% | {value}/{total} | {eta_formatted} left' }, Presets.shades_classic);
+    const bar = new SingleBar(
+      { stream: process.stderr, format: '{bar} {percentage}% | {value}/{total} | {eta_formatted} left' },
+      Presets.shades_classic,
+    );
     let started = false;
     return {
       update(value: number, total: number) {
@@ -102,10 +107,9 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
       withRuntime(async (rt, out) => {
         const amount = parseCredits(opts.amount);
         const granted = await rt.ledger.grant(opts.org, amount, opts.reason);
-        out.print(
-          { orgId: opts.org, grantId: granted.data.grantId, amount: formatCredits(amount), reason: opts.reason },
-          [`granted ${formatCredits(amount)} credits to ${opts.org}`],
-        );
+        out.print({ orgId: opts.org, grantId: granted.data.grantId, amount: formatCredits(amount), reason: opts.reason }, [
+          `granted ${formatCredits(amount)} credits to ${opts.org}`,
+        ]);
       }),
     );
   credits
@@ -161,7 +165,9 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
           }));
         out.print(
           list,
-          list.length === 0 ? ['no keys'] : list.map((k) => `${k.keyId}  ${k.prefix}…  ${k.status.padEnd(7)}  ${k.createdAt}  ${k.name}`),
+          list.length === 0
+            ? ['no keys']
+            : list.map((k) => `${k.keyId}  ${k.prefix}…  ${k.status.padEnd(7)}  ${k.createdAt}  ${k.name}`),
         );
       }),
     );

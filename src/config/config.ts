@@ -48,7 +48,10 @@ export interface Config {
 }
 
 export class ConfigError extends Error {
-  constructor(readonly variable: string, problem: string) {
+  constructor(
+    readonly variable: string,
+    problem: string,
+  ) {
     super(`configuration: ${variable} ${problem}`);
     this.name = 'ConfigError';
   }

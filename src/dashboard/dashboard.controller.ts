@@ -1,7 +1,19 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res, UseFilters } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { Type } from 'class-transformer';
-import { ArrayNotEmpty, IsArray, IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min, ValidateNested } from 'class-validator';
+import {
+  ArrayNotEmpty,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsNotEmpty,
+  IsOptional,
+  IsString,
+  Max,
+  MaxLength,
+  Min,
+  ValidateNested,
+} from 'class-validator';
 import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { timingSafeEqual } from 'node:crypto';
@@ -191,13 +203,18 @@ export class DashboardController {
 
   @Post('signup')
   @HttpCode(201)
-  async signup(@Body(bodyValidation) body: CredentialsDto, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
+  async signup(
+    @Body(bodyValidation) body: CredentialsDto,
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
     if (!this.settings.signupEnabled) throw new ApiError('forbidden', 'sign-up is turned off: ask an operator for an account');
     let user;
     try {
       user = await this.identity.registerUser(body.email, body.password);
     } catch (error) {
-      if (error instanceof IdentityRuleError && error.code === 'user_exists') throw new ApiError('conflict', 'an account with this email exists: sign in');
+      if (error instanceof IdentityRuleError && error.code === 'user_exists')
+        throw new ApiError('conflict', 'an account with this email exists: sign in');
       if (error instanceof IdentityRuleError) throw new ApiError('invalid_request', error.message);
       throw error;
     }
@@ -208,7 +225,11 @@ export class DashboardController {
 
   @Post('signin')
   @HttpCode(200)
-  async signin(@Body(bodyValidation) body: CredentialsDto, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
+  async signin(
+    @Body(bodyValidation) body: CredentialsDto,
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
     const emailKey = [`email:${normalizeEmail(body.email)}`];
     const addressKey = [`ip:${request.ip}`];
     const wait = Math.max(this.emailThrottle.waitFor(emailKey), this.addressThrottle.waitFor(addressKey));
@@ -247,7 +268,11 @@ export class DashboardController {
 
   @Post('organizations')
   @HttpCode(201)
-  async createOrganization(@Body(bodyValidation) body: NameDto, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
+  async createOrganization(
+    @Body(bodyValidation) body: NameDto,
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
     const session = this.changing(request);
     const { orgId, name } = await this.identity.createOrganization(body.name);
     await this.identity.addMember(orgId, session.email, 'owner');
@@ -258,7 +283,11 @@ export class DashboardController {
 
   @Post('organizations/active')
   @HttpCode(200)
-  async switchOrganization(@Body(bodyValidation) body: ActiveOrgDto, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
+  async switchOrganization(
+    @Body(bodyValidation) body: ActiveOrgDto,
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
     const session = this.changing(request);
     const orgs = await this.projections.organizationsOf(session.userId);
     if (!orgs.some((o) => o.orgId === body.orgId)) throw new ApiError('not_found', 'no such organization');
@@ -267,7 +296,10 @@ export class DashboardController {
   }
 
   /** Read-your-writes for the person who just changed something: wait for the projection. */
-  private async waitForProjection(done: (orgs: Awaited<ReturnType<ProjectionStore['organizationsOf']>>) => boolean, userId: string) {
+  private async waitForProjection(
+    done: (orgs: Awaited<ReturnType<ProjectionStore['organizationsOf']>>) => boolean,
+    userId: string,
+  ) {
     const deadline = Date.now() + 5_000;
     while (!done(await this.projections.organizationsOf(userId))) {
       if (Date.now() > deadline) throw new ApiError('internal_error', 'the change is taking long to show: reload in a moment');
@@ -326,7 +358,8 @@ export class DashboardController {
     const to = query.to ?? dayOf(Date.now());
     const from = query.from ?? dayOf(Date.parse(`${to}T00:00:00Z`) - 13 * DAY_MS);
     if (from > to) throw new ApiError('invalid_request', 'from must not be after to');
-    if ((Date.parse(to) - Date.parse(from)) / DAY_MS > 366) throw new ApiError('invalid_request', 'the date range can span at most a year');
+    if ((Date.parse(to) - Date.parse(from)) / DAY_MS > 366)
+      throw new ApiError('invalid_request', 'the date range can span at most a year');
 
     const [log, keys, daily] = await Promise.all([
       this.projections.recentRequests(orgId, this.config.requestLogRetention),
@@ -338,7 +371,9 @@ export class DashboardController {
       const day = dayOf(e.time);
       return day >= from && day <= to;
     };
-    const matching = log.filter((e) => inRange(e) && (!query.keyId || e.keyId === query.keyId) && (!query.model || e.model === query.model));
+    const matching = log.filter(
+      (e) => inRange(e) && (!query.keyId || e.keyId === query.keyId) && (!query.model || e.model === query.model),
+    );
     const spendPerDay = [];
     for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += DAY_MS) {
       const day = dayOf(t);
@@ -378,7 +413,11 @@ export class DashboardController {
 
   @Post('playground')
   @HttpCode(200)
-  async playground(@Body(bodyValidation) body: PlaygroundDto, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async playground(
+    @Body(bodyValidation) body: PlaygroundDto,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     const orgId = await this.activeOrg(this.changing(request));
     const result = await this.commands.execute(
       new InferenceCommand({
@@ -388,7 +427,9 @@ export class DashboardController {
         model: body.model,
         request: {
           system: body.system?.trim() ? [body.system] : [],
-          messages: body.messages.map((m) => (m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content, toolCalls: [] })),
+          messages: body.messages.map((m) =>
+            m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content, toolCalls: [] },
+          ),
           tools: [],
           maxTokens: body.max_tokens,
           stop: [],
@@ -398,6 +439,6 @@ export class DashboardController {
         requestId: request.id,
       }),
     );
-    return respond(request, reply, result, { ...nativeWire, error: dashboardError }, this.config.sseKeepAliveMs);
+    return respond(reply, result, { ...nativeWire, error: dashboardError }, this.config.sseKeepAliveMs);
   }
 }

@@ -35,7 +35,13 @@ export class SessionTokens {
   }
 
   issue(userId: string, email: string, activeOrgId: string | null, now = Date.now()): { token: string; session: Session } {
-    const session: Session = { userId, email, activeOrgId, csrf: randomBytes(24).toString('base64url'), expiresAt: now + SESSION_TTL_MS };
+    const session: Session = {
+      userId,
+      email,
+      activeOrgId,
+      csrf: randomBytes(24).toString('base64url'),
+      expiresAt: now + SESSION_TTL_MS,
+    };
     return { token: this.sign(session), session };
   }
 

@@ -19,7 +19,8 @@ export class SignInThrottle {
   failed(keys: string[], now = Date.now()): void {
     for (const key of keys) {
       const count = (this.failures.get(key)?.count ?? 0) + 1;
-      const delay = count <= this.freeAttempts ? 0 : Math.min(this.maxDelayMs, this.firstDelayMs * 2 ** (count - this.freeAttempts - 1));
+      const delay =
+        count <= this.freeAttempts ? 0 : Math.min(this.maxDelayMs, this.firstDelayMs * 2 ** (count - this.freeAttempts - 1));
       this.failures.set(key, { count, until: now + delay });
     }
     if (this.failures.size > 100_000) this.forgetOld(now);

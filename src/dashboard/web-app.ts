@@ -36,7 +36,8 @@ export function serveWebApp(fastify: FastifyInstance): boolean {
     'x-content-type-options': 'nosniff',
     'x-frame-options': 'DENY',
     'referrer-policy': 'same-origin',
-    'content-security-policy': "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'",
+    'content-security-policy':
+      "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'",
   };
   fastify.get('/', (_request, reply) => reply.redirect('/dashboard/'));
   fastify.get('/dashboard', (_request, reply) => reply.redirect('/dashboard/'));

@@ -15,14 +15,7 @@ import {
   excludeSystemEvents,
   jsonEvent,
 } from '@eventstore/db-client';
-import {
-  AppendResult,
-  EventStore,
-  ExpectedRevision,
-  NewEvent,
-  RecordedEvent,
-  WrongExpectedRevisionError,
-} from './event-store';
+import { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent, WrongExpectedRevisionError } from './event-store';
 
 /** Upper bound of a subscription batch, and of the events buffered ahead of the consumer. */
 const BATCH_SIZE = 1000;
@@ -43,12 +36,10 @@ const toRecorded = (event: EsdbRecordedEvent): RecordedEvent => {
 };
 
 /** Records the server writes for itself ($stats, stream metadata, projection links...), not part of our log. */
-const isSystemEvent = (event: EsdbRecordedEvent): boolean =>
-  event.type.startsWith('$') || event.streamId.startsWith('$');
+const isSystemEvent = (event: EsdbRecordedEvent): boolean => event.type.startsWith('$') || event.streamId.startsWith('$');
 
 /** An event's prepare position is the start of its record, so it is a valid place to resume $all from. */
-const readFrom = (after: number): ReadPosition =>
-  after > 0 ? { commit: BigInt(after), prepare: BigInt(after) } : START;
+const readFrom = (after: number): ReadPosition => (after > 0 ? { commit: BigInt(after), prepare: BigInt(after) } : START);
 
 const toExpectedRevision = (expected: ExpectedRevision): AppendExpectedRevision =>
   expected === 'any' ? ANY : expected === 'no_stream' ? NO_STREAM : BigInt(expected);

@@ -3,14 +3,7 @@ import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import {
-  AppendResult,
-  EventStore,
-  ExpectedRevision,
-  NewEvent,
-  RecordedEvent,
-  WrongExpectedRevisionError,
-} from './event-store';
+import { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent, WrongExpectedRevisionError } from './event-store';
 import { WRITER_SOURCE, WriterAppend, WriterOptions, WriterResult } from './sqlite-writer';
 
 /** position, stream_id, revision, type, data, recorded_at: read as arrays, which is faster in a replay. */
@@ -111,11 +104,19 @@ export class SqliteEventStore implements EventStore {
     `);
     this.appended.setMaxListeners(0);
     this.statements = {
-      readStream: this.db.prepare<[string], EventRow>(`SELECT ${COLUMNS} FROM events WHERE stream_id = ? ORDER BY revision`).raw(true),
-      readAll: this.db.prepare<[number, number], EventRow>(`SELECT ${COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`).raw(true),
+      readStream: this.db
+        .prepare<[string], EventRow>(`SELECT ${COLUMNS} FROM events WHERE stream_id = ? ORDER BY revision`)
+        .raw(true),
+      readAll: this.db
+        .prepare<[number, number], EventRow>(`SELECT ${COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`)
+        .raw(true),
       head: this.db.prepare('SELECT MAX(position) AS position FROM events'),
     };
-    const writerOptions: WriterOptions = { driver: require.resolve('better-sqlite3'), path, groupCommit: options.groupCommit ?? true };
+    const writerOptions: WriterOptions = {
+      driver: require.resolve('better-sqlite3'),
+      path,
+      groupCommit: options.groupCommit ?? true,
+    };
     this.writer = new Worker(WRITER_SOURCE, { eval: true, workerData: writerOptions });
     this.writer.on('message', (results: WriterResult[] | 'closed') => {
       if (results === 'closed') return;
@@ -175,7 +176,8 @@ export class SqliteEventStore implements EventStore {
       if ('ok' in result) {
         this.remember(pending, result.ok, result.recordedAt);
         pending.resolve(result.ok);
-      } else if ('conflict' in result) pending.reject(new WrongExpectedRevisionError(pending.streamId, pending.expected, result.conflict));
+      } else if ('conflict' in result)
+        pending.reject(new WrongExpectedRevisionError(pending.streamId, pending.expected, result.conflict));
       else pending.reject(new Error(`append to ${pending.streamId} failed: ${result.error}`));
     }
     this.appended.emit('append');

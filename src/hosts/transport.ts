@@ -105,7 +105,8 @@ class HostReply implements Dispatcher.DispatchHandler {
   /** The body of an error status or of a whole reply, as it arrives. */
   private chunks: Buffer[] = [];
   private size = 0;
-  private stream: { decoder: StreamDecoder; parser: EventSourceParser; utf8: TextDecoder; pending: CanonicalEvent[] } | null = null;
+  private stream: { decoder: StreamDecoder; parser: EventSourceParser; utf8: TextDecoder; pending: CanonicalEvent[] } | null =
+    null;
 
   constructor(
     private readonly kind: HostKind,
@@ -126,7 +127,7 @@ class HostReply implements Dispatcher.DispatchHandler {
     if (this.aborted) controller.abort(callerGone());
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
     if (statusCode < 200) return; // informational (1xx): the response proper follows
     this.status = statusCode;
     if (statusCode >= 400) return;
@@ -179,8 +180,12 @@ class HostReply implements Dispatcher.DispatchHandler {
 
   onResponseEnd(): void {
     if (this.finished) return;
-    if (this.status >= 400) return this.fail(new HostError('status', this.kind.errorMessage(this.status, this.body()), this.status));
-    if (this.stream) return this.fail(new HostError('connection', 'upstream ended its stream before completing the reply', null, !this.produced));
+    if (this.status >= 400)
+      return this.fail(new HostError('status', this.kind.errorMessage(this.status, this.body()), this.status));
+    if (this.stream)
+      return this.fail(
+        new HostError('connection', 'upstream ended its stream before completing the reply', null, !this.produced),
+      );
     let events: CanonicalEvent[];
     try {
       events = this.kind.decodeReply(this.body());
@@ -192,7 +197,7 @@ class HostReply implements Dispatcher.DispatchHandler {
     this.subscriber.complete();
   }
 
-  onResponseError(controller: Dispatcher.DispatchController | undefined, error: Error): void {
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
     if (this.aborted) return;
     this.fail(error);
   }
@@ -210,7 +215,8 @@ class HostReply implements Dispatcher.DispatchHandler {
 }
 
 function toHostError(error: unknown, beforeOutput: boolean): HostError {
-  if (error instanceof HostError) return new HostError(error.kind, error.message, error.status, beforeOutput && error.beforeOutput);
+  if (error instanceof HostError)
+    return new HostError(error.kind, error.message, error.status, beforeOutput && error.beforeOutput);
   if (error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError) {
     return new HostError('timeout', 'upstream did not answer in time', null, beforeOutput);
   }

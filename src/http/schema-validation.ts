@@ -19,7 +19,9 @@ function describe(error: ErrorObject): string {
   const at = pathOf(error);
   if (own) return `${at || 'the body'} ${own}`;
   if (error.keyword === 'type') {
-    const types = String((error.params as { type: string | string[] }).type).split(',').filter((t) => t !== 'null');
+    const types = String((error.params as { type: string | string[] }).type)
+      .split(',')
+      .filter((t) => t !== 'null');
     return `${at || 'the body'} must be ${types.map((t) => (t === 'object' ? 'a JSON object' : `a${/^[aeiou]/.test(t) ? 'n' : ''} ${t}`)).join(' or ')}`;
   }
   if (error.keyword === 'required') {
@@ -30,7 +32,10 @@ function describe(error: ErrorObject): string {
     const extra = (error.params as { additionalProperty: string }).additionalProperty;
     return `${at ? `${at}.` : ''}${extra} is not allowed`;
   }
-  const allowed = error.keyword === 'enum' ? `: ${(error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}` : '';
+  const allowed =
+    error.keyword === 'enum'
+      ? `: ${(error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`
+      : '';
   return `${at || 'the body'} ${error.message ?? 'is invalid'}${allowed}`;
 }
 

@@ -4,7 +4,9 @@ import { ApiError } from './api-error';
 function validationMessages(errors: ValidationError[], path = ''): string[] {
   return errors.flatMap((e) => {
     const at = path ? `${path}.${e.property}` : e.property;
-    const own = Object.values(e.constraints ?? {}).map((m) => (m.startsWith(e.property) ? `${path ? `${path}.` : ''}${m}` : `${at}: ${m}`));
+    const own = Object.values(e.constraints ?? {}).map((m) =>
+      m.startsWith(e.property) ? `${path ? `${path}.` : ''}${m}` : `${at}: ${m}`,
+    );
     return [...own, ...validationMessages(e.children ?? [], at)];
   });
 }
@@ -18,5 +20,6 @@ export const bodyValidation = new ValidationPipe({
   transform: true,
   whitelist: true,
   forbidNonWhitelisted: false,
-  exceptionFactory: (errors) => new ApiError('invalid_request', validationMessages(errors).slice(0, 5).join('; ') || 'invalid request body'),
+  exceptionFactory: (errors) =>
+    new ApiError('invalid_request', validationMessages(errors).slice(0, 5).join('; ') || 'invalid request body'),
 });

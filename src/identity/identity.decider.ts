@@ -125,9 +125,7 @@ export function decideUser(command: RegisterUser, state: User): UserRegistered[]
 // ---------------------------------------------------------------------------------------------
 // API keys.
 
-export type ApiKey =
-  | { status: 'none' }
-  | { status: 'active' | 'revoked'; keyId: string; orgId: string; hash: string };
+export type ApiKey = { status: 'none' } | { status: 'active' | 'revoked'; keyId: string; orgId: string; hash: string };
 
 export const initialApiKey = (): ApiKey => ({ status: 'none' });
 

@@ -32,8 +32,7 @@ import { emailDigest, hashKeySecret, hashPassword, keyPrefixOf, looksLikeKeySecr
 
 type Clock = () => number;
 
-const expectedAfter = (stream: RecordedEvent[]): ExpectedRevision =>
-  stream.length === 0 ? 'no_stream' : stream.length - 1;
+const expectedAfter = (stream: RecordedEvent[]): ExpectedRevision => (stream.length === 0 ? 'no_stream' : stream.length - 1);
 
 function fold<S, E>(stream: RecordedEvent[], evolve: (s: S, e: E) => S, initial: S): S {
   return stream.reduce((state, e) => evolve(state, e as unknown as E), initial);

@@ -94,4 +94,3 @@ export type LedgerEvent = CreditsGranted | ReservationEvent | RequestRefused;
 export const creditsStream = (orgId: string) => `credits-${orgId}`;
 export const reservationStream = (reservationId: string) => `reservation-${reservationId}`;
 export const refusalStream = (refusalId: string) => `refusal-${refusalId}`;
-

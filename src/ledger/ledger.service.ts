@@ -19,7 +19,15 @@ import {
   ReservationCommand,
   Settle,
 } from './ledger.decider';
-import { CreditsGranted, RequestFacts, RequestRefused, ReservationEvent, creditsStream, refusalStream, reservationStream } from './ledger.events';
+import {
+  CreditsGranted,
+  RequestFacts,
+  RequestRefused,
+  ReservationEvent,
+  creditsStream,
+  refusalStream,
+  reservationStream,
+} from './ledger.events';
 
 export type Clock = () => number;
 
@@ -52,9 +60,7 @@ export interface ReservationTicket {
   recorded: Promise<void>;
 }
 
-export type Admission =
-  | { admitted: true; ticket: ReservationTicket }
-  | { admitted: false; available: number };
+export type Admission = { admitted: true; ticket: ReservationTicket } | { admitted: false; available: number };
 
 /**
  * The ledger's command handlers: read the stream, fold it, decide, append with the revision
@@ -114,7 +120,12 @@ export class LedgerService {
       },
       initialReservation(),
     );
-    const admission = await this.projections.hold(request.orgId, reservationId, request.amount, now + this.settings.pendingHoldMs);
+    const admission = await this.projections.hold(
+      request.orgId,
+      reservationId,
+      request.amount,
+      now + this.settings.pendingHoldMs,
+    );
     if (!admission.admitted) return admission;
     const recorded = this.events.append(reservationStream(reservationId), [event], 'no_stream').then(
       () => undefined,

@@ -21,9 +21,7 @@ export class MoneyFormatError extends Error {
 export function parseCredits(text: string): number {
   const match = DECIMAL.exec(text.trim());
   if (!match) {
-    throw new MoneyFormatError(
-      `"${text}" is not an amount of credits: use a plain decimal such as 12.50 (at most 9 decimals)`,
-    );
+    throw new MoneyFormatError(`"${text}" is not an amount of credits: use a plain decimal such as 12.50 (at most 9 decimals)`);
   }
   const nano = BigInt(match[1]) * BigInt(NANO_PER_CREDIT) + BigInt((match[2] ?? '').padEnd(9, '0'));
   if (nano > BigInt(MAX_NANO)) throw new MoneyFormatError(`"${text}" is larger than the ledger allows`);
@@ -61,8 +59,7 @@ export interface TokenUsage {
  * ceil((input tokens × input price + output tokens × output price) / 1e6).
  */
 export function chargeFor(usage: TokenUsage, prices: TokenPrices): number {
-  const numerator =
-    BigInt(usage.inputTokens) * BigInt(prices.input) + BigInt(usage.outputTokens) * BigInt(prices.output);
+  const numerator = BigInt(usage.inputTokens) * BigInt(prices.input) + BigInt(usage.outputTokens) * BigInt(prices.output);
   const million = 1_000_000n;
   const charge = (numerator + million - 1n) / million;
   if (charge > BigInt(MAX_NANO)) throw new MoneyFormatError('charge is larger than the ledger allows');

@@ -57,11 +57,23 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     }
     const model = this.catalogue.find(input.model);
     if (!model) {
-      throw this.refuse(input, key, started, input.model, new ApiError('not_found', `model "${input.model}" is not in the catalogue (GET /api/v1/models lists them)`));
+      throw this.refuse(
+        input,
+        key,
+        started,
+        input.model,
+        new ApiError('not_found', `model "${input.model}" is not in the catalogue (GET /api/v1/models lists them)`),
+      );
     }
     const hosts = model.hosts.filter((h) => h.host.usable);
     if (hosts.length === 0) {
-      throw this.refuse(input, key, started, model.slug, new ApiError('not_found', `model "${model.slug}" is not available here: none of its hosts is configured`));
+      throw this.refuse(
+        input,
+        key,
+        started,
+        model.slug,
+        new ApiError('not_found', `model "${model.slug}" is not available here: none of its hosts is configured`),
+      );
     }
     const maxTokens = input.request.maxTokens ?? model.maxOutputTokens;
     if (maxTokens > model.maxOutputTokens) {
@@ -70,7 +82,10 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
         key,
         started,
         model.slug,
-        new ApiError('invalid_request', `the output token cap asked for (${maxTokens}) exceeds ${model.slug}'s limit of ${model.maxOutputTokens} output tokens`),
+        new ApiError(
+          'invalid_request',
+          `the output token cap asked for (${maxTokens}) exceeds ${model.slug}'s limit of ${model.maxOutputTokens} output tokens`,
+        ),
       );
     }
     const request: CanonicalRequest = { ...input.request, maxTokens };
@@ -84,7 +99,8 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       orgId: key.orgId,
       amount: chargeFor(estimate, prices),
     });
-    if (!admission.admitted) throw this.refuse(input, key, started, model.slug, insufficientCredits(admission.available, estimate, prices));
+    if (!admission.admitted)
+      throw this.refuse(input, key, started, model.slug, insufficientCredits(admission.available, estimate, prices));
     return {
       requestId: input.requestId,
       model,
@@ -95,7 +111,13 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
   }
 
   /** A known organization's request turned away: its request log shows it too (within the budget). */
-  private refuse(input: InferenceInput, key: { orgId: string; keyId: string }, started: number, model: string, error: ApiError): ApiError {
+  private refuse(
+    input: InferenceInput,
+    key: { orgId: string; keyId: string },
+    started: number,
+    model: string,
+    error: ApiError,
+  ): ApiError {
     if (!this.refusals.take(key.orgId, Date.now())) return error;
     const refusal = {
       requestId: input.requestId,
@@ -107,7 +129,9 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       reason: error.message,
       latencyMs: Math.round(performance.now() - started),
     };
-    this.ledger.refuse(refusal).catch((e: Error) => this.logger.error(`refusal of ${input.requestId} not recorded: ${e.message}`));
+    this.ledger
+      .refuse(refusal)
+      .catch((e: Error) => this.logger.error(`refusal of ${input.requestId} not recorded: ${e.message}`));
     return error;
   }
 
@@ -139,7 +163,8 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
           usage: usage ?? { inputTokens: estimatedInput, outputTokens: Math.ceil(deliveredChars / 4) },
           latencyMs: Math.round(performance.now() - started),
         };
-        const logFailure = (error: unknown) => this.logger.error(`settlement of ${input.requestId} failed: ${(error as Error).message}`);
+        const logFailure = (error: unknown) =>
+          this.logger.error(`settlement of ${input.requestId} failed: ${(error as Error).message}`);
         if (ending.kind === 'complete') {
           // The charge is a pure function of the usage: report it now; the ledger records the same event.
           const { event, appended } = this.ledger.settleNow(ticket, {
@@ -164,7 +189,9 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
         }
         this.settle(ticket, served, ending, outcome).catch(logFailure);
         if (ending.kind === 'timeout') {
-          subscriber.error(new ApiError('provider_timeout', `the provider did not finish within ${this.config.requestTimeoutMs} ms`));
+          subscriber.error(
+            new ApiError('provider_timeout', `the provider did not finish within ${this.config.requestTimeoutMs} ms`),
+          );
         } else if (ending.kind === 'failed') {
           subscriber.error(providerFailure(ending.error, served));
         }
@@ -218,7 +245,11 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     outcome: { produced: boolean; usage: TokenUsage; latencyMs: number },
   ): Promise<void> {
     const status =
-      ending.kind === 'abort' ? 'client_abort' : ending.kind === 'timeout' || ending.error.kind === 'timeout' ? 'provider_timeout' : 'provider_error';
+      ending.kind === 'abort'
+        ? 'client_abort'
+        : ending.kind === 'timeout' || ending.error.kind === 'timeout'
+          ? 'provider_timeout'
+          : 'provider_error';
     if (!outcome.produced) {
       await this.ledger.release(ticket, {
         reason: ending.kind === 'failed' ? ending.error.message : status,

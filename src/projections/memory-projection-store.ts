@@ -65,7 +65,11 @@ export class MemoryProjectionStore implements ProjectionStore {
     }
     if (saved.version !== 2 || !saved.last || saved.position <= 0) return false;
     const [atPosition] = await events.readAll(saved.position - 1, 1);
-    if (atPosition?.position !== saved.position || atPosition.streamId !== saved.last.streamId || atPosition.revision !== saved.last.revision) {
+    if (
+      atPosition?.position !== saved.position ||
+      atPosition.streamId !== saved.last.streamId ||
+      atPosition.revision !== saved.last.revision
+    ) {
       return false;
     }
     this.model = ReadModel.fromSnapshot(saved, this.requestLogRetention);

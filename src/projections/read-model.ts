@@ -88,7 +88,9 @@ type ProjectedEvent =
 export const asProjected = (event: RecordedEvent): ProjectedEvent => event as unknown as ProjectedEvent;
 
 /** What the request log shows of a resolved reservation or a refusal. Built field by field: this runs per event in a replay. */
-export function requestLogEntryOf(event: ReservationSettled | ReservationReleased | ReservationExpired | RequestRefused): RequestLogEntry {
+export function requestLogEntryOf(
+  event: ReservationSettled | ReservationReleased | ReservationExpired | RequestRefused,
+): RequestLogEntry {
   const d = event.data;
   const entry: RequestLogEntry = {
     requestId: d.requestId,
@@ -157,7 +159,11 @@ export interface ReadModelSnapshot {
  * must share nothing mutable with a live model (`ReadModel.toSnapshot` makes it so); the pieces,
  * written one after another, parse back to it.
  */
-export async function snapshotPieces(snapshot: ReadModelSnapshot, sliceSize = 500, pause: () => Promise<unknown> = nextTurn): Promise<string[]> {
+export async function snapshotPieces(
+  snapshot: ReadModelSnapshot,
+  sliceSize = 500,
+  pause: () => Promise<unknown> = nextTurn,
+): Promise<string[]> {
   const { requests, ...rest } = snapshot;
   const pieces = [JSON.stringify(rest).slice(0, -1), ',"requests":['];
   let sinceTurn = 0;

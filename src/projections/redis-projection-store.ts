@@ -109,11 +109,11 @@ export class RedisProjectionStore implements ProjectionStore {
 
   async hold(orgId: string, reservationId: string, amount: number, pendingUntil: number): Promise<Admission> {
     const k = this.org(orgId);
-    const reply = (await this.run(lua.HOLD, [k.ledger, k.holds, k.holdDeadlines], [
-      reservationId,
-      amount,
-      pendingUntil,
-    ])) as number[];
+    const reply = (await this.run(
+      lua.HOLD,
+      [k.ledger, k.holds, k.holdDeadlines],
+      [reservationId, amount, pendingUntil],
+    )) as number[];
     return reply[0] === 1 ? { admitted: true } : { admitted: false, available: Number(reply[1]) };
   }
 
@@ -210,16 +210,20 @@ export class RedisProjectionStore implements ProjectionStore {
         const entry = requestLogEntryOf(event);
         const reservationId = entry.reservationId ?? '';
         const [applied] = await Promise.all([
-          this.runInOrder(lua.APPLY_RESOLVED, [k.ledger, k.open, k.requests, k.keyLastUsed, k.daily], [
-            position,
-            reservationId,
-            charge,
-            JSON.stringify(entry),
-            this.requestLogRetention,
-            entry.keyId,
-            entry.time,
-            dayOf(entry.time),
-          ]),
+          this.runInOrder(
+            lua.APPLY_RESOLVED,
+            [k.ledger, k.open, k.requests, k.keyLastUsed, k.daily],
+            [
+              position,
+              reservationId,
+              charge,
+              JSON.stringify(entry),
+              this.requestLogRetention,
+              entry.keyId,
+              entry.time,
+              dayOf(entry.time),
+            ],
+          ),
           entry.reservationId === null ? null : this.client.zRem(this.expiryKey, orgId + SEP + reservationId),
         ]);
         return Number(applied);
@@ -351,16 +355,15 @@ export class RedisProjectionStore implements ProjectionStore {
       const k = this.org(orgId);
       const open = openByOrg.get(orgId) ?? [];
       writes.push(
-        this.runInOrder(lua.LOAD_LEDGER, [k.ledger, k.open], [
-          ledger.granted,
-          ledger.spent,
-          ledger.reserved,
-          ledger.position,
-          ...open.flatMap((r) => [r.reservationId, r.amount]),
-        ]),
+        this.runInOrder(
+          lua.LOAD_LEDGER,
+          [k.ledger, k.open],
+          [ledger.granted, ledger.spent, ledger.reserved, ledger.position, ...open.flatMap((r) => [r.reservationId, r.amount])],
+        ),
         this.client.sAdd(this.orgsKey, orgId),
       );
-      for (const r of open) writes.push(this.client.zAdd(this.expiryKey, { score: r.expiresAt, value: orgId + SEP + r.reservationId }));
+      for (const r of open)
+        writes.push(this.client.zAdd(this.expiryKey, { score: r.expiresAt, value: orgId + SEP + r.reservationId }));
       const record = model.orgRecords.get(orgId);
       if (record) writes.push(this.client.set(k.record, JSON.stringify(record)));
       const log = model.requests.get(orgId) ?? [];
@@ -370,12 +373,16 @@ export class RedisProjectionStore implements ProjectionStore {
           this.client
             .multi()
             .del(k.requests)
-            .lPush(k.requests, kept.map((e) => JSON.stringify(e)))
+            .lPush(
+              k.requests,
+              kept.map((e) => JSON.stringify(e)),
+            )
             .exec(),
         );
       }
       const days = model.dailySpend.get(orgId);
-      if (days && days.size > 0) writes.push(this.client.hSet(k.daily, Object.fromEntries([...days].map(([d, n]) => [d, String(n)]))));
+      if (days && days.size > 0)
+        writes.push(this.client.hSet(k.daily, Object.fromEntries([...days].map(([d, n]) => [d, String(n)]))));
       if (writes.length > 2000) await flush();
     }
     for (const [userId, orgIds] of model.memberships) writes.push(this.client.sAdd(this.userOrgsKey(userId), [...orgIds]));
@@ -389,8 +396,12 @@ export class RedisProjectionStore implements ProjectionStore {
         createdAt: String(key.createdAt),
       };
       if (key.revokedAt !== null) fields.revokedAt = String(key.revokedAt);
-      writes.push(this.client.hSet(this.keyRecordKey(key.hash), fields), this.client.hSet(this.org(key.orgId).keys, key.keyId, key.hash));
-      if (key.lastUsedAt !== null) writes.push(this.client.hSet(this.org(key.orgId).keyLastUsed, key.keyId, String(key.lastUsedAt)));
+      writes.push(
+        this.client.hSet(this.keyRecordKey(key.hash), fields),
+        this.client.hSet(this.org(key.orgId).keys, key.keyId, key.hash),
+      );
+      if (key.lastUsedAt !== null)
+        writes.push(this.client.hSet(this.org(key.orgId).keyLastUsed, key.keyId, String(key.lastUsedAt)));
       if (writes.length > 2000) await flush();
     }
     await flush();

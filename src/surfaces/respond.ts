@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import type { ApiError } from '../http/api-error';
 import type { InferenceResult } from '../pipeline/inference.command';
 import { collectReply, Reply } from '../pipeline/reduce';
@@ -16,14 +16,13 @@ export interface SurfaceWire {
  * asked for a stream, or as one body reduced from the same stream. A client that leaves stops the upstream call either way.
  */
 export async function respond(
-  request: FastifyRequest,
   reply: FastifyReply,
   result: InferenceResult,
   wire: SurfaceWire,
   keepAliveMs: number,
 ): Promise<void> {
   if (result.stream) {
-    return streamSse(request, reply, result.events, wire.serializer(result), {
+    return streamSse(reply, result.events, wire.serializer(result), {
       keepAliveMs,
       failBeforeStart: (error) => void reply.status(error.status).send(wire.error(error)),
     });

@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import type { Observable, Subscription } from 'rxjs';
 import { ApiError, toApiError } from '../http/api-error';
 import type { PipelineEvent } from '../pipeline/inference.command';
@@ -26,7 +26,6 @@ export interface SseOptions {
  * cutting slow first tokens. A client that goes away unsubscribes, which aborts the upstream.
  */
 export function streamSse(
-  request: FastifyRequest,
   reply: FastifyReply,
   events: Observable<PipelineEvent>,
   serializer: StreamSerializer,

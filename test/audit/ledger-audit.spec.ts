@@ -11,11 +11,20 @@ describe('ledger audit while requests append', () => {
       const orgId = await fundedOrganization(runtime, 1_000_000_000);
       // The log moves on while the read models stand still: a reservation they have not applied.
       await runtime.projector.stop();
-      const admission = await runtime.ledger.reserve({ requestId: 'q1', keyId: 'k', surface: 'native', model: 'm', orgId, amount: 5_000_000 });
+      const admission = await runtime.ledger.reserve({
+        requestId: 'q1',
+        keyId: 'k',
+        surface: 'native',
+        model: 'm',
+        orgId,
+        amount: 5_000_000,
+      });
       expect(admission.admitted).toBe(true);
 
       const stale = await auditLedger(runtime.events, runtime.projections, { projectionWaitMs: 50 });
-      expect(stale.differences).toEqual([expect.stringMatching(new RegExp(`^organization ${orgId}: read models behind the log`))]);
+      expect(stale.differences).toEqual([
+        expect.stringMatching(new RegExp(`^organization ${orgId}: read models behind the log`)),
+      ]);
 
       // The same audit, with the read models catching up while it waits: clean, reservation included.
       const auditing = auditLedger(runtime.events, runtime.projections, { projectionWaitMs: 10_000 });

@@ -89,13 +89,29 @@ describe('operator tool', () => {
       await json(tEnv, ['credits', 'grant', '--org', orgId, '--amount', '1']);
       const store = new SqliteEventStore(join(tampered.path, 'events.sqlite'));
       const facts = { requestId: 'q', keyId: 'k', surface: 's', model: 'm', reservationId: 'r', orgId };
-      await store.append('reservation-r', [{ type: 'CreditsReserved', data: { ...facts, amount: 1000, reservedAt: 1, expiresAt: 2 } }], 'no_stream');
+      await store.append(
+        'reservation-r',
+        [{ type: 'CreditsReserved', data: { ...facts, amount: 1000, reservedAt: 1, expiresAt: 2 } }],
+        'no_stream',
+      );
       await store.append(
         'reservation-r',
         [
           {
             type: 'ReservationSettled',
-            data: { ...facts, host: 'h', hostModel: 'hm', inputTokens: 10, outputTokens: 10, prices: { input: 1e6, output: 1e6 }, amount: 999, held: 1000, status: 'ok', latencyMs: 1, settledAt: 2 },
+            data: {
+              ...facts,
+              host: 'h',
+              hostModel: 'hm',
+              inputTokens: 10,
+              outputTokens: 10,
+              prices: { input: 1e6, output: 1e6 },
+              amount: 999,
+              held: 1000,
+              status: 'ok',
+              latencyMs: 1,
+              settledAt: 2,
+            },
           },
         ],
         0,

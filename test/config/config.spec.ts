@@ -46,14 +46,22 @@ describe('configuration', () => {
 
   it('starts on the shipped catalogue with the simulated host off', async () => {
     const dir = tempDir('main-off');
-    const service = startNode(join(ROOT, 'dist/src/main.js'), [], { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir.path, SIMULATED_HOST_PORT: 'off', REDIS_URL: '' });
+    const service = startNode(join(ROOT, 'dist/src/main.js'), [], {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATA_DIR: dir.path,
+      SIMULATED_HOST_PORT: 'off',
+      REDIS_URL: '',
+    });
     try {
       const exited = service.exited().then((code) => {
         throw new Error(`the service exited (${code}): ${service.output()}`);
       });
       exited.catch(() => undefined); // once listening, its exit is the test's own doing
       await Promise.race([eventually(() => service.output().includes('model gateway listening'), 20_000), exited]);
-      expect(service.output()).toMatch(/model gateway listening on http:\/\/127\.0\.0\.1:\d+ \(events: SQLite in .*, read models: in-process\)/);
+      expect(service.output()).toMatch(
+        /model gateway listening on http:\/\/127\.0\.0\.1:\d+ \(events: SQLite in .*, read models: in-process\)/,
+      );
     } finally {
       service.process.kill('SIGTERM');
       await service.exited();
@@ -61,4 +69,3 @@ describe('configuration', () => {
     }
   });
 });
-

@@ -22,7 +22,14 @@ for (const redis of [false, true]) {
       await t.runtime.ledger.grant(orgId, 12_500_000_000, 'welcome');
       ({ secret, keyId } = await t.runtime.identity.createApiKey(orgId, 'ci'));
       await t.runtime.projector.catchUp();
-      const admission = await t.runtime.ledger.reserve({ requestId: 'q', keyId, surface: 's', model: 'm', orgId, amount: 500_000_000 });
+      const admission = await t.runtime.ledger.reserve({
+        requestId: 'q',
+        keyId,
+        surface: 's',
+        model: 'm',
+        orgId,
+        amount: 500_000_000,
+      });
       if (!admission.admitted) throw new Error('expected admission');
       await t.runtime.ledger.settle(admission.ticket, {
         usage: { inputTokens: 1_000_000, outputTokens: 100_000 },
@@ -56,7 +63,9 @@ for (const redis of [false, true]) {
       const req = request(app.getHttpServer()).get('/api/v1/credits');
       if (header) req.set('Authorization', header);
       const res = await req.expect(401);
-      expect(res.body).toEqual({ error: { message: expect.stringMatching(message), type: 'authentication_error', code: 'invalid_api_key' } });
+      expect(res.body).toEqual({
+        error: { message: expect.stringMatching(message), type: 'authentication_error', code: 'invalid_api_key' },
+      });
       expect(JSON.stringify(res.body)).not.toContain('sk-svc-AAAA');
     });
 

@@ -14,7 +14,11 @@ async function person(g: TestGateway, email: string) {
   return {
     agent,
     csrf,
-    post: (path: string, body: unknown = {}) => agent.post(`/dashboard/api${path}`).set('x-csrf-token', csrf).send(body as object),
+    post: (path: string, body: unknown = {}) =>
+      agent
+        .post(`/dashboard/api${path}`)
+        .set('x-csrf-token', csrf)
+        .send(body as object),
     get: (path: string) => agent.get(`/dashboard/api${path}`),
     cookie: String(signup.headers['set-cookie']),
   };
@@ -42,9 +46,15 @@ describe('dashboard API', () => {
     expect(after.body.organizations).toEqual([{ id: created.body.id, name: 'Ada Labs' }]);
     expect(after.body.activeOrg).toMatchObject({ id: created.body.id, name: 'Ada Labs', credits: { available: 0 } });
     // Duplicate email, signing in, signing out.
-    await request(g.baseUrl).post('/dashboard/api/signup').send({ email: 'ADA@example.com', password: 'another long one' }).expect(409);
+    await request(g.baseUrl)
+      .post('/dashboard/api/signup')
+      .send({ email: 'ADA@example.com', password: 'another long one' })
+      .expect(409);
     const again = request.agent(g.baseUrl);
-    const signin = await again.post('/dashboard/api/signin').send({ email: 'ada@example.com', password: 'correct horse battery' }).expect(200);
+    const signin = await again
+      .post('/dashboard/api/signin')
+      .send({ email: 'ada@example.com', password: 'correct horse battery' })
+      .expect(200);
     expect((await again.get('/dashboard/api/session').expect(200)).body.activeOrg.id).toBe(created.body.id);
     await again.post('/dashboard/api/signout').set('x-csrf-token', signin.body.csrf).expect(204);
     await again.get('/dashboard/api/session').expect(401);
@@ -55,9 +65,15 @@ describe('dashboard API', () => {
     const org = await bob.post('/organizations', { name: 'Bob Co' }).expect(201);
     await g.t.runtime.ledger.grant(org.body.id, 1_000_000_000, 'test');
     const key = await bob.post('/keys', { name: 'laptop' }).expect(201);
-    expect(key.body).toMatchObject({ name: 'laptop', secret: expect.stringMatching(/^sk-svc-/), prefix: key.body.secret.slice(0, 13) });
+    expect(key.body).toMatchObject({
+      name: 'laptop',
+      secret: expect.stringMatching(/^sk-svc-/),
+      prefix: key.body.secret.slice(0, 13),
+    });
     const list = await bob.get('/keys').expect(200);
-    expect(list.body.data).toEqual([expect.objectContaining({ id: key.body.id, name: 'laptop', status: 'active', lastUsedAt: null })]);
+    expect(list.body.data).toEqual([
+      expect.objectContaining({ id: key.body.id, name: 'laptop', status: 'active', lastUsedAt: null }),
+    ]);
     expect(JSON.stringify(list.body)).not.toContain(key.body.secret);
 
     const client = new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: key.body.secret, maxRetries: 0 });
@@ -68,7 +84,9 @@ describe('dashboard API', () => {
     await bob.post(`/keys/${key.body.id}/revoke`).expect(200);
     expect((await bob.get('/keys')).body.data[0].status).toBe('revoked');
     const revokedAt = Date.now();
-    const refused = await client.chat.completions.create({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
+    const refused = await client.chat.completions
+      .create({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e) => e);
     expect(refused.status).toBe(401);
     expect(Date.now() - revokedAt).toBeLessThan(1000);
   });
@@ -91,7 +109,9 @@ describe('dashboard API', () => {
     // A forged session (activeOrgId edited in the cookie) fails its signature.
     const token = /mg_session=([^;]+)/.exec(mallory.cookie)![1];
     const [body, mac] = token.split('.');
-    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(body, 'base64url').toString()), activeOrgId: aliceOrg })).toString('base64url');
+    const forged = Buffer.from(
+      JSON.stringify({ ...JSON.parse(Buffer.from(body, 'base64url').toString()), activeOrgId: aliceOrg }),
+    ).toString('base64url');
     await request(g.baseUrl).get('/dashboard/api/keys').set('cookie', `mg_session=${forged}.${mac}`).expect(401);
     // An API key is not a session, and a session is not an API key.
     await request(g.baseUrl).get('/dashboard/api/keys').set('authorization', `Bearer ${aliceKey.secret}`).expect(401);
@@ -104,14 +124,17 @@ describe('dashboard API', () => {
 
   it('slows down repeated failed sign-ins', async () => {
     await person(g, 'victim@example.com');
-    const attempt = () => request(g.baseUrl).post('/dashboard/api/signin').send({ email: 'victim@example.com', password: 'wrong guess!' });
+    const attempt = () =>
+      request(g.baseUrl).post('/dashboard/api/signin').send({ email: 'victim@example.com', password: 'wrong guess!' });
     for (let i = 0; i < 4; i++) expect((await attempt()).status).toBe(401);
     const throttled = await attempt();
     expect(throttled.status).toBe(429);
     expect(throttled.body).toMatchObject({ error: { code: 'rate_limited' }, retryAfterSeconds: expect.any(Number) });
     expect(throttled.headers['retry-after']).toBe(String(throttled.body.retryAfterSeconds));
     // Unknown emails answer the same way as wrong passwords.
-    const unknown = await request(g.baseUrl).post('/dashboard/api/signin').send({ email: 'nobody@example.com', password: 'whatever!' });
+    const unknown = await request(g.baseUrl)
+      .post('/dashboard/api/signin')
+      .send({ email: 'nobody@example.com', password: 'whatever!' });
     expect(unknown.status).toBe(401);
     expect(unknown.body.error.message).toBe('wrong email or password');
   });
@@ -125,7 +148,13 @@ describe('dashboard API', () => {
     const k2 = (await carol.post('/keys', { name: 'two' })).body;
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'ok', usage: { input: 1000, output: 100 } } });
     g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: 'ok', usage: { input: 10, output: 1 } } });
-    for (const [key, model] of [[k1, M.gpt], [k2, M.gpt], [k1, M.claude], [k2, M.claude], [k1, M.gpt]] as const) {
+    for (const [key, model] of [
+      [k1, M.gpt],
+      [k2, M.gpt],
+      [k1, M.claude],
+      [k2, M.claude],
+      [k1, M.gpt],
+    ] as const) {
       await new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: key.secret, maxRetries: 0 }).chat.completions.create({
         model: model.slug,
         messages: [{ role: 'user', content: 'hi' }],
@@ -135,7 +164,16 @@ describe('dashboard API', () => {
     const all = (await carol.get('/usage?pageSize=2').expect(200)).body;
     expect(all.total).toBe(5);
     expect(all.data).toHaveLength(2);
-    expect(all.data[0]).toMatchObject({ keyName: 'one', model: M.gpt.slug, host: 'fake-openai', inputTokens: 1000, outputTokens: 100, cost: 0.0012, status: 'ok', surface: 'chat-completions' });
+    expect(all.data[0]).toMatchObject({
+      keyName: 'one',
+      model: M.gpt.slug,
+      host: 'fake-openai',
+      inputTokens: 1000,
+      outputTokens: 100,
+      cost: 0.0012,
+      status: 'ok',
+      surface: 'chat-completions',
+    });
     expect(Date.parse(all.data[0].time)).toBeGreaterThanOrEqual(Date.parse(all.data[1].time));
     const page3 = (await carol.get('/usage?pageSize=2&page=3')).body;
     expect(page3.data).toHaveLength(1);
@@ -172,13 +210,23 @@ describe('dashboard API', () => {
     expect(res.status).toBe(200);
     const text = await res.text();
     expect(text).toContain('event: delta');
-    expect(text).toMatch(/event: done\ndata: \{"finish_reason":"stop","usage":\{"input_tokens":5,"output_tokens":3\},"cost":0\.000011/);
+    expect(text).toMatch(
+      /event: done\ndata: \{"finish_reason":"stop","usage":\{"input_tokens":5,"output_tokens":3\},"cost":0\.000011/,
+    );
     expect(g.fake.requests[g.fake.requests.length - 1].body.messages[0]).toEqual({ role: 'system', content: 'Be nice.' });
     await g.settled();
-    expect((await dan.get('/usage')).body.data[0]).toMatchObject({ surface: 'playground', keyName: 'Playground', cost: 0.000011 });
+    expect((await dan.get('/usage')).body.data[0]).toMatchObject({
+      surface: 'playground',
+      keyName: 'Playground',
+      cost: 0.000011,
+    });
 
     // Stop: the browser aborts its fetch; the upstream call is aborted too.
-    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: Array.from({ length: 300 }, (_, i) => `w${i}`).join(' '), usage: null }, chunkDelayMs: 10 });
+    g.fake.on(M.gpt.hostModel, {
+      kind: 'reply',
+      reply: { text: Array.from({ length: 300 }, (_, i) => `w${i}`).join(' '), usage: null },
+      chunkDelayMs: 10,
+    });
     const index = g.fake.requests.length;
     const abort = new AbortController();
     const stream = await playground({ model: M.gpt.slug, messages: [{ role: 'user', content: 'long' }] }, abort.signal);
@@ -196,7 +244,10 @@ describe('dashboard API', () => {
     const closed = await startGateway({ env: { DASHBOARD_SIGNUP: 'off' } });
     try {
       expect((await request(closed.baseUrl).get('/dashboard/api/config')).body.signupEnabled).toBe(false);
-      await request(closed.baseUrl).post('/dashboard/api/signup').send({ email: 'x@example.com', password: 'long enough pw' }).expect(403);
+      await request(closed.baseUrl)
+        .post('/dashboard/api/signup')
+        .send({ email: 'x@example.com', password: 'long enough pw' })
+        .expect(403);
     } finally {
       await closed.close();
     }

@@ -51,7 +51,9 @@ describeWithBrowser('dashboard in a real browser', () => {
     await byTest('org-name').fill('Grace Labs');
     await byTest('org-create').click();
     await byTest('credits-available').waitFor();
-    const session = (await page.evaluate(async () => (await fetch("/dashboard/api/session")).json())) as { activeOrg: { id: string } };
+    const session = (await page.evaluate(async () => (await fetch('/dashboard/api/session')).json())) as {
+      activeOrg: { id: string };
+    };
     const orgId: string = session.activeOrg.id;
     await g.t.runtime.ledger.grant(orgId, 2_000_000_000, 'browser test');
     await g.t.runtime.projector.catchUp();
@@ -68,7 +70,10 @@ describeWithBrowser('dashboard in a real browser', () => {
     expect(await page.content()).not.toContain(secret);
 
     // The key works with the official client…
-    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello from the browser test', usage: { input: 300, output: 40 } } });
+    g.fake.on(M.gpt.hostModel, {
+      kind: 'reply',
+      reply: { text: 'Hello from the browser test', usage: { input: 300, output: 40 } },
+    });
     const client = new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: secret, maxRetries: 0 });
     await client.chat.completions.create({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }] });
     await g.settled();
@@ -85,12 +90,16 @@ describeWithBrowser('dashboard in a real browser', () => {
 
     // Revoke, confirm: the API refuses the key.
     await byTest('nav-keys').click();
-    const keys = (await page.evaluate(async () => (await fetch("/dashboard/api/keys")).json())) as { data: Array<{ id: string }> };
+    const keys = (await page.evaluate(async () => (await fetch('/dashboard/api/keys')).json())) as {
+      data: Array<{ id: string }>;
+    };
     await byTest(`key-revoke-${keys.data[0].id}`).click();
     await byTest('key-revoke-confirm').click();
     await eventually(async () => ((await byTest('keys-table').textContent()) ?? '').toLowerCase().includes('revoked'), 5_000);
     await snap('keys');
-    const refused = await client.chat.completions.create({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
+    const refused = await client.chat.completions
+      .create({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e) => e);
     expect(refused.status).toBe(401);
   });
 
@@ -105,18 +114,26 @@ describeWithBrowser('dashboard in a real browser', () => {
 
     // Token by token: the reply is seen growing through several lengths before it is complete.
     const lengths = new Set<number>();
-    await eventually(async () => {
-      const text = (await byTest('playground-reply').textContent()) ?? '';
-      lengths.add(text.length);
-      return text.includes('tok39');
-    }, 10_000, 10);
+    await eventually(
+      async () => {
+        const text = (await byTest('playground-reply').textContent()) ?? '';
+        lengths.add(text.length);
+        return text.includes('tok39');
+      },
+      10_000,
+      10,
+    );
     expect(lengths.size).toBeGreaterThan(5);
     await eventually(async () => /40/.test((await byTest('playground-meta').textContent()) ?? ''), 5_000);
     expect(await byTest('playground-meta').textContent()).toMatch(/0\.0001/);
     await snap('playground');
 
     // Stop: a long, slow reply, stopped half way; the upstream call is aborted.
-    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: Array.from({ length: 500 }, (_, i) => `w${i}`).join(' '), usage: null }, chunkDelayMs: 20 });
+    g.fake.on(M.gpt.hostModel, {
+      kind: 'reply',
+      reply: { text: Array.from({ length: 500 }, (_, i) => `w${i}`).join(' '), usage: null },
+      chunkDelayMs: 20,
+    });
     const index = g.fake.requests.length;
     await byTest('playground-input').fill('A very long answer please');
     await byTest('playground-send').click();
@@ -126,7 +143,7 @@ describeWithBrowser('dashboard in a real browser', () => {
     const stoppedAt = (await byTest('playground-reply').textContent()) ?? '';
     expect(stoppedAt).not.toContain('w499');
     await g.settled();
-    const usage = (await page.evaluate(async () => (await fetch("/dashboard/api/usage")).json())) as { data: unknown[] };
+    const usage = (await page.evaluate(async () => (await fetch('/dashboard/api/usage')).json())) as { data: unknown[] };
     expect(usage.data[0]).toMatchObject({ surface: 'playground', status: 'client_abort' });
   });
 });

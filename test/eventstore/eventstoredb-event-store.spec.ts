@@ -3,7 +3,9 @@ import { describeEventStoreContract } from './event-store.contract';
 // No EventStoreDB server can run on the CI machine; docker-compose.yml starts one for users.
 const url = process.env.EVENTSTORE_URL;
 if (!url) {
-  process.stdout.write('EventStoreDB contract suite skipped: set EVENTSTORE_URL (e.g. esdb://localhost:2113?tls=false) to run it.\n');
+  process.stdout.write(
+    'EventStoreDB contract suite skipped: set EVENTSTORE_URL (e.g. esdb://localhost:2113?tls=false) to run it.\n',
+  );
 }
 
 describeEventStoreContract(

@@ -22,15 +22,18 @@ function threadNiceValues(): number[] {
   });
 }
 
-(process.platform === 'linux' ? it : it.skip)('runs its writer thread, and only it, at a lower CPU priority (Linux)', async () => {
-  const before = threadNiceValues().filter((nice) => nice === 10).length;
-  const ownBefore = getPriority();
-  const store = new SqliteEventStore(join(dir.path, 'priority.sqlite'));
-  await store.append('priority-1', [{ type: 'Tick', data: {} }], 'no_stream');
-  expect(threadNiceValues().filter((nice) => nice === 10).length).toBe(before + 1);
-  expect(getPriority()).toBe(ownBefore);
-  await store.close();
-});
+(process.platform === 'linux' ? it : it.skip)(
+  'runs its writer thread, and only it, at a lower CPU priority (Linux)',
+  async () => {
+    const before = threadNiceValues().filter((nice) => nice === 10).length;
+    const ownBefore = getPriority();
+    const store = new SqliteEventStore(join(dir.path, 'priority.sqlite'));
+    await store.append('priority-1', [{ type: 'Tick', data: {} }], 'no_stream');
+    expect(threadNiceValues().filter((nice) => nice === 10).length).toBe(before + 1);
+    expect(getPriority()).toBe(ownBefore);
+    await store.close();
+  },
+);
 
 describe('SQLite commit window', () => {
   const recordedAt = async (store: SqliteEventStore, streamId: string) => (await store.readStream(streamId))[0].recordedAt;
@@ -89,19 +92,32 @@ describe('SQLite event store across processes', () => {
     const seen: Array<{ position: number; revision: number; streamId: string; i: number }> = [];
     const following = (async () => {
       for await (const batch of ours.subscribe(0, abort.signal)) {
-        for (const e of batch) seen.push({ position: e.position, revision: e.revision, streamId: e.streamId, i: (e.data as { i: number }).i });
+        for (const e of batch)
+          seen.push({ position: e.position, revision: e.revision, streamId: e.streamId, i: (e.data as { i: number }).i });
         if (seen.length >= 30) abort.abort();
       }
     })();
     for (let i = 0; i < 30; i += 3) {
-      await ours.append('ours', [{ type: 'Tick', data: { i } }, { type: 'Tick', data: { i: i + 1 } }], 'any');
+      await ours.append(
+        'ours',
+        [
+          { type: 'Tick', data: { i } },
+          { type: 'Tick', data: { i: i + 1 } },
+        ],
+        'any',
+      );
       await theirs.append('theirs', [{ type: 'Tick', data: { i: i + 2 } }], 'any');
     }
     await following;
     expect(seen.map((e) => e.position)).toEqual(Array.from({ length: 30 }, (_, k) => k + 1));
     expect(seen.map((e) => e.i)).toEqual(Array.from({ length: 30 }, (_, k) => k));
     // What the subscriber was handed is what the file holds.
-    const stored = (await ours.readAll(0, 100)).map((e) => ({ position: e.position, revision: e.revision, streamId: e.streamId, i: (e.data as { i: number }).i }));
+    const stored = (await ours.readAll(0, 100)).map((e) => ({
+      position: e.position,
+      revision: e.revision,
+      streamId: e.streamId,
+      i: (e.data as { i: number }).i,
+    }));
     expect(seen).toEqual(stored);
     await Promise.all([ours.close(), theirs.close()]);
   });

@@ -20,17 +20,30 @@ const sse = (data: Record<string, unknown>): SseMessage => ({ event: data.type a
 const messageStart = (usage: Record<string, number> = { input_tokens: 25, output_tokens: 1 }) =>
   sse({
     type: 'message_start',
-    message: { id: 'msg_01', type: 'message', role: 'assistant', content: [], model: 'claude-sonnet-4-5', stop_reason: null, stop_sequence: null, usage },
+    message: {
+      id: 'msg_01',
+      type: 'message',
+      role: 'assistant',
+      content: [],
+      model: 'claude-sonnet-4-5',
+      stop_reason: null,
+      stop_sequence: null,
+      usage,
+    },
   });
 const textStart = (index: number) => sse({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
-const textDelta = (index: number, text: string) => sse({ type: 'content_block_delta', index, delta: { type: 'text_delta', text } });
+const textDelta = (index: number, text: string) =>
+  sse({ type: 'content_block_delta', index, delta: { type: 'text_delta', text } });
 const toolStart = (index: number, id: string, name: string) =>
   sse({ type: 'content_block_start', index, content_block: { type: 'tool_use', id, name, input: {} } });
 const jsonDelta = (index: number, partial_json: string) =>
   sse({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json } });
 const blockStop = (index: number) => sse({ type: 'content_block_stop', index });
-const messageDelta = (stop_reason: string, usage: Record<string, number> = { output_tokens: 12 }, stop_sequence: string | null = null) =>
-  sse({ type: 'message_delta', delta: { stop_reason, stop_sequence }, usage });
+const messageDelta = (
+  stop_reason: string,
+  usage: Record<string, number> = { output_tokens: 12 },
+  stop_sequence: string | null = null,
+) => sse({ type: 'message_delta', delta: { stop_reason, stop_sequence }, usage });
 const messageStop = sse({ type: 'message_stop' });
 const ping = sse({ type: 'ping' });
 const errorEvent = sse({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
@@ -90,7 +103,10 @@ describe('anthropicHost.buildRequest', () => {
   it('maps tools to input_schema', () => {
     const parameters = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
     const body = bodyOf({
-      tools: [{ name: 'get_weather', description: 'Weather for a city', parameters }, { name: 'now', parameters: { type: 'object' } }],
+      tools: [
+        { name: 'get_weather', description: 'Weather for a city', parameters },
+        { name: 'now', parameters: { type: 'object' } },
+      ],
     });
     expect(body.tools).toStrictEqual([
       { name: 'get_weather', description: 'Weather for a city', input_schema: parameters },
@@ -312,7 +328,11 @@ describe('anthropicHost.decoder', () => {
       sse({ type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '' } }),
       sse({ type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'Hmm.' } }),
       blockStop(0),
-      sse({ type: 'content_block_start', index: 1, content_block: { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search' } }),
+      sse({
+        type: 'content_block_start',
+        index: 1,
+        content_block: { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search' },
+      }),
       jsonDelta(1, '{"query":"x"}'),
       blockStop(1),
       sse({ type: 'a_future_event', payload: 1 }),
@@ -350,7 +370,10 @@ describe('anthropicHost.decoder', () => {
 
 describe('anthropicHost.errorMessage', () => {
   it('takes the message of an API error body', () => {
-    const body = JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: Field required' } });
+    const body = JSON.stringify({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: 'max_tokens: Field required' },
+    });
     expect(anthropicHost.errorMessage(400, body)).toBe('max_tokens: Field required');
   });
 
@@ -367,7 +390,14 @@ describe('anthropicHost.errorMessage', () => {
 
 describe('anthropicHost.decodeReply (a whole, non-streamed reply)', () => {
   const reply = (fields: Record<string, unknown>) =>
-    JSON.stringify({ id: 'msg_01', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', stop_sequence: null, ...fields });
+    JSON.stringify({
+      id: 'msg_01',
+      type: 'message',
+      role: 'assistant',
+      model: 'claude-sonnet-4-5',
+      stop_sequence: null,
+      ...fields,
+    });
 
   it('asks the host for a whole reply when the client does not stream', () => {
     expect(bodyOf({ stream: false }).stream).toBe(false);
@@ -395,13 +425,21 @@ describe('anthropicHost.decodeReply (a whole, non-streamed reply)', () => {
   });
 
   it('keeps the stop sequence that ended the reply', () => {
-    const body = reply({ content: [{ type: 'text', text: 'one, two' }], stop_reason: 'stop_sequence', stop_sequence: 'three', usage: { input_tokens: 3, output_tokens: 4 } });
+    const body = reply({
+      content: [{ type: 'text', text: 'one, two' }],
+      stop_reason: 'stop_sequence',
+      stop_sequence: 'three',
+      usage: { input_tokens: 3, output_tokens: 4 },
+    });
     expect(anthropicHost.decodeReply(body)).toContainEqual({ type: 'finish', reason: 'stop_sequence', stopSequence: 'three' });
   });
 
   it('respects an explicit zero usage', () => {
     const body = reply({ content: [], stop_reason: 'end_turn', usage: { input_tokens: 0, output_tokens: 0 } });
-    expect(anthropicHost.decodeReply(body)).toEqual([{ type: 'finish', reason: 'stop' }, { type: 'usage', inputTokens: 0, outputTokens: 0 }]);
+    expect(anthropicHost.decodeReply(body)).toEqual([
+      { type: 'finish', reason: 'stop' },
+      { type: 'usage', inputTokens: 0, outputTokens: 0 },
+    ]);
   });
 
   it('fails as an upstream error on an error body, and as malformed on anything unreadable', () => {

@@ -19,7 +19,13 @@ describe('openAiHost.buildRequest', () => {
 
   it('asks for a whole reply (which carries its usage) when the client does not stream', () => {
     const upstream = openAiHost.buildRequest(request({ stream: false }), 'gpt-x', null);
-    expect(upstream.body).toMatchObject({ stream: false, messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }] });
+    expect(upstream.body).toMatchObject({
+      stream: false,
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Hi' },
+      ],
+    });
     expect(upstream.body).not.toHaveProperty('stream_options');
     expect(upstream.headers).toEqual({ 'content-type': 'application/json', accept: 'application/json' });
   });
@@ -27,10 +33,21 @@ describe('openAiHost.buildRequest', () => {
 
 describe('openAiHost.decodeReply (a whole, non-streamed completion)', () => {
   const completion = (message: Record<string, unknown>, finish: string, usage: unknown) =>
-    JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-x', choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: finish }], usage });
+    JSON.stringify({
+      id: 'chatcmpl-1',
+      object: 'chat.completion',
+      created: 1,
+      model: 'gpt-x',
+      choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: finish }],
+      usage,
+    });
 
   it('gives the text, the finish and the usage', () => {
-    expect(openAiHost.decodeReply(completion({ content: 'Paris.' }, 'stop', { prompt_tokens: 12, completion_tokens: 2, total_tokens: 14 }))).toEqual([
+    expect(
+      openAiHost.decodeReply(
+        completion({ content: 'Paris.' }, 'stop', { prompt_tokens: 12, completion_tokens: 2, total_tokens: 14 }),
+      ),
+    ).toEqual([
       { type: 'text', text: 'Paris.' },
       { type: 'finish', reason: 'stop' },
       { type: 'usage', inputTokens: 12, outputTokens: 2 },
@@ -42,7 +59,11 @@ describe('openAiHost.decodeReply (a whole, non-streamed completion)', () => {
       { id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } },
       { id: 'call_2', type: 'function', function: { name: 'time', arguments: '{}' } },
     ];
-    expect(openAiHost.decodeReply(completion({ content: null, tool_calls: calls }, 'tool_calls', { prompt_tokens: 30, completion_tokens: 9 }))).toEqual([
+    expect(
+      openAiHost.decodeReply(
+        completion({ content: null, tool_calls: calls }, 'tool_calls', { prompt_tokens: 30, completion_tokens: 9 }),
+      ),
+    ).toEqual([
       { type: 'tool_call', index: 0, id: 'call_1', name: 'weather', argumentsDelta: '{"city":"Paris"}' },
       { type: 'tool_call', index: 1, id: 'call_2', name: 'time', argumentsDelta: '{}' },
       { type: 'finish', reason: 'tool_calls' },
@@ -66,6 +87,7 @@ describe('openAiHost.decodeReply (a whole, non-streamed completion)', () => {
     decoding(JSON.stringify({ error: { message: 'The server is overloaded' } })).toThrow(
       expect.objectContaining({ kind: 'upstream_error', message: 'The server is overloaded' }),
     );
-    for (const body of ['{"id":"chatcmpl', 'null', '{"choices":[]}']) decoding(body).toThrow(expect.objectContaining({ kind: 'malformed' }));
+    for (const body of ['{"id":"chatcmpl', 'null', '{"choices":[]}'])
+      decoding(body).toThrow(expect.objectContaining({ kind: 'malformed' }));
   });
 });

@@ -65,9 +65,9 @@ describe('reservation decider', () => {
     if (settled.type !== 'ReservationSettled') throw new Error('expected a settlement');
     // 1200 × 0.15 + 345 × 0.60 = 180 + 207 = 387 credits per million → 387,000 nano-credits
     expect(settled.data.amount).toBe(387_000);
-    expect(chargeFor({ inputTokens: settled.data.inputTokens, outputTokens: settled.data.outputTokens }, settled.data.prices)).toBe(
-      settled.data.amount,
-    );
+    expect(
+      chargeFor({ inputTokens: settled.data.inputTokens, outputTokens: settled.data.outputTokens }, settled.data.prices),
+    ).toBe(settled.data.amount);
     expect(settled.data).toMatchObject({ host: 'openai', model: 'openai/gpt-4o-mini', held: 1_000_000, orgId: 'org-1' });
   });
 
@@ -79,9 +79,9 @@ describe('reservation decider', () => {
   it('resolves a reservation exactly once', () => {
     const [settled] = given(reserved).when(settle).events;
     expect(given(reserved, settled).when(settle).error).toBe('already_resolved');
-    expect(given(reserved, settled).when({ type: 'Release', reason: 'x', host: null, status: 'error', latencyMs: 1, now: 3 }).error).toBe(
-      'already_resolved',
-    );
+    expect(
+      given(reserved, settled).when({ type: 'Release', reason: 'x', host: null, status: 'error', latencyMs: 1, now: 3 }).error,
+    ).toBe('already_resolved');
     expect(given(reserved, settled).when({ type: 'Expire', now: 10_000_000 }).error).toBe('already_resolved');
   });
 
@@ -94,7 +94,10 @@ describe('reservation decider', () => {
       latencyMs: 40,
       now: 1_500,
     });
-    expect(events[0]).toMatchObject({ type: 'ReservationReleased', data: { held: 1_000_000, reason: 'upstream failed before any output' } });
+    expect(events[0]).toMatchObject({
+      type: 'ReservationReleased',
+      data: { held: 1_000_000, reason: 'upstream failed before any output' },
+    });
   });
 
   it('expires only after the expiry', () => {
@@ -120,7 +123,9 @@ describe('credit account decider', () => {
   it('grants positive amounts only', () => {
     const grant = { type: 'GrantCredits' as const, orgId: 'o', grantId: 'g', amount: 5, reason: 'r', now: 1 };
     const events = decideGrant(grant, initialCreditAccount());
-    expect(events).toEqual([{ type: 'CreditsGranted', data: { orgId: 'o', grantId: 'g', amount: 5, reason: 'r', grantedAt: 1 } }]);
+    expect(events).toEqual([
+      { type: 'CreditsGranted', data: { orgId: 'o', grantId: 'g', amount: 5, reason: 'r', grantedAt: 1 } },
+    ]);
     expect(evolveCreditAccount(initialCreditAccount(), events[0]).granted).toBe(5);
     expect(() => decideGrant({ ...grant, amount: 0 }, initialCreditAccount())).toThrow(LedgerRuleError);
     expect(() => decideGrant({ ...grant, amount: -3 }, initialCreditAccount())).toThrow(LedgerRuleError);
@@ -130,10 +135,27 @@ describe('credit account decider', () => {
 
 describe('refusal decider', () => {
   it('records what was turned away and why, moving no credits', () => {
-    const [event] = decideRefusal({ type: 'Refuse', refusalId: 'x', orgId: 'o', status: 'insufficient_credits', reason: 'too poor', latencyMs: 2, now: 9, ...facts });
+    const [event] = decideRefusal({
+      type: 'Refuse',
+      refusalId: 'x',
+      orgId: 'o',
+      status: 'insufficient_credits',
+      reason: 'too poor',
+      latencyMs: 2,
+      now: 9,
+      ...facts,
+    });
     expect(event).toEqual({
       type: 'RequestRefused',
-      data: { ...facts, refusalId: 'x', orgId: 'o', status: 'insufficient_credits', reason: 'too poor', latencyMs: 2, refusedAt: 9 },
+      data: {
+        ...facts,
+        refusalId: 'x',
+        orgId: 'o',
+        status: 'insufficient_credits',
+        reason: 'too poor',
+        latencyMs: 2,
+        refusedAt: 9,
+      },
     });
     expect(event.data).not.toHaveProperty('amount');
   });

@@ -20,7 +20,9 @@ describeWithRedis('ledger across processes', () => {
       for (const count of [67, 67, 66]) children.push(startNode(WORKER, ['reserve', orgId, String(count), '1000000'], t.env));
       await Promise.all(children.map((c) => c.waitForLine('ready')));
       for (const c of children) c.process.stdin!.write('go\n');
-      const results = await Promise.all(children.map(async (c) => JSON.parse(await c.waitForLine('{')) as { admitted: number; refused: number }));
+      const results = await Promise.all(
+        children.map(async (c) => JSON.parse(await c.waitForLine('{')) as { admitted: number; refused: number }),
+      );
       expect(results.reduce((n, r) => n + r.admitted, 0)).toBe(20);
       expect(results.reduce((n, r) => n + r.refused, 0)).toBe(180);
       await t.runtime.projector.catchUp();
@@ -70,7 +72,14 @@ describeWithRedis('ledger across processes', () => {
       const { runtime } = t;
       const orgId = await fundedOrganization(runtime, 50_000_000);
       for (let i = 0; i < 5; i++) {
-        const a = await runtime.ledger.reserve({ requestId: `q${i}`, keyId: 'k', surface: 's', model: 'm', orgId, amount: 1_000_000 });
+        const a = await runtime.ledger.reserve({
+          requestId: `q${i}`,
+          keyId: 'k',
+          surface: 's',
+          model: 'm',
+          orgId,
+          amount: 1_000_000,
+        });
         if (a.admitted && i % 2 === 0) {
           await runtime.ledger.settle(a.ticket, {
             usage: { inputTokens: 100, outputTokens: 100 },

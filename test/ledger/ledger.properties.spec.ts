@@ -50,7 +50,9 @@ async function run(ops: Op[]): Promise<void> {
   let overrun = new Map<string, number>();
 
   async function append(streamId: string, events: LedgerEvent[]): Promise<void> {
-    const recorded = events.map((e) => ({ ...e, streamId, revision: 0, position: log.length + 1, recordedAt: now }) as RecordedEvent);
+    const recorded = events.map(
+      (e) => ({ ...e, streamId, revision: 0, position: log.length + 1, recordedAt: now }) as RecordedEvent,
+    );
     log.push(...recorded);
     await store.apply(recorded);
   }
@@ -62,7 +64,10 @@ async function run(ops: Op[]): Promise<void> {
     try {
       switch (o.kind) {
         case 'grant':
-          await append(`credits-${orgId}`, decideGrant({ type: 'GrantCredits', orgId, grantId: `g${i}`, amount: o.amount, reason: 't', now }, { granted: 0 }));
+          await append(
+            `credits-${orgId}`,
+            decideGrant({ type: 'GrantCredits', orgId, grantId: `g${i}`, amount: o.amount, reason: 't', now }, { granted: 0 }),
+          );
           break;
         case 'reserve': {
           const id = `r${i}`;
@@ -73,7 +78,18 @@ async function run(ops: Op[]): Promise<void> {
             break;
           }
           const events = decideReservation(
-            { type: 'Reserve', reservationId: id, orgId, amount: o.amount, now, ttlMs: TTL, requestId: id, keyId: 'k', surface: 's', model: 'm' },
+            {
+              type: 'Reserve',
+              reservationId: id,
+              orgId,
+              amount: o.amount,
+              now,
+              ttlMs: TTL,
+              requestId: id,
+              keyId: 'k',
+              surface: 's',
+              model: 'm',
+            },
             initialReservation(),
           );
           await append(`reservation-${id}`, events);
@@ -89,16 +105,31 @@ async function run(ops: Op[]): Promise<void> {
           const events =
             o.kind === 'settle'
               ? decideReservation(
-                  { type: 'Settle', usage: { inputTokens: o.input, outputTokens: o.output }, prices, host: 'h', hostModel: 'hm', status: 'ok', latencyMs: 1, now },
+                  {
+                    type: 'Settle',
+                    usage: { inputTokens: o.input, outputTokens: o.output },
+                    prices,
+                    host: 'h',
+                    hostModel: 'hm',
+                    status: 'ok',
+                    latencyMs: 1,
+                    now,
+                  },
                   r.state,
                 )
               : o.kind === 'release'
-                ? decideReservation({ type: 'Release', reason: 'failed', host: null, status: 'error', latencyMs: 1, now }, r.state)
+                ? decideReservation(
+                    { type: 'Release', reason: 'failed', host: null, status: 'error', latencyMs: 1, now },
+                    r.state,
+                  )
                 : decideReservation({ type: 'Expire', now }, r.state);
           await append(`reservation-${chosen}`, events);
           const event = events[0];
           if (event.type === 'ReservationSettled') {
-            overrun.set(event.data.orgId, (overrun.get(event.data.orgId) ?? 0) + Math.max(0, event.data.amount - event.data.held));
+            overrun.set(
+              event.data.orgId,
+              (overrun.get(event.data.orgId) ?? 0) + Math.max(0, event.data.amount - event.data.held),
+            );
           }
           reservations.set(chosen, { state: evolveReservation(r.state, event), revision: r.revision + 1 });
           break;
@@ -133,7 +164,8 @@ async function run(ops: Op[]): Promise<void> {
   }
   // Every open reservation expires eventually, and then nothing stays held.
   for (const [id, r] of reservations) {
-    if (r.state.status === 'open') await append(`reservation-${id}`, decideReservation({ type: 'Expire', now: now + TTL }, r.state));
+    if (r.state.status === 'open')
+      await append(`reservation-${id}`, decideReservation({ type: 'Expire', now: now + TTL }, r.state));
   }
   for (const ledger of (await store.ledgers()).values()) expect(ledger.reserved).toBe(0);
   overrun = new Map();

@@ -38,7 +38,12 @@ for (const redis of [false, true]) {
       expect(results.filter((r) => !r.admitted)).toHaveLength(180);
       expect(lowest).toBeGreaterThanOrEqual(0);
       await runtime.projector.catchUp();
-      expect(await runtime.projections.balance(orgId)).toEqual({ granted: 20_000_000, spent: 0, reserved: 20_000_000, pending: 0 });
+      expect(await runtime.projections.balance(orgId)).toEqual({
+        granted: 20_000_000,
+        spent: 0,
+        reserved: 20_000_000,
+        pending: 0,
+      });
       const refused = results.find((r) => !r.admitted);
       expect(refused).toEqual({ admitted: false, available: 0 });
       const report = await auditLedger(runtime.events, runtime.projections);
@@ -55,9 +60,21 @@ for (const redis of [false, true]) {
       // 1000 × $0.15/M + 250 × $0.60/M = 0.00015 + 0.00015 = 0.0003 credits
       expect(settled).toMatchObject({ type: 'ReservationSettled', data: { amount: 300_000, held: 2_000_000 } });
       await runtime.projector.catchUp();
-      expect(await runtime.projections.balance(orgId)).toEqual({ granted: 10_000_000_000, spent: 300_000, reserved: 0, pending: 0 });
+      expect(await runtime.projections.balance(orgId)).toEqual({
+        granted: 10_000_000_000,
+        spent: 300_000,
+        reserved: 0,
+        pending: 0,
+      });
       expect(await runtime.projections.recentRequests(orgId, 5)).toEqual([
-        expect.objectContaining({ requestId: 'q1', cost: 300_000, inputTokens: 1000, outputTokens: 250, host: 'simulated', status: 'ok' }),
+        expect.objectContaining({
+          requestId: 'q1',
+          cost: 300_000,
+          inputTokens: 1000,
+          outputTokens: 250,
+          host: 'simulated',
+          status: 'ok',
+        }),
       ]);
       await expect(runtime.ledger.settle(admission.ticket, settlement)).rejects.toMatchObject({ code: 'already_resolved' });
       expect((await auditLedger(runtime.events, runtime.projections)).differences).toEqual([]);
@@ -83,7 +100,12 @@ for (const redis of [false, true]) {
       const orgId = await fundedOrganization(runtime, 5_000_000);
       const admission = await runtime.ledger.reserve({ ...facts(2), orgId, amount: 5_000_000 });
       if (!admission.admitted) throw new Error('expected admission');
-      await runtime.ledger.release(admission.ticket, { reason: 'provider failed before output', host: 'h', status: 'provider_error', latencyMs: 3 });
+      await runtime.ledger.release(admission.ticket, {
+        reason: 'provider failed before output',
+        host: 'h',
+        status: 'provider_error',
+        latencyMs: 3,
+      });
       await runtime.projector.catchUp();
       expect(availableOf(await runtime.projections.balance(orgId))).toBe(5_000_000);
       expect((await runtime.projections.recentRequests(orgId, 1))[0]).toMatchObject({ status: 'provider_error', cost: 0 });
@@ -118,14 +140,19 @@ describe('reservation expiry', () => {
     try {
       const { runtime } = t;
       const orgId = await fundedOrganization(runtime, 3_000_000);
-      const admissions = await Promise.all([0, 1, 2].map((i) => runtime.ledger.reserve({ ...facts(i), orgId, amount: 1_000_000 })));
+      const admissions = await Promise.all(
+        [0, 1, 2].map((i) => runtime.ledger.reserve({ ...facts(i), orgId, amount: 1_000_000 })),
+      );
       const tickets = admissions.map((a) => (a.admitted ? a.ticket : null));
       await runtime.projector.catchUp();
       // Nothing is due yet.
       expect(await runtime.ledger.expireDue()).toBe(0);
       // Two "instances" racing to expire the same reservation: one wins.
       await eventually(async () => (await runtime.projections.expiredReservations(Date.now(), 10)).length === 3, 5_000);
-      const race = await Promise.all([runtime.ledger.expire(tickets[0]!.reservationId), runtime.ledger.expire(tickets[0]!.reservationId)]);
+      const race = await Promise.all([
+        runtime.ledger.expire(tickets[0]!.reservationId),
+        runtime.ledger.expire(tickets[0]!.reservationId),
+      ]);
       expect(race.filter(Boolean)).toHaveLength(1);
       // A late settlement of an expired reservation is refused rather than billed twice.
       await expect(runtime.ledger.settle(tickets[0]!, settlement)).rejects.toMatchObject({ code: 'already_resolved' });

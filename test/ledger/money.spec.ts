@@ -28,7 +28,14 @@ describe('money', () => {
       return `${nano < 0 ? '-' : ''}${abs / 1_000_000_000n}${fraction ? `.${fraction}` : ''}`;
     };
     expect(formatCredits(Number.MAX_SAFE_INTEGER)).toBe('9007199.254740991');
-    for (const nano of [Number.MAX_SAFE_INTEGER - 1, 9_000_000_999_999_999, 8_999_999_999_999_999, 1_000_000_000, 999_999_999, -9_007_199_254_740_991]) {
+    for (const nano of [
+      Number.MAX_SAFE_INTEGER - 1,
+      9_000_000_999_999_999,
+      8_999_999_999_999_999,
+      1_000_000_000,
+      999_999_999,
+      -9_007_199_254_740_991,
+    ]) {
       expect(formatCredits(nano)).toBe(exact(nano));
     }
     for (let k = 1; k < 5000; k++) {
@@ -43,9 +50,9 @@ describe('money', () => {
     // 1 token at 1 nano-credit per million tokens is a millionth of a nano-credit: rounds up to 1.
     expect(chargeFor({ inputTokens: 1, outputTokens: 0 }, { input: 1, output: 0 })).toBe(1);
     // Large products stay exact (beyond 2^53 before division).
-    expect(chargeFor({ inputTokens: 9_000_000, outputTokens: 9_000_000 }, { input: 75_000_000_000, output: 150_000_000_000 })).toBe(
-      2_025_000_000_000,
-    );
+    expect(
+      chargeFor({ inputTokens: 9_000_000, outputTokens: 9_000_000 }, { input: 75_000_000_000, output: 150_000_000_000 }),
+    ).toBe(2_025_000_000_000);
     expect(chargeFor({ inputTokens: 0, outputTokens: 0 }, { input: 5, output: 5 })).toBe(0);
   });
 });

@@ -26,7 +26,12 @@ describe('a non-streamed reply, folded from the stream', () => {
 
   it('rejects with a failure that comes while subscribing, and stops listening', async () => {
     const client = new EventEmitter();
-    await expect(collectReply(throwError(() => new Error('at once')), client)).rejects.toThrow('at once');
+    await expect(
+      collectReply(
+        throwError(() => new Error('at once')),
+        client,
+      ),
+    ).rejects.toThrow('at once');
     expect(client.listenerCount('close')).toBe(0);
   });
 

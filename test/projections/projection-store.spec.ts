@@ -97,7 +97,14 @@ function describeProjectionStore(name: string, open: () => Promise<ProjectionSto
 
     it('projects memberships, spend per day and when each key was last used', async () => {
       const log = sampleLog();
-      log.push({ type: 'MemberAdded', data: { orgId: 'org-a', userId: 'u1', role: 'owner', addedAt: 8 }, streamId: 's', revision: 0, position: 8, recordedAt: 0 });
+      log.push({
+        type: 'MemberAdded',
+        data: { orgId: 'org-a', userId: 'u1', role: 'owner', addedAt: 8 },
+        streamId: 's',
+        revision: 0,
+        position: 8,
+        recordedAt: 0,
+      });
       await store.apply(log);
       expect(await store.organizationsOf('u1')).toEqual([{ orgId: 'org-a', name: 'A', createdAt: 1 }]);
       expect(await store.organizationsOf('nobody')).toEqual([]);
@@ -130,7 +137,17 @@ function describeProjectionStore(name: string, open: () => Promise<ProjectionSto
       await store.apply([
         {
           type: 'CreditsReserved',
-          data: { requestId: 'q', keyId: 'k', surface: 's', model: 'm', reservationId: 'x1', orgId: 'org-a', amount: 600, reservedAt: 1, expiresAt: 9 },
+          data: {
+            requestId: 'q',
+            keyId: 'k',
+            surface: 's',
+            model: 'm',
+            reservationId: 'x1',
+            orgId: 'org-a',
+            amount: 600,
+            reservedAt: 1,
+            expiresAt: 9,
+          },
           streamId: 's',
           revision: 0,
           position: 4,
@@ -158,8 +175,22 @@ function describeProjectionStore(name: string, open: () => Promise<ProjectionSto
       for (let i = 0; i < 8; i++) {
         const facts = { requestId: `q${i}`, keyId: 'k', surface: 's', model: 'm', orgId: 'org-a', reservationId: `z${i}` };
         log.push(
-          { type: 'CreditsReserved', data: { ...facts, amount: 1, reservedAt: 1, expiresAt: 9 }, streamId: 's', revision: 0, position: log.length + 1, recordedAt: 0 },
-          { type: 'ReservationReleased', data: { ...facts, host: null, held: 1, reason: 'x', status: 'provider_error', latencyMs: 1, releasedAt: i }, streamId: 's', revision: 1, position: log.length + 2, recordedAt: 0 },
+          {
+            type: 'CreditsReserved',
+            data: { ...facts, amount: 1, reservedAt: 1, expiresAt: 9 },
+            streamId: 's',
+            revision: 0,
+            position: log.length + 1,
+            recordedAt: 0,
+          },
+          {
+            type: 'ReservationReleased',
+            data: { ...facts, host: null, held: 1, reason: 'x', status: 'provider_error', latencyMs: 1, releasedAt: i },
+            streamId: 's',
+            revision: 1,
+            position: log.length + 2,
+            recordedAt: 0,
+          },
         );
       }
       await store.apply(log);

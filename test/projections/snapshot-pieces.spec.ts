@@ -7,10 +7,23 @@ const recorded = (streamId: string, type: string, data: object): RecordedEvent =
   return { streamId, revision: 0, position, recordedAt: 0, type, data: data as Record<string, unknown> };
 };
 const grant = (orgId: string, amount: number) =>
-  recorded(`credits-${orgId}-${position}`, 'CreditsGranted', { orgId, grantId: `g${position}`, amount, reason: 'test', grantedAt: 0 });
+  recorded(`credits-${orgId}-${position}`, 'CreditsGranted', {
+    orgId,
+    grantId: `g${position}`,
+    amount,
+    reason: 'test',
+    grantedAt: 0,
+  });
 const facts = (n: number) => ({ requestId: `req_${n}`, keyId: 'key-1', surface: 'chat-completions', model: 'm' });
 const reserve = (orgId: string, n: number) =>
-  recorded(`reservation-${n}`, 'CreditsReserved', { ...facts(n), reservationId: `r${n}`, orgId, amount: 100, reservedAt: n, expiresAt: n + 1000 });
+  recorded(`reservation-${n}`, 'CreditsReserved', {
+    ...facts(n),
+    reservationId: `r${n}`,
+    orgId,
+    amount: 100,
+    reservedAt: n,
+    expiresAt: n + 1000,
+  });
 const settle = (orgId: string, n: number) =>
   recorded(`reservation-${n}`, 'ReservationSettled', {
     ...facts(n),

@@ -12,7 +12,12 @@ beforeEach(async () => {
 afterEach(() => fake.close());
 
 const post = (path: string, body: object, init: RequestInit = {}) =>
-  fetch(fake.url + path, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer k' }, body: JSON.stringify(body), ...init });
+  fetch(fake.url + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer k' },
+    body: JSON.stringify(body),
+    ...init,
+  });
 
 interface Event {
   event?: string;
@@ -51,7 +56,10 @@ async function readAll(res: Response): Promise<{ text: string; error?: Error }> 
 
 const openaiText = (chunks: any[]) => chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
 const anthropicText = (events: any[]) =>
-  events.filter((e) => e.delta?.type === 'text_delta').map((e) => e.delta.text).join('');
+  events
+    .filter((e) => e.delta?.type === 'text_delta')
+    .map((e) => e.delta.text)
+    .join('');
 
 describe('splitText', () => {
   it('splits per word or into n pieces, losing nothing', () => {
@@ -87,7 +95,11 @@ describe('OpenAI chat completions', () => {
     expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 } });
 
     expect(fake.requests).toHaveLength(1);
-    expect(fake.requests[0]).toMatchObject({ path: OPENAI, body: { model: 'm', stream: true }, headers: { authorization: 'Bearer k' } });
+    expect(fake.requests[0]).toMatchObject({
+      path: OPENAI,
+      body: { model: 'm', stream: true },
+      headers: { authorization: 'Bearer k' },
+    });
   });
 
   it('sends no usage chunk without include_usage, or when usage is null', async () => {
@@ -95,13 +107,26 @@ describe('OpenAI chat completions', () => {
     expect(plain.every((c) => !('usage' in c) && c.choices.length === 1)).toBe(true);
 
     fake.on('quiet', { kind: 'reply', reply: { text: 'x', usage: null } });
-    const quiet = json(parseSse(await (await post(OPENAI, { model: 'quiet', stream: true, stream_options: { include_usage: true } })).text()).slice(0, -1));
+    const quiet = json(
+      parseSse(
+        await (await post(OPENAI, { model: 'quiet', stream: true, stream_options: { include_usage: true } })).text(),
+      ).slice(0, -1),
+    );
     expect(quiet.every((c) => c.choices.length === 1 && c.usage === null)).toBe(true);
   });
 
   it('streams tool calls: id/type/name first, arguments over at least two pieces', async () => {
     const args = '{"city":"Paris","unit":"C"}';
-    fake.on('tools', { kind: 'reply', reply: { text: 'Checking.', toolCalls: [{ id: 'call_1', name: 'weather', arguments: args }, { id: 'call_2', name: 'time', arguments: '{}' }] } });
+    fake.on('tools', {
+      kind: 'reply',
+      reply: {
+        text: 'Checking.',
+        toolCalls: [
+          { id: 'call_1', name: 'weather', arguments: args },
+          { id: 'call_2', name: 'time', arguments: '{}' },
+        ],
+      },
+    });
     const events = parseSse(await (await post(OPENAI, { model: 'tools', stream: true })).text());
     const chunks = json(events.slice(0, -1));
     expect(openaiText(chunks)).toBe('Checking.');
@@ -110,14 +135,25 @@ describe('OpenAI chat completions', () => {
     const argPieces = calls.filter((c) => c.index === 0 && !c.id).map((c) => c.function.arguments);
     expect(argPieces.length).toBeGreaterThanOrEqual(2);
     expect(argPieces.join('')).toBe(args);
-    expect(calls.filter((c) => c.index === 1 && c.id)).toEqual([{ index: 1, id: 'call_2', type: 'function', function: { name: 'time', arguments: '' } }]);
-    expect(calls.filter((c) => c.index === 1).map((c) => c.function.arguments).join('')).toBe('{}');
+    expect(calls.filter((c) => c.index === 1 && c.id)).toEqual([
+      { index: 1, id: 'call_2', type: 'function', function: { name: 'time', arguments: '' } },
+    ]);
+    expect(
+      calls
+        .filter((c) => c.index === 1)
+        .map((c) => c.function.arguments)
+        .join(''),
+    ).toBe('{}');
     expect(chunks.at(-1).choices[0].finish_reason).toBe('tool_calls');
   });
 
   it('gives a configured reply without `usage` the default usage (only null means none)', async () => {
     fake.on('plain', { kind: 'reply', reply: { text: 'x' } });
-    const chunks = json(parseSse(await (await post(OPENAI, { model: 'plain', stream: true, stream_options: { include_usage: true } })).text()).slice(0, -1));
+    const chunks = json(
+      parseSse(
+        await (await post(OPENAI, { model: 'plain', stream: true, stream_options: { include_usage: true } })).text(),
+      ).slice(0, -1),
+    );
     expect(chunks.at(-1).usage).toEqual({ prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 });
   });
 
@@ -130,7 +166,9 @@ describe('OpenAI chat completions', () => {
       object: 'chat.completion',
       created: expect.any(Number),
       model: 'm',
-      choices: [{ index: 0, message: { role: 'assistant', content: DEFAULT_TEXT, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+      choices: [
+        { index: 0, message: { role: 'assistant', content: DEFAULT_TEXT, refusal: null }, logprobs: null, finish_reason: 'stop' },
+      ],
       usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 },
     });
 
@@ -138,13 +176,20 @@ describe('OpenAI chat completions', () => {
     const body: any = await (await post(OPENAI, { model: 'tools' })).json();
     expect(body.usage).toBeUndefined();
     expect(body.choices[0]).toMatchObject({
-      message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] },
+      message: {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }],
+      },
       finish_reason: 'tool_calls',
     });
   });
 
   it('maps finish reasons (a stop sequence is plain "stop")', async () => {
-    for (const [finish, expected] of [['length', 'length'], ['stop_sequence', 'stop']] as const) {
+    for (const [finish, expected] of [
+      ['length', 'length'],
+      ['stop_sequence', 'stop'],
+    ] as const) {
       fake.on(finish, { kind: 'reply', reply: { text: 'x', finish } });
       const body: any = await (await post(OPENAI, { model: finish })).json();
       expect(body.choices[0].finish_reason).toBe(expected);
@@ -157,7 +202,11 @@ describe('OpenAI chat completions', () => {
     const res = await post(OPENAI, { model: 'slow', stream: true });
     expect(performance.now() - started).toBeGreaterThanOrEqual(15);
     const chunks = json(parseSse(await res.text()).slice(0, -1));
-    expect(chunks.filter((c) => c.choices[0].delta.content).map((c) => c.choices[0].delta.content)).toEqual(['abc', 'defg', 'hij']);
+    expect(chunks.filter((c) => c.choices[0].delta.content).map((c) => c.choices[0].delta.content)).toEqual([
+      'abc',
+      'defg',
+      'hij',
+    ]);
   });
 
   it('cut: streams some pieces, then the socket dies without [DONE]', async () => {
@@ -216,13 +265,20 @@ describe('Anthropic Messages', () => {
     expect(data[3]).toEqual({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hello' } });
     expect(anthropicText(data)).toBe(DEFAULT_TEXT);
     expect(data[8]).toEqual({ type: 'content_block_stop', index: 0 });
-    expect(data[9]).toEqual({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 6 } });
+    expect(data[9]).toEqual({
+      type: 'message_delta',
+      delta: { stop_reason: 'end_turn', stop_sequence: null },
+      usage: { output_tokens: 6 },
+    });
     expect(fake.requests[0]).toMatchObject({ path: ANTHROPIC, body: { model: 'claude', max_tokens: 10 } });
   });
 
   it('streams tool_use blocks as input_json_delta pieces after the text block', async () => {
     const args = '{"city":"Paris"}';
-    fake.on('tools', { kind: 'reply', reply: { text: 'Let me check.', toolCalls: [{ id: 'toolu_1', name: 'weather', arguments: args }] } });
+    fake.on('tools', {
+      kind: 'reply',
+      reply: { text: 'Let me check.', toolCalls: [{ id: 'toolu_1', name: 'weather', arguments: args }] },
+    });
     const data = json(parseSse(await (await post(ANTHROPIC, { model: 'tools', stream: true })).text()));
     expect(anthropicText(data)).toBe('Let me check.');
     expect(data.find((d) => d.type === 'content_block_start' && d.index === 1)).toEqual({
@@ -239,7 +295,12 @@ describe('Anthropic Messages', () => {
   });
 
   it('maps finish reasons to stop_reason, with the stop sequence when one matched', async () => {
-    const cases = [['stop', 'end_turn'], ['length', 'max_tokens'], ['tool_calls', 'tool_use'], ['stop_sequence', 'stop_sequence']] as const;
+    const cases = [
+      ['stop', 'end_turn'],
+      ['length', 'max_tokens'],
+      ['tool_calls', 'tool_use'],
+      ['stop_sequence', 'stop_sequence'],
+    ] as const;
     for (const [finish, expected] of cases) {
       fake.on(finish, { kind: 'reply', reply: { text: 'x', finish, stopSequence: 'END' } });
       const streamed = json(parseSse(await (await post(ANTHROPIC, { model: finish, stream: true })).text()));
@@ -252,7 +313,10 @@ describe('Anthropic Messages', () => {
   });
 
   it('answers non-streamed requests with a message object', async () => {
-    fake.on('tools', { kind: 'reply', reply: { text: 'Hi', toolCalls: [{ id: 'toolu_1', name: 'f', arguments: '{"a":1}' }], usage: { input: 3, output: 4 } } });
+    fake.on('tools', {
+      kind: 'reply',
+      reply: { text: 'Hi', toolCalls: [{ id: 'toolu_1', name: 'f', arguments: '{"a":1}' }], usage: { input: 3, output: 4 } },
+    });
     expect(await (await post(ANTHROPIC, { model: 'tools' })).json()).toEqual({
       id: expect.stringMatching(/^msg_/),
       type: 'message',
@@ -296,7 +360,10 @@ describe('Anthropic Messages', () => {
     fake.on('err', { kind: 'stream_error', afterPieces: 0 });
     const events = parseSse(await (await post(ANTHROPIC, { model: 'err', stream: true })).text());
     expect(events.map((e) => e.event)).toEqual(['message_start', 'ping', 'content_block_start', 'error']);
-    expect(JSON.parse(events.at(-1)!.data)).toEqual({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+    expect(JSON.parse(events.at(-1)!.data)).toEqual({
+      type: 'error',
+      error: { type: 'overloaded_error', message: 'Overloaded' },
+    });
   });
 });
 
@@ -312,7 +379,11 @@ describe.each([
         500: { error: { message: expect.any(String), type: 'server_error', param: null, code: null } },
       },
       anthropic: {
-        400: { type: 'error', error: { type: 'invalid_request_error', message: expect.any(String) }, request_id: expect.stringMatching(/^req_/) },
+        400: {
+          type: 'error',
+          error: { type: 'invalid_request_error', message: expect.any(String) },
+          request_id: expect.stringMatching(/^req_/),
+        },
         429: { type: 'error', error: { type: 'rate_limit_error', message: expect.any(String) }, request_id: expect.any(String) },
         500: { type: 'error', error: { type: 'api_error', message: expect.any(String) }, request_id: expect.any(String) },
       },

@@ -74,7 +74,12 @@ const sse = (f: Frame) => (f.event ? `event: ${f.event}\n` : '') + `data: ${f.da
 const finishOf = (r: FakeReply): Finish => r.finish ?? (r.toolCalls?.length ? 'tool_calls' : 'stop');
 // OpenAI has no separate stop-sequence reason: a matched stop sequence is just 'stop'.
 const OPENAI_FINISH: Record<Finish, string> = { stop: 'stop', length: 'length', tool_calls: 'tool_calls', stop_sequence: 'stop' };
-const ANTHROPIC_STOP: Record<Finish, string> = { stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use', stop_sequence: 'stop_sequence' };
+const ANTHROPIC_STOP: Record<Finish, string> = {
+  stop: 'end_turn',
+  length: 'max_tokens',
+  tool_calls: 'tool_use',
+  stop_sequence: 'stop_sequence',
+};
 
 /** One piece per word (leading whitespace stays with its word, as tokenizers do), or `pieces` near-equal slices. */
 export function splitText(text: string, pieces?: number): string[] {
@@ -123,7 +128,8 @@ function openaiStream(req: any, reply: FakeReply, pieces?: number): Stream {
   const body: Frame[] = splitText(reply.text ?? '', pieces).map((content) => chunk({ content }, null, true));
   reply.toolCalls?.forEach((call, index) => {
     body.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }));
-    for (const part of halves(call.arguments)) body.push(chunk({ tool_calls: [{ index, function: { arguments: part } }] }, null, true));
+    for (const part of halves(call.arguments))
+      body.push(chunk({ tool_calls: [{ index, function: { arguments: part } }] }, null, true));
   });
   const tail = [chunk({}, OPENAI_FINISH[finishOf(reply)])];
   if (includeUsage && reply.usage) tail.push({ data: JSON.stringify({ ...base, choices: [], usage: openaiUsage(reply.usage) }) });
@@ -132,7 +138,11 @@ function openaiStream(req: any, reply: FakeReply, pieces?: number): Stream {
 }
 
 function openaiMessage(req: any, reply: FakeReply) {
-  const toolCalls = reply.toolCalls?.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+  const toolCalls = reply.toolCalls?.map((c) => ({
+    id: c.id,
+    type: 'function',
+    function: { name: c.name, arguments: c.arguments },
+  }));
   return {
     id: newId('chatcmpl-'),
     object: 'chat.completion',
@@ -157,18 +167,26 @@ function openaiMessage(req: any, reply: FakeReply) {
 
 function openaiError(status: number, message?: string) {
   const [type, code] =
-    status === 401 ? ['invalid_request_error', 'invalid_api_key']
-    : status === 404 ? ['invalid_request_error', 'model_not_found']
-    : status === 429 ? ['requests', 'rate_limit_exceeded']
-    : status >= 500 ? ['server_error', null]
-    : ['invalid_request_error', null];
+    status === 401
+      ? ['invalid_request_error', 'invalid_api_key']
+      : status === 404
+        ? ['invalid_request_error', 'model_not_found']
+        : status === 429
+          ? ['requests', 'rate_limit_exceeded']
+          : status >= 500
+            ? ['server_error', null]
+            : ['invalid_request_error', null];
   return { error: { message: message ?? `Fake upstream error (HTTP ${status}).`, type, param: null, code } };
 }
 
 // ---- Anthropic Messages ----
 
 function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
-  const ev = (type: string, payload: object, piece = false): Frame => ({ event: type, data: JSON.stringify({ type, ...payload }), piece });
+  const ev = (type: string, payload: object, piece = false): Frame => ({
+    event: type,
+    data: JSON.stringify({ type, ...payload }),
+    piece,
+  });
   const { usage } = reply;
   const message = {
     id: newId('msg_'),
@@ -186,12 +204,14 @@ function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
   let index = 0;
   if (reply.text || !reply.toolCalls?.length) {
     body.push(ev('content_block_start', { index, content_block: { type: 'text', text: '' } }));
-    for (const text of splitText(reply.text ?? '', pieces)) body.push(ev('content_block_delta', { index, delta: { type: 'text_delta', text } }, true));
+    for (const text of splitText(reply.text ?? '', pieces))
+      body.push(ev('content_block_delta', { index, delta: { type: 'text_delta', text } }, true));
     body.push(ev('content_block_stop', { index: index++ }));
   }
   for (const call of reply.toolCalls ?? []) {
     body.push(ev('content_block_start', { index, content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} } }));
-    for (const partial_json of halves(call.arguments)) body.push(ev('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json } }, true));
+    for (const partial_json of halves(call.arguments))
+      body.push(ev('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json } }, true));
     body.push(ev('content_block_stop', { index: index++ }));
   }
   const stop = finishOf(reply);
@@ -208,7 +228,8 @@ function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
 function anthropicMessage(req: any, reply: FakeReply) {
   const stop = finishOf(reply);
   const content: object[] = reply.text || !reply.toolCalls?.length ? [{ type: 'text', text: reply.text ?? '' }] : [];
-  for (const c of reply.toolCalls ?? []) content.push({ type: 'tool_use', id: c.id, name: c.name, input: parseArgs(c.arguments) });
+  for (const c of reply.toolCalls ?? [])
+    content.push({ type: 'tool_use', id: c.id, name: c.name, input: parseArgs(c.arguments) });
   return {
     id: newId('msg_'),
     type: 'message',
@@ -234,7 +255,11 @@ const ANTHROPIC_ERROR_TYPES: Record<number, string> = {
 
 function anthropicError(status: number, message?: string) {
   const type = ANTHROPIC_ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
-  return { type: 'error', error: { type, message: message ?? `Fake upstream error (HTTP ${status}).` }, request_id: newId('req_') };
+  return {
+    type: 'error',
+    error: { type, message: message ?? `Fake upstream error (HTTP ${status}).` },
+    request_id: newId('req_'),
+  };
 }
 
 const FORMATS = {
@@ -251,7 +276,10 @@ const MALFORMED: Record<Api, string> = {
 /** How real upstreams report a failure after the 200 has gone out. */
 const STREAM_ERROR: Record<Api, string> = {
   openai: sse({ data: JSON.stringify(openaiError(500, 'The server had an error while processing your request.')) }),
-  anthropic: sse({ event: 'error', data: JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }) }),
+  anthropic: sse({
+    event: 'error',
+    data: JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }),
+  }),
 };
 
 /** Failure modes play the default text: per word, or finer when more pieces than words are asked for. */
@@ -335,7 +363,12 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         timers.delete(t);
       }
       if (!res.writableEnded && !cutByUs && !shuttingDown) signal(index).resolve();
-      else signal(index).reject(new Error(`request ${index} ${cutByUs || shuttingDown ? 'was closed by the fake' : 'completed'}; the client did not close it`));
+      else
+        signal(index).reject(
+          new Error(
+            `request ${index} ${cutByUs || shuttingDown ? 'was closed by the fake' : 'completed'}; the client did not close it`,
+          ),
+        );
     });
     const pause = (ms = 0) =>
       ms <= 0
@@ -357,10 +390,14 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     }
     const fmt = FORMATS[api];
     const ids = { [fmt.requestIdHeader]: newId('req_') };
-    if (typeof body !== 'object' || body === null) return send(res, 400, fmt.error(400, 'The request body is not valid JSON.'), ids);
+    if (typeof body !== 'object' || body === null)
+      return send(res, 400, fmt.error(400, 'The request body is not valid JSON.'), ids);
 
     const configured = behaviours.get(body.model);
-    const b: FakeBehaviour = (typeof configured === 'function' ? configured(received) : configured) ?? { kind: 'reply', reply: DEFAULT_REPLY };
+    const b: FakeBehaviour = (typeof configured === 'function' ? configured(received) : configured) ?? {
+      kind: 'reply',
+      reply: DEFAULT_REPLY,
+    };
     const reply = 'reply' in b ? withUsage(b.reply) : DEFAULT_REPLY;
     const streamed = body.stream === true;
     const sseHead = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...ids };

@@ -14,13 +14,37 @@ export const TEST_MODELS = {
   /** On an openai host: $1/M input, $2/M output. */
   gpt: { slug: 'test/gpt', id: '11111111-1111-4111-8111-111111111111', hostModel: 'fake-gpt', input: '1.00', output: '2.00' },
   /** On an anthropic host: $3/M input, $15/M output. */
-  claude: { slug: 'test/claude', id: '22222222-2222-4222-8222-222222222222', hostModel: 'fake-claude', input: '3.00', output: '15.00' },
+  claude: {
+    slug: 'test/claude',
+    id: '22222222-2222-4222-8222-222222222222',
+    hostModel: 'fake-claude',
+    input: '3.00',
+    output: '15.00',
+  },
   /** Two hosts: the first fails before output, the second serves at $0.50/M and $0.75/M. */
-  fallback: { slug: 'test/fallback', id: '33333333-3333-4333-8333-333333333333', hostModel: 'fake-second', input: '0.50', output: '0.75' },
+  fallback: {
+    slug: 'test/fallback',
+    id: '33333333-3333-4333-8333-333333333333',
+    hostModel: 'fake-second',
+    input: '0.50',
+    output: '0.75',
+  },
   /** In the catalogue, but its one host's key variable is unset: no host can serve it. */
-  unhosted: { slug: 'test/unhosted', id: '55555555-5555-4555-8555-555555555555', hostModel: 'fake-unhosted', input: '1.00', output: '1.00' },
+  unhosted: {
+    slug: 'test/unhosted',
+    id: '55555555-5555-4555-8555-555555555555',
+    hostModel: 'fake-unhosted',
+    input: '1.00',
+    output: '1.00',
+  },
   /** Two hosts: the first is down (nothing listens on its port), the second as for `fallback`. */
-  fallbackAfterDownHost: { slug: 'test/fallback-down', id: '44444444-4444-4444-8444-444444444444', hostModel: 'fake-second', input: '0.50', output: '0.75' },
+  fallbackAfterDownHost: {
+    slug: 'test/fallback-down',
+    id: '44444444-4444-4444-8444-444444444444',
+    hostModel: 'fake-second',
+    input: '0.50',
+    output: '0.75',
+  },
 } as const;
 
 type TestModel = (typeof TEST_MODELS)[keyof typeof TEST_MODELS];
@@ -55,7 +79,10 @@ export function testCatalogue(fake: FakeUpstream): Catalogue {
         entry(m.claude, 'Test Claude', 'fake-anthropic'),
         entry(m.fallback, 'Test fallback', 'fake-openai', { host: 'fake-flaky', model: 'fake-first' }),
         entry(m.unhosted, 'Test unhosted', 'fake-unkeyed'),
-        entry(m.fallbackAfterDownHost, 'Test fallback after a down host', 'fake-openai', { host: 'fake-down', model: 'fake-unreachable' }),
+        entry(m.fallbackAfterDownHost, 'Test fallback after a down host', 'fake-openai', {
+          host: 'fake-down',
+          model: 'fake-unreachable',
+        }),
       ],
     },
     { FAKE_OPENAI_KEY: 'upstream-openai-key', FAKE_ANTHROPIC_KEY: 'upstream-anthropic-key' },
@@ -94,9 +121,14 @@ export interface TestGateway {
  * `redis`, its read models are in Redis (when the tests have one), where another process (the
  * operator tool) sees them.
  */
-export async function startGateway(options: { credits?: number; env?: Record<string, string>; redis?: boolean } = {}): Promise<TestGateway> {
+export async function startGateway(
+  options: { credits?: number; env?: Record<string, string>; redis?: boolean } = {},
+): Promise<TestGateway> {
   const fake = await startFakeUpstream();
-  const t = await openTestRuntime({ redis: options.redis === true && testRedisUrl() !== null, env: { SIMULATED_HOST_PORT: 'off', ...options.env } });
+  const t = await openTestRuntime({
+    redis: options.redis === true && testRedisUrl() !== null,
+    env: { SIMULATED_HOST_PORT: 'off', ...options.env },
+  });
   const app = await createApp(t.runtime, { logger: false, catalogue: testCatalogue(fake) });
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };

@@ -5,7 +5,11 @@ import type { ReservationSettled } from '../../src/ledger/ledger.events';
 import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 
 const M = TEST_MODELS;
-const chat = (extra: Record<string, unknown> = {}) => ({ model: M.gpt.slug, messages: [{ role: 'user', content: 'Tell me a long story' }], ...extra });
+const chat = (extra: Record<string, unknown> = {}) => ({
+  model: M.gpt.slug,
+  messages: [{ role: 'user', content: 'Tell me a long story' }],
+  ...extra,
+});
 
 /** Reads an SSE response as text until `until` says stop, then aborts it (the client goes away). */
 async function readThenAbort(url: string, key: string, body: unknown, until: (text: string) => boolean): Promise<string> {
@@ -58,7 +62,10 @@ describe('billing on every ending', () => {
     // The request limit leaves a fallback after a first host's 1 s of silence 2 s to be served: with
     // 0.5 s, a loaded machine (the other suites running beside this one) ran out of it.
     // Read models in Redis, so the operator tool's audit, in its own process, compares with what the gateway served from.
-    g = await startGateway({ redis: true, env: { REQUEST_TIMEOUT_MS: '3000', HOST_FIRST_BYTE_TIMEOUT_MS: '1000', SSE_KEEPALIVE_MS: '100' } });
+    g = await startGateway({
+      redis: true,
+      env: { REQUEST_TIMEOUT_MS: '3000', HOST_FIRST_BYTE_TIMEOUT_MS: '1000', SSE_KEEPALIVE_MS: '100' },
+    });
   });
   afterAll(async () => {
     const report = await auditThenClose(g);
@@ -71,7 +78,12 @@ describe('billing on every ending', () => {
     const words = Array.from({ length: 400 }, (_, i) => `word${i}`).join(' ');
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: words, usage: { input: 50, output: 400 } }, chunkDelayMs: 5 });
     const index = g.fake.requests.length;
-    const received = await readThenAbort(`${g.baseUrl}/api/v1/chat/completions`, g.key, chat({ stream: true }), (t) => contentOf(t).length > 60);
+    const received = await readThenAbort(
+      `${g.baseUrl}/api/v1/chat/completions`,
+      g.key,
+      chat({ stream: true }),
+      (t) => contentOf(t).length > 60,
+    );
     const abortedAt = Date.now();
     await g.fake.closed(index);
     expect(Date.now() - abortedAt).toBeLessThan(1000);
@@ -81,7 +93,9 @@ describe('billing on every ending', () => {
     // Billed for what was delivered (the host never reported usage): far less than the whole reply.
     expect(settled!.outputTokens).toBeGreaterThanOrEqual(Math.ceil(contentOf(received).length / 4));
     expect(settled!.outputTokens).toBeLessThan(400 / 2);
-    expect(settled!.amount).toBe(chargeFor({ inputTokens: settled!.inputTokens, outputTokens: settled!.outputTokens }, settled!.prices));
+    expect(settled!.amount).toBe(
+      chargeFor({ inputTokens: settled!.inputTokens, outputTokens: settled!.outputTokens }, settled!.prices),
+    );
   });
 
   it('upstream 500 before any output: 502, and the hold is released in full', async () => {
@@ -95,7 +109,11 @@ describe('billing on every ending', () => {
   });
 
   it('upstream cut mid-stream: an in-stream error chunk, and what was delivered is billed', async () => {
-    g.fake.on(M.gpt.hostModel, { kind: 'cut', reply: { text: 'alpha beta gamma delta epsilon zeta', usage: null }, afterPieces: 3 });
+    g.fake.on(M.gpt.hostModel, {
+      kind: 'cut',
+      reply: { text: 'alpha beta gamma delta epsilon zeta', usage: null },
+      afterPieces: 3,
+    });
     const sse = await streamText(g, chat({ stream: true }));
     const chunks = sse.split('\n').filter((l) => l.startsWith('data: '));
     const last = JSON.parse(chunks[chunks.length - 1].slice(6));
@@ -135,7 +153,11 @@ describe('billing on every ending', () => {
   it('an error the host reports inside its stream ends the stream with an error chunk', async () => {
     g.fake.on(M.gpt.hostModel, { kind: 'stream_error', afterPieces: 2 });
     const client = new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: g.key, maxRetries: 0 });
-    const stream = await client.chat.completions.create({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }], stream: true });
+    const stream = await client.chat.completions.create({
+      model: M.gpt.slug,
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+    });
     await expect(
       (async () => {
         for await (const _ of stream) {
@@ -176,7 +198,11 @@ describe('billing on every ending', () => {
     const ask = { model: M.gpt.slug, messages: [{ role: 'user' as const, content: 'Tell me a long story' }] };
     let usage: OpenAI.CompletionUsage | undefined;
     if (stream) {
-      for await (const chunk of await client.chat.completions.create({ ...ask, stream: true, stream_options: { include_usage: true } })) {
+      for await (const chunk of await client.chat.completions.create({
+        ...ask,
+        stream: true,
+        stream_options: { include_usage: true },
+      })) {
         usage = chunk.usage ?? usage;
       }
     } else {
@@ -189,7 +215,10 @@ describe('billing on every ending', () => {
 
   it('falls back to the next host when the first fails before output, charged at the host that served', async () => {
     g.fake.on('fake-first', { kind: 'status', status: 503 });
-    g.fake.on(M.fallback.hostModel, { kind: 'reply', reply: { text: 'served by the second host', usage: { input: 1000, output: 1000 } } });
+    g.fake.on(M.fallback.hostModel, {
+      kind: 'reply',
+      reply: { text: 'served by the second host', usage: { input: 1000, output: 1000 } },
+    });
     const res = await request(g.baseUrl)
       .post('/api/v1/chat/completions')
       .set('Authorization', `Bearer ${g.key}`)

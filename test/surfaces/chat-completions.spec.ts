@@ -10,7 +10,11 @@ const nanoPerM = (dollars: string) => Math.round(Number(dollars) * 1e9);
 const priceOf = (m: { input: string; output: string }) => ({ input: nanoPerM(m.input), output: nanoPerM(m.output) });
 const weather = {
   type: 'function' as const,
-  function: { name: 'get_weather', description: 'Weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+  function: {
+    name: 'get_weather',
+    description: 'Weather in a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
 };
 
 describe('chat-completions surface with the official openai client', () => {
@@ -24,7 +28,10 @@ describe('chat-completions surface with the official openai client', () => {
   afterAll(() => auditThenClose(g));
 
   it('chats, and bills exactly the hand-computed cost of the reported usage', async () => {
-    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Paris is the capital of France.', usage: { input: 1234, output: 56 } } });
+    g.fake.on(M.gpt.hostModel, {
+      kind: 'reply',
+      reply: { text: 'Paris is the capital of France.', usage: { input: 1234, output: 56 } },
+    });
     const completion = await client.chat.completions.create({
       model: M.gpt.slug,
       messages: [
@@ -43,7 +50,17 @@ describe('chat-completions surface with the official openai client', () => {
     expect(completion._request_id).toMatch(/^req_[0-9a-f]{32}$/);
     await g.settled();
     const [entry] = await g.t.runtime.projections.recentRequests(g.orgId, 1);
-    expect(entry).toMatchObject({ requestId: completion._request_id, surface: 'chat-completions', model: M.gpt.slug, host: 'fake-openai', inputTokens: 1234, outputTokens: 56, cost: 1_346_000, status: 'ok', keyId: g.keyId });
+    expect(entry).toMatchObject({
+      requestId: completion._request_id,
+      surface: 'chat-completions',
+      model: M.gpt.slug,
+      host: 'fake-openai',
+      inputTokens: 1234,
+      outputTokens: 56,
+      cost: 1_346_000,
+      status: 'ok',
+      keyId: g.keyId,
+    });
     expect(entry.latencyMs).toEqual(expect.any(Number));
     expect(chargeFor({ inputTokens: 1234, outputTokens: 56 }, priceOf(M.gpt))).toBe(1_346_000);
 
@@ -81,7 +98,11 @@ describe('chat-completions surface with the official openai client', () => {
     expect(finish).toBe('stop');
     expect(usages).toEqual([{ prompt_tokens: 10, completion_tokens: 4, total_tokens: 14, cost: 0.000018 }]);
 
-    const withoutUsage = await client.chat.completions.create({ model: M.gpt.slug, messages: [{ role: 'user', content: 'count' }], stream: true });
+    const withoutUsage = await client.chat.completions.create({
+      model: M.gpt.slug,
+      messages: [{ role: 'user', content: 'count' }],
+      stream: true,
+    });
     let chunks = 0;
     for await (const chunk of withoutUsage) {
       chunks += 1;
@@ -89,9 +110,16 @@ describe('chat-completions surface with the official openai client', () => {
     }
     expect(chunks).toBeGreaterThan(3);
     // The gateway still asked the host for usage (streamed), and billed from it.
-    expect(g.fake.requests[g.fake.requests.length - 1].body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+    expect(g.fake.requests[g.fake.requests.length - 1].body).toMatchObject({
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     await g.settled();
-    expect((await g.t.runtime.projections.recentRequests(g.orgId, 1))[0]).toMatchObject({ inputTokens: 10, outputTokens: 4, cost: 18_000 });
+    expect((await g.t.runtime.projections.recentRequests(g.orgId, 1))[0]).toMatchObject({
+      inputTokens: 10,
+      outputTokens: 4,
+      cost: 18_000,
+    });
   });
 
   it('round-trips a tool call, streamed and not', async () => {
@@ -101,9 +129,16 @@ describe('chat-completions surface with the official openai client', () => {
         : { kind: 'reply', reply: { toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' }] } },
     );
     const ask = [{ role: 'user' as const, content: 'Weather in Paris?' }];
-    const first = await client.chat.completions.create({ model: M.gpt.slug, messages: ask, tools: [weather], tool_choice: 'auto' });
+    const first = await client.chat.completions.create({
+      model: M.gpt.slug,
+      messages: ask,
+      tools: [weather],
+      tool_choice: 'auto',
+    });
     expect(first.choices[0].finish_reason).toBe('tool_calls');
-    expect(first.choices[0].message.tool_calls).toEqual([{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }]);
+    expect(first.choices[0].message.tool_calls).toEqual([
+      { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+    ]);
     const upstreamAsk = g.fake.requests[g.fake.requests.length - 1].body;
     expect(upstreamAsk.tools).toEqual([weather]);
     expect(upstreamAsk.tool_choice).toBe('auto');
@@ -115,14 +150,21 @@ describe('chat-completions surface with the official openai client', () => {
     });
     expect(answer.choices[0].message.content).toBe('It is 21 °C in Paris.');
     expect(g.fake.requests[g.fake.requests.length - 1].body.messages.slice(1)).toEqual([
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+      },
       { role: 'tool', tool_call_id: 'call_1', content: '{"celsius":21}' },
     ]);
 
     // Streamed: the client's own helper reassembles the tool call from deltas.
     const runner = client.chat.completions.stream({ model: M.gpt.slug, messages: ask, tools: [weather] });
     const final = await runner.finalChatCompletion();
-    expect(final.choices[0].message.tool_calls?.[0]).toMatchObject({ id: 'call_1', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } });
+    expect(final.choices[0].message.tool_calls?.[0]).toMatchObject({
+      id: 'call_1',
+      function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+    });
     expect(final.choices[0].finish_reason).toBe('tool_calls');
   });
 
@@ -137,11 +179,19 @@ describe('chat-completions surface with the official openai client', () => {
       stop: ['END'],
     });
     expect(completion.choices[0].finish_reason).toBe('length');
-    expect(g.fake.requests[g.fake.requests.length - 1].body).toMatchObject({ max_tokens: 7, temperature: 0.3, top_p: 0.9, stop: ['END'] });
+    expect(g.fake.requests[g.fake.requests.length - 1].body).toMatchObject({
+      max_tokens: 7,
+      temperature: 0.3,
+      top_p: 0.9,
+      stop: ['END'],
+    });
   });
 
   it('takes developer and system prompts (text or parts), max_tokens, a stop string and a named tool choice', async () => {
-    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { toolCalls: [{ id: 'call_9', name: 'get_weather', arguments: '{"city":"Oslo"}' }] } });
+    g.fake.on(M.gpt.hostModel, {
+      kind: 'reply',
+      reply: { toolCalls: [{ id: 'call_9', name: 'get_weather', arguments: '{"city":"Oslo"}' }] },
+    });
     const completion = await client.chat.completions.create({
       model: M.gpt.slug,
       messages: [
@@ -156,7 +206,11 @@ describe('chat-completions surface with the official openai client', () => {
     });
     expect(completion.choices[0].message.tool_calls?.[0]).toMatchObject({ id: 'call_9', function: { name: 'get_weather' } });
     const upstream = g.fake.requests[g.fake.requests.length - 1].body;
-    expect(upstream).toMatchObject({ max_tokens: 12, stop: ['STOP'], tool_choice: { type: 'function', function: { name: 'get_weather' } } });
+    expect(upstream).toMatchObject({
+      max_tokens: 12,
+      stop: ['STOP'],
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+    });
     expect(upstream.messages).toEqual([
       { role: 'system', content: 'Answer in English.' },
       { role: 'system', content: 'Use tools.' },
@@ -270,11 +324,19 @@ describe('chat-completions surface with the official openai client', () => {
     const unhosted = await expectError(client.chat.completions.create({ ...chat, model: M.unhosted.slug }), 404, 'not_found');
     expect(unhosted.message).toMatch(/none of its hosts is configured/);
     // 400 for a token cap over the model's, naming no field the client did not send.
-    const capped = await expectError(client.chat.completions.create({ ...chat, max_completion_tokens: 100_000 }), 400, 'invalid_request');
+    const capped = await expectError(
+      client.chat.completions.create({ ...chat, max_completion_tokens: 100_000 }),
+      400,
+      'invalid_request',
+    );
     expect(capped.message).toMatch(/output token cap asked for \(100000\) exceeds test\/gpt's limit of 1000/);
     expect(await g.logged(capped.requestID!)).toMatchObject({ status: 'invalid_request', cost: 0 });
     // 413: a body over the limit.
-    await expectError(client.chat.completions.create({ ...chat, messages: [{ role: 'user', content: 'x'.repeat(5 * 1024 * 1024) }] }), 413, 'payload_too_large');
+    await expectError(
+      client.chat.completions.create({ ...chat, messages: [{ role: 'user', content: 'x'.repeat(5 * 1024 * 1024) }] }),
+      413,
+      'payload_too_large',
+    );
     // 502: the host fails.
     g.fake.on(M.gpt.hostModel, { kind: 'status', status: 500 });
     await expectError(client.chat.completions.create(chat), 502, 'provider_error');
@@ -287,7 +349,11 @@ describe('chat-completions surface with the official openai client', () => {
       ['application/xml', '<chat/>'],
       ['text/plain', 'hello'],
     ]) {
-      const chat = await request(g.baseUrl).post('/api/v1/chat/completions').set('Authorization', `Bearer ${g.key}`).set('content-type', type).send(body);
+      const chat = await request(g.baseUrl)
+        .post('/api/v1/chat/completions')
+        .set('Authorization', `Bearer ${g.key}`)
+        .set('content-type', type)
+        .send(body);
       expect(chat.status).toBe(400);
       expect(chat.body.error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/JSON/) });
       const messages = await request(g.baseUrl)
@@ -297,7 +363,10 @@ describe('chat-completions surface with the official openai client', () => {
         .set('content-type', type)
         .send(body);
       expect(messages.status).toBe(400);
-      expect(messages.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/JSON/) } });
+      expect(messages.body).toMatchObject({
+        type: 'error',
+        error: { type: 'invalid_request_error', message: expect.stringMatching(/JSON/) },
+      });
     }
   });
 
@@ -305,7 +374,11 @@ describe('chat-completions surface with the official openai client', () => {
     const auth = { Authorization: `Bearer ${g.key}`, 'x-api-key': g.key, 'anthropic-version': '2023-06-01' };
     const chatBadUrl = await request(g.baseUrl).post('/api/v1/chat%ZZ/completions').set(auth).send({});
     expect(chatBadUrl.status).toBe(400);
-    expect(chatBadUrl.body.error).toMatchObject({ code: 'invalid_request', type: 'invalid_request_error', message: expect.stringMatching(/percent-encoding/) });
+    expect(chatBadUrl.body.error).toMatchObject({
+      code: 'invalid_request',
+      type: 'invalid_request_error',
+      message: expect.stringMatching(/percent-encoding/),
+    });
     const messagesBadUrl = await request(g.baseUrl).post('/api/v1/messages%ZZ').set(auth).send({});
     expect(messagesBadUrl.status).toBe(400);
     expect(messagesBadUrl.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
@@ -314,13 +387,20 @@ describe('chat-completions surface with the official openai client', () => {
     expect(nativeBadUrl.body).toEqual({ error: { code: 'invalid_request', message: expect.stringMatching(/percent-encoding/) } });
     const countTokens = await request(g.baseUrl).post('/api/v1/messages/count_tokens').set(auth).send({});
     expect(countTokens.status).toBe(404);
-    expect(countTokens.body).toMatchObject({ type: 'error', error: { type: 'not_found_error', message: 'no such route: POST /api/v1/messages/count_tokens' } });
+    expect(countTokens.body).toMatchObject({
+      type: 'error',
+      error: { type: 'not_found_error', message: 'no such route: POST /api/v1/messages/count_tokens' },
+    });
   });
 
   it('names the method and path of a route that does not exist (a GET where POST is meant), without the query or a key', async () => {
     const wrongVerb = await request(g.baseUrl).get('/api/v1/chat/completions?token=abc').set('Authorization', `Bearer ${g.key}`);
     expect(wrongVerb.status).toBe(404);
-    expect(wrongVerb.body.error).toEqual({ code: 'not_found', type: 'not_found_error', message: 'no such route: GET /api/v1/chat/completions' });
+    expect(wrongVerb.body.error).toEqual({
+      code: 'not_found',
+      type: 'not_found_error',
+      message: 'no such route: GET /api/v1/chat/completions',
+    });
     const keyInPath = await request(g.baseUrl).get(`/api/v1/${g.key}/models`);
     expect(keyInPath.status).toBe(404);
     expect(keyInPath.body.error.message).toBe('no such route: GET /api/v1/sk-svc-…/models');
@@ -329,7 +409,10 @@ describe('chat-completions surface with the official openai client', () => {
 
 describe('chat-completions errors that need their own gateway', () => {
   /** A gateway for one test: closed after the operator tool's audit of everything it served. */
-  async function withGateway(options: Parameters<typeof startGateway>[0], test: (g: TestGateway, client: OpenAI) => Promise<void>) {
+  async function withGateway(
+    options: Parameters<typeof startGateway>[0],
+    test: (g: TestGateway, client: OpenAI) => Promise<void>,
+  ) {
     const g = await startGateway({ ...options, redis: true });
     let tested = false;
     try {
@@ -362,7 +445,12 @@ describe('chat-completions errors that need their own gateway', () => {
         expect(error.status).toBe(402);
         expect(error.error).toMatchObject({ code: 'insufficient_credits', type: 'insufficient_credits' });
         affordable.push(Number(/at most (\d+) output tokens/.exec(error.message)?.[1]));
-        expect(await g.logged(error.requestID!)).toMatchObject({ status: 'insufficient_credits', cost: 0, keyId: g.keyId, model: M.gpt.slug });
+        expect(await g.logged(error.requestID!)).toMatchObject({
+          status: 'insufficient_credits',
+          cost: 0,
+          keyId: g.keyId,
+          model: M.gpt.slug,
+        });
       }
       // (500,000 nano − input estimate × $1/M) / $2/M per token
       expect(affordable[0]).toBeGreaterThan(200);
@@ -409,7 +497,9 @@ describe('chat-completions errors that need their own gateway', () => {
   ])('504 when the host does not answer in time (%s), and nothing stays held', async (_, stream, env) => {
     await withGateway({ env }, async (g, client) => {
       g.fake.on(M.gpt.hostModel, { kind: 'hang' });
-      const error = await rejection(client.chat.completions.create({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hello' }], stream }));
+      const error = await rejection(
+        client.chat.completions.create({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hello' }], stream }),
+      );
       expect(error.status).toBe(504);
       expect(error.error).toMatchObject({ code: 'provider_timeout', type: 'provider_timeout' });
       await g.settled();

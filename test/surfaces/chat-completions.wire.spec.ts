@@ -4,7 +4,15 @@ import { chunkSerializer } from '../../src/surfaces/chat-completions/chat-comple
 
 const result: InferenceResult = {
   requestId: 'req_0123456789abcdef',
-  model: { slug: 'vendor/model-1.5', id: '7d0c3f9e-0000-4000-8000-000000000001', name: 'Model', contextLength: 8192, maxOutputTokens: 1024, created: 0, hosts: [] },
+  model: {
+    slug: 'vendor/model-1.5',
+    id: '7d0c3f9e-0000-4000-8000-000000000001',
+    name: 'Model',
+    contextLength: 8192,
+    maxOutputTokens: 1024,
+    created: 0,
+    hosts: [],
+  },
   created: 1_700_000_000,
   stream: true,
   events: EMPTY,

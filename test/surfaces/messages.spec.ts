@@ -23,8 +23,14 @@ afterAll(async () => {
 });
 
 const clients: Array<[string, () => Client]> = [
-  ['@anthropic-ai/sdk 1.x (Bearer, current version)', () => new Anthropic({ baseURL: `${g.baseUrl}/api`, apiKey: g.key, maxRetries: 0 })],
-  ['@anthropic-ai/sdk 0.x (x-api-key, 2023-06-01)', () => new AnthropicV0({ baseURL: `${g.baseUrl}/api`, apiKey: g.key, maxRetries: 0 }) as unknown as Client],
+  [
+    '@anthropic-ai/sdk 1.x (Bearer, current version)',
+    () => new Anthropic({ baseURL: `${g.baseUrl}/api`, apiKey: g.key, maxRetries: 0 }),
+  ],
+  [
+    '@anthropic-ai/sdk 0.x (x-api-key, 2023-06-01)',
+    () => new AnthropicV0({ baseURL: `${g.baseUrl}/api`, apiKey: g.key, maxRetries: 0 }) as unknown as Client,
+  ],
 ];
 const models: Array<[string, { slug: string; hostModel: string }]> = [
   ['a model on an anthropic host', M.claude],
@@ -59,7 +65,12 @@ describe.each(clients)('messages surface with %s', (_name, makeClient) => {
       expect(message.id).toMatch(/^msg_/);
       const upstream = last().body;
       if (model === M.claude) {
-        expect(upstream).toMatchObject({ model: model.hostModel, system: 'Answer in French.', max_tokens: 100, messages: [{ role: 'user', content: 'Hello' }] });
+        expect(upstream).toMatchObject({
+          model: model.hostModel,
+          system: 'Answer in French.',
+          max_tokens: 100,
+          messages: [{ role: 'user', content: 'Hello' }],
+        });
         expect(last().headers['x-api-key']).toBe('upstream-anthropic-key');
       } else {
         expect(upstream.messages).toEqual([
@@ -72,7 +83,11 @@ describe.each(clients)('messages surface with %s', (_name, makeClient) => {
 
     it('streams, and the client helpers reassemble the message', async () => {
       g.fake.on(model.hostModel, { kind: 'reply', reply: { text: 'one two three', usage: { input: 9, output: 3 } } });
-      const stream = client.messages.stream({ model: model.slug, max_tokens: 50, messages: [{ role: 'user', content: 'count' }] });
+      const stream = client.messages.stream({
+        model: model.slug,
+        max_tokens: 50,
+        messages: [{ role: 'user', content: 'count' }],
+      });
       const deltas: string[] = [];
       stream.on('text', (text) => deltas.push(text));
       const message = await stream.finalMessage();
@@ -92,10 +107,17 @@ describe.each(clients)('messages surface with %s', (_name, makeClient) => {
           : { kind: 'reply', reply: { toolCalls: [{ id: 'toolu_01', name: 'get_weather', arguments: '{"city":"Paris"}' }] } };
       });
       const ask = { role: 'user' as const, content: 'Weather in Paris?' };
-      const first = await client.messages.create({ model: model.slug, max_tokens: 100, tools: [weatherTool], tool_choice: { type: 'auto' }, messages: [ask] });
+      const first = await client.messages.create({
+        model: model.slug,
+        max_tokens: 100,
+        tools: [weatherTool],
+        tool_choice: { type: 'auto' },
+        messages: [ask],
+      });
       expect(first.stop_reason).toBe('tool_use');
       expect(first.content).toEqual([{ type: 'tool_use', id: 'toolu_01', name: 'get_weather', input: { city: 'Paris' } }]);
-      const upstreamTools = model === M.claude ? last().body.tools : last().body.tools.map((t: { function: unknown }) => t.function);
+      const upstreamTools =
+        model === M.claude ? last().body.tools : last().body.tools.map((t: { function: unknown }) => t.function);
       expect(upstreamTools).toEqual(
         model === M.claude
           ? [weatherTool]
@@ -121,13 +143,19 @@ describe.each(clients)('messages surface with %s', (_name, makeClient) => {
         ]);
       } else {
         expect(sent.slice(1)).toEqual([
-          { role: 'assistant', content: null, tool_calls: [{ id: 'toolu_01', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'toolu_01', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+          },
           { role: 'tool', tool_call_id: 'toolu_01', content: '{"celsius":21}' },
         ]);
       }
 
       // Streamed: input_json_delta pieces reassemble into the tool input.
-      const streamed = await client.messages.stream({ model: model.slug, max_tokens: 100, tools: [weatherTool], messages: [ask] }).finalMessage();
+      const streamed = await client.messages
+        .stream({ model: model.slug, max_tokens: 100, tools: [weatherTool], messages: [ask] })
+        .finalMessage();
       expect(streamed.stop_reason).toBe('tool_use');
       expect(streamed.content).toEqual([{ type: 'tool_use', id: 'toolu_01', name: 'get_weather', input: { city: 'Paris' } }]);
     });
@@ -153,14 +181,21 @@ describe.each(clients)('messages surface with %s', (_name, makeClient) => {
     });
 
     it('answers errors in the messages error format', async () => {
-      const err = (await client.messages.create({ model: 'nobody/nothing', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e)) as {
+      const err = (await client.messages
+        .create({ model: 'nobody/nothing', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })
+        .catch((e) => e)) as {
         status: number;
         error: unknown;
       };
       expect(err.status).toBe(404);
-      expect(err.error).toMatchObject({ type: 'error', error: { type: 'not_found_error', message: expect.stringMatching(/nobody\/nothing/) } });
+      expect(err.error).toMatchObject({
+        type: 'error',
+        error: { type: 'not_found_error', message: expect.stringMatching(/nobody\/nothing/) },
+      });
       g.fake.on(model.hostModel, { kind: 'status', status: 500 });
-      const failed = (await client.messages.create({ model: model.slug, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e)) as {
+      const failed = (await client.messages
+        .create({ model: model.slug, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })
+        .catch((e) => e)) as {
         status: number;
         error: unknown;
       };
@@ -177,8 +212,15 @@ describe.each(clients)('messages surface with %s', (_name, makeClient) => {
 });
 
 describe('messages surface headers', () => {
-  const post = (headers: Record<string, string>, body: unknown = { model: M.gpt.slug, max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }) =>
-    fetch(`${g.baseUrl}/api/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const post = (
+    headers: Record<string, string>,
+    body: unknown = { model: M.gpt.slug, max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] },
+  ) =>
+    fetch(`${g.baseUrl}/api/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
 
   it.each([
     ['x-api-key with compat-version', { 'compat-version': '2023-06-01' }, 'x-api-key'],
@@ -195,7 +237,12 @@ describe('messages surface headers', () => {
 
   it.each([
     ['no key', { 'anthropic-version': '2023-06-01' }, 401, 'authentication_error'],
-    ['an unknown key', { 'x-api-key': `sk-svc-${'z'.repeat(43)}`, 'anthropic-version': '2023-06-01' }, 401, 'authentication_error'],
+    [
+      'an unknown key',
+      { 'x-api-key': `sk-svc-${'z'.repeat(43)}`, 'anthropic-version': '2023-06-01' },
+      401,
+      'authentication_error',
+    ],
     ['no version', { 'x-api-key': 'KEY' }, 400, 'invalid_request_error'],
     ['a malformed version', { 'x-api-key': 'KEY', 'anthropic-version': 'latest' }, 400, 'invalid_request_error'],
     ['an impossible date', { 'x-api-key': 'KEY', 'anthropic-version': '2023-13-45' }, 400, 'invalid_request_error'],
@@ -217,7 +264,10 @@ describe('messages surface headers', () => {
   });
 
   it('refuses a body without max_tokens with a 400 naming it', async () => {
-    const res = await post({ 'x-api-key': g.key, 'anthropic-version': '2023-06-01' }, { model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }] });
+    const res = await post(
+      { 'x-api-key': g.key, 'anthropic-version': '2023-06-01' },
+      { model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }] },
+    );
     expect(res.status).toBe(400);
     expect(((await res.json()) as any).error.message).toMatch(/max_tokens/);
   });
@@ -229,16 +279,28 @@ describe('chat-completions client on a model served by an anthropic host', () =>
     g.fake.on(M.claude.hostModel, (req) =>
       req.body.messages.length > 1
         ? { kind: 'reply', reply: { text: 'Sunny and 21 °C in Paris.', usage: { input: 40, output: 8 } } }
-        : { kind: 'reply', reply: { text: 'Let me check.', toolCalls: [{ id: 'toolu_9', name: 'get_weather', arguments: '{"city":"Paris"}' }] } },
+        : {
+            kind: 'reply',
+            reply: { text: 'Let me check.', toolCalls: [{ id: 'toolu_9', name: 'get_weather', arguments: '{"city":"Paris"}' }] },
+          },
     );
     const tools = [{ type: 'function' as const, function: { name: 'get_weather', parameters: weatherTool.input_schema } }];
     const ask = { role: 'user' as const, content: 'Weather in Paris?' };
-    const first = await client.chat.completions.stream({ model: M.claude.slug, messages: [{ role: 'system', content: 'Be terse.' }, ask], tools, tool_choice: 'required' }).finalChatCompletion();
+    const first = await client.chat.completions
+      .stream({ model: M.claude.slug, messages: [{ role: 'system', content: 'Be terse.' }, ask], tools, tool_choice: 'required' })
+      .finalChatCompletion();
     expect(first.choices[0].finish_reason).toBe('tool_calls');
     expect(first.choices[0].message.content).toBe('Let me check.');
-    expect(first.choices[0].message.tool_calls?.[0]).toMatchObject({ id: 'toolu_9', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } });
+    expect(first.choices[0].message.tool_calls?.[0]).toMatchObject({
+      id: 'toolu_9',
+      function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+    });
     const upstream = g.fake.requests[g.fake.requests.length - 1].body;
-    expect(upstream).toMatchObject({ system: 'Be terse.', tool_choice: { type: 'any' }, tools: [{ name: 'get_weather', input_schema: weatherTool.input_schema }] });
+    expect(upstream).toMatchObject({
+      system: 'Be terse.',
+      tool_choice: { type: 'any' },
+      tools: [{ name: 'get_weather', input_schema: weatherTool.input_schema }],
+    });
 
     const stream = await client.chat.completions.create({
       model: M.claude.slug,

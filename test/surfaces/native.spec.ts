@@ -40,13 +40,20 @@ describe('native route POST /api/v1/models/{model}/chat', () => {
       cost_nano: 3_000_000,
     });
     expect(res.headers.get('x-request-id')).toBe(body.id);
-    expect(g.fake.requests[g.fake.requests.length - 1].body).toMatchObject({ max_tokens: 50, temperature: 0.5, messages: [{ role: 'user', content: 'Hello' }] });
+    expect(g.fake.requests[g.fake.requests.length - 1].body).toMatchObject({
+      max_tokens: 50,
+      temperature: 0.5,
+      messages: [{ role: 'user', content: 'Hello' }],
+    });
     await g.settled();
     expect((await g.t.runtime.projections.recentRequests(g.orgId, 1))[0]).toMatchObject({ surface: 'native', cost: 3_000_000 });
   });
 
   it('streams deltas and ends with usage and cost', async () => {
-    g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: 'one two three', finish: 'length', usage: { input: 100, output: 3 } } });
+    g.fake.on(M.claude.hostModel, {
+      kind: 'reply',
+      reply: { text: 'one two three', finish: 'length', usage: { input: 100, output: 3 } },
+    });
     const res = await chat(M.claude.slug, { ...hello, stream: true });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
@@ -60,7 +67,12 @@ describe('native route POST /api/v1/models/{model}/chat', () => {
         return { event, data: data ? JSON.parse(data) : null };
       });
     expect(events[0]).toEqual({ event: 'start', data: { id: expect.stringMatching(/^req_/), model: M.claude.slug } });
-    expect(events.filter((e) => e.event === 'delta').map((e) => e.data.text).join('')).toBe('one two three');
+    expect(
+      events
+        .filter((e) => e.event === 'delta')
+        .map((e) => e.data.text)
+        .join(''),
+    ).toBe('one two three');
     // 100 × $3/M + 3 × $15/M = 0.0003 + 0.000045
     expect(events[events.length - 1]).toEqual({
       event: 'done',
@@ -93,7 +105,12 @@ describe('native route POST /api/v1/models/{model}/chat', () => {
 
   it('404 for a model not in the catalogue', async () => {
     // A slug encoded twice ("%252F") names a model with "%2F" in its slug: there is none.
-    for (const path of ['nobody/nothing', encodeURIComponent('nobody/nothing'), '99999999-9999-4999-8999-999999999999', encodeURIComponent(encodeURIComponent(M.gpt.slug))]) {
+    for (const path of [
+      'nobody/nothing',
+      encodeURIComponent('nobody/nothing'),
+      '99999999-9999-4999-8999-999999999999',
+      encodeURIComponent(encodeURIComponent(M.gpt.slug)),
+    ]) {
       const res = await chat(path, hello);
       expect(res.status).toBe(404);
       expect(((await res.json()) as any).error.code).toBe('not_found');
@@ -116,7 +133,10 @@ describe('native route POST /api/v1/models/{model}/chat', () => {
         body: JSON.stringify(hello),
       });
       expect(res.status).toBe(402);
-      expect(((await res.json()) as any).error).toMatchObject({ code: 'insufficient_credits', message: expect.stringMatching(/credits/) });
+      expect(((await res.json()) as any).error).toMatchObject({
+        code: 'insufficient_credits',
+        message: expect.stringMatching(/credits/),
+      });
       expect(poor.fake.requests).toHaveLength(0);
     } finally {
       await poor.close();

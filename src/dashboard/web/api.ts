@@ -114,7 +114,13 @@ async function toApiError(res: Response, path: string): Promise<ApiError> {
 }
 
 /** Sends a request; resolves to the raw response when 2xx, else throws ApiError. */
-export async function request(method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal, accept = 'application/json'): Promise<Response> {
+export async function request(
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+  signal?: AbortSignal,
+  accept = 'application/json',
+): Promise<Response> {
   const headers: Record<string, string> = { accept };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET' && csrf) headers['x-csrf-token'] = csrf;

@@ -131,7 +131,12 @@ function ensureShell(): Shell {
       switcher.disabled = false;
     }
   });
-  const toggle = h('button', { type: 'button', class: 'nav-toggle', 'aria-expanded': 'false', 'aria-controls': 'menu', 'data-testid': 'nav-toggle' }, h('span', { class: 'sr-only' }, 'Menu'), h('span', { class: 'burger', 'aria-hidden': 'true' }));
+  const toggle = h(
+    'button',
+    { type: 'button', class: 'nav-toggle', 'aria-expanded': 'false', 'aria-controls': 'menu', 'data-testid': 'nav-toggle' },
+    h('span', { class: 'sr-only' }, 'Menu'),
+    h('span', { class: 'burger', 'aria-hidden': 'true' }),
+  );
   const menu = h(
     'div',
     { class: 'menu', id: 'menu' },
@@ -140,7 +145,11 @@ function ensureShell(): Shell {
       'div',
       { class: 'account' },
       switcher,
-      h('button', { type: 'button', class: 'btn btn-small', 'data-testid': 'org-new', onclick: newOrganization }, '+ New organization'),
+      h(
+        'button',
+        { type: 'button', class: 'btn btn-small', 'data-testid': 'org-new', onclick: newOrganization },
+        '+ New organization',
+      ),
       h('span', { class: 'email muted', 'data-testid': 'user-email' }),
       h('button', { type: 'button', class: 'btn btn-small btn-quiet', 'data-testid': 'signout', onclick: signOut }, 'Sign out'),
     ),
@@ -150,15 +159,29 @@ function ensureShell(): Shell {
   const credits = h('strong', { 'data-testid': 'credits-available' });
   const main = h('main', { id: 'main', class: 'main' });
   app.replaceChildren(
-    h('a', { class: 'skip-link', href: '#main', onclick: (e: Event) => (e.preventDefault(), main.querySelector('h1')?.focus()) }, 'Skip to content'),
+    h(
+      'a',
+      { class: 'skip-link', href: '#main', onclick: (e: Event) => (e.preventDefault(), main.querySelector('h1')?.focus()) },
+      'Skip to content',
+    ),
     h(
       'header',
       { class: 'topbar' },
       h(
         'div',
         { class: 'topbar-row' },
-        h('a', { class: 'brand', href: '#/keys', 'aria-label': 'Model Gateway' }, h('span', { class: 'brand-mark', 'aria-hidden': 'true' }), h('span', { class: 'brand-text' }, 'Model Gateway')),
-        h('div', { class: 'org-summary', 'aria-live': 'polite' }, orgName, h('span', { class: 'credits' }, credits, ' credits available')),
+        h(
+          'a',
+          { class: 'brand', href: '#/keys', 'aria-label': 'Model Gateway' },
+          h('span', { class: 'brand-mark', 'aria-hidden': 'true' }),
+          h('span', { class: 'brand-text' }, 'Model Gateway'),
+        ),
+        h(
+          'div',
+          { class: 'org-summary', 'aria-live': 'polite' },
+          orgName,
+          h('span', { class: 'credits' }, credits, ' credits available'),
+        ),
         toggle,
       ),
       menu,
@@ -260,7 +283,12 @@ async function boot(): Promise<void> {
       h(
         'main',
         { class: 'auth' },
-        h('div', { class: 'auth-card card' }, errorBox(`The dashboard could not start: ${messageOf(error)}`), h('button', { class: 'btn', onclick: () => location.reload() }, 'Try again')),
+        h(
+          'div',
+          { class: 'auth-card card' },
+          errorBox(`The dashboard could not start: ${messageOf(error)}`),
+          h('button', { class: 'btn', onclick: () => location.reload() }, 'Try again'),
+        ),
       ),
     );
     return;

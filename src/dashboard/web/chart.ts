@@ -62,11 +62,27 @@ export function spendChart(days: DaySpend[], width: number): SVGSVGElement {
         s('title', null, `${formatDay(d.day, true)}: ${formatCost(d.cost, d.costNano)} credits`),
         // A full-height transparent column, so hovering any day (even an empty one) shows its tooltip.
         s('rect', { class: 'hit', x: m.left + band * i, y: m.top, width: band, height: plotH }),
-        s('rect', { class: 'bar', x: cx - barW / 2, y: m.top + plotH - h, width: barW, height: h, 'data-day': d.day, 'data-cost': d.cost }),
-        i % labelEvery === 0 ? s('text', { class: 'tick', x: cx, y: m.top + plotH + 16, 'text-anchor': 'middle' }, formatDay(d.day)) : null,
+        s('rect', {
+          class: 'bar',
+          x: cx - barW / 2,
+          y: m.top + plotH - h,
+          width: barW,
+          height: h,
+          'data-day': d.day,
+          'data-cost': d.cost,
+        }),
+        i % labelEvery === 0
+          ? s('text', { class: 'tick', x: cx, y: m.top + plotH + 16, 'text-anchor': 'middle' }, formatDay(d.day))
+          : null,
       );
     }),
     s('text', { class: 'axis-title', x: m.left + plotW / 2, y: HEIGHT - 4, 'text-anchor': 'middle' }, 'Day (UTC)'),
-    max > 0 ? null : s('text', { class: 'chart-empty', x: m.left + plotW / 2, y: m.top + plotH / 2, 'text-anchor': 'middle' }, 'No spend in this period'),
+    max > 0
+      ? null
+      : s(
+          'text',
+          { class: 'chart-empty', x: m.left + plotW / 2, y: m.top + plotH / 2, 'text-anchor': 'middle' },
+          'No spend in this period',
+        ),
   );
 }

@@ -22,7 +22,11 @@ function appendChildren(parent: Node, children: Child[]): void {
 }
 
 /** An HTML element: `h('button', { class: 'primary', onclick: go }, 'Go')`. */
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs?: Attrs | null, ...children: Child[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs?: Attrs | null,
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   applyAttrs(el, attrs);
   appendChildren(el, children);
@@ -30,7 +34,11 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs?: Attrs |
 }
 
 /** An SVG element (needs the SVG namespace to render). */
-export function s<K extends keyof SVGElementTagNameMap>(tag: K, attrs?: Attrs | null, ...children: Child[]): SVGElementTagNameMap[K] {
+export function s<K extends keyof SVGElementTagNameMap>(
+  tag: K,
+  attrs?: Attrs | null,
+  ...children: Child[]
+): SVGElementTagNameMap[K] {
   const el = document.createElementNS('http://www.w3.org/2000/svg', tag);
   applyAttrs(el, attrs);
   appendChildren(el, children);
@@ -39,14 +47,24 @@ export function s<K extends keyof SVGElementTagNameMap>(tag: K, attrs?: Attrs | 
 
 /** A <select> with its options; `value` is set after the options exist, or it would not stick. */
 export function select(attrs: Attrs, options: { value: string; label: string }[], value: string): HTMLSelectElement {
-  const el = h('select', attrs, options.map((o) => h('option', { value: o.value }, o.label)));
+  const el = h(
+    'select',
+    attrs,
+    options.map((o) => h('option', { value: o.value }, o.label)),
+  );
   el.value = value;
   return el;
 }
 
 /** A label wrapping its control, so the pair needs no generated ids. */
 export function field(label: string, control: HTMLElement, hint?: string): HTMLLabelElement {
-  return h('label', { class: 'field' }, h('span', { class: 'field-label' }, label), control, hint ? h('span', { class: 'field-hint' }, hint) : null);
+  return h(
+    'label',
+    { class: 'field' },
+    h('span', { class: 'field-label' }, label),
+    control,
+    hint ? h('span', { class: 'field-hint' }, hint) : null,
+  );
 }
 
 /** An inline error; role=alert so screen readers announce it when it appears. */

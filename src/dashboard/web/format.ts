@@ -6,7 +6,9 @@ const group = (digits: string): string => digits.replace(/\B(?=(\d{3})+(?!\d))/g
 /** Credits with up to 9 decimals, trailing zeros trimmed: 0.000123, 12.5, 1,024. */
 export function formatCredits(value: number): string {
   if (!Number.isFinite(value)) return '—';
-  const fixed = Math.abs(value).toFixed(9).replace(/\.?0+$/, '');
+  const fixed = Math.abs(value)
+    .toFixed(9)
+    .replace(/\.?0+$/, '');
   const [int, frac] = fixed.split('.');
   const sign = value < 0 && fixed !== '0' ? '-' : '';
   return sign + group(int) + (frac ? `.${frac}` : '');

@@ -11,7 +11,12 @@ export type Page = (root: HTMLElement, ctx: PageContext) => void | Promise<void>
 
 /** The page title (focusable, so the router can move focus to it on navigation) and a subtitle. */
 export function pageHead(title: string, subtitle?: Child): HTMLElement {
-  return h('div', { class: 'page-head' }, h('h1', { tabindex: '-1' }, title), subtitle ? h('p', { class: 'muted' }, subtitle) : null);
+  return h(
+    'div',
+    { class: 'page-head' },
+    h('h1', { tabindex: '-1' }, title),
+    subtitle ? h('p', { class: 'muted' }, subtitle) : null,
+  );
 }
 
 export const card = (...children: Child[]): HTMLElement => h('section', { class: 'card' }, children);

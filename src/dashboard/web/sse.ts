@@ -46,7 +46,10 @@ export class SseParser {
 }
 
 /** Reads an SSE response body, calling `onMessage` per message; stops early when it returns true. */
-export async function readSse(body: ReadableStream<Uint8Array>, onMessage: (message: SseMessage) => boolean | void): Promise<void> {
+export async function readSse(
+  body: ReadableStream<Uint8Array>,
+  onMessage: (message: SseMessage) => boolean | void,
+): Promise<void> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
   const parser = new SseParser();

@@ -85,9 +85,12 @@ function blocksOf(message: CanonicalMessage): Block[] {
     case 'assistant':
       return [
         ...textBlocks(message.content),
-        ...message.toolCalls.map(
-          (call): Block => ({ type: 'tool_use', id: call.id, name: call.name, input: toolInput(call.arguments) }),
-        ),
+        ...message.toolCalls.map((call): Block => ({
+          type: 'tool_use',
+          id: call.id,
+          name: call.name,
+          input: toolInput(call.arguments),
+        })),
       ];
     case 'tool':
       return [{ type: 'tool_result', tool_use_id: message.toolCallId, content: message.content }];
@@ -179,7 +182,9 @@ function ending(stopReason: unknown, stopSequence: unknown, count: (key: keyof W
   if (typeof stopReason === 'string') {
     const reason = FINISH_REASONS.get(stopReason) ?? 'stop';
     events.push(
-      reason === 'stop_sequence' && typeof stopSequence === 'string' ? { type: 'finish', reason, stopSequence } : { type: 'finish', reason },
+      reason === 'stop_sequence' && typeof stopSequence === 'string'
+        ? { type: 'finish', reason, stopSequence }
+        : { type: 'finish', reason },
     );
   }
   events.push({
@@ -203,11 +208,19 @@ function decodeReply(body: string): CanonicalEvent[] {
       if (piece !== '') events.push({ type: 'text', text: piece });
     } else if (block?.type === 'tool_use') {
       const argumentsText = JSON.stringify(isObject(block.input) ? block.input : {});
-      events.push({ type: 'tool_call', index: toolCalls++, id: text(block.id, 'tool id'), name: text(block.name, 'tool name'), argumentsDelta: argumentsText });
+      events.push({
+        type: 'tool_call',
+        index: toolCalls++,
+        id: text(block.id, 'tool id'),
+        name: text(block.name, 'tool name'),
+        argumentsDelta: argumentsText,
+      });
     }
   }
   const usage = reply.usage ?? {};
-  events.push(...ending(reply.stop_reason, reply.stop_sequence, (key) => (typeof usage[key] === 'number' ? (usage[key] as number) : 0)));
+  events.push(
+    ...ending(reply.stop_reason, reply.stop_sequence, (key) => (typeof usage[key] === 'number' ? (usage[key] as number) : 0)),
+  );
   return events;
 }
 
@@ -238,7 +251,9 @@ class AnthropicDecoder implements StreamDecoder {
         if (block?.type !== 'tool_use') return [];
         const index = this.toolCalls.size;
         this.toolCalls.set(data.index, index);
-        return [{ type: 'tool_call', index, id: text(block.id, 'tool id'), name: text(block.name, 'tool name'), argumentsDelta: '' }];
+        return [
+          { type: 'tool_call', index, id: text(block.id, 'tool id'), name: text(block.name, 'tool name'), argumentsDelta: '' },
+        ];
       }
       case 'content_block_delta': {
         const delta = data.delta;

@@ -14,7 +14,11 @@ function toWireMessage(message: CanonicalMessage): Record<string, unknown> {
         : {
             role: 'assistant',
             content: message.content === '' ? null : message.content,
-            tool_calls: message.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+            tool_calls: message.toolCalls.map((c) => ({
+              id: c.id,
+              type: 'function',
+              function: { name: c.name, arguments: c.arguments },
+            })),
           };
     case 'tool':
       return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
@@ -74,7 +78,13 @@ function decodeReply(body: string): CanonicalEvent[] {
   const content = choice.message?.content;
   if (typeof content === 'string' && content !== '') events.push({ type: 'text', text: content });
   (choice.message?.tool_calls ?? []).forEach((call, index) =>
-    events.push({ type: 'tool_call', index, id: call.id ?? '', name: call.function?.name ?? '', argumentsDelta: call.function?.arguments ?? '' }),
+    events.push({
+      type: 'tool_call',
+      index,
+      id: call.id ?? '',
+      name: call.function?.name ?? '',
+      argumentsDelta: call.function?.arguments ?? '',
+    }),
   );
   if (choice.finish_reason) events.push({ type: 'finish', reason: FINISH[choice.finish_reason] ?? 'stop' });
   const usage = usageOf(completion.usage);
@@ -144,7 +154,9 @@ export const openAiHost: HostKind = {
     }
     if (request.toolChoice !== undefined) {
       body.tool_choice =
-        typeof request.toolChoice === 'string' ? request.toolChoice : { type: 'function', function: { name: request.toolChoice.name } };
+        typeof request.toolChoice === 'string'
+          ? request.toolChoice
+          : { type: 'function', function: { name: request.toolChoice.name } };
     }
     const headers: Record<string, string> = {
       'content-type': 'application/json',

@@ -94,10 +94,23 @@ export async function startSimulatedHost(options: SimulatedHostOptions): Promise
     if (!body.stream) {
       await wait(firstTokenMs + (pace > 0 ? (pieces.length * 1000) / pace : 0));
       const message = tool
-        ? { role: 'assistant', content: null, tool_calls: [{ id: 'call_sim_1', type: 'function', function: { name: tool, arguments: toolArgs.join('') } }] }
+        ? {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'call_sim_1', type: 'function', function: { name: tool, arguments: toolArgs.join('') } }],
+          }
         : { role: 'assistant', content: pieces.join('') };
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id, object: 'chat.completion', created, model, choices: [{ index: 0, message, finish_reason: finish }], usage }));
+      res.end(
+        JSON.stringify({
+          id,
+          object: 'chat.completion',
+          created,
+          model,
+          choices: [{ index: 0, message, finish_reason: finish }],
+          usage,
+        }),
+      );
       return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -110,7 +123,15 @@ export async function startSimulatedHost(options: SimulatedHostOptions): Promise
         send([
           {
             index: 0,
-            delta: { tool_calls: [{ index: 0, ...(i === 0 ? { id: 'call_sim_1', type: 'function' } : {}), function: { ...(i === 0 ? { name: tool } : {}), arguments: args } }] },
+            delta: {
+              tool_calls: [
+                {
+                  index: 0,
+                  ...(i === 0 ? { id: 'call_sim_1', type: 'function' } : {}),
+                  function: { ...(i === 0 ? { name: tool } : {}), arguments: args },
+                },
+              ],
+            },
             finish_reason: null,
           },
         ]),
@@ -129,7 +150,11 @@ export async function startSimulatedHost(options: SimulatedHostOptions): Promise
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
       res.writeHead(404, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: 'the simulated host serves POST /v1/chat/completions', type: 'invalid_request_error' } }));
+      res.end(
+        JSON.stringify({
+          error: { message: 'the simulated host serves POST /v1/chat/completions', type: 'invalid_request_error' },
+        }),
+      );
       return;
     }
     let raw = '';

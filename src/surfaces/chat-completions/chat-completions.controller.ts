@@ -39,7 +39,6 @@ export class ChatCompletionsController {
     );
     const includeUsage = body.stream_options?.include_usage === true;
     return respond(
-      request,
       reply,
       result,
       { serializer: (r) => chunkSerializer(r, includeUsage), body: completionBody, error: errorBody },

@@ -1,4 +1,11 @@
-import { integerFrom, modelReference, nonEmptyString, numberBetween, object, optionalBoolean } from '../../http/schema-validation';
+import {
+  integerFrom,
+  modelReference,
+  nonEmptyString,
+  numberBetween,
+  object,
+  optionalBoolean,
+} from '../../http/schema-validation';
 
 /** A content part: any typed part is accepted (image and audio parts are dropped later); text parts carry text. */
 export interface ContentPart {
@@ -60,7 +67,11 @@ const message = {
         properties: {
           id: { type: 'string' },
           type: { const: 'function' },
-          function: { type: 'object', required: ['name', 'arguments'], properties: { name: { type: 'string' }, arguments: { type: 'string' } } },
+          function: {
+            type: 'object',
+            required: ['name', 'arguments'],
+            properties: { name: { type: 'string' }, arguments: { type: 'string' } },
+          },
         },
       },
     },
@@ -95,7 +106,10 @@ export const chatCompletionRequestSchema = {
         {
           type: 'object',
           required: ['type', 'function'],
-          properties: { type: { const: 'function' }, function: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } },
+          properties: {
+            type: { const: 'function' },
+            function: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
+          },
         },
       ],
     },

@@ -44,7 +44,8 @@ export function toCanonical(body: ChatCompletionRequest): CanonicalRequest {
         return;
     }
   });
-  if (messages.length === 0) throw new ApiError('invalid_request', 'messages must include at least one user, assistant or tool message');
+  if (messages.length === 0)
+    throw new ApiError('invalid_request', 'messages must include at least one user, assistant or tool message');
   const choice = body.tool_choice;
   const stop = body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
   return {
@@ -100,7 +101,13 @@ export function completionBody(result: InferenceResult, reply: Reply) {
           content: reply.text === '' && reply.toolCalls.length > 0 ? null : reply.text,
           refusal: null,
           ...(reply.toolCalls.length > 0
-            ? { tool_calls: reply.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) }
+            ? {
+                tool_calls: reply.toolCalls.map((c) => ({
+                  id: c.id,
+                  type: 'function',
+                  function: { name: c.name, arguments: c.arguments },
+                })),
+              }
             : {}),
         },
         logprobs: null,

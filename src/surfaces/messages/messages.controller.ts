@@ -1,4 +1,17 @@
-import { Body, CanActivate, Controller, ExecutionContext, HttpCode, Inject, Injectable, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import {
+  Body,
+  CanActivate,
+  Controller,
+  ExecutionContext,
+  HttpCode,
+  Inject,
+  Injectable,
+  Post,
+  Req,
+  Res,
+  UseFilters,
+  UseGuards,
+} from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config/config';
@@ -22,7 +35,10 @@ function messagesKey(request: FastifyRequest): string | null {
   return bearerKey(request);
 }
 
-const isDate = (text: string) => /^\d{4}-\d{2}-\d{2}$/.test(text) && !Number.isNaN(Date.parse(`${text}T00:00:00Z`)) && new Date(`${text}T00:00:00Z`).toISOString().startsWith(text);
+const isDate = (text: string) =>
+  /^\d{4}-\d{2}-\d{2}$/.test(text) &&
+  !Number.isNaN(Date.parse(`${text}T00:00:00Z`)) &&
+  new Date(`${text}T00:00:00Z`).toISOString().startsWith(text);
 
 /**
  * Versions already accepted: a client sends the same one every time. Capped, since any real date
@@ -45,7 +61,8 @@ const isAcceptedVersion = (version: string): boolean => {
 export class MessagesHeadersGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const request = context.switchToHttp().getRequest<FastifyRequest>();
-    if (!messagesKey(request)) throw new ApiError('invalid_api_key', 'missing API key: send it in "x-api-key" (or "Authorization: Bearer")');
+    if (!messagesKey(request))
+      throw new ApiError('invalid_api_key', 'missing API key: send it in "x-api-key" (or "Authorization: Bearer")');
     const header = request.headers['compat-version'] ?? request.headers['anthropic-version'];
     const version = typeof header === 'string' ? header.trim() : '';
     if (version === '') {
@@ -71,7 +88,11 @@ export class MessagesController {
 
   @Post('messages')
   @HttpCode(200)
-  async create(@Body(bodyValidation) body: MessagesRequest, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async create(
+    @Body(bodyValidation) body: MessagesRequest,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     const result = await this.commands.execute(
       new InferenceCommand({
         surface: 'messages',
@@ -81,6 +102,6 @@ export class MessagesController {
         requestId: request.id,
       }),
     );
-    return respond(request, reply, result, messagesWire, this.config.sseKeepAliveMs);
+    return respond(reply, result, messagesWire, this.config.sseKeepAliveMs);
   }
 }

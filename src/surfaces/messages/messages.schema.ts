@@ -1,4 +1,11 @@
-import { integerFrom, modelReference, nonEmptyString, numberBetween, object, optionalBoolean } from '../../http/schema-validation';
+import {
+  integerFrom,
+  modelReference,
+  nonEmptyString,
+  numberBetween,
+  object,
+  optionalBoolean,
+} from '../../http/schema-validation';
 
 export interface TextBlock {
   type: 'text';
@@ -43,8 +50,14 @@ const contentBlock = {
   // Other block types (image, document, thinking, …) are accepted and dropped.
   allOf: [
     when('text', { required: ['text'], properties: { text: { type: 'string' } } }),
-    when('tool_use', { required: ['id', 'name', 'input'], properties: { id: { type: 'string' }, name: { type: 'string' }, input: object } }),
-    when('tool_result', { required: ['tool_use_id'], properties: { tool_use_id: { type: 'string' }, content: { type: ['string', 'array'] } } }),
+    when('tool_use', {
+      required: ['id', 'name', 'input'],
+      properties: { id: { type: 'string' }, name: { type: 'string' }, input: object },
+    }),
+    when('tool_result', {
+      required: ['tool_use_id'],
+      properties: { tool_use_id: { type: 'string' }, content: { type: ['string', 'array'] } },
+    }),
   ],
 };
 
@@ -75,15 +88,30 @@ export const messagesRequestSchema = {
       'x-message': 'must be a string or an array of text blocks',
       anyOf: [
         { type: ['string', 'null'] },
-        { type: 'array', items: { type: 'object', required: ['type', 'text'], properties: { type: { const: 'text' }, text: { type: 'string' } } } },
+        {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['type', 'text'],
+            properties: { type: { const: 'text' }, text: { type: 'string' } },
+          },
+        },
       ],
     },
     tools: {
       type: 'array',
       maxItems: 128,
-      items: { type: 'object', required: ['name', 'input_schema'], properties: { name: nonEmptyString, description: { type: 'string' }, input_schema: object } },
+      items: {
+        type: 'object',
+        required: ['name', 'input_schema'],
+        properties: { name: nonEmptyString, description: { type: 'string' }, input_schema: object },
+      },
     },
-    tool_choice: { type: ['object', 'null'], required: ['type'], properties: { type: { enum: ['auto', 'any', 'tool', 'none'] }, name: { type: 'string' } } },
+    tool_choice: {
+      type: ['object', 'null'],
+      required: ['type'],
+      properties: { type: { enum: ['auto', 'any', 'tool', 'none'] }, name: { type: 'string' } },
+    },
     stop_sequences: { type: ['array', 'null'], items: { type: 'string' } },
     temperature: numberBetween(0, 1),
     top_p: numberBetween(0, 1),

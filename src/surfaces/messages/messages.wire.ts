@@ -122,7 +122,10 @@ const ERROR_TYPES: Record<ApiErrorCode, string> = {
   internal_error: 'api_error',
 };
 
-export const messagesError = (error: ApiError) => ({ type: 'error', error: { type: ERROR_TYPES[error.code], message: error.message } });
+export const messagesError = (error: ApiError) => ({
+  type: 'error',
+  error: { type: ERROR_TYPES[error.code], message: error.message },
+});
 
 /**
  * The event sequence: message_start, ping, then content blocks (a text block, tool_use blocks
@@ -170,12 +173,28 @@ export function eventSerializer(result: InferenceResult): StreamSerializer {
       switch (event.type) {
         case 'text': {
           const start = openBlock === 'text' ? '' : startBlock('text', { type: 'text', text: '' });
-          return start + sseData({ type: 'content_block_delta', index: blockIndex, delta: { type: 'text_delta', text: event.text } }, 'content_block_delta');
+          return (
+            start +
+            sseData(
+              { type: 'content_block_delta', index: blockIndex, delta: { type: 'text_delta', text: event.text } },
+              'content_block_delta',
+            )
+          );
         }
         case 'tool_call': {
-          const start = event.id !== undefined || openBlock !== 'tool' ? startBlock('tool', { type: 'tool_use', id: event.id ?? '', name: event.name ?? '', input: {} }) : '';
+          const start =
+            event.id !== undefined || openBlock !== 'tool'
+              ? startBlock('tool', { type: 'tool_use', id: event.id ?? '', name: event.name ?? '', input: {} })
+              : '';
           const delta = event.argumentsDelta
-            ? sseData({ type: 'content_block_delta', index: blockIndex, delta: { type: 'input_json_delta', partial_json: event.argumentsDelta } }, 'content_block_delta')
+            ? sseData(
+                {
+                  type: 'content_block_delta',
+                  index: blockIndex,
+                  delta: { type: 'input_json_delta', partial_json: event.argumentsDelta },
+                },
+                'content_block_delta',
+              )
             : '';
           return start + delta;
         }
@@ -196,7 +215,11 @@ export function eventSerializer(result: InferenceResult): StreamSerializer {
     close: () =>
       closeBlock() +
       sseData(
-        { type: 'message_delta', delta: { stop_reason: STOP_REASON[finish], stop_sequence: stopSequence }, usage: usageOf({ billed, usage }) },
+        {
+          type: 'message_delta',
+          delta: { stop_reason: STOP_REASON[finish], stop_sequence: stopSequence },
+          usage: usageOf({ billed, usage }),
+        },
         'message_delta',
       ) +
       sseData({ type: 'message_stop' }, 'message_stop'),

@@ -1,4 +1,17 @@
-import { Body, CanActivate, Controller, ExecutionContext, HttpCode, Inject, Injectable, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import {
+  Body,
+  CanActivate,
+  Controller,
+  ExecutionContext,
+  HttpCode,
+  Inject,
+  Injectable,
+  Post,
+  Req,
+  Res,
+  UseFilters,
+  UseGuards,
+} from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config/config';
@@ -48,10 +61,20 @@ export class NativeController {
 
   @Post('*')
   @HttpCode(200)
-  async chat(@Body(bodyValidation) body: NativeChatRequest, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async chat(
+    @Body(bodyValidation) body: NativeChatRequest,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     const result = await this.commands.execute(
-      new InferenceCommand({ surface: 'native', apiKey: bearerKey(request), model: modelOf(request), request: toCanonical(body), requestId: request.id }),
+      new InferenceCommand({
+        surface: 'native',
+        apiKey: bearerKey(request),
+        model: modelOf(request),
+        request: toCanonical(body),
+        requestId: request.id,
+      }),
     );
-    return respond(request, reply, result, nativeWire, this.config.sseKeepAliveMs);
+    return respond(reply, result, nativeWire, this.config.sseKeepAliveMs);
   }
 }

@@ -11,7 +11,9 @@ import type { NativeChatRequest } from './native.schema';
 
 export const toCanonical = (body: NativeChatRequest): CanonicalRequest => ({
   system: [],
-  messages: body.messages.map((m) => (m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content, toolCalls: [] })),
+  messages: body.messages.map((m) =>
+    m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content, toolCalls: [] },
+  ),
   tools: [],
   maxTokens: body.max_tokens ?? undefined,
   temperature: body.temperature ?? undefined,

@@ -15,7 +15,11 @@ async function main() {
     for (;;) {
       const current = await store.readStream(streamId);
       try {
-        await store.append(streamId, [{ type: 'Counted', data: { tag, i, payload: 'x'.repeat(200) } }], current.length === 0 ? 'no_stream' : current.length - 1);
+        await store.append(
+          streamId,
+          [{ type: 'Counted', data: { tag, i, payload: 'x'.repeat(200) } }],
+          current.length === 0 ? 'no_stream' : current.length - 1,
+        );
         break;
       } catch (error) {
         if (!(error instanceof WrongExpectedRevisionError)) throw error;

@@ -11,13 +11,24 @@ export function renderAuth(root: HTMLElement, ctx: PageContext, notice?: string,
   ctx.onCleanup(() => clearInterval(countdown));
 
   const title = h('h1', { tabindex: '-1' });
-  const email = h('input', { type: 'email', name: 'email', required: true, autocomplete: 'username', 'data-testid': 'signin-email' });
+  const email = h('input', {
+    type: 'email',
+    name: 'email',
+    required: true,
+    autocomplete: 'username',
+    'data-testid': 'signin-email',
+  });
   const password = h('input', { type: 'password', name: 'password', required: true, 'data-testid': 'signin-password' });
   const passwordHint = h('span', { class: 'field-hint' });
   const submit = h('button', { type: 'submit', class: 'btn btn-primary btn-block', 'data-testid': 'signin-submit' });
   const errors = h('div', { class: 'form-errors' });
   const toggleText = h('span');
-  const toggle = h('button', { type: 'button', class: 'btn-link', 'data-testid': 'signup-toggle', onclick: () => setMode(mode === 'signin' ? 'signup' : 'signin') });
+  const toggle = h('button', {
+    type: 'button',
+    class: 'btn-link',
+    'data-testid': 'signup-toggle',
+    onclick: () => setMode(mode === 'signin' ? 'signup' : 'signin'),
+  });
 
   function setMode(next: 'signin' | 'signup'): void {
     mode = next;
@@ -77,7 +88,8 @@ export function renderAuth(root: HTMLElement, ctx: PageContext, notice?: string,
   }
 
   setMode('signin');
-  mount(root,
+  mount(
+    root,
     h(
       'main',
       { class: 'auth', id: 'main' },

@@ -8,7 +8,13 @@ import { getModels, store } from '../state';
 
 export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<void> {
   const org = store.session!.activeOrg!;
-  const name = h('input', { type: 'text', required: true, maxlength: '100', placeholder: 'e.g. laptop, production', 'data-testid': 'key-name' });
+  const name = h('input', {
+    type: 'text',
+    required: true,
+    maxlength: '100',
+    placeholder: 'e.g. laptop, production',
+    'data-testid': 'key-name',
+  });
   const create = h('button', { type: 'submit', class: 'btn btn-primary', 'data-testid': 'key-create' }, 'Create key');
   const createErrors = h('div', { class: 'form-errors' });
   const secretSlot = h('div');
@@ -25,7 +31,10 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
     try {
       const key = await api<CreatedKey>('POST', '/keys', { name: value }, ctx.signal);
       name.value = '';
-      keys = [{ id: key.id, name: key.name, prefix: key.prefix, createdAt: key.createdAt, lastUsedAt: null, status: 'active' }, ...keys];
+      keys = [
+        { id: key.id, name: key.name, prefix: key.prefix, createdAt: key.createdAt, lastUsedAt: null, status: 'active' },
+        ...keys,
+      ];
       renderRows();
       const panel = await secretPanel(key, () => {
         secretSlot.replaceChildren(); // the secret leaves the DOM for good
@@ -59,16 +68,34 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
   function confirmRevoke(key: ApiKey, cell: HTMLElement): void {
     renderRows(); // closes any other open confirmation
     const row = tbody.querySelector<HTMLElement>(`tr[data-key-id="${CSS.escape(key.id)}"] td.actions`) ?? cell;
-    const confirm = h('button', { type: 'button', class: 'btn btn-danger btn-small', 'data-testid': 'key-revoke-confirm', onclick: () => revoke(key, row) }, 'Revoke');
-    const cancel = h('button', { type: 'button', class: 'btn btn-small', 'data-testid': 'key-revoke-cancel', onclick: () => renderRows() }, 'Cancel');
-    row.replaceChildren(h('div', { class: 'confirm', role: 'group', 'aria-label': `Revoke ${key.name}?` }, h('span', null, 'Revoke? Apps using it stop working.'), confirm, cancel));
+    const confirm = h(
+      'button',
+      { type: 'button', class: 'btn btn-danger btn-small', 'data-testid': 'key-revoke-confirm', onclick: () => revoke(key, row) },
+      'Revoke',
+    );
+    const cancel = h(
+      'button',
+      { type: 'button', class: 'btn btn-small', 'data-testid': 'key-revoke-cancel', onclick: () => renderRows() },
+      'Cancel',
+    );
+    row.replaceChildren(
+      h(
+        'div',
+        { class: 'confirm', role: 'group', 'aria-label': `Revoke ${key.name}?` },
+        h('span', null, 'Revoke? Apps using it stop working.'),
+        confirm,
+        cancel,
+      ),
+    );
     row.addEventListener('keydown', (e: KeyboardEvent) => e.key === 'Escape' && renderRows());
     confirm.focus();
   }
 
   function renderRows(): void {
     if (keys.length === 0) {
-      tbody.replaceChildren(h('tr', null, h('td', { colspan: '6', class: 'empty' }, 'No keys yet. Create one above to call the API.')));
+      tbody.replaceChildren(
+        h('tr', null, h('td', { colspan: '6', class: 'empty' }, 'No keys yet. Create one above to call the API.')),
+      );
       return;
     }
     tbody.replaceChildren(
@@ -76,7 +103,17 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
         const actions = h('td', { class: 'actions' });
         if (key.status === 'active') {
           actions.append(
-            h('button', { type: 'button', class: 'btn btn-small btn-danger-quiet', 'data-testid': `key-revoke-${key.id}`, 'aria-label': `Revoke ${key.name}`, onclick: () => confirmRevoke(key, actions) }, 'Revoke'),
+            h(
+              'button',
+              {
+                type: 'button',
+                class: 'btn btn-small btn-danger-quiet',
+                'data-testid': `key-revoke-${key.id}`,
+                'aria-label': `Revoke ${key.name}`,
+                onclick: () => confirmRevoke(key, actions),
+              },
+              'Revoke',
+            ),
           );
         }
         return h(
@@ -85,16 +122,33 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
           h('td', { 'data-label': 'Name' }, key.name),
           h('td', { 'data-label': 'Key' }, h('code', null, `${key.prefix}…`)),
           h('td', { 'data-label': 'Created', title: key.createdAt }, formatDateTime(key.createdAt)),
-          h('td', { 'data-label': 'Last used', title: key.lastUsedAt ?? '' }, key.lastUsedAt ? formatDateTime(key.lastUsedAt) : 'Never'),
-          h('td', { 'data-label': 'Status' }, h('span', { class: key.status === 'active' ? 'badge badge-ok' : 'badge' }, key.status === 'active' ? 'Active' : 'Revoked')),
+          h(
+            'td',
+            { 'data-label': 'Last used', title: key.lastUsedAt ?? '' },
+            key.lastUsedAt ? formatDateTime(key.lastUsedAt) : 'Never',
+          ),
+          h(
+            'td',
+            { 'data-label': 'Status' },
+            h(
+              'span',
+              { class: key.status === 'active' ? 'badge badge-ok' : 'badge' },
+              key.status === 'active' ? 'Active' : 'Revoked',
+            ),
+          ),
           actions,
         );
       }),
     );
   }
 
-  mount(root,
-    pageHead('API keys', ['Keys of ', h('strong', null, org.name), '. Requests with a key are paid from this organization’s credits.']),
+  mount(
+    root,
+    pageHead('API keys', [
+      'Keys of ',
+      h('strong', null, org.name),
+      '. Requests with a key are paid from this organization’s credits.',
+    ]),
     card(
       h('h2', null, 'Create a key'),
       h('form', { class: 'inline-form', novalidate: true, onsubmit: onCreate }, field('Name', name), create),
@@ -110,7 +164,16 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
         h(
           'table',
           { class: 'table table-stack', 'data-testid': 'keys-table' },
-          h('thead', null, h('tr', null, ['Name', 'Key', 'Created', 'Last used', 'Status'].map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Actions')))),
+          h(
+            'thead',
+            null,
+            h(
+              'tr',
+              null,
+              ['Name', 'Key', 'Created', 'Last used', 'Status'].map((c) => h('th', { scope: 'col' }, c)),
+              h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Actions')),
+            ),
+          ),
           tbody,
         ),
       ),
@@ -145,7 +208,11 @@ async function secretPanel(key: CreatedKey, close: () => void): Promise<HTMLElem
     });
     return button;
   };
-  const done = h('button', { type: 'button', class: 'btn btn-primary', 'data-testid': 'key-secret-close', onclick: close }, 'Done, I saved it');
+  const done = h(
+    'button',
+    { type: 'button', class: 'btn btn-primary', 'data-testid': 'key-secret-close', onclick: close },
+    'Done, I saved it',
+  );
   const panel = h(
     'section',
     { class: 'card secret-panel', role: 'region', 'aria-label': 'Your new API key', 'data-testid': 'key-secret-panel' },
@@ -161,7 +228,12 @@ async function secretPanel(key: CreatedKey, close: () => void): Promise<HTMLElem
       h('dt', null, 'Messages SDKs (Anthropic-compatible) — base URL'),
       h('dd', null, h('code', { 'data-testid': 'base-url-messages' }, urls.messages)),
     ),
-    h('div', { class: 'code-head' }, h('span', { class: 'muted small' }, 'Try it with curl'), copyButton(curlText, curl, 'key-curl-copy', 'Copy')),
+    h(
+      'div',
+      { class: 'code-head' },
+      h('span', { class: 'muted small' }, 'Try it with curl'),
+      copyButton(curlText, curl, 'key-curl-copy', 'Copy'),
+    ),
     curl,
     h('div', { class: 'actions-row' }, done),
   );

@@ -11,7 +11,14 @@ export function renderOrgs(root: HTMLElement, ctx: PageContext): void {
   const active = session.activeOrg;
   const hasOrgs = session.organizations.length > 0;
 
-  const name = h('input', { type: 'text', required: true, maxlength: '100', autocomplete: 'organization', placeholder: 'Acme Inc.', 'data-testid': 'org-name' });
+  const name = h('input', {
+    type: 'text',
+    required: true,
+    maxlength: '100',
+    autocomplete: 'organization',
+    placeholder: 'Acme Inc.',
+    'data-testid': 'org-name',
+  });
   const create = h('button', { type: 'submit', class: 'btn btn-primary', 'data-testid': 'org-create' }, 'Create organization');
   const createErrors = h('div', { class: 'form-errors' });
   const listErrors = h('div', { class: 'form-errors' });
@@ -54,7 +61,9 @@ export function renderOrgs(root: HTMLElement, ctx: PageContext): void {
           ['Granted', active.credits.granted],
           ['Spent', active.credits.spent],
           ['Reserved', active.credits.reserved],
-        ].map(([label, value]) => h('div', { class: 'stat' }, h('dt', null, label as string), h('dd', null, formatCredits(value as number)))),
+        ].map(([label, value]) =>
+          h('div', { class: 'stat' }, h('dt', null, label as string), h('dd', null, formatCredits(value as number))),
+        ),
       )
     : null;
 
@@ -74,11 +83,16 @@ export function renderOrgs(root: HTMLElement, ctx: PageContext): void {
     }),
   );
 
-  mount(root,
+  mount(
+    root,
     pageHead('Organizations', 'Keys, usage and credits belong to an organization. Switch the active one at any time.'),
     hasOrgs
       ? null
-      : h('div', { class: 'alert alert-info', 'data-testid': 'orgs-empty' }, 'You are not in any organization yet. Create one to get API keys and use the playground.'),
+      : h(
+          'div',
+          { class: 'alert alert-info', 'data-testid': 'orgs-empty' },
+          'You are not in any organization yet. Create one to get API keys and use the playground.',
+        ),
     active
       ? card(
           h('h2', null, `${active.name} credits`),

@@ -55,22 +55,40 @@ export async function renderPlayground(root: HTMLElement, ctx: PageContext): Pro
   const system = h('textarea', { rows: '4', placeholder: 'You are a helpful assistant.', 'data-testid': 'playground-system' });
   system.value = conversation.system;
   system.addEventListener('input', () => (conversation.system = system.value));
-  const maxTokens = h('input', { type: 'number', min: '1', max: '100000', step: '1', inputmode: 'numeric', placeholder: 'Model default', 'data-testid': 'playground-max-tokens' });
+  const maxTokens = h('input', {
+    type: 'number',
+    min: '1',
+    max: '100000',
+    step: '1',
+    inputmode: 'numeric',
+    placeholder: 'Model default',
+    'data-testid': 'playground-max-tokens',
+  });
   maxTokens.value = conversation.maxTokens;
   maxTokens.addEventListener('input', () => (conversation.maxTokens = maxTokens.value));
   const clear = h('button', { type: 'button', class: 'btn btn-small', 'data-testid': 'playground-clear' }, 'Clear conversation');
 
   const list = h('div', { class: 'messages', role: 'log', 'aria-label': 'Conversation', 'data-testid': 'playground-messages' });
   const errors = h('div', { class: 'form-errors' });
-  const input = h('textarea', { rows: '3', placeholder: 'Send a message (Enter to send, Shift+Enter for a new line)', 'aria-label': 'Message', 'data-testid': 'playground-input' });
+  const input = h('textarea', {
+    rows: '3',
+    placeholder: 'Send a message (Enter to send, Shift+Enter for a new line)',
+    'aria-label': 'Message',
+    'data-testid': 'playground-input',
+  });
   const send = h('button', { type: 'submit', class: 'btn btn-primary', 'data-testid': 'playground-send' }, 'Send');
-  const stop = h('button', { type: 'button', class: 'btn', disabled: true, 'data-testid': 'playground-stop', onclick: () => active?.abort() }, 'Stop');
+  const stop = h(
+    'button',
+    { type: 'button', class: 'btn', disabled: true, 'data-testid': 'playground-stop', onclick: () => active?.abort() },
+    'Stop',
+  );
 
   const setStreaming = (on: boolean): void => {
     send.disabled = on;
     stop.disabled = !on;
     clear.disabled = on;
-    if (on) list.setAttribute('aria-busy', 'true'); // screen readers read the reply once, when complete
+    if (on)
+      list.setAttribute('aria-busy', 'true'); // screen readers read the reply once, when complete
     else list.removeAttribute('aria-busy');
   };
 
@@ -91,7 +109,10 @@ export async function renderPlayground(root: HTMLElement, ctx: PageContext): Pro
   }
 
   function appendTurn(turn: Turn, latest: boolean): TurnView {
-    if (latest) list.querySelectorAll('[data-testid="playground-reply"], [data-testid="playground-meta"]').forEach((e) => e.removeAttribute('data-testid'));
+    if (latest)
+      list
+        .querySelectorAll('[data-testid="playground-reply"], [data-testid="playground-meta"]')
+        .forEach((e) => e.removeAttribute('data-testid'));
     const text = document.createTextNode(turn.reply);
     const view: TurnView = {
       bubble: h('div', { class: 'bubble', 'data-testid': latest ? 'playground-reply' : null }, text),
@@ -110,7 +131,9 @@ export async function renderPlayground(root: HTMLElement, ctx: PageContext): Pro
   function renderConversation(): void {
     list.replaceChildren();
     if (conversation.turns.length === 0) {
-      list.append(h('p', { class: 'messages-empty muted' }, 'Pick a model and send a message. Replies stream in as they are generated.'));
+      list.append(
+        h('p', { class: 'messages-empty muted' }, 'Pick a model and send a message. Replies stream in as they are generated.'),
+      );
     }
     conversation.turns.forEach((turn, i) => appendTurn(turn, i === conversation.turns.length - 1));
     toBottom();
@@ -124,7 +147,14 @@ export async function renderPlayground(root: HTMLElement, ctx: PageContext): Pro
     showError(errors, null);
 
     // Only exchanges with a reply go back to the model: a turn that failed empty-handed is shown, not sent.
-    const messages = conversation.turns.flatMap((t) => (t.reply ? [{ role: 'user', content: t.user }, { role: 'assistant', content: t.reply }] : []));
+    const messages = conversation.turns.flatMap((t) =>
+      t.reply
+        ? [
+            { role: 'user', content: t.user },
+            { role: 'assistant', content: t.reply },
+          ]
+        : [],
+    );
     messages.push({ role: 'user', content });
     const limit = Number.parseInt(conversation.maxTokens, 10);
     const body = {
@@ -202,7 +232,8 @@ export async function renderPlayground(root: HTMLElement, ctx: PageContext): Pro
     }
   });
 
-  mount(root,
+  mount(
+    root,
     pageHead('Playground', 'Try any model. Replies are billed to the active organization like API requests.'),
     h(
       'div',
@@ -251,6 +282,7 @@ function describeDone(done: any): string {
     `${formatInt(usage.output_tokens ?? 0)} output tokens`,
     typeof done?.cost === 'number' ? `${formatCost(done.cost, done.cost_nano)} credits` : 'not billed',
   ];
-  if (done?.finish_reason && done.finish_reason !== 'stop' && done.finish_reason !== 'end_turn') parts.push(`ended: ${done.finish_reason}`);
+  if (done?.finish_reason && done.finish_reason !== 'stop' && done.finish_reason !== 'end_turn')
+    parts.push(`ended: ${done.finish_reason}`);
   return parts.join(' · ');
 }

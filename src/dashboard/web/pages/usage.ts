@@ -8,7 +8,18 @@ import { card, PageContext, pageHead } from '../page';
 import { getModels, store } from '../state';
 
 const PAGE_SIZE = 25;
-const COLUMNS = ['Time', 'Surface', 'Model', 'Host', 'Key', 'Input tokens', 'Output tokens', 'Cost (credits)', 'Latency', 'Status'];
+const COLUMNS = [
+  'Time',
+  'Surface',
+  'Model',
+  'Host',
+  'Key',
+  'Input tokens',
+  'Output tokens',
+  'Cost (credits)',
+  'Latency',
+  'Status',
+];
 const NUMERIC = new Set([5, 6, 7, 8]);
 
 export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<void> {
@@ -34,11 +45,27 @@ export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<
     'table',
     { class: 'table', 'data-testid': 'usage-table' },
     h('caption', { class: 'sr-only' }, 'Requests, newest first'),
-    h('thead', null, h('tr', null, COLUMNS.map((c, i) => h('th', { scope: 'col', class: NUMERIC.has(i) ? 'num' : null }, c)))),
+    h(
+      'thead',
+      null,
+      h(
+        'tr',
+        null,
+        COLUMNS.map((c, i) => h('th', { scope: 'col', class: NUMERIC.has(i) ? 'num' : null }, c)),
+      ),
+    ),
     tbody,
   );
-  const prev = h('button', { type: 'button', class: 'btn btn-small', 'data-testid': 'usage-prev', onclick: () => go(f.page - 1) }, '← Previous');
-  const next = h('button', { type: 'button', class: 'btn btn-small', 'data-testid': 'usage-next', onclick: () => go(f.page + 1) }, 'Next →');
+  const prev = h(
+    'button',
+    { type: 'button', class: 'btn btn-small', 'data-testid': 'usage-prev', onclick: () => go(f.page - 1) },
+    '← Previous',
+  );
+  const next = h(
+    'button',
+    { type: 'button', class: 'btn btn-small', 'data-testid': 'usage-next', onclick: () => go(f.page + 1) },
+    'Next →',
+  );
   const pageLabel = h('span', { class: 'page-label', 'data-testid': 'usage-page', 'aria-live': 'polite' });
 
   let days: UsagePage['spendPerDay'] = [];
@@ -105,7 +132,9 @@ export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<
 
   function renderRows(rows: UsageRow[]): void {
     if (rows.length === 0) {
-      tbody.replaceChildren(h('tr', null, h('td', { colspan: String(COLUMNS.length), class: 'empty' }, 'No requests match these filters.')));
+      tbody.replaceChildren(
+        h('tr', null, h('td', { colspan: String(COLUMNS.length), class: 'empty' }, 'No requests match these filters.')),
+      );
       return;
     }
     tbody.replaceChildren(
@@ -128,17 +157,11 @@ export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<
     );
   }
 
-  mount(root,
+  mount(
+    root,
     pageHead('Usage', ['Requests and spend of ', h('strong', null, store.session!.activeOrg!.name), '.']),
     card(
-      h(
-        'div',
-        { class: 'filters' },
-        field('Key', keySelect),
-        field('Model', modelSelect),
-        field('From', from),
-        field('To', to),
-      ),
+      h('div', { class: 'filters' }, field('Key', keySelect), field('Model', modelSelect), field('From', from), field('To', to)),
       errors,
     ),
     h(
@@ -160,9 +183,18 @@ export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<
   await load();
 }
 
-async function fillFilters(keySelect: HTMLSelectElement, modelSelect: HTMLSelectElement, keyId: string, model: string, signal: AbortSignal): Promise<void> {
+async function fillFilters(
+  keySelect: HTMLSelectElement,
+  modelSelect: HTMLSelectElement,
+  keyId: string,
+  model: string,
+  signal: AbortSignal,
+): Promise<void> {
   const [keys, models] = await Promise.all([
-    api<{ data: ApiKey[] }>('GET', '/keys', undefined, signal).then((r) => r.data, () => [] as ApiKey[]),
+    api<{ data: ApiKey[] }>('GET', '/keys', undefined, signal).then(
+      (r) => r.data,
+      () => [] as ApiKey[],
+    ),
     getModels().catch(() => [] as Model[]),
   ]);
   if (signal.aborted) return;
