@@ -52,8 +52,8 @@ async function start(): Promise<void> {
     await simulated?.close();
     process.exit(0);
   };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  process.on('SIGTERM', () => void stop());
+  process.on('SIGINT', () => void stop());
 }
 
 start().catch((error: Error) => {

@@ -288,11 +288,11 @@ export async function main(argv: string[]): Promise<number> {
       // Commander has already printed the usage error.
       return error.exitCode === 0 ? 0 : 2;
     }
-    if (isOperatorFacing(error)) return fail((error as Error).message, 1);
+    if (isOperatorFacing(error)) return fail(error.message, 1);
     return fail(`unexpected failure: ${(error as Error).message}`, 1);
   }
 }
 
 if (require.main === module) {
-  main(process.argv.slice(2)).then((code) => process.exit(code));
+  void main(process.argv.slice(2)).then((code) => process.exit(code));
 }

@@ -4,7 +4,7 @@ import { ReadModel, ReadModelSnapshot, RequestLogEntry, snapshotPieces } from '.
 let position = 0;
 const recorded = (streamId: string, type: string, data: object): RecordedEvent => {
   position += 1;
-  return { streamId, revision: 0, position, recordedAt: 0, type, data: data as Record<string, unknown> };
+  return { streamId, revision: 0, position, recordedAt: 0, type, data };
 };
 const grant = (orgId: string, amount: number) =>
   recorded(`credits-${orgId}-${position}`, 'CreditsGranted', {

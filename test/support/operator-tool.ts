@@ -14,8 +14,8 @@ export async function operatorTool(env: Record<string, string>, args: string[], 
   const child = startNode(BIN, args, env);
   let stdout = '';
   let stderr = '';
-  child.process.stdout!.on('data', (c: Buffer) => (stdout += c));
-  child.process.stderr!.on('data', (c: Buffer) => (stderr += c));
+  child.process.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.process.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
   if (stdin !== undefined) child.process.stdin!.end(stdin);
   else child.process.stdin!.end();
   const code = await child.exited();

@@ -34,8 +34,8 @@ export function startNode(script: string, args: string[], env: Record<string, st
       }
     }
   };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
   const exit = once(child, 'exit').then(([code]) => code as number | null);
   return {
     process: child,
