@@ -1,0 +1,139 @@
+import { join } from 'node:path';
+import { Catalogue, CatalogueError } from '../../src/catalogue/catalogue';
+
+const MODEL_ID = '0b5c1a52-8f3e-4d8e-9d1c-2a4b6c8d0e1f';
+
+const host = (over: Record<string, unknown> = {}) => ({ id: 'up', kind: 'openai', baseUrl: 'http://127.0.0.1:9/v1', ...over });
+const model = (over: Record<string, unknown> = {}) => ({
+  slug: 'vendor/model-a',
+  id: MODEL_ID,
+  name: 'Model A',
+  contextLength: 8192,
+  maxOutputTokens: 1024,
+  hosts: [{ host: 'up', model: 'model-a', pricing: { input: '0.15', output: '0.6' } }],
+  ...over,
+});
+const file = (hosts: unknown[] = [host()], models: unknown[] = [model()]) => ({ hosts, models });
+
+/** The message of the CatalogueError a catalogue fails with. */
+const failure = (json: unknown, env: Record<string, string> = {}): string => {
+  try {
+    Catalogue.parse(json, env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(CatalogueError);
+    return (error as Error).message;
+  }
+  throw new Error('the catalogue was accepted');
+};
+
+describe('catalogue: a valid file', () => {
+  it('gives models with exact prices in nano-credits per million tokens, and the list prices as written', () => {
+    const catalogue = Catalogue.parse(file(), {});
+    const [entry] = catalogue.models;
+    expect(entry.hosts[0].prices).toEqual({ input: 150_000_000, output: 600_000_000 });
+    expect(entry.hosts[0].listPrices).toEqual({ input: '0.15', output: '0.6' });
+    expect(entry.created).toBe(0);
+  });
+
+  it('finds a model by slug (any case, trimmed) or UUID, and nothing else', () => {
+    const catalogue = Catalogue.parse(file(), {});
+    expect(catalogue.find(' Vendor/Model-A ')?.id).toBe(MODEL_ID);
+    expect(catalogue.find(MODEL_ID.toUpperCase())?.slug).toBe('vendor/model-a');
+    expect(catalogue.find('vendor/other')).toBeNull();
+  });
+
+  it('fills ${VAR} and ${VAR:-default} in base URLs from the environment and drops trailing slashes', () => {
+    const json = file([host({ baseUrl: '${UP_URL:-http://localhost:1234}/v1/' }), host({ id: 'b', baseUrl: '${B_URL}/v1' })]);
+    const fromDefault = Catalogue.parse(json, { B_URL: 'http://b.example' });
+    expect(fromDefault.hosts.map((h) => h.baseUrl)).toEqual(['http://localhost:1234/v1', 'http://b.example/v1']);
+    const fromEnv = Catalogue.parse(json, { UP_URL: 'https://up.example', B_URL: 'http://b.example' });
+    expect(fromEnv.hosts[0].baseUrl).toBe('https://up.example/v1');
+  });
+
+  it('reads a host key from the variable it names; a host whose variable is unset cannot serve, and its models are not servable', () => {
+    const json = file([host({ apiKeyEnv: 'UP_KEY' })]);
+    const withKey = Catalogue.parse(json, { UP_KEY: ' secret ' });
+    expect(withKey.hosts[0]).toMatchObject({ apiKeyEnv: 'UP_KEY', apiKey: 'secret', usable: true });
+    expect(withKey.servable()).toHaveLength(1);
+    const without = Catalogue.parse(json, {});
+    expect(without.hosts[0]).toMatchObject({ apiKey: null, usable: false });
+    expect(without.servable()).toHaveLength(0);
+  });
+
+  it('needs no key for a host that names no variable', () => {
+    expect(Catalogue.parse(file(), {}).hosts[0]).toMatchObject({ apiKeyEnv: null, apiKey: null, usable: true });
+  });
+
+  it('the shipped catalogue is valid', () => {
+    const shipped = Catalogue.load(join(__dirname, '../../catalogue/default.json'), {});
+    expect(shipped.find('simulated/chat')).not.toBeNull();
+  });
+});
+
+describe('catalogue: a bad file stops start-up with a message naming the entry', () => {
+  it.each([
+    ['not the expected shape', [], 'catalogue: file: expected {"hosts": [...], "models": [...]}'],
+    ['a host that is not an object', file(['up']), 'hosts[0]: must be an object'],
+    ['a host without an id', file([host({ id: '' })]), 'hosts[0]: "id" must be a non-empty string'],
+    ['a duplicate host id', file([host(), host()]), 'hosts[1] (up): duplicate host id'],
+    ['an unknown kind of host', file([host({ kind: 'bedrock' })]), 'hosts[0] (up): "kind" must be'],
+    ['a base URL that is not a URL', file([host({ baseUrl: 'not a url' })]), 'hosts[0] (up): "baseUrl" "not a url" is not a URL'],
+    ['a base URL that is not http(s)', file([host({ baseUrl: 'ftp://x/v1' })]), '"baseUrl" must be http(s)'],
+    ['a key in the file', file([host({ apiKey: 'sk-live' })]), 'keys never go in the catalogue'],
+    ['a bad key variable name', file([host({ apiKeyEnv: 'up-key' })]), '"apiKeyEnv" must name an environment variable'],
+    [
+      'a slug without a vendor',
+      file(undefined, [model({ slug: 'model-a' })]),
+      'models[0] (model-a): "slug" must look like vendor/model',
+    ],
+    [
+      'a duplicate slug, in any case',
+      file(undefined, [model(), model({ slug: 'Vendor/Model-A' })]),
+      'models[1] (Vendor/Model-A): duplicate slug',
+    ],
+    ['an id that is not a UUID', file(undefined, [model({ id: '42' })]), '"id" must be a UUID'],
+    [
+      'a duplicate id, in any case',
+      file(undefined, [model(), model({ slug: 'vendor/b', id: MODEL_ID.toUpperCase() })]),
+      'models[1] (vendor/b): duplicate id',
+    ],
+    ['a model with no host', file(undefined, [model({ hosts: [] })]), '"hosts" must list at least one host'],
+    [
+      'a model served by an unknown host',
+      file(undefined, [model({ hosts: [{ host: 'nowhere', model: 'm', pricing: { input: '1', output: '1' } }] })]),
+      'models[0] (vendor/model-a) hosts[0]: unknown host "nowhere"',
+    ],
+    [
+      'a price that is a number, not a decimal string',
+      file(undefined, [model({ hosts: [{ host: 'up', model: 'm', pricing: { input: 0.15, output: '1' } }] })]),
+      'pricing.input must be a decimal string of US dollars per million tokens',
+    ],
+    [
+      'a price with more than 9 decimals',
+      file(undefined, [model({ hosts: [{ host: 'up', model: 'm', pricing: { input: '1', output: '0.0000000001' } }] })]),
+      'pricing.output "0.0000000001" is not a price',
+    ],
+    [
+      'pricing missing',
+      file(undefined, [model({ hosts: [{ host: 'up', model: 'm' }] })]),
+      '"pricing" must be {"input": "…", "output": "…"}',
+    ],
+    [
+      'a context length that is not a positive whole number',
+      file(undefined, [model({ contextLength: 0 })]),
+      '"contextLength" must be a positive whole number',
+    ],
+    [
+      'an output cap that is fractional',
+      file(undefined, [model({ maxOutputTokens: 1.5 })]),
+      '"maxOutputTokens" must be a positive whole number',
+    ],
+    ['a creation time that is negative', file(undefined, [model({ created: -1 })]), '"created" must be a positive whole number'],
+  ])('%s', (_case, json, expected) => {
+    expect(failure(json)).toContain(expected);
+  });
+
+  it('names the file when it is not JSON', () => {
+    expect(() => Catalogue.load(join(__dirname, 'catalogue.unit.spec.ts'), {})).toThrow(CatalogueError);
+  });
+});
