@@ -1,24 +1,44 @@
-/** @type {import('jest').Config} */
-module.exports = {
-  testEnvironment: 'node',
-  roots: ['<rootDir>/test'],
-  testMatch: ['**/*.spec.ts'],
-  transform: {
-    '^.+\\.ts$': [
-      '@swc/jest',
-      {
-        jsc: {
-          parser: { syntax: 'typescript', decorators: true },
-          transform: { legacyDecorator: true, decoratorMetadata: true },
-          target: 'es2022',
-        },
-        module: { type: 'commonjs' },
+/**
+ * Two projects: `unit` (files named *.unit.spec.ts: pure rules, no I/O, no Redis — `npm run
+ * test:unit`) and `integration` (everything else: real SQLite, Redis, HTTP and processes).
+ * `npm test` runs both.
+ * @type {import('jest').Config}
+ */
+const transform = {
+  '^.+\\.ts$': [
+    '@swc/jest',
+    {
+      jsc: {
+        parser: { syntax: 'typescript', decorators: true },
+        transform: { legacyDecorator: true, decoratorMetadata: true },
+        target: 'es2022',
       },
-    ],
-  },
-  globalSetup: '<rootDir>/test/support/global-setup.js',
-  globalTeardown: '<rootDir>/test/support/global-teardown.js',
+      module: { type: 'commonjs' },
+    },
+  ],
+};
+
+module.exports = {
   testTimeout: 30000,
+  projects: [
+    {
+      displayName: 'unit',
+      testEnvironment: 'node',
+      roots: ['<rootDir>/test'],
+      testMatch: ['**/*.unit.spec.ts'],
+      transform,
+    },
+    {
+      displayName: 'integration',
+      testEnvironment: 'node',
+      roots: ['<rootDir>/test'],
+      testMatch: ['**/*.spec.ts'],
+      testPathIgnorePatterns: ['\\.unit\\.spec\\.ts$'],
+      transform,
+      globalSetup: '<rootDir>/test/support/global-setup.js',
+      globalTeardown: '<rootDir>/test/support/global-teardown.js',
+    },
+  ],
   // Every suite closes what it opens (--detectOpenHandles reports nothing), but one run of many
   // stayed alive after finishing and could not be reproduced: the run ends when the tests do.
   forceExit: true,
