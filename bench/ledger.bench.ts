@@ -97,7 +97,7 @@ async function throughput(
   const worker = async () => {
     while (next < requests) {
       const i = next++;
-      const admission = await f.ledger.reserve({
+      const admission = await f.ledger.admit({
         requestId: `b${i}`,
         keyId: 'k',
         surface: 'bench',
@@ -106,7 +106,8 @@ async function throughput(
         amount: 1_000_000,
       });
       if (!admission.admitted) throw new Error('bench organization ran out of credit');
-      await f.ledger.settle(admission.ticket, settlement);
+      await admission.ticket.recorded;
+      await f.ledger.recordSettlement(admission.ticket, settlement);
     }
   };
   const start = performance.now();

@@ -1,11 +1,5 @@
-import {
-  ApiKeyCreated,
-  ApiKeyRevoked,
-  MemberAdded,
-  OrganizationCreated,
-  OrganizationEvent,
-  UserRegistered,
-} from './identity.events';
+import type { Decider } from '../eventstore/command-handler';
+import { ApiKeyEvent, MemberAdded, OrganizationCreated, OrganizationEvent, UserRegistered } from './identity.events';
 
 export class IdentityRuleError extends Error {
   constructor(
@@ -86,6 +80,12 @@ export function decideOrganization(command: OrganizationCommand, state: Organiza
   }
 }
 
+export const organizationDecider: Decider<OrganizationCommand, Organization, OrganizationEvent> = {
+  decide: decideOrganization,
+  evolve: evolveOrganization,
+  initialState: initialOrganization,
+};
+
 // ---------------------------------------------------------------------------------------------
 // Users.
 
@@ -122,6 +122,12 @@ export function decideUser(command: RegisterUser, state: User): UserRegistered[]
   ];
 }
 
+export const userDecider: Decider<RegisterUser, User, UserRegistered> = {
+  decide: decideUser,
+  evolve: evolveUser,
+  initialState: initialUser,
+};
+
 // ---------------------------------------------------------------------------------------------
 // API keys.
 
@@ -129,7 +135,7 @@ export type ApiKey = { status: 'none' } | { status: 'active' | 'revoked'; keyId:
 
 export const initialApiKey = (): ApiKey => ({ status: 'none' });
 
-export function evolveApiKey(state: ApiKey, event: ApiKeyCreated | ApiKeyRevoked): ApiKey {
+export function evolveApiKey(state: ApiKey, event: ApiKeyEvent): ApiKey {
   if (event.type === 'ApiKeyCreated') {
     const { keyId, orgId, hash } = event.data;
     return { status: 'active', keyId, orgId, hash };
@@ -141,11 +147,7 @@ export type ApiKeyCommand =
   | { type: 'CreateApiKey'; keyId: string; orgId: string; name: string; hash: string; prefix: string; now: number }
   | { type: 'RevokeApiKey'; keyId: string; now: number };
 
-export function decideApiKey(
-  command: ApiKeyCommand,
-  state: ApiKey,
-  organization: Organization,
-): Array<ApiKeyCreated | ApiKeyRevoked> {
+export function decideApiKey(command: ApiKeyCommand, state: ApiKey, organization: Organization): ApiKeyEvent[] {
   switch (command.type) {
     case 'CreateApiKey': {
       if (state.status !== 'none') throw new IdentityRuleError('key_exists', 'key already exists');
@@ -170,3 +172,15 @@ export function decideApiKey(
     }
   }
 }
+
+/**
+ * A key is decided on its own stream and on the organization it belongs to (a key is created only
+ * for one that exists): the decider for keys of that organization, as read from its stream.
+ */
+export const apiKeyDecider = (
+  organization: Organization = initialOrganization(),
+): Decider<ApiKeyCommand, ApiKey, ApiKeyEvent> => ({
+  decide: (command, state) => decideApiKey(command, state, organization),
+  evolve: evolveApiKey,
+  initialState: initialApiKey,
+});

@@ -27,7 +27,8 @@ export interface ApiKeyRevoked {
 }
 
 export type OrganizationEvent = OrganizationCreated | MemberAdded;
-export type IdentityEvent = OrganizationEvent | UserRegistered | ApiKeyCreated | ApiKeyRevoked;
+export type ApiKeyEvent = ApiKeyCreated | ApiKeyRevoked;
+export type IdentityEvent = OrganizationEvent | UserRegistered | ApiKeyEvent;
 
 export const organizationStream = (orgId: string) => `org-${orgId}`;
 /** A user's stream is named by a digest of the email, which makes emails unique. */

@@ -1,3 +1,4 @@
+import type { Decider } from '../eventstore/command-handler';
 import {
   CreditsGranted,
   CreditsReserved,
@@ -62,6 +63,12 @@ export function decideGrant(command: GrantCredits, state: CreditAccount): Credit
   const { orgId, grantId, amount, reason, now } = command;
   return [{ type: 'CreditsGranted', data: { orgId, grantId, amount, reason, grantedAt: now } }];
 }
+
+export const creditAccountDecider: Decider<GrantCredits, CreditAccount, CreditsGranted> = {
+  decide: decideGrant,
+  evolve: evolveCreditAccount,
+  initialState: initialCreditAccount,
+};
 
 // ---------------------------------------------------------------------------------------------
 // A reservation: a pending charge, resolved exactly once (settled, released or expired).
@@ -220,6 +227,12 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
     }
   }
 }
+
+export const reservationDecider: Decider<ReservationCommand, Reservation, ReservationEvent> = {
+  decide: decideReservation,
+  evolve: evolveReservation,
+  initialState: initialReservation,
+};
 
 // ---------------------------------------------------------------------------------------------
 // A refusal: a request turned away before any reservation. It holds and charges nothing.

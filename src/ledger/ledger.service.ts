@@ -1,22 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
+import { handleCommand, readStreamState } from '../eventstore/command-handler';
 import { EventStore, WrongExpectedRevisionError } from '../eventstore/event-store';
-import { evolveOrganization, initialOrganization } from '../identity/identity.decider';
-import { OrganizationEvent, organizationStream } from '../identity/identity.events';
+import { organizationDecider } from '../identity/identity.decider';
+import { organizationStream } from '../identity/identity.events';
 import type { ProjectionStore } from '../projections/projection-store';
 import {
-  decideGrant,
+  creditAccountDecider,
   decideRefusal,
-  decideReservation,
-  evolveCreditAccount,
-  evolveReservation,
-  initialCreditAccount,
-  initialReservation,
   LedgerRuleError,
   Refuse,
   Release,
   Reservation,
   ReservationCommand,
+  reservationDecider,
   Settle,
 } from './ledger.decider';
 import {
@@ -63,9 +60,10 @@ export interface ReservationTicket {
 export type Admission = { admitted: true; ticket: ReservationTicket } | { admitted: false; available: number };
 
 /**
- * The ledger's command handlers: read the stream, fold it, decide, append with the revision
- * read. Admission (the balance check) is the projection store's atomic hold; the event log
- * stays the truth.
+ * The ledger's commands, each run by the event-sourced command handler (read the stream, fold
+ * it, decide, append with the revision read). The request path is the exception, measured and
+ * kept lean: admission is the projection store's atomic hold and an append to a stream it has
+ * just named; a settlement appends with the revision its ticket holds. The event log stays the truth.
  */
 export class LedgerService {
   constructor(
@@ -73,26 +71,19 @@ export class LedgerService {
     private readonly projections: ProjectionStore,
     private readonly settings: LedgerSettings,
     private readonly clock: Clock = Date.now,
+    // Time-ordered (UUID v7): each new reservation stream lands at the end of the log's index,
+    // where its pages are cached, not on a random page (random ids made every commit slower as the log grew).
+    private readonly newId: () => string = uuidv7,
   ) {}
 
   async grant(orgId: string, amount: number, reason: string, grantId = randomUUID()): Promise<CreditsGranted> {
-    const orgEvents = await this.events.readStream(organizationStream(orgId));
-    const organization = orgEvents.reduce(
-      (state, e) => evolveOrganization(state, e as unknown as OrganizationEvent),
-      initialOrganization(),
-    );
+    const { state: organization } = await readStreamState(this.events, organizationStream(orgId), organizationDecider);
     if (!organization.exists) throw new LedgerRuleError('organization_not_found', `no organization ${orgId}`);
-    for (;;) {
-      const stream = await this.events.readStream(creditsStream(orgId));
-      const account = stream.reduce((s, e) => evolveCreditAccount(s, e as unknown as CreditsGranted), initialCreditAccount());
-      const [event] = decideGrant({ type: 'GrantCredits', orgId, grantId, amount, reason, now: this.clock() }, account);
-      try {
-        await this.events.append(creditsStream(orgId), [event], stream.length === 0 ? 'no_stream' : stream.length - 1);
-        return event;
-      } catch (error) {
-        if (!(error instanceof WrongExpectedRevisionError)) throw error;
-      }
-    }
+    const command = { type: 'GrantCredits' as const, orgId, grantId, amount, reason, now: this.clock() };
+    const { events } = await handleCommand(this.events, creditsStream(orgId), creditAccountDecider, command, {
+      retries: Infinity,
+    });
+    return events[0];
   }
 
   /**
@@ -100,12 +91,11 @@ export class LedgerService {
    * is taken before this returns; the reservation event is written meanwhile (`ticket.recorded`),
    * so a caller can start its upstream call without waiting for the disk.
    */
-  async admit(request: RequestFacts & { orgId: string; amount: number; reservationId?: string }): Promise<Admission> {
-    // Time-ordered (UUID v7): each new reservation stream lands at the end of the log's index,
-    // where its pages are cached, not on a random page (random ids made every commit slower as the log grew).
-    const reservationId = request.reservationId ?? uuidv7();
+  async admit(request: RequestFacts & { orgId: string; amount: number }): Promise<Admission> {
+    const reservationId = this.newId();
     const now = this.clock();
-    const [event] = decideReservation(
+    const none = reservationDecider.initialState();
+    const [event] = reservationDecider.decide(
       {
         type: 'Reserve',
         reservationId,
@@ -118,7 +108,7 @@ export class LedgerService {
         ttlMs: this.settings.reservationTtlMs,
         now,
       },
-      initialReservation(),
+      none,
     );
     const admission = await this.projections.hold(
       request.orgId,
@@ -142,34 +132,29 @@ export class LedgerService {
         reservationId,
         orgId: request.orgId,
         amount: request.amount,
-        state: evolveReservation(initialReservation(), event),
+        state: reservationDecider.evolve(none, event),
         revision: 0,
         recorded,
       },
     };
   }
 
-  /** Admits and waits until the reservation is in the log. */
-  async reserve(request: RequestFacts & { orgId: string; amount: number; reservationId?: string }): Promise<Admission> {
-    const admission = await this.admit(request);
-    if (admission.admitted) await admission.ticket.recorded;
-    return admission;
-  }
-
   /**
-   * The settlement decided now (pure: the charge is known at once), and its append under way.
-   * A request can report its cost without waiting for the disk; the ledger records the same event.
+   * The settlement decided now (pure: the charge is known at once) and its append started: a
+   * request can report its cost without waiting for the disk; `appended` resolves once the same
+   * event is in the log. `recordSettlement` is the same settlement, awaited.
    */
-  settleNow(
+  startSettlement(
     ticket: ReservationTicket,
     settlement: Omit<Settle, 'type' | 'now'>,
   ): { event: ReservationEvent; appended: Promise<ReservationEvent> } {
     const command = settleCommand(settlement, this.clock());
-    const [event] = decideReservation(command, ticket.state);
+    const [event] = reservationDecider.decide(command, ticket.state);
     return { event, appended: this.resolve(ticket, command, event) };
   }
 
-  async settle(ticket: ReservationTicket, settlement: Omit<Settle, 'type' | 'now'>): Promise<ReservationEvent> {
+  /** Settles the reservation at the charge its usage gives; resolves once the settlement is in the log. */
+  async recordSettlement(ticket: ReservationTicket, settlement: Omit<Settle, 'type' | 'now'>): Promise<ReservationEvent> {
     return this.resolve(ticket, settleCommand(settlement, this.clock()));
   }
 
@@ -180,7 +165,7 @@ export class LedgerService {
 
   /** Records a request turned away before any reservation, for the request log; nothing is held or charged. */
   async refuse(refusal: Omit<Refuse, 'type' | 'refusalId' | 'now'>): Promise<RequestRefused> {
-    const refusalId = uuidv7();
+    const refusalId = this.newId();
     const [event] = decideRefusal({ ...refusal, type: 'Refuse', refusalId, now: this.clock() });
     await this.events.append(refusalStream(refusalId), [event], 'no_stream');
     return event;
@@ -189,8 +174,10 @@ export class LedgerService {
   /** Expires a reservation past its expiry; a no-op (false) if another instance resolved it first. */
   async expire(reservationId: string): Promise<boolean> {
     try {
-      const { state, revision } = await this.readReservation(reservationId);
-      await this.decideAndAppend(reservationId, state, revision, { type: 'Expire', now: this.clock() });
+      await handleCommand(this.events, reservationStream(reservationId), reservationDecider, {
+        type: 'Expire',
+        now: this.clock(),
+      });
       return true;
     } catch (error) {
       if (error instanceof LedgerRuleError || error instanceof WrongExpectedRevisionError) return false;
@@ -206,13 +193,14 @@ export class LedgerService {
   }
 
   /**
-   * Settles or releases exactly once: appended with the revision the ticket holds; if the
-   * stream moved (another instance expired it) the decision is made again on what it holds.
+   * Settles or releases exactly once: appended with the revision the ticket holds, with no read
+   * (the request path); if the stream moved (another instance expired it), the command is run
+   * again on what the stream holds, once.
    */
   private async resolve(
     ticket: ReservationTicket,
     command: ReservationCommand,
-    decided: ReservationEvent = decideReservation(command, ticket.state)[0],
+    decided: ReservationEvent = reservationDecider.decide(command, ticket.state)[0],
   ): Promise<ReservationEvent> {
     await ticket.recorded;
     try {
@@ -220,25 +208,8 @@ export class LedgerService {
       return decided;
     } catch (error) {
       if (!(error instanceof WrongExpectedRevisionError)) throw error;
-      const { state, revision } = await this.readReservation(ticket.reservationId);
-      return this.decideAndAppend(ticket.reservationId, state, revision, command);
+      const { events } = await handleCommand(this.events, reservationStream(ticket.reservationId), reservationDecider, command);
+      return events[0];
     }
-  }
-
-  private async decideAndAppend(
-    reservationId: string,
-    state: Reservation,
-    revision: number,
-    command: ReservationCommand,
-  ): Promise<ReservationEvent> {
-    const [event] = decideReservation(command, state);
-    await this.events.append(reservationStream(reservationId), [event], revision);
-    return event;
-  }
-
-  private async readReservation(reservationId: string): Promise<{ state: Reservation; revision: number }> {
-    const stream = await this.events.readStream(reservationStream(reservationId));
-    const state = stream.reduce((s, e) => evolveReservation(s, e as unknown as ReservationEvent), initialReservation());
-    return { state, revision: stream.length - 1 };
   }
 }

@@ -167,7 +167,7 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
           this.logger.error(`settlement of ${input.requestId} failed: ${(error as Error).message}`);
         if (ending.kind === 'complete') {
           // The charge is a pure function of the usage: report it now; the ledger records the same event.
-          const { event, appended } = this.ledger.settleNow(ticket, {
+          const { event, appended } = this.ledger.startSettlement(ticket, {
             usage: outcome.usage,
             prices: served.prices,
             host: served.host.id,
@@ -259,7 +259,7 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       });
       return;
     }
-    await this.ledger.settle(ticket, {
+    await this.ledger.recordSettlement(ticket, {
       usage: outcome.usage,
       prices: served.prices,
       host: served.host.id,

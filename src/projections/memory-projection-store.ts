@@ -137,10 +137,14 @@ export class MemoryProjectionStore implements ProjectionStore {
   }
 
   async dropHold(_orgId: string, reservationId: string): Promise<void> {
-    this.settlePending(reservationId);
+    this.removePendingHold(reservationId);
   }
 
-  private settlePending(reservationId: string): void {
+  /**
+   * Ends a reservation's pending hold: its event was recorded (the amount now counts as reserved),
+   * could not be appended, or never arrived in time.
+   */
+  private removePendingHold(reservationId: string): void {
     const hold = this.pending.get(reservationId);
     if (!hold) return;
     this.pending.delete(reservationId);
@@ -151,7 +155,7 @@ export class MemoryProjectionStore implements ProjectionStore {
     let swept = 0;
     for (const [reservationId, hold] of this.pending) {
       if (hold.until <= now) {
-        this.settlePending(reservationId);
+        this.removePendingHold(reservationId);
         swept += 1;
       }
     }
@@ -162,7 +166,7 @@ export class MemoryProjectionStore implements ProjectionStore {
     for (const event of events) {
       const projected = asProjected(event);
       // The reservation's event has landed: its pending hold becomes a recorded one.
-      if (projected.type === 'CreditsReserved') this.settlePending(projected.data.reservationId);
+      if (projected.type === 'CreditsReserved') this.removePendingHold(projected.data.reservationId);
       this.model.apply(event);
     }
     if (this.snapshot && Date.now() - this.savedTime >= this.snapshot.everyMs) this.saveInBackground();

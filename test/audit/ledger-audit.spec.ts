@@ -1,6 +1,7 @@
 import { auditLedger } from '../../src/audit/ledger-audit';
 import { Projector } from '../../src/projections/projector';
 import { fundedOrganization, openTestRuntime } from '../support/runtime';
+import { reserve } from '../support/ledger';
 
 describe('ledger audit while requests append', () => {
   it('waits for read models that have not applied the latest events, and says so when they do not catch up', async () => {
@@ -11,7 +12,7 @@ describe('ledger audit while requests append', () => {
       const orgId = await fundedOrganization(runtime, 1_000_000_000);
       // The log moves on while the read models stand still: a reservation they have not applied.
       await runtime.projector.stop();
-      const admission = await runtime.ledger.reserve({
+      const admission = await reserve(runtime.ledger, {
         requestId: 'q1',
         keyId: 'k',
         surface: 'native',

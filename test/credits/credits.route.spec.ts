@@ -6,6 +6,7 @@ import { openRuntime } from '../../src/runtime/runtime';
 import { eventually } from '../support/processes';
 import { testRedisUrl } from '../support/redis';
 import { openTestRuntime, TestRuntime } from '../support/runtime';
+import { reserve } from '../support/ledger';
 
 for (const redis of [false, true]) {
   (!redis || testRedisUrl() ? describe : describe.skip)(`GET /api/v1/credits (${redis ? 'Redis' : 'in-process'})`, () => {
@@ -22,7 +23,7 @@ for (const redis of [false, true]) {
       await t.runtime.ledger.grant(orgId, 12_500_000_000, 'welcome');
       ({ secret, keyId } = await t.runtime.identity.createApiKey(orgId, 'ci'));
       await t.runtime.projector.catchUp();
-      const admission = await t.runtime.ledger.reserve({
+      const admission = await reserve(t.runtime.ledger, {
         requestId: 'q',
         keyId,
         surface: 's',
@@ -31,7 +32,7 @@ for (const redis of [false, true]) {
         amount: 500_000_000,
       });
       if (!admission.admitted) throw new Error('expected admission');
-      await t.runtime.ledger.settle(admission.ticket, {
+      await t.runtime.ledger.recordSettlement(admission.ticket, {
         usage: { inputTokens: 1_000_000, outputTokens: 100_000 },
         prices: { input: 150_000_000, output: 600_000_000 },
         host: 'h',
@@ -39,7 +40,7 @@ for (const redis of [false, true]) {
         status: 'ok',
         latencyMs: 5,
       });
-      await t.runtime.ledger.reserve({ requestId: 'q2', keyId, surface: 's', model: 'm', orgId, amount: 1_000_000_000 });
+      await reserve(t.runtime.ledger, { requestId: 'q2', keyId, surface: 's', model: 'm', orgId, amount: 1_000_000_000 });
       await t.runtime.projector.catchUp();
     });
     afterAll(async () => {

@@ -8,6 +8,7 @@ import { openRuntime } from '../../src/runtime/runtime';
 import { Child, eventually, ROOT, startNode } from '../support/processes';
 import { describeWithRedis } from '../support/redis';
 import { fundedOrganization, openTestRuntime } from '../support/runtime';
+import { reserve } from '../support/ledger';
 
 const WORKER = join(ROOT, 'test/support/workers/ledger-worker.js');
 
@@ -72,7 +73,7 @@ describeWithRedis('ledger across processes', () => {
       const { runtime } = t;
       const orgId = await fundedOrganization(runtime, 50_000_000);
       for (let i = 0; i < 5; i++) {
-        const a = await runtime.ledger.reserve({
+        const a = await reserve(runtime.ledger, {
           requestId: `q${i}`,
           keyId: 'k',
           surface: 's',
@@ -81,7 +82,7 @@ describeWithRedis('ledger across processes', () => {
           amount: 1_000_000,
         });
         if (a.admitted && i % 2 === 0) {
-          await runtime.ledger.settle(a.ticket, {
+          await runtime.ledger.recordSettlement(a.ticket, {
             usage: { inputTokens: 100, outputTokens: 100 },
             prices: { input: 1_000_000_000, output: 2_000_000_000 },
             host: 'h',

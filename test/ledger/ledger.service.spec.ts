@@ -1,8 +1,11 @@
 import { auditLedger } from '../../src/audit/ledger-audit';
+import { WrongExpectedRevisionError } from '../../src/eventstore/event-store';
+import { LedgerService } from '../../src/ledger/ledger.service';
 import { availableOf } from '../../src/projections/read-model';
 import { eventually } from '../support/processes';
 import { testRedisUrl } from '../support/redis';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
+import { reserve } from '../support/ledger';
 
 const facts = (i: number) => ({ requestId: `q${i}`, keyId: 'k', surface: 'chat-completions', model: 'test/model' });
 const settlement = {
@@ -29,7 +32,7 @@ for (const redis of [false, true]) {
       let lowest = Infinity;
       const results = await Promise.all(
         Array.from({ length: 200 }, async (_, i) => {
-          const admission = await runtime.ledger.reserve({ ...facts(i), orgId, amount: 1_000_000 });
+          const admission = await reserve(runtime.ledger, { ...facts(i), orgId, amount: 1_000_000 });
           lowest = Math.min(lowest, availableOf(await runtime.projections.balance(orgId)));
           return admission;
         }),
@@ -54,9 +57,9 @@ for (const redis of [false, true]) {
     it('settles at the charge computed from usage and returns the rest of the hold', async () => {
       const { runtime } = t;
       const orgId = await fundedOrganization(runtime, 10_000_000_000);
-      const admission = await runtime.ledger.reserve({ ...facts(1), orgId, amount: 2_000_000 });
+      const admission = await reserve(runtime.ledger, { ...facts(1), orgId, amount: 2_000_000 });
       if (!admission.admitted) throw new Error('expected admission');
-      const settled = await runtime.ledger.settle(admission.ticket, settlement);
+      const settled = await runtime.ledger.recordSettlement(admission.ticket, settlement);
       // 1000 × $0.15/M + 250 × $0.60/M = 0.00015 + 0.00015 = 0.0003 credits
       expect(settled).toMatchObject({ type: 'ReservationSettled', data: { amount: 300_000, held: 2_000_000 } });
       await runtime.projector.catchUp();
@@ -76,7 +79,9 @@ for (const redis of [false, true]) {
           status: 'ok',
         }),
       ]);
-      await expect(runtime.ledger.settle(admission.ticket, settlement)).rejects.toMatchObject({ code: 'already_resolved' });
+      await expect(runtime.ledger.recordSettlement(admission.ticket, settlement)).rejects.toMatchObject({
+        code: 'already_resolved',
+      });
       expect((await auditLedger(runtime.events, runtime.projections)).differences).toEqual([]);
     });
 
@@ -98,7 +103,7 @@ for (const redis of [false, true]) {
     it('releases a failed request in full', async () => {
       const { runtime } = t;
       const orgId = await fundedOrganization(runtime, 5_000_000);
-      const admission = await runtime.ledger.reserve({ ...facts(2), orgId, amount: 5_000_000 });
+      const admission = await reserve(runtime.ledger, { ...facts(2), orgId, amount: 5_000_000 });
       if (!admission.admitted) throw new Error('expected admission');
       await runtime.ledger.release(admission.ticket, {
         reason: 'provider failed before output',
@@ -114,9 +119,18 @@ for (const redis of [false, true]) {
     it('undoes a hold whose reservation event cannot be appended', async () => {
       const { runtime } = t;
       const orgId = await fundedOrganization(runtime, 5_000_000);
-      const first = await runtime.ledger.reserve({ ...facts(3), orgId, amount: 1_000_000, reservationId: 'same-id' });
+      // A ledger whose reservation ids repeat: the second reservation's stream already exists.
+      const { reservationTtlMs, pendingHoldMs } = runtime.config;
+      const ledger = new LedgerService(
+        runtime.events,
+        runtime.projections,
+        { reservationTtlMs, pendingHoldMs },
+        Date.now,
+        () => 'same-id',
+      );
+      const first = await reserve(ledger, { ...facts(3), orgId, amount: 1_000_000 });
       expect(first.admitted).toBe(true);
-      await expect(runtime.ledger.reserve({ ...facts(4), orgId, amount: 1_000_000, reservationId: 'same-id' })).rejects.toThrow();
+      await expect(reserve(ledger, { ...facts(4), orgId, amount: 1_000_000 })).rejects.toThrow(WrongExpectedRevisionError);
       await runtime.projector.catchUp();
       expect(await runtime.projections.balance(orgId)).toMatchObject({ reserved: 1_000_000, pending: 0 });
     });
@@ -141,7 +155,7 @@ describe('reservation expiry', () => {
       const { runtime } = t;
       const orgId = await fundedOrganization(runtime, 3_000_000);
       const admissions = await Promise.all(
-        [0, 1, 2].map((i) => runtime.ledger.reserve({ ...facts(i), orgId, amount: 1_000_000 })),
+        [0, 1, 2].map((i) => reserve(runtime.ledger, { ...facts(i), orgId, amount: 1_000_000 })),
       );
       const tickets = admissions.map((a) => (a.admitted ? a.ticket : null));
       await runtime.projector.catchUp();
@@ -155,7 +169,7 @@ describe('reservation expiry', () => {
       ]);
       expect(race.filter(Boolean)).toHaveLength(1);
       // A late settlement of an expired reservation is refused rather than billed twice.
-      await expect(runtime.ledger.settle(tickets[0]!, settlement)).rejects.toMatchObject({ code: 'already_resolved' });
+      await expect(runtime.ledger.recordSettlement(tickets[0]!, settlement)).rejects.toMatchObject({ code: 'already_resolved' });
       await runtime.ledger.expireDue();
       await runtime.projector.catchUp();
       expect(await runtime.projections.balance(orgId)).toEqual({ granted: 3_000_000, spent: 0, reserved: 0, pending: 0 });

@@ -9,6 +9,13 @@ const { openRuntime } = require('../../../dist/src/runtime/runtime');
 
 const facts = (i) => ({ requestId: `w${process.pid}-${i}`, keyId: 'worker', surface: 'test', model: 'test/model' });
 
+/** Admits a request and waits until its reservation is in the log. */
+async function reserve(ledger, request) {
+  const admission = await ledger.admit(request);
+  if (admission.admitted) await admission.ticket.recorded;
+  return admission;
+}
+
 async function main() {
   const [mode, orgId, a, b] = process.argv.slice(2);
   const runtime = await openRuntime(loadConfig());
@@ -19,7 +26,7 @@ async function main() {
     const amount = Number(b);
     await new Promise((resolve) => process.stdin.once('data', resolve));
     const results = await Promise.all(
-      Array.from({ length: count }, (_, i) => runtime.ledger.reserve({ ...facts(i), orgId, amount })),
+      Array.from({ length: count }, (_, i) => reserve(runtime.ledger, { ...facts(i), orgId, amount })),
     );
     const admitted = results.filter((r) => r.admitted).length;
     process.stdout.write(`${JSON.stringify({ admitted, refused: count - admitted })}\n`);
@@ -30,9 +37,9 @@ async function main() {
   let i = 0;
   const one = async () => {
     const n = i++;
-    const admission = await runtime.ledger.reserve({ ...facts(n), orgId, amount });
+    const admission = await reserve(runtime.ledger, { ...facts(n), orgId, amount });
     if (admission.admitted && n % 2 === 0) {
-      await runtime.ledger.settle(admission.ticket, {
+      await runtime.ledger.recordSettlement(admission.ticket, {
         usage: { inputTokens: 10, outputTokens: 10 },
         prices: { input: 1_000_000, output: 2_000_000 },
         host: 'h',
