@@ -2,7 +2,7 @@ import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../http/api-error';
 import { bearerKey } from '../http/credentials';
-import type { KeyRecord } from '../projections/read-model';
+import type { KeyRecord } from './key-lookup';
 import { IdentityService } from './identity.service';
 
 export type KeyedRequest = FastifyRequest & { apiKey: KeyRecord };

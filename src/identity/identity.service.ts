@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { handleCommand, newStream, readStreamState, StreamState } from '../eventstore/command-handler';
 import type { EventStore } from '../eventstore/event-store';
-import type { ProjectionStore } from '../projections/projection-store';
-import type { KeyRecord } from '../projections/read-model';
 import {
   apiKeyDecider,
   IdentityRuleError,
@@ -12,6 +10,7 @@ import {
   User,
   userDecider,
 } from './identity.decider';
+import type { KeyLookup, KeyRecord } from './key-lookup';
 import { ApiKeyCreated, apiKeyStream, OrganizationCreated, organizationStream, userStream } from './identity.events';
 import { emailDigest, hashKeySecret, hashPassword, keyPrefixOf, looksLikeKeySecret, newKeySecret } from './secrets';
 
@@ -32,7 +31,7 @@ export interface CreatedKey {
 export class IdentityService {
   constructor(
     private readonly events: EventStore,
-    private readonly projections: ProjectionStore,
+    private readonly keys: KeyLookup,
     private readonly clock: Clock = Date.now,
   ) {}
 
@@ -93,7 +92,7 @@ export class IdentityService {
   /** The active key a secret names, or null: unknown, malformed or revoked all look the same. */
   async authenticate(secret: string): Promise<KeyRecord | null> {
     if (!looksLikeKeySecret(secret)) return null;
-    const key = await this.projections.keyByHash(hashKeySecret(secret));
+    const key = await this.keys.keyByHash(hashKeySecret(secret));
     return key && key.revokedAt === null ? key : null;
   }
 }

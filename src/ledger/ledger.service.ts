@@ -4,7 +4,7 @@ import { handleCommand, readStreamState } from '../eventstore/command-handler';
 import { EventStore, WrongExpectedRevisionError } from '../eventstore/event-store';
 import { organizationDecider } from '../identity/identity.decider';
 import { organizationStream } from '../identity/identity.events';
-import type { ProjectionStore } from '../projections/projection-store';
+import type { CreditHolds } from './credit-holds';
 import {
   creditAccountDecider,
   decideRefusal,
@@ -68,7 +68,7 @@ export type Admission = { admitted: true; ticket: ReservationTicket } | { admitt
 export class LedgerService {
   constructor(
     private readonly events: EventStore,
-    private readonly projections: ProjectionStore,
+    private readonly holds: CreditHolds,
     private readonly settings: LedgerSettings,
     private readonly clock: Clock = Date.now,
     // Time-ordered (UUID v7): each new reservation stream lands at the end of the log's index,
@@ -110,17 +110,12 @@ export class LedgerService {
       },
       none,
     );
-    const admission = await this.projections.hold(
-      request.orgId,
-      reservationId,
-      request.amount,
-      now + this.settings.pendingHoldMs,
-    );
+    const admission = await this.holds.hold(request.orgId, reservationId, request.amount, now + this.settings.pendingHoldMs);
     if (!admission.admitted) return admission;
     const recorded = this.events.append(reservationStream(reservationId), [event], 'no_stream').then(
       () => undefined,
       async (error: unknown) => {
-        await this.projections.dropHold(request.orgId, reservationId);
+        await this.holds.dropHold(request.orgId, reservationId);
         throw error;
       },
     );
@@ -187,7 +182,7 @@ export class LedgerService {
 
   /** Expires every reservation past its expiry; whichever instance notices first wins. */
   async expireDue(limit = 500): Promise<number> {
-    const due = await this.projections.expiredReservations(this.clock(), limit);
+    const due = await this.holds.expiredReservations(this.clock(), limit);
     const results = await Promise.all(due.map((r) => this.expire(r.reservationId)));
     return results.filter(Boolean).length;
   }

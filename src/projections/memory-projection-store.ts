@@ -1,7 +1,8 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
 import type { EventStore, RecordedEvent } from '../eventstore/event-store';
-import type { Admission, ProjectionStore } from './projection-store';
+import type { HoldResult } from '../ledger/credit-holds';
+import type { ProjectionStore } from './projection-store';
 import {
   asProjected,
   availableOf,
@@ -127,7 +128,7 @@ export class MemoryProjectionStore implements ProjectionStore {
     };
   }
 
-  async hold(orgId: string, reservationId: string, amount: number, pendingUntil: number): Promise<Admission> {
+  async hold(orgId: string, reservationId: string, amount: number, pendingUntil: number): Promise<HoldResult> {
     const available = availableOf(this.balanceNow(orgId));
     if (available < amount) return { admitted: false, available };
     if (this.pending.has(reservationId)) return { admitted: true };

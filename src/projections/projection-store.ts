@@ -1,24 +1,16 @@
 import type { RecordedEvent } from '../eventstore/event-store';
+import type { KeyLookup } from '../identity/key-lookup';
+import type { CreditHolds } from '../ledger/credit-holds';
 import type { Balance, KeyRecord, OpenReservation, OrgRecord, ReadModel, RequestLogEntry } from './read-model';
-
-export type Admission = { admitted: true } | { admitted: false; available: number };
 
 /**
  * Where the read models live: in this process, or in Redis shared by every instance.
  * Events are applied idempotently (each organization and the store keep the position they
  * have applied), so several followers of the log may apply the same event safely.
  */
-export interface ProjectionStore {
+export interface ProjectionStore extends CreditHolds, KeyLookup {
   readonly kind: 'memory' | 'redis';
 
-  /**
-   * Admission: atomically holds `amount` for a reservation if the available balance covers it.
-   * The hold is pending until the reservation's event is applied; if that never happens it is
-   * swept after `pendingUntil`.
-   */
-  hold(orgId: string, reservationId: string, amount: number, pendingUntil: number): Promise<Admission>;
-  /** Undoes a pending hold whose event could not be appended. */
-  dropHold(orgId: string, reservationId: string): Promise<void>;
   /** Releases pending holds older than `now` whose event never arrived; returns how many. */
   sweepPendingHolds(now: number): Promise<number>;
 
@@ -27,7 +19,6 @@ export interface ProjectionStore {
   checkpoint(): Promise<number>;
 
   balance(orgId: string): Promise<Balance>;
-  keyByHash(hash: string): Promise<KeyRecord | null>;
   keysOf(orgId: string): Promise<KeyRecord[]>;
   organization(orgId: string): Promise<OrgRecord | null>;
   /** Newest first, at most `limit` (and never more than the retention). */
@@ -36,7 +27,7 @@ export interface ProjectionStore {
   organizationsOf(userId: string): Promise<OrgRecord[]>;
   /** Nano-credits charged per UTC day (`YYYY-MM-DD`), for every day with a charge. */
   dailySpend(orgId: string): Promise<Map<string, number>>;
-  /** Open reservations whose expiry is at or before `now`. */
+  /** Open reservations whose expiry is at or before `now`, with their organization and amount. */
   expiredReservations(now: number, limit: number): Promise<OpenReservation[]>;
   /** Every organization's ledger totals and position, for the audit. */
   ledgers(): Promise<Map<string, { granted: number; spent: number; reserved: number; position: number }>>;

@@ -37,17 +37,9 @@ export interface OpenReservation {
   expiresAt: number;
 }
 
-export interface KeyRecord {
-  keyId: string;
-  orgId: string;
-  name: string;
-  prefix: string;
-  hash: string;
-  createdAt: number;
-  revokedAt: number | null;
-  /** When a request made with the key last ended. */
-  lastUsedAt: number | null;
-}
+import type { KeyRecord } from '../identity/key-lookup';
+
+export type { KeyRecord };
 
 export interface RequestLogEntry {
   requestId: string;

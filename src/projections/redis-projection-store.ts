@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { createClient } from 'redis';
 import type { RecordedEvent } from '../eventstore/event-store';
-import type { Admission, ProjectionStore } from './projection-store';
+import type { HoldResult } from '../ledger/credit-holds';
+import type { ProjectionStore } from './projection-store';
 import {
   asProjected,
   Balance,
@@ -107,7 +108,7 @@ export class RedisProjectionStore implements ProjectionStore {
     return this.client.evalSha(sha, options);
   }
 
-  async hold(orgId: string, reservationId: string, amount: number, pendingUntil: number): Promise<Admission> {
+  async hold(orgId: string, reservationId: string, amount: number, pendingUntil: number): Promise<HoldResult> {
     const k = this.org(orgId);
     const reply = (await this.run(
       lua.HOLD,

@@ -1,0 +1,19 @@
+/**
+ * What the ledger needs of the read models, as the ledger states it (the projection stores
+ * implement it): the balance check and hold at admission, and the reservations past expiry.
+ * The ledger's rules stay free of any store; the stores depend on the ledger, not the reverse.
+ */
+export type HoldResult = { admitted: true } | { admitted: false; available: number };
+
+export interface CreditHolds {
+  /**
+   * Atomically holds `amount` for a reservation if the organization's available balance covers
+   * it. The hold is pending until the reservation's event is applied; if that never happens it is
+   * swept after `pendingUntil`.
+   */
+  hold(orgId: string, reservationId: string, amount: number, pendingUntil: number): Promise<HoldResult>;
+  /** Undoes a pending hold whose event could not be appended. */
+  dropHold(orgId: string, reservationId: string): Promise<void>;
+  /** Open reservations whose expiry is at or before `now`. */
+  expiredReservations(now: number, limit: number): Promise<Array<{ reservationId: string }>>;
+}
