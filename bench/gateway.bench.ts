@@ -1,5 +1,5 @@
 /**
- * Gateway bench: `npm run bench:gateway` (not part of the tests; about 14 minutes with the default targets, 3 more per added one).
+ * Gateway bench: `npm run bench:gateway` (not part of the tests; about 14 minutes with the default targets, about 2 more for each added target).
  *
  * One upstream (the built-in simulated host, answering at once) is measured in the same run
  * directly and through each selected target, each in a process of its own; this process only
