@@ -1,12 +1,24 @@
 /**
- * Gateway benchmarks: `npm run bench:gateway` (not part of the tests; about 14 minutes).
+ * Gateway bench: `npm run bench:gateway` (not part of the tests; about 14 minutes with the default targets, about 2 more for each added target).
  *
  * One upstream (the built-in simulated host, answering at once) is measured in the same run
- * (1) directly, (2) through our gateway with billing on (as `npm start` runs it: every request
- * reserved and settled in the SQLite log), (3) through `@portkey-ai/gateway`, run locally as
- * the peer, and (4) through a bare pass-through (./gateway/pass-through.ts) as a reference for
- * what one more Node HTTP hop costs here. Each sits in a process of its own; this process only
- * generates load (./gateway/load.ts).
+ * directly and through each selected target, each in a process of its own; this process only
+ * generates load (./gateway/load.ts). The targets (BENCH_TARGETS, a comma list; `direct` is always
+ * measured, since "added" is relative to it):
+ *
+ *   direct             the upstream called directly
+ *   pass-through       a bare pass-through (./gateway/pass-through.ts): what one more Node HTTP hop costs here
+ *   gateway, messages  this checkout's gateway, billing on (as `npm start` runs it: every request
+ *                      reserved and settled in the SQLite log), on its chat-completions and messages routes
+ *   peer               `@portkey-ai/gateway`, run locally
+ *   baseline, baseline-messages
+ *                      the same gateway built from another checkout, BENCH_BASELINE_DIR (built: its
+ *                      own dist/), started as this one is: the "before" of a before/after run
+ *
+ * Without BENCH_TARGETS every target is measured but `baseline-messages`, and the baseline ones
+ * only when BENCH_BASELINE_DIR is set. With a baseline, an "after / baseline" table compares the
+ * two builds scenario by scenario.
+ *
  * The targets alternate within each round, over 5 rounds (the machine's other jobs slow whole
  * stretches of a run: a median of five needs three of them slowed to move); the tables show medians of the rounds,
  * and "added" is the target's figure minus the direct figure of the same round.
@@ -17,21 +29,24 @@
  *       its 20 slowest rather than its 5 slowest.
  *   (b) throughput: 50 connections, closed loop, 6 s (after 1 s of warm-up), with the CPU time
  *       the target's process and the upstream's spent per request.
- *   (c) memory: RSS of the gateway and of the peer holding 1,000 open streams (a second, slow
+ *   (c) memory: RSS of each gateway and of the peer holding 1,000 open streams (a second, slow
  *       upstream process paces 2 tokens/s so the streams stay open).
  *
- * The messages surface (POST /api/v1/messages) gets its rows when that route answers 200.
+ * A messages target gets its rows when that route answers 200.
  * Smaller runs for a quick check: BENCH_ROUNDS, BENCH_SEQUENTIAL, BENCH_RATE_SECONDS,
  * BENCH_TTFB, BENCH_THROUGHPUT_SECONDS, BENCH_STREAMS.
  */
 import { arch, cpus, loadavg, platform } from 'node:os';
+import { resolve } from 'node:path';
 import { Client } from 'undici';
 import { fixedRate, Latencies, OpenStreams, openStreams, percentile, sequential, Target, throughput } from './gateway/load';
 import {
   cleanUp,
+  describeCheckout,
   Gateway,
   memoryMiB,
-  Peer,
+  ROOT,
+  startArgs,
   startGateway,
   startPassThrough,
   startPeer,
@@ -51,6 +66,7 @@ const TTFB = env('BENCH_TTFB', 2000);
 const CONNECTIONS = 50;
 const THROUGHPUT_SECONDS = env('BENCH_THROUGHPUT_SECONDS', 6);
 const STREAMS = env('BENCH_STREAMS', 1000);
+const BASELINE_DIR = process.env.BENCH_BASELINE_DIR ? resolve(process.env.BENCH_BASELINE_DIR) : undefined;
 
 const GOALS = { addedP50: 1, addedP99: 5, addedTtfb: 2, throughputRatio: 0.25, streamsMB: 400 };
 
@@ -66,6 +82,48 @@ const progress = (line: string) => process.stderr.write(`${line}\n`);
 
 // --- targets ----------------------------------------------------------------------------------
 
+/** Every target the bench knows, in the order of its tables. */
+const KEYS = ['direct', 'pass-through', 'gateway', 'messages', 'peer', 'baseline', 'baseline-messages'] as const;
+type Key = (typeof KEYS)[number];
+const isKey = (key: string): key is Key => (KEYS as readonly string[]).includes(key);
+const isBaseline = (key: Key) => key.startsWith('baseline');
+
+/** The after / baseline table's pairs: this checkout's target, the baseline's, and what they serve. */
+const PAIRS: Array<[after: Key, baseline: Key, route: string]> = [
+  ['gateway', 'baseline', 'chat completions'],
+  ['messages', 'baseline-messages', 'messages'],
+];
+
+/** The targets BENCH_TARGETS names (always with `direct`), else the default set. */
+function selectedKeys(): Key[] {
+  const listed = process.env.BENCH_TARGETS?.split(',')
+    .map((key) => key.trim())
+    .filter(Boolean);
+  if (listed === undefined || listed.length === 0)
+    return KEYS.filter((key) => key !== 'baseline-messages' && (BASELINE_DIR !== undefined || !isBaseline(key)));
+  const unknown = listed.filter((key) => !isKey(key));
+  if (unknown.length > 0) throw new Error(`BENCH_TARGETS names ${unknown.join(', ')}; the targets are ${KEYS.join(', ')}`);
+  const keys = KEYS.filter((key) => key === 'direct' || listed.includes(key));
+  if (BASELINE_DIR === undefined && keys.some(isBaseline))
+    throw new Error('BENCH_TARGETS names a baseline target: set BENCH_BASELINE_DIR to the checkout to measure');
+  if (BASELINE_DIR !== undefined && !keys.some(isBaseline))
+    progress(`BENCH_BASELINE_DIR is set but BENCH_TARGETS names no baseline target: ${BASELINE_DIR} is not measured`);
+  return keys;
+}
+
+/** A target as the rounds and tables know it. */
+interface Subject extends Target {
+  key: Key;
+  /** The process serving it: its CPU per request is measured, and its RSS with `streams`. */
+  pid: number;
+  /** One of the gateways (either build): judged against the issue's goals. */
+  judged: boolean;
+  /** Left out with a note, rather than stopping the bench, when it does not answer 200. */
+  optional: boolean;
+  /** The memory test's requests: streams from the slow upstream, held open. */
+  streams?: Target;
+}
+
 const CHAT_MESSAGES = [{ role: 'user', content: 'Hello there, how are you?' }];
 const json = (body: object) => JSON.stringify(body);
 const chat = (model: string, maxTokens: number) => ({
@@ -73,80 +131,110 @@ const chat = (model: string, maxTokens: number) => ({
   streamed: json({ model, messages: CHAT_MESSAGES, max_tokens: maxTokens, stream: true }),
 });
 
-function targets(fast: Upstream, slow: Upstream, gateway: Gateway, peer: Peer, passThrough: Upstream) {
-  const peerHeaders = (upstream: Upstream) => ({
-    'content-type': 'application/json',
-    'x-portkey-provider': 'openai',
-    'x-portkey-custom-host': `http://127.0.0.1:${upstream.port}/v1`,
-    authorization: 'Bearer anything',
+/** How to reach each target; a target's process is started once, when the first target needing it is made. */
+function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subject>> {
+  const once = <T>(start: () => Promise<T>) => {
+    let started: Promise<T> | undefined;
+    return () => (started ??= start());
+  };
+  const ourGateway = once(() => startGateway(fast, slow, { name: 'gateway', root: ROOT }));
+  const baselineGateway = once(() => startGateway(fast, slow, { name: 'baseline gateway', root: BASELINE_DIR ?? '' }));
+  const passThrough = once(() => startPassThrough(fast));
+  const peer = once(startPeer);
+
+  const subject = (target: Target & { key: Key }, pid: number, options: Partial<Subject> = {}): Subject => ({
+    ...target,
+    pid,
+    judged: false,
+    optional: false,
+    ...options,
   });
-  const gatewayOrigin = `http://127.0.0.1:${gateway.port}`;
-  const gatewayHeaders = { 'content-type': 'application/json', authorization: `Bearer ${gateway.secret}` };
-  const direct: Target = {
-    key: 'direct',
-    label: 'direct (upstream)',
-    origin: `http://127.0.0.1:${fast.port}`,
+  const upstream = (key: Key, label: string, port: number): Target & { key: Key } => ({
+    key,
+    label,
+    origin: `http://127.0.0.1:${port}`,
     path: '/v1/chat/completions',
     headers: { 'content-type': 'application/json' },
     body: chat('sim-chat', 16),
+  });
+  const peerHeaders = (host: Upstream) => ({
+    'content-type': 'application/json',
+    'x-portkey-provider': 'openai',
+    'x-portkey-custom-host': `http://127.0.0.1:${host.port}/v1`,
+    authorization: 'Bearer anything',
+  });
+  const chatCompletions = (key: Key, name: string, gateway: Gateway): Subject => {
+    const target = {
+      key,
+      label: `${name}, chat completions (billing on)`,
+      origin: `http://127.0.0.1:${gateway.port}`,
+      path: '/api/v1/chat/completions',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${gateway.secret}` },
+      body: chat(gateway.model, 16),
+    };
+    // Up to 1,000 tokens at 2 tokens/s: the streams stay open.
+    return subject(target, gateway.child.pid, { judged: true, streams: { ...target, body: chat(gateway.slowModel, 1000) } });
   };
-  const reference: Target = {
-    ...direct,
-    key: 'reference',
-    label: 'reference: bare pass-through (Fastify + undici, no logic)',
-    origin: `http://127.0.0.1:${passThrough.port}`,
+  const messages = (key: Key, name: string, gateway: Gateway): Subject => {
+    const body = (stream: boolean) =>
+      json({
+        model: gateway.model,
+        max_tokens: 16,
+        messages: [{ role: 'user', content: 'Hello' }],
+        ...(stream ? { stream } : {}),
+      });
+    const target = {
+      key,
+      label: `${name}, messages (billing on)`,
+      origin: `http://127.0.0.1:${gateway.port}`,
+      path: '/api/v1/messages',
+      headers: { 'content-type': 'application/json', 'x-api-key': gateway.secret, 'anthropic-version': '2023-06-01' },
+      body: { plain: body(false), streamed: body(true) },
+    };
+    return subject(target, gateway.child.pid, { judged: true, optional: true });
   };
-  const ours: Target = {
-    key: 'gateway',
-    label: 'our gateway, chat completions (billing on)',
-    origin: gatewayOrigin,
-    path: '/api/v1/chat/completions',
-    headers: gatewayHeaders,
-    body: chat(gateway.model, 16),
-  };
-  const messages: Target = {
-    key: 'messages',
-    label: 'our gateway, messages (billing on)',
-    origin: gatewayOrigin,
-    path: '/api/v1/messages',
-    headers: { 'content-type': 'application/json', 'x-api-key': gateway.secret, 'anthropic-version': '2023-06-01' },
-    body: {
-      plain: json({ model: gateway.model, max_tokens: 16, messages: [{ role: 'user', content: 'Hello' }] }),
-      streamed: json({ model: gateway.model, max_tokens: 16, messages: [{ role: 'user', content: 'Hello' }], stream: true }),
+
+  return {
+    direct: async () => subject(upstream('direct', 'direct (upstream)', fast.port), fast.child.pid),
+    'pass-through': async () => {
+      const { child, port } = await passThrough();
+      return subject(upstream('pass-through', 'reference: bare pass-through (Fastify + undici, no logic)', port), child.pid);
     },
+    gateway: async () => chatCompletions('gateway', 'our gateway', await ourGateway()),
+    messages: async () => messages('messages', 'our gateway', await ourGateway()),
+    peer: async () => {
+      const { child, port } = await peer();
+      const target = { ...upstream('peer', 'peer: @portkey-ai/gateway', port), headers: peerHeaders(fast) };
+      return subject(target, child.pid, { streams: { ...target, headers: peerHeaders(slow), body: chat('sim-chat', 1000) } });
+    },
+    baseline: async () => chatCompletions('baseline', 'baseline gateway', await baselineGateway()),
+    'baseline-messages': async () => messages('baseline-messages', 'baseline gateway', await baselineGateway()),
   };
-  const portkey: Target = {
-    key: 'peer',
-    label: 'peer: @portkey-ai/gateway',
-    origin: `http://127.0.0.1:${peer.port}`,
-    path: '/v1/chat/completions',
-    headers: peerHeaders(fast),
-    body: chat('sim-chat', 16),
-  };
-  // The memory test: streams to the slow upstream (2 tokens/s, up to 1,000 tokens: they stay open).
-  const oursSlow: Target = { ...ours, key: 'gateway-slow', body: chat(gateway.slowModel, 1000) };
-  const portkeySlow: Target = { ...portkey, key: 'peer-slow', headers: peerHeaders(slow), body: chat('sim-chat', 1000) };
-  return { direct, reference, ours, messages, portkey, oursSlow, portkeySlow };
 }
 
-/** One request; the status and the start of the body (to say why a target is left out). */
-async function probe(target: Target, streamed = false): Promise<{ status: number; text: string }> {
-  const client = new Client(target.origin);
-  try {
-    const response = await client.request({
-      path: target.path,
-      method: 'POST',
-      headers: target.headers,
-      body: streamed ? target.body.streamed : target.body.plain,
-      headersTimeout: 10_000,
-      bodyTimeout: 10_000,
-    });
-    return { status: response.statusCode, text: (await response.body.text()).slice(0, 200) };
-  } catch (error) {
-    return { status: 0, text: (error as Error).message };
-  } finally {
-    await client.close();
+/** Why a target cannot be measured (a request, non-streamed or streamed, not answered 200), or null. */
+async function probeFailure(target: Target): Promise<string | null> {
+  for (const streamed of [false, true]) {
+    const client = new Client(target.origin);
+    try {
+      const response = await client.request({
+        path: target.path,
+        method: 'POST',
+        headers: target.headers,
+        body: streamed ? target.body.streamed : target.body.plain,
+        headersTimeout: 10_000,
+        bodyTimeout: 10_000,
+      });
+      const text = (await response.body.text()).slice(0, 200);
+      if (response.statusCode !== 200)
+        return `answered ${response.statusCode} (${streamed ? 'streamed' : 'non-streamed'}): ${text.replace(/\s+/g, ' ')}`;
+    } catch (error) {
+      return `answered nothing (${streamed ? 'streamed' : 'non-streamed'}): ${(error as Error).message}`;
+    } finally {
+      await client.close();
+    }
   }
+  return null;
 }
 
 // --- rounds -----------------------------------------------------------------------------------
@@ -162,6 +250,15 @@ interface Row {
 }
 
 const newRow = (): Row => ({ p50: [], p99: [], addedP50: [], addedP99: [], errors: 0, firstError: null, late: [] });
+
+interface Throughput {
+  rps: number[];
+  ratio: number[];
+  cpu: number[];
+  upstreamCpu: number[];
+  errors: number;
+  firstError: string | null;
+}
 
 /** Records one round of a latency scenario: each target's p50/p99, and its difference from direct. */
 function record(rows: Map<string, Row>, results: Map<string, Latencies & { lateMs?: number }>, directKey: string) {
@@ -186,51 +283,73 @@ function record(rows: Map<string, Row>, results: Map<string, Latencies & { lateM
 const rotate = <T>(xs: T[], by: number) => xs.map((_, i) => xs[(i + by) % xs.length]);
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 
+/** One line of the after / baseline table: a figure of each build, round by round. */
+interface Comparison {
+  scenario: string;
+  after: number[];
+  baseline: number[];
+  digits: number;
+  /** Compared as a difference (after − baseline) or a ratio (after / baseline). */
+  by: 'difference' | 'ratio';
+  better: 'lower' | 'higher';
+  /** Shown with a sign (figures that are themselves differences, such as added latency). */
+  signedFigures?: boolean;
+}
+
+function comparisonLine(c: Comparison): string {
+  const paired = c.after.map((a, i) => (c.by === 'ratio' ? a / c.baseline[i] : a - c.baseline[i])).filter(Number.isFinite);
+  const neutral = c.by === 'ratio' ? 1 : 0;
+  const worse = paired.filter((x) => (c.better === 'lower' ? x > neutral : x < neutral)).length;
+  const figure = (n: number) => (c.signedFigures ? signed(n, c.digits) : num(n, c.digits));
+  const change = (x: number) => (c.by === 'ratio' ? `×${num(x, 3)}` : signed(x, c.digits));
+  return (
+    `| ${c.scenario} | ${figure(median(c.after))} | ${figure(median(c.baseline))} | ${change(median(paired))} | ` +
+    `${change(Math.min(...paired))} … ${change(Math.max(...paired))} | ${worse} of ${paired.length} |`
+  );
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const loadAtStart = loadavg()[0];
+  const keys = selectedKeys();
   console.log(
     `# Gateway bench: node ${process.version}, ${new Date().toISOString().slice(0, 10)}, ${platform()} ${arch()}, ` +
       `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'CPU'}, ${ROUNDS} rounds, medians shown\n`,
   );
+  if (BASELINE_DIR !== undefined && keys.some(isBaseline))
+    console.log(
+      `After: this checkout (${ROOT}, ${describeCheckout(ROOT)}); baseline: ${BASELINE_DIR} (${describeCheckout(BASELINE_DIR)}); ` +
+        `both started as \`node ${startArgs(ROOT).join(' ')}\` in their own checkout.\n`,
+    );
 
-  progress('starting the upstreams, our gateway and the peer…');
+  progress(`starting the upstreams and the targets (${keys.join(', ')})…`);
   const fast = await startUpstream('upstream', { firstTokenMs: 0, tokensPerSecond: 0 });
   const slow = await startUpstream('slow upstream', { firstTokenMs: 0, tokensPerSecond: 2 });
-  const [gateway, peer, passThrough] = await Promise.all([startGateway(fast, slow), startPeer(), startPassThrough(fast)]);
-  const t = targets(fast, slow, gateway, peer, passThrough);
+  const make = targets(fast, slow);
+  const candidates = await Promise.all(keys.map((key) => make[key]()));
 
-  for (const target of [t.direct, t.reference, t.ours, t.portkey]) {
-    for (const streamed of [false, true]) {
-      const { status, text } = await probe(target, streamed);
-      if (status !== 200)
-        throw new Error(`${target.label} answered ${status} (${streamed ? 'streamed' : 'non-streamed'}): ${text}`);
-    }
-  }
-  const messagesProbe = await probe(t.messages);
-  const withMessages = messagesProbe.status === 200;
   const notes: string[] = [];
-  if (!withMessages) {
-    notes.push(
-      `The messages surface (POST /api/v1/messages) answered ${messagesProbe.status || 'nothing'} ` +
-        `(${messagesProbe.text.replace(/\s+/g, ' ').slice(0, 120)}): its rows are left out until it answers 200.`,
-    );
+  const measured: Subject[] = [];
+  for (const subject of candidates) {
+    const failure = await probeFailure(subject);
+    if (failure === null) measured.push(subject);
+    else if (subject.optional)
+      notes.push(`${subject.label} (POST ${subject.path}) ${failure.slice(0, 160)}: its rows are left out.`);
+    else throw new Error(`${subject.label} ${failure}`);
   }
-  const latencyTargets = withMessages
-    ? [t.direct, t.reference, t.ours, t.messages, t.portkey]
-    : [t.direct, t.reference, t.ours, t.portkey];
-  const pids = new Map<string, number>([
-    ['direct', fast.child.pid],
-    ['reference', passThrough.child.pid],
-    ['gateway', gateway.child.pid],
-    ['messages', gateway.child.pid],
-    ['peer', peer.child.pid],
-  ]);
-  const labels = new Map([...latencyTargets, t.oursSlow, t.portkeySlow].map((target) => [target.key, target.label]));
+  if (BASELINE_DIR !== undefined && measured.some((s) => isBaseline(s.key))) {
+    const own = startArgs(BASELINE_DIR).join(' ');
+    if (own !== startArgs(ROOT).join(' '))
+      notes.push(`The baseline's own start script is \`node ${own}\`; it was started with this checkout's flags instead.`);
+  }
+  const labels = new Map<string, string>(measured.map((s) => [s.key, s.label]));
+  const processLabel = (s: Subject) => s.label.replace(', chat completions', '');
+  const holders = measured.flatMap((subject) => (subject.streams ? [{ subject, streams: subject.streams }] : []));
+  const width = Math.max(...measured.map((s) => s.key.length));
 
-  const startRss = { gateway: memoryMiB(gateway.child.pid).rss, peer: memoryMiB(peer.child.pid).rss };
+  const startRss = holders.map(({ subject }) => `${processLabel(subject)} ${num(mb(memoryMiB(subject.pid).rss), 0)} MB`);
   progress('warming up (JIT, connections)…');
-  for (const target of latencyTargets) {
+  for (const target of measured) {
     await sequential(target, 500, { streamed: false });
     await sequential(target, 50, { streamed: true });
     // Concurrent too: the first burst of each process opens its connections and compiles its
@@ -241,20 +360,17 @@ async function main(): Promise<void> {
   const seqRows = new Map<string, Row>();
   const rateRows = new Map<string, Row>();
   const ttfbRows = new Map<string, Row>();
-  const throughputs = new Map<
-    string,
-    { rps: number[]; ratio: number[]; cpu: number[]; upstreamCpu: number[]; errors: number; firstError: string | null }
-  >();
+  const throughputs = new Map<string, Throughput>();
   const memory = new Map<string, OpenStreams[]>();
 
   for (let round = 0; round < ROUNDS; round++) {
-    const order = rotate(latencyTargets, round);
+    const order = rotate(measured, round);
     const tag = `round ${round + 1}/${ROUNDS}`;
 
     const seq = new Map<string, Latencies>();
     for (const target of order) {
       seq.set(target.key, await sequential(target, SEQUENTIAL, { streamed: false }));
-      progress(`${tag} sequential   ${target.key.padEnd(9)} p50 ${num(percentile(seq.get(target.key)!.ms, 50), 3)} ms`);
+      progress(`${tag} sequential   ${target.key.padEnd(width)} p50 ${num(percentile(seq.get(target.key)!.ms, 50), 3)} ms`);
     }
     record(seqRows, seq, 'direct');
 
@@ -262,7 +378,7 @@ async function main(): Promise<void> {
     for (const target of order) {
       await sequential(target, 100, { streamed: false });
       rate.set(target.key, await fixedRate(target, RATE, RATE_SECONDS * 1000));
-      progress(`${tag} ${RATE} req/s  ${target.key.padEnd(9)} p50 ${num(percentile(rate.get(target.key)!.ms, 50), 3)} ms`);
+      progress(`${tag} ${RATE} req/s  ${target.key.padEnd(width)} p50 ${num(percentile(rate.get(target.key)!.ms, 50), 3)} ms`);
     }
     record(rateRows, rate, 'direct');
 
@@ -272,17 +388,14 @@ async function main(): Promise<void> {
       // after a pause (idle-time GC, cold caches) would otherwise weigh on its p99.
       await sequential(target, 50, { streamed: true });
       ttfb.set(target.key, await sequential(target, TTFB, { streamed: true }));
-      progress(`${tag} first event  ${target.key.padEnd(9)} p50 ${num(percentile(ttfb.get(target.key)!.ms, 50), 3)} ms`);
+      progress(`${tag} first event  ${target.key.padEnd(width)} p50 ${num(percentile(ttfb.get(target.key)!.ms, 50), 3)} ms`);
     }
     record(ttfbRows, ttfb, 'direct');
 
     const rps = new Map<string, { rps: number; cpuMsPerRequest: number[]; errors: number; firstError: string | null }>();
     for (const target of order) {
-      rps.set(
-        target.key,
-        await throughput(target, CONNECTIONS, 1000, THROUGHPUT_SECONDS * 1000, [pids.get(target.key)!, fast.child.pid]),
-      );
-      progress(`${tag} throughput   ${target.key.padEnd(9)} ${num(rps.get(target.key)!.rps, 0)} req/s`);
+      rps.set(target.key, await throughput(target, CONNECTIONS, 1000, THROUGHPUT_SECONDS * 1000, [target.pid, fast.child.pid]));
+      progress(`${tag} throughput   ${target.key.padEnd(width)} ${num(rps.get(target.key)!.rps, 0)} req/s`);
       await sleep(500); // let settlements and GC after the burst finish before the next target
     }
     for (const [key, result] of rps) {
@@ -296,26 +409,19 @@ async function main(): Promise<void> {
       entry.firstError ??= result.firstError;
     }
 
-    const memoryOrder: Array<[Target, number]> = rotate(
-      [
-        [t.oursSlow, gateway.child.pid],
-        [t.portkeySlow, peer.child.pid],
-      ],
-      round,
-    );
-    for (const [target, pid] of memoryOrder) {
-      const result = await openStreams(target, STREAMS, pid, {
+    for (const { subject, streams } of rotate(holders, round)) {
+      const result = await openStreams(streams, STREAMS, subject.pid, {
         openTimeoutMs: 10_000,
         stallMs: 2500,
         holdMs: 1500,
         wave: 50,
         waveGapMs: 20,
       });
-      const list = memory.get(target.key) ?? [];
-      memory.set(target.key, list);
+      const list = memory.get(subject.key) ?? [];
+      memory.set(subject.key, list);
       list.push(result);
       progress(
-        `${tag} ${STREAMS} streams ${target.key.padEnd(12)} ${result.opened} open, RSS ${num(mb(result.peakRssMiB), 0)} MB`,
+        `${tag} ${STREAMS} streams ${subject.key.padEnd(width)} ${result.opened} open, RSS ${num(mb(result.peakRssMiB), 0)} MB`,
       );
       await sleep(1500); // let the aborted streams settle
     }
@@ -323,13 +429,12 @@ async function main(): Promise<void> {
 
   // --- tables ---------------------------------------------------------------------------------
 
-  const ourKeys = new Set(['gateway', 'messages', 'gateway-slow']);
   const verdict = (ok: boolean) => (ok ? 'met' : '**missed**');
   const lines: string[] = [];
   const latencyTable = (title: string, rows: Map<string, Row>, goal: (row: Row) => string, goalText: string) => {
     lines.push(`| ${title} | p50 ms | p99 ms | added p50 ms | added p99 ms | goal: ${goalText} |`);
     lines.push('| --- | ---: | ---: | ---: | ---: | --- |');
-    for (const target of latencyTargets) {
+    for (const target of measured) {
       const row = rows.get(target.key);
       if (!row) continue;
       const isDirect = target.key === 'direct';
@@ -337,7 +442,7 @@ async function main(): Promise<void> {
       lines.push(
         `| ${target.label}${errors} | ${num(median(row.p50), 3)} | ${num(median(row.p99), 3)} | ` +
           `${isDirect ? '–' : signed(median(row.addedP50), 3)} | ${isDirect ? '–' : signed(median(row.addedP99), 3)} | ` +
-          `${ourKeys.has(target.key) ? goal(row) : ''} |`,
+          `${target.judged ? goal(row) : ''} |`,
       );
     }
     lines.push('');
@@ -372,47 +477,105 @@ async function main(): Promise<void> {
     `| target | requests/s | ratio to direct | goal: ≥ ${GOALS.throughputRatio * 100}% of direct | CPU ms/request: target process | upstream process |`,
   );
   lines.push('| --- | ---: | ---: | --- | ---: | ---: |');
-  for (const target of latencyTargets) {
+  for (const target of measured) {
     const entry = throughputs.get(target.key);
     if (!entry) continue;
     const ratio = median(entry.ratio);
     const errors = entry.errors > 0 ? ` (${entry.errors} errors)` : '';
     lines.push(
       `| ${target.label}${errors} | ${num(median(entry.rps), 0)} | ${target.key === 'direct' ? '1.00' : num(ratio, 2)} (${num(ratio * 100, 0)}%) | ` +
-        `${ourKeys.has(target.key) ? verdict(ratio >= GOALS.throughputRatio) : ''} | ` +
+        `${target.judged ? verdict(ratio >= GOALS.throughputRatio) : ''} | ` +
         `${target.key === 'direct' ? '(the upstream)' : num(median(entry.cpu), 3)} | ${num(median(entry.upstreamCpu), 3)} |`,
     );
   }
   lines.push('');
 
-  lines.push(`### Memory with ${num(STREAMS, 0)} concurrent open streams (upstream paced at 2 tokens/s)\n`);
-  lines.push(
-    `| process | RSS idle, MB | peak RSS, ${num(STREAMS, 0)} streams open, MB | streams open | goal: ≤ ${GOALS.streamsMB} MB |`,
-  );
-  lines.push('| --- | ---: | ---: | ---: | --- |');
-  for (const [key, list] of memory) {
-    const opened = median(list.map((r) => r.opened));
-    const peak = mb(median(list.map((r) => r.peakRssMiB)));
-    const errors = list.reduce((n, r) => n + r.errors, 0);
+  if (holders.length > 0) {
+    lines.push(`### Memory with ${num(STREAMS, 0)} concurrent open streams (upstream paced at 2 tokens/s)\n`);
     lines.push(
-      `| ${labels.get(key)?.replace(', chat completions', '')}${errors > 0 ? ` (${errors} errors)` : ''} | ${num(mb(median(list.map((r) => r.idleMiB))), 0)} | ` +
-        `${num(peak, 0)} | ${num(opened, 0)} of ${num(STREAMS, 0)} in ${num(median(list.map((r) => r.openSeconds)), 1)} s | ` +
-        `${ourKeys.has(key) ? verdict(peak <= GOALS.streamsMB && opened === STREAMS) : ''} |`,
+      `| process | RSS idle, MB | peak RSS, ${num(STREAMS, 0)} streams open, MB | streams open | goal: ≤ ${GOALS.streamsMB} MB |`,
     );
+    lines.push('| --- | ---: | ---: | ---: | --- |');
+    for (const { subject } of holders) {
+      const list = memory.get(subject.key) ?? [];
+      const opened = median(list.map((r) => r.opened));
+      const peak = mb(median(list.map((r) => r.peakRssMiB)));
+      const errors = list.reduce((n, r) => n + r.errors, 0);
+      lines.push(
+        `| ${processLabel(subject)}${errors > 0 ? ` (${errors} errors)` : ''} | ${num(mb(median(list.map((r) => r.idleMiB))), 0)} | ` +
+          `${num(peak, 0)} | ${num(opened, 0)} of ${num(STREAMS, 0)} in ${num(median(list.map((r) => r.openSeconds)), 1)} s | ` +
+          `${subject.judged ? verdict(peak <= GOALS.streamsMB && opened === STREAMS) : ''} |`,
+      );
+    }
+    lines.push('');
   }
-  lines.push('');
+
+  const pairs = PAIRS.filter(([after, baseline]) => labels.has(after) && labels.has(baseline));
+  for (const [after, baseline, route] of pairs) {
+    lines.push(`### After / baseline: ${route} (this checkout against BENCH_BASELINE_DIR, paired round by round)\n`);
+    lines.push('| scenario | after | baseline | change | rounds: lowest … highest | rounds after is worse |');
+    lines.push('| --- | ---: | ---: | ---: | ---: | ---: |');
+    const latency = (name: string, rows: Map<string, Row>): Comparison[] =>
+      (['addedP50', 'addedP99'] as const).map((field) => ({
+        scenario: `${name}: added ${field === 'addedP50' ? 'p50' : 'p99'}, ms`,
+        after: rows.get(after)![field],
+        baseline: rows.get(baseline)![field],
+        digits: 3,
+        by: 'difference',
+        better: 'lower',
+        signedFigures: true,
+      }));
+    const comparisons: Comparison[] = [
+      ...latency('one connection', seqRows),
+      ...latency(`${RATE} requests/s`, rateRows),
+      ...latency('first event', ttfbRows),
+      {
+        scenario: `throughput (${CONNECTIONS} connections), requests/s`,
+        after: throughputs.get(after)!.rps,
+        baseline: throughputs.get(baseline)!.rps,
+        digits: 0,
+        by: 'ratio',
+        better: 'higher',
+      },
+      {
+        scenario: 'throughput: CPU ms/request of the gateway process',
+        after: throughputs.get(after)!.cpu,
+        baseline: throughputs.get(baseline)!.cpu,
+        digits: 3,
+        by: 'ratio',
+        better: 'lower',
+      },
+    ];
+    const [afterStreams, baselineStreams] = [memory.get(after), memory.get(baseline)];
+    if (afterStreams && baselineStreams)
+      comparisons.push({
+        scenario: `peak RSS, ${num(STREAMS, 0)} streams open, MB`,
+        after: afterStreams.map((r) => mb(r.peakRssMiB)),
+        baseline: baselineStreams.map((r) => mb(r.peakRssMiB)),
+        digits: 0,
+        by: 'difference',
+        better: 'lower',
+      });
+    lines.push(...comparisons.map(comparisonLine), '');
+  }
+  if (pairs.length > 0)
+    notes.push(
+      'After / baseline: "after" and "baseline" are the medians of the rounds; "change" is the median of the rounds\' own ' +
+        'changes (after − baseline, or after / baseline where it starts with ×; both builds are measured in the same round), ' +
+        'then the lowest and highest round. A change within noise has rounds on both sides of no change (0, ×1.000) and a split count of worse rounds.',
+    );
 
   notes.push(
-    `RSS right after start, before any request: our gateway ${num(mb(startRss.gateway), 0)} MB, the peer ${num(mb(startRss.peer), 0)} MB ` +
+    `RSS right after start, before any request: ${startRss.join(', ')} ` +
       '("idle" above is between tests, after the load of the earlier ones).',
   );
   const late = median([...rateRows.values()].flatMap((row) => row.late));
   notes.push(
     `Open loop: the latest a request left its schedule was ${num(late, 1)} ms (median over targets and rounds); latencies are timed from when each request was sent.`,
   );
-  for (const [key, list] of memory) {
-    const lifetime = Math.max(...list.map((r) => r.hwmMiB));
-    notes.push(`${labels.get(key)}: VmHWM (lifetime peak, including the throughput runs) ${num(mb(lifetime), 0)} MB.`);
+  for (const { subject } of holders) {
+    const lifetime = Math.max(...(memory.get(subject.key) ?? []).map((r) => r.hwmMiB));
+    notes.push(`${subject.label}: VmHWM (lifetime peak, including the throughput runs) ${num(mb(lifetime), 0)} MB.`);
   }
   const failures = [
     ...[seqRows, rateRows, ttfbRows].flatMap((rows) =>

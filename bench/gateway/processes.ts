@@ -3,9 +3,9 @@
  * a clean-up that always runs: on success, on failure, on Ctrl-C, and (best effort, synchronous)
  * on any exit of the bench process.
  */
-import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -41,9 +41,10 @@ function keepTail(child: ChildProcess): () => string {
   return () => tail;
 }
 
-function launch(name: string, args: string[], env: NodeJS.ProcessEnv, ipc = false): Child {
+function launch(name: string, args: string[], env: NodeJS.ProcessEnv, options: { ipc?: boolean; cwd?: string } = {}): Child {
+  const ipc = options.ipc ?? false;
   const process_ = spawn(process.execPath, args, {
-    cwd: ROOT,
+    cwd: options.cwd ?? ROOT,
     env,
     stdio: ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
   });
@@ -151,7 +152,7 @@ export async function startUpstream(name: string, options: { firstTokenMs: numbe
       String(options.tokensPerSecond),
     ],
     process.env,
-    true,
+    { ipc: true },
   );
   const ready = new Promise<number>((done) => child.process.once('message', (message: { port: number }) => done(message.port)));
   const port = await startedOrFailed(child, ready, 15_000);
@@ -160,12 +161,9 @@ export async function startUpstream(name: string, options: { firstTokenMs: numbe
 
 /** The reference: a bare pass-through to `upstream` (./pass-through.ts). */
 export async function startPassThrough(upstream: Upstream): Promise<Upstream> {
-  const child = launch(
-    'pass-through',
-    [join(__dirname, 'pass-through.js'), `http://127.0.0.1:${upstream.port}`],
-    process.env,
-    true,
-  );
+  const child = launch('pass-through', [join(__dirname, 'pass-through.js'), `http://127.0.0.1:${upstream.port}`], process.env, {
+    ipc: true,
+  });
   const ready = new Promise<number>((done) => child.process.once('message', (message: { port: number }) => done(message.port)));
   const port = await startedOrFailed(child, ready, 15_000);
   return { child, port };
@@ -181,12 +179,33 @@ export interface Gateway {
   slowModel: string;
 }
 
-function operator(args: string[], env: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
+/** A checkout's package.json start script (`node [flags] dist/src/main.js`), as arguments after `node`. */
+export function startArgs(root: string): string[] {
+  const script = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const [node, ...args] = script.split(/\s+/);
+  if (node !== 'node') throw new Error(`${join(root, 'package.json')}'s start script does not start with node: ${script}`);
+  return args;
+}
+
+/** The commit a checkout is at (`git describe --always --dirty`), to name the builds compared. */
+export function describeCheckout(root: string): string {
+  try {
+    return execFileSync('git', ['-C', root, 'describe', '--always', '--dirty'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+  } catch {
+    return 'not a git checkout';
+  }
+}
+
+/** The checkout's operator tool (`bin/model-gateway.js --json …`): its last line of output, parsed. */
+function operator(root: string, args: string[], env: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
   return new Promise((done, fail) =>
     execFile(
       process.execPath,
-      [join(ROOT, 'bin', 'model-gateway.js'), '--json', ...args],
-      { cwd: ROOT, env },
+      [join(root, 'bin', 'model-gateway.js'), '--json', ...args],
+      { cwd: root, env },
       (error, stdout, stderr) => {
         if (error) return fail(new Error(`model-gateway ${args.join(' ')} failed: ${stderr || error.message}`));
         try {
@@ -199,8 +218,19 @@ function operator(args: string[], env: NodeJS.ProcessEnv): Promise<Record<string
   );
 }
 
-/** Our gateway, as `npm start` runs it, with its own data dir and a catalogue naming the two upstreams. */
-export async function startGateway(fast: Upstream, slow: Upstream): Promise<Gateway> {
+/**
+ * A gateway as `npm start` runs it, with its own data dir, a catalogue naming the two upstreams,
+ * and a funded organization and key made with its operator tool. `root` is the checkout whose
+ * build (dist/) runs: this one, or another (the bench's baseline). Every gateway is started with
+ * this checkout's start-script flags, so that builds are compared under the same flags, plus
+ * BENCH_GATEWAY_NODE_ARGS, node flags for the gateways alone (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+ */
+export async function startGateway(fast: Upstream, slow: Upstream, options: { name: string; root: string }): Promise<Gateway> {
+  const { name, root } = options;
+  const args = startArgs(ROOT);
+  const main = args.find((arg) => !arg.startsWith('-'));
+  if (main === undefined || !existsSync(join(root, main)))
+    throw new Error(`${name}: ${join(root, main ?? 'dist/src/main.js')} does not exist (run \`npm run build\` in ${root})`);
   const dataDir = tempDir('mg-bench-gateway-');
   const cataloguePath = join(dataDir, 'catalogue.json');
   const model = (slug: string, host: string) => ({
@@ -230,18 +260,12 @@ export async function startGateway(fast: Upstream, slow: Upstream): Promise<Gate
     CATALOGUE_PATH: cataloguePath,
     NODE_ENV: 'production',
   };
-  const { orgId } = (await operator(['org', 'create', '--name', 'bench'], env)) as { orgId: string };
-  await operator(['credits', 'grant', '--org', orgId, '--amount', '1000000'], env);
-  const { secret } = (await operator(['keys', 'create', '--org', orgId, '--name', 'bench'], env)) as { secret: string };
+  const { orgId } = (await operator(root, ['org', 'create', '--name', 'bench'], env)) as { orgId: string };
+  await operator(root, ['credits', 'grant', '--org', orgId, '--amount', '1000000'], env);
+  const { secret } = (await operator(root, ['keys', 'create', '--org', orgId, '--name', 'bench'], env)) as { secret: string };
 
-  // Started as `npm start` starts it (package.json's start script: `node [flags] dist/src/main.js`),
-  // plus BENCH_GATEWAY_NODE_ARGS, node flags for the gateway alone (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
-  const startScript = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts
-    .start;
-  const [node, ...startArgs] = startScript.split(/\s+/);
-  if (node !== 'node') throw new Error(`package.json's start script does not start with node: ${startScript}`);
   const nodeArgs = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const child = launch('gateway', [...nodeArgs, ...startArgs], env);
+  const child = launch(name, [...nodeArgs, ...args], env, { cwd: root });
   const ready = new Promise<number>((done) => {
     let seen = '';
     const look = (chunk: Buffer) => {
