@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { createApp } from './app';
 import { ConfigError, loadConfig } from './config/config';
-import { startSimulatedHost } from './hosts/simulated/simulated-host';
+import { startSimulatedHost } from './simulated-upstream/simulated-upstream';
 import { openRuntime } from './runtime/runtime';
 
 async function startSimulated(port: number) {

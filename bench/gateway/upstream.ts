@@ -6,7 +6,7 @@
  * Reports `{ port }` to its parent over IPC once it listens; stops on SIGTERM, SIGINT, or when
  * the parent goes away (the IPC channel closes), so it never outlives the bench.
  */
-import { startSimulatedHost } from '../../src/hosts/simulated/simulated-host';
+import { startSimulatedHost } from '../../src/simulated-upstream/simulated-upstream';
 
 function option(name: string, fallback: number): number {
   const at = process.argv.indexOf(name);

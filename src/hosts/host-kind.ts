@@ -1,4 +1,4 @@
-import type { CanonicalEvent, CanonicalRequest } from '../pipeline/canonical';
+import type { CanonicalEvent, CanonicalRequest } from '../canonical/canonical';
 
 /** An upstream HTTP request, before transport: path relative to the host's baseUrl. */
 export interface UpstreamRequest {

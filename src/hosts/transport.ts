@@ -4,7 +4,7 @@ import { createParser, type EventSourceParser } from 'eventsource-parser';
 import { Observable, type Subscriber } from 'rxjs';
 import { type Dispatcher, errors as undiciErrors, Pool } from 'undici';
 import type { CatalogueHost } from '../catalogue/catalogue';
-import { CanonicalEvent, CanonicalRequest, HostError } from '../pipeline/canonical';
+import { CanonicalEvent, CanonicalRequest, HostError } from '../canonical/canonical';
 import type { HostKind, StreamDecoder } from './host-kind';
 
 export interface TransportTimeouts {

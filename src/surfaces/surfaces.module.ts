@@ -2,7 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { Catalogue } from '../catalogue/catalogue';
 import { HostTransport } from '../hosts/transport';
-import { InferenceHandler } from '../pipeline/inference.handler';
+import { InferenceHandler } from '../inference/inference.handler';
 import { ChatCompletionsController } from './chat-completions/chat-completions.controller';
 import { MessagesController } from './messages/messages.controller';
 import { ModelsController } from './models/models.controller';

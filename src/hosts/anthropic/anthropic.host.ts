@@ -5,7 +5,7 @@ import {
   CanonicalToolChoice,
   FinishReason,
   HostError,
-} from '../../pipeline/canonical';
+} from '../../canonical/canonical';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
 
 /** The Messages API requires max_tokens; used only when the pipeline left it open. */

@@ -1,5 +1,5 @@
-import type { CanonicalEvent, CanonicalMessage, CanonicalRequest, FinishReason } from '../../pipeline/canonical';
-import { HostError } from '../../pipeline/canonical';
+import type { CanonicalEvent, CanonicalMessage, CanonicalRequest, FinishReason } from '../../canonical/canonical';
+import { HostError } from '../../canonical/canonical';
 import type { HostKind, SseMessage, StreamDecoder } from '../host-kind';
 
 /** Chat-completions hosts: OpenAI and every compatible server (Groq, Together, vLLM, Ollama, …). */

@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config/config';
 import { chatCompletionsErrors } from '../../http/api-error';
 import { schemaValidation } from '../../http/schema-validation';
-import { InferenceCommand } from '../../pipeline/inference.command';
+import { InferenceCommand } from '../../inference/inference.command';
 import { CONFIG } from '../../runtime/runtime.module';
 import { bearerKey } from '../../http/credentials';
 import { respond } from '../respond';

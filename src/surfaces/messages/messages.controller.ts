@@ -18,7 +18,7 @@ import type { Config } from '../../config/config';
 import { ApiError, SurfaceErrorFilter } from '../../http/api-error';
 import { bearerKey } from '../../http/credentials';
 import { schemaValidation } from '../../http/schema-validation';
-import { InferenceCommand } from '../../pipeline/inference.command';
+import { InferenceCommand } from '../../inference/inference.command';
 import { CONFIG } from '../../runtime/runtime.module';
 import { respond, SurfaceWire } from '../respond';
 import { MessagesRequest, messagesRequestSchema } from './messages.schema';

@@ -1,7 +1,7 @@
 import { ApiError, ApiErrorCode } from '../../http/api-error';
-import type { CanonicalMessage, CanonicalRequest, CanonicalToolChoice, FinishReason } from '../../pipeline/canonical';
-import type { InferenceResult, PipelineEvent } from '../../pipeline/inference.command';
-import type { Reply } from '../../pipeline/reduce';
+import type { CanonicalMessage, CanonicalRequest, CanonicalToolChoice, FinishReason } from '../../canonical/canonical';
+import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
+import type { Reply } from '../../inference/reduce';
 import { sseData, StreamSerializer } from '../sse';
 import type { ContentBlock, MessagesRequest, TextBlock, ToolResultBlock, ToolUseBlock } from './messages.schema';
 

@@ -17,7 +17,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config/config';
 import { ApiError, SurfaceErrorFilter } from '../../http/api-error';
 import { bearerKey } from '../../http/credentials';
-import { InferenceCommand } from '../../pipeline/inference.command';
+import { InferenceCommand } from '../../inference/inference.command';
 import { CONFIG } from '../../runtime/runtime.module';
 import { respond } from '../respond';
 import { schemaValidation } from '../../http/schema-validation';

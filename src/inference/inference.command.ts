@@ -1,7 +1,7 @@
 import { Command } from '@nestjs/cqrs';
 import type { Observable } from 'rxjs';
 import type { CatalogueModel } from '../catalogue/catalogue';
-import type { CanonicalEvent, CanonicalRequest } from './canonical';
+import type { CanonicalEvent, CanonicalRequest } from '../canonical/canonical';
 
 export type SurfaceName = 'chat-completions' | 'messages' | 'native' | 'playground';
 

@@ -1,4 +1,4 @@
-import type { CanonicalRequest } from './canonical';
+import type { CanonicalRequest } from '../canonical/canonical';
 
 /**
  * Token counts without a tokenizer: used to size a reservation before the call, and to bill

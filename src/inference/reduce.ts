@@ -1,6 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import type { Observable, Subscription } from 'rxjs';
-import type { CanonicalToolCall, FinishReason } from './canonical';
+import type { CanonicalToolCall, FinishReason } from '../canonical/canonical';
 import type { Billed, PipelineEvent } from './inference.command';
 
 /** A whole reply: what a non-streamed response is made of. */

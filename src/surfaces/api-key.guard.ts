@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../http/api-error';
 import { bearerKey } from '../http/credentials';
 import type { KeyRecord } from '../projections/read-model';
-import { IdentityService } from './identity.service';
+import { IdentityService } from '../identity/identity.service';
 
 export type KeyedRequest = FastifyRequest & { apiKey: KeyRecord };
 

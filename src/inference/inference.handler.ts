@@ -10,7 +10,7 @@ import { IdentityService } from '../identity/identity.service';
 import { ReservationTicket, LedgerService } from '../ledger/ledger.service';
 import { chargeFor, formatCredits, TokenPrices, TokenUsage } from '../ledger/money';
 import { CONFIG } from '../runtime/runtime.module';
-import { CanonicalRequest, HostError } from './canonical';
+import { CanonicalRequest, HostError } from '../canonical/canonical';
 import { InferenceCommand, InferenceInput, InferenceResult, PipelineEvent } from './inference.command';
 import { RefusalBudget } from './refusal-budget';
 import { estimateInputTokens } from './tokens';
