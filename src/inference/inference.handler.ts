@@ -1,44 +1,52 @@
 import { Inject, Logger } from '@nestjs/common';
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
-import { Observable, Subscription } from 'rxjs';
+import { Observable, type Observer, type Subscriber, type Subscription } from 'rxjs';
+import type { CanonicalEvent, HostError } from '../canonical/canonical';
 import { Catalogue, ModelHost } from '../catalogue/catalogue';
 import type { Config } from '../config/config';
 import { HOST_KINDS } from '../hosts/hosts';
 import { HostTransport } from '../hosts/transport';
 import { ApiError } from '../http/api-error';
+import { invalidApiKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
-import { ReservationTicket, LedgerService } from '../ledger/ledger.service';
-import { chargeFor, formatCredits, TokenPrices, TokenUsage } from '../ledger/money';
+import { LedgerService, ReservationTicket } from '../ledger/ledger.service';
 import { CONFIG } from '../runtime/runtime.module';
-import { CanonicalRequest, HostError } from '../canonical/canonical';
+import { AdmissionPlan, insufficientCredits, planAdmission } from './admission';
+import {
+  ABORT,
+  AttemptSignal,
+  AttemptState,
+  DEADLINE,
+  HOST_COMPLETE,
+  hostFailed,
+  initialAttempt,
+  attemptStep,
+  UNRECORDED,
+} from './attempt';
 import { InferenceCommand, InferenceInput, InferenceResult, PipelineEvent } from './inference.command';
 import { RefusalBudget } from './refusal-budget';
-import { estimateInputTokens } from './tokens';
+import { billedOf, endingError, Settlement, settlementFor } from './settlement';
 
 /** Refused requests recorded per organization and second, per instance (see RefusalBudget). */
 const REFUSALS_RECORDED_PER_SECOND = 20;
 
-/** The highest price among the hosts that may serve: a fallback must stay covered. */
-const highestPrices = (hosts: ModelHost[]): TokenPrices => ({
-  input: Math.max(...hosts.map((h) => h.prices.input)),
-  output: Math.max(...hosts.map((h) => h.prices.output)),
-});
-
-type Ending =
-  | { kind: 'complete' }
-  | { kind: 'abort' }
-  | { kind: 'timeout' }
-  | { kind: 'failed'; error: HostError }
-  /** The reservation event could not be written: nothing can be billed, so nothing is served. */
-  | { kind: 'unrecorded' };
+/** One admitted request, as its run needs it. */
+interface Admitted {
+  input: InferenceInput;
+  plan: AdmissionPlan;
+  ticket: ReservationTicket;
+  /** performance.now() when the request arrived. */
+  started: number;
+}
 
 /**
- * The pipeline: authenticate, resolve the model, reserve, call the host (falling back to the
- * next while nothing was produced), and settle exactly once however the request ends.
+ * The inference use case's shell: authenticate, look the model up, ask the ledger to admit what
+ * admission planned, then run the attempt and settle however it ends. What to do is decided by
+ * the pure functions beside it (admission, attempt, settlement); this does the I/O.
  */
 @CommandHandler(InferenceCommand)
 export class InferenceHandler implements ICommandHandler<InferenceCommand, InferenceResult> {
-  private readonly logger = new Logger('Pipeline');
+  private readonly logger = new Logger('Inference');
   private readonly refusals = new RefusalBudget(REFUSALS_RECORDED_PER_SECOND);
 
   constructor(
@@ -51,62 +59,34 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
 
   async execute({ input }: InferenceCommand): Promise<InferenceResult> {
     const started = performance.now();
-    const key = input.principal ?? (input.apiKey === null ? null : await this.identity.authenticate(input.apiKey));
-    if (!key) {
-      throw new ApiError('invalid_api_key', input.apiKey === null ? 'missing API key' : 'invalid or revoked API key');
-    }
-    const model = this.catalogue.find(input.model);
-    if (!model) {
-      throw this.refuse(
-        input,
-        key,
-        started,
-        input.model,
-        new ApiError('not_found', `model "${input.model}" is not in the catalogue (GET /api/v1/models lists them)`),
-      );
-    }
-    const hosts = model.hosts.filter((h) => h.host.usable);
-    if (hosts.length === 0) {
-      throw this.refuse(
-        input,
-        key,
-        started,
-        model.slug,
-        new ApiError('not_found', `model "${model.slug}" is not available here: none of its hosts is configured`),
-      );
-    }
-    const maxTokens = input.request.maxTokens ?? model.maxOutputTokens;
-    if (maxTokens > model.maxOutputTokens) {
-      throw this.refuse(
-        input,
-        key,
-        started,
-        model.slug,
-        new ApiError(
-          'invalid_request',
-          `the output token cap asked for (${maxTokens}) exceeds ${model.slug}'s limit of ${model.maxOutputTokens} output tokens`,
-        ),
-      );
-    }
-    const request: CanonicalRequest = { ...input.request, maxTokens };
-    const estimate: TokenUsage = { inputTokens: estimateInputTokens(request), outputTokens: maxTokens };
-    const prices = highestPrices(hosts);
+    const key = input.principal === undefined ? await this.identity.authenticate(input.apiKey) : input.principal;
+    if (!key) throw invalidApiKey();
+    const plan = planAdmission(input.model, this.catalogue.find(input.model), input.request);
+    if (plan.kind === 'refuse') throw this.refuse(input, key, started, plan.model, plan.error);
     const admission = await this.ledger.admit({
       requestId: input.requestId,
       keyId: key.keyId,
       surface: input.surface,
-      model: model.slug,
+      model: plan.model.slug,
       orgId: key.orgId,
-      amount: chargeFor(estimate, prices),
+      amount: plan.amount,
     });
-    if (!admission.admitted)
-      throw this.refuse(input, key, started, model.slug, insufficientCredits(admission.available, estimate, prices));
+    if (!admission.admitted) {
+      throw this.refuse(
+        input,
+        key,
+        started,
+        plan.model.slug,
+        insufficientCredits(admission.available, plan.estimate, plan.prices),
+      );
+    }
+    const admitted: Admitted = { input, plan, ticket: admission.ticket, started };
     return {
       requestId: input.requestId,
-      model,
+      model: plan.model,
       created: Math.floor(Date.now() / 1000),
-      stream: request.stream,
-      events: this.run(input, request, hosts, admission.ticket, estimate.inputTokens, started),
+      stream: plan.request.stream,
+      events: new Observable<PipelineEvent>((subscriber) => this.run(admitted, subscriber)),
     };
   }
 
@@ -135,159 +115,87 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     return error;
   }
 
-  private run(
-    input: InferenceInput,
-    request: CanonicalRequest,
-    hosts: ModelHost[],
-    ticket: ReservationTicket,
-    estimatedInput: number,
-    started: number,
-  ): Observable<PipelineEvent> {
-    return new Observable<PipelineEvent>((subscriber) => {
-      let ended = false;
-      let produced = false;
-      let ready = false;
-      let deliveredChars = 0;
-      let usage: TokenUsage | null = null;
-      let hostIndex = 0;
-      let upstream: Subscription | null = null;
-
-      const end = (ending: Ending) => {
-        if (ended) return;
-        ended = true;
-        clearTimeout(deadline);
-        upstream?.unsubscribe();
-        const served = hosts[hostIndex];
-        const outcome = {
-          produced,
-          usage: usage ?? { inputTokens: estimatedInput, outputTokens: Math.ceil(deliveredChars / 4) },
-          latencyMs: Math.round(performance.now() - started),
-        };
-        const logFailure = (error: unknown) =>
-          this.logger.error(`settlement of ${input.requestId} failed: ${(error as Error).message}`);
-        if (ending.kind === 'complete') {
-          // The charge is a pure function of the usage: report it now; the ledger records the same event.
-          const { event, appended } = this.ledger.settleNow(ticket, {
-            usage: outcome.usage,
-            prices: served.prices,
-            host: served.host.id,
-            hostModel: served.model,
-            status: 'ok',
-            latencyMs: outcome.latencyMs,
-          });
-          appended.catch(logFailure);
-          if (event.type === 'ReservationSettled') {
-            const { inputTokens, outputTokens, amount } = event.data;
-            subscriber.next({ type: 'billed', inputTokens, outputTokens, cost: amount, host: served.host.id });
-          }
-          subscriber.complete();
-          return;
-        }
-        if (ending.kind === 'unrecorded') {
-          subscriber.error(new ApiError('internal_error', 'the reservation could not be recorded; nothing was billed'));
-          return;
-        }
-        this.settle(ticket, served, ending, outcome).catch(logFailure);
-        if (ending.kind === 'timeout') {
-          subscriber.error(
-            new ApiError('provider_timeout', `the provider did not finish within ${this.config.requestTimeoutMs} ms`),
+  /**
+   * One subscription to an admitted request: feeds the attempt the host's events, its failures,
+   * the deadline, an unrecorded reservation and the client's leaving, and does what it says.
+   * Returns the teardown (the client unsubscribing is an abort).
+   */
+  private run(admitted: Admitted, subscriber: Subscriber<PipelineEvent>): () => void {
+    const { hosts, request } = admitted.plan;
+    const attempt = initialAttempt(hosts.length);
+    let upstream: Subscription | null = null;
+    const end = () => {
+      clearTimeout(deadline);
+      upstream?.unsubscribe();
+      this.end(admitted, attempt, subscriber);
+    };
+    const signal = (input: AttemptSignal) => {
+      if (attemptStep(attempt, input) === 'end') end();
+    };
+    const host: Observer<CanonicalEvent> = {
+      next: (event) => {
+        if (attemptStep(attempt, event) === 'forward') subscriber.next(event);
+      },
+      error: (error: HostError) => {
+        const action = attemptStep(attempt, hostFailed(error));
+        if (action === 'next_host') {
+          this.logger.warn(
+            `host ${hosts[attempt.hostIndex - 1].host.id} failed before output (${error.message}); trying the next`,
           );
-        } else if (ending.kind === 'failed') {
-          subscriber.error(providerFailure(ending.error, served));
-        }
-      };
-
-      const callHost = () => {
-        const served = hosts[hostIndex];
-        upstream = this.transport.call(HOST_KINDS[served.host.kind], served.host, served.model, request).subscribe({
-          next: (event) => {
-            if (event.type === 'ready') {
-              if (!ready) subscriber.next(event);
-              ready = true;
-              return;
-            }
-            if (event.type === 'text') {
-              produced = true;
-              deliveredChars += event.text.length;
-            } else if (event.type === 'tool_call') {
-              produced = true;
-              deliveredChars += event.argumentsDelta.length + (event.name?.length ?? 0);
-            } else if (event.type === 'usage') {
-              usage = { inputTokens: event.inputTokens, outputTokens: event.outputTokens };
-            }
-            subscriber.next(event);
-          },
-          error: (error: HostError) => {
-            if (!produced && error.retryable && hostIndex < hosts.length - 1) {
-              this.logger.warn(`host ${served.host.id} failed before output (${error.message}); trying the next`);
-              hostIndex += 1;
-              callHost();
-              return;
-            }
-            end({ kind: 'failed', error });
-          },
-          complete: () => end({ kind: 'complete' }),
-        });
-      };
-
-      const deadline = setTimeout(() => end({ kind: 'timeout' }), this.config.requestTimeoutMs);
-      ticket.recorded.catch(() => end({ kind: 'unrecorded' }));
-      callHost();
-      return () => end({ kind: 'abort' });
-    });
+          call();
+        } else if (action === 'end') end();
+      },
+      complete: () => signal(HOST_COMPLETE),
+    };
+    const call = () => {
+      const served = hosts[attempt.hostIndex];
+      upstream = this.transport.call(HOST_KINDS[served.host.kind], served.host, served.model, request).subscribe(host);
+    };
+    const deadline = setTimeout(signal, this.config.requestTimeoutMs, DEADLINE);
+    admitted.ticket.recorded.catch(() => signal(UNRECORDED));
+    call();
+    return () => signal(ABORT);
   }
 
-  /** Bills what was delivered on a request that did not complete, or releases the hold when nothing was. */
-  private async settle(
-    ticket: ReservationTicket,
-    served: ModelHost,
-    ending: Exclude<Ending, { kind: 'complete' } | { kind: 'unrecorded' }>,
-    outcome: { produced: boolean; usage: TokenUsage; latencyMs: number },
-  ): Promise<void> {
-    const status =
-      ending.kind === 'abort'
-        ? 'client_abort'
-        : ending.kind === 'timeout' || ending.error.kind === 'timeout'
-          ? 'provider_timeout'
-          : 'provider_error';
-    if (!outcome.produced) {
-      await this.ledger.release(ticket, {
-        reason: ending.kind === 'failed' ? ending.error.message : status,
-        host: served.host.id,
-        status,
-        latencyMs: outcome.latencyMs,
-      });
+  /** The request's one ending: the ledger told (settled or released), the client told (billed and complete, or an error). */
+  private end(admitted: Admitted, attempt: AttemptState, subscriber: Subscriber<PipelineEvent>): void {
+    const ending = attempt.ending;
+    if (ending === null) return;
+    const served = admitted.plan.hosts[attempt.hostIndex];
+    const settlement = settlementFor(ending, attempt, admitted.plan.estimate.inputTokens);
+    const latencyMs = Math.round(performance.now() - admitted.started);
+    const billed = this.resolveReservation(admitted, served, settlement, latencyMs);
+    if (ending.kind === 'complete') {
+      if (billed) subscriber.next(billed);
+      subscriber.complete();
       return;
     }
-    await this.ledger.settle(ticket, {
-      usage: outcome.usage,
-      prices: served.prices,
-      host: served.host.id,
-      hostModel: served.model,
-      status,
-      latencyMs: outcome.latencyMs,
-    });
+    const error = endingError(ending, served.host.id, this.config.requestTimeoutMs);
+    if (error) subscriber.error(error);
   }
-}
 
-function insufficientCredits(available: number, estimate: TokenUsage, prices: TokenPrices): ApiError {
-  const inputCost = chargeFor({ inputTokens: estimate.inputTokens, outputTokens: 0 }, prices);
-  const affordable =
-    prices.output === 0 ? estimate.outputTokens : Number((BigInt(available - inputCost) * 1_000_000n) / BigInt(prices.output));
-  const balance = `${formatCredits(Math.max(0, available))} credits available`;
-  return new ApiError(
-    'insufficient_credits',
-    affordable > 0
-      ? `insufficient credits: ${balance}, enough for at most ${affordable} output tokens on this request (asked for ${estimate.outputTokens}); lower max_tokens or add credits`
-      : `insufficient credits: ${balance}, not enough for this request's input; add credits`,
-  );
-}
-
-function providerFailure(error: HostError, served: ModelHost): ApiError {
-  if (error.kind === 'timeout') return new ApiError('provider_timeout', `provider ${served.host.id} did not answer in time`);
-  // The upstream refused the request itself (not its own failure): the caller can fix it.
-  if (error.kind === 'status' && (error.status === 400 || error.status === 413 || error.status === 422)) {
-    return new ApiError('invalid_request', `provider ${served.host.id} rejected the request: ${error.message}`);
+  /**
+   * The one place a reservation is resolved. A completed request's charge is a pure function of
+   * its usage: it is reported at once (returned, to bill the client) while the ledger records
+   * the same event; other endings settle or release in the background.
+   */
+  private resolveReservation(admitted: Admitted, served: ModelHost, settlement: Settlement, latencyMs: number) {
+    const { ticket, input } = admitted;
+    const logFailure = (error: Error) => this.logger.error(`settlement of ${input.requestId} failed: ${error.message}`);
+    if (settlement.action === 'none') return null;
+    if (settlement.action === 'release') {
+      const { reason, status } = settlement;
+      this.ledger.release(ticket, { reason, host: served.host.id, status, latencyMs }).catch(logFailure);
+      return null;
+    }
+    const { usage, status } = settlement;
+    const outcome = { usage, prices: served.prices, host: served.host.id, hostModel: served.model, status, latencyMs };
+    if (status !== 'ok') {
+      this.ledger.settle(ticket, outcome).catch(logFailure);
+      return null;
+    }
+    const { event, appended } = this.ledger.settleNow(ticket, outcome);
+    appended.catch(logFailure);
+    return billedOf(event, served.host.id);
   }
-  return new ApiError('provider_error', `provider ${served.host.id} failed: ${error.message}`);
 }

@@ -131,7 +131,7 @@ class OpenAiDecoder implements StreamDecoder {
   }
 }
 
-export const openAiHost: HostKind = {
+export const openAiHost: HostKind<'openai'> = {
   name: 'openai',
 
   buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null) {

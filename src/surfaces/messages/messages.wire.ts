@@ -17,7 +17,7 @@ const textOfBlocks = (blocks: ContentBlock[]): string =>
     .join('\n');
 
 const toolResultText = (block: ToolResultBlock): string => {
-  const text = typeof block.content === 'string' ? block.content : textOfBlocks((block.content ?? []) as ContentBlock[]);
+  const text = typeof block.content === 'string' ? block.content : textOfBlocks(block.content ?? []);
   // Chat-completions hosts have no error flag on tool results: say it in the text.
   return block.is_error ? `Error: ${text}` : text;
 };
