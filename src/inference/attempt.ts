@@ -25,6 +25,8 @@ export type AttemptSignal =
   | { readonly type: 'abort' }
   | { readonly type: 'unrecorded' };
 
+export type AttemptInput = CanonicalEvent | AttemptSignal;
+
 export const HOST_COMPLETE: AttemptSignal = { type: 'host_complete' };
 export const DEADLINE: AttemptSignal = { type: 'deadline' };
 export const ABORT: AttemptSignal = { type: 'abort' };
@@ -73,7 +75,8 @@ const NOT_RECORDED: Ending = { kind: 'unrecorded' };
 /** One step of the attempt: a host event, or a signal (a host's failure or completion, the deadline, an abort, an unrecorded reservation). */
 export function attemptStep(state: AttemptState, input: CanonicalEvent): EventAction;
 export function attemptStep(state: AttemptState, input: AttemptSignal): SignalAction;
-export function attemptStep(state: AttemptState, input: CanonicalEvent | AttemptSignal): EventAction | SignalAction {
+export function attemptStep(state: AttemptState, input: AttemptInput): EventAction | SignalAction;
+export function attemptStep(state: AttemptState, input: AttemptInput): EventAction | SignalAction {
   if (state.ending !== null) return 'ignore';
   switch (input.type) {
     case 'ready':
