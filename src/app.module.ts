@@ -4,7 +4,7 @@ import { CreditsModule } from './credits/credits.module';
 import { DashboardModule } from './dashboard/dashboard.module';
 import type { SessionTokens } from './dashboard/sessions';
 import type { Catalogue } from './catalogue/catalogue';
-import type { HostTransport } from './hosts/transport';
+import { CatalogueModule } from './catalogue/catalogue.module';
 import type { Runtime } from './runtime/runtime';
 import { SurfacesModule } from './surfaces/surfaces.module';
 import { RuntimeModule } from './runtime/runtime.module';
@@ -19,15 +19,16 @@ class HealthController {
 
 @Module({})
 export class AppModule {
-  static forRuntime(runtime: Runtime, catalogue: Catalogue, transport: HostTransport, tokens: SessionTokens): DynamicModule {
+  static forRuntime(runtime: Runtime, catalogue: Catalogue, tokens: SessionTokens): DynamicModule {
     return {
       module: AppModule,
       imports: [
         RuntimeModule.forRuntime(runtime),
         CqrsModule.forRoot(),
+        CatalogueModule.forCatalogue(catalogue),
         CreditsModule,
-        SurfacesModule.forCatalogue(catalogue, transport),
-        DashboardModule.forSettings(catalogue, tokens, { signupEnabled: runtime.config.dashboardSignup }),
+        SurfacesModule,
+        DashboardModule.forSettings(tokens, { signupEnabled: runtime.config.dashboardSignup }),
       ],
       controllers: [HealthController],
     };

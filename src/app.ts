@@ -6,7 +6,6 @@ import { AppModule } from './app.module';
 import { Catalogue } from './catalogue/catalogue';
 import { SessionTokens } from './dashboard/sessions';
 import { serveWebApp } from './dashboard/web-app';
-import { HostTransport } from './hosts/transport';
 import type { Runtime } from './runtime/runtime';
 import { ErrorFormatByRoute, errorFormatFor } from './error-formats';
 import { ApiError, replyWithError } from './http/api-error';
@@ -20,11 +19,6 @@ export interface AppOptions {
 /** Builds the HTTP application on an opened runtime (used by main and by tests). */
 export async function createApp(runtime: Runtime, options: AppOptions = {}): Promise<NestFastifyApplication> {
   const catalogue = options.catalogue ?? Catalogue.load(runtime.config.cataloguePath);
-  const transport = new HostTransport({
-    firstByteMs: runtime.config.hostFirstByteTimeoutMs,
-    replyMs: runtime.config.requestTimeoutMs,
-    idleMs: runtime.config.requestTimeoutMs,
-  });
   const adapter = new FastifyAdapter({
     // No Nest middleware here: without middie, no middleware walk on every request.
     skipMiddie: true,
@@ -58,7 +52,6 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
     AppModule.forRuntime(
       runtime,
       catalogue,
-      transport,
       SessionTokens.fromEnvironment(runtime.config.dataDir, runtime.config.dashboardSecret),
     ),
     adapter,

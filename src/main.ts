@@ -1,12 +1,12 @@
 import 'reflect-metadata';
 import { createApp } from './app';
 import { ConfigError, loadConfig } from './config/config';
-import { startSimulatedHost } from './hosts/simulated/simulated-host';
+import { startSimulatedUpstream } from './simulated-upstream/simulated-upstream';
 import { openRuntime } from './runtime/runtime';
 
 async function startSimulated(port: number) {
   try {
-    return await startSimulatedHost({ port });
+    return await startSimulatedUpstream({ port });
   } catch (error) {
     throw new Error(
       `the simulated host could not listen on port ${port} (${(error as Error).message}): ` +

@@ -6,7 +6,7 @@
  * Reports `{ port }` to its parent over IPC once it listens; stops on SIGTERM, SIGINT, or when
  * the parent goes away (the IPC channel closes), so it never outlives the bench.
  */
-import { startSimulatedHost } from '../../src/hosts/simulated/simulated-host';
+import { startSimulatedUpstream } from '../../src/simulated-upstream/simulated-upstream';
 
 function option(name: string, fallback: number): number {
   const at = process.argv.indexOf(name);
@@ -17,7 +17,7 @@ function option(name: string, fallback: number): number {
 }
 
 async function main(): Promise<void> {
-  const host = await startSimulatedHost({
+  const host = await startSimulatedUpstream({
     port: 0,
     firstTokenMs: option('--first-token-ms', 0),
     tokensPerSecond: option('--tokens-per-second', 0),

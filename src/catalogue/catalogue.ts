@@ -1,12 +1,11 @@
 import { readFileSync } from 'node:fs';
+import { HOST_KIND_NAMES, HostKindName, isHostKindName } from '../hosts/hosts';
 import { parseCredits, TokenPrices } from '../ledger/money';
 
 /**
  * The catalogue: provider hosts and the models they serve, with list prices. Read from a JSON
  * file and checked entry by entry; keys for hosts come from the environment, never the file.
  */
-export type HostKindName = 'openai' | 'anthropic';
-
 export interface CatalogueHost {
   id: string;
   kind: HostKindName;
@@ -49,6 +48,8 @@ export class CatalogueError extends Error {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SLUG = /^[a-z0-9][\w.-]*\/[\w.:-]+$/i;
 const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
+/** '"kind" must be "openai" or "anthropic"': the kinds hosts/ knows. */
+const KIND_EXPECTED = `"kind" must be ${HOST_KIND_NAMES.map((name) => `"${name}"`).join(' or ')}`;
 
 type Raw = Record<string, unknown>;
 const isObject = (v: unknown): v is Raw => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -122,7 +123,7 @@ export class Catalogue {
       const at = `${where} (${id})`;
       if (hosts.has(id)) throw new CatalogueError(at, 'duplicate host id');
       const kind = raw.kind;
-      if (kind !== 'openai' && kind !== 'anthropic') throw new CatalogueError(at, '"kind" must be "openai" or "anthropic"');
+      if (!isHostKindName(kind)) throw new CatalogueError(at, KIND_EXPECTED);
       const baseUrl = interpolate(text(raw, 'baseUrl', at), env).replace(/\/+$/, '');
       let parsed: URL;
       try {

@@ -1,7 +1,7 @@
 import { Controller, Get, Req, UseFilters, UseGuards } from '@nestjs/common';
 import { QueryBus } from '@nestjs/cqrs';
 import { chatCompletionsErrors } from '../http/api-error';
-import { ApiKeyGuard, KeyedRequest } from '../identity/api-key.guard';
+import { ApiKeyGuard, KeyedRequest } from '../surfaces/api-key.guard';
 import { CreditsView, GetCreditsQuery } from './get-credits.query';
 
 @Controller('api/v1/credits')

@@ -25,7 +25,7 @@ import { IdentityRuleError, normalizeEmail } from '../identity/identity.decider'
 import { IdentityService } from '../identity/identity.service';
 import { hashPassword, verifyPassword } from '../identity/secrets';
 import { creditsNumber } from '../ledger/money';
-import { InferenceCommand } from '../pipeline/inference.command';
+import { InferenceCommand } from '../inference/inference.command';
 import type { ProjectionStore } from '../projections/projection-store';
 import { availableOf, dayOf, RequestLogEntry } from '../projections/read-model';
 import { CONFIG, PROJECTIONS } from '../runtime/runtime.module';

@@ -1,18 +1,17 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
-import { Catalogue } from '../catalogue/catalogue';
+import { InferenceModule } from '../inference/inference.module';
 import { DashboardController, DashboardSettings } from './dashboard.controller';
 import { SessionTokens } from './sessions';
 
 @Module({})
 export class DashboardModule {
-  static forSettings(catalogue: Catalogue, tokens: SessionTokens, settings: DashboardSettings): DynamicModule {
+  static forSettings(tokens: SessionTokens, settings: DashboardSettings): DynamicModule {
     return {
       module: DashboardModule,
-      imports: [CqrsModule],
+      imports: [CqrsModule, InferenceModule],
       controllers: [DashboardController],
       providers: [
-        { provide: Catalogue, useValue: catalogue },
         { provide: SessionTokens, useValue: tokens },
         { provide: 'DASHBOARD_SETTINGS', useValue: settings },
       ],

@@ -1,4 +1,4 @@
-import type { CanonicalEvent, CanonicalRequest } from '../pipeline/canonical';
+import type { CanonicalEvent, CanonicalRequest } from '../canonical/canonical';
 
 /** An upstream HTTP request, before transport: path relative to the host's baseUrl. */
 export interface UpstreamRequest {
@@ -29,8 +29,9 @@ export interface StreamDecoder {
  * A host is called streamed (asking for usage) when the client streams, otherwise for the
  * whole reply; either way the pipeline sees canonical events.
  */
-export interface HostKind {
-  readonly name: 'openai' | 'anthropic';
+export interface HostKind<Name extends string = string> {
+  /** The name a catalogue host's `kind` gives (see hosts.ts, the registry of kinds). */
+  readonly name: Name;
   buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest;
   decoder(): StreamDecoder;
   /** The canonical events of a whole (non-streamed) reply body; throws HostError when it cannot be read. */

@@ -1,10 +1,19 @@
-import type { HostKindName } from '../catalogue/catalogue';
 import { anthropicHost } from './anthropic/anthropic.host';
 import type { HostKind } from './host-kind';
 import { openAiHost } from './openai/openai.host';
 
-/** Adding a kind of host is adding a folder and a line here. */
-export const HOST_KINDS: Record<HostKindName, HostKind> = {
-  openai: openAiHost,
-  anthropic: anthropicHost,
-};
+/**
+ * Every kind of host. Adding one is adding its folder and its entry here: the kind names a
+ * catalogue may use (and its message for any other) are derived from this list.
+ */
+const KINDS = [openAiHost, anthropicHost] as const;
+
+export type HostKindName = (typeof KINDS)[number]['name'];
+
+export const HOST_KIND_NAMES: readonly HostKindName[] = KINDS.map((kind) => kind.name);
+
+/** The kinds by name, looked up on every request. */
+export const HOST_KINDS = Object.fromEntries(KINDS.map((kind) => [kind.name, kind])) as Readonly<Record<HostKindName, HostKind>>;
+
+export const isHostKindName = (name: unknown): name is HostKindName =>
+  typeof name === 'string' && Object.hasOwn(HOST_KINDS, name);

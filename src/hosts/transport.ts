@@ -3,9 +3,15 @@ import { TextDecoder } from 'node:util';
 import { createParser, type EventSourceParser } from 'eventsource-parser';
 import { Observable, type Subscriber } from 'rxjs';
 import { type Dispatcher, errors as undiciErrors, Pool } from 'undici';
-import type { CatalogueHost } from '../catalogue/catalogue';
-import { CanonicalEvent, CanonicalRequest, HostError } from '../pipeline/canonical';
+import { CanonicalEvent, CanonicalRequest, HostError } from '../canonical/canonical';
 import type { HostKind, StreamDecoder } from './host-kind';
+
+/** Where a host is and the key it takes: all the transport needs of a catalogue host. */
+export interface HostEndpoint {
+  /** Includes the version path: an openai host posts to `{baseUrl}/chat/completions`. */
+  readonly baseUrl: string;
+  readonly apiKey: string | null;
+}
 
 export interface TransportTimeouts {
   /** Longest wait for a streamed response to begin (its headers): a host silent this long is skipped. */
@@ -56,7 +62,7 @@ export class HostTransport implements OnApplicationShutdown {
    * upstream accepts, then canonical events; errors are HostErrors. Unsubscribing aborts the
    * upstream request at once.
    */
-  call(kind: HostKind, host: CatalogueHost, hostModel: string, request: CanonicalRequest): Observable<CanonicalEvent> {
+  call(kind: HostKind, host: HostEndpoint, hostModel: string, request: CanonicalRequest): Observable<CanonicalEvent> {
     return new Observable<CanonicalEvent>((subscriber) => {
       const upstream = kind.buildRequest(request, hostModel, host.apiKey);
       const base = this.base(host.baseUrl);

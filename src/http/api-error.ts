@@ -1,6 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { maskKeySecrets } from '../identity/secrets';
+import { maskKeySecrets } from '../key-secret/key-secret';
 
 /** The kinds of failure a caller can see, with their HTTP status. */
 export const API_ERRORS = {

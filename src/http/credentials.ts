@@ -1,4 +1,16 @@
 import type { FastifyRequest } from 'fastify';
+import { ApiError } from './api-error';
+
+/**
+ * Where a surface takes the API key from: `Authorization: Bearer …` everywhere; the messages
+ * surface also takes `x-api-key`, as its format's own clients send it.
+ */
+export type KeyHeaders = 'bearer' | 'x-api-key or bearer';
+
+const WHERE_TO_SEND: Record<KeyHeaders, string> = {
+  bearer: 'send "Authorization: Bearer <key>"',
+  'x-api-key or bearer': 'send it in "x-api-key" (or "Authorization: Bearer")',
+};
 
 /** The secret from `Authorization: Bearer …`, or null. */
 export function bearerKey(request: FastifyRequest): string | null {
@@ -6,3 +18,23 @@ export function bearerKey(request: FastifyRequest): string | null {
   const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
   return match ? match[1] : null;
 }
+
+/** The secret from `x-api-key`, else from `Authorization: Bearer`, or null. */
+function xApiKeyOrBearer(request: FastifyRequest): string | null {
+  const header = request.headers['x-api-key'];
+  if (typeof header === 'string' && header.trim() !== '') return header.trim();
+  return bearerKey(request);
+}
+
+/**
+ * The one rule for a request without a key: 401, saying where the key goes. Every route that
+ * takes an API key reads it through here (guards before the body is read, controllers after).
+ */
+export function requireKey(request: FastifyRequest, headers: KeyHeaders = 'bearer'): string {
+  const secret = headers === 'bearer' ? bearerKey(request) : xApiKeyOrBearer(request);
+  if (secret === null) throw new ApiError('invalid_api_key', `missing API key: ${WHERE_TO_SEND[headers]}`);
+  return secret;
+}
+
+/** A key that is not one, or no longer: the same answer either way. */
+export const invalidApiKey = (): ApiError => new ApiError('invalid_api_key', 'invalid or revoked API key');

@@ -1,5 +1,8 @@
 import { createHash, hash, randomBytes, scrypt as scryptCallback, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
+import { KEY_SECRET_PREFIX } from '../key-secret/key-secret';
+
+export { KEY_SECRET_PREFIX };
 
 const scrypt = promisify(scryptCallback) as (
   password: string,
@@ -8,18 +11,12 @@ const scrypt = promisify(scryptCallback) as (
   options: { N: number; r: number; p: number; maxmem: number },
 ) => Promise<Buffer>;
 
-export const KEY_SECRET_PREFIX = 'sk-svc-';
 const KEY_SECRET = /^sk-svc-[A-Za-z0-9_-]{43,}$/;
 
 /** A new API key secret: `sk-svc-` and 32 random bytes in base64url (256 bits). */
 export const newKeySecret = (): string => KEY_SECRET_PREFIX + randomBytes(32).toString('base64url');
 
 export const looksLikeKeySecret = (text: string): boolean => KEY_SECRET.test(text);
-
-const KEY_SECRETS_IN_TEXT = new RegExp(`${KEY_SECRET_PREFIX}[\\w-]*`, 'g');
-
-/** Text that may hold a key secret (a path someone pasted one into), with every secret cut to its prefix. */
-export const maskKeySecrets = (text: string): string => text.replace(KEY_SECRETS_IN_TEXT, `${KEY_SECRET_PREFIX}…`);
 
 /** Secrets carry 256 random bits, so one SHA-256 is a safe lookup hash (one-shot: it runs on every request). */
 export const hashKeySecret = (secret: string): string => hash('sha256', secret, 'hex');

@@ -3,9 +3,7 @@ import { IdentityService } from '../identity/identity.service';
 import { LedgerService } from '../ledger/ledger.service';
 import type { Runtime } from './runtime';
 
-export const RUNTIME = Symbol('Runtime');
 export const PROJECTIONS = Symbol('ProjectionStore');
-export const EVENT_STORE = Symbol('EventStore');
 export const CONFIG = Symbol('Config');
 
 /** Makes the runtime (opened before Nest starts, shared with the operator tool) injectable. */
@@ -14,10 +12,8 @@ export const CONFIG = Symbol('Config');
 export class RuntimeModule {
   static forRuntime(runtime: Runtime): DynamicModule {
     const providers = [
-      { provide: RUNTIME, useValue: runtime },
       { provide: CONFIG, useValue: runtime.config },
       { provide: PROJECTIONS, useValue: runtime.projections },
-      { provide: EVENT_STORE, useValue: runtime.events },
       { provide: LedgerService, useValue: runtime.ledger },
       { provide: IdentityService, useValue: runtime.identity },
     ];

@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { ApiError } from '../http/api-error';
-import type { InferenceResult } from '../pipeline/inference.command';
-import { collectReply, Reply } from '../pipeline/reduce';
+import type { InferenceResult } from '../inference/inference.command';
+import { collectReply, Reply } from '../inference/reduce';
 import { StreamSerializer, streamSse } from './sse';
 
 /** What a surface is, as far as answering goes: its stream, its whole reply and its errors. */

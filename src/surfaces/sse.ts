@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { Observable, Subscription } from 'rxjs';
 import { ApiError, toApiError } from '../http/api-error';
-import type { PipelineEvent } from '../pipeline/inference.command';
+import type { PipelineEvent } from '../inference/inference.command';
 
 /** How a surface writes its stream: SSE text per event, at the end, and for a late failure. */
 export interface StreamSerializer {

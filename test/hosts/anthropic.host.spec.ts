@@ -1,6 +1,6 @@
 import { anthropicHost } from '../../src/hosts/anthropic/anthropic.host';
 import type { SseMessage } from '../../src/hosts/host-kind';
-import { CanonicalEvent, CanonicalRequest, HostError } from '../../src/pipeline/canonical';
+import { CanonicalEvent, CanonicalRequest, HostError } from '../../src/canonical/canonical';
 
 const request = (overrides: Partial<CanonicalRequest> = {}): CanonicalRequest => ({
   system: [],

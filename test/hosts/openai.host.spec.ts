@@ -1,5 +1,5 @@
 import { openAiHost } from '../../src/hosts/openai/openai.host';
-import { CanonicalRequest } from '../../src/pipeline/canonical';
+import { CanonicalRequest } from '../../src/canonical/canonical';
 
 const request = (overrides: Partial<CanonicalRequest> = {}): CanonicalRequest => ({
   system: ['Be brief.'],

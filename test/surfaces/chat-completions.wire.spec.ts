@@ -1,5 +1,5 @@
 import { EMPTY } from 'rxjs';
-import type { InferenceResult } from '../../src/pipeline/inference.command';
+import type { InferenceResult } from '../../src/inference/inference.command';
 import { chunkSerializer } from '../../src/surfaces/chat-completions/chat-completions.wire';
 
 const result: InferenceResult = {

@@ -5,7 +5,7 @@ import {
   CanonicalToolChoice,
   FinishReason,
   HostError,
-} from '../../pipeline/canonical';
+} from '../../canonical/canonical';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
 
 /** The Messages API requires max_tokens; used only when the pipeline left it open. */
@@ -218,9 +218,7 @@ function decodeReply(body: string): CanonicalEvent[] {
     }
   }
   const usage = reply.usage ?? {};
-  events.push(
-    ...ending(reply.stop_reason, reply.stop_sequence, (key) => (typeof usage[key] === 'number' ? (usage[key] as number) : 0)),
-  );
+  events.push(...ending(reply.stop_reason, reply.stop_sequence, (key) => (typeof usage[key] === 'number' ? usage[key] : 0)));
   return events;
 }
 
@@ -296,7 +294,7 @@ function errorMessage(status: number, body: string): string {
   return body.trim().slice(0, 300) || `upstream answered ${status}`;
 }
 
-export const anthropicHost: HostKind = {
+export const anthropicHost: HostKind<'anthropic'> = {
   name: 'anthropic',
   buildRequest,
   decoder: () => new AnthropicDecoder(),

@@ -1,5 +1,5 @@
-import type { CanonicalEvent, CanonicalMessage, CanonicalRequest, FinishReason } from '../../pipeline/canonical';
-import { HostError } from '../../pipeline/canonical';
+import type { CanonicalEvent, CanonicalMessage, CanonicalRequest, FinishReason } from '../../canonical/canonical';
+import { HostError } from '../../canonical/canonical';
 import type { HostKind, SseMessage, StreamDecoder } from '../host-kind';
 
 /** Chat-completions hosts: OpenAI and every compatible server (Groq, Together, vLLM, Ollama, …). */
@@ -131,7 +131,7 @@ class OpenAiDecoder implements StreamDecoder {
   }
 }
 
-export const openAiHost: HostKind = {
+export const openAiHost: HostKind<'openai'> = {
   name: 'openai',
 
   buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null) {

@@ -3,10 +3,10 @@ import { CommandBus } from '@nestjs/cqrs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config/config';
 import { chatCompletionsErrors } from '../../http/api-error';
+import { requireKey } from '../../http/credentials';
 import { schemaValidation } from '../../http/schema-validation';
-import { InferenceCommand } from '../../pipeline/inference.command';
+import { InferenceCommand } from '../../inference/inference.command';
 import { CONFIG } from '../../runtime/runtime.module';
-import { bearerKey } from '../../http/credentials';
 import { respond } from '../respond';
 import { ChatCompletionRequest, chatCompletionRequestSchema } from './chat-completions.schema';
 import { chunkSerializer, completionBody, errorBody, toCanonical } from './chat-completions.wire';
@@ -31,7 +31,7 @@ export class ChatCompletionsController {
     const result = await this.commands.execute(
       new InferenceCommand({
         surface: 'chat-completions',
-        apiKey: bearerKey(request),
+        apiKey: requireKey(request),
         model: body.model,
         request: toCanonical(body),
         requestId: request.id,

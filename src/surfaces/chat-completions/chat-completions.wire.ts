@@ -1,8 +1,8 @@
 import { ApiError, chatCompletionsError } from '../../http/api-error';
 import { creditsNumber } from '../../ledger/money';
-import type { CanonicalMessage, CanonicalRequest, FinishReason } from '../../pipeline/canonical';
-import type { InferenceResult, PipelineEvent } from '../../pipeline/inference.command';
-import type { Reply } from '../../pipeline/reduce';
+import type { CanonicalMessage, CanonicalRequest, FinishReason } from '../../canonical/canonical';
+import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
+import type { Reply } from '../../inference/reduce';
 import { sseData, StreamSerializer } from '../sse';
 import type { ChatCompletionRequest, ChatMessage } from './chat-completions.schema';
 

@@ -16,9 +16,9 @@ import { CommandBus } from '@nestjs/cqrs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config/config';
 import { ApiError, SurfaceErrorFilter } from '../../http/api-error';
-import { bearerKey } from '../../http/credentials';
+import { requireKey } from '../../http/credentials';
 import { schemaValidation } from '../../http/schema-validation';
-import { InferenceCommand } from '../../pipeline/inference.command';
+import { InferenceCommand } from '../../inference/inference.command';
 import { CONFIG } from '../../runtime/runtime.module';
 import { respond, SurfaceWire } from '../respond';
 import { MessagesRequest, messagesRequestSchema } from './messages.schema';
@@ -28,12 +28,8 @@ const FIRST_VERSION = '2023-06-01';
 
 const messagesWire: SurfaceWire = { serializer: eventSerializer, body: messageBody, error: messagesError };
 
-/** The key from `x-api-key` or `Authorization: Bearer`. */
-function messagesKey(request: FastifyRequest): string | null {
-  const header = request.headers['x-api-key'];
-  if (typeof header === 'string' && header.trim() !== '') return header.trim();
-  return bearerKey(request);
-}
+/** The key from `x-api-key` or `Authorization: Bearer` (a 401 without one). */
+const messagesKey = (request: FastifyRequest): string => requireKey(request, 'x-api-key or bearer');
 
 const isDate = (text: string) =>
   /^\d{4}-\d{2}-\d{2}$/.test(text) &&
@@ -61,8 +57,7 @@ const isAcceptedVersion = (version: string): boolean => {
 export class MessagesHeadersGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const request = context.switchToHttp().getRequest<FastifyRequest>();
-    if (!messagesKey(request))
-      throw new ApiError('invalid_api_key', 'missing API key: send it in "x-api-key" (or "Authorization: Bearer")');
+    messagesKey(request); // present, or a 401 now
     const header = request.headers['compat-version'] ?? request.headers['anthropic-version'];
     const version = typeof header === 'string' ? header.trim() : '';
     if (version === '') {

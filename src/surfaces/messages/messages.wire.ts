@@ -1,7 +1,7 @@
 import { ApiError, ApiErrorCode } from '../../http/api-error';
-import type { CanonicalMessage, CanonicalRequest, CanonicalToolChoice, FinishReason } from '../../pipeline/canonical';
-import type { InferenceResult, PipelineEvent } from '../../pipeline/inference.command';
-import type { Reply } from '../../pipeline/reduce';
+import type { CanonicalMessage, CanonicalRequest, CanonicalToolChoice, FinishReason } from '../../canonical/canonical';
+import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
+import type { Reply } from '../../inference/reduce';
 import { sseData, StreamSerializer } from '../sse';
 import type { ContentBlock, MessagesRequest, TextBlock, ToolResultBlock, ToolUseBlock } from './messages.schema';
 
@@ -17,7 +17,7 @@ const textOfBlocks = (blocks: ContentBlock[]): string =>
     .join('\n');
 
 const toolResultText = (block: ToolResultBlock): string => {
-  const text = typeof block.content === 'string' ? block.content : textOfBlocks((block.content ?? []) as ContentBlock[]);
+  const text = typeof block.content === 'string' ? block.content : textOfBlocks(block.content ?? []);
   // Chat-completions hosts have no error flag on tool results: say it in the text.
   return block.is_error ? `Error: ${text}` : text;
 };

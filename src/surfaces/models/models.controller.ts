@@ -1,7 +1,7 @@
 import { Controller, Get, Param, UseFilters, UseGuards } from '@nestjs/common';
 import { Catalogue, CatalogueModel } from '../../catalogue/catalogue';
 import { ApiError, chatCompletionsErrors } from '../../http/api-error';
-import { ApiKeyGuard } from '../../identity/api-key.guard';
+import { ApiKeyGuard } from '../api-key.guard';
 
 const describe = (model: CatalogueModel) => {
   const host = model.hosts.find((h) => h.host.usable) ?? model.hosts[0];

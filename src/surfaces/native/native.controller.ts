@@ -1,26 +1,14 @@
-import {
-  Body,
-  CanActivate,
-  Controller,
-  ExecutionContext,
-  HttpCode,
-  Inject,
-  Injectable,
-  Post,
-  Req,
-  Res,
-  UseFilters,
-  UseGuards,
-} from '@nestjs/common';
+import { Body, Controller, HttpCode, Inject, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config/config';
 import { ApiError, SurfaceErrorFilter } from '../../http/api-error';
-import { bearerKey } from '../../http/credentials';
-import { InferenceCommand } from '../../pipeline/inference.command';
+import { requireKey } from '../../http/credentials';
+import { InferenceCommand } from '../../inference/inference.command';
 import { CONFIG } from '../../runtime/runtime.module';
-import { respond } from '../respond';
 import { schemaValidation } from '../../http/schema-validation';
+import { BearerPresentGuard } from '../api-key.guard';
+import { respond } from '../respond';
 import { NativeChatRequest, nativeChatRequestSchema } from './native.schema';
 import { nativeError, nativeWire, toCanonical } from './native.wire';
 
@@ -35,17 +23,6 @@ function modelOf(request: FastifyRequest): string {
   const match = /^(.+)\/chat\/?$/.exec(path);
   if (!match) throw new ApiError('not_found', 'no such route: use POST /api/v1/models/{model}/chat');
   return match[1];
-}
-
-/** A missing key is a 401 before the body is looked at. */
-@Injectable()
-export class BearerPresentGuard implements CanActivate {
-  canActivate(context: ExecutionContext): boolean {
-    if (!bearerKey(context.switchToHttp().getRequest<FastifyRequest>())) {
-      throw new ApiError('invalid_api_key', 'missing API key: send "Authorization: Bearer <key>"');
-    }
-    return true;
-  }
 }
 
 const bodyValidation = schemaValidation<NativeChatRequest>(nativeChatRequestSchema);
@@ -69,7 +46,7 @@ export class NativeController {
     const result = await this.commands.execute(
       new InferenceCommand({
         surface: 'native',
-        apiKey: bearerKey(request),
+        apiKey: requireKey(request),
         model: modelOf(request),
         request: toCanonical(body),
         requestId: request.id,

@@ -1,8 +1,8 @@
 import type { ApiError } from '../../http/api-error';
 import { creditsNumber } from '../../ledger/money';
-import type { CanonicalRequest } from '../../pipeline/canonical';
-import type { InferenceResult, PipelineEvent } from '../../pipeline/inference.command';
-import type { Reply } from '../../pipeline/reduce';
+import type { CanonicalRequest } from '../../canonical/canonical';
+import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
+import type { Reply } from '../../inference/reduce';
 import type { SurfaceWire } from '../respond';
 import { sseData, StreamSerializer } from '../sse';
 import type { NativeChatRequest } from './native.schema';

@@ -1,4 +1,4 @@
-import { RefusalBudget } from '../../src/pipeline/refusal-budget';
+import { RefusalBudget } from '../../src/inference/refusal-budget';
 
 describe('refusal budget', () => {
   it('records up to the budget per organization each second, then again the next second', () => {

@@ -1,4 +1,4 @@
-import type { CanonicalRequest } from './canonical';
+import type { CanonicalRequest } from '../canonical/canonical';
 
 /**
  * Token counts without a tokenizer: used to size a reservation before the call, and to bill
@@ -8,7 +8,8 @@ import type { CanonicalRequest } from './canonical';
 const CHARS_PER_TOKEN = 4;
 const PER_MESSAGE = 4;
 
-export const tokensIn = (text: string): number => Math.ceil(text.length / CHARS_PER_TOKEN);
+/** Tokens in this many characters of text, rounded up. */
+export const tokensForChars = (chars: number): number => Math.ceil(chars / CHARS_PER_TOKEN);
 
 export function estimateInputTokens(request: CanonicalRequest): number {
   let chars = request.system.reduce((n, s) => n + s.length, 0);
@@ -17,5 +18,5 @@ export function estimateInputTokens(request: CanonicalRequest): number {
     if (m.role === 'assistant') for (const c of m.toolCalls) chars += c.name.length + c.arguments.length;
   }
   for (const t of request.tools) chars += t.name.length + (t.description?.length ?? 0) + JSON.stringify(t.parameters).length;
-  return Math.ceil(chars / CHARS_PER_TOKEN) + PER_MESSAGE * (request.messages.length + request.system.length) + 3;
+  return tokensForChars(chars) + PER_MESSAGE * (request.messages.length + request.system.length) + 3;
 }

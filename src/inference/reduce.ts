@@ -1,6 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import type { Observable, Subscription } from 'rxjs';
-import type { CanonicalToolCall, FinishReason } from './canonical';
+import type { CanonicalToolCall, FinishReason } from '../canonical/canonical';
 import type { Billed, PipelineEvent } from './inference.command';
 
 /** A whole reply: what a non-streamed response is made of. */
@@ -62,7 +62,8 @@ export function collectReply(events: Observable<PipelineEvent>, client: EventEmi
     client.once('close', leave);
     subscription = events.subscribe({
       next: (event) => add(reply, event),
-      error: (error: unknown) => {
+      // The stream fails with ApiErrors (a host's failure is mapped before it reaches here).
+      error: (error: Error) => {
         client.off('close', leave);
         reject(error);
       },

@@ -1,24 +1,25 @@
 import { Command } from '@nestjs/cqrs';
 import type { Observable } from 'rxjs';
 import type { CatalogueModel } from '../catalogue/catalogue';
-import type { CanonicalEvent, CanonicalRequest } from './canonical';
+import type { CanonicalEvent, CanonicalRequest } from '../canonical/canonical';
 
 export type SurfaceName = 'chat-completions' | 'messages' | 'native' | 'playground';
 
-export interface InferenceInput {
+/**
+ * Who pays: an API key secret as the client sent it (the surface has refused a request without
+ * one), or instead an organization already authenticated by other means (the dashboard's
+ * playground, signed in and a member), billed under a pseudo key id.
+ */
+export type InferenceCaller =
+  { apiKey: string; principal?: undefined } | { apiKey: null; principal: { orgId: string; keyId: string } };
+
+export type InferenceInput = InferenceCaller & {
   surface: SurfaceName;
-  /** The API key secret as the client sent it (null when none was sent). */
-  apiKey: string | null;
-  /**
-   * Instead of a key: an organization already authenticated by other means (the dashboard's
-   * playground, signed in and a member), billed under a pseudo key id.
-   */
-  principal?: { orgId: string; keyId: string };
   /** A catalogue slug or UUID. */
   model: string;
   request: CanonicalRequest;
   requestId: string;
-}
+};
 
 /** The last event of a completed request: what was charged, as settled in the ledger. */
 export interface Billed {

@@ -2,11 +2,12 @@ import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http
 import type { AddressInfo } from 'node:net';
 
 /**
- * The built-in simulated host: a small chat-completions server that streams a made-up reply at
- * a realistic pace and reports usage, so a newcomer can chat with no provider account. The
- * gateway reaches it over HTTP like any real host.
+ * The built-in simulated upstream: a small chat-completions server (not a kind of host: the
+ * shipped catalogue reaches it as an `openai` host, over HTTP like any real one) that streams a
+ * made-up reply at a realistic pace and reports usage, so a newcomer can chat with no provider
+ * account. `npm start` runs it beside the gateway; the gateway bench uses it as its upstream.
  */
-export interface SimulatedHostOptions {
+export interface SimulatedUpstreamOptions {
   port: number;
   host?: string;
   /** Delay before the first token. */
@@ -15,7 +16,7 @@ export interface SimulatedHostOptions {
   tokensPerSecond?: number;
 }
 
-export interface SimulatedHost {
+export interface SimulatedUpstream {
   url: string;
   close(): Promise<void>;
 }
@@ -36,12 +37,11 @@ const WORDS =
     ' ',
   );
 
+const partText = (part: unknown): string =>
+  typeof part === 'object' && part !== null && 'text' in part && typeof part.text === 'string' ? part.text : '';
+
 const contentText = (content: unknown): string =>
-  typeof content === 'string'
-    ? content
-    : Array.isArray(content)
-      ? content.map((p) => (typeof p?.text === 'string' ? p.text : '')).join(' ')
-      : '';
+  typeof content === 'string' ? content : Array.isArray(content) ? content.map(partText).join(' ') : '';
 
 /** The reply's pieces (one token each): an echo of the last user message, then the fixed text. */
 function replyPieces(body: ChatBody, limit: number): string[] {
@@ -64,7 +64,7 @@ function forcedTool(body: ChatBody): string | null {
 const promptTokens = (body: ChatBody) =>
   Math.ceil((body.messages ?? []).reduce((n, m) => n + contentText(m.content).length, 0) / 4) + 4 * (body.messages?.length ?? 0);
 
-export async function startSimulatedHost(options: SimulatedHostOptions): Promise<SimulatedHost> {
+export async function startSimulatedUpstream(options: SimulatedUpstreamOptions): Promise<SimulatedUpstream> {
   const firstTokenMs = options.firstTokenMs ?? 150;
   const pace = options.tokensPerSecond ?? 60;
   const timers = new Set<NodeJS.Timeout>();

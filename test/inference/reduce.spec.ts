@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { NEVER, Observable, of, throwError } from 'rxjs';
-import type { PipelineEvent } from '../../src/pipeline/inference.command';
-import { collectReply } from '../../src/pipeline/reduce';
+import type { PipelineEvent } from '../../src/inference/inference.command';
+import { collectReply } from '../../src/inference/reduce';
 
 describe('a non-streamed reply, folded from the stream', () => {
   it('folds text, tool calls, finish and usage, and stops listening to the client', async () => {

@@ -1,0 +1,90 @@
+import type { CanonicalRequest } from '../canonical/canonical';
+import type { CatalogueModel, ModelHost } from '../catalogue/catalogue';
+import { ApiError } from '../http/api-error';
+import { chargeFor, formatCredits, TokenPrices, TokenUsage } from '../ledger/money';
+import { estimateInputTokens } from './tokens';
+
+/**
+ * Admission, decided: what a request may reserve once its model is looked up, or why it is
+ * turned away before anything is held. Pure: the shell looks the model up and asks the ledger.
+ */
+
+/** A request the ledger is asked to admit. */
+export interface AdmissionPlan {
+  kind: 'reserve';
+  model: CatalogueModel;
+  /** The hosts that may serve, in the catalogue's order: the first is called, the rest are fallbacks. */
+  hosts: ModelHost[];
+  /** The request as hosts get it: the output cap filled in. */
+  request: CanonicalRequest;
+  estimate: TokenUsage;
+  /** The highest prices among the hosts: a fallback must stay covered. */
+  prices: TokenPrices;
+  /** What to reserve (nano-credits): the estimate at those prices. */
+  amount: number;
+}
+
+/** A request turned away before any reservation. */
+export interface Refusal {
+  kind: 'refuse';
+  /** The model as the request log shows it: the slug when found, else what was asked for. */
+  model: string;
+  error: ApiError;
+}
+
+/** The highest price among the hosts that may serve: a fallback must stay covered. */
+export const highestPrices = (hosts: ModelHost[]): TokenPrices => ({
+  input: Math.max(...hosts.map((h) => h.prices.input)),
+  output: Math.max(...hosts.map((h) => h.prices.output)),
+});
+
+/**
+ * Given the model asked for (`requested`, a slug or UUID), what the catalogue found for it and the
+ * client's request: the plan to reserve, or the refusal (unknown model, no configured host, or an
+ * output cap above the model's limit).
+ */
+export function planAdmission(
+  requested: string,
+  model: CatalogueModel | null,
+  request: CanonicalRequest,
+): AdmissionPlan | Refusal {
+  if (!model) {
+    return refusal(requested, 'not_found', `model "${requested}" is not in the catalogue (GET /api/v1/models lists them)`);
+  }
+  const hosts = model.hosts.filter((h) => h.host.usable);
+  if (hosts.length === 0) {
+    return refusal(model.slug, 'not_found', `model "${model.slug}" is not available here: none of its hosts is configured`);
+  }
+  const maxTokens = request.maxTokens ?? model.maxOutputTokens;
+  if (maxTokens > model.maxOutputTokens) {
+    return refusal(
+      model.slug,
+      'invalid_request',
+      `the output token cap asked for (${maxTokens}) exceeds ${model.slug}'s limit of ${model.maxOutputTokens} output tokens`,
+    );
+  }
+  const capped: CanonicalRequest = { ...request, maxTokens };
+  const estimate: TokenUsage = { inputTokens: estimateInputTokens(capped), outputTokens: maxTokens };
+  const prices = highestPrices(hosts);
+  return { kind: 'reserve', model, hosts, request: capped, estimate, prices, amount: chargeFor(estimate, prices) };
+}
+
+const refusal = (model: string, code: 'not_found' | 'invalid_request', message: string): Refusal => ({
+  kind: 'refuse',
+  model,
+  error: new ApiError(code, message),
+});
+
+/** The 402 for a balance below the estimate: how many output tokens the balance could pay for, if any. */
+export function insufficientCredits(available: number, estimate: TokenUsage, prices: TokenPrices): ApiError {
+  const inputCost = chargeFor({ inputTokens: estimate.inputTokens, outputTokens: 0 }, prices);
+  const affordable =
+    prices.output === 0 ? estimate.outputTokens : Number((BigInt(available - inputCost) * 1_000_000n) / BigInt(prices.output));
+  const balance = `${formatCredits(Math.max(0, available))} credits available`;
+  return new ApiError(
+    'insufficient_credits',
+    affordable > 0
+      ? `insufficient credits: ${balance}, enough for at most ${affordable} output tokens on this request (asked for ${estimate.outputTokens}); lower max_tokens or add credits`
+      : `insufficient credits: ${balance}, not enough for this request's input; add credits`,
+  );
+}

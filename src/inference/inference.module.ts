@@ -1,0 +1,29 @@
+import { Module } from '@nestjs/common';
+import { CqrsModule } from '@nestjs/cqrs';
+import type { Config } from '../config/config';
+import { HostTransport } from '../hosts/transport';
+import { CONFIG } from '../runtime/runtime.module';
+import { InferenceHandler } from './inference.handler';
+
+/**
+ * The inference use case: its command handler and the transport to hosts it calls. Every module
+ * that dispatches InferenceCommand (the API surfaces, the dashboard's playground) imports this.
+ * Needs the runtime's services and the catalogue (global modules).
+ */
+@Module({
+  imports: [CqrsModule],
+  providers: [
+    {
+      provide: HostTransport,
+      inject: [CONFIG],
+      useFactory: (config: Config) =>
+        new HostTransport({
+          firstByteMs: config.hostFirstByteTimeoutMs,
+          replyMs: config.requestTimeoutMs,
+          idleMs: config.requestTimeoutMs,
+        }),
+    },
+    InferenceHandler,
+  ],
+})
+export class InferenceModule {}

@@ -1,0 +1,89 @@
+import type { HostError } from '../canonical/canonical';
+import { ApiError } from '../http/api-error';
+import type { ReservationEvent } from '../ledger/ledger.events';
+import type { TokenUsage } from '../ledger/money';
+import type { AttemptState, Ending } from './attempt';
+import type { Billed } from './inference.command';
+import { tokensForChars } from './tokens';
+
+/**
+ * The settlement, decided: given how a request ended and what was delivered, what the ledger
+ * records (a settlement for what was used, or the hold released) and what the client is told.
+ */
+
+/** The request log's status of a request that was served (or began to be). */
+export type SettlementStatus = 'ok' | 'client_abort' | 'provider_timeout' | 'provider_error';
+
+export type Settlement =
+  /** Bill `usage`. A completed request (`ok`) reports its charge at once, before the event is written. */
+  | { action: 'settle'; status: SettlementStatus; usage: TokenUsage }
+  /** Nothing was delivered: the whole hold returns. */
+  | { action: 'release'; status: Exclude<SettlementStatus, 'ok'>; reason: string }
+  /** The reservation was never recorded: there is nothing to resolve. */
+  | { action: 'none' };
+
+/** What was delivered, as the attempt counted it. */
+export type Delivered = Pick<AttemptState, 'produced' | 'usage' | 'deliveredChars'>;
+
+const NOTHING: Settlement = { action: 'none' };
+
+/** The usage to bill: as the host reported it, else the estimated input and the characters delivered. */
+export const billedUsage = (delivered: Delivered, estimatedInput: number): TokenUsage =>
+  delivered.usage ?? { inputTokens: estimatedInput, outputTokens: tokensForChars(delivered.deliveredChars) };
+
+type Unfinished = Extract<Ending, { kind: 'abort' | 'timeout' | 'failed' }>;
+
+/** The status of a request that did not complete: the client left, or the provider timed out or failed. */
+const unfinishedStatus = (ending: Unfinished): Exclude<SettlementStatus, 'ok'> =>
+  ending.kind === 'abort'
+    ? 'client_abort'
+    : ending.kind === 'timeout' || ending.error.kind === 'timeout'
+      ? 'provider_timeout'
+      : 'provider_error';
+
+/**
+ * A completed request is billed (from its usage); one that did not complete is billed for what
+ * was delivered, or released in full when nothing was.
+ */
+export function settlementFor(ending: Ending, delivered: Delivered, estimatedInput: number): Settlement {
+  if (ending.kind === 'unrecorded') return NOTHING;
+  if (ending.kind === 'complete') return { action: 'settle', status: 'ok', usage: billedUsage(delivered, estimatedInput) };
+  const status = unfinishedStatus(ending);
+  if (!delivered.produced) return { action: 'release', status, reason: ending.kind === 'failed' ? ending.error.message : status };
+  return { action: 'settle', status, usage: billedUsage(delivered, estimatedInput) };
+}
+
+/**
+ * What the client is told of an ending other than completion (an error for the stream), or null:
+ * a completed request ends normally and an aborted one has nobody left to tell.
+ */
+export function endingError(ending: Ending, hostId: string, requestTimeoutMs: number): ApiError | null {
+  switch (ending.kind) {
+    case 'complete':
+    case 'abort':
+      return null;
+    case 'unrecorded':
+      return new ApiError('internal_error', 'the reservation could not be recorded; nothing was billed');
+    case 'timeout':
+      return new ApiError('provider_timeout', `the provider did not finish within ${requestTimeoutMs} ms`);
+    case 'failed':
+      return providerFailure(ending.error, hostId);
+  }
+}
+
+/** A host's failure as the client sees it. */
+export function providerFailure(error: HostError, hostId: string): ApiError {
+  if (error.kind === 'timeout') return new ApiError('provider_timeout', `provider ${hostId} did not answer in time`);
+  // The upstream refused the request itself (not its own failure): the caller can fix it.
+  if (error.kind === 'status' && (error.status === 400 || error.status === 413 || error.status === 422)) {
+    return new ApiError('invalid_request', `provider ${hostId} rejected the request: ${error.message}`);
+  }
+  return new ApiError('provider_error', `provider ${hostId} failed: ${error.message}`);
+}
+
+/** The last event of a completed request, from its settlement: what was charged, and by whom. */
+export function billedOf(event: ReservationEvent, hostId: string): Billed | null {
+  if (event.type !== 'ReservationSettled') return null;
+  const { inputTokens, outputTokens, amount } = event.data;
+  return { type: 'billed', inputTokens, outputTokens, cost: amount, host: hostId };
+}

@@ -1,0 +1,122 @@
+import { CanonicalEvent, HostError } from '../../src/canonical/canonical';
+import {
+  ABORT,
+  AttemptInput,
+  attemptStep,
+  DEADLINE,
+  HOST_COMPLETE,
+  hostFailed,
+  initialAttempt,
+  UNRECORDED,
+} from '../../src/inference/attempt';
+
+const ready: CanonicalEvent = { type: 'ready' };
+const text = (t: string): CanonicalEvent => ({ type: 'text', text: t });
+const unavailable = new HostError('status', 'overloaded', 503);
+const badRequest = new HostError('status', 'bad request', 400);
+
+/** given an attempt over `hosts` hosts that has seen `history`, when `input`, then the action and the state. */
+function given(hosts: number, ...history: AttemptInput[]) {
+  const state = initialAttempt(hosts);
+  for (const input of history) attemptStep(state, input);
+  return { state, when: (input: AttemptInput) => ({ action: attemptStep(state, input), state }) };
+}
+
+describe('the attempt', () => {
+  it('starts on the first host, with nothing delivered and no ending', () => {
+    expect(initialAttempt(3)).toEqual({
+      hostIndex: 0,
+      hostCount: 3,
+      ready: false,
+      produced: false,
+      deliveredChars: 0,
+      usage: null,
+      ending: null,
+    });
+  });
+
+  describe('host events', () => {
+    it('forwards the first ready, and skips a fallback host ready', () => {
+      expect(given(2).when(ready).action).toBe('forward');
+      expect(given(2, ready, hostFailed(unavailable)).when(ready).action).toBe('skip');
+    });
+
+    it('counts the characters of text and tool calls, which count as output', () => {
+      const { action, state } = given(1, ready, text('Hello')).when({
+        type: 'tool_call',
+        index: 0,
+        id: 'call_1',
+        name: 'lookup',
+        argumentsDelta: '{"q":1}',
+      });
+      expect(action).toBe('forward');
+      expect(state).toMatchObject({ produced: true, deliveredChars: 5 + 6 + 7 });
+    });
+
+    it('keeps the usage the host reports, and forwards it and the finish', () => {
+      const { action, state } = given(1, ready, text('Hi')).when({ type: 'usage', inputTokens: 7, outputTokens: 2 });
+      expect(action).toBe('forward');
+      expect(state.usage).toEqual({ inputTokens: 7, outputTokens: 2 });
+      expect(given(1, ready).when({ type: 'finish', reason: 'stop' }).action).toBe('forward');
+    });
+
+    it('updates the one state the shell owns (no copy per streamed token)', () => {
+      const { state, when } = given(1, ready);
+      expect(when(text('a')).state).toBe(state);
+    });
+  });
+
+  describe('a host failure', () => {
+    it('before any output, retryable, with a host left: moves on to the next host', () => {
+      const { action, state } = given(3, ready).when(hostFailed(unavailable));
+      expect(action).toBe('next_host');
+      expect(state).toMatchObject({ hostIndex: 1, ending: null });
+    });
+
+    it('on the last host: ends the request failed', () => {
+      const { action, state } = given(2, hostFailed(unavailable)).when(hostFailed(unavailable));
+      expect(action).toBe('end');
+      expect(state).toMatchObject({ hostIndex: 1, ending: { kind: 'failed', error: unavailable } });
+    });
+
+    it('after output: ends the request (what was delivered cannot be taken back)', () => {
+      const { action, state } = given(2, ready, text('partial')).when(hostFailed(unavailable));
+      expect(action).toBe('end');
+      expect(state).toMatchObject({ hostIndex: 0, ending: { kind: 'failed', error: unavailable } });
+    });
+
+    it('that is not retryable (the request itself was refused): ends the request', () => {
+      const { action, state } = given(2).when(hostFailed(badRequest));
+      expect(action).toBe('end');
+      expect(state.ending).toEqual({ kind: 'failed', error: badRequest });
+    });
+  });
+
+  describe('the other endings', () => {
+    it.each([
+      ['the host completing', HOST_COMPLETE, 'complete'],
+      ['the deadline', DEADLINE, 'timeout'],
+      ['the client leaving', ABORT, 'abort'],
+      ['the reservation not recorded', UNRECORDED, 'unrecorded'],
+    ])('%s ends the request (%s)', (_name, signal, kind) => {
+      const { action, state } = given(2, ready, text('Hi')).when(signal);
+      expect(action).toBe('end');
+      expect(state.ending).toEqual({ kind });
+    });
+  });
+
+  describe('exactly one ending', () => {
+    it.each([
+      ['a late event', text('late')],
+      ['a late failure', hostFailed(unavailable)],
+      ['the deadline', DEADLINE],
+      ['the client leaving', ABORT],
+      ['an unrecorded reservation', UNRECORDED],
+      ['another completion', HOST_COMPLETE],
+    ])('given an ended request, %s is ignored', (_name, input) => {
+      const { action, state } = given(2, ready, text('Hi'), HOST_COMPLETE).when(input);
+      expect(action).toBe('ignore');
+      expect(state).toMatchObject({ ending: { kind: 'complete' }, deliveredChars: 2, hostIndex: 0 });
+    });
+  });
+});

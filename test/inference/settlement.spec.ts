@@ -1,0 +1,151 @@
+import { HostError } from '../../src/canonical/canonical';
+import type { Ending } from '../../src/inference/attempt';
+import { billedOf, billedUsage, endingError, providerFailure, settlementFor } from '../../src/inference/settlement';
+import type { ReservationEvent } from '../../src/ledger/ledger.events';
+
+const ESTIMATED_INPUT = 40;
+const nothing = { produced: false, usage: null, deliveredChars: 0 };
+const partial = { produced: true, usage: null, deliveredChars: 10 };
+const reported = { produced: true, usage: { inputTokens: 12, outputTokens: 34 }, deliveredChars: 10 };
+
+const failed = (error: HostError): Ending => ({ kind: 'failed', error });
+const connection = new HostError('connection', 'upstream connection failed: reset');
+const slow = new HostError('timeout', 'upstream did not answer in time');
+
+describe('the settlement', () => {
+  describe('given a completed request', () => {
+    it('bills the usage the host reported', () => {
+      expect(settlementFor({ kind: 'complete' }, reported, ESTIMATED_INPUT)).toEqual({
+        action: 'settle',
+        status: 'ok',
+        usage: { inputTokens: 12, outputTokens: 34 },
+      });
+    });
+
+    it('without reported usage, bills the estimated input and the characters delivered (four a token, rounded up)', () => {
+      expect(settlementFor({ kind: 'complete' }, partial, ESTIMATED_INPUT)).toEqual({
+        action: 'settle',
+        status: 'ok',
+        usage: { inputTokens: 40, outputTokens: 3 },
+      });
+    });
+
+    it('bills even an empty reply', () => {
+      expect(settlementFor({ kind: 'complete' }, nothing, ESTIMATED_INPUT)).toEqual({
+        action: 'settle',
+        status: 'ok',
+        usage: { inputTokens: 40, outputTokens: 0 },
+      });
+    });
+  });
+
+  describe('given a request cut after output', () => {
+    it.each<[string, Ending, string]>([
+      ['by the client', { kind: 'abort' }, 'client_abort'],
+      ['by the deadline', { kind: 'timeout' }, 'provider_timeout'],
+      ["by the host's timeout", failed(slow), 'provider_timeout'],
+      ["by the host's failure", failed(connection), 'provider_error'],
+    ])('%s: bills what was delivered', (_name, ending, status) => {
+      expect(settlementFor(ending, partial, ESTIMATED_INPUT)).toEqual({
+        action: 'settle',
+        status,
+        usage: { inputTokens: 40, outputTokens: 3 },
+      });
+      expect(settlementFor(ending, reported, ESTIMATED_INPUT)).toMatchObject({ usage: { inputTokens: 12, outputTokens: 34 } });
+    });
+  });
+
+  describe('given a request that ended before any output', () => {
+    it.each<[string, Ending, string, string]>([
+      ['the client left', { kind: 'abort' }, 'client_abort', 'client_abort'],
+      ['the deadline passed', { kind: 'timeout' }, 'provider_timeout', 'provider_timeout'],
+      ['the host timed out', failed(slow), 'provider_timeout', 'upstream did not answer in time'],
+      ['the host failed', failed(connection), 'provider_error', 'upstream connection failed: reset'],
+    ])('%s: releases the whole hold', (_name, ending, status, reason) => {
+      expect(settlementFor(ending, nothing, ESTIMATED_INPUT)).toEqual({ action: 'release', status, reason });
+    });
+  });
+
+  it('given a reservation that was never recorded, resolves nothing', () => {
+    expect(settlementFor({ kind: 'unrecorded' }, partial, ESTIMATED_INPUT)).toEqual({ action: 'none' });
+  });
+
+  it('bills reported usage over the estimate', () => {
+    expect(billedUsage(reported, ESTIMATED_INPUT)).toBe(reported.usage);
+    expect(billedUsage({ produced: true, usage: null, deliveredChars: 8 }, 5)).toEqual({ inputTokens: 5, outputTokens: 2 });
+  });
+});
+
+describe('what the client is told', () => {
+  it('nothing more for a completed request, nor for a client that left', () => {
+    expect(endingError({ kind: 'complete' }, 'host-a', 600_000)).toBeNull();
+    expect(endingError({ kind: 'abort' }, 'host-a', 600_000)).toBeNull();
+  });
+
+  it('a 504 when the deadline passed', () => {
+    expect(endingError({ kind: 'timeout' }, 'host-a', 600_000)).toMatchObject({
+      code: 'provider_timeout',
+      message: 'the provider did not finish within 600000 ms',
+    });
+  });
+
+  it('a 500 when the reservation could not be recorded', () => {
+    expect(endingError({ kind: 'unrecorded' }, 'host-a', 600_000)).toMatchObject({
+      code: 'internal_error',
+      message: 'the reservation could not be recorded; nothing was billed',
+    });
+  });
+
+  it("the host's failure, mapped", () => {
+    expect(endingError(failed(connection), 'host-a', 600_000)).toEqual(providerFailure(connection, 'host-a'));
+  });
+
+  it.each<[string, HostError, string, string]>([
+    ['a timeout', slow, 'provider_timeout', 'provider host-a did not answer in time'],
+    ['a 400', new HostError('status', 'bad field', 400), 'invalid_request', 'provider host-a rejected the request: bad field'],
+    ['a 413', new HostError('status', 'too big', 413), 'invalid_request', 'provider host-a rejected the request: too big'],
+    [
+      'a 422',
+      new HostError('status', 'unprocessable', 422),
+      'invalid_request',
+      'provider host-a rejected the request: unprocessable',
+    ],
+    ['a 500', new HostError('status', 'oops', 500), 'provider_error', 'provider host-a failed: oops'],
+    ['a broken connection', connection, 'provider_error', 'provider host-a failed: upstream connection failed: reset'],
+    ['a malformed stream', new HostError('malformed', 'bad json'), 'provider_error', 'provider host-a failed: bad json'],
+  ])('a host failure (%s)', (_name, error, code, message) => {
+    expect(providerFailure(error, 'host-a')).toMatchObject({ code, message });
+  });
+});
+
+describe('the billed event', () => {
+  const facts = { requestId: 'r', keyId: 'k', surface: 'native', model: 'vendor/model', reservationId: 'res', orgId: 'o' };
+
+  it('reports a settlement: tokens, charge and host', () => {
+    const settled: ReservationEvent = {
+      type: 'ReservationSettled',
+      data: {
+        ...facts,
+        status: 'ok',
+        latencyMs: 5,
+        host: 'host-a',
+        hostModel: 'm',
+        inputTokens: 12,
+        outputTokens: 34,
+        prices: { input: 1, output: 2 },
+        amount: 99,
+        held: 100,
+        settledAt: 1,
+      },
+    };
+    expect(billedOf(settled, 'host-a')).toEqual({ type: 'billed', inputTokens: 12, outputTokens: 34, cost: 99, host: 'host-a' });
+  });
+
+  it('is nothing for any other resolution', () => {
+    const released: ReservationEvent = {
+      type: 'ReservationReleased',
+      data: { ...facts, status: 'ok', latencyMs: 5, host: 'host-a', held: 100, reason: 'x', releasedAt: 1 },
+    };
+    expect(billedOf(released, 'host-a')).toBeNull();
+  });
+});
