@@ -53,7 +53,8 @@ export interface KeyRecord {
 }
 
 /** A key is active until it is revoked; revoking cannot be undone. */
-export const keyStatus = (key: Pick<KeyRecord, 'revokedAt'>): 'active' | 'revoked' => (key.revokedAt === null ? 'active' : 'revoked');
+export const keyStatus = (key: Pick<KeyRecord, 'revokedAt'>): 'active' | 'revoked' =>
+  key.revokedAt === null ? 'active' : 'revoked';
 
 export interface RequestLogEntry {
   requestId: string;
