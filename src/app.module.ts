@@ -2,7 +2,7 @@ import { Controller, DynamicModule, Get, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { CreditsModule } from './credits/credits.module';
 import { DashboardModule } from './dashboard/dashboard.module';
-import type { SessionTokens } from './dashboard/sessions';
+import type { SessionTokens } from './dashboard/session/sessions';
 import type { Catalogue } from './catalogue/catalogue';
 import { CatalogueModule } from './catalogue/catalogue.module';
 import type { Runtime } from './runtime/runtime';

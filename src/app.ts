@@ -4,7 +4,7 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppModule } from './app.module';
 import { Catalogue } from './catalogue/catalogue';
-import { SessionTokens } from './dashboard/sessions';
+import { SessionTokens } from './dashboard/session/sessions';
 import { serveWebApp } from './dashboard/web-app';
 import type { Runtime } from './runtime/runtime';
 import { ErrorFormatByRoute, errorFormatFor } from './error-formats';

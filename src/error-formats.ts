@@ -1,7 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, chatCompletionsError, replyWithError } from './http/api-error';
-import { dashboardError } from './dashboard/dashboard.controller';
+import { dashboardError } from './dashboard/dashboard-error';
 import { messagesError } from './surfaces/messages/messages.wire';
 import { nativeError } from './surfaces/native/native.wire';
 

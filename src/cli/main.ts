@@ -6,7 +6,7 @@ import { IdentityRuleError } from '../identity/identity.decider';
 import { LedgerRuleError } from '../ledger/ledger.decider';
 import { formatCredits, MoneyFormatError, parseCredits } from '../ledger/money';
 import { rebuildProjections } from '../projections/projector';
-import { availableOf } from '../projections/read-model';
+import { availableOf, keyStatus, reservedOf } from '../projections/read-model';
 import { openRuntime, Runtime } from '../runtime/runtime';
 
 /** A failure to report to the operator as one line, with a non-zero exit. */
@@ -124,7 +124,7 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
           orgId: opts.org,
           granted: formatCredits(b.granted),
           spent: formatCredits(b.spent),
-          reserved: formatCredits(b.reserved + b.pending),
+          reserved: formatCredits(reservedOf(b)),
           available: formatCredits(availableOf(b)),
         };
         out.print(view, [
@@ -161,7 +161,7 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
             name,
             prefix,
             createdAt: new Date(createdAt).toISOString(),
-            status: revokedAt === null ? 'active' : 'revoked',
+            status: keyStatus({ revokedAt }),
           }));
         out.print(
           list,

@@ -1,7 +1,7 @@
 import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
 import { creditsNumber } from '../ledger/money';
 import { ProjectionStore } from '../projections/projection-store';
-import { availableOf } from '../projections/read-model';
+import { availableOf, reservedOf } from '../projections/read-model';
 import { PROJECTIONS } from '../runtime/runtime.module';
 import { Inject } from '@nestjs/common';
 
@@ -28,7 +28,7 @@ export class GetCreditsHandler implements IQueryHandler<GetCreditsQuery, Credits
     return {
       total_credits: creditsNumber(balance.granted),
       total_usage: creditsNumber(balance.spent),
-      reserved: creditsNumber(balance.reserved + balance.pending),
+      reserved: creditsNumber(reservedOf(balance)),
       available: creditsNumber(availableOf(balance)),
     };
   }

@@ -1,19 +1,33 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { InferenceModule } from '../inference/inference.module';
-import { DashboardController, DashboardSettings } from './dashboard.controller';
-import { SessionTokens } from './sessions';
+import { KeysController } from './keys/keys.controller';
+import { OrganizationsController } from './organizations/organizations.controller';
+import { PlaygroundController } from './playground/playground.controller';
+import { DASHBOARD_SETTINGS, DashboardSettings } from './session/dashboard-settings';
+import { SessionController } from './session/session.controller';
+import { SessionGuard } from './session/session.guard';
+import { SessionTokens } from './session/sessions';
+import { SignIn } from './session/sign-in';
+import { UsageController } from './usage/usage.controller';
 
+/**
+ * The dashboard's API, under /dashboard/api, one slice per use case. Signed-in people only (a
+ * session cookie, never an API key; see SessionGuard), each request confined to the
+ * organizations the user belongs to.
+ */
 @Module({})
 export class DashboardModule {
   static forSettings(tokens: SessionTokens, settings: DashboardSettings): DynamicModule {
     return {
       module: DashboardModule,
       imports: [CqrsModule, InferenceModule],
-      controllers: [DashboardController],
+      controllers: [SessionController, OrganizationsController, KeysController, UsageController, PlaygroundController],
       providers: [
         { provide: SessionTokens, useValue: tokens },
-        { provide: 'DASHBOARD_SETTINGS', useValue: settings },
+        { provide: DASHBOARD_SETTINGS, useValue: settings },
+        SessionGuard,
+        SignIn,
       ],
     };
   }

@@ -22,6 +22,9 @@ export interface Balance {
 
 export const availableOf = (b: Balance): number => b.granted - b.spent - b.reserved - b.pending;
 
+/** What is shown as reserved: holds recorded in the log and holds still pending, together. */
+export const reservedOf = (b: Balance): number => b.reserved + b.pending;
+
 export interface OrgLedger {
   granted: number;
   spent: number;
@@ -40,6 +43,10 @@ export interface OpenReservation {
 import type { KeyRecord } from '../identity/key-lookup';
 
 export type { KeyRecord };
+
+/** A key is active until it is revoked; revoking cannot be undone. */
+export const keyStatus = (key: Pick<KeyRecord, 'revokedAt'>): 'active' | 'revoked' =>
+  key.revokedAt === null ? 'active' : 'revoked';
 
 export interface RequestLogEntry {
   requestId: string;

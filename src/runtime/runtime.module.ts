@@ -1,6 +1,7 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { IdentityService } from '../identity/identity.service';
 import { LedgerService } from '../ledger/ledger.service';
+import { Projector } from '../projections/projector';
 import type { Runtime } from './runtime';
 
 export const PROJECTIONS = Symbol('ProjectionStore');
@@ -16,6 +17,7 @@ export class RuntimeModule {
       { provide: PROJECTIONS, useValue: runtime.projections },
       { provide: LedgerService, useValue: runtime.ledger },
       { provide: IdentityService, useValue: runtime.identity },
+      { provide: Projector, useValue: runtime.projector },
     ];
     return { module: RuntimeModule, providers, exports: providers };
   }

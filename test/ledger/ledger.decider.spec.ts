@@ -72,7 +72,7 @@ describe('reservation decider', () => {
   });
 
   it('respects an explicit zero usage', () => {
-    const { events } = given(reserved).when({ ...settle, usage: { inputTokens: 0, outputTokens: 0 } } as ReservationCommand);
+    const { events } = given(reserved).when({ ...settle, usage: { inputTokens: 0, outputTokens: 0 } });
     expect(events[0]).toMatchObject({ type: 'ReservationSettled', data: { amount: 0 } });
   });
 
@@ -113,7 +113,7 @@ describe('reservation decider', () => {
     expect(given(reserved).when(reserve()).error).toBe('reservation_exists');
     expect(given().when(reserve(-1)).error).toBe('invalid_amount');
     expect(given().when(reserve(0.5)).error).toBe('invalid_amount');
-    expect(given(reserved).when({ ...settle, usage: { inputTokens: -1, outputTokens: 0 } } as ReservationCommand).error).toBe(
+    expect(given(reserved).when({ ...settle, usage: { inputTokens: -1, outputTokens: 0 } }).error).toBe(
       'invalid_usage',
     );
   });

@@ -51,7 +51,7 @@ async function run(ops: Op[]): Promise<void> {
 
   async function append(streamId: string, events: LedgerEvent[]): Promise<void> {
     const recorded = events.map(
-      (e) => ({ ...e, streamId, revision: 0, position: log.length + 1, recordedAt: now }) as RecordedEvent,
+      (e) => ({ ...e, streamId, revision: 0, position: log.length + 1, recordedAt: now }),
     );
     log.push(...recorded);
     await store.apply(recorded);
@@ -94,7 +94,7 @@ async function run(ops: Op[]): Promise<void> {
           );
           await append(`reservation-${id}`, events);
           expect(availableOf(await store.balance(orgId))).toBe(before);
-          reservations.set(id, { state: evolveReservation(initialReservation(), events[0] as ReservationEvent), revision: 0 });
+          reservations.set(id, { state: evolveReservation(initialReservation(), events[0]), revision: 0 });
           break;
         }
         case 'settle':

@@ -68,6 +68,21 @@ export interface Model {
   name: string;
 }
 
+/** The playground's stream, in the native route's events: `delta`s of text, then `done`, or `error`. */
+export interface StreamDelta {
+  text: string;
+}
+export interface StreamDone {
+  finish_reason: string;
+  usage: { input_tokens: number; output_tokens: number };
+  /** Null when the request was not billed. */
+  cost: number | null;
+  cost_nano: number | null;
+}
+export interface StreamError {
+  error: { code: string; message: string };
+}
+
 const BASE = '/dashboard/api';
 
 export class ApiError extends Error {
@@ -98,10 +113,19 @@ export function setUnauthorizedHandler(handler: () => void): void {
   onUnauthorized = handler;
 }
 
+/**
+ * A failure's body: the dashboard answers `{ error: { code, message }, retryAfterSeconds? }`, but a
+ * proxy in between may answer anything, so every field is checked before use.
+ */
+interface ErrorBody {
+  error?: { code?: unknown; message?: unknown; retryAfterSeconds?: unknown } | null;
+  retryAfterSeconds?: unknown;
+}
+
 async function toApiError(res: Response, path: string): Promise<ApiError> {
-  let body: any = null;
+  let body: ErrorBody | null = null;
   try {
-    body = await res.json();
+    body = (await res.json()) as ErrorBody | null;
   } catch {
     // Not JSON (a proxy's error page): fall back to the status below.
   }

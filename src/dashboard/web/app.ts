@@ -1,7 +1,7 @@
 // The dashboard's entry: loads the config and session, draws the signed-in shell (header with
 // organization, credits and navigation), and routes by hash (#/keys, #/usage, ...).
 import { api, ApiError, Config, isAbort, messageOf, setUnauthorizedHandler } from './api';
-import { errorBox, h, toast } from './dom';
+import { asyncListener, errorBox, h, toast } from './dom';
 import { formatCredits } from './format';
 import { Page, PageContext } from './page';
 import { renderAuth } from './pages/auth';
@@ -119,18 +119,21 @@ function ensureShell(): Shell {
   if (shell) return shell;
   const links = new Map(NAV.map(([path, label, testid]) => [path, h('a', { href: `#${path}`, 'data-testid': testid }, label)]));
   const switcher = h('select', { 'aria-label': 'Active organization', 'data-testid': 'org-switcher' });
-  switcher.addEventListener('change', async () => {
-    const previous = store.session?.activeOrg?.id ?? '';
-    switcher.disabled = true;
-    try {
-      await switchOrg(switcher.value); // the session listener re-renders the page
-    } catch (error) {
-      switcher.value = previous;
-      toast(messageOf(error), 'error');
-    } finally {
-      switcher.disabled = false;
-    }
-  });
+  switcher.addEventListener(
+    'change',
+    asyncListener(async () => {
+      const previous = store.session?.activeOrg?.id ?? '';
+      switcher.disabled = true;
+      try {
+        await switchOrg(switcher.value); // the session listener re-renders the page
+      } catch (error) {
+        switcher.value = previous;
+        toast(messageOf(error), 'error');
+      } finally {
+        switcher.disabled = false;
+      }
+    }),
+  );
   const toggle = h(
     'button',
     { type: 'button', class: 'nav-toggle', 'aria-expanded': 'false', 'aria-controls': 'menu', 'data-testid': 'nav-toggle' },
@@ -151,7 +154,11 @@ function ensureShell(): Shell {
         '+ New organization',
       ),
       h('span', { class: 'email muted', 'data-testid': 'user-email' }),
-      h('button', { type: 'button', class: 'btn btn-small btn-quiet', 'data-testid': 'signout', onclick: signOut }, 'Sign out'),
+      h(
+        'button',
+        { type: 'button', class: 'btn btn-small btn-quiet', 'data-testid': 'signout', onclick: asyncListener(signOut) },
+        'Sign out',
+      ),
     ),
   );
   toggle.addEventListener('click', () => setMenu(toggle.getAttribute('aria-expanded') !== 'true'));

@@ -1,8 +1,11 @@
 // Tiny DOM helpers. All text goes in as text nodes (never innerHTML), so server data cannot inject markup.
+import { isAbort, messageOf } from './api';
 
 export type Child = Node | string | number | null | undefined | false | Child[];
-type AttrValue = string | number | boolean | null | undefined | ((event: any) => void);
-export type Attrs = Record<string, AttrValue>;
+/** `on<event>` attributes take a listener of that event (`onsubmit` gets a SubmitEvent, …). */
+type Listeners = { [K in keyof GlobalEventHandlersEventMap as `on${K}`]?: (event: GlobalEventHandlersEventMap[K]) => void };
+/** Other attributes: text, numbers, or booleans (true: present, false or null: absent). */
+export type Attrs = Listeners & Record<string, string | number | boolean | null | undefined | ((event: never) => void)>;
 
 function applyAttrs(el: Element, attrs: Attrs | null | undefined): void {
   if (!attrs) return;
@@ -76,6 +79,19 @@ export function errorBox(message: string): HTMLElement {
 export function showError(slot: HTMLElement, message: string | null): void {
   if (message) slot.replaceChildren(errorBox(message));
   else slot.replaceChildren();
+}
+
+/**
+ * An async function as an event listener (an `on…` attribute, addEventListener): a listener's
+ * promise goes nowhere, so a failure the function did not handle itself is reported here, as an
+ * error toast, rather than lost. Leaving the page (an abort) is not a failure.
+ */
+export function asyncListener<E extends Event>(handler: (event: E) => Promise<void>): (event: E) => void {
+  return (event) => {
+    handler(event).catch((error: unknown) => {
+      if (!isAbort(error)) toast(messageOf(error), 'error');
+    });
+  };
 }
 
 let toastRegion: HTMLElement | null = null;

@@ -1,6 +1,6 @@
 import type { ApiError } from '../../http/api-error';
 import { creditsNumber } from '../../ledger/money';
-import type { CanonicalRequest } from '../../canonical/canonical';
+import type { CanonicalMessage, CanonicalRequest } from '../../canonical/canonical';
 import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
 import type { Reply } from '../../inference/reduce';
 import type { SurfaceWire } from '../respond';
@@ -9,11 +9,15 @@ import type { NativeChatRequest } from './native.schema';
 
 /** The native format: ours, documented in the README. Pure translation; no I/O. */
 
+/** The native conversation (user and assistant text turns) as canonical messages; the playground sends the same. */
+export const toCanonicalMessages = (messages: NativeChatRequest['messages']): CanonicalMessage[] =>
+  messages.map((m) =>
+    m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content, toolCalls: [] },
+  );
+
 export const toCanonical = (body: NativeChatRequest): CanonicalRequest => ({
   system: [],
-  messages: body.messages.map((m) =>
-    m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content, toolCalls: [] },
-  ),
+  messages: toCanonicalMessages(body.messages),
   tools: [],
   maxTokens: body.max_tokens ?? undefined,
   temperature: body.temperature ?? undefined,

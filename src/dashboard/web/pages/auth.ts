@@ -1,6 +1,6 @@
 // Sign in and sign up: one form, two modes. Sign-up is offered only when the server enables it.
 import { api, ApiError, messageOf, setCsrf, User } from '../api';
-import { field, h, mount, showError } from '../dom';
+import { asyncListener, field, h, mount, showError } from '../dom';
 import { PageContext } from '../page';
 import { refreshSession, store } from '../state';
 
@@ -101,7 +101,7 @@ export function renderAuth(root: HTMLElement, ctx: PageContext, notice?: string,
         notice ? h('div', { class: 'alert alert-info', role: 'status' }, notice) : null,
         h(
           'form',
-          { class: 'stack', novalidate: true, onsubmit: onSubmit },
+          { class: 'stack', novalidate: true, onsubmit: asyncListener(onSubmit) },
           field('Email', email),
           h('label', { class: 'field' }, h('span', { class: 'field-label' }, 'Password'), password, passwordHint),
           errors,

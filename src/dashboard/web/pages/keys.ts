@@ -1,7 +1,7 @@
 // API keys: create (the secret is shown once, then removed from the page), list, revoke with an
 // inline confirmation.
 import { api, ApiKey, CreatedKey, messageOf } from '../api';
-import { copyText, field, h, mount, showError, toast } from '../dom';
+import { asyncListener, copyText, field, h, mount, showError, toast } from '../dom';
 import { formatDateTime } from '../format';
 import { card, PageContext, pageHead } from '../page';
 import { getModels, store } from '../state';
@@ -70,7 +70,12 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
     const row = tbody.querySelector<HTMLElement>(`tr[data-key-id="${CSS.escape(key.id)}"] td.actions`) ?? cell;
     const confirm = h(
       'button',
-      { type: 'button', class: 'btn btn-danger btn-small', 'data-testid': 'key-revoke-confirm', onclick: () => revoke(key, row) },
+      {
+        type: 'button',
+        class: 'btn btn-danger btn-small',
+        'data-testid': 'key-revoke-confirm',
+        onclick: asyncListener(() => revoke(key, row)),
+      },
       'Revoke',
     );
     const cancel = h(
@@ -151,7 +156,7 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
     ]),
     card(
       h('h2', null, 'Create a key'),
-      h('form', { class: 'inline-form', novalidate: true, onsubmit: onCreate }, field('Name', name), create),
+      h('form', { class: 'inline-form', novalidate: true, onsubmit: asyncListener(onCreate) }, field('Name', name), create),
       createErrors,
     ),
     secretSlot,
@@ -202,10 +207,13 @@ async function secretPanel(key: CreatedKey, close: () => void): Promise<HTMLElem
   const curl = h('pre', { class: 'code', 'data-testid': 'key-curl' }, curlText);
   const copyButton = (text: string, target: HTMLElement, testid: string, label: string): HTMLButtonElement => {
     const button = h('button', { type: 'button', class: 'btn btn-small', 'data-testid': testid }, label);
-    button.addEventListener('click', async () => {
-      const ok = await copyText(text, target);
-      toast(ok ? 'Copied to the clipboard.' : 'Selected: press Ctrl+C (⌘C on a Mac) to copy.');
-    });
+    button.addEventListener(
+      'click',
+      asyncListener(async () => {
+        const ok = await copyText(text, target);
+        toast(ok ? 'Copied to the clipboard.' : 'Selected: press Ctrl+C (⌘C on a Mac) to copy.');
+      }),
+    );
     return button;
   };
   const done = h(

@@ -1,7 +1,7 @@
 // Organizations: the ones you belong to (switch the active one), the active one's credits, and a
 // form to create one. A user with no organization lands here.
 import { api, messageOf, OrgRef } from '../api';
-import { field, h, mount, showError, toast } from '../dom';
+import { asyncListener, field, h, mount, showError, toast } from '../dom';
 import { formatCredits } from '../format';
 import { card, PageContext, pageHead } from '../page';
 import { navigate, refreshSession, store, switchOrg } from '../state';
@@ -73,7 +73,10 @@ export function renderOrgs(root: HTMLElement, ctx: PageContext): void {
     session.organizations.map((org) => {
       const isActive = org.id === active?.id;
       const button = h('button', { type: 'button', class: 'btn btn-small', 'data-testid': `org-switch-${org.id}` }, 'Switch to');
-      button.addEventListener('click', () => onSwitch(org, button));
+      button.addEventListener(
+        'click',
+        asyncListener(() => onSwitch(org, button)),
+      );
       return h(
         'li',
         { class: isActive ? 'org-item active' : 'org-item' },
@@ -103,7 +106,7 @@ export function renderOrgs(root: HTMLElement, ctx: PageContext): void {
     hasOrgs ? card(h('h2', null, 'Your organizations'), listErrors, list) : null,
     card(
       h('h2', null, hasOrgs ? 'New organization' : 'Create your first organization'),
-      h('form', { class: 'inline-form', novalidate: true, onsubmit: onCreate }, field('Name', name), create),
+      h('form', { class: 'inline-form', novalidate: true, onsubmit: asyncListener(onCreate) }, field('Name', name), create),
       createErrors,
     ),
   );

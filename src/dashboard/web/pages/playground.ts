@@ -1,8 +1,8 @@
 // The playground: a multi-turn chat with any model, billed to the active organization. Replies
 // stream token by token; Stop aborts the request. The conversation lives in memory (not the DOM),
 // so leaving the page and coming back keeps it; signing out clears it.
-import { isAbort, messageOf, Model, request } from '../api';
-import { field, h, mount, select, showError } from '../dom';
+import { isAbort, messageOf, Model, request, StreamDelta, StreamDone, StreamError } from '../api';
+import { asyncListener, field, h, mount, select, showError } from '../dom';
 import { formatCost, formatInt } from '../format';
 import { card, PageContext, pageHead } from '../page';
 import { readSse } from '../sse';
@@ -22,6 +22,9 @@ interface TurnView {
   text: Text;
   meta: HTMLElement;
 }
+
+/** A stream event's data; its fields are checked before use (a proxy or another server version may differ). */
+type StreamData = Partial<StreamDelta & StreamDone & StreamError> | null;
 
 const MODEL_KEY = 'mg.playground.model';
 const conversation = { turns: [] as Turn[], system: '', maxTokens: '' };
@@ -176,9 +179,9 @@ export async function renderPlayground(root: HTMLElement, ctx: PageContext): Pro
       const res = await request('POST', '/playground', body, controller.signal, 'text/event-stream');
       if (!res.body) throw new Error('This browser cannot read streamed replies.');
       await readSse(res.body, ({ event, data }) => {
-        let payload: any;
+        let payload: StreamData;
         try {
-          payload = JSON.parse(data);
+          payload = JSON.parse(data) as StreamData;
         } catch {
           return;
         }
@@ -251,7 +254,12 @@ export async function renderPlayground(root: HTMLElement, ctx: PageContext): Pro
         h('h2', { class: 'sr-only' }, 'Conversation'),
         list,
         errors,
-        h('form', { class: 'composer', onsubmit: onSend }, input, h('div', { class: 'composer-actions' }, stop, send)),
+        h(
+          'form',
+          { class: 'composer', onsubmit: asyncListener(onSend) },
+          input,
+          h('div', { class: 'composer-actions' }, stop, send),
+        ),
       ),
     ),
   );
@@ -275,8 +283,8 @@ export async function renderPlayground(root: HTMLElement, ctx: PageContext): Pro
   input.focus();
 }
 
-function describeDone(done: any): string {
-  const usage = done?.usage ?? {};
+function describeDone(done: StreamData): string {
+  const usage: Partial<StreamDone['usage']> = done?.usage ?? {};
   const parts = [
     `${formatInt(usage.input_tokens ?? 0)} input tokens`,
     `${formatInt(usage.output_tokens ?? 0)} output tokens`,

@@ -1,6 +1,7 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { sameSecret } from './same-secret';
 
 /** What a dashboard session carries. The active organization is checked against memberships on use. */
 export interface Session {
@@ -59,9 +60,7 @@ export class SessionTokens {
     if (!token) return null;
     const [body, mac] = token.split('.');
     if (!body || !mac) return null;
-    const expected = Buffer.from(this.mac(body));
-    const given = Buffer.from(mac);
-    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return null;
+    if (!sameSecret(mac, this.mac(body))) return null;
     try {
       const session = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as Session;
       return session.expiresAt > now ? session : null;

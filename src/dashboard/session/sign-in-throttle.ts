@@ -1,3 +1,5 @@
+import { normalizeEmail } from '../../identity/identity.decider';
+
 /**
  * Slows down guessing: after a few failed sign-ins for an email (or from an address), each
  * further attempt must wait, twice as long each time, up to a cap. Kept per instance.
@@ -34,3 +36,29 @@ export class SignInThrottle {
     for (const [key, entry] of this.failures) if (entry.until + this.maxDelayMs < now) this.failures.delete(key);
   }
 }
+
+/**
+ * The dashboard's two throttles on sign-in: per email (3 free attempts), and per address (20, as
+ * many people may share one). A success clears the email's count, not the address's.
+ */
+export class SignInThrottles {
+  private readonly byEmail = new SignInThrottle(3);
+  private readonly byAddress = new SignInThrottle(20);
+
+  /** Milliseconds to wait before this email may be tried again from this address, or 0. */
+  waitFor(email: string, address: string, now = Date.now()): number {
+    return Math.max(this.byEmail.waitFor(emailKey(email), now), this.byAddress.waitFor(addressKey(address), now));
+  }
+
+  failed(email: string, address: string, now = Date.now()): void {
+    this.byEmail.failed(emailKey(email), now);
+    this.byAddress.failed(addressKey(address), now);
+  }
+
+  succeeded(email: string): void {
+    this.byEmail.succeeded(emailKey(email));
+  }
+}
+
+const emailKey = (email: string): string[] => [`email:${normalizeEmail(email)}`];
+const addressKey = (address: string): string[] => [`ip:${address}`];

@@ -1,0 +1,14 @@
+import { IsNotEmpty, IsString, MaxLength } from 'class-validator';
+
+/** Sign-up and sign-in. */
+export class CredentialsDto {
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(254)
+  email: string;
+
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(1024)
+  password: string;
+}

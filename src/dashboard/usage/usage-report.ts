@@ -1,0 +1,92 @@
+import { ApiError } from '../../http/api-error';
+import { creditsNumber } from '../../ledger/money';
+import { dayOf, type KeyRecord, type RequestLogEntry } from '../../projections/read-model';
+import { PLAYGROUND_KEY } from '../playground/playground-inference';
+
+/** The usage page's query string, as Fastify hands it over. */
+export type UsageQuery = Record<string, string | undefined>;
+
+/** Which requests to show: a page of those in a range of UTC days, optionally of one key and one model. */
+export interface UsageFilter {
+  page: number;
+  pageSize: number;
+  /** `YYYY-MM-DD`, inclusive. */
+  from: string;
+  to: string;
+  keyId?: string;
+  model?: string;
+}
+
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+const DAY_MS = 86_400_000;
+
+/**
+ * Reads the query: page from 1, 25 to a page (at most 200), the 14 days up to `to` (today by
+ * default), at most a year. A malformed or reversed range is a 400.
+ */
+export function usageFilterOf(query: UsageQuery, now: number): UsageFilter {
+  const page = Math.max(1, Number.parseInt(query.page ?? '1', 10) || 1);
+  const pageSize = Math.min(200, Math.max(1, Number.parseInt(query.pageSize ?? '25', 10) || 25));
+  for (const field of ['from', 'to'] as const) {
+    const day = query[field];
+    if (day && !DAY.test(day)) throw new ApiError('invalid_request', `${field} must be a date YYYY-MM-DD`);
+  }
+  const to = query.to ?? dayOf(now);
+  const from = query.from ?? dayOf(Date.parse(`${to}T00:00:00Z`) - 13 * DAY_MS);
+  if (from > to) throw new ApiError('invalid_request', 'from must not be after to');
+  if ((Date.parse(to) - Date.parse(from)) / DAY_MS > 366)
+    throw new ApiError('invalid_request', 'the date range can span at most a year');
+  return { page, pageSize, from, to, keyId: query.keyId, model: query.model };
+}
+
+/** Every day from `from` to `to`, with what was charged that day (0 for a day without charges). */
+export function spendPerDay(daily: ReadonlyMap<string, number>, from: string, to: string) {
+  const days = [];
+  for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += DAY_MS) {
+    const day = dayOf(t);
+    days.push({ day, cost: creditsNumber(daily.get(day) ?? 0), costNano: daily.get(day) ?? 0 });
+  }
+  return days;
+}
+
+/**
+ * The usage page: the requests that match (newest first, as the log keeps them), one page of
+ * them with their key's name, their count and cost, and the spend per day over the range.
+ */
+export function usageReport(
+  filter: UsageFilter,
+  log: RequestLogEntry[],
+  keys: Pick<KeyRecord, 'keyId' | 'name'>[],
+  daily: ReadonlyMap<string, number>,
+) {
+  const { page, pageSize, from, to, keyId, model } = filter;
+  const keyNames = new Map(keys.map((k) => [k.keyId, k.name]));
+  const inRange = (e: RequestLogEntry) => {
+    const day = dayOf(e.time);
+    return day >= from && day <= to;
+  };
+  const matching = log.filter((e) => inRange(e) && (!keyId || e.keyId === keyId) && (!model || e.model === model));
+  const totalNano = matching.reduce((n, e) => n + e.cost, 0);
+  return {
+    data: matching.slice((page - 1) * pageSize, page * pageSize).map((e) => ({
+      requestId: e.requestId,
+      time: new Date(e.time).toISOString(),
+      surface: e.surface,
+      model: e.model,
+      host: e.host,
+      keyId: e.keyId,
+      keyName: e.keyId === PLAYGROUND_KEY ? 'Playground' : (keyNames.get(e.keyId) ?? 'deleted key'),
+      inputTokens: e.inputTokens,
+      outputTokens: e.outputTokens,
+      cost: creditsNumber(e.cost),
+      costNano: e.cost,
+      latencyMs: e.latencyMs,
+      status: e.status,
+    })),
+    page,
+    pageSize,
+    total: matching.length,
+    totals: { requests: matching.length, cost: creditsNumber(totalNano), costNano: totalNano },
+    spendPerDay: spendPerDay(daily, from, to),
+  };
+}

@@ -1,0 +1,146 @@
+import { spendPerDay, usageFilterOf, usageReport } from '../../../src/dashboard/usage/usage-report';
+import { ApiError } from '../../../src/http/api-error';
+import type { RequestLogEntry } from '../../../src/projections/read-model';
+
+const at = (iso: string) => Date.parse(iso);
+const NOW = at('2025-03-20T15:00:00Z');
+
+/** A logged request; newest first is the log's order, so tests list them that way. */
+const entry = (requestId: string, time: string, more: Partial<RequestLogEntry> = {}): RequestLogEntry => ({
+  requestId,
+  reservationId: `r-${requestId}`,
+  time: at(time),
+  surface: 'chat-completions',
+  model: 'openai/gpt-4o-mini',
+  host: 'openai',
+  keyId: 'k1',
+  inputTokens: 10,
+  outputTokens: 5,
+  cost: 1_500,
+  latencyMs: 120,
+  status: 'ok',
+  ...more,
+});
+
+const errorOf = (fn: () => unknown): ApiError | null => {
+  try {
+    fn();
+    return null;
+  } catch (error) {
+    return error as ApiError;
+  }
+};
+
+describe('usage filter (the query string)', () => {
+  it('defaults to page 1 of 25, over the 14 days up to today', () => {
+    expect(usageFilterOf({}, NOW)).toEqual({ page: 1, pageSize: 25, from: '2025-03-07', to: '2025-03-20' });
+  });
+
+  it('counts 14 days back from a given end day', () => {
+    expect(usageFilterOf({ to: '2025-01-05' }, NOW)).toMatchObject({ from: '2024-12-23', to: '2025-01-05' });
+  });
+
+  it('keeps page and page size in bounds; what is not a number is the default', () => {
+    expect(usageFilterOf({ page: '0', pageSize: '1000' }, NOW)).toMatchObject({ page: 1, pageSize: 200 });
+    expect(usageFilterOf({ page: '-3', pageSize: '-1' }, NOW)).toMatchObject({ page: 1, pageSize: 1 });
+    expect(usageFilterOf({ page: 'two', pageSize: 'many' }, NOW)).toMatchObject({ page: 1, pageSize: 25 });
+    expect(usageFilterOf({ page: '3', pageSize: '10' }, NOW)).toMatchObject({ page: 3, pageSize: 10 });
+  });
+
+  it('passes the key and model filters on', () => {
+    expect(usageFilterOf({ keyId: 'k2', model: 'a/b' }, NOW)).toMatchObject({ keyId: 'k2', model: 'a/b' });
+  });
+
+  it('refuses days that are not YYYY-MM-DD, a reversed range and more than a year, as 400s', () => {
+    const refusals = [
+      [{ from: 'yesterday' }, 'from must be a date YYYY-MM-DD'],
+      [{ to: '2025-3-1' }, 'to must be a date YYYY-MM-DD'],
+      [{ from: '2025-03-02', to: '2025-03-01' }, 'from must not be after to'],
+      [{ from: '2024-01-01', to: '2025-01-02' }, 'the date range can span at most a year'],
+    ] as const;
+    for (const [query, message] of refusals) {
+      const error = errorOf(() => usageFilterOf(query, NOW));
+      expect(error).toBeInstanceOf(ApiError);
+      expect({ status: error?.status, message: error?.message }).toEqual({ status: 400, message });
+    }
+    // A leap year's 366 days are allowed.
+    expect(usageFilterOf({ from: '2024-01-01', to: '2024-12-31' }, NOW)).toMatchObject({ from: '2024-01-01' });
+  });
+});
+
+describe('spend per day', () => {
+  it('lists every day of the range, with 0 for days without a charge', () => {
+    const daily = new Map([
+      ['2025-02-27', 2_000_000_000],
+      ['2025-03-01', 500],
+      ['2025-03-05', 7],
+    ]);
+    expect(spendPerDay(daily, '2025-02-27', '2025-03-02')).toEqual([
+      { day: '2025-02-27', cost: 2, costNano: 2_000_000_000 },
+      { day: '2025-02-28', cost: 0, costNano: 0 },
+      { day: '2025-03-01', cost: 0.0000005, costNano: 500 },
+      { day: '2025-03-02', cost: 0, costNano: 0 },
+    ]);
+  });
+
+  it('is one day when the range is one day', () => {
+    expect(spendPerDay(new Map(), '2025-03-20', '2025-03-20')).toEqual([{ day: '2025-03-20', cost: 0, costNano: 0 }]);
+  });
+});
+
+describe('usage report', () => {
+  // given a log, newest first: three requests in range (two keys, two models, one from the playground) and one before it
+  const log = [
+    entry('q4', '2025-03-20T10:00:00Z', { keyId: 'playground', surface: 'playground', cost: 100 }),
+    entry('q3', '2025-03-19T10:00:00Z', { keyId: 'k2', model: 'anthropic/claude', cost: 200 }),
+    entry('q2', '2025-03-18T23:59:59Z', { keyId: 'gone', cost: 300 }),
+    entry('q1', '2025-03-01T10:00:00Z', { cost: 400 }),
+  ];
+  const keys = [
+    { keyId: 'k1', name: 'laptop' },
+    { keyId: 'k2', name: 'ci' },
+  ];
+  const daily = new Map([['2025-03-19', 200]]);
+  const filter = { page: 1, pageSize: 25, from: '2025-03-18', to: '2025-03-20' };
+
+  it('shows the requests in range, newest first, named by their key, with totals and the days', () => {
+    const report = usageReport(filter, log, keys, daily);
+    expect(report.data.map((r) => [r.requestId, r.keyName])).toEqual([
+      ['q4', 'Playground'],
+      ['q3', 'ci'],
+      ['q2', 'deleted key'],
+    ]);
+    expect(report.data[1]).toEqual({
+      requestId: 'q3',
+      time: '2025-03-19T10:00:00.000Z',
+      surface: 'chat-completions',
+      model: 'anthropic/claude',
+      host: 'openai',
+      keyId: 'k2',
+      keyName: 'ci',
+      inputTokens: 10,
+      outputTokens: 5,
+      cost: 0.0000002,
+      costNano: 200,
+      latencyMs: 120,
+      status: 'ok',
+    });
+    expect(report).toMatchObject({ page: 1, pageSize: 25, total: 3, totals: { requests: 3, costNano: 600, cost: 0.0000006 } });
+    expect(report.spendPerDay.map((d) => d.costNano)).toEqual([0, 200, 0]);
+  });
+
+  it('filters by key and by model', () => {
+    expect(usageReport({ ...filter, keyId: 'k2' }, log, keys, daily).data.map((r) => r.requestId)).toEqual(['q3']);
+    expect(usageReport({ ...filter, model: 'openai/gpt-4o-mini' }, log, keys, daily).data.map((r) => r.requestId)).toEqual([
+      'q4',
+      'q2',
+    ]);
+  });
+
+  it('pages through the matches, the totals covering all of them', () => {
+    const page2 = usageReport({ ...filter, page: 2, pageSize: 2 }, log, keys, daily);
+    expect(page2.data.map((r) => r.requestId)).toEqual(['q2']);
+    expect(page2).toMatchObject({ page: 2, pageSize: 2, total: 3, totals: { requests: 3, costNano: 600 } });
+    expect(usageReport({ ...filter, page: 3, pageSize: 2 }, log, keys, daily).data).toEqual([]);
+  });
+});
