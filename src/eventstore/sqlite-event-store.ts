@@ -2,9 +2,9 @@ import Database from 'better-sqlite3';
 import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent, WrongExpectedRevisionError } from './event-store';
-import { WRITER_SOURCE, WriterAppend, WriterOptions, WriterResult } from './sqlite-writer';
+import { startWriter, WriterThread } from './sqlite-writer';
+import type { FromWriter, WriterAppend, WriterResult } from './sqlite-writer.protocol';
 
 /** position, stream_id, revision, type, data, recorded_at: read as arrays, which is faster in a replay. */
 type EventRow = [number, string, number, string, string, number];
@@ -46,14 +46,14 @@ const toRecorded = (row: EventRow): RecordedEvent => ({
 /**
  * The embedded event log: one SQLite file in WAL mode with full fsync on commit, so an append
  * is durable when its promise resolves and a killed process never leaves a torn event.
- * Writes go through a writer thread (see sqlite-writer.ts) that commits appends arriving
+ * Writes go through a writer thread (see sqlite-writer.worker.ts) that commits appends arriving
  * together in one transaction; reads use this thread's own connection (WAL readers do not wait
  * for the writer). Several processes may share the file: SQLite serialises their writers.
  * The writer thread lives until `close()`, which every owner calls.
  */
 export class SqliteEventStore implements EventStore {
   private readonly db: Database.Database;
-  private readonly writer: Worker;
+  private readonly writer: WriterThread;
   private readonly pending = new Map<number, PendingAppend>();
   private nextId = 1;
   /**
@@ -112,16 +112,11 @@ export class SqliteEventStore implements EventStore {
         .raw(true),
       head: this.db.prepare('SELECT MAX(position) AS position FROM events'),
     };
-    const writerOptions: WriterOptions = {
-      driver: require.resolve('better-sqlite3'),
-      path,
-      groupCommit: options.groupCommit ?? true,
-    };
-    this.writer = new Worker(WRITER_SOURCE, { eval: true, workerData: writerOptions });
-    this.writer.on('message', (results: WriterResult[] | 'closed') => {
+    this.writer = startWriter({ path, groupCommit: options.groupCommit ?? true });
+    this.writer.on('message', (results: FromWriter) => {
       if (results === 'closed') return;
       this.unanswered -= results.length;
-      this.settle(results);
+      this.resolveAppends(results);
       if (this.unanswered > 0) return;
       if (this.outgoing.length > 0) this.send();
       // What the answered appends' callers append next (their continuations run after this
@@ -168,7 +163,8 @@ export class SqliteEventStore implements EventStore {
     this.writer.postMessage(batch);
   }
 
-  private settle(results: WriterResult[]): void {
+  /** Resolves (or rejects) the appends the writer answered, then wakes this process's subscribers. */
+  private resolveAppends(results: WriterResult[]): void {
     for (const result of results) {
       const pending = this.pending.get(result.id);
       if (!pending) continue;
@@ -293,7 +289,7 @@ export class SqliteEventStore implements EventStore {
     // The writer commits what it was given, then closes its connection.
     this.send();
     await new Promise<void>((resolve) => {
-      this.writer.on('message', (message) => message === 'closed' && resolve());
+      this.writer.on('message', (message: FromWriter) => message === 'closed' && resolve());
       this.writer.on('exit', () => resolve());
       this.writer.postMessage('close');
       // Do not wait forever for a writer that is stuck or gone.

@@ -1,4 +1,5 @@
 import { EventEmitter, once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventStore } from '../eventstore/event-store';
 import type { ProjectionStore } from './projection-store';
 import { ReadModel } from './read-model';
@@ -6,6 +7,10 @@ import { ReadModelsLostError } from './redis-projection-store';
 
 const FOLD_BATCH = 5000;
 const REBUILD_LOCK_MS = 10 * 60_000;
+/** After the log or the read models failed, how long to wait before following again. */
+const RETRY_MS = 500;
+/** While another instance rebuilds the read models, how often to try applying again. */
+const REBUILD_WAIT_MS = 100;
 
 export interface RebuildProgress {
   position: number;
@@ -104,7 +109,13 @@ export class Projector {
         if (this.abort.signal.aborted) return;
         this.failure = error;
         this.log(`projector: ${(error as Error).message}; retrying`);
-        await new Promise((resolve) => setTimeout(resolve, 500));
+        // A back-off: neither the log nor Redis says when it works again, so try again after a
+        // while. stop() ends the wait at once (the timer rejects on abort).
+        try {
+          await sleep(RETRY_MS, undefined, { signal: this.abort.signal });
+        } catch {
+          return;
+        }
       }
     }
   }
@@ -122,8 +133,10 @@ export class Projector {
           const rebuilt = await rebuildProjections(this.events, this.store, this.requestLogRetention);
           this.log(`projector: rebuilt from ${rebuilt.events} events`);
         } catch {
-          // Another instance is rebuilding: give it a moment, then apply again.
-          await new Promise((resolve) => setTimeout(resolve, 100));
+          // Another instance is rebuilding, under a lock in Redis that announces nothing when
+          // released: apply again shortly, which succeeds once the rebuilt read models are loaded.
+          // stop() ends the wait at once: the abort error leaves this batch, and follow() returns.
+          await sleep(REBUILD_WAIT_MS, undefined, { signal: this.abort.signal });
         }
       }
     }

@@ -10,14 +10,18 @@ module.exports = async () => {
     );
     return;
   }
-  // Remove this run's keys (per-run prefix; never a FLUSHALL).
-  // Bounded: a teardown that waits forever on Redis would hold the whole run.
-  const client = createClient({ url, socket: { connectTimeout: 2000, reconnectStrategy: false } });
-  client.on('error', () => {});
-  await client.connect();
-  for await (const keys of client.scanIterator({ MATCH: `mgtest:${process.env.TEST_RUN_ID}:*`, COUNT: 1000 })) {
-    if (keys.length > 0) await client.unlink(keys);
+  try {
+    // Remove this run's keys (per-run prefix; never a FLUSHALL).
+    // Bounded: a teardown that waits forever on Redis would hold the whole run.
+    const client = createClient({ url, socket: { connectTimeout: 2000, reconnectStrategy: false } });
+    client.on('error', () => {});
+    await client.connect();
+    for await (const keys of client.scanIterator({ MATCH: `mgtest:${process.env.TEST_RUN_ID}:*`, COUNT: 1000 })) {
+      if (keys.length > 0) await client.unlink(keys);
+    }
+    await client.close();
+  } finally {
+    // Even when the clean-up failed: a throwaway redis-server left running would keep the run alive.
+    if (globalThis.__throwawayRedis) globalThis.__throwawayRedis.kill('SIGTERM');
   }
-  await client.close();
-  if (globalThis.__throwawayRedis) globalThis.__throwawayRedis.kill('SIGTERM');
 };

@@ -1,0 +1,34 @@
+/**
+ * What the SQLite log's main side (sqlite-event-store.ts) and its writer thread
+ * (sqlite-writer.worker.ts) tell each other. Types only: the worker imports nothing at run time
+ * from the project's own modules.
+ */
+
+/** The writer's start-up options (its `workerData`). */
+export interface WriterOptions {
+  path: string;
+  /** Commit appends that arrive together in one transaction; off: one commit per append. */
+  groupCommit: boolean;
+}
+
+export interface WriterAppend {
+  id: number;
+  streamId: string;
+  /** Event types and their data, already JSON. */
+  events: Array<{ type: string; data: string }>;
+  expected: number | 'no_stream' | 'any';
+}
+
+export type WriterResult =
+  | { id: number; ok: { nextExpectedRevision: number; position: number }; recordedAt: number }
+  | { id: number; conflict: number | 'no_stream' }
+  | { id: number; error: string };
+
+/**
+ * To the writer: the appends gathered since its last answer (one message per turn of the
+ * sender's event loop), or 'close' (commit what it holds, close the connection, answer 'closed').
+ */
+export type ToWriter = WriterAppend[] | 'close';
+
+/** From the writer: the results of the appends it committed together, or 'closed'. */
+export type FromWriter = WriterResult[] | 'closed';
