@@ -124,7 +124,7 @@ describe('SQLite event store across processes', () => {
 
   it('keeps revisions exact with three processes racing for the same streams', async () => {
     const file = join(tmp.path, 'race.sqlite');
-    new SqliteEventStore(file).close();
+    await new SqliteEventStore(file).close();
     const children = ['a', 'b', 'c'].map((tag) => startNode(WORKER, [file, '150', tag]));
     await Promise.all(children.map((c) => c.waitForLine('done', 60_000)));
     const store = new SqliteEventStore(file);

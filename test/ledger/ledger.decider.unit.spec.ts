@@ -113,9 +113,7 @@ describe('reservation decider', () => {
     expect(given(reserved).when(reserve()).error).toBe('reservation_exists');
     expect(given().when(reserve(-1)).error).toBe('invalid_amount');
     expect(given().when(reserve(0.5)).error).toBe('invalid_amount');
-    expect(given(reserved).when({ ...settle, usage: { inputTokens: -1, outputTokens: 0 } }).error).toBe(
-      'invalid_usage',
-    );
+    expect(given(reserved).when({ ...settle, usage: { inputTokens: -1, outputTokens: 0 } }).error).toBe('invalid_usage');
   });
 });
 

@@ -9,7 +9,7 @@ import {
   LedgerRuleError,
   Reservation,
 } from '../../src/ledger/ledger.decider';
-import type { LedgerEvent, ReservationEvent } from '../../src/ledger/ledger.events';
+import type { LedgerEvent } from '../../src/ledger/ledger.events';
 import { MemoryProjectionStore } from '../../src/projections/memory-projection-store';
 import { availableOf, ReadModel } from '../../src/projections/read-model';
 
@@ -50,9 +50,7 @@ async function run(ops: Op[]): Promise<void> {
   let overrun = new Map<string, number>();
 
   async function append(streamId: string, events: LedgerEvent[]): Promise<void> {
-    const recorded = events.map(
-      (e) => ({ ...e, streamId, revision: 0, position: log.length + 1, recordedAt: now }),
-    );
+    const recorded = events.map((e) => ({ ...e, streamId, revision: 0, position: log.length + 1, recordedAt: now }));
     log.push(...recorded);
     await store.apply(recorded);
   }
