@@ -6,7 +6,8 @@ import { IdentityRuleError } from '../identity/identity.decider';
 import { LedgerRuleError } from '../ledger/ledger.decider';
 import { formatCredits, MoneyFormatError, parseCredits } from '../ledger/money';
 import { rebuildProjections } from '../projections/projector';
-import { availableOf, keyStatus, reservedOf } from '../projections/read-model';
+import { keyStatus } from '../identity/key-lookup';
+import { availableOf, reservedOf } from '../projections/read-model';
 import { openRuntime, Runtime } from '../runtime/runtime';
 
 /** A failure to report to the operator as one line, with a non-zero exit. */

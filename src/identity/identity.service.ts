@@ -10,7 +10,7 @@ import {
   User,
   userDecider,
 } from './identity.decider';
-import type { KeyLookup, KeyRecord } from './key-lookup';
+import { type KeyLookup, type KeyRecord, keyStatus } from './key-lookup';
 import { ApiKeyCreated, apiKeyStream, OrganizationCreated, organizationStream, userStream } from './identity.events';
 import { emailDigest, hashKeySecret, hashPassword, keyPrefixOf, looksLikeKeySecret, newKeySecret } from './secrets';
 
@@ -93,6 +93,6 @@ export class IdentityService {
   async authenticate(secret: string): Promise<KeyRecord | null> {
     if (!looksLikeKeySecret(secret)) return null;
     const key = await this.keys.keyByHash(hashKeySecret(secret));
-    return key && key.revokedAt === null ? key : null;
+    return key && keyStatus(key) === 'active' ? key : null;
   }
 }

@@ -14,6 +14,10 @@ export interface KeyRecord {
   lastUsedAt: number | null;
 }
 
+/** A key is active until it is revoked; revoking cannot be undone. */
+export const keyStatus = (key: Pick<KeyRecord, 'revokedAt'>): 'active' | 'revoked' =>
+  key.revokedAt === null ? 'active' : 'revoked';
+
 export interface KeyLookup {
   keyByHash(hash: string): Promise<KeyRecord | null>;
 }

@@ -1,6 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { RecordedEvent } from '../eventstore/event-store';
 import type { ApiKeyCreated, ApiKeyRevoked, MemberAdded, OrganizationCreated } from '../identity/identity.events';
+import type { KeyRecord } from '../identity/key-lookup';
 import type {
   CreditsGranted,
   CreditsReserved,
@@ -40,13 +41,7 @@ export interface OpenReservation {
   expiresAt: number;
 }
 
-import type { KeyRecord } from '../identity/key-lookup';
-
 export type { KeyRecord };
-
-/** A key is active until it is revoked; revoking cannot be undone. */
-export const keyStatus = (key: Pick<KeyRecord, 'revokedAt'>): 'active' | 'revoked' =>
-  key.revokedAt === null ? 'active' : 'revoked';
 
 export interface RequestLogEntry {
   requestId: string;

@@ -1,5 +1,6 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tokensForChars } from '../inference/tokens';
 
 /**
  * The built-in simulated upstream: a small chat-completions server (not a kind of host: the
@@ -62,7 +63,7 @@ function forcedTool(body: ChatBody): string | null {
 }
 
 const promptTokens = (body: ChatBody) =>
-  Math.ceil((body.messages ?? []).reduce((n, m) => n + contentText(m.content).length, 0) / 4) + 4 * (body.messages?.length ?? 0);
+  tokensForChars((body.messages ?? []).reduce((n, m) => n + contentText(m.content).length, 0)) + 4 * (body.messages?.length ?? 0);
 
 export async function startSimulatedUpstream(options: SimulatedUpstreamOptions): Promise<SimulatedUpstream> {
   const firstTokenMs = options.firstTokenMs ?? 150;

@@ -3,7 +3,7 @@ import { ApiError } from '../../http/api-error';
 import { bodyValidation } from '../../http/validation';
 import { IdentityService } from '../../identity/identity.service';
 import type { ProjectionStore } from '../../projections/projection-store';
-import { type KeyRecord, keyStatus } from '../../projections/read-model';
+import { type KeyRecord, keyStatus } from '../../identity/key-lookup';
 import { PROJECTIONS } from '../../runtime/runtime.module';
 import { dashboardErrors } from '../dashboard-error';
 import { ActiveOrgId, SignedIn } from '../session/session.guard';
@@ -38,7 +38,7 @@ export class KeysController {
     // Only keys of the active organization: another organization's key is "not found", never revoked.
     const key = (await this.projections.keysOf(orgId)).find((k) => k.keyId === keyId);
     if (!key) throw new ApiError('not_found', 'no such key in this organization');
-    if (key.revokedAt === null) await this.identity.revokeApiKey(keyId);
+    if (keyStatus(key) === 'active') await this.identity.revokeApiKey(keyId);
     return { id: keyId, status: 'revoked' };
   }
 }
