@@ -1,0 +1,139 @@
+// Coding-agent CLIs (installed as dev dependencies: native binaries from the npm registry) run
+// unmodified against a test gateway, set up the way their own documentation says for a custom
+// endpoint, each in scratch HOME and XDG directories so no real configuration is read.
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { TempDir } from './temp';
+
+export interface AgentRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+const packageDir = (name: string) => dirname(require.resolve(`${name}/package.json`));
+const CLAUDE = join(packageDir('@anthropic-ai/claude-code'), 'bin', 'claude.exe');
+const OPENCODE = join(packageDir('opencode-ai'), 'bin', 'opencode.exe');
+
+/** Runs a CLI to its end (killed after `timeoutMs`), in `work` as its working directory. */
+function run(command: string, args: string[], env: Record<string, string>, cwd: string, timeoutMs: number): Promise<AgentRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** A scratch home with its XDG directories, and a working directory for the agent. */
+function scratch(tmp: TempDir, name: string) {
+  const root = join(tmp.path, `${name}-${Math.random().toString(36).slice(2)}`);
+  const home = join(root, 'home');
+  const work = join(root, 'work');
+  for (const dir of [home, work]) mkdirSync(dir, { recursive: true });
+  const env = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    LANG: 'C.UTF-8',
+    TERM: 'dumb',
+    SHELL: '/bin/bash',
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, '.config'),
+    XDG_DATA_HOME: join(home, '.local', 'share'),
+    XDG_CACHE_HOME: join(home, '.cache'),
+    XDG_STATE_HOME: join(home, '.local', 'state'),
+  };
+  return { root, work, env };
+}
+
+/**
+ * Claude Code in print mode, set up as its docs say for an LLM gateway: the messages base URL
+ * (`{base}/api`: it appends `/v1/messages`), the key as ANTHROPIC_AUTH_TOKEN (sent as Bearer),
+ * the model as ANTHROPIC_MODEL, and no non-essential traffic.
+ */
+export function claudeCode(
+  tmp: TempDir,
+  gateway: { baseUrl: string; key: string },
+  model: string,
+  prompt: string,
+  extraArgs: string[] = [],
+): Promise<AgentRun> {
+  const { work, env } = scratch(tmp, 'claude');
+  return run(
+    CLAUDE,
+    ['-p', prompt, '--output-format', 'json', ...extraArgs],
+    {
+      ...env,
+      ANTHROPIC_BASE_URL: `${gateway.baseUrl}/api`,
+      ANTHROPIC_AUTH_TOKEN: gateway.key,
+      ANTHROPIC_MODEL: model,
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_AUTOUPDATER: '1',
+      DISABLE_TELEMETRY: '1',
+      DISABLE_ERROR_REPORTING: '1',
+      // Its default is ten retries with back-off: a failing gateway would hold the test for minutes.
+      CLAUDE_CODE_MAX_RETRIES: '1',
+    },
+    work,
+    60_000,
+  );
+}
+
+/**
+ * `opencode run` with an openai-compatible provider pointing at the gateway, as opencode's docs
+ * set up a custom provider, with no model limits configured (so it asks for its default cap).
+ */
+export function opencode(
+  tmp: TempDir,
+  gateway: { baseUrl: string; key: string },
+  model: string,
+  prompt: string,
+): Promise<AgentRun> {
+  const { root, work, env } = scratch(tmp, 'opencode');
+  const config = join(root, 'opencode.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      autoupdate: false,
+      share: 'disabled',
+      provider: {
+        gateway: {
+          npm: '@ai-sdk/openai-compatible',
+          name: 'Model Gateway',
+          options: { baseURL: `${gateway.baseUrl}/api/v1`, apiKey: gateway.key },
+          models: { [model]: { name: model } },
+        },
+      },
+      model: `gateway/${model}`,
+      small_model: `gateway/${model}`,
+    }),
+  );
+  return run(
+    OPENCODE,
+    ['run', '--format', 'json', prompt],
+    { ...env, OPENCODE_CONFIG: config, OPENCODE_DISABLE_MODELS_FETCH: '1', OPENCODE_DISABLE_AUTOUPDATE: '1' },
+    work,
+    60_000,
+  );
+}
+
+/** The text opencode printed (its JSON-lines `text` events). */
+export function opencodeText(run: AgentRun): string {
+  return run.stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { type?: string; part?: { text?: string } })
+    .filter((event) => event.type === 'text')
+    .map((event) => event.part?.text ?? '')
+    .join('');
+}
