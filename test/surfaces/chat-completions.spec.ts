@@ -219,6 +219,31 @@ describe('chat-completions surface with the official openai client', () => {
     ]);
   });
 
+  it('keeps a later system or developer message in its place: in the messages of an openai host, folded into the system of an anthropic one', async () => {
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'system', content: 'You are an agent.' },
+      { role: 'user', content: 'List the files.' },
+      { role: 'assistant', content: 'Which directory?' },
+      { role: 'developer', content: 'The user is in /work.' },
+      { role: 'user', content: 'This one.' },
+    ];
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'ok' } });
+    await client.chat.completions.create({ model: M.gpt.slug, messages });
+    expect(g.fake.requests[g.fake.requests.length - 1].body.messages).toEqual(
+      messages.map((m) => ({ role: m.role === 'developer' ? 'system' : m.role, content: m.content })),
+    );
+    g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: 'ok' } });
+    await client.chat.completions.create({ model: M.claude.slug, messages });
+    expect(g.fake.requests[g.fake.requests.length - 1].body).toMatchObject({
+      system: 'You are an agent.\n\nThe user is in /work.',
+      messages: [
+        { role: 'user', content: 'List the files.' },
+        { role: 'assistant', content: 'Which directory?' },
+        { role: 'user', content: 'This one.' },
+      ],
+    });
+  });
+
   it("lowers max_completion_tokens (or max_tokens) above the model's limit to it: the host gets the limit, the reservation is sized by it", async () => {
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'ok' } });
     const reserved = async (cap: Record<string, number>) => {
@@ -284,7 +309,7 @@ describe('chat-completions surface with the official openai client', () => {
   it('lists the models', async () => {
     const models = await client.models.list();
     const ids = models.data.map((m) => m.id);
-    expect(ids).toEqual([M.gpt.slug, M.claude.slug, M.fallback.slug, M.fallbackAfterDownHost.slug]);
+    expect(ids).toEqual([M.gpt.slug, M.claude.slug, M.fallback.slug, M.claudeFallback.slug, M.fallbackAfterDownHost.slug]);
     expect(models.data[0]).toMatchObject({
       id: M.gpt.slug,
       object: 'model',
@@ -398,11 +423,11 @@ describe('chat-completions surface with the official openai client', () => {
     const nativeBadUrl = await request(g.baseUrl).post('/api/v1/models/test%ZZgpt/chat').set(auth).send({});
     expect(nativeBadUrl.status).toBe(400);
     expect(nativeBadUrl.body).toEqual({ error: { code: 'invalid_request', message: expect.stringMatching(/percent-encoding/) } });
-    const countTokens = await request(g.baseUrl).post('/api/v1/messages/count_tokens').set(auth).send({});
-    expect(countTokens.status).toBe(404);
-    expect(countTokens.body).toMatchObject({
+    const batches = await request(g.baseUrl).post('/api/v1/messages/batches').set(auth).send({});
+    expect(batches.status).toBe(404);
+    expect(batches.body).toMatchObject({
       type: 'error',
-      error: { type: 'not_found_error', message: 'no such route: POST /api/v1/messages/count_tokens' },
+      error: { type: 'not_found_error', message: 'no such route: POST /api/v1/messages/batches' },
     });
   });
 
