@@ -46,13 +46,7 @@ export function planTokenCount(
 /** A host's count as it answered it (it may say more than the count), checked: `input_tokens` a whole number ≥ 0. */
 export function tokenCountOf(answer: unknown): { input_tokens: number } & Record<string, unknown> {
   const count = (answer as { input_tokens?: unknown } | null)?.input_tokens;
-  if (
-    typeof answer !== 'object' ||
-    answer === null ||
-    Array.isArray(answer) ||
-    !Number.isSafeInteger(count) ||
-    (count as number) < 0
-  ) {
+  if (!Number.isSafeInteger(count) || (count as number) < 0) {
     throw new HostError(
       'malformed',
       `upstream answered a token count without a whole "input_tokens": ${JSON.stringify(answer)?.slice(0, 100)}`,
