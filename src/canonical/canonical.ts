@@ -11,7 +11,13 @@ export interface CanonicalToolCall {
   arguments: string;
 }
 
+/**
+ * A conversation's messages in order. A `system` message is an instruction given at that point of
+ * the conversation (agents add them as it goes); instructions before the first message are the
+ * request's `system` instead.
+ */
 export type CanonicalMessage =
+  | { role: 'system'; content: string }
   | { role: 'user'; content: string }
   | { role: 'assistant'; content: string; toolCalls: CanonicalToolCall[] }
   | { role: 'tool'; toolCallId: string; content: string };
@@ -27,7 +33,7 @@ export interface CanonicalTool {
 export type CanonicalToolChoice = 'auto' | 'required' | 'none' | { name: string };
 
 export interface CanonicalRequest {
-  /** System and developer instructions, in order. */
+  /** System and developer instructions given before the conversation, in order. */
   system: string[];
   messages: CanonicalMessage[];
   tools: CanonicalTool[];
@@ -43,6 +49,11 @@ export interface CanonicalRequest {
    * reply comes back in one piece, cheaper for both sides than a stream reassembled here.
    */
   stream: boolean;
+  /**
+   * Beta features the client asked for by name (the messages format's `anthropic-beta` header):
+   * hosts speaking that format pass them on; others have no use for them.
+   */
+  betas?: string[];
 }
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'stop_sequence' | 'content_filter';

@@ -33,6 +33,12 @@ export interface HostKind<Name extends string = string> {
   /** The name a catalogue host's `kind` gives (see hosts.ts, the registry of kinds). */
   readonly name: Name;
   buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest;
+  /**
+   * Kinds whose upstream counts the input tokens of a messages-format request (the messages
+   * surface's `count_tokens`): the call for the client's body as it is, on the host's model, with
+   * the client's betas. The upstream answers `{"input_tokens": N}`.
+   */
+  countTokensRequest?(body: Record<string, unknown>, hostModel: string, apiKey: string | null, betas: string[]): UpstreamRequest;
   decoder(): StreamDecoder;
   /** The canonical events of a whole (non-streamed) reply body; throws HostError when it cannot be read. */
   decodeReply(body: string): CanonicalEvent[];

@@ -4,7 +4,7 @@ import { createParser, type EventSourceParser } from 'eventsource-parser';
 import { Observable, type Subscriber } from 'rxjs';
 import { type Dispatcher, errors as undiciErrors, Pool } from 'undici';
 import { CanonicalEvent, CanonicalRequest, HostError } from '../canonical/canonical';
-import type { HostKind, StreamDecoder } from './host-kind';
+import type { HostKind, StreamDecoder, UpstreamRequest } from './host-kind';
 
 /** Where a host is and the key it takes: all the transport needs of a catalogue host. */
 export interface HostEndpoint {
@@ -80,6 +80,36 @@ export class HostTransport implements OnApplicationShutdown {
       );
       return () => reply.abort();
     });
+  }
+
+  /**
+   * One short call answered with JSON (a token count): its parsed body. Fails with a HostError as
+   * a call of the pipeline would (a status, no answer within the first-byte limit, unreadable JSON).
+   */
+  async callForJson(kind: HostKind, host: HostEndpoint, upstream: UpstreamRequest): Promise<unknown> {
+    const base = this.base(host.baseUrl);
+    let status: number;
+    let body: string;
+    try {
+      const response = await this.pool(base.origin).request({
+        path: base.path + upstream.path,
+        method: 'POST',
+        headers: upstream.headers,
+        body: JSON.stringify(upstream.body),
+        headersTimeout: this.timeouts.firstByteMs,
+        bodyTimeout: this.timeouts.idleMs,
+      });
+      status = response.statusCode;
+      body = await response.body.text();
+    } catch (error) {
+      throw toHostError(error, true);
+    }
+    if (status >= 400) throw new HostError('status', kind.errorMessage(status, body), status);
+    try {
+      return JSON.parse(body) as unknown;
+    } catch {
+      throw new HostError('malformed', `upstream answered with a body that is not JSON: ${body.slice(0, 100)}`);
+    }
   }
 
   /** Closes the pools with the application that owns them. */

@@ -15,7 +15,7 @@ export interface AdmissionPlan {
   model: CatalogueModel;
   /** The hosts that may serve, in the catalogue's order: the first is called, the rest are fallbacks. */
   hosts: ModelHost[];
-  /** The request as hosts get it: the output cap filled in. */
+  /** The request as hosts get it: the output cap filled in, or lowered to the model's limit. */
   request: CanonicalRequest;
   estimate: TokenUsage;
   /** The highest prices among the hosts: a fallback must stay covered. */
@@ -38,16 +38,18 @@ export const highestPrices = (hosts: ModelHost[]): TokenPrices => ({
   output: Math.max(...hosts.map((h) => h.prices.output)),
 });
 
+/** The model asked for and the hosts that may serve it, in the catalogue's order. */
+export interface Servable {
+  kind: 'servable';
+  model: CatalogueModel;
+  hosts: ModelHost[];
+}
+
 /**
- * Given the model asked for (`requested`, a slug or UUID), what the catalogue found for it and the
- * client's request: the plan to reserve, or the refusal (unknown model, no configured host, or an
- * output cap above the model's limit).
+ * Given the model asked for (`requested`, a slug or UUID) and what the catalogue found for it:
+ * its usable hosts, or the refusal (unknown model, or no configured host).
  */
-export function planAdmission(
-  requested: string,
-  model: CatalogueModel | null,
-  request: CanonicalRequest,
-): AdmissionPlan | Refusal {
+export function servableModel(requested: string, model: CatalogueModel | null): Servable | Refusal {
   if (!model) {
     return refusal(requested, 'not_found', `model "${requested}" is not in the catalogue (GET /api/v1/models lists them)`);
   }
@@ -55,21 +57,31 @@ export function planAdmission(
   if (hosts.length === 0) {
     return refusal(model.slug, 'not_found', `model "${model.slug}" is not available here: none of its hosts is configured`);
   }
-  const maxTokens = request.maxTokens ?? model.maxOutputTokens;
-  if (maxTokens > model.maxOutputTokens) {
-    return refusal(
-      model.slug,
-      'invalid_request',
-      `the output token cap asked for (${maxTokens}) exceeds ${model.slug}'s limit of ${model.maxOutputTokens} output tokens`,
-    );
-  }
+  return { kind: 'servable', model, hosts };
+}
+
+/**
+ * Given the model asked for, what the catalogue found for it and the client's request: the plan
+ * to reserve, or the refusal. The output cap is the client's, lowered to the model's limit when
+ * above it (agents send one cap, e.g. 32000, whatever the model), or the model's limit when none
+ * was given: what is reserved and what hosts get.
+ */
+export function planAdmission(
+  requested: string,
+  catalogued: CatalogueModel | null,
+  request: CanonicalRequest,
+): AdmissionPlan | Refusal {
+  const servable = servableModel(requested, catalogued);
+  if (servable.kind === 'refuse') return servable;
+  const { model, hosts } = servable;
+  const maxTokens = Math.min(request.maxTokens ?? model.maxOutputTokens, model.maxOutputTokens);
   const capped: CanonicalRequest = { ...request, maxTokens };
   const estimate: TokenUsage = { inputTokens: estimateInputTokens(capped), outputTokens: maxTokens };
   const prices = highestPrices(hosts);
   return { kind: 'reserve', model, hosts, request: capped, estimate, prices, amount: chargeFor(estimate, prices) };
 }
 
-const refusal = (model: string, code: 'not_found' | 'invalid_request', message: string): Refusal => ({
+const refusal = (model: string, code: 'not_found', message: string): Refusal => ({
   kind: 'refuse',
   model,
   error: new ApiError(code, message),

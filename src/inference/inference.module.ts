@@ -3,11 +3,13 @@ import { CqrsModule } from '@nestjs/cqrs';
 import type { Config } from '../config/config';
 import { HostTransport } from '../hosts/transport';
 import { CONFIG } from '../runtime/runtime.module';
+import { CountTokensHandler } from './count-tokens.handler';
 import { InferenceHandler } from './inference.handler';
 
 /**
- * The inference use case: its command handler and the transport to hosts it calls. Every module
- * that dispatches InferenceCommand (the API surfaces, the dashboard's playground) imports this.
+ * The inference use case: its command handler, the token-count query's handler, and the transport
+ * to hosts they call. Every module that dispatches InferenceCommand or CountTokensQuery (the API
+ * surfaces, the dashboard's playground) imports this.
  * Needs the runtime's services and the catalogue (global modules).
  */
 @Module({
@@ -24,6 +26,7 @@ import { InferenceHandler } from './inference.handler';
         }),
     },
     InferenceHandler,
+    CountTokensHandler,
   ],
 })
 export class InferenceModule {}

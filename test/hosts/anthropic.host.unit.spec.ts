@@ -65,6 +65,26 @@ function failure(messages: SseMessage[]): HostError {
   throw new Error('the decoder did not fail');
 }
 
+describe('anthropicHost.countTokensRequest', () => {
+  it("posts the client's body to /messages/count_tokens on the host's model, with key, version and betas", () => {
+    const body = {
+      model: 'vendor/claude',
+      messages: [{ role: 'user', content: 'Hi' }],
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+    };
+    expect(anthropicHost.countTokensRequest!(body, 'claude-sonnet-4-5', 'sk-ant-test', ['token-counting-2024-11-01'])).toEqual({
+      path: '/messages/count_tokens',
+      headers: {
+        'content-type': 'application/json',
+        'anthropic-version': '2023-06-01',
+        'x-api-key': 'sk-ant-test',
+        'anthropic-beta': 'token-counting-2024-11-01',
+      },
+      body: { ...body, model: 'claude-sonnet-4-5' },
+    });
+  });
+});
+
 describe('anthropicHost.buildRequest', () => {
   it('posts a streamed request to /messages with version and key headers', () => {
     const upstream = anthropicHost.buildRequest(request(), 'claude-sonnet-4-5', 'sk-ant-test');
@@ -98,6 +118,48 @@ describe('anthropicHost.buildRequest', () => {
   it('joins the system instructions into the top-level system field', () => {
     expect(bodyOf({ system: ['Be brief.', 'Answer in French.'] }).system).toBe('Be brief.\n\nAnswer in French.');
     expect(bodyOf({ system: [''] })).not.toHaveProperty('system');
+  });
+
+  describe('system messages inside the conversation', () => {
+    const MID = 'mid-conversation-system-2026-04-07';
+    const messages: CanonicalRequest['messages'] = [
+      { role: 'system', content: 'Leading.' },
+      { role: 'user', content: 'Hi' },
+      { role: 'system', content: 'Later.' },
+      { role: 'user', content: 'Again' },
+    ];
+
+    it('under the beta that allows them, keeps a later one in place and puts a leading one in the top-level system', () => {
+      expect(bodyOf({ system: ['Top.'], messages, betas: [MID] })).toMatchObject({
+        system: 'Top.\n\nLeading.',
+        messages: [
+          { role: 'user', content: 'Hi' },
+          { role: 'system', content: 'Later.' },
+          { role: 'user', content: 'Again' },
+        ],
+      });
+    });
+
+    it('without it, folds every one into the top-level system, in order, and merges the turns around them', () => {
+      expect(bodyOf({ system: ['Top.'], messages, betas: ['other-beta-2025-01-01'] })).toMatchObject({
+        system: 'Top.\n\nLeading.\n\nLater.',
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'Hi' },
+              { type: 'text', text: 'Again' },
+            ],
+          },
+        ],
+      });
+    });
+  });
+
+  it('passes the betas the client asked for as the anthropic-beta header', () => {
+    const upstream = anthropicHost.buildRequest(request({ betas: ['a-2025-01-01', 'b-2026-01-01'] }), 'm', 'k');
+    expect(upstream.headers['anthropic-beta']).toBe('a-2025-01-01,b-2026-01-01');
+    expect(anthropicHost.buildRequest(request({ betas: [] }), 'm', 'k').headers).not.toHaveProperty('anthropic-beta');
   });
 
   it('maps tools to input_schema', () => {

@@ -31,6 +31,30 @@ describe('openAiHost.buildRequest', () => {
   });
 });
 
+describe('openAiHost.buildRequest, system messages', () => {
+  it('sends a system message inside the conversation in its place, and ignores betas', () => {
+    const upstream = openAiHost.buildRequest(
+      request({
+        messages: [
+          { role: 'user', content: 'Hi' },
+          { role: 'system', content: 'Now be terse.' },
+          { role: 'user', content: 'Again' },
+        ],
+        betas: ['mid-conversation-system-2026-04-07'],
+      }),
+      'gpt-x',
+      null,
+    );
+    expect((upstream.body as { messages: unknown }).messages).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Hi' },
+      { role: 'system', content: 'Now be terse.' },
+      { role: 'user', content: 'Again' },
+    ]);
+    expect(upstream.headers).not.toHaveProperty('anthropic-beta');
+  });
+});
+
 describe('openAiHost.decodeReply (a whole, non-streamed completion)', () => {
   const completion = (message: Record<string, unknown>, finish: string, usage: unknown) =>
     JSON.stringify({

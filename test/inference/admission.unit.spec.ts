@@ -59,16 +59,21 @@ describe('admission', () => {
   });
 
   describe('given an output cap above the model limit', () => {
-    it('refuses the request as invalid', () => {
+    it('lowers the cap to the limit: hosts get it and the reservation is sized by it', () => {
+      const m = model([host('a', true, 1_000_000_000, 2_000_000_000)]);
+      const plan = planAdmission(m.slug, m, request(32_000));
+      if (plan.kind !== 'reserve') throw new Error('refused');
+      expect(plan.request.maxTokens).toBe(1000);
+      expect(plan.estimate.outputTokens).toBe(1000);
+      expect(plan.amount).toBe(chargeFor({ inputTokens: plan.estimate.inputTokens, outputTokens: 1000 }, plan.prices));
+    });
+
+    it('keeps a cap at or below the limit as it is', () => {
       const m = model([host('a', true, 1, 1)]);
-      expect(planAdmission(m.slug, m, request(1001))).toEqual({
-        kind: 'refuse',
-        model: 'vendor/model',
-        error: expect.objectContaining({
-          code: 'invalid_request',
-          message: "the output token cap asked for (1001) exceeds vendor/model's limit of 1000 output tokens",
-        }),
-      });
+      for (const cap of [1, 999, 1000]) {
+        const plan = planAdmission(m.slug, m, request(cap));
+        expect(plan.kind === 'reserve' && plan.request.maxTokens).toBe(cap);
+      }
     });
   });
 

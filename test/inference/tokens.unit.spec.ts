@@ -21,4 +21,16 @@ describe('tokens without a tokenizer', () => {
     // 24 characters = 6 tokens; 4 messages (system included) × 4; 3 for the reply's priming.
     expect(estimateInputTokens(request)).toBe(6 + 16 + 3);
   });
+
+  it('counts a system message inside the conversation as any other message', () => {
+    const base: CanonicalRequest = {
+      system: [],
+      messages: [{ role: 'user', content: 'abcd' }],
+      tools: [],
+      stop: [],
+      stream: false,
+    };
+    const withSystem: CanonicalRequest = { ...base, messages: [...base.messages, { role: 'system', content: 'efgh' }] };
+    expect(estimateInputTokens(withSystem) - estimateInputTokens(base)).toBe(1 + 4);
+  });
 });

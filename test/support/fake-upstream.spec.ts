@@ -474,6 +474,32 @@ describe.each([
   });
 });
 
+describe('anthropic: /v1/messages/count_tokens', () => {
+  const COUNT = '/v1/messages/count_tokens';
+
+  it('answers {input_tokens} as configured, or about four characters a token of what is counted', async () => {
+    fake.on('counted', { kind: 'count', inputTokens: 321 });
+    const configured = await post(COUNT, { model: 'counted', messages: [{ role: 'user', content: 'Hi' }] });
+    expect(configured.status).toBe(200);
+    expect(await configured.json()).toEqual({ input_tokens: 321 });
+    const computed = await post(COUNT, { model: 'other', system: 'Be brief.', messages: [{ role: 'user', content: 'Hi' }] });
+    expect(await computed.json()).toEqual({
+      input_tokens: Math.ceil(JSON.stringify(['Be brief.', [{ role: 'user', content: 'Hi' }], []]).length / 4),
+    });
+    expect(fake.requests.map((r) => r.path)).toEqual([COUNT, COUNT]);
+  });
+
+  it('refuses a body without model or messages, and answers a configured status in the anthropic format', async () => {
+    const missing = await post(COUNT, { model: 'm' });
+    expect(missing.status).toBe(400);
+    expect(await missing.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+    fake.on('busy', { kind: 'status', status: 529 });
+    const busy = await post(COUNT, { model: 'busy', messages: [] });
+    expect(busy.status).toBe(529);
+    expect(await busy.json()).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
+  });
+});
+
 it('unknown paths get an OpenAI-style 404, and are still recorded', async () => {
   const res = await post('/v1/nope', { model: 'm' });
   expect(res.status).toBe(404);

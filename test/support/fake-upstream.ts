@@ -1,6 +1,6 @@
 // A fake model provider for the gateway's tests: plain node:http speaking the real wire formats
-// of OpenAI chat completions (/v1/chat/completions) and Anthropic Messages (/v1/messages),
-// streamed (SSE) and not, plus the failure modes a real upstream shows (errors, hangs, cut
+// of OpenAI chat completions (/v1/chat/completions) and Anthropic Messages (/v1/messages, and
+// /v1/messages/count_tokens), streamed (SSE) and not, plus the failure modes a real upstream shows (errors, hangs, cut
 // sockets, garbage, in-stream errors). Everything is event-driven; no polling.
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
@@ -22,7 +22,9 @@ export type FakeBehaviour =
   | { kind: 'hang_after_headers' }
   | { kind: 'cut'; reply: FakeReply; afterPieces: number }
   | { kind: 'malformed'; afterPieces: number }
-  | { kind: 'stream_error'; afterPieces: number };
+  | { kind: 'stream_error'; afterPieces: number }
+  /** On /v1/messages/count_tokens: answer this count (without it, one computed from the body). */
+  | { kind: 'count'; inputTokens: number };
 
 export interface ReceivedRequest {
   path: string;
@@ -384,6 +386,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
           });
     wakeWaiters();
 
+    if (path === '/v1/messages/count_tokens' && req.method === 'POST')
+      return countTokens(res, body, behaviours.get(body?.model), received);
     const api: Api | null = path === '/v1/chat/completions' ? 'openai' : path === '/v1/messages' ? 'anthropic' : null;
     if (!api || req.method !== 'POST') {
       return send(res, 404, openaiError(404, `Invalid URL (${req.method} ${path})`));
@@ -459,6 +463,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         const frames = upToPiece(fmt.stream(body, DEFAULT_REPLY, fillerPieces(b.afterPieces)), b.afterPieces).map(sse);
         return play([...frames, MALFORMED[api]], 'end');
       }
+      case 'count':
+        return send(res, 400, fmt.error(400, 'a token count is answered on /v1/messages/count_tokens only'), ids);
       case 'stream_error': {
         if (!streamed) return send(res, 500, fmt.error(500), ids);
         const frames = upToPiece(fmt.stream(body, DEFAULT_REPLY, fillerPieces(b.afterPieces)), b.afterPieces).map(sse);
@@ -502,6 +508,27 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * POST /v1/messages/count_tokens as the real API answers it: `{"input_tokens": N}` for a body with
+ * a model and messages (N as configured, else about four characters a token of what is counted),
+ * an error status as configured, or nothing at all for a hang.
+ */
+function countTokens(
+  res: ServerResponse,
+  body: any,
+  configured: FakeBehaviour | ((req: ReceivedRequest) => FakeBehaviour) | undefined,
+  received: ReceivedRequest,
+) {
+  const ids = { 'request-id': newId('req_') };
+  if (typeof body !== 'object' || body === null || typeof body.model !== 'string' || !Array.isArray(body.messages))
+    return send(res, 400, anthropicError(400, 'model: Field required; messages: Field required'), ids);
+  const b = typeof configured === 'function' ? configured(received) : configured;
+  if (b?.kind === 'status') return send(res, b.status, b.body ?? anthropicError(b.status), ids);
+  if (b?.kind === 'hang') return;
+  const counted = JSON.stringify([body.system ?? '', body.messages, body.tools ?? []]).length;
+  send(res, 200, { input_tokens: b?.kind === 'count' ? b.inputTokens : Math.ceil(counted / 4) }, ids);
 }
 
 /** A complete response: objects go out as JSON, strings as they are. */

@@ -29,6 +29,14 @@ export const TEST_MODELS = {
     input: '0.50',
     output: '0.75',
   },
+  /** Two anthropic hosts: the first (`fake-claude-first`) fails before output, the second serves as for `claude`. */
+  claudeFallback: {
+    slug: 'test/claude-fallback',
+    id: '66666666-6666-4666-8666-666666666666',
+    hostModel: 'fake-claude-second',
+    input: '3.00',
+    output: '15.00',
+  },
   /** In the catalogue, but its one host's key variable is unset: no host can serve it. */
   unhosted: {
     slug: 'test/unhosted',
@@ -70,6 +78,7 @@ export function testCatalogue(fake: FakeUpstream): Catalogue {
         { id: 'fake-openai', kind: 'openai', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
         { id: 'fake-anthropic', kind: 'anthropic', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_ANTHROPIC_KEY' },
         { id: 'fake-flaky', kind: 'openai', baseUrl: `${fake.url}/v1` },
+        { id: 'fake-anthropic-flaky', kind: 'anthropic', baseUrl: `${fake.url}/v1` },
         // Port 1: a privileged port nothing here listens on, so connecting is refused at once.
         { id: 'fake-down', kind: 'openai', baseUrl: 'http://127.0.0.1:1/v1' },
         { id: 'fake-unkeyed', kind: 'openai', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_KEY_NOBODY_SET' },
@@ -78,6 +87,10 @@ export function testCatalogue(fake: FakeUpstream): Catalogue {
         entry(m.gpt, 'Test GPT', 'fake-openai'),
         entry(m.claude, 'Test Claude', 'fake-anthropic'),
         entry(m.fallback, 'Test fallback', 'fake-openai', { host: 'fake-flaky', model: 'fake-first' }),
+        entry(m.claudeFallback, 'Test Claude fallback', 'fake-anthropic', {
+          host: 'fake-anthropic-flaky',
+          model: 'fake-claude-first',
+        }),
         entry(m.unhosted, 'Test unhosted', 'fake-unkeyed'),
         entry(m.fallbackAfterDownHost, 'Test fallback after a down host', 'fake-openai', {
           host: 'fake-down',

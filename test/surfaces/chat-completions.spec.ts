@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { connect } from 'node:net';
 import OpenAI from 'openai';
 import request from 'supertest';
+import type { CreditsReserved } from '../../src/ledger/ledger.events';
 import { chargeFor } from '../../src/ledger/money';
 import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 
@@ -218,6 +219,51 @@ describe('chat-completions surface with the official openai client', () => {
     ]);
   });
 
+  it('keeps a later system or developer message in its place: in the messages of an openai host, folded into the system of an anthropic one', async () => {
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'system', content: 'You are an agent.' },
+      { role: 'user', content: 'List the files.' },
+      { role: 'assistant', content: 'Which directory?' },
+      { role: 'developer', content: 'The user is in /work.' },
+      { role: 'user', content: 'This one.' },
+    ];
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'ok' } });
+    await client.chat.completions.create({ model: M.gpt.slug, messages });
+    expect(g.fake.requests[g.fake.requests.length - 1].body.messages).toEqual(
+      messages.map((m) => ({ role: m.role === 'developer' ? 'system' : m.role, content: m.content })),
+    );
+    g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: 'ok' } });
+    await client.chat.completions.create({ model: M.claude.slug, messages });
+    expect(g.fake.requests[g.fake.requests.length - 1].body).toMatchObject({
+      system: 'You are an agent.\n\nThe user is in /work.',
+      messages: [
+        { role: 'user', content: 'List the files.' },
+        { role: 'assistant', content: 'Which directory?' },
+        { role: 'user', content: 'This one.' },
+      ],
+    });
+  });
+
+  it("lowers max_completion_tokens (or max_tokens) above the model's limit to it: the host gets the limit, the reservation is sized by it", async () => {
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'ok' } });
+    const reserved = async (cap: Record<string, number>) => {
+      const { response } = await client.chat.completions
+        .create({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }], ...cap })
+        .withResponse();
+      expect(g.fake.requests[g.fake.requests.length - 1].body.max_tokens).toBe(1000);
+      const requestId = response.headers.get('x-request-id');
+      await g.settled();
+      const events = await g.t.runtime.events.readAll(0, 100_000);
+      const reservation = events.find(
+        (e) => e.type === 'CreditsReserved' && (e.data as CreditsReserved['data']).requestId === requestId,
+      );
+      return (reservation?.data as CreditsReserved['data']).amount;
+    };
+    const atTheLimit = await reserved({ max_completion_tokens: 1000 });
+    expect(await reserved({ max_completion_tokens: 32_000 })).toBe(atTheLimit);
+    expect(await reserved({ max_tokens: 100_000 })).toBe(atTheLimit);
+  });
+
   it('accepts and ignores n, logprobs, response_format, image parts and unknown fields', async () => {
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'ok' } });
     const completion = await client.chat.completions.create({
@@ -263,7 +309,7 @@ describe('chat-completions surface with the official openai client', () => {
   it('lists the models', async () => {
     const models = await client.models.list();
     const ids = models.data.map((m) => m.id);
-    expect(ids).toEqual([M.gpt.slug, M.claude.slug, M.fallback.slug, M.fallbackAfterDownHost.slug]);
+    expect(ids).toEqual([M.gpt.slug, M.claude.slug, M.fallback.slug, M.claudeFallback.slug, M.fallbackAfterDownHost.slug]);
     expect(models.data[0]).toMatchObject({
       id: M.gpt.slug,
       object: 'model',
@@ -323,14 +369,6 @@ describe('chat-completions surface with the official openai client', () => {
     // 404 too for a model in the catalogue that no configured host serves, saying so.
     const unhosted = await expectError(client.chat.completions.create({ ...chat, model: M.unhosted.slug }), 404, 'not_found');
     expect(unhosted.message).toMatch(/none of its hosts is configured/);
-    // 400 for a token cap over the model's, naming no field the client did not send.
-    const capped = await expectError(
-      client.chat.completions.create({ ...chat, max_completion_tokens: 100_000 }),
-      400,
-      'invalid_request',
-    );
-    expect(capped.message).toMatch(/output token cap asked for \(100000\) exceeds test\/gpt's limit of 1000/);
-    expect(await g.logged(capped.requestID!)).toMatchObject({ status: 'invalid_request', cost: 0 });
     // 413: a body over the limit.
     await expectError(
       client.chat.completions.create({ ...chat, messages: [{ role: 'user', content: 'x'.repeat(5 * 1024 * 1024) }] }),
@@ -385,11 +423,11 @@ describe('chat-completions surface with the official openai client', () => {
     const nativeBadUrl = await request(g.baseUrl).post('/api/v1/models/test%ZZgpt/chat').set(auth).send({});
     expect(nativeBadUrl.status).toBe(400);
     expect(nativeBadUrl.body).toEqual({ error: { code: 'invalid_request', message: expect.stringMatching(/percent-encoding/) } });
-    const countTokens = await request(g.baseUrl).post('/api/v1/messages/count_tokens').set(auth).send({});
-    expect(countTokens.status).toBe(404);
-    expect(countTokens.body).toMatchObject({
+    const batches = await request(g.baseUrl).post('/api/v1/messages/batches').set(auth).send({});
+    expect(batches.status).toBe(404);
+    expect(batches.body).toMatchObject({
       type: 'error',
-      error: { type: 'not_found_error', message: 'no such route: POST /api/v1/messages/count_tokens' },
+      error: { type: 'not_found_error', message: 'no such route: POST /api/v1/messages/batches' },
     });
   });
 

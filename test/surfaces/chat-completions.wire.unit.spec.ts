@@ -1,6 +1,6 @@
 import { EMPTY } from 'rxjs';
 import type { InferenceResult } from '../../src/inference/inference.command';
-import { chunkSerializer } from '../../src/surfaces/chat-completions/chat-completions.wire';
+import { chunkSerializer, toCanonical } from '../../src/surfaces/chat-completions/chat-completions.wire';
 
 const result: InferenceResult = {
   requestId: 'req_0123456789abcdef',
@@ -44,5 +44,26 @@ describe('chat-completions stream chunks', () => {
     const finish = parse(serializer.event({ type: 'finish', reason: 'stop' }));
     expect(Object.keys(text)).toEqual(Object.keys(finish));
     expect(Object.keys(text.choices[0])).toEqual(Object.keys(finish.choices[0]));
+  });
+});
+
+describe('chat-completions system and developer messages', () => {
+  it('keeps the leading ones as the instructions and later ones in place', () => {
+    const request = toCanonical({
+      model: 'vendor/model',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'developer', content: 'Use tools.' },
+        { role: 'user', content: 'Hi' },
+        { role: 'developer', content: [{ type: 'text', text: 'Now be terse.' }] },
+        { role: 'user', content: 'Again' },
+      ],
+    });
+    expect(request.system).toEqual(['Be brief.', 'Use tools.']);
+    expect(request.messages).toEqual([
+      { role: 'user', content: 'Hi' },
+      { role: 'system', content: 'Now be terse.' },
+      { role: 'user', content: 'Again' },
+    ]);
   });
 });

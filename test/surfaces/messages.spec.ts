@@ -1,6 +1,9 @@
 import Anthropic from '@anthropic-ai/sdk';
 import AnthropicV0 from 'anthropic-sdk-v0';
 import OpenAI from 'openai';
+import { estimateInputTokens } from '../../src/inference/tokens';
+import type { CreditsReserved } from '../../src/ledger/ledger.events';
+import { toCanonical } from '../../src/surfaces/messages/messages.wire';
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 
 const M = TEST_MODELS;
@@ -328,5 +331,209 @@ describe('chat-completions client on a model served by an anthropic host', () =>
       },
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_9', content: '{"celsius":21}' }] },
     ]);
+  });
+});
+
+describe('what coding agents send (Claude Code)', () => {
+  const MID_CONVERSATION_SYSTEM = 'mid-conversation-system-2026-04-07';
+  const client = () => new Anthropic({ baseURL: `${g.baseUrl}/api`, apiKey: g.key, maxRetries: 0 });
+  const last = () => g.fake.requests[g.fake.requests.length - 1];
+  const conversation: Anthropic.Beta.BetaMessageParam[] = [
+    { role: 'user', content: 'List the files.' },
+    { role: 'assistant', content: 'Which directory?' },
+    { role: 'system', content: [{ type: 'text', text: 'The user is in /work.' }] },
+    { role: 'user', content: 'This one.' },
+  ];
+  const post = (path: string, body: unknown) =>
+    fetch(`${g.baseUrl}/api${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': g.key, 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify(body),
+    });
+
+  it('passes the betas to an anthropic host, and a system message in place under the beta that allows it', async () => {
+    g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: 'ok' } });
+    const message = await client().beta.messages.create({
+      model: M.claude.slug,
+      max_tokens: 100,
+      system: 'You are an agent.',
+      betas: [MID_CONVERSATION_SYSTEM, 'interleaved-thinking-2025-05-14'],
+      messages: [{ role: 'system', content: 'Work carefully.' }, ...conversation],
+    });
+    expect(message.content).toEqual([expect.objectContaining({ type: 'text', text: 'ok' })]);
+    expect(last().headers['anthropic-beta']).toBe(`${MID_CONVERSATION_SYSTEM},interleaved-thinking-2025-05-14`);
+    // A leading system message joins the top-level system; a later one keeps its place.
+    expect(last().body.system).toBe('You are an agent.\n\nWork carefully.');
+    expect(last().body.messages).toEqual([
+      { role: 'user', content: 'List the files.' },
+      { role: 'assistant', content: 'Which directory?' },
+      { role: 'system', content: 'The user is in /work.' },
+      { role: 'user', content: 'This one.' },
+    ]);
+  });
+
+  it('without that beta, folds a later system message into the top-level system of an anthropic host', async () => {
+    g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: 'ok' } });
+    await client().beta.messages.create({
+      model: M.claude.slug,
+      max_tokens: 100,
+      system: 'You are an agent.',
+      messages: conversation,
+    });
+    expect(last().headers).not.toHaveProperty('anthropic-beta');
+    expect(last().body.system).toBe('You are an agent.\n\nThe user is in /work.');
+    expect(last().body.messages).toEqual([
+      { role: 'user', content: 'List the files.' },
+      { role: 'assistant', content: 'Which directory?' },
+      { role: 'user', content: 'This one.' },
+    ]);
+  });
+
+  it('sends a system message in place to an openai host, without the betas', async () => {
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'ok' } });
+    await client().beta.messages.create({
+      model: M.gpt.slug,
+      max_tokens: 100,
+      system: 'You are an agent.',
+      betas: [MID_CONVERSATION_SYSTEM],
+      messages: conversation,
+    });
+    expect(last().headers).not.toHaveProperty('anthropic-beta');
+    expect(last().body.messages).toEqual([
+      { role: 'system', content: 'You are an agent.' },
+      { role: 'user', content: 'List the files.' },
+      { role: 'assistant', content: 'Which directory?' },
+      { role: 'system', content: 'The user is in /work.' },
+      { role: 'user', content: 'This one.' },
+    ]);
+  });
+
+  it('refuses a system message whose content is not text, naming the field', async () => {
+    const res = await post('/v1/messages', {
+      model: M.claude.slug,
+      max_tokens: 10,
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'system', content: [{ type: 'image', source: {} }] },
+      ],
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as any).error.message).toMatch(/messages\.1\.content .*system message/);
+  });
+
+  it('accepts ?beta=true on /messages, as the beta clients of agents add it', async () => {
+    g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: 'ok' } });
+    const res = await post('/v1/messages?beta=true', { model: M.claude.slug, max_tokens: 10, messages: conversation });
+    expect(res.status).toBe(200);
+    expect((await res.json()) as any).toMatchObject({ type: 'message', content: [{ type: 'text', text: 'ok' }] });
+  });
+
+  it.each([
+    ['an anthropic host', M.claude],
+    ['an openai host', M.gpt],
+  ])(
+    "lowers max_tokens above the model's limit on %s: the host gets the limit, the reservation is sized by it",
+    async (_host, model) => {
+      g.fake.on(model.hostModel, { kind: 'reply', reply: { text: 'ok' } });
+      const reserved = async (maxTokens: number) => {
+        const res = await post('/v1/messages', {
+          model: model.slug,
+          max_tokens: maxTokens,
+          messages: [{ role: 'user', content: 'hi' }],
+        });
+        expect(res.status).toBe(200);
+        expect(last().body.max_tokens).toBe(1000);
+        const requestId = res.headers.get('x-request-id');
+        await g.settled();
+        const events = await g.t.runtime.events.readAll(0, 100_000);
+        const reservation = events.find(
+          (e) => e.type === 'CreditsReserved' && (e.data as CreditsReserved['data']).requestId === requestId,
+        );
+        return (reservation?.data as CreditsReserved['data']).amount;
+      };
+      expect(await reserved(32_000)).toBe(await reserved(1000));
+    },
+  );
+});
+
+describe('counting tokens (POST /messages/count_tokens)', () => {
+  const client = () => new Anthropic({ baseURL: `${g.baseUrl}/api`, apiKey: g.key, maxRetries: 0 });
+  const hello = { system: 'Be brief.', messages: [{ role: 'user' as const, content: 'Hello' }], tools: [weatherTool] };
+  const balance = () => g.t.runtime.projections.balance(g.orgId);
+
+  it("asks an anthropic host, on its model and with the client's betas, and answers its count; nothing is billed", async () => {
+    g.fake.on(M.claude.hostModel, { kind: 'count', inputTokens: 4242 });
+    const before = await balance();
+    const counted = await client().messages.countTokens({ model: M.claude.slug, ...hello });
+    expect(counted).toEqual({ input_tokens: 4242 });
+    const upstream = g.fake.requests[g.fake.requests.length - 1];
+    expect(upstream.path).toBe('/v1/messages/count_tokens');
+    expect(upstream.body).toEqual({ model: M.claude.hostModel, ...hello });
+    expect(upstream.headers).toMatchObject({ 'x-api-key': 'upstream-anthropic-key', 'anthropic-version': '2023-06-01' });
+    expect(upstream.headers).not.toHaveProperty('anthropic-beta');
+
+    const beta = await client().beta.messages.countTokens({
+      model: M.claude.slug,
+      betas: ['mid-conversation-system-2026-04-07'],
+      messages: [
+        { role: 'user', content: 'Hello' },
+        { role: 'assistant', content: 'Hi.' },
+        { role: 'system', content: 'Be terse.' },
+      ],
+    });
+    expect(beta).toEqual({ input_tokens: 4242 });
+    const last = g.fake.requests[g.fake.requests.length - 1];
+    expect(last.headers['anthropic-beta']).toBe('mid-conversation-system-2026-04-07,token-counting-2024-11-01');
+    expect(last.body.messages[2]).toEqual({ role: 'system', content: 'Be terse.' });
+    await g.settled();
+    expect(await balance()).toEqual(before);
+  });
+
+  it("answers the gateway's estimate for a model none of whose hosts counts, calling none", async () => {
+    const calls = g.fake.requests.length;
+    const counted = await client().messages.countTokens({ model: M.gpt.slug, ...hello });
+    expect(counted).toEqual({ input_tokens: estimateInputTokens(toCanonical({ model: M.gpt.slug, ...hello }, [])) });
+    expect(g.fake.requests.length).toBe(calls);
+  });
+
+  it('tries the next anthropic host when one fails before answering', async () => {
+    g.fake.on('fake-claude-first', { kind: 'status', status: 529 });
+    g.fake.on(M.claudeFallback.hostModel, { kind: 'count', inputTokens: 7 });
+    const calls = g.fake.requests.length;
+    expect(await client().messages.countTokens({ model: M.claudeFallback.slug, ...hello })).toEqual({ input_tokens: 7 });
+    expect(g.fake.requests.slice(calls).map((r) => r.body.model)).toEqual(['fake-claude-first', M.claudeFallback.hostModel]);
+  });
+
+  it.each([
+    ['a body the host refuses', 400, 400, 'invalid_request_error'],
+    ['a host failing', 500, 502, 'api_error'],
+  ])('answers %s in the messages error format', async (_name, upstreamStatus, status, type) => {
+    g.fake.on(M.claude.hostModel, { kind: 'status', status: upstreamStatus });
+    const error = (await client()
+      .messages.countTokens({ model: M.claude.slug, ...hello })
+      .catch((e) => e)) as { status: number; error: unknown };
+    expect(error.status).toBe(status);
+    expect(error.error).toMatchObject({ type: 'error', error: { type } });
+  });
+
+  it.each([
+    [
+      'an unknown key',
+      { 'x-api-key': `sk-svc-${'z'.repeat(43)}`, 'anthropic-version': '2023-06-01' },
+      M.claude.slug,
+      401,
+      'authentication_error',
+    ],
+    ['no version', { 'x-api-key': 'KEY' }, M.claude.slug, 400, 'invalid_request_error'],
+    ['an unknown model', { 'x-api-key': 'KEY', 'anthropic-version': '2023-06-01' }, 'nobody/nothing', 404, 'not_found_error'],
+  ])('refuses %s as /messages does', async (_name, headers, model, status, type) => {
+    const keyed = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, v === 'KEY' ? g.key : v]));
+    const res = await fetch(`${g.baseUrl}/api/v1/messages/count_tokens`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...keyed },
+      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(res.status).toBe(status);
+    expect((await res.json()) as any).toMatchObject({ type: 'error', error: { type, message: expect.any(String) } });
   });
 });

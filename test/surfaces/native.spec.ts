@@ -49,6 +49,13 @@ describe('native route POST /api/v1/models/{model}/chat', () => {
     expect((await g.t.runtime.projections.recentRequests(g.orgId, 1))[0]).toMatchObject({ surface: 'native', cost: 3_000_000 });
   });
 
+  it("lowers max_tokens above the model's limit to it", async () => {
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'ok' } });
+    const res = await chat(M.gpt.slug, { ...hello, max_tokens: 32_000 });
+    expect(res.status).toBe(200);
+    expect(g.fake.requests[g.fake.requests.length - 1].body.max_tokens).toBe(1000);
+  });
+
   it('streams deltas and ends with usage and cost', async () => {
     g.fake.on(M.claude.hostModel, {
       kind: 'reply',

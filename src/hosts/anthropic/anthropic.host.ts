@@ -11,12 +11,15 @@ import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../ho
 /** The Messages API requires max_tokens; used only when the pipeline left it open. */
 const DEFAULT_MAX_TOKENS = 4096;
 
+/** The beta under which the Messages API takes `role: "system"` entries inside `messages`. */
+const MID_CONVERSATION_SYSTEM_BETA = 'mid-conversation-system-2026-04-07';
+
 type Block =
   | { type: 'text'; text: string }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
   | { type: 'tool_result'; tool_use_id: string; content: string };
 
-type Role = 'user' | 'assistant';
+type Role = 'user' | 'assistant' | 'system';
 
 interface WireUsage {
   input_tokens?: unknown;
@@ -80,6 +83,7 @@ const textBlocks = (text: string): Block[] => (text === '' ? [] : [{ type: 'text
 
 function blocksOf(message: CanonicalMessage): Block[] {
   switch (message.role) {
+    case 'system':
     case 'user':
       return textBlocks(message.content);
     case 'assistant':
@@ -105,7 +109,7 @@ function blocksOf(message: CanonicalMessage): Block[] {
 function toMessages(messages: CanonicalMessage[]): { role: Role; content: string | Block[] }[] {
   const turns: { role: Role; blocks: Block[] }[] = [];
   for (const message of messages) {
-    const role: Role = message.role === 'assistant' ? 'assistant' : 'user';
+    const role: Role = message.role === 'tool' ? 'user' : message.role;
     const blocks = blocksOf(message);
     if (blocks.length === 0) continue;
     const last = turns.at(-1);
@@ -123,17 +127,41 @@ function toToolChoice(choice: CanonicalToolChoice): Record<string, string> {
   return { type: choice === 'required' ? 'any' : choice };
 }
 
-function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
+/**
+ * Where system messages go. Those before the conversation join the top-level `system`. Later ones
+ * keep their place as `role: "system"` entries when the client asked for the beta that allows
+ * them; without it the API takes instructions at the top level only, so they are folded there, in
+ * order, after the others (their position is lost, their text is not).
+ */
+function placeSystem(request: CanonicalRequest): { system: string[]; messages: CanonicalMessage[] } {
+  const inPlace = request.betas?.includes(MID_CONVERSATION_SYSTEM_BETA) === true;
+  const system = [...request.system];
+  const messages: CanonicalMessage[] = [];
+  for (const message of request.messages) {
+    if (message.role === 'system' && (messages.length === 0 || !inPlace)) system.push(message.content);
+    else messages.push(message);
+  }
+  return { system, messages };
+}
+
+/** Version, key and the client's betas: the headers of every call to the Messages API. */
+function headersFor(apiKey: string | null, betas: string[] = []): Record<string, string> {
   const headers: Record<string, string> = { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' };
   if (apiKey !== null) headers['x-api-key'] = apiKey;
+  if (betas.length > 0) headers['anthropic-beta'] = betas.join(',');
+  return headers;
+}
 
+function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
+  const headers = headersFor(apiKey, request.betas);
+  const placed = placeSystem(request);
   const body: Record<string, unknown> = {
     model: hostModel,
     max_tokens: request.maxTokens ?? DEFAULT_MAX_TOKENS,
     stream: request.stream,
-    messages: toMessages(request.messages),
+    messages: toMessages(placed.messages),
   };
-  const system = request.system.filter((part) => part !== '').join('\n\n');
+  const system = placed.system.filter((part) => part !== '').join('\n\n');
   if (system !== '') body.system = system;
   if (request.tools.length > 0) {
     body.tools = request.tools.map(({ name, description, parameters }) => ({
@@ -294,9 +322,17 @@ function errorMessage(status: number, body: string): string {
   return body.trim().slice(0, 300) || `upstream answered ${status}`;
 }
 
+/** A count_tokens body is the client's own (the same wire format): only the model is the host's. */
+const countTokensRequest = (body: Record<string, unknown>, hostModel: string, apiKey: string | null, betas: string[]) => ({
+  path: '/messages/count_tokens',
+  headers: headersFor(apiKey, betas),
+  body: { ...body, model: hostModel },
+});
+
 export const anthropicHost: HostKind<'anthropic'> = {
   name: 'anthropic',
   buildRequest,
+  countTokensRequest,
   decoder: () => new AnthropicDecoder(),
   decodeReply,
   errorMessage,

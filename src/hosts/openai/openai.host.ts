@@ -6,8 +6,9 @@ import type { HostKind, SseMessage, StreamDecoder } from '../host-kind';
 
 function toWireMessage(message: CanonicalMessage): Record<string, unknown> {
   switch (message.role) {
+    case 'system':
     case 'user':
-      return { role: 'user', content: message.content };
+      return { role: message.role, content: message.content };
     case 'assistant':
       return message.toolCalls.length === 0
         ? { role: 'assistant', content: message.content }

@@ -26,7 +26,9 @@ export function toCanonical(body: ChatCompletionRequest): CanonicalRequest {
     switch (m.role) {
       case 'system':
       case 'developer':
-        system.push(textOf(m.content));
+        // Instructions before the conversation are the request's; later ones keep their place.
+        if (messages.length === 0) system.push(textOf(m.content));
+        else messages.push({ role: 'system', content: textOf(m.content) });
         return;
       case 'user':
         messages.push({ role: 'user', content: textOf(m.content) });

@@ -12,17 +12,18 @@ import {
   UseFilters,
   UseGuards,
 } from '@nestjs/common';
-import { CommandBus } from '@nestjs/cqrs';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config/config';
 import { ApiError, SurfaceErrorFilter } from '../../http/api-error';
 import { requireKey } from '../../http/credentials';
 import { schemaValidation } from '../../http/schema-validation';
+import { CountTokensQuery } from '../../inference/count-tokens.query';
 import { InferenceCommand } from '../../inference/inference.command';
 import { CONFIG } from '../../runtime/runtime.module';
 import { respond, SurfaceWire } from '../respond';
-import { MessagesRequest, messagesRequestSchema } from './messages.schema';
-import { eventSerializer, messageBody, messagesError, toCanonical } from './messages.wire';
+import { CountTokensRequest, countTokensRequestSchema, MessagesRequest, messagesRequestSchema } from './messages.schema';
+import { betasOf, eventSerializer, messageBody, messagesError, toCanonical } from './messages.wire';
 
 const FIRST_VERSION = '2023-06-01';
 
@@ -71,6 +72,10 @@ export class MessagesHeadersGuard implements CanActivate {
 }
 
 const bodyValidation = schemaValidation<MessagesRequest>(messagesRequestSchema);
+const countTokensValidation = schemaValidation<CountTokensRequest>(countTokensRequestSchema);
+
+/** The betas the client asked for: passed to hosts that speak this format. */
+const betasOfRequest = (request: FastifyRequest): string[] => betasOf(request.headers['anthropic-beta']);
 
 @Controller('api/v1')
 @UseGuards(MessagesHeadersGuard)
@@ -78,6 +83,7 @@ const bodyValidation = schemaValidation<MessagesRequest>(messagesRequestSchema);
 export class MessagesController {
   constructor(
     private readonly commands: CommandBus,
+    private readonly queries: QueryBus,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -93,10 +99,25 @@ export class MessagesController {
         surface: 'messages',
         apiKey: messagesKey(request),
         model: body.model,
-        request: toCanonical(body),
+        request: toCanonical(body, betasOfRequest(request)),
         requestId: request.id,
       }),
     );
     return respond(reply, result, messagesWire, this.config.sseKeepAliveMs);
+  }
+
+  /** `{"input_tokens": N}`: counted by a host of the model that can, else estimated here. Never billed. */
+  @Post('messages/count_tokens')
+  @HttpCode(200)
+  async countTokens(@Body(countTokensValidation) body: CountTokensRequest, @Req() request: FastifyRequest): Promise<unknown> {
+    const { inputTokens, counted } = await this.queries.execute(
+      new CountTokensQuery({
+        apiKey: messagesKey(request),
+        model: body.model,
+        body,
+        request: toCanonical(body, betasOfRequest(request)),
+      }),
+    );
+    return counted ?? { input_tokens: inputTokens };
   }
 }

@@ -26,10 +26,17 @@ export interface ToolResultBlock {
 /** Other block types (image, document, thinking, …) are accepted and dropped. */
 export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock | { type: string };
 
+/**
+ * A conversation entry. `system` entries (the `mid-conversation-system-2026-04-07` beta, which
+ * agents such as Claude Code send) are instructions given at that point of the conversation.
+ */
+export type MessageParam =
+  { role: 'user' | 'assistant'; content: string | ContentBlock[] } | { role: 'system'; content: string | TextBlock[] };
+
 export interface MessagesRequest {
   model: string;
   max_tokens: number;
-  messages: Array<{ role: 'user' | 'assistant'; content: string | ContentBlock[] }>;
+  messages: MessageParam[];
   system?: string | TextBlock[] | null;
   tools?: Array<{ name: string; description?: string; input_schema: Record<string, unknown> }>;
   tool_choice?: { type: 'auto' | 'any' | 'tool' | 'none'; name?: string } | null;
@@ -39,6 +46,9 @@ export interface MessagesRequest {
   top_k?: number | null;
   stream?: boolean | null;
 }
+
+/** POST /messages/count_tokens: a message request without its output cap (and not streamed). */
+export type CountTokensRequest = Omit<MessagesRequest, 'max_tokens' | 'stream'>;
 
 /** A block whose `type` is `kind` must carry `then`'s fields. */
 const when = (kind: string, then: Record<string, unknown>) => ({ if: { properties: { type: { const: kind } } }, then });
@@ -61,42 +71,47 @@ const contentBlock = {
   ],
 };
 
-/** POST /messages, the messages wire format. Unknown fields are ignored. */
-export const messagesRequestSchema = {
+const textBlocks = {
+  type: 'array',
+  items: {
+    type: 'object',
+    required: ['type', 'text'],
+    properties: { type: { const: 'text' }, text: { type: 'string' } },
+  },
+};
+
+const message = {
   type: 'object',
-  required: ['model', 'max_tokens', 'messages'],
+  required: ['role', 'content'],
   properties: {
-    model: modelReference,
-    max_tokens: { type: 'integer', minimum: 1 },
-    messages: {
-      type: 'array',
-      minItems: 1,
-      items: {
-        type: 'object',
-        required: ['role', 'content'],
-        properties: {
-          role: { enum: ['user', 'assistant'] },
-          content: {
-            'x-message':
-              'must be a string or an array of content blocks (text blocks need "text"; tool_use blocks "id", "name" and an object "input"; tool_result blocks "tool_use_id")',
-            anyOf: [{ type: 'string' }, { type: 'array', items: contentBlock }],
-          },
-        },
+    role: { enum: ['user', 'assistant', 'system'] },
+    content: {
+      'x-message':
+        'must be a string or an array of content blocks (text blocks need "text"; tool_use blocks "id", "name" and an object "input"; tool_result blocks "tool_use_id")',
+      anyOf: [{ type: 'string' }, { type: 'array', items: contentBlock }],
+    },
+  },
+  if: { properties: { role: { const: 'system' } } },
+  then: {
+    properties: {
+      content: {
+        'x-message': 'must be a string or an array of text blocks in a system message',
+        anyOf: [{ type: 'string' }, textBlocks],
       },
     },
+  },
+};
+
+/** The body of POST /messages/count_tokens: a message request's fields but its output cap. Unknown fields are ignored. */
+export const countTokensRequestSchema = {
+  type: 'object',
+  required: ['model', 'messages'],
+  properties: {
+    model: modelReference,
+    messages: { type: 'array', minItems: 1, items: message },
     system: {
       'x-message': 'must be a string or an array of text blocks',
-      anyOf: [
-        { type: ['string', 'null'] },
-        {
-          type: 'array',
-          items: {
-            type: 'object',
-            required: ['type', 'text'],
-            properties: { type: { const: 'text' }, text: { type: 'string' } },
-          },
-        },
-      ],
+      anyOf: [{ type: ['string', 'null'] }, textBlocks],
     },
     tools: {
       type: 'array',
@@ -112,6 +127,16 @@ export const messagesRequestSchema = {
       required: ['type'],
       properties: { type: { enum: ['auto', 'any', 'tool', 'none'] }, name: { type: 'string' } },
     },
+  },
+};
+
+/** POST /messages, the messages wire format. Unknown fields are ignored. */
+export const messagesRequestSchema = {
+  type: 'object',
+  required: ['model', 'max_tokens', 'messages'],
+  properties: {
+    ...countTokensRequestSchema.properties,
+    max_tokens: { type: 'integer', minimum: 1 },
     stop_sequences: { type: ['array', 'null'], items: { type: 'string' } },
     temperature: numberBetween(0, 1),
     top_p: numberBetween(0, 1),

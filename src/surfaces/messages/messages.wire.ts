@@ -3,7 +3,14 @@ import type { CanonicalMessage, CanonicalRequest, CanonicalToolChoice, FinishRea
 import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
 import type { Reply } from '../../inference/reduce';
 import { sseData, StreamSerializer } from '../sse';
-import type { ContentBlock, MessagesRequest, TextBlock, ToolResultBlock, ToolUseBlock } from './messages.schema';
+import type {
+  ContentBlock,
+  CountTokensRequest,
+  MessagesRequest,
+  TextBlock,
+  ToolResultBlock,
+  ToolUseBlock,
+} from './messages.schema';
 
 /** The messages wire format, in and out. Pure translation; no I/O. */
 
@@ -24,10 +31,33 @@ const toolResultText = (block: ToolResultBlock): string => {
 
 const CHOICE: Record<string, CanonicalToolChoice> = { auto: 'auto', any: 'required', none: 'none' };
 
-export function toCanonical(body: MessagesRequest): CanonicalRequest {
+/**
+ * The `anthropic-beta` header's names: comma-separated, possibly sent more than once (an array,
+ * or already joined by Node), each kept once in the order given.
+ */
+export function betasOf(header: string | string[] | undefined): string[] {
+  const values = header === undefined ? [] : typeof header === 'string' ? [header] : header;
+  const names = values.flatMap((value) => value.split(',')).map((name) => name.trim());
+  return [...new Set(names.filter((name) => name !== ''))];
+}
+
+/** A message request (or a count_tokens body, which has no cap and no stream) and its betas, as a canonical request. */
+export function toCanonical(
+  body: CountTokensRequest & Partial<Pick<MessagesRequest, 'max_tokens' | 'stream'>>,
+  betas: string[],
+): CanonicalRequest {
+  const system = body.system == null ? [] : typeof body.system === 'string' ? [body.system] : [textOfBlocks(body.system)];
   const messages: CanonicalMessage[] = [];
   for (const message of body.messages) {
     const blocks = blocksOf(message.content);
+    if (message.role === 'system') {
+      const text = textOfBlocks(blocks);
+      // Instructions before the conversation join the top-level ones; later ones keep their place.
+      if (text === '') continue;
+      if (messages.length === 0) system.push(text);
+      else messages.push({ role: 'system', content: text });
+      continue;
+    }
     if (message.role === 'assistant') {
       messages.push({
         role: 'assistant',
@@ -48,7 +78,6 @@ export function toCanonical(body: MessagesRequest): CanonicalRequest {
     const text = textOfBlocks(blocks);
     if (text !== '' || !blocks.some((b) => b.type === 'tool_result')) messages.push({ role: 'user', content: text });
   }
-  const system = body.system == null ? [] : typeof body.system === 'string' ? [body.system] : [textOfBlocks(body.system)];
   const choice = body.tool_choice;
   if (choice?.type === 'tool' && !choice.name) throw new ApiError('invalid_request', 'tool_choice of type "tool" needs a "name"');
   return {
@@ -63,6 +92,7 @@ export function toCanonical(body: MessagesRequest): CanonicalRequest {
     topK: body.top_k ?? undefined,
     stop: body.stop_sequences ?? [],
     stream: body.stream === true,
+    betas,
   };
 }
 
