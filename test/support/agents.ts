@@ -4,7 +4,9 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { TempDir } from './temp';
+import type { tempDir } from './temp';
+
+type TempDir = ReturnType<typeof tempDir>;
 
 export interface AgentRun {
   code: number | null;

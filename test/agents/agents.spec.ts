@@ -1,0 +1,96 @@
+import type { ReceivedRequest } from '../support/fake-upstream';
+import { claudeCode, opencode, opencodeText } from '../support/agents';
+import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { tempDir } from '../support/temp';
+
+// Coding agents as users run them: the CLIs unmodified, set up as their docs say for a custom
+// endpoint, against the gateway; the fake upstream plays the model.
+const M = TEST_MODELS;
+const REPLY = 'Hello from the model, through the gateway.';
+let g: TestGateway;
+const tmp = tempDir('agents');
+
+beforeAll(async () => {
+  g = await startGateway();
+});
+afterAll(async () => {
+  await g.settled();
+  const report = await g.audit();
+  expect(report.differences).toEqual([]);
+  await g.close();
+  tmp.cleanup();
+});
+
+/** Everything a request carried as text (system, messages, tool results), to find what reached the upstream. */
+const textOf = (request: ReceivedRequest): string => JSON.stringify(request.body);
+
+/** Whether a request carries a tool's result, in either wire format. */
+const hasToolResult = (request: ReceivedRequest): boolean =>
+  ((request.body as { messages?: Array<{ role: string; content?: unknown }> }).messages ?? []).some(
+    (m) => m.role === 'tool' || (Array.isArray(m.content) && m.content.some((b: { type?: string }) => b.type === 'tool_result')),
+  );
+
+const hosts: Array<[string, { slug: string; hostModel: string }, string]> = [
+  ['a model on an anthropic host', M.claude, '/v1/messages'],
+  ['a model on an openai host', M.gpt, '/v1/chat/completions'],
+];
+
+describe.each(hosts)('Claude Code (print mode, ANTHROPIC_BASE_URL={base}/api) on %s', (_where, model, upstreamPath) => {
+  it('completes a plain prompt: its system prompts reach the host and its 32,000-token cap is lowered to the model limit', async () => {
+    g.fake.on(model.hostModel, { kind: 'reply', reply: { text: REPLY } });
+    const before = g.fake.requests.length;
+    const run = await claudeCode(tmp, g, model.slug, 'say hi');
+    expect(run).toMatchObject({ code: 0 });
+    expect(JSON.parse(run.stdout)).toMatchObject({ type: 'result', is_error: false, result: REPLY });
+
+    const sent = g.fake.requests.slice(before).filter((r) => r.path.startsWith(upstreamPath));
+    expect(sent.length).toBeGreaterThan(0);
+    const body = sent[0].body as { max_tokens: number };
+    // Claude Code asks for 32,000 output tokens; the test models allow 1,000.
+    expect(body.max_tokens).toBe(1000);
+    // Its top-level system prompt and the system entry it puts inside `messages` both arrive.
+    expect(textOf(sent[0])).toContain('You are a Claude agent');
+    expect(textOf(sent[0])).toContain('# Environment');
+  });
+
+  it('completes a tool-using turn: the model calls Bash, Claude Code runs it and sends the result back', async () => {
+    g.fake.on(model.hostModel, (request) =>
+      hasToolResult(request)
+        ? { kind: 'reply', reply: { text: 'The file is there.' } }
+        : {
+            kind: 'reply',
+            reply: {
+              toolCalls: [
+                {
+                  id: 'toolu_01',
+                  name: 'Bash',
+                  arguments: JSON.stringify({ command: 'echo $((6 * 7))-from-bash', description: 'make the file' }),
+                },
+              ],
+            },
+          },
+    );
+    const before = g.fake.requests.length;
+    const run = await claudeCode(tmp, g, model.slug, 'Make the marker file with the shell', ['--allowedTools', 'Bash']);
+    expect(run).toMatchObject({ code: 0 });
+    expect(JSON.parse(run.stdout)).toMatchObject({ is_error: false, result: 'The file is there.' });
+    const sent = g.fake.requests.slice(before).filter((r) => r.path.startsWith(upstreamPath));
+    const withResult = sent.find(hasToolResult);
+    expect(withResult).toBeDefined();
+    // The command's output, which only running it produces (the arguments hold `$((6 * 7))`, not 42).
+    expect(textOf(withResult!)).toContain('42-from-bash');
+  });
+});
+
+describe.each(hosts)('opencode (openai-compatible provider, no model limits) on %s', (_where, model, upstreamPath) => {
+  it('completes `opencode run`, its 32,000-token cap lowered to the model limit', async () => {
+    g.fake.on(model.hostModel, { kind: 'reply', reply: { text: REPLY } });
+    const before = g.fake.requests.length;
+    const run = await opencode(tmp, g, model.slug, 'say hi');
+    expect(run).toMatchObject({ code: 0 });
+    expect(opencodeText(run)).toContain(REPLY);
+    const sent = g.fake.requests.slice(before).filter((r) => r.path.startsWith(upstreamPath));
+    expect(sent.length).toBeGreaterThan(0);
+    for (const request of sent) expect((request.body as { max_tokens: number }).max_tokens).toBe(1000);
+  });
+});
