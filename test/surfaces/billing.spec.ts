@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import request from 'supertest';
 import { chargeFor } from '../../src/ledger/money';
-import type { ReservationSettled } from '../../src/ledger/ledger.events';
+import { ReservationSettled, settledPrices, settledUsage } from '../../src/ledger/ledger.events';
 import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 
 const M = TEST_MODELS;
@@ -93,9 +93,7 @@ describe('billing on every ending', () => {
     // Billed for what was delivered (the host never reported usage): far less than the whole reply.
     expect(settled!.outputTokens).toBeGreaterThanOrEqual(Math.ceil(contentOf(received).length / 4));
     expect(settled!.outputTokens).toBeLessThan(400 / 2);
-    expect(settled!.amount).toBe(
-      chargeFor({ inputTokens: settled!.inputTokens, outputTokens: settled!.outputTokens }, settled!.prices),
-    );
+    expect(settled!.amount).toBe(chargeFor(settledUsage(settled!), settledPrices(settled!)));
   });
 
   it('upstream 500 before any output: 502, and the hold is released in full', async () => {

@@ -2,12 +2,13 @@ import { once } from 'node:events';
 import { connect } from 'node:net';
 import OpenAI from 'openai';
 import request from 'supertest';
-import { chargeFor } from '../../src/ledger/money';
+import { chargeFor, uncachedUsage } from '../../src/ledger/money';
+import { pricesOf } from '../support/ledger';
 import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 
 const M = TEST_MODELS;
 const nanoPerM = (dollars: string) => Math.round(Number(dollars) * 1e9);
-const priceOf = (m: { input: string; output: string }) => ({ input: nanoPerM(m.input), output: nanoPerM(m.output) });
+const priceOf = (m: { input: string; output: string }) => pricesOf(nanoPerM(m.input), nanoPerM(m.output));
 const weather = {
   type: 'function' as const,
   function: {
@@ -62,7 +63,7 @@ describe('chat-completions surface with the official openai client', () => {
       keyId: g.keyId,
     });
     expect(entry.latencyMs).toEqual(expect.any(Number));
-    expect(chargeFor({ inputTokens: 1234, outputTokens: 56 }, priceOf(M.gpt))).toBe(1_346_000);
+    expect(chargeFor(uncachedUsage(1234, 56), priceOf(M.gpt))).toBe(1_346_000);
 
     // What reached the upstream: the host's model name and key, not streamed (a whole reply carries its usage).
     const upstream = g.fake.requests[g.fake.requests.length - 1];

@@ -48,7 +48,10 @@ export interface UsageRow {
   host: string | null;
   keyId: string;
   keyName: string;
+  /** Uncached input; the cache's reads and writes are counted apart. */
   inputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
   outputTokens: number;
   cost: number;
   costNano?: number;

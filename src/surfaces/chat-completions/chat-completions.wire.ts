@@ -3,6 +3,7 @@ import { creditsNumber } from '../../ledger/money';
 import type { CanonicalMessage, CanonicalRequest, FinishReason } from '../../canonical/canonical';
 import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
 import type { Reply } from '../../inference/reduce';
+import { allInputTokens, replyUsage } from '../reply-usage';
 import { sseData, StreamSerializer } from '../sse';
 import type { ChatCompletionRequest, ChatMessage } from './chat-completions.schema';
 
@@ -76,14 +77,21 @@ const FINISH: Record<FinishReason, string> = {
 
 const completionId = (result: InferenceResult) => `chatcmpl-${result.requestId.replace(/^req_/, '')}`;
 
-function usageOf(billed: Reply['billed'], usage: Reply['usage']) {
-  const inputTokens = billed?.inputTokens ?? usage?.inputTokens ?? 0;
-  const outputTokens = billed?.outputTokens ?? usage?.outputTokens ?? 0;
+/** Every input token in `prompt_tokens`, the cache's share of them in its details. */
+function usageOf(reply: Pick<Reply, 'billed' | 'usage'>) {
+  const usage = replyUsage(reply);
+  const promptTokens = allInputTokens(usage);
+  const cacheWrites = usage.cacheWriteTokens + usage.cacheWrite1hTokens;
   return {
-    prompt_tokens: inputTokens,
-    completion_tokens: outputTokens,
-    total_tokens: inputTokens + outputTokens,
-    ...(billed ? { cost: creditsNumber(billed.cost) } : {}),
+    prompt_tokens: promptTokens,
+    completion_tokens: usage.outputTokens,
+    total_tokens: promptTokens + usage.outputTokens,
+    prompt_tokens_details: {
+      cached_tokens: usage.cacheReadTokens,
+      ...(cacheWrites > 0 ? { cache_write_tokens: cacheWrites } : {}),
+    },
+    completion_tokens_details: { reasoning_tokens: usage.reasoningTokens },
+    ...(reply.billed ? { cost: creditsNumber(reply.billed.cost) } : {}),
   };
 }
 
@@ -114,7 +122,7 @@ export function completionBody(result: InferenceResult, reply: Reply) {
         finish_reason: FINISH[reply.finish],
       },
     ],
-    usage: usageOf(reply.billed, reply.usage),
+    usage: usageOf(reply),
   };
 }
 
@@ -151,10 +159,10 @@ export function chunkSerializer(result: InferenceResult, includeUsage: boolean):
         case 'finish':
           return chunk({}, FINISH[event.reason]);
         case 'usage':
-          usage = { inputTokens: event.inputTokens, outputTokens: event.outputTokens };
+          usage = event.usage;
           return '';
         case 'billed':
-          return includeUsage ? sseData({ ...base, choices: [], usage: usageOf(event, usage) }) : '';
+          return includeUsage ? sseData({ ...base, choices: [], usage: usageOf({ billed: event, usage }) }) : '';
         default:
           return '';
       }
