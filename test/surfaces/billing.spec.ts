@@ -206,7 +206,14 @@ describe('billing on every ending', () => {
     } else {
       usage = (await client.chat.completions.create(ask)).usage;
     }
-    expect(usage).toEqual({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: 0 });
+    expect(usage).toEqual({
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      total_tokens: 0,
+      prompt_tokens_details: { cached_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 0 },
+      cost: 0,
+    });
     await g.settled();
     expect(await lastSettlement(g)).toMatchObject({ inputTokens: 0, outputTokens: 0, amount: 0 });
   });

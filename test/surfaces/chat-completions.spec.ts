@@ -46,7 +46,14 @@ describe('chat-completions surface with the official openai client', () => {
     expect(completion.choices[0].message).toMatchObject({ role: 'assistant', content: 'Paris is the capital of France.' });
     expect(completion.choices[0].finish_reason).toBe('stop');
     // 1234 × $1/M + 56 × $2/M = 0.001234 + 0.000112 = 0.001346 credits
-    expect(completion.usage).toEqual({ prompt_tokens: 1234, completion_tokens: 56, total_tokens: 1290, cost: 0.001346 });
+    expect(completion.usage).toEqual({
+      prompt_tokens: 1234,
+      completion_tokens: 56,
+      total_tokens: 1290,
+      prompt_tokens_details: { cached_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 0 },
+      cost: 0.001346,
+    });
     // The x-request-id header, as the client reads it, names the request in the request log.
     expect(completion._request_id).toMatch(/^req_[0-9a-f]{32}$/);
     await g.settled();
@@ -97,7 +104,16 @@ describe('chat-completions surface with the official openai client', () => {
     }
     expect(text).toBe('one two three four');
     expect(finish).toBe('stop');
-    expect(usages).toEqual([{ prompt_tokens: 10, completion_tokens: 4, total_tokens: 14, cost: 0.000018 }]);
+    expect(usages).toEqual([
+      {
+        prompt_tokens: 10,
+        completion_tokens: 4,
+        total_tokens: 14,
+        prompt_tokens_details: { cached_tokens: 0 },
+        completion_tokens_details: { reasoning_tokens: 0 },
+        cost: 0.000018,
+      },
+    ]);
 
     const withoutUsage = await client.chat.completions.create({
       model: M.gpt.slug,
@@ -453,7 +469,7 @@ describe('chat-completions errors that need their own gateway', () => {
           model: M.gpt.slug,
         });
       }
-      // (500,000 nano − input estimate × $1/M) / $2/M per token
+      // (500,000 nano − input estimate × $1.25/M, its dearest input price: cache writes) / $2/M per token
       expect(affordable[0]).toBeGreaterThan(200);
       expect(affordable[0]).toBeLessThan(250);
       expect(affordable[1]).toBe(affordable[0]);
