@@ -38,17 +38,17 @@ export interface Refusal {
   error: ApiError;
 }
 
-/** The highest price of each class among the hosts that may serve: a fallback must stay covered. */
-export const highestPrices = (hosts: ModelHost[]): TokenPrices => {
-  const highest = (price: keyof TokenPrices) => Math.max(...hosts.map((h) => h.prices[price]));
-  return {
-    input: highest('input'),
-    cacheRead: highest('cacheRead'),
-    cacheWrite: highest('cacheWrite'),
-    cacheWrite1h: highest('cacheWrite1h'),
-    output: highest('output'),
-  };
-};
+/** The highest price of each class among the hosts that may serve (one host's own prices): a fallback must stay covered. */
+export const highestPrices = (hosts: ModelHost[]): TokenPrices =>
+  hosts
+    .map((h) => h.prices)
+    .reduce((highest, prices) => ({
+      input: Math.max(highest.input, prices.input),
+      cacheRead: Math.max(highest.cacheRead, prices.cacheRead),
+      cacheWrite: Math.max(highest.cacheWrite, prices.cacheWrite),
+      cacheWrite1h: Math.max(highest.cacheWrite1h, prices.cacheWrite1h),
+      output: Math.max(highest.output, prices.output),
+    }));
 
 /**
  * Given the model asked for (`requested`, a slug or UUID), what the catalogue found for it and the

@@ -77,22 +77,26 @@ export const uncachedUsage = (inputTokens: number, outputTokens: number): TokenU
   outputTokens,
 });
 
-/**
- * The cost of a request, computed once and rounded up once: ceil(Σ tokens of a class × its price / 1e6)
- * over uncached input, cache reads, 5-minute and 1-hour cache writes, and output.
- */
-export function chargeFor(usage: TokenUsage, prices: TokenPrices): number {
-  const numerator =
-    BigInt(usage.inputTokens) * BigInt(prices.input) +
-    BigInt(usage.cacheReadTokens) * BigInt(prices.cacheRead) +
-    BigInt(usage.cacheWriteTokens) * BigInt(prices.cacheWrite) +
-    BigInt(usage.cacheWrite1hTokens) * BigInt(prices.cacheWrite1h) +
-    BigInt(usage.outputTokens) * BigInt(prices.output);
+/** Nano-credits per million tokens, summed, as whole nano-credits: rounded up, once. */
+function roundedUp(numerator: bigint): number {
   const million = 1_000_000n;
   const charge = (numerator + million - 1n) / million;
   if (charge > BigInt(MAX_NANO)) throw new MoneyFormatError('charge is larger than the ledger allows');
   return Number(charge);
 }
+
+/**
+ * The cost of a request, computed once and rounded up once: ceil(Σ tokens of a class × its price / 1e6)
+ * over uncached input, cache reads, 5-minute and 1-hour cache writes, and output.
+ */
+export const chargeFor = (usage: TokenUsage, prices: TokenPrices): number =>
+  roundedUp(
+    BigInt(usage.inputTokens) * BigInt(prices.input) +
+      BigInt(usage.cacheReadTokens) * BigInt(prices.cacheRead) +
+      BigInt(usage.cacheWriteTokens) * BigInt(prices.cacheWrite) +
+      BigInt(usage.cacheWrite1hTokens) * BigInt(prices.cacheWrite1h) +
+      BigInt(usage.outputTokens) * BigInt(prices.output),
+  );
 
 /** The dearest an input token can be: before the call, nobody knows which input the cache will serve or take. */
 export const dearestInputPrice = (prices: TokenPrices): number =>
@@ -100,7 +104,7 @@ export const dearestInputPrice = (prices: TokenPrices): number =>
 
 /** What to hold for a request: its estimated input at the dearest input price, its output at the output price. */
 export const reservationFor = (inputTokens: number, outputTokens: number, prices: TokenPrices): number =>
-  chargeFor(uncachedUsage(inputTokens, outputTokens), { ...prices, input: dearestInputPrice(prices) });
+  roundedUp(BigInt(inputTokens) * BigInt(dearestInputPrice(prices)) + BigInt(outputTokens) * BigInt(prices.output));
 
 /**
  * A price times a fraction, rounded up to a whole nano-credit per million tokens (a price such as

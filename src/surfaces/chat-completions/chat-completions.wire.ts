@@ -3,7 +3,7 @@ import { creditsNumber } from '../../ledger/money';
 import type { CanonicalMessage, CanonicalRequest, FinishReason } from '../../canonical/canonical';
 import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
 import type { Reply } from '../../inference/reduce';
-import { allInputTokens, replyUsage } from '../reply-usage';
+import { allInputTokens, reasoningTokens, replyTokens } from '../reply-usage';
 import { sseData, StreamSerializer } from '../sse';
 import type { ChatCompletionRequest, ChatMessage } from './chat-completions.schema';
 
@@ -79,18 +79,18 @@ const completionId = (result: InferenceResult) => `chatcmpl-${result.requestId.r
 
 /** Every input token in `prompt_tokens`, the cache's share of them in its details. */
 function usageOf(reply: Pick<Reply, 'billed' | 'usage'>) {
-  const usage = replyUsage(reply);
-  const promptTokens = allInputTokens(usage);
-  const cacheWrites = usage.cacheWriteTokens + usage.cacheWrite1hTokens;
+  const tokens = replyTokens(reply);
+  const promptTokens = allInputTokens(tokens);
+  const cacheWrites = tokens.cacheWriteTokens + tokens.cacheWrite1hTokens;
   return {
     prompt_tokens: promptTokens,
-    completion_tokens: usage.outputTokens,
-    total_tokens: promptTokens + usage.outputTokens,
-    prompt_tokens_details: {
-      cached_tokens: usage.cacheReadTokens,
-      ...(cacheWrites > 0 ? { cache_write_tokens: cacheWrites } : {}),
-    },
-    completion_tokens_details: { reasoning_tokens: usage.reasoningTokens },
+    completion_tokens: tokens.outputTokens,
+    total_tokens: promptTokens + tokens.outputTokens,
+    prompt_tokens_details:
+      cacheWrites > 0
+        ? { cached_tokens: tokens.cacheReadTokens, cache_write_tokens: cacheWrites }
+        : { cached_tokens: tokens.cacheReadTokens },
+    completion_tokens_details: { reasoning_tokens: reasoningTokens(reply) },
     ...(reply.billed ? { cost: creditsNumber(reply.billed.cost) } : {}),
   };
 }

@@ -2,7 +2,7 @@ import { ApiError, ApiErrorCode } from '../../http/api-error';
 import type { CanonicalMessage, CanonicalRequest, CanonicalToolChoice, FinishReason } from '../../canonical/canonical';
 import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
 import type { Reply } from '../../inference/reduce';
-import { replyUsage } from '../reply-usage';
+import { replyTokens } from '../reply-usage';
 import { sseData, StreamSerializer } from '../sse';
 import type { ContentBlock, MessagesRequest, TextBlock, ToolResultBlock, ToolUseBlock } from './messages.schema';
 
@@ -89,13 +89,13 @@ function inputOf(args: string): Record<string, unknown> {
 
 /** `input_tokens` is the uncached input; the cache's reads and writes are counted apart, as the format does. */
 function usageOf(reply: Pick<Reply, 'billed' | 'usage'>) {
-  const usage = replyUsage(reply);
+  const tokens = replyTokens(reply);
   return {
-    input_tokens: usage.inputTokens,
-    cache_creation_input_tokens: usage.cacheWriteTokens + usage.cacheWrite1hTokens,
-    cache_read_input_tokens: usage.cacheReadTokens,
-    cache_creation: { ephemeral_5m_input_tokens: usage.cacheWriteTokens, ephemeral_1h_input_tokens: usage.cacheWrite1hTokens },
-    output_tokens: usage.outputTokens,
+    input_tokens: tokens.inputTokens,
+    cache_creation_input_tokens: tokens.cacheWriteTokens + tokens.cacheWrite1hTokens,
+    cache_read_input_tokens: tokens.cacheReadTokens,
+    cache_creation: { ephemeral_5m_input_tokens: tokens.cacheWriteTokens, ephemeral_1h_input_tokens: tokens.cacheWrite1hTokens },
+    output_tokens: tokens.outputTokens,
   };
 }
 

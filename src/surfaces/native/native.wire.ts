@@ -3,7 +3,7 @@ import { creditsNumber } from '../../ledger/money';
 import type { CanonicalMessage, CanonicalRequest } from '../../canonical/canonical';
 import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
 import type { Reply } from '../../inference/reduce';
-import { replyUsage } from '../reply-usage';
+import { replyTokens } from '../reply-usage';
 import type { SurfaceWire } from '../respond';
 import { sseData, StreamSerializer } from '../sse';
 import type { NativeChatRequest } from './native.schema';
@@ -31,12 +31,12 @@ export const toCanonical = (body: NativeChatRequest): CanonicalRequest => ({
  * `input_tokens` is the uncached input; the cache's reads and writes are counted apart.
  */
 function accounting(reply: Pick<Reply, 'billed' | 'usage'>) {
-  const counted = replyUsage(reply);
+  const tokens = replyTokens(reply);
   const usage = {
-    input_tokens: counted.inputTokens,
-    output_tokens: counted.outputTokens,
-    cache_read_tokens: counted.cacheReadTokens,
-    cache_write_tokens: counted.cacheWriteTokens + counted.cacheWrite1hTokens,
+    input_tokens: tokens.inputTokens,
+    output_tokens: tokens.outputTokens,
+    cache_read_tokens: tokens.cacheReadTokens,
+    cache_write_tokens: tokens.cacheWriteTokens + tokens.cacheWrite1hTokens,
   };
   return { usage, cost: reply.billed ? creditsNumber(reply.billed.cost) : null, cost_nano: reply.billed?.cost ?? null };
 }
