@@ -13,6 +13,7 @@ import { createClient } from 'redis';
 import { loadConfig } from '../src/config/config';
 import { SqliteEventStore } from '../src/eventstore/sqlite-event-store';
 import { LedgerService } from '../src/ledger/ledger.service';
+import { uncachedUsage } from '../src/ledger/money';
 import { MemoryProjectionStore } from '../src/projections/memory-projection-store';
 import type { ProjectionStore } from '../src/projections/projection-store';
 import { foldLog, Projector, rebuildProjections } from '../src/projections/projector';
@@ -52,8 +53,8 @@ async function redisAvailable(): Promise<boolean> {
 }
 
 const settlement = {
-  usage: { inputTokens: 1200, outputTokens: 300 },
-  prices: { input: 150_000_000, output: 600_000_000 },
+  usage: uncachedUsage(1200, 300),
+  prices: { input: 150_000_000, cacheRead: 75_000_000, cacheWrite: 150_000_000, cacheWrite1h: 150_000_000, output: 600_000_000 },
   host: 'bench',
   hostModel: 'bench-1',
   status: 'ok',
@@ -185,8 +186,7 @@ async function writeLog(file: string, count: number): Promise<void> {
           ...facts,
           host: 'h',
           hostModel: 'hm',
-          inputTokens: 1200,
-          outputTokens: 300,
+          ...settlement.usage,
           prices: settlement.prices,
           amount: 360_000,
           held: 2_000_000,

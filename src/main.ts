@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { createApp } from './app';
+import { Catalogue } from './catalogue/catalogue';
 import { ConfigError, loadConfig } from './config/config';
 import { startSimulatedUpstream } from './simulated-upstream/simulated-upstream';
 import { openRuntime } from './runtime/runtime';
@@ -32,8 +33,16 @@ async function start(): Promise<void> {
   // or when it is off, the catalogue's default (where an operator may run one of their own).
   if (simulated) process.env.SIMULATED_HOST_PORT = new URL(simulated.url).port;
   else delete process.env.SIMULATED_HOST_PORT;
+  const catalogue = Catalogue.load(config.cataloguePath);
+  const unpricedCache = catalogue.cachePricesAssumed();
+  if (unpricedCache.length > 0) {
+    log(
+      `warning: the catalogue gives no cacheRead price for ${unpricedCache.join(', ')}: ` +
+        'their cached input tokens are billed at the input price',
+    );
+  }
   const runtime = await openRuntime(config, { sweep: true, log });
-  const app = await createApp(runtime);
+  const app = await createApp(runtime, { catalogue });
   await app.listen(config.port, config.host);
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : config.port;

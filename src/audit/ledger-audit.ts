@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventStore, RecordedEvent } from '../eventstore/event-store';
-import type { ReservationEvent } from '../ledger/ledger.events';
+import { ReservationEvent, settledPrices, settledUsage } from '../ledger/ledger.events';
 import { chargeFor } from '../ledger/money';
 import type { ProjectionStore } from '../projections/projection-store';
 import { ReadModel } from '../projections/read-model';
@@ -66,7 +66,7 @@ export class LogAuditor {
         if (event.type === 'ReservationSettled') {
           this.counts.settlements += 1;
           const d = event.data;
-          const recomputed = chargeFor({ inputTokens: d.inputTokens, outputTokens: d.outputTokens }, d.prices);
+          const recomputed = chargeFor(settledUsage(d), settledPrices(d));
           if (recomputed !== d.amount) {
             this.differences.push(`${where}: charge ${d.amount} but tokens × prices give ${recomputed}`);
           }

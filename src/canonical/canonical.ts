@@ -59,10 +59,25 @@ export interface CanonicalRequest {
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'stop_sequence' | 'content_filter';
 
 /**
+ * Tokens by class, as a host counted them. The input classes do not overlap: input neither read
+ * from nor written to the cache, input read from it, input written to it for 5 minutes or for an
+ * hour. Output includes reasoning; `reasoningTokens` says how much of it was, for reporting.
+ */
+export interface Usage {
+  inputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  cacheWrite1hTokens: number;
+  outputTokens: number;
+  reasoningTokens: number;
+}
+
+/**
  * The canonical stream. `ready`: the upstream accepted the request (its response has started);
  * `text`: a piece of the reply; `tool_call`: a piece of a tool call (`index` identifies the call
  * within the reply; `id` and `name` come with its first piece); `finish`: why the reply ended;
- * `usage`: tokens as the host counted them (may come once, before or after `finish`).
+ * `usage`: tokens as the host has counted them so far, before or after `finish`; a later one
+ * replaces an earlier (a host may count input at the start and output only at the end).
  * Failures are the Observable's error (a HostError).
  */
 export type CanonicalEvent =
@@ -70,7 +85,7 @@ export type CanonicalEvent =
   | { type: 'text'; text: string }
   | { type: 'tool_call'; index: number; id?: string; name?: string; argumentsDelta: string }
   | { type: 'finish'; reason: FinishReason; stopSequence?: string }
-  | { type: 'usage'; inputTokens: number; outputTokens: number };
+  | { type: 'usage'; usage: Usage };
 
 /** How a host call failed; `beforeOutput` says whether any text or tool call had been produced. */
 export type HostFailureKind =

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { HOST_KIND_NAMES, HostKindName, isHostKindName } from '../hosts/hosts';
-import { parseCredits, TokenPrices } from '../ledger/money';
+import { formatCredits, parseCredits, scaledPrice, TokenPrices } from '../ledger/money';
 
 /**
  * The catalogue: provider hosts and the models they serve, with list prices. Read from a JSON
@@ -22,10 +22,12 @@ export interface ModelHost {
   host: CatalogueHost;
   /** The model's name at that host. */
   model: string;
-  /** Nano-credits per million tokens. */
+  /** Nano-credits per million tokens of each class. */
   prices: TokenPrices;
-  /** As written in the catalogue (US dollars per million tokens), for the model list. */
-  listPrices: { input: string; output: string };
+  /** US dollars per million tokens, for the model list: as written in the catalogue, or as derived for the cache's classes. */
+  listPrices: Record<keyof TokenPrices, string>;
+  /** The catalogue gives no cache read price and the host's kind has no known one: cached input costs the input price. */
+  cachePricesAssumed: boolean;
 }
 
 export interface CatalogueModel {
@@ -75,7 +77,19 @@ function positiveInteger(entry: Raw, field: string, where: string): number {
   return value as number;
 }
 
-function price(pricing: Raw, field: 'input' | 'output', where: string): number {
+type CachePrice = 'cacheRead' | 'cacheWrite' | 'cacheWrite1h';
+
+/**
+ * The cache's prices where an entry states none, as fractions of the input price, by host kind.
+ * Anthropic's list prices: reads 0.1×, 5-minute writes 1.25×, 1-hour writes 2× the input price.
+ * Other kinds (chat-completions hosts each price their cache their own way) bill the cache's
+ * tokens at the input price, and start-up names the models that do.
+ */
+const CACHE_PRICE_FRACTIONS: Partial<Record<HostKindName, Record<CachePrice, [number, number]>>> = {
+  anthropic: { cacheRead: [1, 10], cacheWrite: [5, 4], cacheWrite1h: [2, 1] },
+};
+
+function price(pricing: Raw, field: keyof TokenPrices, where: string): number {
   const value = pricing[field];
   if (typeof value !== 'string')
     throw new CatalogueError(where, `pricing.${field} must be a decimal string of US dollars per million tokens`);
@@ -104,6 +118,11 @@ export class Catalogue {
   find(ref: string): CatalogueModel | null {
     const key = ref.trim().toLowerCase();
     return this.bySlug.get(key) ?? this.byId.get(key) ?? null;
+  }
+
+  /** Models with a host whose cached input is billed at the input price for want of a cache read price, for a start-up warning. */
+  cachePricesAssumed(): string[] {
+    return this.models.filter((m) => m.hosts.some((h) => h.cachePricesAssumed)).map((m) => m.slug);
   }
 
   /** Models with at least one host able to serve, in catalogue order. */
@@ -167,11 +186,33 @@ export class Catalogue {
         const host = hosts.get(hostId);
         if (!host) throw new CatalogueError(hw, `unknown host "${hostId}"`);
         if (!isObject(h.pricing)) throw new CatalogueError(hw, '"pricing" must be {"input": "…", "output": "…"}');
+        const pricing = h.pricing;
+        const input = price(pricing, 'input', hw);
+        const fractions = CACHE_PRICE_FRACTIONS[host.kind];
+        // A fraction that is not a whole nano-credit per million is rounded up (scaledPrice).
+        const cachePrice = (field: CachePrice) =>
+          pricing[field] !== undefined ? price(pricing, field, hw) : fractions ? scaledPrice(input, ...fractions[field]) : input;
+        const prices: TokenPrices = {
+          input,
+          cacheRead: cachePrice('cacheRead'),
+          cacheWrite: cachePrice('cacheWrite'),
+          cacheWrite1h: cachePrice('cacheWrite1h'),
+          output: price(pricing, 'output', hw),
+        };
+        const listed = (field: CachePrice) =>
+          typeof pricing[field] === 'string' ? pricing[field] : formatCredits(prices[field]);
         return {
           host,
           model: text(h, 'model', hw),
-          prices: { input: price(h.pricing, 'input', hw), output: price(h.pricing, 'output', hw) },
-          listPrices: { input: String(h.pricing.input), output: String(h.pricing.output) },
+          prices,
+          listPrices: {
+            input: String(pricing.input),
+            cacheRead: listed('cacheRead'),
+            cacheWrite: listed('cacheWrite'),
+            cacheWrite1h: listed('cacheWrite1h'),
+            output: String(pricing.output),
+          },
+          cachePricesAssumed: pricing.cacheRead === undefined && fractions === undefined,
         };
       });
       const created = raw.created === undefined ? 0 : positiveInteger(raw, 'created', at);

@@ -1,7 +1,7 @@
 import type { CanonicalRequest } from '../canonical/canonical';
 import type { CatalogueModel, ModelHost } from '../catalogue/catalogue';
 import { ApiError } from '../http/api-error';
-import { chargeFor, formatCredits, TokenPrices, TokenUsage } from '../ledger/money';
+import { formatCredits, reservationFor, TokenPrices } from '../ledger/money';
 import { estimateInputTokens } from './tokens';
 
 /**
@@ -17,11 +17,17 @@ export interface AdmissionPlan {
   hosts: ModelHost[];
   /** The request as hosts get it: the output cap filled in, or lowered to the model's limit. */
   request: CanonicalRequest;
-  estimate: TokenUsage;
+  estimate: TokenEstimate;
   /** The highest prices among the hosts: a fallback must stay covered. */
   prices: TokenPrices;
-  /** What to reserve (nano-credits): the estimate at those prices. */
+  /** What to reserve (nano-credits): the estimated input at the dearest input price, the output cap at the output price. */
   amount: number;
+}
+
+/** Tokens expected before the call: the input estimated from its text, the output cap. */
+export interface TokenEstimate {
+  inputTokens: number;
+  outputTokens: number;
 }
 
 /** A request turned away before any reservation. */
@@ -32,11 +38,17 @@ export interface Refusal {
   error: ApiError;
 }
 
-/** The highest price among the hosts that may serve: a fallback must stay covered. */
-export const highestPrices = (hosts: ModelHost[]): TokenPrices => ({
-  input: Math.max(...hosts.map((h) => h.prices.input)),
-  output: Math.max(...hosts.map((h) => h.prices.output)),
-});
+/** The highest price of each class among the hosts that may serve (one host's own prices): a fallback must stay covered. */
+export const highestPrices = (hosts: ModelHost[]): TokenPrices =>
+  hosts
+    .map((h) => h.prices)
+    .reduce((highest, prices) => ({
+      input: Math.max(highest.input, prices.input),
+      cacheRead: Math.max(highest.cacheRead, prices.cacheRead),
+      cacheWrite: Math.max(highest.cacheWrite, prices.cacheWrite),
+      cacheWrite1h: Math.max(highest.cacheWrite1h, prices.cacheWrite1h),
+      output: Math.max(highest.output, prices.output),
+    }));
 
 /** The model asked for and the hosts that may serve it, in the catalogue's order. */
 export interface Servable {
@@ -76,9 +88,10 @@ export function planAdmission(
   const { model, hosts } = servable;
   const maxTokens = Math.min(request.maxTokens ?? model.maxOutputTokens, model.maxOutputTokens);
   const capped: CanonicalRequest = { ...request, maxTokens };
-  const estimate: TokenUsage = { inputTokens: estimateInputTokens(capped), outputTokens: maxTokens };
+  const estimate: TokenEstimate = { inputTokens: estimateInputTokens(capped), outputTokens: maxTokens };
   const prices = highestPrices(hosts);
-  return { kind: 'reserve', model, hosts, request: capped, estimate, prices, amount: chargeFor(estimate, prices) };
+  const amount = reservationFor(estimate.inputTokens, estimate.outputTokens, prices);
+  return { kind: 'reserve', model, hosts, request: capped, estimate, prices, amount };
 }
 
 const refusal = (model: string, code: 'not_found', message: string): Refusal => ({
@@ -88,8 +101,8 @@ const refusal = (model: string, code: 'not_found', message: string): Refusal => 
 });
 
 /** The 402 for a balance below the estimate: how many output tokens the balance could pay for, if any. */
-export function insufficientCredits(available: number, estimate: TokenUsage, prices: TokenPrices): ApiError {
-  const inputCost = chargeFor({ inputTokens: estimate.inputTokens, outputTokens: 0 }, prices);
+export function insufficientCredits(available: number, estimate: TokenEstimate, prices: TokenPrices): ApiError {
+  const inputCost = reservationFor(estimate.inputTokens, 0, prices);
   const affordable =
     prices.output === 0 ? estimate.outputTokens : Number((BigInt(available - inputCost) * 1_000_000n) / BigInt(prices.output));
   const balance = `${formatCredits(Math.max(0, available))} credits available`;

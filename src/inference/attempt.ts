@@ -1,5 +1,4 @@
-import type { CanonicalEvent, HostError } from '../canonical/canonical';
-import type { TokenUsage } from '../ledger/money';
+import type { CanonicalEvent, HostError, Usage } from '../canonical/canonical';
 
 /**
  * The attempt: calling a model's hosts in turn (the next one while nothing was produced and the
@@ -51,8 +50,8 @@ export interface AttemptState {
   produced: boolean;
   /** Characters of text and tool calls forwarded. */
   deliveredChars: number;
-  /** Usage as the host reported it, if it did. */
-  usage: TokenUsage | null;
+  /** Usage as the host serving has reported it so far, if it has. */
+  usage: Usage | null;
   /** How the request ended, once it has. */
   ending: Ending | null;
 }
@@ -92,13 +91,15 @@ export function attemptStep(state: AttemptState, input: AttemptInput): EventActi
       state.deliveredChars += input.argumentsDelta.length + (input.name?.length ?? 0);
       return 'forward';
     case 'usage':
-      state.usage = { inputTokens: input.inputTokens, outputTokens: input.outputTokens };
+      state.usage = input.usage;
       return 'forward';
     case 'finish':
       return 'forward';
     case 'host_failed':
       if (!state.produced && input.error.retryable && state.hostIndex < state.hostCount - 1) {
         state.hostIndex += 1;
+        // What the failed host counted is not the next one's to bill.
+        state.usage = null;
         return 'next_host';
       }
       return end(state, { kind: 'failed', error: input.error });

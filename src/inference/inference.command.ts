@@ -2,6 +2,7 @@ import { Command } from '@nestjs/cqrs';
 import type { Observable } from 'rxjs';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import type { CanonicalEvent, CanonicalRequest } from '../canonical/canonical';
+import type { TokenUsage } from '../ledger/money';
 
 export type SurfaceName = 'chat-completions' | 'messages' | 'native' | 'playground';
 
@@ -24,8 +25,8 @@ export type InferenceInput = InferenceCaller & {
 /** The last event of a completed request: what was charged, as settled in the ledger. */
 export interface Billed {
   type: 'billed';
-  inputTokens: number;
-  outputTokens: number;
+  /** Tokens by class as billed: the host's count, or the estimate when it gave none. */
+  usage: TokenUsage;
   /** Nano-credits. */
   cost: number;
   host: string;

@@ -1,6 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import type { Observable, Subscription } from 'rxjs';
-import type { CanonicalToolCall, FinishReason } from '../canonical/canonical';
+import type { CanonicalToolCall, FinishReason, Usage } from '../canonical/canonical';
 import type { Billed, PipelineEvent } from './inference.command';
 
 /** A whole reply: what a non-streamed response is made of. */
@@ -9,7 +9,8 @@ export interface Reply {
   toolCalls: CanonicalToolCall[];
   finish: FinishReason;
   stopSequence?: string;
-  usage: { inputTokens: number; outputTokens: number } | null;
+  /** The host's last count. */
+  usage: Usage | null;
   billed: Billed | null;
 }
 
@@ -32,7 +33,7 @@ function add(reply: Reply, event: PipelineEvent): Reply {
       reply.stopSequence = event.stopSequence;
       break;
     case 'usage':
-      reply.usage = { inputTokens: event.inputTokens, outputTokens: event.outputTokens };
+      reply.usage = event.usage;
       break;
     case 'billed':
       reply.billed = event;

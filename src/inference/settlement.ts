@@ -1,7 +1,7 @@
 import type { HostError } from '../canonical/canonical';
 import { ApiError } from '../http/api-error';
-import type { ReservationEvent } from '../ledger/ledger.events';
-import type { TokenUsage } from '../ledger/money';
+import { ReservationEvent, settledUsage } from '../ledger/ledger.events';
+import { TokenUsage, uncachedUsage } from '../ledger/money';
 import type { AttemptState, Ending } from './attempt';
 import type { Billed } from './inference.command';
 import { tokensForChars } from './tokens';
@@ -27,9 +27,18 @@ export type Delivered = Pick<AttemptState, 'produced' | 'usage' | 'deliveredChar
 
 const NOTHING: Settlement = { action: 'none' };
 
-/** The usage to bill: as the host reported it, else the estimated input and the characters delivered. */
-export const billedUsage = (delivered: Delivered, estimatedInput: number): TokenUsage =>
-  delivered.usage ?? { inputTokens: estimatedInput, outputTokens: tokensForChars(delivered.deliveredChars) };
+/**
+ * The usage to bill: as the host reported it, else the estimated input (as uncached input) and the
+ * characters delivered. A request cut short is billed at least the output it delivered: a host may
+ * count the output only at its end, after counting the input at its start.
+ */
+export function billedUsage(delivered: Delivered, estimatedInput: number, complete: boolean): TokenUsage {
+  const { usage } = delivered;
+  if (usage !== null && complete) return usage;
+  const deliveredOutput = tokensForChars(delivered.deliveredChars);
+  if (usage === null) return uncachedUsage(estimatedInput, deliveredOutput);
+  return usage.outputTokens >= deliveredOutput ? usage : { ...usage, outputTokens: deliveredOutput };
+}
 
 type Unfinished = Extract<Ending, { kind: 'abort' | 'timeout' | 'failed' }>;
 
@@ -47,10 +56,10 @@ const unfinishedStatus = (ending: Unfinished): Exclude<SettlementStatus, 'ok'> =
  */
 export function settlementFor(ending: Ending, delivered: Delivered, estimatedInput: number): Settlement {
   if (ending.kind === 'unrecorded') return NOTHING;
-  if (ending.kind === 'complete') return { action: 'settle', status: 'ok', usage: billedUsage(delivered, estimatedInput) };
+  if (ending.kind === 'complete') return { action: 'settle', status: 'ok', usage: billedUsage(delivered, estimatedInput, true) };
   const status = unfinishedStatus(ending);
   if (!delivered.produced) return { action: 'release', status, reason: ending.kind === 'failed' ? ending.error.message : status };
-  return { action: 'settle', status, usage: billedUsage(delivered, estimatedInput) };
+  return { action: 'settle', status, usage: billedUsage(delivered, estimatedInput, false) };
 }
 
 /**
@@ -84,6 +93,5 @@ export function providerFailure(error: HostError, hostId: string): ApiError {
 /** The last event of a completed request, from its settlement: what was charged, and by whom. */
 export function billedOf(event: ReservationEvent, hostId: string): Billed | null {
   if (event.type !== 'ReservationSettled') return null;
-  const { inputTokens, outputTokens, amount } = event.data;
-  return { type: 'billed', inputTokens, outputTokens, cost: amount, host: hostId };
+  return { type: 'billed', usage: settledUsage(event.data), cost: event.data.amount, host: hostId };
 }

@@ -155,10 +155,22 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
     case 'Settle': {
       const reserved = openReservation(state);
       const { usage, prices } = command;
-      if (!isTokenCount(usage.inputTokens) || !isTokenCount(usage.outputTokens)) {
+      if (
+        !isTokenCount(usage.inputTokens) ||
+        !isTokenCount(usage.cacheReadTokens) ||
+        !isTokenCount(usage.cacheWriteTokens) ||
+        !isTokenCount(usage.cacheWrite1hTokens) ||
+        !isTokenCount(usage.outputTokens)
+      ) {
         throw new LedgerRuleError('invalid_usage', 'token counts must be non-negative integers');
       }
-      if (!isNanoAmount(prices.input) || !isNanoAmount(prices.output)) {
+      if (
+        !isNanoAmount(prices.input) ||
+        !isNanoAmount(prices.cacheRead) ||
+        !isNanoAmount(prices.cacheWrite) ||
+        !isNanoAmount(prices.cacheWrite1h) ||
+        !isNanoAmount(prices.output)
+      ) {
         throw new LedgerRuleError('invalid_usage', 'prices must be non-negative integers');
       }
       const event: ReservationSettled = {
@@ -173,8 +185,17 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
           host: command.host,
           hostModel: command.hostModel,
           inputTokens: usage.inputTokens,
+          cacheReadTokens: usage.cacheReadTokens,
+          cacheWriteTokens: usage.cacheWriteTokens,
+          cacheWrite1hTokens: usage.cacheWrite1hTokens,
           outputTokens: usage.outputTokens,
-          prices: { input: prices.input, output: prices.output },
+          prices: {
+            input: prices.input,
+            cacheRead: prices.cacheRead,
+            cacheWrite: prices.cacheWrite,
+            cacheWrite1h: prices.cacheWrite1h,
+            output: prices.output,
+          },
           amount: chargeFor(usage, prices),
           held: reserved.amount,
           status: command.status,

@@ -1,4 +1,4 @@
-import type { TokenPrices } from './money';
+import type { TokenPrices, TokenUsage } from './money';
 
 /**
  * Ledger events. Amounts are nano-credits, prices nano-credits per million tokens.
@@ -43,16 +43,40 @@ export interface ReservationSettled {
       orgId: string;
       host: string;
       hostModel: string;
+      /** Uncached input. Events written before the cache's classes counted every input token here, at the same input price. */
       inputTokens: number;
+      /** The cache's classes: absent (no such tokens) from events written before them. */
+      cacheReadTokens?: number;
+      cacheWriteTokens?: number;
+      cacheWrite1hTokens?: number;
       outputTokens: number;
-      prices: TokenPrices;
-      /** The charge: ceil((inputTokens × prices.input + outputTokens × prices.output) / 1e6). */
+      /** The price of each class; the cache's are absent from events written before them. */
+      prices: Pick<TokenPrices, 'input' | 'output'> & Partial<TokenPrices>;
+      /** The charge: ceil(Σ tokens of a class × its price / 1e6), see chargeFor. */
       amount: number;
       /** What the reservation held; the difference returns to the balance. */
       held: number;
       settledAt: number;
     };
 }
+
+/** A settlement's tokens by class, whenever it was written: classes an older event lacks had no tokens. */
+export const settledUsage = (d: ReservationSettled['data']): TokenUsage => ({
+  inputTokens: d.inputTokens,
+  cacheReadTokens: d.cacheReadTokens ?? 0,
+  cacheWriteTokens: d.cacheWriteTokens ?? 0,
+  cacheWrite1hTokens: d.cacheWrite1hTokens ?? 0,
+  outputTokens: d.outputTokens,
+});
+
+/** A settlement's prices by class, whenever it was written (an older event's cache classes had no tokens to price). */
+export const settledPrices = ({ prices }: ReservationSettled['data']): TokenPrices => ({
+  input: prices.input,
+  cacheRead: prices.cacheRead ?? 0,
+  cacheWrite: prices.cacheWrite ?? 0,
+  cacheWrite1h: prices.cacheWrite1h ?? 0,
+  output: prices.output,
+});
 
 export interface ReservationReleased {
   type: 'ReservationReleased';

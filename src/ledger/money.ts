@@ -42,28 +42,78 @@ export function formatCredits(nano: number): string {
 /** Credits as a JSON number, for wire formats that expect one (exact to 1e-9 for display). */
 export const creditsNumber = (nano: number): number => Number(formatCredits(nano));
 
+/** Nano-credits per million tokens of each class. */
 export interface TokenPrices {
-  /** Nano-credits per million input tokens. */
+  /** Uncached input. */
   input: number;
-  /** Nano-credits per million output tokens. */
+  /** Input read from the cache. */
+  cacheRead: number;
+  /** Input written to the cache for 5 minutes. */
+  cacheWrite: number;
+  /** Input written to the cache for an hour. */
+  cacheWrite1h: number;
+  /** Output, reasoning included. */
   output: number;
 }
 
+/** Tokens of each class, each billed at its own price. The input classes do not overlap. */
 export interface TokenUsage {
+  /** Input neither read from nor written to the cache. */
   inputTokens: number;
+  cacheReadTokens: number;
+  /** Written to the cache for 5 minutes. */
+  cacheWriteTokens: number;
+  /** Written to the cache for an hour. */
+  cacheWrite1hTokens: number;
   outputTokens: number;
 }
 
-/**
- * The cost of a request, computed once and rounded up once:
- * ceil((input tokens × input price + output tokens × output price) / 1e6).
- */
-export function chargeFor(usage: TokenUsage, prices: TokenPrices): number {
-  const numerator = BigInt(usage.inputTokens) * BigInt(prices.input) + BigInt(usage.outputTokens) * BigInt(prices.output);
+/** Usage with no cached input: an estimate, or what a host that reports no cache counts. */
+export const uncachedUsage = (inputTokens: number, outputTokens: number): TokenUsage => ({
+  inputTokens,
+  cacheReadTokens: 0,
+  cacheWriteTokens: 0,
+  cacheWrite1hTokens: 0,
+  outputTokens,
+});
+
+/** Nano-credits per million tokens, summed, as whole nano-credits: rounded up, once. */
+function roundedUp(numerator: bigint): number {
   const million = 1_000_000n;
   const charge = (numerator + million - 1n) / million;
   if (charge > BigInt(MAX_NANO)) throw new MoneyFormatError('charge is larger than the ledger allows');
   return Number(charge);
+}
+
+/**
+ * The cost of a request, computed once and rounded up once: ceil(Σ tokens of a class × its price / 1e6)
+ * over uncached input, cache reads, 5-minute and 1-hour cache writes, and output.
+ */
+export const chargeFor = (usage: TokenUsage, prices: TokenPrices): number =>
+  roundedUp(
+    BigInt(usage.inputTokens) * BigInt(prices.input) +
+      BigInt(usage.cacheReadTokens) * BigInt(prices.cacheRead) +
+      BigInt(usage.cacheWriteTokens) * BigInt(prices.cacheWrite) +
+      BigInt(usage.cacheWrite1hTokens) * BigInt(prices.cacheWrite1h) +
+      BigInt(usage.outputTokens) * BigInt(prices.output),
+  );
+
+/** The dearest an input token can be: before the call, nobody knows which input the cache will serve or take. */
+export const dearestInputPrice = (prices: TokenPrices): number =>
+  Math.max(prices.input, prices.cacheRead, prices.cacheWrite, prices.cacheWrite1h);
+
+/** What to hold for a request: its estimated input at the dearest input price, its output at the output price. */
+export const reservationFor = (inputTokens: number, outputTokens: number, prices: TokenPrices): number =>
+  roundedUp(BigInt(inputTokens) * BigInt(dearestInputPrice(prices)) + BigInt(outputTokens) * BigInt(prices.output));
+
+/**
+ * A price times a fraction, rounded up to a whole nano-credit per million tokens (a price such as
+ * 0.000000001 credits has no exact tenth): a derived price never falls below its list price.
+ */
+export function scaledPrice(price: number, numerator: number, denominator: number): number {
+  const scaled = (BigInt(price) * BigInt(numerator) + BigInt(denominator) - 1n) / BigInt(denominator);
+  if (scaled > BigInt(MAX_NANO)) throw new MoneyFormatError('price is larger than the ledger allows');
+  return Number(scaled);
 }
 
 export const isTokenCount = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= 0;

@@ -64,7 +64,7 @@ export class MemoryProjectionStore implements ProjectionStore {
     } catch {
       return false;
     }
-    if (saved.version !== 2 || !saved.last || saved.position <= 0) return false;
+    if (saved.version !== 3 || !saved.last || saved.position <= 0) return false;
     const [atPosition] = await events.readAll(saved.position - 1, 1);
     if (
       atPosition?.position !== saved.position ||

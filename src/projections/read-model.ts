@@ -52,7 +52,12 @@ export interface RequestLogEntry {
   model: string;
   host: string | null;
   keyId: string;
+  /** Uncached input (every input token, in settlements written before the cache's classes). */
   inputTokens: number;
+  /** Input read from the cache. */
+  cacheReadTokens: number;
+  /** Input written to the cache (for 5 minutes or an hour). */
+  cacheWriteTokens: number;
   outputTokens: number;
   /** Nano-credits charged (0 when released or expired). */
   cost: number;
@@ -95,6 +100,8 @@ export function requestLogEntryOf(
     host: null,
     keyId: d.keyId,
     inputTokens: 0,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
     outputTokens: 0,
     cost: 0,
     latencyMs: null,
@@ -106,6 +113,9 @@ export function requestLogEntryOf(
       entry.time = event.data.settledAt;
       entry.host = event.data.host;
       entry.inputTokens = event.data.inputTokens;
+      // Absent from settlements written before the cache's classes.
+      entry.cacheReadTokens = event.data.cacheReadTokens ?? 0;
+      entry.cacheWriteTokens = (event.data.cacheWriteTokens ?? 0) + (event.data.cacheWrite1hTokens ?? 0);
       entry.outputTokens = event.data.outputTokens;
       entry.cost = event.data.amount;
       entry.latencyMs = event.data.latencyMs;
@@ -133,7 +143,7 @@ export function requestLogEntryOf(
 
 /** A read model as saved to disk: plain arrays, plus the last event it includes to tie it to its log. */
 export interface ReadModelSnapshot {
-  version: 2;
+  version: 3;
   position: number;
   last: { streamId: string; revision: number } | null;
   orgs: Array<[string, OrgLedger]>;
@@ -210,7 +220,7 @@ export class ReadModel {
    */
   toSnapshot(): ReadModelSnapshot {
     return {
-      version: 2,
+      version: 3,
       position: this.position,
       last: this.last,
       orgs: [...this.orgs].map(([orgId, ledger]) => [orgId, { ...ledger }]),

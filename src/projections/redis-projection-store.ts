@@ -299,7 +299,11 @@ export class RedisProjectionStore implements ProjectionStore {
 
   async recentRequests(orgId: string, limit: number): Promise<RequestLogEntry[]> {
     const entries = await this.client.lRange(this.org(orgId).requests, 0, limit - 1);
-    return entries.map((json) => JSON.parse(json) as RequestLogEntry);
+    // Entries logged before the cache's classes lack their counts: none.
+    return entries.map(
+      (json) =>
+        ({ cacheReadTokens: 0, cacheWriteTokens: 0, ...(JSON.parse(json) as Partial<RequestLogEntry>) }) as RequestLogEntry,
+    );
   }
 
   async expiredReservations(now: number, limit: number): Promise<OpenReservation[]> {

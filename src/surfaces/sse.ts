@@ -5,7 +5,10 @@ import type { PipelineEvent } from '../inference/inference.command';
 
 /** How a surface writes its stream: SSE text per event, at the end, and for a late failure. */
 export interface StreamSerializer {
-  /** Text written right after the headers (e.g. a first chunk), if any. */
+  /**
+   * Text that opens the stream (e.g. a first chunk): written ahead of the first text after the
+   * headers, so it can say what the events before that told (the host's first usage count).
+   */
   open(): string;
   event(event: PipelineEvent): string;
   close(): string;
@@ -40,12 +43,17 @@ export function streamSse(
 
     // Events decoded from one upstream read arrive in one go: they leave in one write.
     let buffered = '';
+    let opened = false;
     const flush = () => {
       if (buffered && !raw.destroyed) raw.write(buffered);
       buffered = '';
     };
     const write = (text: string) => {
       if (!text) return;
+      if (!opened) {
+        opened = true;
+        text = serializer.open() + text;
+      }
       if (buffered === '') process.nextTick(flush);
       buffered += text;
     };
@@ -76,7 +84,6 @@ export function streamSse(
         connection: 'keep-alive',
         'x-accel-buffering': 'no',
       });
-      write(serializer.open());
     };
     const finish = () => {
       finished = true;

@@ -40,3 +40,66 @@ describe('ledger audit while requests append', () => {
     }
   });
 });
+
+describe('ledger audit across versions of the settlement event', () => {
+  it('recomputes settlements written before the cache classes (input and output only) and after (every class), and finds the log clean', async () => {
+    const t = await openTestRuntime();
+    try {
+      const { runtime } = t;
+      const orgId = await fundedOrganization(runtime, 1_000_000_000);
+      const facts = (id: string) => ({
+        requestId: `q-${id}`,
+        keyId: 'k',
+        surface: 'messages',
+        model: 'm',
+        reservationId: id,
+        orgId,
+      });
+      const outcome = { host: 'h', hostModel: 'hm', held: 50_000_000, status: 'ok', latencyMs: 1, settledAt: 2 };
+      const settle = async (id: string, settled: Record<string, unknown>) => {
+        const reserved = { type: 'CreditsReserved', data: { ...facts(id), amount: 50_000_000, reservedAt: 1, expiresAt: 9e12 } };
+        const event = { type: 'ReservationSettled', data: { ...facts(id), ...outcome, ...settled } };
+        await runtime.events.append(`reservation-${id}`, [reserved, event], 'no_stream');
+      };
+      // Written before the cache's classes: every input token counted as input, at the input price.
+      // 24,100 × $3/M + 500 × $15/M = 72,300 + 7,500 = $79,800/M → 79,800,000 nano-credits
+      await settle('old', {
+        inputTokens: 24_100,
+        outputTokens: 500,
+        prices: { input: 3_000_000_000, output: 15_000_000_000 },
+        amount: 79_800_000,
+      });
+      // Written now: every class with its price.
+      // 100 × $3 + 20,000 × $0.30 + 3,000 × $3.75 + 1,000 × $6 + 500 × $15 = $31,050/M → 31,050,000 nano-credits
+      const prices = {
+        input: 3_000_000_000,
+        cacheRead: 300_000_000,
+        cacheWrite: 3_750_000_000,
+        cacheWrite1h: 6_000_000_000,
+        output: 15_000_000_000,
+      };
+      const tokens = {
+        inputTokens: 100,
+        cacheReadTokens: 20_000,
+        cacheWriteTokens: 3_000,
+        cacheWrite1hTokens: 1_000,
+        outputTokens: 500,
+      };
+      await settle('new', { ...tokens, prices, amount: 31_050_000 });
+      await runtime.projector.catchUp();
+
+      const report = await auditLedger(runtime.events, runtime.projections);
+      expect(report.differences).toEqual([]);
+      expect(report).toMatchObject({ settlements: 2, totals: { spent: 79_800_000 + 31_050_000, reserved: 0 } });
+
+      // The audit prices every class: the new settlement's charge at the plain input price would not pass.
+      await settle('tampered', { ...tokens, prices, amount: 79_800_000 });
+      await runtime.projector.catchUp();
+      expect((await auditLedger(runtime.events, runtime.projections)).differences).toEqual([
+        expect.stringMatching(/\(ReservationSettled\): charge 79800000 but tokens × prices give 31050000$/),
+      ]);
+    } finally {
+      await t.cleanup();
+    }
+  });
+});

@@ -28,10 +28,18 @@ const failure = (json: unknown, env: Record<string, string> = {}): string => {
 
 describe('catalogue: a valid file', () => {
   it('gives models with exact prices in nano-credits per million tokens, and the list prices as written', () => {
-    const catalogue = Catalogue.parse(file(), {});
+    const pricing = { input: '0.15', output: '0.6', cacheRead: '0.075', cacheWrite: '0.15', cacheWrite1h: '0.3' };
+    const catalogue = Catalogue.parse(file(undefined, [model({ hosts: [{ host: 'up', model: 'model-a', pricing }] })]), {});
     const [entry] = catalogue.models;
-    expect(entry.hosts[0].prices).toEqual({ input: 150_000_000, output: 600_000_000 });
-    expect(entry.hosts[0].listPrices).toEqual({ input: '0.15', output: '0.6' });
+    expect(entry.hosts[0].prices).toEqual({
+      input: 150_000_000,
+      cacheRead: 75_000_000,
+      cacheWrite: 150_000_000,
+      cacheWrite1h: 300_000_000,
+      output: 600_000_000,
+    });
+    expect(entry.hosts[0].listPrices).toEqual(pricing);
+    expect(entry.hosts[0].cachePricesAssumed).toBe(false);
     expect(entry.created).toBe(0);
   });
 
@@ -64,9 +72,66 @@ describe('catalogue: a valid file', () => {
     expect(Catalogue.parse(file(), {}).hosts[0]).toMatchObject({ apiKeyEnv: null, apiKey: null, usable: true });
   });
 
-  it('the shipped catalogue is valid', () => {
+  it('the shipped catalogue is valid, and states a cache read price for every model on a chat-completions host', () => {
     const shipped = Catalogue.load(join(__dirname, '../../catalogue/default.json'), {});
     expect(shipped.find('simulated/chat')).not.toBeNull();
+    expect(shipped.cachePricesAssumed()).toEqual([]);
+  });
+});
+
+describe("catalogue: the cache's prices where an entry states none", () => {
+  const served = (kind: string, pricing: Record<string, string>) =>
+    Catalogue.parse(file([host({ kind })], [model({ hosts: [{ host: 'up', model: 'model-a', pricing }] })]), {}).models[0]
+      .hosts[0];
+
+  describe('given a model on an anthropic host', () => {
+    it("when only input and output are stated, then reads cost 0.1×, 5-minute writes 1.25× and 1-hour writes 2× the input price, Anthropic's list", () => {
+      const entry = served('anthropic', { input: '3.00', output: '15.00' });
+      expect(entry.prices).toEqual({
+        input: 3_000_000_000,
+        cacheRead: 300_000_000,
+        cacheWrite: 3_750_000_000,
+        cacheWrite1h: 6_000_000_000,
+        output: 15_000_000_000,
+      });
+      expect(entry.listPrices).toMatchObject({ cacheRead: '0.3', cacheWrite: '3.75', cacheWrite1h: '6' });
+      expect(entry.cachePricesAssumed).toBe(false);
+    });
+
+    it('when a multiple is not a whole nano-credit per million, then it is rounded up', () => {
+      // $0.000000015/M = 15 nano-credits: a tenth is 1.5 → 2; five quarters 18.75 → 19; twice 30.
+      expect(served('anthropic', { input: '0.000000015', output: '1' }).prices).toMatchObject({
+        cacheRead: 2,
+        cacheWrite: 19,
+        cacheWrite1h: 30,
+      });
+    });
+
+    it('when a cache price is stated, then it wins', () => {
+      expect(served('anthropic', { input: '3', output: '15', cacheRead: '0.25' }).prices).toMatchObject({
+        cacheRead: 250_000_000,
+        cacheWrite: 3_750_000_000,
+      });
+    });
+  });
+
+  describe('given a model on an openai host', () => {
+    it('when no cache read price is stated, then cached tokens cost the input price, and the catalogue names the model for a warning', () => {
+      const catalogue = Catalogue.parse(file(), {});
+      expect(catalogue.models[0].hosts[0].prices).toMatchObject({
+        cacheRead: 150_000_000,
+        cacheWrite: 150_000_000,
+        cacheWrite1h: 150_000_000,
+      });
+      expect(catalogue.models[0].hosts[0].cachePricesAssumed).toBe(true);
+      expect(catalogue.cachePricesAssumed()).toEqual(['vendor/model-a']);
+    });
+
+    it('when the cache read price is stated, then writes cost the input price and nothing is assumed', () => {
+      const entry = served('openai', { input: '2.50', output: '10.00', cacheRead: '1.25' });
+      expect(entry.prices).toMatchObject({ cacheRead: 1_250_000_000, cacheWrite: 2_500_000_000, cacheWrite1h: 2_500_000_000 });
+      expect(entry.cachePricesAssumed).toBe(false);
+    });
   });
 });
 
@@ -112,6 +177,11 @@ describe('catalogue: a bad file stops start-up with a message naming the entry',
       'a price with more than 9 decimals',
       file(undefined, [model({ hosts: [{ host: 'up', model: 'm', pricing: { input: '1', output: '0.0000000001' } }] })]),
       'pricing.output "0.0000000001" is not a price',
+    ],
+    [
+      'a cache price that is not a price',
+      file(undefined, [model({ hosts: [{ host: 'up', model: 'm', pricing: { input: '1', output: '1', cacheWrite1h: 2 } }] })]),
+      'pricing.cacheWrite1h must be a decimal string of US dollars per million tokens',
     ],
     [
       'pricing missing',

@@ -6,7 +6,8 @@ import { openRuntime } from '../../src/runtime/runtime';
 import { eventually } from '../support/processes';
 import { testRedisUrl } from '../support/redis';
 import { openTestRuntime, TestRuntime } from '../support/runtime';
-import { reserve } from '../support/ledger';
+import { uncachedUsage } from '../../src/ledger/money';
+import { pricesOf, reserve } from '../support/ledger';
 
 for (const redis of [false, true]) {
   (!redis || testRedisUrl() ? describe : describe.skip)(`GET /api/v1/credits (${redis ? 'Redis' : 'in-process'})`, () => {
@@ -33,8 +34,8 @@ for (const redis of [false, true]) {
       });
       if (!admission.admitted) throw new Error('expected admission');
       await t.runtime.ledger.recordSettlement(admission.ticket, {
-        usage: { inputTokens: 1_000_000, outputTokens: 100_000 },
-        prices: { input: 150_000_000, output: 600_000_000 },
+        usage: uncachedUsage(1_000_000, 100_000),
+        prices: pricesOf(150_000_000, 600_000_000),
         host: 'h',
         hostModel: 'hm',
         status: 'ok',

@@ -211,7 +211,7 @@ describe('dashboard API', () => {
     const text = await res.text();
     expect(text).toContain('event: delta');
     expect(text).toMatch(
-      /event: done\ndata: \{"finish_reason":"stop","usage":\{"input_tokens":5,"output_tokens":3\},"cost":0\.000011/,
+      /event: done\ndata: \{"finish_reason":"stop","usage":\{"input_tokens":5,"output_tokens":3,"cache_read_tokens":0,"cache_write_tokens":0\},"cost":0\.000011/,
     );
     expect(g.fake.requests[g.fake.requests.length - 1].body.messages[0]).toEqual({ role: 'system', content: 'Be nice.' });
     await g.settled();

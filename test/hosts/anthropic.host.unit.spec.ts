@@ -1,6 +1,7 @@
 import { anthropicHost } from '../../src/hosts/anthropic/anthropic.host';
 import type { SseMessage } from '../../src/hosts/host-kind';
-import { CanonicalEvent, CanonicalRequest, HostError } from '../../src/canonical/canonical';
+import { CanonicalEvent, CanonicalRequest, HostError, Usage } from '../../src/canonical/canonical';
+import { usage } from '../support/usage';
 
 const request = (overrides: Partial<CanonicalRequest> = {}): CanonicalRequest => ({
   system: [],
@@ -17,7 +18,7 @@ const bodyOf = (overrides: Partial<CanonicalRequest> = {}) =>
 /** An SSE message as the Messages API sends it: the event name repeated as the data's type. */
 const sse = (data: Record<string, unknown>): SseMessage => ({ event: data.type as string, data: JSON.stringify(data) });
 
-const messageStart = (usage: Record<string, number> = { input_tokens: 25, output_tokens: 1 }) =>
+const messageStart = (usage: Record<string, unknown> = { input_tokens: 25, output_tokens: 1 }) =>
   sse({
     type: 'message_start',
     message: {
@@ -41,12 +42,15 @@ const jsonDelta = (index: number, partial_json: string) =>
 const blockStop = (index: number) => sse({ type: 'content_block_stop', index });
 const messageDelta = (
   stop_reason: string,
-  usage: Record<string, number> = { output_tokens: 12 },
+  usage: Record<string, unknown> = { output_tokens: 12 },
   stop_sequence: string | null = null,
 ) => sse({ type: 'message_delta', delta: { stop_reason, stop_sequence }, usage });
 const messageStop = sse({ type: 'message_stop' });
 const ping = sse({ type: 'ping' });
 const errorEvent = sse({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+
+/** A usage event with the classes given, none of the others. */
+const counted = (counts: Partial<Usage>): CanonicalEvent => ({ type: 'usage', usage: usage(counts) });
 
 /** Feeds the messages to a fresh decoder; the events it produced and whether it finished. */
 function decode(messages: SseMessage[]) {
@@ -296,10 +300,11 @@ describe('anthropicHost.decoder', () => {
       messageStop,
     ]);
     expect(events).toEqual([
+      counted({ inputTokens: 25, outputTokens: 1 }),
       { type: 'text', text: 'Hello' },
       { type: 'text', text: ', world.' },
       { type: 'finish', reason: 'stop' },
-      { type: 'usage', inputTokens: 25, outputTokens: 6 },
+      counted({ inputTokens: 25, outputTokens: 6 }),
     ]);
     expect(done).toBe(true);
   });
@@ -326,6 +331,7 @@ describe('anthropicHost.decoder', () => {
       messageStop,
     ]);
     expect(events).toEqual([
+      counted({ inputTokens: 25, outputTokens: 1 }),
       { type: 'text', text: 'Let me check.' },
       { type: 'tool_call', index: 0, id: 'toolu_A', name: 'get_weather', argumentsDelta: '' },
       { type: 'tool_call', index: 0, argumentsDelta: '{"city": "Pa' },
@@ -333,7 +339,7 @@ describe('anthropicHost.decoder', () => {
       { type: 'tool_call', index: 1, id: 'toolu_B', name: 'get_time', argumentsDelta: '' },
       { type: 'tool_call', index: 1, argumentsDelta: '{}' },
       { type: 'finish', reason: 'tool_calls' },
-      { type: 'usage', inputTokens: 25, outputTokens: 80 },
+      counted({ inputTokens: 25, outputTokens: 80 }),
     ]);
   });
 
@@ -354,32 +360,60 @@ describe('anthropicHost.decoder', () => {
     expect(events).toContainEqual({ type: 'finish', reason: 'stop_sequence', stopSequence: '###' });
   });
 
-  it('counts cached input tokens as input', () => {
-    const usage = { input_tokens: 10, cache_creation_input_tokens: 200, cache_read_input_tokens: 3000, output_tokens: 1 };
-    expect(decode([messageStart(usage), messageDelta('end_turn', { output_tokens: 42 })]).events).toContainEqual({
-      type: 'usage',
-      inputTokens: 3210,
-      outputTokens: 42,
+  describe('given usage with cached input', () => {
+    const start = {
+      input_tokens: 10,
+      cache_read_input_tokens: 3000,
+      cache_creation_input_tokens: 200,
+      cache_creation: { ephemeral_5m_input_tokens: 150, ephemeral_1h_input_tokens: 50 },
+      output_tokens: 1,
+    };
+
+    it("when message_start comes, then the input's classes are counted at once: uncached, reads, 5-minute and 1-hour writes", () => {
+      expect(decode([messageStart(start)]).events).toEqual([
+        counted({ inputTokens: 10, cacheReadTokens: 3000, cacheWriteTokens: 150, cacheWrite1hTokens: 50, outputTokens: 1 }),
+      ]);
+    });
+
+    it("when message_delta carries only the output (older API versions), then message_start's input classes stand and the output is replaced, not added", () => {
+      expect(decode([messageStart(start), messageDelta('end_turn', { output_tokens: 42 })]).events.at(-1)).toEqual(
+        counted({ inputTokens: 10, cacheReadTokens: 3000, cacheWriteTokens: 150, cacheWrite1hTokens: 50, outputTokens: 42 }),
+      );
+    });
+
+    it("when message_delta carries cumulative input counts, then they replace message_start's, the split of the writes kept from it", () => {
+      const final = { input_tokens: 50, cache_read_input_tokens: 3000, cache_creation_input_tokens: 260, output_tokens: 42 };
+      expect(decode([messageStart(start), messageDelta('end_turn', final)]).events.at(-1)).toEqual(
+        counted({ inputTokens: 50, cacheReadTokens: 3000, cacheWriteTokens: 210, cacheWrite1hTokens: 50, outputTokens: 42 }),
+      );
+    });
+
+    it('when the writes come without their split, then they are 5-minute writes (the API default)', () => {
+      const unsplit = { input_tokens: 10, cache_creation_input_tokens: 200, output_tokens: 1 };
+      expect(decode([messageStart(unsplit)]).events).toEqual([
+        counted({ inputTokens: 10, cacheWriteTokens: 200, outputTokens: 1 }),
+      ]);
     });
   });
 
-  it('prefers the cumulative input counts of message_delta when it carries them', () => {
-    const start = { input_tokens: 10, cache_read_input_tokens: 100, output_tokens: 1 };
-    const final = { input_tokens: 50, cache_read_input_tokens: 100, output_tokens: 42 };
-    expect(decode([messageStart(start), messageDelta('end_turn', final)]).events).toContainEqual({
-      type: 'usage',
-      inputTokens: 150,
-      outputTokens: 42,
-    });
+  it('gives no usage when the host reports none (billing then falls back to its estimate)', () => {
+    const bare = sse({ type: 'message_start', message: { id: 'msg_01', type: 'message', role: 'assistant', content: [] } });
+    const end = sse({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null } });
+    const { events } = decode([bare, textStart(0), textDelta(0, 'Hi'), end, messageStop]);
+    expect(events).toEqual([
+      { type: 'text', text: 'Hi' },
+      { type: 'finish', reason: 'stop' },
+    ]);
   });
 
   it('reads the event type from the data when the SSE message has no event name', () => {
     const unnamed = [messageStart(), textDelta(0, 'Hi'), messageDelta('max_tokens'), messageStop].map(({ data }) => ({ data }));
     const { events, done } = decode(unnamed);
     expect(events).toEqual([
+      counted({ inputTokens: 25, outputTokens: 1 }),
       { type: 'text', text: 'Hi' },
       { type: 'finish', reason: 'length' },
-      { type: 'usage', inputTokens: 25, outputTokens: 12 },
+      counted({ inputTokens: 25, outputTokens: 12 }),
     ]);
     expect(done).toBe(true);
   });
@@ -401,7 +435,7 @@ describe('anthropicHost.decoder', () => {
       textStart(2),
       textDelta(2, 'Done.'),
     ]);
-    expect(events).toEqual([{ type: 'text', text: 'Done.' }]);
+    expect(events).toEqual([counted({ inputTokens: 25, outputTokens: 1 }), { type: 'text', text: 'Done.' }]);
   });
 
   it('fails retryably on an error event before any output', () => {
@@ -466,7 +500,7 @@ describe('anthropicHost.decodeReply (a whole, non-streamed reply)', () => {
     expect(bodyOf().stream).toBe(true);
   });
 
-  it('gives the text, the tool calls in order with their input as JSON, the finish and the usage with cache counts', () => {
+  it('gives the text, the tool calls in order with their input as JSON, the finish and the usage by class', () => {
     const body = reply({
       content: [
         { type: 'thinking', thinking: 'hmm', signature: 's' },
@@ -475,14 +509,20 @@ describe('anthropicHost.decodeReply (a whole, non-streamed reply)', () => {
         { type: 'tool_use', id: 'toolu_2', name: 'time', input: {} },
       ],
       stop_reason: 'tool_use',
-      usage: { input_tokens: 20, cache_read_input_tokens: 100, cache_creation_input_tokens: 5, output_tokens: 30 },
+      usage: {
+        input_tokens: 20,
+        cache_read_input_tokens: 100,
+        cache_creation_input_tokens: 5,
+        cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 5 },
+        output_tokens: 30,
+      },
     });
     expect(anthropicHost.decodeReply(body)).toEqual([
       { type: 'text', text: 'Let me look.' },
       { type: 'tool_call', index: 0, id: 'toolu_1', name: 'weather', argumentsDelta: '{"city":"Paris"}' },
       { type: 'tool_call', index: 1, id: 'toolu_2', name: 'time', argumentsDelta: '{}' },
       { type: 'finish', reason: 'tool_calls' },
-      { type: 'usage', inputTokens: 125, outputTokens: 30 },
+      counted({ inputTokens: 20, cacheReadTokens: 100, cacheWrite1hTokens: 5, outputTokens: 30 }),
     ]);
   });
 
@@ -498,9 +538,14 @@ describe('anthropicHost.decodeReply (a whole, non-streamed reply)', () => {
 
   it('respects an explicit zero usage', () => {
     const body = reply({ content: [], stop_reason: 'end_turn', usage: { input_tokens: 0, output_tokens: 0 } });
+    expect(anthropicHost.decodeReply(body)).toEqual([{ type: 'finish', reason: 'stop' }, counted({})]);
+  });
+
+  it('leaves out a usage the host did not give', () => {
+    const body = reply({ content: [{ type: 'text', text: 'x' }], stop_reason: 'end_turn' });
     expect(anthropicHost.decodeReply(body)).toEqual([
+      { type: 'text', text: 'x' },
       { type: 'finish', reason: 'stop' },
-      { type: 'usage', inputTokens: 0, outputTokens: 0 },
     ]);
   });
 

@@ -1,5 +1,9 @@
 import { openAiHost } from '../../src/hosts/openai/openai.host';
-import { CanonicalRequest } from '../../src/canonical/canonical';
+import { CanonicalEvent, CanonicalRequest, Usage } from '../../src/canonical/canonical';
+import { usage } from '../support/usage';
+
+/** A usage event with the classes given, none of the others. */
+const counted = (counts: Partial<Usage>): CanonicalEvent => ({ type: 'usage', usage: usage(counts) });
 
 const request = (overrides: Partial<CanonicalRequest> = {}): CanonicalRequest => ({
   system: ['Be brief.'],
@@ -74,7 +78,7 @@ describe('openAiHost.decodeReply (a whole, non-streamed completion)', () => {
     ).toEqual([
       { type: 'text', text: 'Paris.' },
       { type: 'finish', reason: 'stop' },
-      { type: 'usage', inputTokens: 12, outputTokens: 2 },
+      counted({ inputTokens: 12, outputTokens: 2 }),
     ]);
   });
 
@@ -91,19 +95,61 @@ describe('openAiHost.decodeReply (a whole, non-streamed completion)', () => {
       { type: 'tool_call', index: 0, id: 'call_1', name: 'weather', argumentsDelta: '{"city":"Paris"}' },
       { type: 'tool_call', index: 1, id: 'call_2', name: 'time', argumentsDelta: '{}' },
       { type: 'finish', reason: 'tool_calls' },
-      { type: 'usage', inputTokens: 30, outputTokens: 9 },
+      counted({ inputTokens: 30, outputTokens: 9 }),
     ]);
   });
 
   it('respects an explicit zero usage, and leaves out a usage the host did not give', () => {
     expect(openAiHost.decodeReply(completion({ content: '' }, 'stop', { prompt_tokens: 0, completion_tokens: 0 }))).toEqual([
       { type: 'finish', reason: 'stop' },
-      { type: 'usage', inputTokens: 0, outputTokens: 0 },
+      counted({}),
     ]);
     expect(openAiHost.decodeReply(completion({ content: 'x' }, 'length', null))).toEqual([
       { type: 'text', text: 'x' },
       { type: 'finish', reason: 'length' },
     ]);
+  });
+
+  describe('given usage with cached input and reasoning', () => {
+    const details = {
+      prompt_tokens: 2000,
+      completion_tokens: 300,
+      total_tokens: 2300,
+      prompt_tokens_details: { cached_tokens: 1500, audio_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 250, audio_tokens: 0 },
+    };
+
+    it('when decoded, then the cached tokens are taken out of prompt_tokens, and reasoning is counted within the output', () => {
+      expect(openAiHost.decodeReply(completion({ content: 'x' }, 'stop', details)).at(-1)).toEqual(
+        counted({ inputTokens: 500, cacheReadTokens: 1500, outputTokens: 300, reasoningTokens: 250 }),
+      );
+    });
+
+    it('when the host also reports cache writes (cache_write_tokens), then they are 5-minute writes, also out of prompt_tokens', () => {
+      const withWrites = { ...details, prompt_tokens_details: { cached_tokens: 1500, cache_write_tokens: 400 } };
+      expect(openAiHost.decodeReply(completion({ content: 'x' }, 'stop', withWrites)).at(-1)).toEqual(
+        counted({ inputTokens: 100, cacheReadTokens: 1500, cacheWriteTokens: 400, outputTokens: 300, reasoningTokens: 250 }),
+      );
+    });
+
+    it('when streamed, then the usage chunk is decoded the same way', () => {
+      const decoder = openAiHost.decoder();
+      const chunk = (fields: Record<string, unknown>) => ({
+        data: JSON.stringify({ id: 'c', object: 'chat.completion.chunk', ...fields }),
+      });
+      const events = [
+        chunk({ choices: [{ index: 0, delta: { content: 'Hi' }, finish_reason: null }], usage: null }),
+        chunk({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: null }),
+        chunk({ choices: [], usage: details }),
+        { data: '[DONE]' },
+      ].flatMap((message) => decoder.push(message));
+      expect(events).toEqual([
+        { type: 'text', text: 'Hi' },
+        { type: 'finish', reason: 'stop' },
+        counted({ inputTokens: 500, cacheReadTokens: 1500, outputTokens: 300, reasoningTokens: 250 }),
+      ]);
+      expect(decoder.done).toBe(true);
+    });
   });
 
   it('fails as an upstream error on an error body, and as malformed on anything unreadable', () => {

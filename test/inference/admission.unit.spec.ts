@@ -2,14 +2,25 @@ import type { CanonicalRequest } from '../../src/canonical/canonical';
 import type { CatalogueModel, ModelHost } from '../../src/catalogue/catalogue';
 import { highestPrices, insufficientCredits, planAdmission } from '../../src/inference/admission';
 import { estimateInputTokens } from '../../src/inference/tokens';
-import { chargeFor } from '../../src/ledger/money';
+import { chargeFor, TokenPrices, uncachedUsage } from '../../src/ledger/money';
 
-const host = (id: string, usable: boolean, input: number, output: number): ModelHost => ({
-  host: { id, kind: 'openai', baseUrl: `http://${id}/v1`, apiKeyEnv: null, apiKey: null, usable },
-  model: `${id}-model`,
-  prices: { input, output },
-  listPrices: { input: String(input / 1000), output: String(output / 1000) },
-});
+/** A host whose cache's classes cost the input price unless `cache` says otherwise. */
+const host = (id: string, usable: boolean, input: number, output: number, cache: Partial<TokenPrices> = {}): ModelHost => {
+  const prices = { input, cacheRead: input, cacheWrite: input, cacheWrite1h: input, output, ...cache };
+  return {
+    host: { id, kind: 'openai', baseUrl: `http://${id}/v1`, apiKeyEnv: null, apiKey: null, usable },
+    model: `${id}-model`,
+    prices,
+    listPrices: {
+      input: String(input / 1e9),
+      cacheRead: String(prices.cacheRead / 1e9),
+      cacheWrite: String(prices.cacheWrite / 1e9),
+      cacheWrite1h: String(prices.cacheWrite1h / 1e9),
+      output: String(output / 1e9),
+    },
+    cachePricesAssumed: false,
+  };
+};
 
 const model = (hosts: ModelHost[]): CatalogueModel => ({
   slug: 'vendor/model',
@@ -65,7 +76,7 @@ describe('admission', () => {
       if (plan.kind !== 'reserve') throw new Error('refused');
       expect(plan.request.maxTokens).toBe(1000);
       expect(plan.estimate.outputTokens).toBe(1000);
-      expect(plan.amount).toBe(chargeFor({ inputTokens: plan.estimate.inputTokens, outputTokens: 1000 }, plan.prices));
+      expect(plan.amount).toBe(chargeFor(uncachedUsage(plan.estimate.inputTokens, 1000), plan.prices));
     });
 
     it('keeps a cap at or below the limit as it is', () => {
@@ -106,19 +117,49 @@ describe('admission', () => {
     it("reserves the estimate at the highest of the usable hosts' prices (a fallback stays covered)", () => {
       const plan = planAdmission(m.slug, m, request(200));
       if (plan.kind !== 'reserve') throw new Error('refused');
-      expect(plan.prices).toEqual({ input: 300_000_000, output: 900_000_000 });
-      expect(plan.amount).toBe(chargeFor(plan.estimate, plan.prices));
+      expect(plan.prices).toMatchObject({ input: 300_000_000, output: 900_000_000 });
+      expect(plan.amount).toBe(chargeFor(uncachedUsage(plan.estimate.inputTokens, plan.estimate.outputTokens), plan.prices));
     });
   });
 
-  it('takes the highest input and output prices separately', () => {
-    expect(highestPrices([host('a', true, 1, 9), host('b', true, 5, 2)])).toEqual({ input: 5, output: 9 });
+  describe('given hosts whose cache writes cost more than their input', () => {
+    // $3/M input, $0.30 reads, $3.75 5-minute writes, $6 1-hour writes, $15 output.
+    const anthropic = host('anthropic', true, 3_000_000_000, 15_000_000_000, {
+      cacheRead: 300_000_000,
+      cacheWrite: 3_750_000_000,
+      cacheWrite1h: 6_000_000_000,
+    });
+    const m = model([anthropic]);
+
+    it('when admitted, then the estimated input is reserved at the dearest input class: any of it may be written to the cache', () => {
+      const plan = planAdmission(m.slug, m, request(200));
+      if (plan.kind !== 'reserve') throw new Error('refused');
+      const input = estimateInputTokens(request(200));
+      // input × $6/M (1-hour writes) + 200 × $15/M, rounded up once
+      expect(plan.amount).toBe(Math.ceil((input * 6_000_000_000 + 200 * 15_000_000_000) / 1e6));
+      expect(plan.amount).toBeGreaterThan(chargeFor(uncachedUsage(input, 200), anthropic.prices));
+    });
+
+    it('when the balance falls short, then the 402 counts the input at that price too', () => {
+      const plan = planAdmission(m.slug, m, request(200));
+      if (plan.kind !== 'reserve') throw new Error('refused');
+      const inputCost = Math.ceil((plan.estimate.inputTokens * 6_000_000_000) / 1e6);
+      // What remains after the input buys output at $15/M: 10 output tokens' worth (150,000 nano-credits).
+      const error = insufficientCredits(inputCost + 150_000, plan.estimate, plan.prices);
+      expect(error.message).toMatch(/enough for at most 10 output tokens on this request \(asked for 200\)/);
+    });
+  });
+
+  it('takes the highest price of each class separately', () => {
+    const a = host('a', true, 1, 9, { cacheRead: 4, cacheWrite1h: 1 });
+    const b = host('b', true, 5, 2, { cacheWrite: 7 });
+    expect(highestPrices([a, b])).toEqual({ input: 5, cacheRead: 5, cacheWrite: 7, cacheWrite1h: 5, output: 9 });
   });
 });
 
 describe('insufficient credits (402)', () => {
   // Prices are per million tokens: 1 and 2 credits a token.
-  const prices = { input: 1_000_000_000_000_000, output: 2_000_000_000_000_000 };
+  const prices = host('h', true, 1_000_000_000_000_000, 2_000_000_000_000_000).prices;
 
   it('given a balance that covers the input and some output, says how many output tokens it could afford', () => {
     const error = insufficientCredits(10_000_000_000, { inputTokens: 4, outputTokens: 100 }, prices);
@@ -139,7 +180,7 @@ describe('insufficient credits (402)', () => {
   });
 
   it('given free output, the whole cap is affordable', () => {
-    const error = insufficientCredits(0, { inputTokens: 4, outputTokens: 100 }, { input: 1, output: 0 });
+    const error = insufficientCredits(0, { inputTokens: 4, outputTokens: 100 }, host('h', true, 1, 0).prices);
     expect(error.message).toMatch(/enough for at most 100 output tokens on this request \(asked for 100\)/);
   });
 });

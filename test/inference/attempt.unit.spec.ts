@@ -9,6 +9,7 @@ import {
   initialAttempt,
   UNRECORDED,
 } from '../../src/inference/attempt';
+import { usage } from '../support/usage';
 
 const ready: CanonicalEvent = { type: 'ready' };
 const text = (t: string): CanonicalEvent => ({ type: 'text', text: t });
@@ -54,10 +55,18 @@ describe('the attempt', () => {
     });
 
     it('keeps the usage the host reports, and forwards it and the finish', () => {
-      const { action, state } = given(1, ready, text('Hi')).when({ type: 'usage', inputTokens: 7, outputTokens: 2 });
+      const counted = usage({ inputTokens: 7, cacheReadTokens: 3, outputTokens: 2 });
+      const { action, state } = given(1, ready, text('Hi')).when({ type: 'usage', usage: counted });
       expect(action).toBe('forward');
-      expect(state.usage).toEqual({ inputTokens: 7, outputTokens: 2 });
+      expect(state.usage).toBe(counted);
       expect(given(1, ready).when({ type: 'finish', reason: 'stop' }).action).toBe('forward');
+    });
+
+    it("keeps the host's latest count: a later usage replaces an earlier one", () => {
+      const start = usage({ inputTokens: 7, cacheReadTokens: 3, outputTokens: 1 });
+      const end = usage({ inputTokens: 7, cacheReadTokens: 3, outputTokens: 40 });
+      const { state } = given(1, ready, { type: 'usage', usage: start }, text('Hi')).when({ type: 'usage', usage: end });
+      expect(state.usage).toBe(end);
     });
 
     it('updates the one state the shell owns (no copy per streamed token)', () => {
@@ -71,6 +80,13 @@ describe('the attempt', () => {
       const { action, state } = given(3, ready).when(hostFailed(unavailable));
       expect(action).toBe('next_host');
       expect(state).toMatchObject({ hostIndex: 1, ending: null });
+    });
+
+    it("before any output, after counting its input: moves on, and the next host's usage is not that count", () => {
+      const counted = { type: 'usage' as const, usage: usage({ inputTokens: 7, cacheWriteTokens: 9 }) };
+      const { action, state } = given(2, ready, counted).when(hostFailed(unavailable));
+      expect(action).toBe('next_host');
+      expect(state.usage).toBeNull();
     });
 
     it('on the last host: ends the request failed', () => {

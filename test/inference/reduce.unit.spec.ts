@@ -2,9 +2,10 @@ import { EventEmitter } from 'node:events';
 import { NEVER, Observable, of, throwError } from 'rxjs';
 import type { PipelineEvent } from '../../src/inference/inference.command';
 import { collectReply } from '../../src/inference/reduce';
+import { usage } from '../support/usage';
 
 describe('a non-streamed reply, folded from the stream', () => {
-  it('folds text, tool calls, finish and usage, and stops listening to the client', async () => {
+  it("folds text, tool calls, finish and usage (the host's last count), and stops listening to the client", async () => {
     const client = new EventEmitter();
     const events: PipelineEvent[] = [
       { type: 'text', text: 'Hel' },
@@ -12,14 +13,15 @@ describe('a non-streamed reply, folded from the stream', () => {
       { type: 'tool_call', index: 0, id: 'call_1', name: 'lookup', argumentsDelta: '{"q":' },
       { type: 'tool_call', index: 0, argumentsDelta: '"x"}' },
       { type: 'finish', reason: 'tool_calls' },
-      { type: 'usage', inputTokens: 3, outputTokens: 5 },
+      { type: 'usage', usage: usage({ inputTokens: 1, outputTokens: 1 }) },
+      { type: 'usage', usage: usage({ inputTokens: 3, cacheReadTokens: 2, outputTokens: 5 }) },
     ];
     const reply = await collectReply(of(...events), client);
     expect(reply).toMatchObject({
       text: 'Hello',
       toolCalls: [{ id: 'call_1', name: 'lookup', arguments: '{"q":"x"}' }],
       finish: 'tool_calls',
-      usage: { inputTokens: 3, outputTokens: 5 },
+      usage: usage({ inputTokens: 3, cacheReadTokens: 2, outputTokens: 5 }),
     });
     expect(client.listenerCount('close')).toBe(0);
   });

@@ -2,11 +2,23 @@ import { HostError } from '../../src/canonical/canonical';
 import type { Ending } from '../../src/inference/attempt';
 import { billedOf, billedUsage, endingError, providerFailure, settlementFor } from '../../src/inference/settlement';
 import type { ReservationEvent } from '../../src/ledger/ledger.events';
+import { uncachedUsage } from '../../src/ledger/money';
+import { usage } from '../support/usage';
 
 const ESTIMATED_INPUT = 40;
 const nothing = { produced: false, usage: null, deliveredChars: 0 };
 const partial = { produced: true, usage: null, deliveredChars: 10 };
-const reported = { produced: true, usage: { inputTokens: 12, outputTokens: 34 }, deliveredChars: 10 };
+const reported = {
+  produced: true,
+  usage: usage({ inputTokens: 12, cacheReadTokens: 300, cacheWriteTokens: 20, cacheWrite1hTokens: 10, outputTokens: 34 }),
+  deliveredChars: 10,
+};
+/** Cut after the host counted its input (at the start), before it counted the output (at the end). */
+const countedAtStart = {
+  produced: true,
+  usage: usage({ inputTokens: 12, cacheReadTokens: 300, outputTokens: 1 }),
+  deliveredChars: 40,
+};
 
 const failed = (error: HostError): Ending => ({ kind: 'failed', error });
 const connection = new HostError('connection', 'upstream connection failed: reset');
@@ -14,19 +26,19 @@ const slow = new HostError('timeout', 'upstream did not answer in time');
 
 describe('the settlement', () => {
   describe('given a completed request', () => {
-    it('bills the usage the host reported', () => {
+    it('bills the usage the host reported, class by class', () => {
       expect(settlementFor({ kind: 'complete' }, reported, ESTIMATED_INPUT)).toEqual({
         action: 'settle',
         status: 'ok',
-        usage: { inputTokens: 12, outputTokens: 34 },
+        usage: reported.usage,
       });
     });
 
-    it('without reported usage, bills the estimated input and the characters delivered (four a token, rounded up)', () => {
+    it('without reported usage, bills the estimated input as uncached and the characters delivered (four a token, rounded up)', () => {
       expect(settlementFor({ kind: 'complete' }, partial, ESTIMATED_INPUT)).toEqual({
         action: 'settle',
         status: 'ok',
-        usage: { inputTokens: 40, outputTokens: 3 },
+        usage: uncachedUsage(40, 3),
       });
     });
 
@@ -34,7 +46,7 @@ describe('the settlement', () => {
       expect(settlementFor({ kind: 'complete' }, nothing, ESTIMATED_INPUT)).toEqual({
         action: 'settle',
         status: 'ok',
-        usage: { inputTokens: 40, outputTokens: 0 },
+        usage: uncachedUsage(40, 0),
       });
     });
   });
@@ -49,9 +61,17 @@ describe('the settlement', () => {
       expect(settlementFor(ending, partial, ESTIMATED_INPUT)).toEqual({
         action: 'settle',
         status,
-        usage: { inputTokens: 40, outputTokens: 3 },
+        usage: uncachedUsage(40, 3),
       });
-      expect(settlementFor(ending, reported, ESTIMATED_INPUT)).toMatchObject({ usage: { inputTokens: 12, outputTokens: 34 } });
+      expect(settlementFor(ending, reported, ESTIMATED_INPUT)).toMatchObject({ usage: reported.usage });
+    });
+
+    it('after the host counted its input but not yet its output: bills that input, and the output delivered (40 characters, 10 tokens)', () => {
+      expect(settlementFor({ kind: 'abort' }, countedAtStart, ESTIMATED_INPUT)).toEqual({
+        action: 'settle',
+        status: 'client_abort',
+        usage: { ...countedAtStart.usage, outputTokens: 10 },
+      });
     });
   });
 
@@ -71,8 +91,13 @@ describe('the settlement', () => {
   });
 
   it('bills reported usage over the estimate', () => {
-    expect(billedUsage(reported, ESTIMATED_INPUT)).toBe(reported.usage);
-    expect(billedUsage({ produced: true, usage: null, deliveredChars: 8 }, 5)).toEqual({ inputTokens: 5, outputTokens: 2 });
+    expect(billedUsage(reported, ESTIMATED_INPUT, true)).toBe(reported.usage);
+    expect(billedUsage(reported, ESTIMATED_INPUT, false)).toBe(reported.usage);
+    expect(billedUsage({ produced: true, usage: null, deliveredChars: 8 }, 5, true)).toEqual(uncachedUsage(5, 2));
+  });
+
+  it("bills a completed request's output as the host counted it, even below the characters delivered", () => {
+    expect(billedUsage(countedAtStart, ESTIMATED_INPUT, true)).toBe(countedAtStart.usage);
   });
 });
 
@@ -121,7 +146,7 @@ describe('what the client is told', () => {
 describe('the billed event', () => {
   const facts = { requestId: 'r', keyId: 'k', surface: 'native', model: 'vendor/model', reservationId: 'res', orgId: 'o' };
 
-  it('reports a settlement: tokens, charge and host', () => {
+  it('reports a settlement: tokens by class, charge and host', () => {
     const settled: ReservationEvent = {
       type: 'ReservationSettled',
       data: {
@@ -131,14 +156,22 @@ describe('the billed event', () => {
         host: 'host-a',
         hostModel: 'm',
         inputTokens: 12,
+        cacheReadTokens: 300,
+        cacheWriteTokens: 20,
+        cacheWrite1hTokens: 10,
         outputTokens: 34,
-        prices: { input: 1, output: 2 },
+        prices: { input: 1, cacheRead: 1, cacheWrite: 1, cacheWrite1h: 1, output: 2 },
         amount: 99,
         held: 100,
         settledAt: 1,
       },
     };
-    expect(billedOf(settled, 'host-a')).toEqual({ type: 'billed', inputTokens: 12, outputTokens: 34, cost: 99, host: 'host-a' });
+    expect(billedOf(settled, 'host-a')).toEqual({
+      type: 'billed',
+      usage: { inputTokens: 12, cacheReadTokens: 300, cacheWriteTokens: 20, cacheWrite1hTokens: 10, outputTokens: 34 },
+      cost: 99,
+      host: 'host-a',
+    });
   });
 
   it('is nothing for any other resolution', () => {

@@ -7,8 +7,15 @@ import { estimateInputTokens } from '../../src/inference/tokens';
 const host = (id: string, kind: HostKindName, usable = true): ModelHost => ({
   host: { id, kind, baseUrl: `http://${id}/v1`, apiKeyEnv: null, apiKey: `key-${id}`, usable },
   model: `${id}-model`,
-  prices: { input: 1, output: 1 },
-  listPrices: { input: '0.000000001', output: '0.000000001' },
+  prices: { input: 1, cacheRead: 1, cacheWrite: 1, cacheWrite1h: 1, output: 1 },
+  listPrices: {
+    input: '0.000000001',
+    cacheRead: '0.000000001',
+    cacheWrite: '0.000000001',
+    cacheWrite1h: '0.000000001',
+    output: '0.000000001',
+  },
+  cachePricesAssumed: false,
 });
 
 const model = (hosts: ModelHost[]): CatalogueModel => ({

@@ -9,9 +9,10 @@ import {
   LedgerRuleError,
   Reservation,
   ReservationCommand,
+  Settle,
 } from '../../src/ledger/ledger.decider';
-import { ReservationEvent } from '../../src/ledger/ledger.events';
-import { chargeFor } from '../../src/ledger/money';
+import { ReservationEvent, settledPrices, settledUsage } from '../../src/ledger/ledger.events';
+import { chargeFor, uncachedUsage } from '../../src/ledger/money';
 
 const facts = { requestId: 'req-1', keyId: 'key-1', surface: 'chat-completions', model: 'openai/gpt-4o-mini' };
 const reserve = (amount = 1_000_000, now = 1_000): ReservationCommand => ({
@@ -23,10 +24,10 @@ const reserve = (amount = 1_000_000, now = 1_000): ReservationCommand => ({
   ttlMs: 60_000,
   ...facts,
 });
-const settle: ReservationCommand = {
+const settle: Settle = {
   type: 'Settle',
-  usage: { inputTokens: 1200, outputTokens: 345 },
-  prices: { input: 150_000_000, output: 600_000_000 },
+  usage: { inputTokens: 1200, cacheReadTokens: 4000, cacheWriteTokens: 0, cacheWrite1hTokens: 0, outputTokens: 345 },
+  prices: { input: 150_000_000, cacheRead: 75_000_000, cacheWrite: 150_000_000, cacheWrite1h: 150_000_000, output: 600_000_000 },
   host: 'openai',
   hostModel: 'gpt-4o-mini',
   status: 'ok',
@@ -63,16 +64,22 @@ describe('reservation decider', () => {
     expect(events).toHaveLength(1);
     const settled = events[0];
     if (settled.type !== 'ReservationSettled') throw new Error('expected a settlement');
-    // 1200 × 0.15 + 345 × 0.60 = 180 + 207 = 387 credits per million → 387,000 nano-credits
-    expect(settled.data.amount).toBe(387_000);
-    expect(
-      chargeFor({ inputTokens: settled.data.inputTokens, outputTokens: settled.data.outputTokens }, settled.data.prices),
-    ).toBe(settled.data.amount);
+    // 1200 × 0.15 + 4000 cache reads × 0.075 + 345 × 0.60 = 180 + 300 + 207 = 687 credits per million → 687,000 nano-credits
+    expect(settled.data.amount).toBe(687_000);
+    expect(settled.data).toMatchObject({
+      inputTokens: 1200,
+      cacheReadTokens: 4000,
+      cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
+      outputTokens: 345,
+      prices: settle.prices,
+    });
+    expect(chargeFor(settledUsage(settled.data), settledPrices(settled.data))).toBe(settled.data.amount);
     expect(settled.data).toMatchObject({ host: 'openai', model: 'openai/gpt-4o-mini', held: 1_000_000, orgId: 'org-1' });
   });
 
   it('respects an explicit zero usage', () => {
-    const { events } = given(reserved).when({ ...settle, usage: { inputTokens: 0, outputTokens: 0 } });
+    const { events } = given(reserved).when({ ...settle, usage: uncachedUsage(0, 0) });
     expect(events[0]).toMatchObject({ type: 'ReservationSettled', data: { amount: 0 } });
   });
 
@@ -113,7 +120,11 @@ describe('reservation decider', () => {
     expect(given(reserved).when(reserve()).error).toBe('reservation_exists');
     expect(given().when(reserve(-1)).error).toBe('invalid_amount');
     expect(given().when(reserve(0.5)).error).toBe('invalid_amount');
-    expect(given(reserved).when({ ...settle, usage: { inputTokens: -1, outputTokens: 0 } }).error).toBe('invalid_usage');
+    expect(given(reserved).when({ ...settle, usage: uncachedUsage(-1, 0) }).error).toBe('invalid_usage');
+    expect(given(reserved).when({ ...settle, usage: { ...uncachedUsage(1, 0), cacheWrite1hTokens: 0.5 } }).error).toBe(
+      'invalid_usage',
+    );
+    expect(given(reserved).when({ ...settle, prices: { ...settle.prices, cacheRead: -1 } }).error).toBe('invalid_usage');
   });
 });
 

@@ -8,7 +8,8 @@ import { openRuntime } from '../../src/runtime/runtime';
 import { Child, eventually, ROOT, startNode } from '../support/processes';
 import { describeWithRedis } from '../support/redis';
 import { fundedOrganization, openTestRuntime } from '../support/runtime';
-import { reserve } from '../support/ledger';
+import { uncachedUsage } from '../../src/ledger/money';
+import { pricesOf, reserve } from '../support/ledger';
 
 const WORKER = join(ROOT, 'test/support/workers/ledger-worker.js');
 
@@ -83,8 +84,8 @@ describeWithRedis('ledger across processes', () => {
         });
         if (a.admitted && i % 2 === 0) {
           await runtime.ledger.recordSettlement(a.ticket, {
-            usage: { inputTokens: 100, outputTokens: 100 },
-            prices: { input: 1_000_000_000, output: 2_000_000_000 },
+            usage: uncachedUsage(100, 100),
+            prices: pricesOf(1_000_000_000, 2_000_000_000),
             host: 'h',
             hostModel: 'hm',
             status: 'ok',

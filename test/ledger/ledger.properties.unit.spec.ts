@@ -12,6 +12,7 @@ import {
 import type { LedgerEvent } from '../../src/ledger/ledger.events';
 import { MemoryProjectionStore } from '../../src/projections/memory-projection-store';
 import { availableOf, ReadModel } from '../../src/projections/read-model';
+import { pricesOf } from '../support/ledger';
 
 /**
  * Random sequences of ledger commands for a few organizations, run through the pure deciders
@@ -20,7 +21,7 @@ import { availableOf, ReadModel } from '../../src/projections/read-model';
 type Op =
   | { kind: 'grant'; org: number; amount: number }
   | { kind: 'reserve'; org: number; amount: number }
-  | { kind: 'settle'; pick: number; input: number; output: number }
+  | { kind: 'settle'; pick: number; input: number; cacheRead: number; cacheWrite: number; output: number }
   | { kind: 'release'; pick: number }
   | { kind: 'tick'; ms: number }
   | { kind: 'expire'; pick: number };
@@ -32,6 +33,8 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     kind: fc.constant('settle' as const),
     pick: fc.nat(),
     input: fc.integer({ min: 0, max: 4000 }),
+    cacheRead: fc.integer({ min: 0, max: 40_000 }),
+    cacheWrite: fc.integer({ min: 0, max: 4000 }),
     output: fc.integer({ min: 0, max: 4000 }),
   }),
   fc.record({ kind: fc.constant('release' as const), pick: fc.nat() }),
@@ -39,7 +42,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant('expire' as const), pick: fc.nat() }),
 );
 
-const prices = { input: 150_000_000, output: 600_000_000 };
+const prices = pricesOf(150_000_000, 600_000_000, { cacheRead: 15_000_000, cacheWrite: 187_500_000, cacheWrite1h: 300_000_000 });
 const TTL = 60_000;
 
 async function run(ops: Op[]): Promise<void> {
@@ -105,7 +108,13 @@ async function run(ops: Op[]): Promise<void> {
               ? decideReservation(
                   {
                     type: 'Settle',
-                    usage: { inputTokens: o.input, outputTokens: o.output },
+                    usage: {
+                      inputTokens: o.input,
+                      cacheReadTokens: o.cacheRead,
+                      cacheWriteTokens: o.cacheWrite,
+                      cacheWrite1hTokens: o.cacheWrite >> 1,
+                      outputTokens: o.output,
+                    },
                     prices,
                     host: 'h',
                     hostModel: 'hm',

@@ -5,12 +5,13 @@ import { availableOf } from '../../src/projections/read-model';
 import { eventually } from '../support/processes';
 import { testRedisUrl } from '../support/redis';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
-import { reserve } from '../support/ledger';
+import { uncachedUsage } from '../../src/ledger/money';
+import { pricesOf, reserve } from '../support/ledger';
 
 const facts = (i: number) => ({ requestId: `q${i}`, keyId: 'k', surface: 'chat-completions', model: 'test/model' });
 const settlement = {
-  usage: { inputTokens: 1000, outputTokens: 250 },
-  prices: { input: 150_000_000, output: 600_000_000 },
+  usage: uncachedUsage(1000, 250),
+  prices: pricesOf(150_000_000, 600_000_000),
   host: 'simulated',
   hostModel: 'sim-1',
   status: 'ok',

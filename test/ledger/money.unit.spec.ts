@@ -1,4 +1,24 @@
-import { chargeFor, creditsNumber, formatCredits, MoneyFormatError, parseCredits } from '../../src/ledger/money';
+import {
+  chargeFor,
+  creditsNumber,
+  dearestInputPrice,
+  formatCredits,
+  MoneyFormatError,
+  parseCredits,
+  reservationFor,
+  scaledPrice,
+  TokenPrices,
+  uncachedUsage,
+} from '../../src/ledger/money';
+
+/** Prices with the cache's classes at the input price: what a charge without cached tokens is billed at. */
+const flat = (input: number, output: number): TokenPrices => ({
+  input,
+  cacheRead: input,
+  cacheWrite: input,
+  cacheWrite1h: input,
+  output,
+});
 
 describe('money', () => {
   it('parses decimal credits exactly into nano-credits', () => {
@@ -46,13 +66,73 @@ describe('money', () => {
 
   it('charges once, rounded up once, without floating point', () => {
     // 1000 in × $0.15/M + 500 out × $0.60/M = 0.00015 + 0.0003 = 0.00045 credits
-    expect(chargeFor({ inputTokens: 1000, outputTokens: 500 }, { input: 150_000_000, output: 600_000_000 })).toBe(450_000);
+    expect(chargeFor(uncachedUsage(1000, 500), flat(150_000_000, 600_000_000))).toBe(450_000);
     // 1 token at 1 nano-credit per million tokens is a millionth of a nano-credit: rounds up to 1.
-    expect(chargeFor({ inputTokens: 1, outputTokens: 0 }, { input: 1, output: 0 })).toBe(1);
+    expect(chargeFor(uncachedUsage(1, 0), flat(1, 0))).toBe(1);
     // Large products stay exact (beyond 2^53 before division).
-    expect(
-      chargeFor({ inputTokens: 9_000_000, outputTokens: 9_000_000 }, { input: 75_000_000_000, output: 150_000_000_000 }),
-    ).toBe(2_025_000_000_000);
-    expect(chargeFor({ inputTokens: 0, outputTokens: 0 }, { input: 5, output: 5 })).toBe(0);
+    expect(chargeFor(uncachedUsage(9_000_000, 9_000_000), flat(75_000_000_000, 150_000_000_000))).toBe(2_025_000_000_000);
+    expect(chargeFor(uncachedUsage(0, 0), flat(5, 5))).toBe(0);
+  });
+});
+
+describe('the charge by token class', () => {
+  // Claude Sonnet 4's list prices, nano-credits per million tokens: $3 input, $0.30 cache reads,
+  // $3.75 5-minute writes, $6 1-hour writes, $15 output.
+  const sonnet: TokenPrices = {
+    input: 3_000_000_000,
+    cacheRead: 300_000_000,
+    cacheWrite: 3_750_000_000,
+    cacheWrite1h: 6_000_000_000,
+    output: 15_000_000_000,
+  };
+  const usage = {
+    inputTokens: 100,
+    cacheReadTokens: 20_000,
+    cacheWriteTokens: 3_000,
+    cacheWrite1hTokens: 1_000,
+    outputTokens: 500,
+  };
+
+  describe('given tokens in every class', () => {
+    it('when charged, then each class is billed at its own price, summed, and rounded up once', () => {
+      // 100 × 3e9 + 20,000 × 3e8 + 3,000 × 3.75e9 + 1,000 × 6e9 + 500 × 15e9
+      //   = 3e11 + 6e12 + 1.125e13 + 6e12 + 7.5e12 = 3.105e13; / 1e6 = 31,050,000 nano-credits (0.03105 credits)
+      expect(chargeFor(usage, sonnet)).toBe(31_050_000);
+    });
+
+    it('when the same tokens are all billed at the input price, then the charge differs', () => {
+      // 24,100 input × 3e9 + 500 × 15e9 = 7.23e13 + 7.5e12 = 7.98e13; / 1e6 = 79,800,000
+      expect(chargeFor(usage, flat(3_000_000_000, 15_000_000_000))).toBe(79_800_000);
+    });
+
+    it('when every class has a fraction of a nano-credit, then the sum is rounded up once, not each class', () => {
+      // 1 token of each class at 300,000 nano-credits per million = 0.3 each; 5 × 0.3 = 1.5 → 2 (per class it would be 5)
+      const one = { inputTokens: 1, cacheReadTokens: 1, cacheWriteTokens: 1, cacheWrite1hTokens: 1, outputTokens: 1 };
+      expect(chargeFor(one, flat(300_000, 300_000))).toBe(2);
+    });
+  });
+
+  describe('given a reservation', () => {
+    it('when sized, then its input is priced at the dearest input class, whichever it is', () => {
+      expect(dearestInputPrice(sonnet)).toBe(6_000_000_000);
+      expect(dearestInputPrice({ ...sonnet, cacheRead: 7_000_000_000 })).toBe(7_000_000_000);
+      // 1,000 × 6e9 (1-hour writes) + 200 × 15e9 = 6e12 + 3e12 = 9e12; / 1e6 = 9,000,000
+      expect(reservationFor(1_000, 200, sonnet)).toBe(9_000_000);
+    });
+  });
+
+  describe('given a price scaled by a fraction', () => {
+    it('when the result is whole, then it is exact', () => {
+      // $0.80/M: a tenth is $0.08, five quarters $1.00, twice $1.60
+      expect(scaledPrice(800_000_000, 1, 10)).toBe(80_000_000);
+      expect(scaledPrice(800_000_000, 5, 4)).toBe(1_000_000_000);
+      expect(scaledPrice(800_000_000, 2, 1)).toBe(1_600_000_000);
+    });
+
+    it('when it is not a whole nano-credit, then it is rounded up', () => {
+      expect(scaledPrice(1, 1, 10)).toBe(1);
+      expect(scaledPrice(15, 1, 10)).toBe(2);
+      expect(scaledPrice(3, 5, 4)).toBe(4);
+    });
   });
 });

@@ -86,6 +86,8 @@ function describeProjectionStore(name: string, open: () => Promise<ProjectionSto
         host: null,
         keyId: 'k1',
         inputTokens: 0,
+        cacheReadTokens: 0,
+        cacheWriteTokens: 0,
         outputTokens: 0,
         cost: 0,
         latencyMs: 1,
@@ -93,6 +95,55 @@ function describeProjectionStore(name: string, open: () => Promise<ProjectionSto
       });
       expect((await store.ledgers()).get('org-a')?.position).toBe(8);
       expect(await store.dailySpend('org-a')).toEqual(new Map([['1970-01-01', 250]]));
+    });
+
+    it("logs a settlement's cache reads and writes (5-minute and 1-hour together); a settlement written before them has none", async () => {
+      const log = sampleLog();
+      log.push({
+        type: 'ReservationSettled',
+        data: {
+          requestId: 'q3',
+          keyId: 'k1',
+          surface: 'messages',
+          model: 'm',
+          reservationId: 'r2',
+          orgId: 'org-a',
+          host: 'h',
+          hostModel: 'hm',
+          inputTokens: 10,
+          cacheReadTokens: 2000,
+          cacheWriteTokens: 300,
+          cacheWrite1hTokens: 100,
+          outputTokens: 5,
+          prices: { input: 3_000, cacheRead: 300, cacheWrite: 3_750, cacheWrite1h: 6_000, output: 15_000 },
+          // 10 × 3,000 + 2,000 × 300 + 300 × 3,750 + 100 × 6,000 + 5 × 15,000 = 2,430,000; / 1e6 → 3
+          amount: 3,
+          held: 200,
+          status: 'ok',
+          latencyMs: 9,
+          settledAt: 8,
+        },
+        streamId: 's',
+        revision: 0,
+        position: 8,
+        recordedAt: 0,
+      });
+      await store.apply(log);
+      const [cached, older] = await store.recentRequests('org-a', 10);
+      expect(cached).toMatchObject({
+        requestId: 'q3',
+        inputTokens: 10,
+        cacheReadTokens: 2000,
+        cacheWriteTokens: 400,
+        outputTokens: 5,
+      });
+      expect(older).toMatchObject({
+        reservationId: 'r1',
+        inputTokens: 1,
+        cacheReadTokens: 0,
+        cacheWriteTokens: 0,
+        outputTokens: 1,
+      });
     });
 
     it('projects memberships, spend per day and when each key was last used', async () => {

@@ -50,6 +50,8 @@ const entry = (n: number): RequestLogEntry => ({
   host: 'h',
   keyId: 'k',
   inputTokens: n,
+  cacheReadTokens: 2,
+  cacheWriteTokens: 3,
   outputTokens: 1,
   cost: 7,
   latencyMs: 2,

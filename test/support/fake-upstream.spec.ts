@@ -154,7 +154,33 @@ describe('OpenAI chat completions', () => {
         await (await post(OPENAI, { model: 'plain', stream: true, stream_options: { include_usage: true } })).text(),
       ).slice(0, -1),
     );
-    expect(chunks.at(-1).usage).toEqual({ prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 });
+    expect(chunks.at(-1).usage).toMatchObject({ prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 });
+  });
+
+  it('reports cache reads and writes within prompt_tokens, and reasoning within completion_tokens, streamed and whole', async () => {
+    fake.on('cached', {
+      kind: 'reply',
+      reply: { text: 'x', usage: { input: 100, cacheRead: 2000, cacheWrite: 300, output: 50, reasoning: 20 } },
+    });
+    const expected = {
+      prompt_tokens: 2400,
+      completion_tokens: 50,
+      total_tokens: 2450,
+      prompt_tokens_details: { cached_tokens: 2000, audio_tokens: 0, cache_write_tokens: 300 },
+      completion_tokens_details: {
+        reasoning_tokens: 20,
+        audio_tokens: 0,
+        accepted_prediction_tokens: 0,
+        rejected_prediction_tokens: 0,
+      },
+    };
+    const chunks = json(
+      parseSse(
+        await (await post(OPENAI, { model: 'cached', stream: true, stream_options: { include_usage: true } })).text(),
+      ).slice(0, -1),
+    );
+    expect(chunks.at(-1).usage).toEqual(expected);
+    expect(((await (await post(OPENAI, { model: 'cached' })).json()) as { usage: unknown }).usage).toEqual(expected);
   });
 
   it('answers non-streamed requests with a chat.completion object', async () => {
@@ -169,7 +195,18 @@ describe('OpenAI chat completions', () => {
       choices: [
         { index: 0, message: { role: 'assistant', content: DEFAULT_TEXT, refusal: null }, logprobs: null, finish_reason: 'stop' },
       ],
-      usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 },
+      usage: {
+        prompt_tokens: 12,
+        completion_tokens: 6,
+        total_tokens: 18,
+        prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+        completion_tokens_details: {
+          reasoning_tokens: 0,
+          audio_tokens: 0,
+          accepted_prediction_tokens: 0,
+          rejected_prediction_tokens: 0,
+        },
+      },
     });
 
     fake.on('tools', { kind: 'reply', reply: { toolCalls: [{ id: 'call_1', name: 'f', arguments: '{"a":1}' }], usage: null } });
@@ -259,7 +296,14 @@ describe('Anthropic Messages', () => {
       content: [],
       stop_reason: null,
       stop_sequence: null,
-      usage: { input_tokens: 12, output_tokens: 1 },
+      usage: {
+        input_tokens: 12,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 0,
+        cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+        output_tokens: 1,
+        service_tier: 'standard',
+      },
     });
     expect(data[2]).toEqual({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
     expect(data[3]).toEqual({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hello' } });
@@ -268,7 +312,7 @@ describe('Anthropic Messages', () => {
     expect(data[9]).toEqual({
       type: 'message_delta',
       delta: { stop_reason: 'end_turn', stop_sequence: null },
-      usage: { output_tokens: 6 },
+      usage: { input_tokens: 12, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 6 },
     });
     expect(fake.requests[0]).toMatchObject({ path: ANTHROPIC, body: { model: 'claude', max_tokens: 10 } });
   });
@@ -328,7 +372,33 @@ describe('Anthropic Messages', () => {
       ],
       stop_reason: 'tool_use',
       stop_sequence: null,
-      usage: { input_tokens: 3, output_tokens: 4 },
+      usage: {
+        input_tokens: 3,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 0,
+        cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+        output_tokens: 4,
+        service_tier: 'standard',
+      },
+    });
+  });
+
+  it("reports the cache's reads and its writes split by how long they live, streamed (message_start, then cumulative message_delta) and whole", async () => {
+    fake.on('cached', {
+      kind: 'reply',
+      reply: { text: 'x', usage: { input: 10, cacheRead: 2000, cacheWrite: 300, cacheWrite1h: 100, output: 50 } },
+    });
+    const data = json(parseSse(await (await post(ANTHROPIC, { model: 'cached', stream: true })).text()));
+    const cache = { cache_creation_input_tokens: 400, cache_read_input_tokens: 2000 };
+    const split = { cache_creation: { ephemeral_5m_input_tokens: 300, ephemeral_1h_input_tokens: 100 } };
+    expect(data[0].message.usage).toEqual({ input_tokens: 10, ...cache, ...split, output_tokens: 1, service_tier: 'standard' });
+    expect(data.find((d) => d.type === 'message_delta').usage).toEqual({ input_tokens: 10, ...cache, output_tokens: 50 });
+    expect(((await (await post(ANTHROPIC, { model: 'cached' })).json()) as { usage: unknown }).usage).toEqual({
+      input_tokens: 10,
+      ...cache,
+      ...split,
+      output_tokens: 50,
+      service_tier: 'standard',
     });
   });
 

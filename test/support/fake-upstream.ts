@@ -12,7 +12,21 @@ export interface FakeReply {
   finish?: 'stop' | 'length' | 'tool_calls' | 'stop_sequence';
   stopSequence?: string;
   /** Omitted: {input: 12, output: 6}. null: report no usage at all. */
-  usage?: { input: number; output: number } | null;
+  usage?: FakeUsage | null;
+}
+
+/**
+ * Tokens as the fake reports them, in each format's real fields. `input` is the uncached input
+ * (chat-completions' prompt_tokens adds the cache's tokens to it); `cacheWrite1h` has no
+ * chat-completions field, and `reasoning` no Messages field (thinking is within the output).
+ */
+export interface FakeUsage {
+  input: number;
+  output: number;
+  cacheRead?: number;
+  cacheWrite?: number;
+  cacheWrite1h?: number;
+  reasoning?: number;
 }
 
 export type FakeBehaviour =
@@ -109,11 +123,28 @@ const parseArgs = (s: string) => {
 
 // ---- OpenAI chat completions ----
 
-const openaiUsage = (u: { input: number; output: number }) => ({
-  prompt_tokens: u.input,
-  completion_tokens: u.output,
-  total_tokens: u.input + u.output,
-});
+function openaiUsage(u: FakeUsage) {
+  if (u.cacheWrite1h) throw new Error('chat-completions usage has no 1-hour cache writes');
+  const { cacheRead = 0, cacheWrite = 0, reasoning = 0 } = u;
+  const prompt = u.input + cacheRead + cacheWrite;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: u.output,
+    total_tokens: prompt + u.output,
+    // OpenAI's own fields; cache_write_tokens is what some compatible hosts add.
+    prompt_tokens_details: {
+      cached_tokens: cacheRead,
+      audio_tokens: 0,
+      ...(cacheWrite ? { cache_write_tokens: cacheWrite } : {}),
+    },
+    completion_tokens_details: {
+      reasoning_tokens: reasoning,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
+  };
+}
 
 function openaiStream(req: any, reply: FakeReply, pieces?: number): Stream {
   const base = { id: newId('chatcmpl-'), object: 'chat.completion.chunk', created: now(), model: req.model };
@@ -183,6 +214,24 @@ function openaiError(status: number, message?: string) {
 
 // ---- Anthropic Messages ----
 
+/** A whole reply's usage, or message_start's with its provisional output count. */
+const anthropicUsage = (u: FakeUsage, output = u.output) => ({
+  input_tokens: u.input,
+  cache_creation_input_tokens: (u.cacheWrite ?? 0) + (u.cacheWrite1h ?? 0),
+  cache_read_input_tokens: u.cacheRead ?? 0,
+  cache_creation: { ephemeral_5m_input_tokens: u.cacheWrite ?? 0, ephemeral_1h_input_tokens: u.cacheWrite1h ?? 0 },
+  output_tokens: output,
+  service_tier: 'standard',
+});
+
+/** message_delta's usage, as the current API sends it: cumulative counts, the input's included (no 5m/1h split). */
+const anthropicDeltaUsage = (u: FakeUsage) => ({
+  input_tokens: u.input,
+  cache_creation_input_tokens: (u.cacheWrite ?? 0) + (u.cacheWrite1h ?? 0),
+  cache_read_input_tokens: u.cacheRead ?? 0,
+  output_tokens: u.output,
+});
+
 function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
   const ev = (type: string, payload: object, piece = false): Frame => ({
     event: type,
@@ -199,8 +248,8 @@ function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
     stop_reason: null,
     stop_sequence: null,
     // Like the real API: message_start carries the input tokens and a provisional output count;
-    // the cumulative output count comes in message_delta (clients must not add the two).
-    ...(usage ? { usage: { input_tokens: usage.input, output_tokens: Math.min(1, usage.output) } } : {}),
+    // message_delta's counts are cumulative (clients must not add the two).
+    ...(usage ? { usage: anthropicUsage(usage, Math.min(1, usage.output)) } : {}),
   };
   const body: Frame[] = [];
   let index = 0;
@@ -220,7 +269,7 @@ function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
   const tail = [
     ev('message_delta', {
       delta: { stop_reason: ANTHROPIC_STOP[stop], stop_sequence: stop === 'stop_sequence' ? (reply.stopSequence ?? null) : null },
-      ...(usage ? { usage: { output_tokens: usage.output } } : {}),
+      ...(usage ? { usage: anthropicDeltaUsage(usage) } : {}),
     }),
     ev('message_stop', {}),
   ];
@@ -240,7 +289,7 @@ function anthropicMessage(req: any, reply: FakeReply) {
     content,
     stop_reason: ANTHROPIC_STOP[stop],
     stop_sequence: stop === 'stop_sequence' ? (reply.stopSequence ?? null) : null,
-    ...(reply.usage ? { usage: { input_tokens: reply.usage.input, output_tokens: reply.usage.output } } : {}),
+    ...(reply.usage ? { usage: anthropicUsage(reply.usage) } : {}),
   };
 }
 

@@ -11,9 +11,17 @@ import type { RequestLogEntry } from '../../src/projections/read-model';
 
 /** Test models, all served by the fake upstream. Prices in US dollars per million tokens. */
 export const TEST_MODELS = {
-  /** On an openai host: $1/M input, $2/M output. */
-  gpt: { slug: 'test/gpt', id: '11111111-1111-4111-8111-111111111111', hostModel: 'fake-gpt', input: '1.00', output: '2.00' },
-  /** On an anthropic host: $3/M input, $15/M output. */
+  /** On an openai host: $1/M input, $2/M output; cache reads $0.25/M, cache writes (that some hosts report) $1.25/M. */
+  gpt: {
+    slug: 'test/gpt',
+    id: '11111111-1111-4111-8111-111111111111',
+    hostModel: 'fake-gpt',
+    input: '1.00',
+    output: '2.00',
+    cacheRead: '0.25',
+    cacheWrite: '1.25',
+  },
+  /** On an anthropic host: $3/M input, $15/M output; the cache's prices by default (reads $0.30, 5-minute writes $3.75, 1-hour $6). */
   claude: {
     slug: 'test/claude',
     id: '22222222-2222-4222-8222-222222222222',
@@ -59,7 +67,9 @@ type TestModel = (typeof TEST_MODELS)[keyof typeof TEST_MODELS];
 
 /** A catalogue entry serving `model` on `host`, after a first host tried before it (at $9/M, so its price would show). */
 function entry(model: TestModel, name: string, host: string, first?: { host: string; model: string }) {
-  const served = { host, model: model.hostModel, pricing: { input: model.input, output: model.output } };
+  const { input, output } = model;
+  const cache = 'cacheRead' in model ? { cacheRead: model.cacheRead, cacheWrite: model.cacheWrite } : {};
+  const served = { host, model: model.hostModel, pricing: { input, output, ...cache } };
   return {
     slug: model.slug,
     id: model.id,

@@ -1,3 +1,4 @@
+import type { TokenPrices } from '../../src/ledger/money';
 import type { Admission, LedgerService } from '../../src/ledger/ledger.service';
 
 /** Admits a request and waits until its reservation is in the log, as a test that then reads the log needs. */
@@ -6,3 +7,13 @@ export async function reserve(ledger: LedgerService, request: Parameters<LedgerS
   if (admission.admitted) await admission.ticket.recorded;
   return admission;
 }
+
+/** Prices by class: the cache's at the input price unless `cache` says otherwise. */
+export const pricesOf = (input: number, output: number, cache: Partial<TokenPrices> = {}): TokenPrices => ({
+  input,
+  cacheRead: input,
+  cacheWrite: input,
+  cacheWrite1h: input,
+  output,
+  ...cache,
+});

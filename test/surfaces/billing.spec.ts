@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import request from 'supertest';
 import { chargeFor } from '../../src/ledger/money';
-import type { ReservationSettled } from '../../src/ledger/ledger.events';
+import { ReservationSettled, settledPrices, settledUsage } from '../../src/ledger/ledger.events';
 import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 
 const M = TEST_MODELS;
@@ -93,9 +93,7 @@ describe('billing on every ending', () => {
     // Billed for what was delivered (the host never reported usage): far less than the whole reply.
     expect(settled!.outputTokens).toBeGreaterThanOrEqual(Math.ceil(contentOf(received).length / 4));
     expect(settled!.outputTokens).toBeLessThan(400 / 2);
-    expect(settled!.amount).toBe(
-      chargeFor({ inputTokens: settled!.inputTokens, outputTokens: settled!.outputTokens }, settled!.prices),
-    );
+    expect(settled!.amount).toBe(chargeFor(settledUsage(settled!), settledPrices(settled!)));
   });
 
   it('upstream 500 before any output: 502, and the hold is released in full', async () => {
@@ -208,7 +206,14 @@ describe('billing on every ending', () => {
     } else {
       usage = (await client.chat.completions.create(ask)).usage;
     }
-    expect(usage).toEqual({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: 0 });
+    expect(usage).toEqual({
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      total_tokens: 0,
+      prompt_tokens_details: { cached_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 0 },
+      cost: 0,
+    });
     await g.settled();
     expect(await lastSettlement(g)).toMatchObject({ inputTokens: 0, outputTokens: 0, amount: 0 });
   });

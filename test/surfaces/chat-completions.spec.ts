@@ -3,12 +3,13 @@ import { connect } from 'node:net';
 import OpenAI from 'openai';
 import request from 'supertest';
 import type { CreditsReserved } from '../../src/ledger/ledger.events';
-import { chargeFor } from '../../src/ledger/money';
+import { chargeFor, uncachedUsage } from '../../src/ledger/money';
+import { pricesOf } from '../support/ledger';
 import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 
 const M = TEST_MODELS;
 const nanoPerM = (dollars: string) => Math.round(Number(dollars) * 1e9);
-const priceOf = (m: { input: string; output: string }) => ({ input: nanoPerM(m.input), output: nanoPerM(m.output) });
+const priceOf = (m: { input: string; output: string }) => pricesOf(nanoPerM(m.input), nanoPerM(m.output));
 const weather = {
   type: 'function' as const,
   function: {
@@ -46,7 +47,14 @@ describe('chat-completions surface with the official openai client', () => {
     expect(completion.choices[0].message).toMatchObject({ role: 'assistant', content: 'Paris is the capital of France.' });
     expect(completion.choices[0].finish_reason).toBe('stop');
     // 1234 × $1/M + 56 × $2/M = 0.001234 + 0.000112 = 0.001346 credits
-    expect(completion.usage).toEqual({ prompt_tokens: 1234, completion_tokens: 56, total_tokens: 1290, cost: 0.001346 });
+    expect(completion.usage).toEqual({
+      prompt_tokens: 1234,
+      completion_tokens: 56,
+      total_tokens: 1290,
+      prompt_tokens_details: { cached_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 0 },
+      cost: 0.001346,
+    });
     // The x-request-id header, as the client reads it, names the request in the request log.
     expect(completion._request_id).toMatch(/^req_[0-9a-f]{32}$/);
     await g.settled();
@@ -63,7 +71,7 @@ describe('chat-completions surface with the official openai client', () => {
       keyId: g.keyId,
     });
     expect(entry.latencyMs).toEqual(expect.any(Number));
-    expect(chargeFor({ inputTokens: 1234, outputTokens: 56 }, priceOf(M.gpt))).toBe(1_346_000);
+    expect(chargeFor(uncachedUsage(1234, 56), priceOf(M.gpt))).toBe(1_346_000);
 
     // What reached the upstream: the host's model name and key, not streamed (a whole reply carries its usage).
     const upstream = g.fake.requests[g.fake.requests.length - 1];
@@ -97,7 +105,16 @@ describe('chat-completions surface with the official openai client', () => {
     }
     expect(text).toBe('one two three four');
     expect(finish).toBe('stop');
-    expect(usages).toEqual([{ prompt_tokens: 10, completion_tokens: 4, total_tokens: 14, cost: 0.000018 }]);
+    expect(usages).toEqual([
+      {
+        prompt_tokens: 10,
+        completion_tokens: 4,
+        total_tokens: 14,
+        prompt_tokens_details: { cached_tokens: 0 },
+        completion_tokens_details: { reasoning_tokens: 0 },
+        cost: 0.000018,
+      },
+    ]);
 
     const withoutUsage = await client.chat.completions.create({
       model: M.gpt.slug,
@@ -490,7 +507,7 @@ describe('chat-completions errors that need their own gateway', () => {
           model: M.gpt.slug,
         });
       }
-      // (500,000 nano − input estimate × $1/M) / $2/M per token
+      // (500,000 nano − input estimate × $1.25/M, its dearest input price: cache writes) / $2/M per token
       expect(affordable[0]).toBeGreaterThan(200);
       expect(affordable[0]).toBeLessThan(250);
       expect(affordable[1]).toBe(affordable[0]);

@@ -320,7 +320,14 @@ describe('chat-completions client on a model served by an anthropic host', () =>
     }
     expect(text).toBe('Sunny and 21 °C in Paris.');
     // 40 × $3/M + 8 × $15/M = 0.00012 + 0.00012
-    expect(usage).toEqual({ prompt_tokens: 40, completion_tokens: 8, total_tokens: 48, cost: 0.00024 });
+    expect(usage).toEqual({
+      prompt_tokens: 40,
+      completion_tokens: 8,
+      total_tokens: 48,
+      prompt_tokens_details: { cached_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 0 },
+      cost: 0.00024,
+    });
     expect(g.fake.requests[g.fake.requests.length - 1].body.messages.slice(1)).toEqual([
       {
         role: 'assistant',

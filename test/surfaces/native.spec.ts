@@ -35,7 +35,7 @@ describe('native route POST /api/v1/models/{model}/chat', () => {
       model: M.gpt.slug,
       text: 'Hi!',
       finish_reason: 'stop',
-      usage: { input_tokens: 2000, output_tokens: 500 },
+      usage: { input_tokens: 2000, output_tokens: 500, cache_read_tokens: 0, cache_write_tokens: 0 },
       cost: 0.003,
       cost_nano: 3_000_000,
     });
@@ -83,7 +83,12 @@ describe('native route POST /api/v1/models/{model}/chat', () => {
     // 100 × $3/M + 3 × $15/M = 0.0003 + 0.000045
     expect(events[events.length - 1]).toEqual({
       event: 'done',
-      data: { finish_reason: 'length', usage: { input_tokens: 100, output_tokens: 3 }, cost: 0.000345, cost_nano: 345_000 },
+      data: {
+        finish_reason: 'length',
+        usage: { input_tokens: 100, output_tokens: 3, cache_read_tokens: 0, cache_write_tokens: 0 },
+        cost: 0.000345,
+        cost_nano: 345_000,
+      },
     });
   });
 

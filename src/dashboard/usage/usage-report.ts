@@ -77,6 +77,8 @@ export function usageReport(
       keyId: e.keyId,
       keyName: e.keyId === PLAYGROUND_KEY ? 'Playground' : (keyNames.get(e.keyId) ?? 'deleted key'),
       inputTokens: e.inputTokens,
+      cacheReadTokens: e.cacheReadTokens,
+      cacheWriteTokens: e.cacheWriteTokens,
       outputTokens: e.outputTokens,
       cost: creditsNumber(e.cost),
       costNano: e.cost,

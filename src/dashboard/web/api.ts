@@ -48,7 +48,10 @@ export interface UsageRow {
   host: string | null;
   keyId: string;
   keyName: string;
+  /** Uncached input; the cache's reads and writes are counted apart. */
   inputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
   outputTokens: number;
   cost: number;
   costNano?: number;
@@ -74,7 +77,8 @@ export interface StreamDelta {
 }
 export interface StreamDone {
   finish_reason: string;
-  usage: { input_tokens: number; output_tokens: number };
+  /** `input_tokens` is the uncached input; the cache's reads and writes are counted apart. */
+  usage: { input_tokens: number; output_tokens: number; cache_read_tokens: number; cache_write_tokens: number };
   /** Null when the request was not billed. */
   cost: number | null;
   cost_nano: number | null;

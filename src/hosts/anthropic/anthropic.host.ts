@@ -5,6 +5,7 @@ import {
   CanonicalToolChoice,
   FinishReason,
   HostError,
+  Usage,
 } from '../../canonical/canonical';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
 
@@ -21,10 +22,13 @@ type Block =
 
 type Role = 'user' | 'assistant' | 'system';
 
+/** The usage fields this reads. `input_tokens` is the uncached input; the cache's tokens are counted apart. */
 interface WireUsage {
   input_tokens?: unknown;
-  cache_creation_input_tokens?: unknown;
   cache_read_input_tokens?: unknown;
+  /** Every cache write; `cache_creation` splits them by how long they live. */
+  cache_creation_input_tokens?: unknown;
+  cache_creation?: { ephemeral_5m_input_tokens?: unknown; ephemeral_1h_input_tokens?: unknown } | null;
   output_tokens?: unknown;
 }
 
@@ -201,11 +205,36 @@ function errorReason(error: WireEvent['error']): string {
   return typeof message === 'string' ? message : typeof type === 'string' ? type : 'upstream reported an error';
 }
 
+const count = (value: unknown): number => (typeof value === 'number' ? value : 0);
+
 /**
- * The end of a reply: why it stopped, and its usage. `count` gives a usage field (0 when the
- * host did not say); input counts include the cache's, which are billed as input too.
+ * Tokens by class from a usage object. A stream's counts are cumulative: message_delta's replace
+ * message_start's (`start`), which fill in what message_delta leaves out (older API versions send
+ * only output_tokens there; the 5-minute/1-hour split comes only in message_start). Cache writes
+ * without the split are 5-minute writes, the API's default.
  */
-function ending(stopReason: unknown, stopSequence: unknown, count: (key: keyof WireUsage) => number): CanonicalEvent[] {
+function usageOf(usage: WireUsage, start: WireUsage = usage): Usage {
+  const latest = (key: 'input_tokens' | 'cache_read_input_tokens' | 'cache_creation_input_tokens' | 'output_tokens') =>
+    count(typeof usage[key] === 'number' ? usage[key] : start[key]);
+  const split = usage.cache_creation ?? start.cache_creation;
+  const written =
+    typeof usage.cache_creation_input_tokens === 'number' || typeof start.cache_creation_input_tokens === 'number'
+      ? latest('cache_creation_input_tokens')
+      : count(split?.ephemeral_5m_input_tokens) + count(split?.ephemeral_1h_input_tokens);
+  const oneHour = Math.min(written, count(split?.ephemeral_1h_input_tokens));
+  return {
+    inputTokens: latest('input_tokens'),
+    cacheReadTokens: latest('cache_read_input_tokens'),
+    cacheWriteTokens: written - oneHour,
+    cacheWrite1hTokens: oneHour,
+    outputTokens: latest('output_tokens'),
+    // Thinking is counted in output_tokens, with no count of its own.
+    reasoningTokens: 0,
+  };
+}
+
+/** The end of a reply: why it stopped, then its usage when the host reported one. */
+function ending(stopReason: unknown, stopSequence: unknown, usage: Usage | null): CanonicalEvent[] {
   const events: CanonicalEvent[] = [];
   if (typeof stopReason === 'string') {
     const reason = FINISH_REASONS.get(stopReason) ?? 'stop';
@@ -215,11 +244,7 @@ function ending(stopReason: unknown, stopSequence: unknown, count: (key: keyof W
         : { type: 'finish', reason },
     );
   }
-  events.push({
-    type: 'usage',
-    inputTokens: count('input_tokens') + count('cache_creation_input_tokens') + count('cache_read_input_tokens'),
-    outputTokens: count('output_tokens'),
-  });
+  if (usage) events.push({ type: 'usage', usage });
   return events;
 }
 
@@ -245,8 +270,7 @@ function decodeReply(body: string): CanonicalEvent[] {
       });
     }
   }
-  const usage = reply.usage ?? {};
-  events.push(...ending(reply.stop_reason, reply.stop_sequence, (key) => (typeof usage[key] === 'number' ? usage[key] : 0)));
+  events.push(...ending(reply.stop_reason, reply.stop_sequence, isObject(reply.usage) ? usageOf(reply.usage) : null));
   return events;
 }
 
@@ -256,7 +280,8 @@ class AnthropicDecoder implements StreamDecoder {
   private produced = false;
   /** Content block index → index of the tool call among this reply's tool calls. */
   private readonly toolCalls = new Map<number | undefined, number>();
-  private startUsage: WireUsage = {};
+  /** message_start's usage, which message_delta's completes. */
+  private startUsage: WireUsage | null = null;
 
   push(message: SseMessage): CanonicalEvent[] {
     if (this.done) return [];
@@ -268,9 +293,13 @@ class AnthropicDecoder implements StreamDecoder {
 
   private decode(type: string | undefined, data: WireEvent): CanonicalEvent[] {
     switch (type) {
-      case 'message_start':
-        this.startUsage = data.message?.usage ?? {};
-        return [];
+      case 'message_start': {
+        // The input's classes are known from here; the output count comes with message_delta.
+        const usage = data.message?.usage;
+        if (!isObject(usage)) return [];
+        this.startUsage = usage;
+        return [{ type: 'usage', usage: usageOf(usage) }];
+      }
       case 'content_block_start': {
         // Other blocks (thinking, server tools and their results) have no canonical counterpart.
         const block = data.content_block;
@@ -304,11 +333,9 @@ class AnthropicDecoder implements StreamDecoder {
   }
 
   private finish(data: WireEvent): CanonicalEvent[] {
-    // message_delta counts are cumulative and, in newer API versions, include the input counts,
-    // which can outgrow message_start's (server tools); message_start fills in what is missing.
-    const count = (key: keyof WireUsage): number =>
-      [data.usage?.[key], this.startUsage[key]].find((value): value is number => typeof value === 'number') ?? 0;
-    return ending(data.delta?.stop_reason, data.delta?.stop_sequence, count);
+    // Without usage here, message_start's count stands.
+    const usage = isObject(data.usage) ? usageOf(data.usage, this.startUsage ?? data.usage) : null;
+    return ending(data.delta?.stop_reason, data.delta?.stop_sequence, usage);
   }
 }
 

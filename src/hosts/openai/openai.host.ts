@@ -1,4 +1,4 @@
-import type { CanonicalEvent, CanonicalMessage, CanonicalRequest, FinishReason } from '../../canonical/canonical';
+import type { CanonicalEvent, CanonicalMessage, CanonicalRequest, FinishReason, Usage } from '../../canonical/canonical';
 import { HostError } from '../../canonical/canonical';
 import type { HostKind, SseMessage, StreamDecoder } from '../host-kind';
 
@@ -34,6 +34,15 @@ const FINISH: Record<string, FinishReason> = {
   content_filter: 'content_filter',
 };
 
+/** The usage fields this reads. Cached input is part of `prompt_tokens`. */
+interface WireUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  /** `cached_tokens`: read from the cache; `cache_write_tokens` (some compatible hosts): written to it. */
+  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number } | null;
+  completion_tokens_details?: { reasoning_tokens?: number } | null;
+}
+
 interface WireChunk {
   error?: { message?: string };
   choices?: Array<{
@@ -43,7 +52,7 @@ interface WireChunk {
     };
     finish_reason?: string | null;
   }>;
-  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
+  usage?: WireUsage | null;
 }
 
 /** The fields of a whole (non-streamed) completion this reads. */
@@ -56,13 +65,28 @@ interface WireCompletion {
     };
     finish_reason?: string | null;
   }>;
-  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
+  usage?: WireUsage | null;
 }
 
-const usageOf = (usage: WireChunk['usage']): CanonicalEvent | null =>
-  usage && typeof usage.prompt_tokens === 'number'
-    ? { type: 'usage', inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens ?? 0 }
-    : null;
+const count = (value: unknown): number => (typeof value === 'number' ? value : 0);
+
+/** Tokens by class: the cache's reads and writes are taken out of `prompt_tokens`, the rest is uncached input. */
+function usageOf(usage: WireUsage): Usage {
+  const reads = count(usage.prompt_tokens_details?.cached_tokens);
+  const writes = count(usage.prompt_tokens_details?.cache_write_tokens);
+  return {
+    inputTokens: Math.max(0, count(usage.prompt_tokens) - reads - writes),
+    cacheReadTokens: reads,
+    cacheWriteTokens: writes,
+    // The format has no 1-hour writes.
+    cacheWrite1hTokens: 0,
+    outputTokens: count(usage.completion_tokens),
+    reasoningTokens: count(usage.completion_tokens_details?.reasoning_tokens),
+  };
+}
+
+const usageEvent = (usage: WireUsage | null | undefined): CanonicalEvent | null =>
+  usage && typeof usage.prompt_tokens === 'number' ? { type: 'usage', usage: usageOf(usage) } : null;
 
 /** A whole completion: its text, its tool calls (each in one piece), why it finished, its usage. */
 function decodeReply(body: string): CanonicalEvent[] {
@@ -88,7 +112,7 @@ function decodeReply(body: string): CanonicalEvent[] {
     }),
   );
   if (choice.finish_reason) events.push({ type: 'finish', reason: FINISH[choice.finish_reason] ?? 'stop' });
-  const usage = usageOf(completion.usage);
+  const usage = usageEvent(completion.usage);
   if (usage) events.push(usage);
   return events;
 }
@@ -126,7 +150,7 @@ class OpenAiDecoder implements StreamDecoder {
     }
     if (events.length > 0) this.produced = true;
     if (choice?.finish_reason) events.push({ type: 'finish', reason: FINISH[choice.finish_reason] ?? 'stop' });
-    const usage = usageOf(chunk.usage);
+    const usage = usageEvent(chunk.usage);
     if (usage) events.push(usage);
     return events;
   }

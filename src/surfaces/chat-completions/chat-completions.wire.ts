@@ -3,6 +3,7 @@ import { creditsNumber } from '../../ledger/money';
 import type { CanonicalMessage, CanonicalRequest, FinishReason } from '../../canonical/canonical';
 import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
 import type { Reply } from '../../inference/reduce';
+import { allInputTokens, reasoningTokens, replyTokens } from '../reply-usage';
 import { sseData, StreamSerializer } from '../sse';
 import type { ChatCompletionRequest, ChatMessage } from './chat-completions.schema';
 
@@ -78,14 +79,21 @@ const FINISH: Record<FinishReason, string> = {
 
 const completionId = (result: InferenceResult) => `chatcmpl-${result.requestId.replace(/^req_/, '')}`;
 
-function usageOf(billed: Reply['billed'], usage: Reply['usage']) {
-  const inputTokens = billed?.inputTokens ?? usage?.inputTokens ?? 0;
-  const outputTokens = billed?.outputTokens ?? usage?.outputTokens ?? 0;
+/** Every input token in `prompt_tokens`, the cache's share of them in its details. */
+function usageOf(reply: Pick<Reply, 'billed' | 'usage'>) {
+  const tokens = replyTokens(reply);
+  const promptTokens = allInputTokens(tokens);
+  const cacheWrites = tokens.cacheWriteTokens + tokens.cacheWrite1hTokens;
   return {
-    prompt_tokens: inputTokens,
-    completion_tokens: outputTokens,
-    total_tokens: inputTokens + outputTokens,
-    ...(billed ? { cost: creditsNumber(billed.cost) } : {}),
+    prompt_tokens: promptTokens,
+    completion_tokens: tokens.outputTokens,
+    total_tokens: promptTokens + tokens.outputTokens,
+    prompt_tokens_details:
+      cacheWrites > 0
+        ? { cached_tokens: tokens.cacheReadTokens, cache_write_tokens: cacheWrites }
+        : { cached_tokens: tokens.cacheReadTokens },
+    completion_tokens_details: { reasoning_tokens: reasoningTokens(reply) },
+    ...(reply.billed ? { cost: creditsNumber(reply.billed.cost) } : {}),
   };
 }
 
@@ -116,7 +124,7 @@ export function completionBody(result: InferenceResult, reply: Reply) {
         finish_reason: FINISH[reply.finish],
       },
     ],
-    usage: usageOf(reply.billed, reply.usage),
+    usage: usageOf(reply),
   };
 }
 
@@ -153,10 +161,10 @@ export function chunkSerializer(result: InferenceResult, includeUsage: boolean):
         case 'finish':
           return chunk({}, FINISH[event.reason]);
         case 'usage':
-          usage = { inputTokens: event.inputTokens, outputTokens: event.outputTokens };
+          usage = event.usage;
           return '';
         case 'billed':
-          return includeUsage ? sseData({ ...base, choices: [], usage: usageOf(event, usage) }) : '';
+          return includeUsage ? sseData({ ...base, choices: [], usage: usageOf({ billed: event, usage }) }) : '';
         default:
           return '';
       }

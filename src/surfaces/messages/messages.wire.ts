@@ -2,6 +2,7 @@ import { ApiError, ApiErrorCode } from '../../http/api-error';
 import type { CanonicalMessage, CanonicalRequest, CanonicalToolChoice, FinishReason } from '../../canonical/canonical';
 import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
 import type { Reply } from '../../inference/reduce';
+import { replyTokens } from '../reply-usage';
 import { sseData, StreamSerializer } from '../sse';
 import type {
   ContentBlock,
@@ -116,10 +117,17 @@ function inputOf(args: string): Record<string, unknown> {
   }
 }
 
-const usageOf = (reply: Pick<Reply, 'billed' | 'usage'>) => ({
-  input_tokens: reply.billed?.inputTokens ?? reply.usage?.inputTokens ?? 0,
-  output_tokens: reply.billed?.outputTokens ?? reply.usage?.outputTokens ?? 0,
-});
+/** `input_tokens` is the uncached input; the cache's reads and writes are counted apart, as the format does. */
+function usageOf(reply: Pick<Reply, 'billed' | 'usage'>) {
+  const tokens = replyTokens(reply);
+  return {
+    input_tokens: tokens.inputTokens,
+    cache_creation_input_tokens: tokens.cacheWriteTokens + tokens.cacheWrite1hTokens,
+    cache_read_input_tokens: tokens.cacheReadTokens,
+    cache_creation: { ephemeral_5m_input_tokens: tokens.cacheWriteTokens, ephemeral_1h_input_tokens: tokens.cacheWrite1hTokens },
+    output_tokens: tokens.outputTokens,
+  };
+}
 
 export function messageBody(result: InferenceResult, reply: Reply) {
   const content = [
@@ -160,6 +168,7 @@ export const messagesError = (error: ApiError) => ({
 /**
  * The event sequence: message_start, ping, then content blocks (a text block, tool_use blocks
  * with input_json_delta), then message_delta with the stop reason and usage, then message_stop.
+ * The usage in message_start is the host's count so far; message_delta's is cumulative and final.
  */
 export function eventSerializer(result: InferenceResult): StreamSerializer {
   let blockIndex = -1;
@@ -194,7 +203,8 @@ export function eventSerializer(result: InferenceResult): StreamSerializer {
             content: [],
             stop_reason: null,
             stop_sequence: null,
-            usage: { input_tokens: 0, output_tokens: 0 },
+            // What the host has counted by now (its input, when it counts that first), as the format does.
+            usage: usageOf({ billed: null, usage }),
           },
         },
         'message_start',
@@ -233,7 +243,7 @@ export function eventSerializer(result: InferenceResult): StreamSerializer {
           stopSequence = event.stopSequence ?? null;
           return closeBlock();
         case 'usage':
-          usage = { inputTokens: event.inputTokens, outputTokens: event.outputTokens };
+          usage = event.usage;
           return '';
         case 'billed':
           billed = event;

@@ -14,7 +14,14 @@ const describe = (model: CatalogueModel) => {
     uuid: model.id,
     context_length: model.contextLength,
     max_output_tokens: model.maxOutputTokens,
-    pricing: { input: host.listPrices.input, output: host.listPrices.output, unit: 'USD per million tokens' },
+    pricing: {
+      input: host.listPrices.input,
+      output: host.listPrices.output,
+      cache_read: host.listPrices.cacheRead,
+      cache_write: host.listPrices.cacheWrite,
+      cache_write_1h: host.listPrices.cacheWrite1h,
+      unit: 'USD per million tokens',
+    },
   };
 };
 

@@ -3,6 +3,7 @@ import { creditsNumber } from '../../ledger/money';
 import type { CanonicalMessage, CanonicalRequest } from '../../canonical/canonical';
 import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
 import type { Reply } from '../../inference/reduce';
+import { replyTokens } from '../reply-usage';
 import type { SurfaceWire } from '../respond';
 import { sseData, StreamSerializer } from '../sse';
 import type { NativeChatRequest } from './native.schema';
@@ -25,11 +26,17 @@ export const toCanonical = (body: NativeChatRequest): CanonicalRequest => ({
   stream: body.stream === true,
 });
 
-/** Usage and cost: credits as a number for people, nano-credits as an exact integer for machines. */
+/**
+ * Usage and cost: credits as a number for people, nano-credits as an exact integer for machines.
+ * `input_tokens` is the uncached input; the cache's reads and writes are counted apart.
+ */
 function accounting(reply: Pick<Reply, 'billed' | 'usage'>) {
+  const tokens = replyTokens(reply);
   const usage = {
-    input_tokens: reply.billed?.inputTokens ?? reply.usage?.inputTokens ?? 0,
-    output_tokens: reply.billed?.outputTokens ?? reply.usage?.outputTokens ?? 0,
+    input_tokens: tokens.inputTokens,
+    output_tokens: tokens.outputTokens,
+    cache_read_tokens: tokens.cacheReadTokens,
+    cache_write_tokens: tokens.cacheWriteTokens + tokens.cacheWrite1hTokens,
   };
   return { usage, cost: reply.billed ? creditsNumber(reply.billed.cost) : null, cost_nano: reply.billed?.cost ?? null };
 }
@@ -59,7 +66,7 @@ export function nativeSerializer(result: InferenceResult): StreamSerializer {
           reply.finish = event.reason;
           return '';
         case 'usage':
-          reply.usage = { inputTokens: event.inputTokens, outputTokens: event.outputTokens };
+          reply.usage = event.usage;
           return '';
         case 'billed':
           reply.billed = event;

@@ -40,8 +40,8 @@ async function main() {
     const admission = await reserve(runtime.ledger, { ...facts(n), orgId, amount });
     if (admission.admitted && n % 2 === 0) {
       await runtime.ledger.recordSettlement(admission.ticket, {
-        usage: { inputTokens: 10, outputTokens: 10 },
-        prices: { input: 1_000_000, output: 2_000_000 },
+        usage: { inputTokens: 10, cacheReadTokens: 40, cacheWriteTokens: 5, cacheWrite1hTokens: 0, outputTokens: 10 },
+        prices: { input: 1_000_000, cacheRead: 100_000, cacheWrite: 1_250_000, cacheWrite1h: 2_000_000, output: 2_000_000 },
         host: 'h',
         hostModel: 'hm',
         status: 'ok',

@@ -287,6 +287,8 @@ function describeDone(done: StreamData): string {
   const usage: Partial<StreamDone['usage']> = done?.usage ?? {};
   const parts = [
     `${formatInt(usage.input_tokens ?? 0)} input tokens`,
+    ...(usage.cache_read_tokens ? [`${formatInt(usage.cache_read_tokens)} read from the cache`] : []),
+    ...(usage.cache_write_tokens ? [`${formatInt(usage.cache_write_tokens)} written to the cache`] : []),
     `${formatInt(usage.output_tokens ?? 0)} output tokens`,
     typeof done?.cost === 'number' ? `${formatCost(done.cost, done.cost_nano)} credits` : 'not billed',
   ];

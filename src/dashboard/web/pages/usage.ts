@@ -15,12 +15,14 @@ const COLUMNS = [
   'Host',
   'Key',
   'Input tokens',
+  'Cache reads',
+  'Cache writes',
   'Output tokens',
   'Cost (credits)',
   'Latency',
   'Status',
 ];
-const NUMERIC = new Set([5, 6, 7, 8]);
+const NUMERIC = new Set([5, 6, 7, 8, 9, 10]);
 
 export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<void> {
   const defaults = { from: utcDay(-13), to: utcDay(0) }; // the server's default range: 14 days
@@ -148,6 +150,8 @@ export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<
           h('td', null, r.host ?? '—'),
           h('td', null, r.keyName),
           h('td', { class: 'num' }, formatInt(r.inputTokens)),
+          h('td', { class: 'num' }, formatInt(r.cacheReadTokens)),
+          h('td', { class: 'num' }, formatInt(r.cacheWriteTokens)),
           h('td', { class: 'num' }, formatInt(r.outputTokens)),
           h('td', { class: 'num' }, formatCost(r.cost, r.costNano)),
           h('td', { class: 'num nowrap' }, formatLatency(r.latencyMs)),
