@@ -335,7 +335,12 @@ describe('chat-completions surface with the official openai client', () => {
       name: 'Test GPT',
       uuid: M.gpt.id,
       context_length: 8192,
-      pricing: { input: '1.00', output: '2.00' },
+      // The cache's prices as the catalogue states them, the 1-hour writes' left to the input price.
+      pricing: { input: '1.00', output: '2.00', cache_read: '0.25', cache_write: '1.25', cache_write_1h: '1' },
+    });
+    // An anthropic host's cache prices, derived from its input price ($3): 0.1×, 1.25×, 2×.
+    expect(models.data[1]).toMatchObject({
+      pricing: { input: '3.00', cache_read: '0.3', cache_write: '3.75', cache_write_1h: '6' },
     });
   });
 

@@ -15,14 +15,13 @@ const COLUMNS = [
   'Host',
   'Key',
   'Input tokens',
-  'Cache reads',
-  'Cache writes',
+  'Cached',
   'Output tokens',
   'Cost (credits)',
   'Latency',
   'Status',
 ];
-const NUMERIC = new Set([5, 6, 7, 8, 9, 10]);
+const NUMERIC = new Set([5, 6, 7, 8, 9]);
 
 export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<void> {
   const defaults = { from: utcDay(-13), to: utcDay(0) }; // the server's default range: 14 days
@@ -150,8 +149,14 @@ export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<
           h('td', null, r.host ?? '—'),
           h('td', null, r.keyName),
           h('td', { class: 'num' }, formatInt(r.inputTokens)),
-          h('td', { class: 'num' }, formatInt(r.cacheReadTokens)),
-          h('td', { class: 'num' }, formatInt(r.cacheWriteTokens)),
+          h(
+            'td',
+            {
+              class: 'num',
+              title: `${formatInt(r.cacheReadTokens)} read from the cache, ${formatInt(r.cacheWriteTokens)} written to it`,
+            },
+            cached(r),
+          ),
           h('td', { class: 'num' }, formatInt(r.outputTokens)),
           h('td', { class: 'num' }, formatCost(r.cost, r.costNano)),
           h('td', { class: 'num nowrap' }, formatLatency(r.latencyMs)),
@@ -214,6 +219,13 @@ async function fillFilters(
   for (const o of modelOptions) modelSelect.append(h('option', { value: o.value }, o.label));
   keySelect.value = keyId;
   modelSelect.value = model;
+}
+
+/** Input tokens read from the cache / written to it, or a dash when it did neither. */
+function cached(r: UsageRow): string {
+  return r.cacheReadTokens === 0 && r.cacheWriteTokens === 0
+    ? '—'
+    : `${formatInt(r.cacheReadTokens)} / ${formatInt(r.cacheWriteTokens)}`;
 }
 
 function statusBadge(status: string): HTMLElement {
