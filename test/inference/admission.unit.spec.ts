@@ -1,36 +1,14 @@
 import type { CanonicalRequest } from '../../src/canonical/canonical';
-import type { CatalogueModel, ModelHost } from '../../src/catalogue/catalogue';
+import type { ModelHost } from '../../src/catalogue/catalogue';
 import { highestPrices, insufficientCredits, planAdmission } from '../../src/inference/admission';
 import { estimateInputTokens } from '../../src/inference/tokens';
 import { chargeFor, TokenPrices, uncachedUsage } from '../../src/ledger/money';
+import { catalogueModel, modelHost } from '../support/catalogue-entries';
 
 /** A host whose cache's classes cost the input price unless `cache` says otherwise. */
-const host = (id: string, usable: boolean, input: number, output: number, cache: Partial<TokenPrices> = {}): ModelHost => {
-  const prices = { input, cacheRead: input, cacheWrite: input, cacheWrite1h: input, output, ...cache };
-  return {
-    host: { id, kind: 'openai', baseUrl: `http://${id}/v1`, apiKeyEnv: null, apiKey: null, usable },
-    model: `${id}-model`,
-    prices,
-    listPrices: {
-      input: String(input / 1e9),
-      cacheRead: String(prices.cacheRead / 1e9),
-      cacheWrite: String(prices.cacheWrite / 1e9),
-      cacheWrite1h: String(prices.cacheWrite1h / 1e9),
-      output: String(output / 1e9),
-    },
-    cachePricesAssumed: false,
-  };
-};
-
-const model = (hosts: ModelHost[]): CatalogueModel => ({
-  slug: 'vendor/model',
-  id: '00000000-0000-4000-8000-000000000001',
-  name: 'Model',
-  contextLength: 128_000,
-  maxOutputTokens: 1000,
-  created: 1_700_000_000,
-  hosts,
-});
+const host = (id: string, usable: boolean, input: number, output: number, cache: Partial<TokenPrices> = {}): ModelHost =>
+  modelHost(id, { usable, input, output, cache });
+const model = catalogueModel;
 
 const request = (maxTokens?: number): CanonicalRequest => ({
   system: ['Be brief.'],

@@ -1,32 +1,12 @@
 import { HostError, type CanonicalRequest } from '../../src/canonical/canonical';
-import type { CatalogueModel, ModelHost } from '../../src/catalogue/catalogue';
+import type { ModelHost } from '../../src/catalogue/catalogue';
 import type { HostKindName } from '../../src/hosts/hosts';
 import { planTokenCount, tokenCountOf } from '../../src/inference/token-count';
 import { estimateInputTokens } from '../../src/inference/tokens';
+import { catalogueModel, modelHost } from '../support/catalogue-entries';
 
-const host = (id: string, kind: HostKindName, usable = true): ModelHost => ({
-  host: { id, kind, baseUrl: `http://${id}/v1`, apiKeyEnv: null, apiKey: `key-${id}`, usable },
-  model: `${id}-model`,
-  prices: { input: 1, cacheRead: 1, cacheWrite: 1, cacheWrite1h: 1, output: 1 },
-  listPrices: {
-    input: '0.000000001',
-    cacheRead: '0.000000001',
-    cacheWrite: '0.000000001',
-    cacheWrite1h: '0.000000001',
-    output: '0.000000001',
-  },
-  cachePricesAssumed: false,
-});
-
-const model = (hosts: ModelHost[]): CatalogueModel => ({
-  slug: 'vendor/model',
-  id: '00000000-0000-4000-8000-000000000001',
-  name: 'Model',
-  contextLength: 128_000,
-  maxOutputTokens: 1000,
-  created: 1_700_000_000,
-  hosts,
-});
+const host = (id: string, kind: HostKindName, usable = true): ModelHost => modelHost(id, { kind, usable });
+const model = catalogueModel;
 
 const body = { model: 'vendor/model', messages: [{ role: 'user', content: 'Hello there' }] };
 const request: CanonicalRequest = {

@@ -1,0 +1,40 @@
+import type { CatalogueModel, ModelHost } from '../../src/catalogue/catalogue';
+import type { HostKindName } from '../../src/hosts/hosts';
+import type { TokenPrices } from '../../src/ledger/money';
+
+/**
+ * A catalogue host entry for pure tests: prices in nano-credits per million tokens, the cache's
+ * classes at the input price unless `cache` says otherwise.
+ */
+export function modelHost(
+  id: string,
+  options: { kind?: HostKindName; usable?: boolean; input?: number; output?: number; cache?: Partial<TokenPrices> } = {},
+): ModelHost {
+  const { kind = 'openai', usable = true, input = 1, output = 1, cache = {} } = options;
+  const prices = { input, cacheRead: input, cacheWrite: input, cacheWrite1h: input, output, ...cache };
+  const listed = (nano: number) => String(nano / 1e9);
+  return {
+    host: { id, kind, baseUrl: `http://${id}/v1`, apiKeyEnv: null, apiKey: `key-${id}`, usable },
+    model: `${id}-model`,
+    prices,
+    listPrices: {
+      input: listed(prices.input),
+      cacheRead: listed(prices.cacheRead),
+      cacheWrite: listed(prices.cacheWrite),
+      cacheWrite1h: listed(prices.cacheWrite1h),
+      output: listed(prices.output),
+    },
+    cachePricesAssumed: false,
+  };
+}
+
+/** A catalogue model `vendor/model` (output limit 1,000 tokens) served by `hosts`. */
+export const catalogueModel = (hosts: ModelHost[]): CatalogueModel => ({
+  slug: 'vendor/model',
+  id: '00000000-0000-4000-8000-000000000001',
+  name: 'Model',
+  contextLength: 128_000,
+  maxOutputTokens: 1000,
+  created: 1_700_000_000,
+  hosts,
+});
