@@ -18,9 +18,17 @@ export interface CanonicalToolCall {
  */
 export type CanonicalMessage =
   | { role: 'system'; content: string }
-  | { role: 'user'; content: string }
+  | { role: 'user'; content: string; images?: CanonicalImage[] }
   | { role: 'assistant'; content: string; toolCalls: CanonicalToolCall[] }
   | { role: 'tool'; toolCallId: string; content: string };
+
+/**
+ * An image the user gave, as a URL: `https:` for one the host fetches, or a `data:` URL
+ * (`data:image/png;base64,…`) for one sent inline. Hosts put a message's images before its text.
+ */
+export interface CanonicalImage {
+  url: string;
+}
 
 export interface CanonicalTool {
   name: string;
@@ -54,7 +62,24 @@ export interface CanonicalRequest {
    * hosts speaking that format pass them on; others have no use for them.
    */
   betas?: string[];
+  /**
+   * How much the model should reason before answering, when the client said: an effort, or a
+   * budget of thinking tokens (the messages format's `thinking`). Hosts translate whichever was
+   * given into their own terms; `none` asks for no reasoning.
+   */
+  reasoning?: { effort?: ReasoningEffort; budgetTokens?: number };
+  /**
+   * The client's own body and its wire format. A host speaking that format is sent this body
+   * whole (every field and block, known here or not) with only the model and a lowered cap
+   * changed, and its reply goes back whole; other hosts get the translation of the fields above.
+   */
+  original?: { format: WireFormat; body: Record<string, unknown> };
 }
+
+export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high';
+
+/** The wire formats clients and hosts speak, by name. */
+export type WireFormat = 'chat-completions' | 'messages';
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'stop_sequence' | 'content_filter';
 
@@ -74,7 +99,8 @@ export interface Usage {
 
 /**
  * The canonical stream. `ready`: the upstream accepted the request (its response has started);
- * `text`: a piece of the reply; `tool_call`: a piece of a tool call (`index` identifies the call
+ * `text`: a piece of the reply; `reasoning`: a piece of the model's reasoning shown before it
+ * (`signature`, when the host signs it, closes one block of reasoning); `tool_call`: a piece of a tool call (`index` identifies the call
  * within the reply; `id` and `name` come with its first piece); `finish`: why the reply ended;
  * `usage`: tokens as the host has counted them so far, before or after `finish`; a later one
  * replaces an earlier (a host may count input at the start and output only at the end).
@@ -83,9 +109,23 @@ export interface Usage {
 export type CanonicalEvent =
   | { type: 'ready' }
   | { type: 'text'; text: string }
+  | { type: 'reasoning'; text: string; signature?: string }
   | { type: 'tool_call'; index: number; id?: string; name?: string; argumentsDelta: string }
   | { type: 'finish'; reason: FinishReason; stopSequence?: string }
-  | { type: 'usage'; usage: Usage };
+  | { type: 'usage'; usage: Usage }
+  | PassThrough;
+
+/**
+ * What the upstream sent, for a request passed through in the client's own format: each stream
+ * message (`event`, and `data` parsed), or the whole reply (`data` alone). It travels beside the
+ * canonical events decoded from the same message (which the pipeline counts and bills by), and
+ * the surface sends it on in place of its own translation.
+ */
+export interface PassThrough {
+  type: 'pass_through';
+  event?: string;
+  data: Record<string, unknown>;
+}
 
 /** How a host call failed; `beforeOutput` says whether any text or tool call had been produced. */
 export type HostFailureKind =

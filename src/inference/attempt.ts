@@ -46,9 +46,9 @@ export interface AttemptState {
   readonly hostCount: number;
   /** `ready` has been forwarded (it is, once, whichever host sent it). */
   ready: boolean;
-  /** Text or a tool call has been forwarded: no fallback now, and a cut bills what was delivered. */
+  /** Text, reasoning or a tool call has been forwarded: no fallback now, and a cut bills what was delivered. */
   produced: boolean;
-  /** Characters of text and tool calls forwarded. */
+  /** Characters of text, reasoning and tool calls forwarded. */
   deliveredChars: number;
   /** Usage as the host serving has reported it so far, if it has. */
   usage: Usage | null;
@@ -83,6 +83,7 @@ export function attemptStep(state: AttemptState, input: AttemptInput): EventActi
       state.ready = true;
       return 'forward';
     case 'text':
+    case 'reasoning':
       state.produced = true;
       state.deliveredChars += input.text.length;
       return 'forward';
@@ -94,6 +95,7 @@ export function attemptStep(state: AttemptState, input: AttemptInput): EventActi
       state.usage = input.usage;
       return 'forward';
     case 'finish':
+    case 'pass_through':
       return 'forward';
     case 'host_failed':
       if (!state.produced && input.error.retryable && state.hostIndex < state.hostCount - 1) {

@@ -1,25 +1,45 @@
 import type { EventEmitter } from 'node:events';
 import type { Observable, Subscription } from 'rxjs';
-import type { CanonicalToolCall, FinishReason, Usage } from '../canonical/canonical';
+import type { CanonicalToolCall, FinishReason, PassThrough, Usage } from '../canonical/canonical';
 import type { Billed, PipelineEvent } from './inference.command';
 
 /** A whole reply: what a non-streamed response is made of. */
 export interface Reply {
   text: string;
+  /** The reasoning shown before the text, and the host's signature of it when it signs it. */
+  reasoning: string;
+  reasoningSignature?: string;
   toolCalls: CanonicalToolCall[];
   finish: FinishReason;
   stopSequence?: string;
   /** The host's last count. */
   usage: Usage | null;
   billed: Billed | null;
+  /** The upstream's own reply, when the request was passed through in the client's format. */
+  passThrough: PassThrough['data'] | null;
 }
 
-const empty = (): Reply => ({ text: '', toolCalls: [], finish: 'stop', usage: null, billed: null });
+const empty = (): Reply => ({
+  text: '',
+  reasoning: '',
+  toolCalls: [],
+  finish: 'stop',
+  usage: null,
+  billed: null,
+  passThrough: null,
+});
 
 function add(reply: Reply, event: PipelineEvent): Reply {
   switch (event.type) {
     case 'text':
       reply.text += event.text;
+      break;
+    case 'reasoning':
+      reply.reasoning += event.text;
+      if (event.signature !== undefined) reply.reasoningSignature = event.signature;
+      break;
+    case 'pass_through':
+      reply.passThrough = event.data;
       break;
     case 'tool_call': {
       const call = (reply.toolCalls[event.index] ??= { id: '', name: '', arguments: '' });
