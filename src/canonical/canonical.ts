@@ -127,6 +127,10 @@ export interface PassThrough {
   data: Record<string, unknown>;
 }
 
+/** Whether an event is output the client sees (no fallback once some went out, and a cut bills it). */
+export const isOutput = (event: CanonicalEvent): boolean =>
+  event.type === 'text' || event.type === 'tool_call' || event.type === 'reasoning';
+
 /** How a host call failed; `beforeOutput` says whether any text or tool call had been produced. */
 export type HostFailureKind =
   | 'connection' // could not connect, or the connection broke

@@ -36,6 +36,11 @@ export interface CatalogueModel {
   name: string;
   contextLength: number;
   maxOutputTokens: number;
+  /**
+   * The model reasons before answering and takes a reasoning effort or thinking budget: reasoning
+   * asked for on another format is translated for it (and not sent to models that would refuse it).
+   */
+  reasoning: boolean;
   created: number;
   hosts: ModelHost[];
 }
@@ -216,12 +221,16 @@ export class Catalogue {
         };
       });
       const created = raw.created === undefined ? 0 : positiveInteger(raw, 'created', at);
+      if (raw.reasoning !== undefined && typeof raw.reasoning !== 'boolean') {
+        throw new CatalogueError(at, '"reasoning" must be true or false');
+      }
       return {
         slug,
         id: id.toLowerCase(),
         name: text(raw, 'name', at),
         contextLength: positiveInteger(raw, 'contextLength', at),
         maxOutputTokens: positiveInteger(raw, 'maxOutputTokens', at),
+        reasoning: raw.reasoning === true,
         created,
         hosts: modelHosts,
       };

@@ -5,6 +5,11 @@ export interface UpstreamRequest {
   path: string;
   headers: Record<string, string>;
   body: unknown;
+  /**
+   * The body is the client's own, in this host's format (see CanonicalRequest.original): the
+   * reply is decoded with its upstream messages kept, for the surface to send on whole.
+   */
+  passThrough?: boolean;
 }
 
 /** One server-sent event as the SSE parser hands it over. */
@@ -39,9 +44,13 @@ export interface HostKind<Name extends string = string> {
    * the client's betas. The upstream answers `{"input_tokens": N}`.
    */
   countTokensRequest?(body: Record<string, unknown>, hostModel: string, apiKey: string | null, betas: string[]): UpstreamRequest;
-  decoder(): StreamDecoder;
-  /** The canonical events of a whole (non-streamed) reply body; throws HostError when it cannot be read. */
-  decodeReply(body: string): CanonicalEvent[];
+  /** A decoder for one stream; `passThrough`: each message also yields its `pass_through` event, ahead of what it decodes to. */
+  decoder(passThrough?: boolean): StreamDecoder;
+  /**
+   * The canonical events of a whole (non-streamed) reply body, ending with its `pass_through` event
+   * when asked; throws HostError when it cannot be read.
+   */
+  decodeReply(body: string, passThrough?: boolean): CanonicalEvent[];
   /** A readable message from an error response body (JSON or text), for logs and clients. */
   errorMessage(status: number, body: string): string;
 }

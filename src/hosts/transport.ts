@@ -3,7 +3,7 @@ import { TextDecoder } from 'node:util';
 import { createParser, type EventSourceParser } from 'eventsource-parser';
 import { Observable, type Subscriber } from 'rxjs';
 import { type Dispatcher, errors as undiciErrors, Pool } from 'undici';
-import { CanonicalEvent, CanonicalRequest, HostError } from '../canonical/canonical';
+import { CanonicalEvent, CanonicalRequest, HostError, isOutput, PassThrough } from '../canonical/canonical';
 import type { HostKind, StreamDecoder, UpstreamRequest } from './host-kind';
 
 /** Where a host is and the key it takes: all the transport needs of a catalogue host. */
@@ -66,7 +66,7 @@ export class HostTransport implements OnApplicationShutdown {
     return new Observable<CanonicalEvent>((subscriber) => {
       const upstream = kind.buildRequest(request, hostModel, host.apiKey);
       const base = this.base(host.baseUrl);
-      const reply = new HostReply(kind, request.stream, subscriber);
+      const reply = new HostReply(kind, request.stream, upstream.passThrough === true, subscriber);
       this.pool(base.origin).dispatch(
         {
           path: base.path + upstream.path,
@@ -135,8 +135,14 @@ class HostReply implements Dispatcher.DispatchHandler {
   private aborted = false;
   /** The subscriber has had its ending (completion or error): nothing more reaches it. */
   private finished = false;
-  /** Whether any text or tool call has been passed on (an error then is not "before output"). */
+  /** Whether any output has been passed on (an error then is not "before output"). */
   private produced = false;
+  /**
+   * The upstream's own messages before any output (a stream's start, pings): held until output
+   * comes, so that a failure before it, retried on another host, leaves nothing of this one's
+   * reply with the client.
+   */
+  private held: PassThrough[] = [];
   private status = 0;
   /** The body of an error status or of a whole reply, as it arrives. */
   private chunks: Buffer[] = [];
@@ -147,6 +153,7 @@ class HostReply implements Dispatcher.DispatchHandler {
   constructor(
     private readonly kind: HostKind,
     private readonly streamed: boolean,
+    private readonly passThrough: boolean,
     private readonly subscriber: Subscriber<CanonicalEvent>,
   ) {}
 
@@ -170,7 +177,7 @@ class HostReply implements Dispatcher.DispatchHandler {
     this.subscriber.next({ type: 'ready' });
     if (this.streamed) {
       const pending: CanonicalEvent[] = [];
-      const decoder = this.kind.decoder();
+      const decoder = this.kind.decoder(this.passThrough);
       const parser = createParser({
         onEvent: (message) => {
           if (decoder.done) return;
@@ -198,7 +205,16 @@ class HostReply implements Dispatcher.DispatchHandler {
     }
     // What was decoded before a message that could not be is still the reply's.
     for (const event of pending) {
-      if (event.type === 'text' || event.type === 'tool_call') this.produced = true;
+      if (!this.produced) {
+        if (event.type === 'pass_through') {
+          this.held.push(event);
+          continue;
+        }
+        if (isOutput(event)) {
+          this.produced = true;
+          this.release();
+        }
+      }
       this.subscriber.next(event);
     }
     pending.length = 0;
@@ -210,6 +226,7 @@ class HostReply implements Dispatcher.DispatchHandler {
     if (decoder.done && !this.finished) {
       // The reply is complete: the client need not wait for the upstream to close its body.
       this.finished = true;
+      this.release();
       this.subscriber.complete();
     }
   }
@@ -224,7 +241,7 @@ class HostReply implements Dispatcher.DispatchHandler {
       );
     let events: CanonicalEvent[];
     try {
-      events = this.kind.decodeReply(this.body());
+      events = this.kind.decodeReply(this.body(), this.passThrough);
     } catch (error) {
       return this.fail(error);
     }
@@ -236,6 +253,12 @@ class HostReply implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
     if (this.aborted) return;
     this.fail(error);
+  }
+
+  /** Passes on the upstream messages held before output. */
+  private release(): void {
+    for (const message of this.held) this.subscriber.next(message);
+    this.held = [];
   }
 
   /** The gathered body of an error status or a whole reply. */

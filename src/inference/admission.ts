@@ -15,7 +15,7 @@ export interface AdmissionPlan {
   model: CatalogueModel;
   /** The hosts that may serve, in the catalogue's order: the first is called, the rest are fallbacks. */
   hosts: ModelHost[];
-  /** The request as hosts get it: the output cap filled in, or lowered to the model's limit. */
+  /** The request as hosts get it: the output cap filled in, or lowered to the model's limit; reasoning only for a model that reasons. */
   request: CanonicalRequest;
   estimate: TokenEstimate;
   /** The highest prices among the hosts: a fallback must stay covered. */
@@ -87,7 +87,8 @@ export function planAdmission(
   if (servable.kind === 'refuse') return servable;
   const { model, hosts } = servable;
   const maxTokens = Math.min(request.maxTokens ?? model.maxOutputTokens, model.maxOutputTokens);
-  const capped: CanonicalRequest = { ...request, maxTokens };
+  // Reasoning asked for in another format's terms is not translated for a model that does not reason.
+  const capped: CanonicalRequest = { ...request, maxTokens, reasoning: model.reasoning ? request.reasoning : undefined };
   const estimate: TokenEstimate = { inputTokens: estimateInputTokens(capped), outputTokens: maxTokens };
   const prices = highestPrices(hosts);
   const amount = reservationFor(estimate.inputTokens, estimate.outputTokens, prices);

@@ -48,14 +48,17 @@ export function streamSse(
       if (buffered && !raw.destroyed) raw.write(buffered);
       buffered = '';
     };
+    const append = (text: string) => {
+      if (buffered === '') process.nextTick(flush);
+      buffered += text;
+    };
     const write = (text: string) => {
       if (!text) return;
       if (!opened) {
         opened = true;
         text = serializer.open() + text;
       }
-      if (buffered === '') process.nextTick(flush);
-      buffered += text;
+      append(text);
     };
     const end = () => {
       flush();
@@ -68,7 +71,8 @@ export function streamSse(
       }
       timer = setTimeout(() => {
         start();
-        write(': keep-alive\n\n');
+        // A comment, not the stream's opening: what opens it depends on the events to come.
+        append(': keep-alive\n\n');
         timer = null;
         armKeepAlive();
       }, options.keepAliveMs);

@@ -418,7 +418,7 @@ describe('anthropicHost.decoder', () => {
     expect(done).toBe(true);
   });
 
-  it('ignores unknown events, unknown blocks and their deltas', () => {
+  it('gives thinking as reasoning, and ignores unknown events, unknown blocks and their deltas', () => {
     const { events } = decode([
       messageStart(),
       sse({ type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '' } }),
@@ -435,7 +435,11 @@ describe('anthropicHost.decoder', () => {
       textStart(2),
       textDelta(2, 'Done.'),
     ]);
-    expect(events).toEqual([counted({ inputTokens: 25, outputTokens: 1 }), { type: 'text', text: 'Done.' }]);
+    expect(events).toEqual([
+      counted({ inputTokens: 25, outputTokens: 1 }),
+      { type: 'reasoning', text: 'Hmm.' },
+      { type: 'text', text: 'Done.' },
+    ]);
   });
 
   it('fails retryably on an error event before any output', () => {
@@ -518,6 +522,7 @@ describe('anthropicHost.decodeReply (a whole, non-streamed reply)', () => {
       },
     });
     expect(anthropicHost.decodeReply(body)).toEqual([
+      { type: 'reasoning', text: 'hmm', signature: 's' },
       { type: 'text', text: 'Let me look.' },
       { type: 'tool_call', index: 0, id: 'toolu_1', name: 'weather', argumentsDelta: '{"city":"Paris"}' },
       { type: 'tool_call', index: 1, id: 'toolu_2', name: 'time', argumentsDelta: '{}' },

@@ -35,6 +35,7 @@ export const catalogueModel = (hosts: ModelHost[]): CatalogueModel => ({
   name: 'Model',
   contextLength: 128_000,
   maxOutputTokens: 1000,
+  reasoning: true,
   created: 1_700_000_000,
   hosts,
 });

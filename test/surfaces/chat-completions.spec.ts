@@ -47,12 +47,18 @@ describe('chat-completions surface with the official openai client', () => {
     expect(completion.choices[0].message).toMatchObject({ role: 'assistant', content: 'Paris is the capital of France.' });
     expect(completion.choices[0].finish_reason).toBe('stop');
     // 1234 × $1/M + 56 × $2/M = 0.001234 + 0.000112 = 0.001346 credits
+    // The host's own usage, every field of it, with the cost added.
     expect(completion.usage).toEqual({
       prompt_tokens: 1234,
       completion_tokens: 56,
       total_tokens: 1290,
-      prompt_tokens_details: { cached_tokens: 0 },
-      completion_tokens_details: { reasoning_tokens: 0 },
+      prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+      completion_tokens_details: {
+        reasoning_tokens: 0,
+        audio_tokens: 0,
+        accepted_prediction_tokens: 0,
+        rejected_prediction_tokens: 0,
+      },
       cost: 0.001346,
     });
     // The x-request-id header, as the client reads it, names the request in the request log.
@@ -73,9 +79,10 @@ describe('chat-completions surface with the official openai client', () => {
     expect(entry.latencyMs).toEqual(expect.any(Number));
     expect(chargeFor(uncachedUsage(1234, 56), priceOf(M.gpt))).toBe(1_346_000);
 
-    // What reached the upstream: the host's model name and key, not streamed (a whole reply carries its usage).
+    // What reached the upstream: the client's body with the host's model name, and the host's key; not streamed.
     const upstream = g.fake.requests[g.fake.requests.length - 1];
-    expect(upstream.body).toMatchObject({ model: M.gpt.hostModel, stream: false });
+    expect(upstream.body.model).toBe(M.gpt.hostModel);
+    expect(upstream.body.stream).toBeUndefined();
     expect(upstream.body).not.toHaveProperty('stream_options');
     expect(upstream.body.messages).toEqual([
       { role: 'system', content: 'Be brief.' },
@@ -110,8 +117,13 @@ describe('chat-completions surface with the official openai client', () => {
         prompt_tokens: 10,
         completion_tokens: 4,
         total_tokens: 14,
-        prompt_tokens_details: { cached_tokens: 0 },
-        completion_tokens_details: { reasoning_tokens: 0 },
+        prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+        completion_tokens_details: {
+          reasoning_tokens: 0,
+          audio_tokens: 0,
+          accepted_prediction_tokens: 0,
+          rejected_prediction_tokens: 0,
+        },
         cost: 0.000018,
       },
     ]);
@@ -167,10 +179,12 @@ describe('chat-completions surface with the official openai client', () => {
       messages: [...ask, first.choices[0].message, { role: 'tool', tool_call_id: 'call_1', content: '{"celsius":21}' }],
     });
     expect(answer.choices[0].message.content).toBe('It is 21 °C in Paris.');
+    // The assistant message goes back as the client sent it (the SDK's own message object).
     expect(g.fake.requests[g.fake.requests.length - 1].body.messages.slice(1)).toEqual([
       {
         role: 'assistant',
         content: null,
+        refusal: null,
         tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
       },
       { role: 'tool', tool_call_id: 'call_1', content: '{"celsius":21}' },
@@ -186,7 +200,7 @@ describe('chat-completions surface with the official openai client', () => {
     expect(final.choices[0].finish_reason).toBe('tool_calls');
   });
 
-  it('passes max_completion_tokens, stop and sampling on as the host expects', async () => {
+  it('passes max_completion_tokens, stop and sampling on as the client sent them', async () => {
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'short', finish: 'length' } });
     const completion = await client.chat.completions.create({
       model: M.gpt.slug,
@@ -198,7 +212,7 @@ describe('chat-completions surface with the official openai client', () => {
     });
     expect(completion.choices[0].finish_reason).toBe('length');
     expect(g.fake.requests[g.fake.requests.length - 1].body).toMatchObject({
-      max_tokens: 7,
+      max_completion_tokens: 7,
       temperature: 0.3,
       top_p: 0.9,
       stop: ['END'],
@@ -224,14 +238,15 @@ describe('chat-completions surface with the official openai client', () => {
     });
     expect(completion.choices[0].message.tool_calls?.[0]).toMatchObject({ id: 'call_9', function: { name: 'get_weather' } });
     const upstream = g.fake.requests[g.fake.requests.length - 1].body;
+    // An openai host speaks this format: it gets them as sent.
     expect(upstream).toMatchObject({
       max_tokens: 12,
-      stop: ['STOP'],
+      stop: 'STOP',
       tool_choice: { type: 'function', function: { name: 'get_weather' } },
     });
     expect(upstream.messages).toEqual([
-      { role: 'system', content: 'Answer in English.' },
-      { role: 'system', content: 'Use tools.' },
+      { role: 'developer', content: 'Answer in English.' },
+      { role: 'system', content: [{ type: 'text', text: 'Use tools.' }] },
       { role: 'user', content: 'Weather in Oslo?' },
     ]);
   });
@@ -246,9 +261,7 @@ describe('chat-completions surface with the official openai client', () => {
     ];
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'ok' } });
     await client.chat.completions.create({ model: M.gpt.slug, messages });
-    expect(g.fake.requests[g.fake.requests.length - 1].body.messages).toEqual(
-      messages.map((m) => ({ role: m.role === 'developer' ? 'system' : m.role, content: m.content })),
-    );
+    expect(g.fake.requests[g.fake.requests.length - 1].body.messages).toEqual(messages);
     g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: 'ok' } });
     await client.chat.completions.create({ model: M.claude.slug, messages });
     expect(g.fake.requests[g.fake.requests.length - 1].body).toMatchObject({
@@ -267,7 +280,8 @@ describe('chat-completions surface with the official openai client', () => {
       const { response } = await client.chat.completions
         .create({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }], ...cap })
         .withResponse();
-      expect(g.fake.requests[g.fake.requests.length - 1].body.max_tokens).toBe(1000);
+      const [field] = Object.keys(cap);
+      expect(g.fake.requests[g.fake.requests.length - 1].body[field]).toBe(1000);
       const requestId = response.headers.get('x-request-id');
       await g.settled();
       const events = await g.t.runtime.events.readAll(0, 100_000);
@@ -281,12 +295,13 @@ describe('chat-completions surface with the official openai client', () => {
     expect(await reserved({ max_tokens: 100_000 })).toBe(atTheLimit);
   });
 
-  it('accepts and ignores n, logprobs, response_format, image parts and unknown fields', async () => {
+  it('accepts and ignores n, logprobs, response_format and image parts; passes unknown fields on', async () => {
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'ok' } });
     const completion = await client.chat.completions.create({
       model: M.gpt.slug,
       n: 3,
       logprobs: true,
+      top_logprobs: 2,
       response_format: { type: 'json_object' },
       messages: [
         {
@@ -302,8 +317,9 @@ describe('chat-completions surface with the official openai client', () => {
     });
     expect(completion.choices).toHaveLength(1);
     const upstream = g.fake.requests[g.fake.requests.length - 1].body;
-    expect(upstream.messages).toEqual([{ role: 'user', content: 'What is in this picture?' }]);
-    for (const ignored of ['n', 'logprobs', 'response_format', 'frobnicate']) expect(upstream).not.toHaveProperty(ignored);
+    expect(upstream.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'What is in this picture?' }] }]);
+    for (const ignored of ['n', 'logprobs', 'top_logprobs', 'response_format']) expect(upstream).not.toHaveProperty(ignored);
+    expect(upstream.frobnicate).toBe(true);
   });
 
   it('retrieves one model by slug or uuid, and 404s an unknown one', async () => {

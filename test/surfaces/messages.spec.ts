@@ -358,28 +358,24 @@ describe('what coding agents send (Claude Code)', () => {
       body: JSON.stringify(body),
     });
 
-  it('passes the betas to an anthropic host, and a system message in place under the beta that allows it', async () => {
+  it('passes the betas to an anthropic host, and the system messages as they were sent', async () => {
     g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: 'ok' } });
+    const messages: Anthropic.Beta.BetaMessageParam[] = [{ role: 'system', content: 'Work carefully.' }, ...conversation];
     const message = await client().beta.messages.create({
       model: M.claude.slug,
       max_tokens: 100,
       system: 'You are an agent.',
       betas: [MID_CONVERSATION_SYSTEM, 'interleaved-thinking-2025-05-14'],
-      messages: [{ role: 'system', content: 'Work carefully.' }, ...conversation],
+      messages,
     });
     expect(message.content).toEqual([expect.objectContaining({ type: 'text', text: 'ok' })]);
     expect(last().headers['anthropic-beta']).toBe(`${MID_CONVERSATION_SYSTEM},interleaved-thinking-2025-05-14`);
-    // A leading system message joins the top-level system; a later one keeps its place.
-    expect(last().body.system).toBe('You are an agent.\n\nWork carefully.');
-    expect(last().body.messages).toEqual([
-      { role: 'user', content: 'List the files.' },
-      { role: 'assistant', content: 'Which directory?' },
-      { role: 'system', content: 'The user is in /work.' },
-      { role: 'user', content: 'This one.' },
-    ]);
+    // The host speaks this format: the body is the client's, system messages where they were.
+    expect(last().body.system).toBe('You are an agent.');
+    expect(last().body.messages).toEqual(messages);
   });
 
-  it('without that beta, folds a later system message into the top-level system of an anthropic host', async () => {
+  it('sends no betas header to an anthropic host when the client sent none', async () => {
     g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: 'ok' } });
     await client().beta.messages.create({
       model: M.claude.slug,
@@ -388,12 +384,7 @@ describe('what coding agents send (Claude Code)', () => {
       messages: conversation,
     });
     expect(last().headers).not.toHaveProperty('anthropic-beta');
-    expect(last().body.system).toBe('You are an agent.\n\nThe user is in /work.');
-    expect(last().body.messages).toEqual([
-      { role: 'user', content: 'List the files.' },
-      { role: 'assistant', content: 'Which directory?' },
-      { role: 'user', content: 'This one.' },
-    ]);
+    expect(last().body.messages).toEqual(conversation);
   });
 
   it('sends a system message in place to an openai host, without the betas', async () => {

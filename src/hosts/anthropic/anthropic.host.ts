@@ -1,10 +1,13 @@
 import {
   CanonicalEvent,
+  CanonicalImage,
   CanonicalMessage,
   CanonicalRequest,
   CanonicalToolChoice,
   FinishReason,
   HostError,
+  isOutput,
+  ReasoningEffort,
   Usage,
 } from '../../canonical/canonical';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
@@ -15,8 +18,17 @@ const DEFAULT_MAX_TOKENS = 4096;
 /** The beta under which the Messages API takes `role: "system"` entries inside `messages`. */
 const MID_CONVERSATION_SYSTEM_BETA = 'mid-conversation-system-2026-04-07';
 
+/** The smallest thinking budget the API takes. */
+const MIN_THINKING_BUDGET = 1024;
+
+/** The share of the output cap a reasoning effort may think with (the cap holds thinking and answer). */
+const THINKING_SHARE: Record<Exclude<ReasoningEffort, 'none'>, number> = { minimal: 0.1, low: 0.2, medium: 0.5, high: 0.8 };
+
+type ImageSource = { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string };
+
 type Block =
   | { type: 'text'; text: string }
+  | { type: 'image'; source: ImageSource }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
   | { type: 'tool_result'; tool_use_id: string; content: string };
 
@@ -38,7 +50,15 @@ interface WireEvent {
   index?: number;
   message?: { usage?: WireUsage };
   content_block?: { type?: string; id?: unknown; name?: unknown };
-  delta?: { type?: string; text?: unknown; partial_json?: unknown; stop_reason?: unknown; stop_sequence?: unknown };
+  delta?: {
+    type?: string;
+    text?: unknown;
+    thinking?: unknown;
+    signature?: unknown;
+    partial_json?: unknown;
+    stop_reason?: unknown;
+    stop_sequence?: unknown;
+  };
   usage?: WireUsage;
   error?: { type?: unknown; message?: unknown };
 }
@@ -85,11 +105,24 @@ function toolInput(args: string): Record<string, unknown> {
 // The API rejects empty text blocks, so empty content contributes none.
 const textBlocks = (text: string): Block[] => (text === '' ? [] : [{ type: 'text', text }]);
 
+const DATA_URL = /^data:([^;,]+);base64,(.*)$/s;
+
+/** An inline (`data:`) image as base64 source, any other URL as a URL source. */
+function imageBlock(image: CanonicalImage): Block {
+  const inline = DATA_URL.exec(image.url);
+  return {
+    type: 'image',
+    source: inline ? { type: 'base64', media_type: inline[1], data: inline[2] } : { type: 'url', url: image.url },
+  };
+}
+
 function blocksOf(message: CanonicalMessage): Block[] {
   switch (message.role) {
     case 'system':
-    case 'user':
       return textBlocks(message.content);
+    case 'user':
+      // Images first, as the API's guidance has it.
+      return [...(message.images ?? []).map(imageBlock), ...textBlocks(message.content)];
     case 'assistant':
       return [
         ...textBlocks(message.content),
@@ -156,15 +189,55 @@ function headersFor(apiKey: string | null, betas: string[] = []): Record<string,
   return headers;
 }
 
+/**
+ * Thinking for a reasoning request: its budget, or the effort's share of the output cap, within
+ * what the API takes (at least 1024 tokens, less than the cap). None when no reasoning was asked
+ * for, `none` was, or the cap is too small to think within.
+ */
+function thinkingFor(request: CanonicalRequest, maxTokens: number): { type: 'enabled'; budget_tokens: number } | null {
+  const reasoning = request.reasoning;
+  if (reasoning === undefined || reasoning.effort === 'none') return null;
+  const wanted = reasoning.budgetTokens ?? Math.floor(maxTokens * THINKING_SHARE[reasoning.effort ?? 'medium']);
+  const budget = Math.min(Math.max(wanted, MIN_THINKING_BUDGET), maxTokens - 1);
+  return budget < MIN_THINKING_BUDGET ? null : { type: 'enabled', budget_tokens: budget };
+}
+
+/**
+ * The client's own messages body, whole: the host's model in place of the slug, and the cap the
+ * pipeline lowered to the model's limit (with a thinking budget that no longer fits under it
+ * lowered to just below it, as the API requires).
+ */
+function passThroughRequest(
+  request: CanonicalRequest,
+  original: Record<string, unknown>,
+  hostModel: string,
+  apiKey: string | null,
+) {
+  const body: Record<string, unknown> = { ...original, model: hostModel };
+  const cap = request.maxTokens;
+  if (cap !== undefined && typeof original.max_tokens === 'number' && cap < original.max_tokens) {
+    body.max_tokens = cap;
+    const thinking = original.thinking;
+    if (isObject(thinking) && typeof thinking.budget_tokens === 'number' && thinking.budget_tokens >= cap) {
+      body.thinking = { ...thinking, budget_tokens: cap - 1 };
+    }
+  }
+  return { path: '/messages', headers: headersFor(apiKey, request.betas), body, passThrough: true };
+}
+
 function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
+  if (request.original?.format === 'messages') return passThroughRequest(request, request.original.body, hostModel, apiKey);
   const headers = headersFor(apiKey, request.betas);
   const placed = placeSystem(request);
+  const maxTokens = request.maxTokens ?? DEFAULT_MAX_TOKENS;
   const body: Record<string, unknown> = {
     model: hostModel,
-    max_tokens: request.maxTokens ?? DEFAULT_MAX_TOKENS,
+    max_tokens: maxTokens,
     stream: request.stream,
     messages: toMessages(placed.messages),
   };
+  const thinking = thinkingFor(request, maxTokens);
+  if (thinking) body.thinking = thinking;
   const system = placed.system.filter((part) => part !== '').join('\n\n');
   if (system !== '') body.system = system;
   if (request.tools.length > 0) {
@@ -248,9 +321,10 @@ function ending(stopReason: unknown, stopSequence: unknown, usage: Usage | null)
   return events;
 }
 
-/** A whole Messages reply: its text and tool_use blocks in order, then its ending. */
-function decodeReply(body: string): CanonicalEvent[] {
-  const reply = parseObject(body, 'reply') as WireMessage;
+/** A whole Messages reply: its thinking, text and tool_use blocks in order, then its ending (and the reply itself, passed through). */
+function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
+  const parsed = parseObject(body, 'reply');
+  const reply = parsed as WireMessage;
   if (reply.type === 'error') throw new HostError('upstream_error', errorReason(reply.error));
   if (!Array.isArray(reply.content)) throw new HostError('malformed', 'upstream reply without content');
   const events: CanonicalEvent[] = [];
@@ -259,6 +333,9 @@ function decodeReply(body: string): CanonicalEvent[] {
     if (block?.type === 'text') {
       const piece = text(block.text, 'text');
       if (piece !== '') events.push({ type: 'text', text: piece });
+    } else if (block?.type === 'thinking') {
+      const signature = typeof block.signature === 'string' ? { signature: block.signature } : {};
+      events.push({ type: 'reasoning', text: text(block.thinking, 'thinking'), ...signature });
     } else if (block?.type === 'tool_use') {
       const argumentsText = JSON.stringify(isObject(block.input) ? block.input : {});
       events.push({
@@ -271,24 +348,28 @@ function decodeReply(body: string): CanonicalEvent[] {
     }
   }
   events.push(...ending(reply.stop_reason, reply.stop_sequence, isObject(reply.usage) ? usageOf(reply.usage) : null));
+  if (passThrough) events.push({ type: 'pass_through', data: parsed });
   return events;
 }
 
 class AnthropicDecoder implements StreamDecoder {
   done = false;
-  /** Whether any text or tool call went out: a later error can then no longer be retried elsewhere. */
+  /** Whether any output went out: a later error can then no longer be retried elsewhere. */
   private produced = false;
   /** Content block index → index of the tool call among this reply's tool calls. */
   private readonly toolCalls = new Map<number | undefined, number>();
   /** message_start's usage, which message_delta's completes. */
   private startUsage: WireUsage | null = null;
 
+  constructor(private readonly passThrough: boolean) {}
+
   push(message: SseMessage): CanonicalEvent[] {
     if (this.done) return [];
-    const data = parseObject(message.data, 'stream event') as WireEvent;
-    const events = this.decode(message.event ?? data.type, data);
-    if (events.some((event) => event.type === 'text' || event.type === 'tool_call')) this.produced = true;
-    return events;
+    const data = parseObject(message.data, 'stream event');
+    const type = message.event ?? (data as WireEvent).type;
+    const events = this.decode(type, data);
+    if (events.some(isOutput)) this.produced = true;
+    return this.passThrough ? [{ type: 'pass_through', event: type, data }, ...events] : events;
   }
 
   private decode(type: string | undefined, data: WireEvent): CanonicalEvent[] {
@@ -301,7 +382,8 @@ class AnthropicDecoder implements StreamDecoder {
         return [{ type: 'usage', usage: usageOf(usage) }];
       }
       case 'content_block_start': {
-        // Other blocks (thinking, server tools and their results) have no canonical counterpart.
+        // Thinking comes in its deltas; other blocks (redacted thinking, server tools and their
+        // results) have no canonical counterpart, and reach clients of this format passed through.
         const block = data.content_block;
         if (block?.type !== 'tool_use') return [];
         const index = this.toolCalls.size;
@@ -313,6 +395,9 @@ class AnthropicDecoder implements StreamDecoder {
       case 'content_block_delta': {
         const delta = data.delta;
         if (delta?.type === 'text_delta') return [{ type: 'text', text: text(delta.text, 'text') }];
+        if (delta?.type === 'thinking_delta') return [{ type: 'reasoning', text: text(delta.thinking, 'thinking') }];
+        if (delta?.type === 'signature_delta')
+          return [{ type: 'reasoning', text: '', signature: text(delta.signature, 'signature') }];
         const index = this.toolCalls.get(data.index);
         // Input deltas of blocks not announced as tool_use (server tools) are not the client's.
         if (delta?.type !== 'input_json_delta' || index === undefined) return [];
@@ -360,7 +445,7 @@ export const anthropicHost: HostKind<'anthropic'> = {
   name: 'anthropic',
   buildRequest,
   countTokensRequest,
-  decoder: () => new AnthropicDecoder(),
+  decoder: (passThrough = false) => new AnthropicDecoder(passThrough),
   decodeReply,
   errorMessage,
 };

@@ -1,14 +1,42 @@
-import type { CanonicalEvent, CanonicalMessage, CanonicalRequest, FinishReason, Usage } from '../../canonical/canonical';
-import { HostError } from '../../canonical/canonical';
-import type { HostKind, SseMessage, StreamDecoder } from '../host-kind';
+import type {
+  CanonicalEvent,
+  CanonicalMessage,
+  CanonicalRequest,
+  FinishReason,
+  ReasoningEffort,
+  Usage,
+} from '../../canonical/canonical';
+import { HostError, isOutput } from '../../canonical/canonical';
+import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
 
 /** Chat-completions hosts: OpenAI and every compatible server (Groq, Together, vLLM, Ollama, …). */
+
+/** A thinking budget as an effort: up to these many tokens is low, then medium; more is high. */
+const LOW_BUDGET = 4096;
+const MEDIUM_BUDGET = 16384;
+
+function effortOf(reasoning: CanonicalRequest['reasoning']): ReasoningEffort | undefined {
+  if (reasoning?.effort !== undefined) return reasoning.effort;
+  const budget = reasoning?.budgetTokens;
+  if (budget === undefined) return undefined;
+  return budget <= LOW_BUDGET ? 'low' : budget <= MEDIUM_BUDGET ? 'medium' : 'high';
+}
 
 function toWireMessage(message: CanonicalMessage): Record<string, unknown> {
   switch (message.role) {
     case 'system':
-    case 'user':
       return { role: message.role, content: message.content };
+    case 'user':
+      // Images first, each as an image_url part (a data: URL is the format's inline image).
+      return message.images === undefined || message.images.length === 0
+        ? { role: 'user', content: message.content }
+        : {
+            role: 'user',
+            content: [
+              ...message.images.map((image) => ({ type: 'image_url', image_url: { url: image.url } })),
+              ...(message.content === '' ? [] : [{ type: 'text', text: message.content }]),
+            ],
+          };
     case 'assistant':
       return message.toolCalls.length === 0
         ? { role: 'assistant', content: message.content }
@@ -48,6 +76,9 @@ interface WireChunk {
   choices?: Array<{
     delta?: {
       content?: string | null;
+      /** The model's reasoning, as compatible hosts that show it send it (DeepSeek, vLLM: `reasoning_content`; others `reasoning`). */
+      reasoning_content?: string | null;
+      reasoning?: string | null;
       tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }>;
     };
     finish_reason?: string | null;
@@ -61,6 +92,8 @@ interface WireCompletion {
   choices?: Array<{
     message?: {
       content?: string | null;
+      reasoning_content?: string | null;
+      reasoning?: string | null;
       tool_calls?: Array<{ id?: string; function?: { name?: string; arguments?: string } }>;
     };
     finish_reason?: string | null;
@@ -88,18 +121,33 @@ function usageOf(usage: WireUsage): Usage {
 const usageEvent = (usage: WireUsage | null | undefined): CanonicalEvent | null =>
   usage && typeof usage.prompt_tokens === 'number' ? { type: 'usage', usage: usageOf(usage) } : null;
 
-/** A whole completion: its text, its tool calls (each in one piece), why it finished, its usage. */
-function decodeReply(body: string): CanonicalEvent[] {
-  let completion: WireCompletion;
+/** Reasoning text under either name compatible hosts use. */
+const reasoningOf = (part: { reasoning_content?: string | null; reasoning?: string | null } | undefined): string =>
+  typeof part?.reasoning_content === 'string'
+    ? part.reasoning_content
+    : typeof part?.reasoning === 'string'
+      ? part.reasoning
+      : '';
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A whole completion: its reasoning, text, tool calls (each in one piece), why it finished, its usage (and itself, passed through). */
+function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
+  let parsed: unknown;
   try {
-    completion = JSON.parse(body) as WireCompletion;
+    parsed = JSON.parse(body);
   } catch {
     throw new HostError('malformed', 'upstream sent a reply that is not JSON');
   }
-  if (completion?.error) throw new HostError('upstream_error', completion.error.message ?? 'upstream reported an error');
-  const choice = completion?.choices?.[0];
+  if (!isObject(parsed)) throw new HostError('malformed', 'upstream sent a reply that is not a JSON object');
+  const completion = parsed as WireCompletion;
+  if (completion.error) throw new HostError('upstream_error', completion.error.message ?? 'upstream reported an error');
+  const choice = completion.choices?.[0];
   if (!choice) throw new HostError('malformed', 'upstream sent a reply without choices');
   const events: CanonicalEvent[] = [];
+  const reasoning = reasoningOf(choice.message);
+  if (reasoning !== '') events.push({ type: 'reasoning', text: reasoning });
   const content = choice.message?.content;
   if (typeof content === 'string' && content !== '') events.push({ type: 'text', text: content });
   (choice.message?.tool_calls ?? []).forEach((call, index) =>
@@ -114,6 +162,7 @@ function decodeReply(body: string): CanonicalEvent[] {
   if (choice.finish_reason) events.push({ type: 'finish', reason: FINISH[choice.finish_reason] ?? 'stop' });
   const usage = usageEvent(completion.usage);
   if (usage) events.push(usage);
+  if (passThrough) events.push({ type: 'pass_through', data: parsed });
   return events;
 }
 
@@ -121,23 +170,31 @@ class OpenAiDecoder implements StreamDecoder {
   done = false;
   private produced = false;
 
+  constructor(private readonly passThrough: boolean) {}
+
   push(message: SseMessage): CanonicalEvent[] {
     if (message.data === '[DONE]') {
       this.done = true;
       return [];
     }
-    let chunk: WireChunk;
+    let parsed: unknown;
     try {
-      chunk = JSON.parse(message.data) as WireChunk;
+      parsed = JSON.parse(message.data);
     } catch {
       throw new HostError('malformed', 'upstream sent a stream chunk that is not JSON', null, !this.produced);
     }
+    if (!isObject(parsed))
+      throw new HostError('malformed', 'upstream sent a stream chunk that is not an object', null, !this.produced);
+    const chunk = parsed as WireChunk;
     if (chunk.error) {
       throw new HostError('upstream_error', chunk.error.message ?? 'upstream reported an error', null, !this.produced);
     }
     const events: CanonicalEvent[] = [];
+    if (this.passThrough) events.push({ type: 'pass_through', data: parsed });
     const choice = chunk.choices?.[0];
     const delta = choice?.delta;
+    const reasoning = reasoningOf(delta);
+    if (reasoning !== '') events.push({ type: 'reasoning', text: reasoning });
     if (typeof delta?.content === 'string' && delta.content !== '') events.push({ type: 'text', text: delta.content });
     for (const call of delta?.tool_calls ?? []) {
       events.push({
@@ -148,7 +205,7 @@ class OpenAiDecoder implements StreamDecoder {
         argumentsDelta: call.function?.arguments ?? '',
       });
     }
-    if (events.length > 0) this.produced = true;
+    if (events.some(isOutput)) this.produced = true;
     if (choice?.finish_reason) events.push({ type: 'finish', reason: FINISH[choice.finish_reason] ?? 'stop' });
     const usage = usageEvent(chunk.usage);
     if (usage) events.push(usage);
@@ -156,10 +213,42 @@ class OpenAiDecoder implements StreamDecoder {
   }
 }
 
+/**
+ * The client's own chat-completions body, whole: the host's model in place of the slug, a cap the
+ * pipeline lowered to the model's limit, and usage asked for on a stream (settlement needs the
+ * host's count; the surface keeps it from clients that did not ask).
+ */
+function passThroughBody(request: CanonicalRequest, original: Record<string, unknown>, hostModel: string) {
+  const body: Record<string, unknown> = { ...original, model: hostModel };
+  const cap = request.maxTokens;
+  for (const field of ['max_completion_tokens', 'max_tokens']) {
+    const asked = original[field];
+    if (cap !== undefined && typeof asked === 'number' && cap < asked) body[field] = cap;
+  }
+  if (request.stream) {
+    const options = isObject(original.stream_options) ? original.stream_options : {};
+    body.stream_options = { ...options, include_usage: true };
+  }
+  return body;
+}
+
 export const openAiHost: HostKind<'openai'> = {
   name: 'openai',
 
-  buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null) {
+  buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: request.stream ? 'text/event-stream' : 'application/json',
+    };
+    if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+    if (request.original?.format === 'chat-completions') {
+      return {
+        path: '/chat/completions',
+        headers,
+        body: passThroughBody(request, request.original.body, hostModel),
+        passThrough: true,
+      };
+    }
     const body: Record<string, unknown> = {
       model: hostModel,
       messages: [...request.system.map((content) => ({ role: 'system', content })), ...request.messages.map(toWireMessage)],
@@ -183,15 +272,12 @@ export const openAiHost: HostKind<'openai'> = {
           ? request.toolChoice
           : { type: 'function', function: { name: request.toolChoice.name } };
     }
-    const headers: Record<string, string> = {
-      'content-type': 'application/json',
-      accept: request.stream ? 'text/event-stream' : 'application/json',
-    };
-    if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+    const effort = effortOf(request.reasoning);
+    if (effort !== undefined) body.reasoning_effort = effort;
     return { path: '/chat/completions', headers, body };
   },
 
-  decoder: () => new OpenAiDecoder(),
+  decoder: (passThrough = false) => new OpenAiDecoder(passThrough),
 
   decodeReply,
 

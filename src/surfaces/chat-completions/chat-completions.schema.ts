@@ -39,6 +39,7 @@ export interface ChatCompletionRequest {
   stop?: string | string[] | null;
   stream?: boolean | null;
   stream_options?: { include_usage?: boolean | null } | null;
+  reasoning_effort?: string | null;
 }
 
 const contentPart = {
@@ -126,5 +127,6 @@ export const chatCompletionRequestSchema = {
     n: integerFrom(1),
     logprobs: optionalBoolean,
     response_format: { type: ['object', 'null'] },
+    reasoning_effort: { type: ['string', 'null'] },
   },
 };

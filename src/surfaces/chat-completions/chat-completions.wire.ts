@@ -1,7 +1,7 @@
 import { ApiError, chatCompletionsError } from '../../http/api-error';
 import { creditsNumber } from '../../ledger/money';
-import type { CanonicalMessage, CanonicalRequest, FinishReason } from '../../canonical/canonical';
-import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
+import type { CanonicalMessage, CanonicalRequest, FinishReason, ReasoningEffort } from '../../canonical/canonical';
+import type { Billed, InferenceResult, PipelineEvent } from '../../inference/inference.command';
 import type { Reply } from '../../inference/reduce';
 import { allInputTokens, reasoningTokens, replyTokens } from '../reply-usage';
 import { sseData, StreamSerializer } from '../sse';
@@ -15,10 +15,36 @@ const textOf = (content: ChatMessage['content']): string =>
     : typeof content === 'string'
       ? content
       : content
-          // Image and audio parts are accepted and dropped: hosts here take text only.
           .filter((part) => part.type === 'text')
           .map((part) => part.text ?? '')
           .join('\n');
+
+/**
+ * What this surface accepts and ignores, as the product has always had it: one choice whatever `n`
+ * says (it is what the reservation covers), no log probabilities, no response format, no image
+ * parts. The rest of the body is what a host of this format gets.
+ */
+const IGNORED_FIELDS = ['n', 'logprobs', 'top_logprobs', 'response_format'] as const;
+
+function forHosts(body: ChatCompletionRequest): Record<string, unknown> {
+  const kept: Record<string, unknown> = { ...body };
+  for (const field of IGNORED_FIELDS) delete kept[field];
+  kept.messages = body.messages.map((m) =>
+    Array.isArray(m.content) && m.content.some((part) => part.type === 'image_url')
+      ? { ...m, content: m.content.filter((part) => part.type !== 'image_url') }
+      : m,
+  );
+  return kept;
+}
+
+const EFFORTS: Record<string, ReasoningEffort> = {
+  none: 'none',
+  minimal: 'minimal',
+  low: 'low',
+  medium: 'medium',
+  high: 'high',
+  xhigh: 'high',
+};
 
 export function toCanonical(body: ChatCompletionRequest): CanonicalRequest {
   const system: string[] = [];
@@ -66,6 +92,9 @@ export function toCanonical(body: ChatCompletionRequest): CanonicalRequest {
     topP: body.top_p ?? undefined,
     stop,
     stream: body.stream === true,
+    reasoning:
+      body.reasoning_effort != null && EFFORTS[body.reasoning_effort] ? { effort: EFFORTS[body.reasoning_effort] } : undefined,
+    original: { format: 'chat-completions', body: forHosts(body) },
   };
 }
 
@@ -97,7 +126,13 @@ function usageOf(reply: Pick<Reply, 'billed' | 'usage'>) {
   };
 }
 
+/**
+ * The host's own completion when it speaks this format (under the slug, with the cost added to its
+ * usage), else the translation.
+ */
 export function completionBody(result: InferenceResult, reply: Reply) {
+  if (reply.passThrough)
+    return { ...reply.passThrough, model: result.model.slug, usage: passedUsage(reply.passThrough.usage, reply) };
   return {
     id: completionId(result),
     object: 'chat.completion',
@@ -109,6 +144,7 @@ export function completionBody(result: InferenceResult, reply: Reply) {
         message: {
           role: 'assistant',
           content: reply.text === '' && reply.toolCalls.length > 0 ? null : reply.text,
+          ...(reply.reasoning === '' ? {} : { reasoning_content: reply.reasoning }),
           refusal: null,
           ...(reply.toolCalls.length > 0
             ? {
@@ -130,10 +166,20 @@ export function completionBody(result: InferenceResult, reply: Reply) {
 
 export const errorBody = chatCompletionsError;
 
+/** A host's own usage with the cost added; ours when it sent none. */
+const passedUsage = (hostUsage: unknown, reply: Pick<Reply, 'billed' | 'usage'>) =>
+  typeof hostUsage === 'object' && hostUsage !== null
+    ? { ...hostUsage, ...(reply.billed ? { cost: creditsNumber(reply.billed.cost) } : {}) }
+    : usageOf(reply);
+
 /** Where a text delta goes in a chunk's line (a string no id or slug can hold: ids and slugs have no spaces). */
 const TEXT_SLOT = 'text slot 9e3c';
 
-/** `data: {chunk}` lines, then `data: [DONE]`; the usage chunk only when the client asked for it. */
+/**
+ * `data: {chunk}` lines, then `data: [DONE]`; the usage chunk only when the client asked for it.
+ * A host speaking this format has its own chunks sent on instead (the model named by its slug),
+ * its usage held back to the end, where it goes out with the cost when asked for.
+ */
 export function chunkSerializer(result: InferenceResult, includeUsage: boolean): StreamSerializer {
   const base = { id: completionId(result), object: 'chat.completion.chunk', created: result.created, model: result.model.slug };
   const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
@@ -142,12 +188,55 @@ export function chunkSerializer(result: InferenceResult, includeUsage: boolean):
   // from the same serialization, so each token costs one JSON string and no objects.
   const [textHead, textTail] = chunk({ content: TEXT_SLOT }).split(JSON.stringify(TEXT_SLOT));
   let usage: Reply['usage'] = null;
+  /** The host's chunks are being sent on: the translation is not written. */
+  let passingThrough = false;
+  /** The host's usage chunk, kept for the end. */
+  let hostUsage: Record<string, unknown> | null = null;
+
+  const passOn = (data: Record<string, unknown>): string => {
+    passingThrough = true;
+    if (typeof data.usage === 'object' && data.usage !== null) {
+      hostUsage = data;
+      const choices = data.choices;
+      if (!Array.isArray(choices) || choices.length === 0) return '';
+      const { usage: _taken, ...rest } = data;
+      return sseData({ ...rest, model: result.model.slug });
+    }
+    return sseData({ ...data, model: result.model.slug });
+  };
+  const usageChunk = (billed: Billed): string => {
+    if (!includeUsage) return '';
+    if (hostUsage) {
+      return sseData({
+        ...hostUsage,
+        model: result.model.slug,
+        choices: [],
+        usage: passedUsage(hostUsage.usage, { billed, usage }),
+      });
+    }
+    return sseData({ ...base, choices: [], usage: usageOf({ billed, usage }) });
+  };
+
   return {
-    open: () => chunk({ role: 'assistant', content: '' }),
+    open: () => (passingThrough ? '' : chunk({ role: 'assistant', content: '' })),
     event(event: PipelineEvent) {
+      switch (event.type) {
+        case 'pass_through':
+          return passOn(event.data);
+        case 'usage':
+          usage = event.usage;
+          return '';
+        case 'billed':
+          return usageChunk(event);
+        default:
+          break;
+      }
+      if (passingThrough) return '';
       switch (event.type) {
         case 'text':
           return textHead + JSON.stringify(event.text) + textTail;
+        case 'reasoning':
+          return event.text === '' ? '' : chunk({ reasoning_content: event.text });
         case 'tool_call':
           return chunk({
             tool_calls: [
@@ -160,11 +249,6 @@ export function chunkSerializer(result: InferenceResult, includeUsage: boolean):
           });
         case 'finish':
           return chunk({}, FINISH[event.reason]);
-        case 'usage':
-          usage = event.usage;
-          return '';
-        case 'billed':
-          return includeUsage ? sseData({ ...base, choices: [], usage: usageOf({ billed: event, usage }) }) : '';
         default:
           return '';
       }

@@ -23,8 +23,15 @@ export interface ToolResultBlock {
   content?: string | Array<{ type: string; text?: string }>;
   is_error?: boolean;
 }
-/** Other block types (image, document, thinking, …) are accepted and dropped. */
-export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock | { type: string };
+export interface ImageBlock {
+  type: 'image';
+  source: { type: string; media_type?: string; data?: string; url?: string };
+}
+/**
+ * Other block types (document, thinking, server tools, …) reach hosts of this format whole;
+ * across formats they have no counterpart (the README lists them).
+ */
+export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock | ImageBlock | { type: string };
 
 /**
  * A conversation entry. `system` entries (the `mid-conversation-system-2026-04-07` beta, which
@@ -45,6 +52,9 @@ export interface MessagesRequest {
   top_p?: number | null;
   top_k?: number | null;
   stream?: boolean | null;
+  /** `enabled` with a budget, `adaptive` (the model decides, at `output_config.effort`), or `disabled`. */
+  thinking?: { type: string; budget_tokens?: number } | null;
+  output_config?: { effort?: string } | null;
 }
 
 /** POST /messages/count_tokens: a message request without its output cap (and not streamed). */
@@ -57,8 +67,12 @@ const contentBlock = {
   type: 'object',
   required: ['type'],
   properties: { type: { type: 'string' } },
-  // Other block types (image, document, thinking, …) are accepted and dropped.
+  // Other block types (document, thinking, …) are carried whole to hosts of this format.
   allOf: [
+    when('image', {
+      required: ['source'],
+      properties: { source: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } } },
+    }),
     when('text', { required: ['text'], properties: { text: { type: 'string' } } }),
     when('tool_use', {
       required: ['id', 'name', 'input'],
@@ -127,6 +141,12 @@ export const countTokensRequestSchema = {
       required: ['type'],
       properties: { type: { enum: ['auto', 'any', 'tool', 'none'] }, name: { type: 'string' } },
     },
+    thinking: {
+      type: ['object', 'null'],
+      required: ['type'],
+      properties: { type: { type: 'string' }, budget_tokens: integerFrom(1) },
+    },
+    output_config: { type: ['object', 'null'], properties: { effort: { type: 'string' } } },
   },
 };
 

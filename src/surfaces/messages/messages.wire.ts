@@ -1,5 +1,12 @@
 import { ApiError, ApiErrorCode } from '../../http/api-error';
-import type { CanonicalMessage, CanonicalRequest, CanonicalToolChoice, FinishReason } from '../../canonical/canonical';
+import type {
+  CanonicalImage,
+  CanonicalMessage,
+  CanonicalRequest,
+  CanonicalToolChoice,
+  FinishReason,
+  ReasoningEffort,
+} from '../../canonical/canonical';
 import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
 import type { Reply } from '../../inference/reduce';
 import { replyTokens } from '../reply-usage';
@@ -7,6 +14,7 @@ import { sseData, StreamSerializer } from '../sse';
 import type {
   ContentBlock,
   CountTokensRequest,
+  ImageBlock,
   MessagesRequest,
   TextBlock,
   ToolResultBlock,
@@ -31,6 +39,32 @@ const toolResultText = (block: ToolResultBlock): string => {
 };
 
 const CHOICE: Record<string, CanonicalToolChoice> = { auto: 'auto', any: 'required', none: 'none' };
+
+/** Image blocks given inline (base64) or by URL; a Files API reference has no counterpart elsewhere. */
+const imagesOf = (blocks: ContentBlock[]): CanonicalImage[] =>
+  blocks
+    .filter((b): b is ImageBlock => b.type === 'image')
+    .flatMap(({ source }) =>
+      source.type === 'base64' && typeof source.data === 'string'
+        ? [{ url: `data:${source.media_type};base64,${source.data}` }]
+        : source.type === 'url' && typeof source.url === 'string'
+          ? [{ url: source.url }]
+          : [],
+    );
+
+const EFFORTS: Record<string, Exclude<ReasoningEffort, 'none'>> = { low: 'low', medium: 'medium', high: 'high', max: 'high' };
+
+/**
+ * The reasoning asked for: `thinking` with a budget, adaptive thinking at `output_config.effort`
+ * (medium when unsaid), or thinking turned off.
+ */
+function reasoningOf(body: Pick<MessagesRequest, 'thinking' | 'output_config'>): CanonicalRequest['reasoning'] {
+  const thinking = body.thinking;
+  if (thinking == null) return undefined;
+  if (thinking.type === 'disabled') return { effort: 'none' };
+  if (thinking.type === 'enabled' && typeof thinking.budget_tokens === 'number') return { budgetTokens: thinking.budget_tokens };
+  return { effort: EFFORTS[body.output_config?.effort ?? ''] ?? 'medium' };
+}
 
 /**
  * The `anthropic-beta` header's names: comma-separated, possibly sent more than once (an array,
@@ -77,7 +111,9 @@ export function toCanonical(
       }
     }
     const text = textOfBlocks(blocks);
-    if (text !== '' || !blocks.some((b) => b.type === 'tool_result')) messages.push({ role: 'user', content: text });
+    const images = imagesOf(blocks);
+    if (images.length > 0) messages.push({ role: 'user', content: text, images });
+    else if (text !== '' || !blocks.some((b) => b.type === 'tool_result')) messages.push({ role: 'user', content: text });
   }
   const choice = body.tool_choice;
   if (choice?.type === 'tool' && !choice.name) throw new ApiError('invalid_request', 'tool_choice of type "tool" needs a "name"');
@@ -94,6 +130,8 @@ export function toCanonical(
     stop: body.stop_sequences ?? [],
     stream: body.stream === true,
     betas,
+    reasoning: reasoningOf(body),
+    original: { format: 'messages', body: body as unknown as Record<string, unknown> },
   };
 }
 
@@ -129,8 +167,13 @@ function usageOf(reply: Pick<Reply, 'billed' | 'usage'>) {
   };
 }
 
+/** The host's own reply when it speaks this format (passed through, under the slug), else the translation. */
 export function messageBody(result: InferenceResult, reply: Reply) {
+  if (reply.passThrough) return { ...reply.passThrough, model: result.model.slug };
+  const thinking =
+    reply.reasoning === '' ? [] : [{ type: 'thinking', thinking: reply.reasoning, signature: reply.reasoningSignature ?? '' }];
   const content = [
+    ...thinking,
     ...(reply.text !== '' || reply.toolCalls.length === 0 ? [{ type: 'text', text: reply.text }] : []),
     ...reply.toolCalls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: inputOf(c.arguments) })),
   ];
@@ -166,82 +209,97 @@ export const messagesError = (error: ApiError) => ({
 });
 
 /**
- * The event sequence: message_start, ping, then content blocks (a text block, tool_use blocks
- * with input_json_delta), then message_delta with the stop reason and usage, then message_stop.
- * The usage in message_start is the host's count so far; message_delta's is cumulative and final.
+ * The event sequence: message_start, ping, then content blocks (thinking, a text block, tool_use
+ * blocks with input_json_delta), then message_delta with the stop reason and usage, then
+ * message_stop. The usage in message_start is the host's count so far; message_delta's is
+ * cumulative and final. A host speaking this format has its own events sent on instead, each as
+ * it came (the model named by its slug).
  */
 export function eventSerializer(result: InferenceResult): StreamSerializer {
   let blockIndex = -1;
-  let openBlock: 'text' | 'tool' | null = null;
+  let openBlock: 'thinking' | 'text' | 'tool' | null = null;
   let finish: FinishReason = 'stop';
   let stopSequence: string | null = null;
   let usage: Reply['usage'] = null;
   let billed: Reply['billed'] = null;
+  /** The host's events are being sent on: the translation is not written. */
+  let passingThrough = false;
 
   const closeBlock = () => {
     if (openBlock === null) return '';
     openBlock = null;
     return sseData({ type: 'content_block_stop', index: blockIndex }, 'content_block_stop');
   };
-  const startBlock = (kind: 'text' | 'tool', block: Record<string, unknown>) => {
+  const startBlock = (kind: 'thinking' | 'text' | 'tool', block: Record<string, unknown>) => {
     const closing = closeBlock();
     blockIndex += 1;
     openBlock = kind;
     return closing + sseData({ type: 'content_block_start', index: blockIndex, content_block: block }, 'content_block_start');
   };
+  const delta = (payload: Record<string, unknown>) =>
+    sseData({ type: 'content_block_delta', index: blockIndex, delta: payload }, 'content_block_delta');
+
+  const translate = (event: PipelineEvent): string => {
+    switch (event.type) {
+      case 'reasoning': {
+        const start = openBlock === 'thinking' ? '' : startBlock('thinking', { type: 'thinking', thinking: '', signature: '' });
+        const thinking = event.text === '' ? '' : delta({ type: 'thinking_delta', thinking: event.text });
+        const signature = event.signature === undefined ? '' : delta({ type: 'signature_delta', signature: event.signature });
+        return start + thinking + signature;
+      }
+      case 'text': {
+        const start = openBlock === 'text' ? '' : startBlock('text', { type: 'text', text: '' });
+        return start + delta({ type: 'text_delta', text: event.text });
+      }
+      case 'tool_call': {
+        const start =
+          event.id !== undefined || openBlock !== 'tool'
+            ? startBlock('tool', { type: 'tool_use', id: event.id ?? '', name: event.name ?? '', input: {} })
+            : '';
+        return start + (event.argumentsDelta ? delta({ type: 'input_json_delta', partial_json: event.argumentsDelta }) : '');
+      }
+      case 'finish':
+        finish = event.reason;
+        stopSequence = event.stopSequence ?? null;
+        return closeBlock();
+      default:
+        return '';
+    }
+  };
 
   return {
     open: () =>
-      sseData(
-        {
-          type: 'message_start',
-          message: {
-            id: messageId(result),
-            type: 'message',
-            role: 'assistant',
-            model: result.model.slug,
-            content: [],
-            stop_reason: null,
-            stop_sequence: null,
-            // What the host has counted by now (its input, when it counts that first), as the format does.
-            usage: usageOf({ billed: null, usage }),
-          },
-        },
-        'message_start',
-      ) + sseData({ type: 'ping' }, 'ping'),
+      passingThrough
+        ? ''
+        : sseData(
+            {
+              type: 'message_start',
+              message: {
+                id: messageId(result),
+                type: 'message',
+                role: 'assistant',
+                model: result.model.slug,
+                content: [],
+                stop_reason: null,
+                stop_sequence: null,
+                // What the host has counted by now (its input, when it counts that first), as the format does.
+                usage: usageOf({ billed: null, usage }),
+              },
+            },
+            'message_start',
+          ) + sseData({ type: 'ping' }, 'ping'),
     event(event: PipelineEvent) {
       switch (event.type) {
-        case 'text': {
-          const start = openBlock === 'text' ? '' : startBlock('text', { type: 'text', text: '' });
-          return (
-            start +
-            sseData(
-              { type: 'content_block_delta', index: blockIndex, delta: { type: 'text_delta', text: event.text } },
-              'content_block_delta',
-            )
-          );
+        case 'pass_through': {
+          passingThrough = true;
+          const { data } = event;
+          const message = data.type === 'message_start' ? data.message : undefined;
+          const named =
+            typeof message === 'object' && message !== null
+              ? { ...data, message: { ...message, model: result.model.slug } }
+              : data;
+          return sseData(named, event.event);
         }
-        case 'tool_call': {
-          const start =
-            event.id !== undefined || openBlock !== 'tool'
-              ? startBlock('tool', { type: 'tool_use', id: event.id ?? '', name: event.name ?? '', input: {} })
-              : '';
-          const delta = event.argumentsDelta
-            ? sseData(
-                {
-                  type: 'content_block_delta',
-                  index: blockIndex,
-                  delta: { type: 'input_json_delta', partial_json: event.argumentsDelta },
-                },
-                'content_block_delta',
-              )
-            : '';
-          return start + delta;
-        }
-        case 'finish':
-          finish = event.reason;
-          stopSequence = event.stopSequence ?? null;
-          return closeBlock();
         case 'usage':
           usage = event.usage;
           return '';
@@ -249,20 +307,22 @@ export function eventSerializer(result: InferenceResult): StreamSerializer {
           billed = event;
           return '';
         default:
-          return '';
+          return passingThrough ? '' : translate(event);
       }
     },
     close: () =>
-      closeBlock() +
-      sseData(
-        {
-          type: 'message_delta',
-          delta: { stop_reason: STOP_REASON[finish], stop_sequence: stopSequence },
-          usage: usageOf({ billed, usage }),
-        },
-        'message_delta',
-      ) +
-      sseData({ type: 'message_stop' }, 'message_stop'),
+      passingThrough
+        ? ''
+        : closeBlock() +
+          sseData(
+            {
+              type: 'message_delta',
+              delta: { stop_reason: STOP_REASON[finish], stop_sequence: stopSequence },
+              usage: usageOf({ billed, usage }),
+            },
+            'message_delta',
+          ) +
+          sseData({ type: 'message_stop' }, 'message_stop'),
     error: (error: ApiError) => sseData(messagesError(error), 'error'),
   };
 }
