@@ -1,6 +1,7 @@
 import type { ReceivedRequest } from '../support/fake-upstream';
 import { claudeCode, opencode, opencodeText } from '../support/agents';
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { startRecordingProxy } from '../support/recording-proxy';
 import { tempDir } from '../support/temp';
 
 // Coding agents as users run them: the CLIs unmodified, set up as their docs say for a custom
@@ -79,6 +80,45 @@ describe.each(hosts)('Claude Code (print mode, ANTHROPIC_BASE_URL={base}/api) on
     expect(withResult).toBeDefined();
     // The command's output, which only running it produces (the arguments hold `$((6 * 7))`, not 42).
     expect(textOf(withResult!)).toContain('42-from-bash');
+  });
+});
+
+describe('Claude Code on a model on an anthropic host: what it sends arrives unchanged', () => {
+  it('cache_control, thinking, its system messages and betas reach the host as sent; only the model and the cap differ', async () => {
+    g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: REPLY } });
+    const proxy = await startRecordingProxy(g.baseUrl);
+    const before = g.fake.requests.length;
+    try {
+      const run = await claudeCode(tmp, { baseUrl: proxy.url, key: g.key }, M.claude.slug, 'say hi');
+      expect(run).toMatchObject({ code: 0 });
+    } finally {
+      await proxy.close();
+    }
+    const fromClaude = proxy.sent.filter(
+      (r) => r.method === 'POST' && new URL(r.url, 'http://x').pathname === '/api/v1/messages',
+    );
+    const atHost = g.fake.requests.slice(before).filter((r) => r.path === '/v1/messages');
+    expect(fromClaude.length).toBeGreaterThan(0);
+    expect(atHost).toHaveLength(fromClaude.length);
+    fromClaude.forEach((sent, i) => {
+      const body = JSON.parse(sent.raw) as Record<string, any>;
+      // What Claude Code sends that a gateway must not lose.
+      expect(sent.raw).toContain('"cache_control"');
+      expect(body.thinking).toBeDefined();
+      expect(body.messages.some((m: { role: string }) => m.role === 'system') || body.system !== undefined).toBe(true);
+      // The cap (32,000) lowered to the test model's 1,000, with a thinking budget under it if one was set.
+      const thinking =
+        typeof body.thinking?.budget_tokens === 'number' && body.thinking.budget_tokens >= 1000
+          ? { ...body.thinking, budget_tokens: 999 }
+          : body.thinking;
+      expect(atHost[i].body).toEqual({
+        ...body,
+        model: M.claude.hostModel,
+        max_tokens: Math.min(body.max_tokens, 1000),
+        thinking,
+      });
+      expect(atHost[i].headers['anthropic-beta']).toBe(sent.headers['anthropic-beta']);
+    });
   });
 });
 

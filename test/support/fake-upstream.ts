@@ -8,6 +8,11 @@ import { AddressInfo } from 'node:net';
 
 export interface FakeReply {
   text?: string;
+  /**
+   * Reasoning shown before the text: an Anthropic thinking block (with its signature), or a
+   * chat-completions host's `reasoning_content` (as DeepSeek and vLLM send it).
+   */
+  thinking?: string;
   toolCalls?: Array<{ id: string; name: string; arguments: string }>;
   finish?: 'stop' | 'length' | 'tool_calls' | 'stop_sequence';
   stopSequence?: string;
@@ -37,6 +42,8 @@ export type FakeBehaviour =
   | { kind: 'cut'; reply: FakeReply; afterPieces: number }
   | { kind: 'malformed'; afterPieces: number }
   | { kind: 'stream_error'; afterPieces: number }
+  /** Exactly these bytes: a whole JSON reply, or (for a streamed request) an SSE body. */
+  | { kind: 'verbatim'; body: string }
   /** On /v1/messages/count_tokens: answer this count (without it, one computed from the body). */
   | { kind: 'count'; inputTokens: number };
 
@@ -44,6 +51,8 @@ export interface ReceivedRequest {
   path: string;
   headers: IncomingHttpHeaders;
   body: any;
+  /** The body's bytes as they arrived. */
+  raw: string;
 }
 
 export interface FakeUpstream {
@@ -158,7 +167,10 @@ function openaiStream(req: any, reply: FakeReply, pieces?: number): Stream {
     }),
     piece,
   });
-  const body: Frame[] = splitText(reply.text ?? '', pieces).map((content) => chunk({ content }, null, true));
+  const body: Frame[] = [
+    ...splitText(reply.thinking ?? '').map((reasoning_content) => chunk({ reasoning_content }, null, true)),
+    ...splitText(reply.text ?? '', pieces).map((content) => chunk({ content }, null, true)),
+  ];
   reply.toolCalls?.forEach((call, index) => {
     body.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }));
     for (const part of halves(call.arguments))
@@ -187,6 +199,7 @@ function openaiMessage(req: any, reply: FakeReply) {
         message: {
           role: 'assistant',
           content: reply.text ?? (toolCalls?.length ? null : ''),
+          ...(reply.thinking ? { reasoning_content: reply.thinking } : {}),
           refusal: null,
           ...(toolCalls?.length ? { tool_calls: toolCalls } : {}),
         },
@@ -213,6 +226,9 @@ function openaiError(status: number, message?: string) {
 }
 
 // ---- Anthropic Messages ----
+
+/** A thinking block's signature (opaque base64 on the real API): one per thinking text, so tests can expect it. */
+export const signatureOf = (thinking: string) => Buffer.from(`signed:${thinking}`).toString('base64');
 
 /** A whole reply's usage, or message_start's with its provisional output count. */
 const anthropicUsage = (u: FakeUsage, output = u.output) => ({
@@ -253,6 +269,13 @@ function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
   };
   const body: Frame[] = [];
   let index = 0;
+  if (reply.thinking) {
+    body.push(ev('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } }));
+    for (const thinking of splitText(reply.thinking))
+      body.push(ev('content_block_delta', { index, delta: { type: 'thinking_delta', thinking } }, true));
+    body.push(ev('content_block_delta', { index, delta: { type: 'signature_delta', signature: signatureOf(reply.thinking) } }));
+    body.push(ev('content_block_stop', { index: index++ }));
+  }
   if (reply.text || !reply.toolCalls?.length) {
     body.push(ev('content_block_start', { index, content_block: { type: 'text', text: '' } }));
     for (const text of splitText(reply.text ?? '', pieces))
@@ -278,7 +301,10 @@ function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
 
 function anthropicMessage(req: any, reply: FakeReply) {
   const stop = finishOf(reply);
-  const content: object[] = reply.text || !reply.toolCalls?.length ? [{ type: 'text', text: reply.text ?? '' }] : [];
+  const content: object[] = reply.thinking
+    ? [{ type: 'thinking', thinking: reply.thinking, signature: signatureOf(reply.thinking) }]
+    : [];
+  if (reply.text || !reply.toolCalls?.length) content.push({ type: 'text', text: reply.text ?? '' });
   for (const c of reply.toolCalls ?? [])
     content.push({ type: 'tool_use', id: c.id, name: c.name, input: parseArgs(c.arguments) });
   return {
@@ -401,7 +427,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       body = raw;
     }
     const path = new URL(req.url ?? '/', 'http://fake').pathname;
-    const received: ReceivedRequest = { path, headers: req.headers, body };
+    const received: ReceivedRequest = { path, headers: req.headers, body, raw };
     const index = requests.push(received) - 1;
 
     let gone = false; // the connection closed: stop writing, drop pending timers
@@ -512,6 +538,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         const frames = upToPiece(fmt.stream(body, DEFAULT_REPLY, fillerPieces(b.afterPieces)), b.afterPieces).map(sse);
         return play([...frames, MALFORMED[api]], 'end');
       }
+      case 'verbatim':
+        res.writeHead(200, streamed ? sseHead : jsonHead);
+        return void res.end(b.body);
       case 'count':
         return send(res, 400, fmt.error(400, 'a token count is answered on /v1/messages/count_tokens only'), ids);
       case 'stream_error': {

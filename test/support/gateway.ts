@@ -76,6 +76,8 @@ function entry(model: TestModel, name: string, host: string, first?: { host: str
     name,
     contextLength: 8192,
     maxOutputTokens: 1000,
+    // Reasoning asked for in another format's terms reaches its hosts translated.
+    reasoning: true,
     hosts: first ? [{ ...first, pricing: { input: '9.00', output: '9.00' } }, served] : [served],
   };
 }
