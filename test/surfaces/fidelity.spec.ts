@@ -35,7 +35,7 @@ const sseEvents = (text: string) =>
     .map((frame) => {
       const event = /^event: (.*)$/m.exec(frame)?.[1];
       const data = /^data: (.*)$/m.exec(frame)![1];
-      return { event, data: (data === '[DONE]' ? data : JSON.parse(data)) };
+      return { event, data: data === '[DONE]' ? data : JSON.parse(data) };
     });
 
 /** Field names the gateway reads on the messages surface: the generator's unknown fields avoid them. */
