@@ -564,3 +564,91 @@ describe('anthropicHost.decodeReply (a whole, non-streamed reply)', () => {
     }
   });
 });
+
+describe('anthropicHost.buildRequest, across formats: reasoning and images', () => {
+  it("turns a reasoning effort into a thinking budget: the effort's share of the cap, at least 1,024, below the cap", () => {
+    expect(bodyOf({ maxTokens: 10_000, reasoning: { effort: 'high' } }).thinking).toEqual({
+      type: 'enabled',
+      budget_tokens: 8000,
+    });
+    expect(bodyOf({ maxTokens: 10_000, reasoning: { effort: 'low' } }).thinking).toEqual({
+      type: 'enabled',
+      budget_tokens: 2000,
+    });
+    expect(bodyOf({ maxTokens: 4000, reasoning: { effort: 'minimal' } }).thinking).toEqual({
+      type: 'enabled',
+      budget_tokens: 1024,
+    });
+    expect(bodyOf({ maxTokens: 5000, reasoning: { budgetTokens: 9000 } }).thinking).toEqual({
+      type: 'enabled',
+      budget_tokens: 4999,
+    });
+  });
+
+  it('asks for no thinking for effort none, without reasoning, or when the cap leaves no room for the smallest budget', () => {
+    expect(bodyOf({ maxTokens: 10_000, reasoning: { effort: 'none' } })).not.toHaveProperty('thinking');
+    expect(bodyOf({ maxTokens: 10_000 })).not.toHaveProperty('thinking');
+    expect(bodyOf({ maxTokens: 1024, reasoning: { effort: 'high' } })).not.toHaveProperty('thinking');
+  });
+
+  it('sends images as image blocks before the text: inline data as base64, other URLs by URL', () => {
+    const body = bodyOf({
+      messages: [
+        {
+          role: 'user',
+          content: 'What is this?',
+          images: [{ url: 'data:image/png;base64,iVBORw0KGgo=' }, { url: 'https://example.com/cat.jpg' }],
+        },
+      ],
+    });
+    expect(body.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+          { type: 'image', source: { type: 'url', url: 'https://example.com/cat.jpg' } },
+          { type: 'text', text: 'What is this?' },
+        ],
+      },
+    ]);
+  });
+});
+
+describe('anthropicHost, a messages body passed whole', () => {
+  const original = { model: 'vendor/model', max_tokens: 500, messages: [{ role: 'user', content: 'Hi' }], future_field: [1] };
+  it("is the client's body with the host's model, and says its reply is to be passed through", () => {
+    const upstream = anthropicHost.buildRequest(
+      request({ maxTokens: 500, original: { format: 'messages', body: original }, betas: ['x-beta'] }),
+      'claude-x',
+      'sk-ant-test',
+    );
+    expect(upstream).toMatchObject({ path: '/messages', passThrough: true, headers: { 'anthropic-beta': 'x-beta' } });
+    expect(JSON.stringify(upstream.body)).toBe(JSON.stringify({ ...original, model: 'claude-x' }));
+  });
+
+  it('is not used for a body in the other format', () => {
+    const upstream = anthropicHost.buildRequest(
+      request({ original: { format: 'chat-completions', body: original } }),
+      'claude-x',
+      null,
+    );
+    expect(upstream.passThrough).toBeUndefined();
+    expect(upstream.body).not.toHaveProperty('future_field');
+  });
+
+  it('yields each stream message as it came, ahead of its canonical events; the whole reply last', () => {
+    const decoder = anthropicHost.decoder(true);
+    const start = messageStart();
+    expect(decoder.push(start)).toEqual([
+      { type: 'pass_through', event: 'message_start', data: JSON.parse(start.data) },
+      counted({ inputTokens: 25, outputTokens: 1 }),
+    ]);
+    const reply = {
+      type: 'message',
+      content: [{ type: 'text', text: 'Hi' }],
+      stop_reason: 'end_turn',
+      usage: { input_tokens: 3, output_tokens: 1 },
+    };
+    expect(anthropicHost.decodeReply(JSON.stringify(reply), true).at(-1)).toEqual({ type: 'pass_through', data: reply });
+  });
+});

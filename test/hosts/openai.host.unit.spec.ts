@@ -161,3 +161,71 @@ describe('openAiHost.decodeReply (a whole, non-streamed completion)', () => {
       decoding(body).toThrow(expect.objectContaining({ kind: 'malformed' }));
   });
 });
+
+describe('openAiHost.buildRequest, across formats: reasoning and images', () => {
+  it('sends an effort as reasoning_effort, and a thinking budget as the effort it amounts to', () => {
+    const effort = (reasoning: CanonicalRequest['reasoning']) =>
+      (openAiHost.buildRequest(request({ reasoning }), 'o-x', null).body as Record<string, unknown>).reasoning_effort;
+    expect(effort({ effort: 'minimal' })).toBe('minimal');
+    expect(effort({ budgetTokens: 4096 })).toBe('low');
+    expect(effort({ budgetTokens: 4097 })).toBe('medium');
+    expect(effort({ budgetTokens: 16_384 })).toBe('medium');
+    expect(effort({ budgetTokens: 31_999 })).toBe('high');
+    expect(effort(undefined)).toBeUndefined();
+  });
+
+  it('sends images as image_url parts before the text', () => {
+    const body = openAiHost.buildRequest(
+      request({ messages: [{ role: 'user', content: 'What is this?', images: [{ url: 'data:image/png;base64,AAA=' }] }] }),
+      'gpt-x',
+      null,
+    ).body as { messages: unknown[] };
+    expect(body.messages[1]).toEqual({
+      role: 'user',
+      content: [
+        { type: 'image_url', image_url: { url: 'data:image/png;base64,AAA=' } },
+        { type: 'text', text: 'What is this?' },
+      ],
+    });
+  });
+});
+
+describe('openAiHost, a chat-completions body passed whole', () => {
+  const original = { model: 'vendor/model', messages: [{ role: 'user', content: 'Hi' }], max_completion_tokens: 32_000, seed: 7 };
+  it("is the client's body with the host's model, the lowered cap in the client's own field, and usage asked for on a stream", () => {
+    const upstream = openAiHost.buildRequest(
+      request({ maxTokens: 1000, original: { format: 'chat-completions', body: original } }),
+      'gpt-x',
+      null,
+    );
+    expect(upstream.passThrough).toBe(true);
+    expect(upstream.body).toEqual({
+      ...original,
+      model: 'gpt-x',
+      max_completion_tokens: 1000,
+      stream_options: { include_usage: true },
+    });
+  });
+
+  it('leaves a cap under the limit, and a whole reply unasked for usage, as they were', () => {
+    const upstream = openAiHost.buildRequest(
+      request({ stream: false, maxTokens: 32_000, original: { format: 'chat-completions', body: original } }),
+      'gpt-x',
+      null,
+    );
+    expect(JSON.stringify(upstream.body)).toBe(JSON.stringify({ ...original, model: 'gpt-x' }));
+  });
+
+  it('reads reasoning under either field name, and passes each chunk on ahead of what it decodes to', () => {
+    const decoder = openAiHost.decoder(true);
+    const chunk = { id: 'c1', choices: [{ index: 0, delta: { reasoning_content: 'Hmm.' }, finish_reason: null }] };
+    expect(decoder.push({ data: JSON.stringify(chunk) })).toEqual([
+      { type: 'pass_through', data: chunk },
+      { type: 'reasoning', text: 'Hmm.' },
+    ]);
+    expect(openAiHost.decoder().push({ data: JSON.stringify({ choices: [{ delta: { reasoning: 'So.' } }] }) })).toEqual([
+      { type: 'reasoning', text: 'So.' },
+    ]);
+    expect(decoder.push({ data: '[DONE]' })).toEqual([]);
+  });
+});

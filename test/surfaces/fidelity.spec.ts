@@ -301,6 +301,30 @@ describe('same format: the reply comes back whole, under the slug', () => {
   });
 });
 
+describe('same format, with a fallback', () => {
+  it("a host failing after its stream began but before any output leaves nothing with the client: the next host's stream is the one passed on", async () => {
+    g.fake.on('fake-claude-first', { kind: 'stream_error', afterPieces: 0 });
+    g.fake.on(M.claudeFallback.hostModel, { kind: 'reply', reply: { text: 'from the second host' } });
+    const res = await post(
+      'messages',
+      messagesHeaders(),
+      JSON.stringify({
+        model: M.claudeFallback.slug,
+        max_tokens: 100,
+        stream: true,
+        messages: [{ role: 'user', content: 'Hi' }],
+      }),
+    );
+    const events = sseEvents(await res.text());
+    expect(events.filter((e) => e.event === 'message_start')).toHaveLength(1);
+    expect(events.map((e) => e.event)).not.toContain('error');
+    const text = events.map((e) => (e.data.delta?.type === 'text_delta' ? e.data.delta.text : '')).join('');
+    expect(text).toBe('from the second host');
+    const requested = g.fake.requests.slice(-2).map((r) => r.body.model);
+    expect(requested).toEqual(['fake-claude-first', M.claudeFallback.hostModel]);
+  });
+});
+
 describe('across formats', () => {
   it('messages images reach an openai host as image_url parts, inline and by URL', async () => {
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'A cat.' } });
