@@ -15,6 +15,7 @@ export const API_ERRORS = {
   provider_error: { status: 502, type: 'provider_error' },
   provider_timeout: { status: 504, type: 'provider_timeout' },
   internal_error: { status: 500, type: 'server_error' },
+  unavailable: { status: 503, type: 'service_unavailable' },
 } as const;
 
 export type ApiErrorCode = keyof typeof API_ERRORS;

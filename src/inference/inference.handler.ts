@@ -9,7 +9,8 @@ import { HostTransport } from '../hosts/transport';
 import { ApiError } from '../http/api-error';
 import { invalidApiKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
-import { LedgerService, ReservationTicket } from '../ledger/ledger.service';
+import { LedgerService, ReservationTicket, Resolution } from '../ledger/ledger.service';
+import { Projector } from '../projections/projector';
 import { CONFIG } from '../runtime/runtime.module';
 import { AdmissionPlan, insufficientCredits, planAdmission } from './admission';
 import {
@@ -26,6 +27,9 @@ import {
 import { InferenceCommand, InferenceInput, InferenceResult, PipelineEvent } from './inference.command';
 import { RefusalBudget } from './refusal-budget';
 import { billedOf, endingError, Settlement, settlementFor } from './settlement';
+
+/** Longest a reply waits, after its settlement is in the log, for the read models to show it. */
+const READ_MODELS_WAIT_MS = 2_000;
 
 /** Refused requests recorded per organization and second, per instance (see RefusalBudget). */
 const REFUSALS_RECORDED_PER_SECOND = 20;
@@ -54,6 +58,7 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     private readonly ledger: LedgerService,
     private readonly catalogue: Catalogue,
     private readonly transport: HostTransport,
+    private readonly projector: Projector,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -157,45 +162,77 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     return () => signal(ABORT);
   }
 
-  /** The request's one ending: the ledger told (settled or released), the client told (billed and complete, or an error). */
+  /**
+   * The request's one ending: the ledger told (settled or released), then the client told — billed
+   * and complete, or an error — once the log holds the ending and the read models show it, so a
+   * reply is never served unbilled and a balance read after it includes it. A client gone is told
+   * nothing; the ledger is told all the same.
+   */
   private end(admitted: Admitted, attempt: AttemptState, subscriber: Subscriber<PipelineEvent>): void {
     const ending = attempt.ending;
     if (ending === null) return;
     const served = admitted.plan.hosts[attempt.hostIndex];
     const settlement = settlementFor(ending, attempt, admitted.plan.estimate.inputTokens);
     const latencyMs = Math.round(performance.now() - admitted.started);
-    const billed = this.resolveReservation(admitted, served, settlement, latencyMs);
-    if (ending.kind === 'complete') {
-      if (billed) subscriber.next(billed);
-      subscriber.complete();
-      return;
-    }
-    const error = endingError(ending, served.host.id, this.config.requestTimeoutMs);
-    if (error) subscriber.error(error);
+    const resolved = this.resolveReservation(admitted, served, settlement, latencyMs);
+    if (ending.kind === 'abort') return void resolved.catch(() => undefined);
+    resolved.then(
+      (resolution) => {
+        if (ending.kind === 'complete') {
+          const billed = resolution && billedOf(resolution.event, served.host.id);
+          if (billed) subscriber.next(billed);
+          subscriber.complete();
+          return;
+        }
+        const error = endingError(ending, served.host.id, this.config.requestTimeoutMs);
+        if (error) subscriber.error(error);
+      },
+      () => {
+        // A failed request's error stands (its hold expires unbilled); a complete one's reply is
+        // withdrawn: it cannot be billed, so it is not served.
+        if (ending.kind === 'complete') subscriber.error(chargeNotRecorded());
+        else subscriber.error(endingError(ending, served.host.id, this.config.requestTimeoutMs) ?? chargeNotRecorded());
+      },
+    );
   }
 
   /**
-   * The one place a reservation is resolved. A completed request's charge is a pure function of
-   * its usage: it is reported at once (returned, to bill the client) while the ledger records
-   * the same event; other endings settle or release in the background.
+   * The one place a reservation is resolved: settled or released in the log, then awaited in the
+   * read models (within a bound: a read model lagging past it delays no reply for longer). Rejects
+   * when the log did not take it.
    */
-  private resolveReservation(admitted: Admitted, served: ModelHost, settlement: Settlement, latencyMs: number) {
+  private async resolveReservation(
+    admitted: Admitted,
+    served: ModelHost,
+    settlement: Settlement,
+    latencyMs: number,
+  ): Promise<Resolution | null> {
     const { ticket, input } = admitted;
-    const logFailure = (error: Error) => this.logger.error(`settlement of ${input.requestId} failed: ${error.message}`);
     if (settlement.action === 'none') return null;
-    if (settlement.action === 'release') {
-      const { reason, status } = settlement;
-      this.ledger.release(ticket, { reason, host: served.host.id, status, latencyMs }).catch(logFailure);
-      return null;
+    let resolution: Resolution;
+    try {
+      if (settlement.action === 'release') {
+        const { reason, status } = settlement;
+        resolution = await this.ledger.release(ticket, { reason, host: served.host.id, status, latencyMs });
+      } else {
+        const { usage, status } = settlement;
+        const outcome = { usage, prices: served.prices, host: served.host.id, hostModel: served.model, status, latencyMs };
+        resolution = await this.ledger.recordSettlement(ticket, outcome);
+      }
+    } catch (error) {
+      this.logger.error(`${settlement.action} of ${input.requestId} not recorded: ${(error as Error).message}`);
+      throw error;
     }
-    const { usage, status } = settlement;
-    const outcome = { usage, prices: served.prices, host: served.host.id, hostModel: served.model, status, latencyMs };
-    if (status !== 'ok') {
-      this.ledger.recordSettlement(ticket, outcome).catch(logFailure);
-      return null;
-    }
-    const { event, appended } = this.ledger.startSettlement(ticket, outcome);
-    appended.catch(logFailure);
-    return billedOf(event, served.host.id);
+    await this.projector
+      .waitFor(resolution.position, READ_MODELS_WAIT_MS)
+      .catch((error: Error) => this.logger.warn(`${input.requestId} answered before the read models show it: ${error.message}`));
+    return resolution;
   }
 }
+
+/** The reply whose charge the log did not take: withdrawn (in-stream error, or 503), nothing billed. */
+const chargeNotRecorded = () =>
+  new ApiError(
+    'unavailable',
+    'the charge for this reply could not be recorded, so the reply is withdrawn and nothing is billed; try again',
+  );

@@ -59,6 +59,12 @@ export interface ReservationTicket {
 
 export type Admission = { admitted: true; ticket: ReservationTicket } | { admitted: false; available: number };
 
+/** A reservation's ending as the log holds it: the event, and its position (read models include it once they reach it). */
+export interface Resolution {
+  event: ReservationEvent;
+  position: number;
+}
+
 /**
  * The ledger's commands, each run by the event-sourced command handler (read the stream, fold
  * it, decide, append with the revision read). The request path is the exception, measured and
@@ -134,26 +140,13 @@ export class LedgerService {
     };
   }
 
-  /**
-   * The settlement decided now (pure: the charge is known at once) and its append started: a
-   * request can report its cost without waiting for the disk; `appended` resolves once the same
-   * event is in the log. `recordSettlement` is the same settlement, awaited.
-   */
-  startSettlement(
-    ticket: ReservationTicket,
-    settlement: Omit<Settle, 'type' | 'now'>,
-  ): { event: ReservationEvent; appended: Promise<ReservationEvent> } {
-    const command = settleCommand(settlement, this.clock());
-    const [event] = reservationDecider.decide(command, ticket.state);
-    return { event, appended: this.resolve(ticket, command, event) };
-  }
-
   /** Settles the reservation at the charge its usage gives; resolves once the settlement is in the log. */
-  async recordSettlement(ticket: ReservationTicket, settlement: Omit<Settle, 'type' | 'now'>): Promise<ReservationEvent> {
+  async recordSettlement(ticket: ReservationTicket, settlement: Omit<Settle, 'type' | 'now'>): Promise<Resolution> {
     return this.resolve(ticket, settleCommand(settlement, this.clock()));
   }
 
-  async release(ticket: ReservationTicket, release: Omit<Release, 'type' | 'now'>): Promise<ReservationEvent> {
+  /** Releases the reservation's hold in full; resolves once the release is in the log. */
+  async release(ticket: ReservationTicket, release: Omit<Release, 'type' | 'now'>): Promise<Resolution> {
     const { reason, host, status, latencyMs } = release;
     return this.resolve(ticket, { type: 'Release', reason, host, status, latencyMs, now: this.clock() });
   }
@@ -192,19 +185,21 @@ export class LedgerService {
    * (the request path); if the stream moved (another instance expired it), the command is run
    * again on what the stream holds, once.
    */
-  private async resolve(
-    ticket: ReservationTicket,
-    command: ReservationCommand,
-    decided: ReservationEvent = reservationDecider.decide(command, ticket.state)[0],
-  ): Promise<ReservationEvent> {
+  private async resolve(ticket: ReservationTicket, command: ReservationCommand): Promise<Resolution> {
     await ticket.recorded;
+    const [decided] = reservationDecider.decide(command, ticket.state);
     try {
-      await this.events.append(reservationStream(ticket.reservationId), [decided], ticket.revision);
-      return decided;
+      const { position } = await this.events.append(reservationStream(ticket.reservationId), [decided], ticket.revision);
+      return { event: decided, position };
     } catch (error) {
       if (!(error instanceof WrongExpectedRevisionError)) throw error;
-      const { events } = await handleCommand(this.events, reservationStream(ticket.reservationId), reservationDecider, command);
-      return events[0];
+      const { events, position } = await handleCommand(
+        this.events,
+        reservationStream(ticket.reservationId),
+        reservationDecider,
+        command,
+      );
+      return { event: events[0], position };
     }
   }
 }

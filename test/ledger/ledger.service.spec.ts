@@ -60,7 +60,7 @@ for (const redis of [false, true]) {
       const orgId = await fundedOrganization(runtime, 10_000_000_000);
       const admission = await reserve(runtime.ledger, { ...facts(1), orgId, amount: 2_000_000 });
       if (!admission.admitted) throw new Error('expected admission');
-      const settled = await runtime.ledger.recordSettlement(admission.ticket, settlement);
+      const { event: settled } = await runtime.ledger.recordSettlement(admission.ticket, settlement);
       // 1000 × $0.15/M + 250 × $0.60/M = 0.00015 + 0.00015 = 0.0003 credits
       expect(settled).toMatchObject({ type: 'ReservationSettled', data: { amount: 300_000, held: 2_000_000 } });
       await runtime.projector.catchUp();

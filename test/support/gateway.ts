@@ -147,11 +147,12 @@ export interface TestGateway {
  * operator tool) sees them.
  */
 export async function startGateway(
-  options: { credits?: number; env?: Record<string, string>; redis?: boolean } = {},
+  options: { credits?: number; env?: Record<string, string>; redis?: boolean; sweep?: boolean } = {},
 ): Promise<TestGateway> {
   const fake = await startFakeUpstream();
   const t = await openTestRuntime({
     redis: options.redis === true && testRedisUrl() !== null,
+    sweep: options.sweep,
     env: { SIMULATED_HOST_PORT: 'off', ...options.env },
   });
   const app = await createApp(t.runtime, { logger: false, catalogue: testCatalogue(fake) });

@@ -201,6 +201,7 @@ const ERROR_TYPES: Record<ApiErrorCode, string> = {
   provider_error: 'api_error',
   provider_timeout: 'timeout_error',
   internal_error: 'api_error',
+  unavailable: 'overloaded_error',
 };
 
 export const messagesError = (error: ApiError) => ({
