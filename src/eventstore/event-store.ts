@@ -30,7 +30,7 @@ export interface AppendResult {
 /**
  * The log may or may not hold an append: the connection was lost, or the server timed out, after
  * the request was sent. Nothing is known either way: an event it carried may still show up when
- * the log is read. Retrying the same events with the same expected revision is safe (see `append`).
+ * the log is read. The adapter has already retried what it safely could.
  */
 export class AppendOutcomeUnknownError extends Error {
   constructor(
@@ -55,10 +55,9 @@ export class WrongExpectedRevisionError extends Error {
 
 export interface EventStore {
   /**
-   * Appends `events` after the stream's revision `expected`, atomically. The same events appended
-   * again with the same numeric or 'no_stream' expected revision, once the first append is in
-   * (a retry after an unknown outcome), are recorded once: the retry answers as the first did.
-   * Other events at a revision already taken are a WrongExpectedRevisionError.
+   * Appends `events` after the stream's revision `expected`, atomically, or not at all: a
+   * WrongExpectedRevisionError if the stream is elsewhere, AppendOutcomeUnknownError if whether it
+   * went in cannot be known. An adapter that retries an append itself records it at most once.
    */
   append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
   /** Every event of a stream in order; empty when the stream does not exist. */

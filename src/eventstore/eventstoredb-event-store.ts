@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import {
   ANY,
@@ -36,7 +37,6 @@ import {
   WrongExpectedRevisionError,
 } from './event-store';
 import { parseEventStoreUrl } from './eventstoredb-connection';
-import { eventIds } from './eventstoredb-event-ids';
 import { EsdbPosition, KnownPositions, checkPortPosition, exactPosition, isAnchorFor, planStart, toPortPosition } from './eventstoredb-positions';
 
 /** Upper bound of a subscription batch, and of the events buffered ahead of the consumer. */
@@ -135,9 +135,13 @@ export class EventStoreDbEventStore implements EventStore {
   }
 
   /**
-   * Appends with ids derived from the append (eventstoredb-event-ids.ts), so the server writes a
-   * repeat of it once. An append whose outcome is unknown is sent again, same ids, a few times;
-   * if it stays unknown, AppendOutcomeUnknownError.
+   * Appends with an id for each event, chosen once per append. The server recognises events it
+   * holds by their ids: sent again with the same exact expected revision (or no_stream), an append
+   * that went in is answered with success and not written twice (idempotent); with 'any' only
+   * recent ones are recognised (best effort). So an append whose outcome is unknown (deadline
+   * passed, connection lost, server timeout) is sent again, same ids, a few times; if it stays
+   * unknown, AppendOutcomeUnknownError. (Ids derived from the events' content would make two
+   * decisions that happen to be alike, say two "add 1", into one.)
    *
    * Client 6.2.1 sends appends without explicit credentials through batch append, whose one
    * process-wide table of pending appends lets one stream's error reject every append in flight
@@ -147,9 +151,8 @@ export class EventStoreDbEventStore implements EventStore {
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     if (events.length === 0) throw new Error('append needs at least one event');
     if (this.closed) throw new Error('event store is closed');
-    const ids = eventIds(streamId, expected, events);
     // The client serialises data with JSON.stringify, like the SQLite log; its JSONType is narrower.
-    const proposed = events.map(({ type, data }, i) => jsonEvent({ id: ids[i], type, data: data as JSONType }));
+    const proposed = events.map(({ type, data }) => jsonEvent({ id: randomUUID(), type, data: data as JSONType }));
     const options = { expectedRevision: toExpectedRevision(expected), credentials: this.options.appendCredentials };
     let unknown: unknown;
     for (let attempt = 0; attempt <= this.retryDelaysMs.length; attempt++) {

@@ -80,7 +80,6 @@ export class SqliteEventStore implements EventStore {
   private closed = false;
   private readonly statements: {
     readStream: Database.Statement<[string], EventRow>;
-    readRevisions: Database.Statement<[string, number, number], EventRow>;
     readAll: Database.Statement<[number, number], EventRow>;
     head: Database.Statement<[], { position: number | null }>;
   };
@@ -107,11 +106,6 @@ export class SqliteEventStore implements EventStore {
     this.statements = {
       readStream: this.db
         .prepare<[string], EventRow>(`SELECT ${COLUMNS} FROM events WHERE stream_id = ? ORDER BY revision`)
-        .raw(true),
-      readRevisions: this.db
-        .prepare<[string, number, number], EventRow>(
-          `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? AND revision <= ? ORDER BY revision`,
-        )
         .raw(true),
       readAll: this.db
         .prepare<[number, number], EventRow>(`SELECT ${COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`)
@@ -178,28 +172,11 @@ export class SqliteEventStore implements EventStore {
       if ('ok' in result) {
         this.remember(pending, result.ok, result.recordedAt);
         pending.resolve(result.ok);
-      } else if ('conflict' in result) {
-        const repeated = this.repeated(pending);
-        if (repeated) pending.resolve(repeated);
-        else pending.reject(new WrongExpectedRevisionError(pending.streamId, pending.expected, result.conflict));
-      } else pending.reject(new Error(`append to ${pending.streamId} failed: ${result.error}`));
+      } else if ('conflict' in result)
+        pending.reject(new WrongExpectedRevisionError(pending.streamId, pending.expected, result.conflict));
+      else pending.reject(new Error(`append to ${pending.streamId} failed: ${result.error}`));
     }
     this.appended.emit('append');
-  }
-
-  /**
-   * The result of an append whose very events already follow its expected revision (a retry of an
-   * append that went in, or the same decision made twice): the port records them once and answers
-   * the repeat as the first append. Null when the revision holds anything else.
-   */
-  private repeated(append: PendingAppend): AppendResult | null {
-    if (append.expected === 'any') return null;
-    const first = append.expected === 'no_stream' ? 0 : append.expected + 1;
-    const last = first + append.events.length - 1;
-    const rows = this.statements.readRevisions.all(append.streamId, first, last);
-    if (rows.length !== append.events.length) return null;
-    const same = rows.every((row, i) => row[3] === append.events[i].type && row[4] === JSON.stringify(append.events[i].data));
-    return same ? { nextExpectedRevision: last, position: rows[rows.length - 1][0] } : null;
   }
 
   private remember(append: PendingAppend, ok: AppendResult, recordedAt: number): void {
