@@ -62,7 +62,12 @@ const OPTIONS: Record<string, OptionKind> = {
   throwOnAppendFailure: 'boolean',
 };
 
-const NODE_PREFERENCES: Record<string, string> = { leader: 'leader', follower: 'follower', readonlyreplica: 'read_only_replica', random: 'random' };
+const NODE_PREFERENCES: Record<string, string> = {
+  leader: 'leader',
+  follower: 'follower',
+  readonlyreplica: 'read_only_replica',
+  random: 'random',
+};
 
 /** The client compares option names without case, `_` or `-`. */
 const flat = (name: string): string => name.trim().toLowerCase().replace(/[_-]/g, '');
@@ -104,7 +109,10 @@ export function parseEventStoreUrl(raw: string): EventStoreConnection {
     if (colon <= 0 || colon === userInfo.length - 1) {
       throw new EventStoreUrlError('has credentials that are not username:password (percent-encode any : or @ in them)');
     }
-    credentials = { username: decode(userInfo.slice(0, colon), 'username'), password: decode(userInfo.slice(colon + 1), 'password') };
+    credentials = {
+      username: decode(userInfo.slice(0, colon), 'username'),
+      password: decode(userInfo.slice(colon + 1), 'password'),
+    };
   }
 
   if (!rest) throw new EventStoreUrlError('names no host');
@@ -118,7 +126,8 @@ export function parseEventStoreUrl(raw: string): EventStoreConnection {
     return { address, port: portNumber };
   });
   const discover = target === 'esdb+discover';
-  if (discover && hosts.length > 1) throw new EventStoreUrlError(`with ${scheme}:// takes one DNS name to discover the cluster from`);
+  if (discover && hosts.length > 1)
+    throw new EventStoreUrlError(`with ${scheme}:// takes one DNS name to discover the cluster from`);
 
   const options = new Map<string, string>();
   for (const pair of query ? query.split('&') : []) {
@@ -130,7 +139,8 @@ export function parseEventStoreUrl(raw: string): EventStoreConnection {
     if (!value) throw new EventStoreUrlError(`option ${name} needs a value`);
     if (options.has(name)) throw new EventStoreUrlError(`gives option ${name} twice`);
     const kind = OPTIONS[name];
-    if (kind === 'boolean' && value !== 'true' && value !== 'false') throw new EventStoreUrlError(`option ${name} must be true or false`);
+    if (kind === 'boolean' && value !== 'true' && value !== 'false')
+      throw new EventStoreUrlError(`option ${name} must be true or false`);
     if (kind === 'integer' && !/^\d+$/.test(value)) throw new EventStoreUrlError(`option ${name} must be a whole number`);
     if (kind === 'nodePreference') {
       const preference = NODE_PREFERENCES[flat(value)];
@@ -152,7 +162,7 @@ export function parseEventStoreUrl(raw: string): EventStoreConnection {
   if (secure && !credentials) {
     throw new EventStoreUrlError(
       'needs username:password@ in secure mode (TLS, the default): the gateway reads $all, which takes a user in $admins ' +
-        '(or $ops, or one that $all\'s ACL lets read), and writes its own streams; or set tls=false for an insecure node',
+        "(or $ops, or one that $all's ACL lets read), and writes its own streams; or set tls=false for an insecure node",
     );
   }
 

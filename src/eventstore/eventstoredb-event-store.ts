@@ -37,7 +37,15 @@ import {
   WrongExpectedRevisionError,
 } from './event-store';
 import { parseEventStoreUrl } from './eventstoredb-connection';
-import { EsdbPosition, KnownPositions, checkPortPosition, exactPosition, isAnchorFor, planStart, toPortPosition } from './eventstoredb-positions';
+import {
+  EsdbPosition,
+  KnownPositions,
+  checkPortPosition,
+  exactPosition,
+  isAnchorFor,
+  planStart,
+  toPortPosition,
+} from './eventstoredb-positions';
 
 /** Upper bound of a subscription batch, and of the events buffered ahead of the consumer. */
 const BATCH_SIZE = 1000;
@@ -195,10 +203,15 @@ export class EventStoreDbEventStore implements EventStore {
     if (count === 1 && result.position && result.position.commit > 0n) {
       position = toPortPosition(result.position, `append to ${streamId}`);
     } else {
-      const read = this.client.readStream(streamId, { fromRevision: BigInt(nextExpectedRevision), maxCount: 1, direction: FORWARDS });
+      const read = this.client.readStream(streamId, {
+        fromRevision: BigInt(nextExpectedRevision),
+        maxCount: 1,
+        direction: FORWARDS,
+      });
       let last: RecordedEvent | undefined;
       for await (const { event } of eventsOf(read)) if (event) last = this.recorded(event);
-      if (!last || last.revision !== nextExpectedRevision) throw new Error(`append to ${streamId}: its last event could not be read back`);
+      if (!last || last.revision !== nextExpectedRevision)
+        throw new Error(`append to ${streamId}: its last event could not be read back`);
       position = last.position;
     }
     this.known.add(position);
@@ -239,7 +252,8 @@ export class EventStoreDbEventStore implements EventStore {
     // Back from the end: as many events as come after `after`, which the caller is about to read anyway.
     for await (const { event } of eventsOf(this.client.readAll({ direction: BACKWARDS, fromPosition: END }))) {
       const position = event?.position;
-      if (position && position.commit > 0n && isAnchorFor(after, position)) return { commit: position.commit, prepare: position.prepare };
+      if (position && position.commit > 0n && isAnchorFor(after, position))
+        return { commit: position.commit, prepare: position.prepare };
     }
     return null;
   }

@@ -42,7 +42,9 @@ export function toPortPosition(position: EsdbPosition | undefined, what: string)
     );
   }
   if (position.commit > MAX_SAFE) {
-    throw new EventStorePositionError(`${what}: position ${position.commit} is beyond ${Number.MAX_SAFE_INTEGER}, the largest the gateway can hold`);
+    throw new EventStorePositionError(
+      `${what}: position ${position.commit} is beyond ${Number.MAX_SAFE_INTEGER}, the largest the gateway can hold`,
+    );
   }
   return Number(position.commit);
 }

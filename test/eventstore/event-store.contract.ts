@@ -108,7 +108,20 @@ export function describeEventStoreContract(name: string, open: () => Promise<Eve
       const events = await store.readStream(s);
       const p = events.map((e) => e.position);
       const expected = (after: number) => events.filter((e) => e.position > after).map((e) => (e.data as { n: number }).n);
-      const numbers = [before, before + 1, p[0] - 1, p[0], p[0] + 1, p[1] - 1, p[1] + 1, p[2] - 1, p[2] + 1, p[3] - 1, p[3], p[3] + 1];
+      const numbers = [
+        before,
+        before + 1,
+        p[0] - 1,
+        p[0],
+        p[0] + 1,
+        p[1] - 1,
+        p[1] + 1,
+        p[2] - 1,
+        p[2] + 1,
+        p[3] - 1,
+        p[3],
+        p[3] + 1,
+      ];
       for (const after of numbers) {
         const read = (await store.readAll(after, 1000)).filter((e) => e.streamId === s);
         expect({ after, read: read.map((e) => (e.data as { n: number }).n) }).toEqual({ after, read: expected(after) });

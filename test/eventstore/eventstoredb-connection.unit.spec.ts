@@ -18,9 +18,18 @@ describe('EVENTSTORE_URL', () => {
 
   it.each(single)('%s:// with one node, insecure, parses for the client as it was meant', (scheme) => {
     const parsed = parseEventStoreUrl(`${scheme}://localhost:2113?tls=false`);
-    expect(parsed).toMatchObject({ secure: false, credentials: null, discover: false, hosts: [{ address: 'localhost', port: 2113 }] });
+    expect(parsed).toMatchObject({
+      secure: false,
+      credentials: null,
+      discover: false,
+      hosts: [{ address: 'localhost', port: 2113 }],
+    });
     expect(parsed.connectionString).toBe('esdb://localhost:2113?tls=false');
-    expect(clientParse(parsed.connectionString)).toMatchObject({ dnsDiscover: false, tls: false, hosts: [{ address: 'localhost', port: 2113 }] });
+    expect(clientParse(parsed.connectionString)).toMatchObject({
+      dnsDiscover: false,
+      tls: false,
+      hosts: [{ address: 'localhost', port: 2113 }],
+    });
   });
 
   it.each(single)('%s:// with a gossip seed list, credentials and options parses for the client', (scheme) => {
