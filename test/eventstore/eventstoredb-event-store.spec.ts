@@ -44,14 +44,14 @@ describeEventStoreContract('EventStoreDB', async () => EventStoreDbEventStore.co
     let lose = 0;
     // The server commits, then the reply is lost on the way back.
     const client: EsdbClient = {
-      appendToStream: (async (...args: Parameters<EsdbClient['appendToStream']>) => {
+      appendToStream: async (...args: Parameters<EsdbClient['appendToStream']>) => {
         const result = await real.appendToStream(...args);
         if (lose > 0) {
           lose -= 1;
           throw new DeadlineExceededError(undefined, 'reply lost');
         }
         return result;
-      }) as EsdbClient['appendToStream'],
+      },
       readStream: real.readStream.bind(real),
       readAll: real.readAll.bind(real),
       subscribeToAll: real.subscribeToAll.bind(real),

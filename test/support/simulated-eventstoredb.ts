@@ -45,7 +45,7 @@ class SimulatedRead {
   private readonly queue: Read[] = [];
   private waiting: (() => void) | null = null;
   private ended = false;
-  private failure: unknown = null;
+  private failure: Error | null = null;
 
   constructor(private readonly onEnd: (read: SimulatedRead) => void = () => {}) {}
 
@@ -55,7 +55,7 @@ class SimulatedRead {
     this.wake();
   }
 
-  end(failure: unknown = null): void {
+  end(failure: Error | null = null): void {
     if (this.ended) return;
     this.ended = true;
     this.failure = failure;
@@ -243,15 +243,15 @@ export class SimulatedEventStoreDb implements EsdbClient {
     try {
       if (options.direction === 'backwards') {
         // Backwards from a position: the events before it.
-        const end = from === END ? this.log.length : from === START ? 0 : this.indexAt(from as Position);
+        const end = from === END ? this.log.length : from === START ? 0 : this.indexAt(from);
         events = this.log.slice(0, end).reverse();
       } else {
         // Forwards from a position: that event and those after it.
-        const start = from === START ? 0 : from === END ? this.log.length : this.indexAt(from as Position);
+        const start = from === START ? 0 : from === END ? this.log.length : this.indexAt(from);
         events = this.log.slice(start);
       }
     } catch (error) {
-      read.end(error);
+      read.end(error as Error);
       return read;
     }
     for (const e of events.slice(0, options.maxCount ?? Infinity)) read.push({ event: this.recorded(e) });
@@ -266,9 +266,9 @@ export class SimulatedEventStoreDb implements EsdbClient {
     let start = 0;
     try {
       // Subscriptions start after their position.
-      start = from === START ? 0 : from === END ? this.log.length : this.indexAt(from as Position) + 1;
+      start = from === START ? 0 : from === END ? this.log.length : this.indexAt(from) + 1;
     } catch (error) {
-      read.end(error);
+      read.end(error as Error);
       return read;
     }
     for (const e of this.log.slice(start)) this.deliver(read, e);
