@@ -5,7 +5,8 @@
  * 6.2.1 knows only `esdb://` and `esdb+discover://`; KurrentDB's `kurrentdb://`, `kdb://` (and their
  * `+discover` forms) name the same thing and are rewritten to them. What the client would only warn
  * about and then ignore (an unknown option, `tlsVerifyCert=false`) is refused here, as is what the
- * gateway cannot work with (secure mode without credentials, `throwOnAppendFailure=false`).
+ * gateway cannot work with (secure mode without credentials, `throwOnAppendFailure=false`, reads
+ * from followers).
  */
 
 export class EventStoreUrlError extends Error {
@@ -153,6 +154,12 @@ export function parseEventStoreUrl(raw: string): EventStoreConnection {
   if (options.get('tlsVerifyCert') === 'false') {
     throw new EventStoreUrlError(
       'sets tlsVerifyCert=false, which @eventstore/db-client 6.2.1 ignores: give the CA with tlsCAFile (or NODE_EXTRA_CA_CERTS)',
+    );
+  }
+  const preference = options.get('nodePreference');
+  if (preference && preference !== 'leader') {
+    throw new EventStoreUrlError(
+      `sets nodePreference=${preference}: the gateway reads what it has just written (a stream before deciding, an append's last event), so it talks to the leader`,
     );
   }
   if (options.get('throwOnAppendFailure') === 'false') {

@@ -170,7 +170,8 @@ export class EventStoreDbEventStore implements EventStore {
       try {
         result = await this.client.appendToStream(streamId, proposed, options);
       } catch (raw) {
-        const error = convertToCommandError(raw as Error);
+        // The client throws some failures as they come from gRPC, and a few as strings.
+        const error: unknown = raw instanceof Error ? convertToCommandError(raw) : raw;
         if (error instanceof WrongExpectedVersionError) {
           const actual = typeof error.actualVersion === 'bigint' ? toRevision(error.actualVersion, streamId) : 'no_stream';
           throw new WrongExpectedRevisionError(streamId, expected, actual);

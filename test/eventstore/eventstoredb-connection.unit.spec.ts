@@ -33,7 +33,7 @@ describe('EVENTSTORE_URL', () => {
   });
 
   it.each(single)('%s:// with a gossip seed list, credentials and options parses for the client', (scheme) => {
-    const url = `${scheme.toUpperCase()}://ops:p%40ss%3Aw%2Frd@node1:2113,node2.example.com:2114,node3/?nodePreference=Follower&keepAliveInterval=20000&connection_name=gw&tlsCAFile=%2Fetc%2Fca.crt`;
+    const url = `${scheme.toUpperCase()}://ops:p%40ss%3Aw%2Frd@node1:2113,node2.example.com:2114,node3/?nodePreference=Leader&keepAliveInterval=20000&connection_name=gw&tlsCAFile=%2Fetc%2Fca.crt`;
     const parsed = parseEventStoreUrl(url);
     expect(parsed.secure).toBe(true);
     expect(parsed.credentials).toEqual({ username: 'ops', password: 'p@ss:w/rd' });
@@ -45,7 +45,7 @@ describe('EVENTSTORE_URL', () => {
         { address: 'node2.example.com', port: 2114 },
         { address: 'node3', port: 2113 },
       ],
-      nodePreference: 'follower',
+      nodePreference: 'leader',
       keepAliveInterval: 20000,
       connectionName: 'gw',
       tlsCAFile: '/etc/ca.crt',
@@ -79,6 +79,8 @@ describe('EVENTSTORE_URL', () => {
     ['esdb://a:b:c@[::1]:2113?tls=false', 'host'],
     ['esdb+discover://one,two?tls=false', 'one DNS name'],
     ['esdb://localhost?tls=false&nodePreference=nearest', 'nodePreference must be'],
+    ['esdb://localhost?tls=false&nodePreference=follower', 'talks to the leader'],
+    ['esdb://localhost?tls=false&nodePreference=read_only_replica', 'talks to the leader'],
     ['esdb://localhost?tls=false&defaultDeadline=soon', 'defaultDeadline must be a whole number'],
     ['esdb://localhost?tls=false&tls=true', 'twice'],
     ['esdb://user@localhost?tls=false', 'username:password'],
