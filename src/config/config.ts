@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { EventStoreUrlError, parseEventStoreUrl } from '../eventstore/eventstoredb-connection';
 
 /** The catalogue that ships with the service, found from here whether running compiled (dist/) or not. */
 function shippedCatalogue(): string {
@@ -21,7 +22,10 @@ export interface Config {
   redisUrl: string | null;
   /** Every Redis key starts with this, so several deployments (or test runs) can share a Redis. */
   redisPrefix: string;
-  /** Unset: the embedded SQLite log in `dataDir`. Set: EventStoreDB. */
+  /**
+   * Unset: the embedded SQLite log in `dataDir`. Set: EventStoreDB, as a connection string
+   * `@eventstore/db-client` parses (`kurrentdb://` and `kdb://` are rewritten to `esdb://`).
+   */
   eventStoreUrl: string | null;
   requestTimeoutMs: number;
   /** Longest time to receive a request's headers and body (a client that stalls mid-body is cut off). */
@@ -98,6 +102,17 @@ function url(env: Env, name: string, schemes: string[]): string | null {
   return raw;
 }
 
+function eventStoreUrl(env: Env): string | null {
+  const raw = env.EVENTSTORE_URL?.trim();
+  if (!raw) return null;
+  try {
+    return parseEventStoreUrl(raw).connectionString;
+  } catch (error) {
+    if (error instanceof EventStoreUrlError) throw new ConfigError('EVENTSTORE_URL', error.message);
+    throw error;
+  }
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', 600_000, 1_000, 3_600_000);
   const reservationTtlMs = integer(env, 'RESERVATION_TTL_MS', requestTimeoutMs + 300_000, 100, 86_400_000);
@@ -116,7 +131,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: resolve(env.DATA_DIR?.trim() || './data'),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisPrefix,
-    eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb:', 'esdb+discover:', 'kurrentdb:', 'kdb:']),
+    eventStoreUrl: eventStoreUrl(env),
     requestTimeoutMs,
     requestReadTimeoutMs: integer(env, 'REQUEST_READ_TIMEOUT_MS', 60_000, 100, 3_600_000),
     reservationTtlMs,

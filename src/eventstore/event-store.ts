@@ -27,6 +27,21 @@ export interface AppendResult {
   position: number;
 }
 
+/**
+ * The log may or may not hold an append: the connection was lost, or the server timed out, after
+ * the request was sent. Nothing is known either way: an event it carried may still show up when
+ * the log is read. The adapter has already retried what it safely could.
+ */
+export class AppendOutcomeUnknownError extends Error {
+  constructor(
+    readonly streamId: string,
+    cause: unknown,
+  ) {
+    super(`append to ${streamId}: outcome unknown (${cause instanceof Error ? cause.message : String(cause)})`, { cause });
+    this.name = 'AppendOutcomeUnknownError';
+  }
+}
+
 export class WrongExpectedRevisionError extends Error {
   constructor(
     readonly streamId: string,
@@ -39,10 +54,18 @@ export class WrongExpectedRevisionError extends Error {
 }
 
 export interface EventStore {
+  /**
+   * Appends `events` after the stream's revision `expected`, atomically, or not at all: a
+   * WrongExpectedRevisionError if the stream is elsewhere, AppendOutcomeUnknownError if whether it
+   * went in cannot be known. An adapter that retries an append itself records it at most once.
+   */
   append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
   /** Every event of a stream in order; empty when the stream does not exist. */
   readStream(streamId: string): Promise<RecordedEvent[]>;
-  /** Up to `limit` events with a position greater than `after`, in log order. */
+  /**
+   * Up to `limit` events with a position greater than `after`, in log order. `after` is any safe
+   * integer ≥ 0: it need not be an event's position (a checkpoint minus one, one from another log).
+   */
   readAll(after: number, limit: number): Promise<RecordedEvent[]>;
   /** Position of the newest event, 0 when the log is empty. */
   headPosition(): Promise<number>;

@@ -1,48 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import {
   ANY,
+  AccessDeniedError,
   AppendExpectedRevision,
+  AppendResult as EsdbAppendResult,
   BACKWARDS,
+  Credentials,
   END,
   EventStoreDBClient,
+  FORWARDS,
+  InvalidArgumentError,
+  InvalidTransactionError,
   JSONType,
+  MaxAppendSizeExceededError,
   NO_STREAM,
+  NotLeaderError,
   ReadPosition,
   RecordedEvent as EsdbRecordedEvent,
   START,
+  StreamDeletedError,
   StreamingRead,
   StreamNotFoundError,
   WrongExpectedVersionError,
+  convertToCommandError,
   excludeSystemEvents,
   jsonEvent,
 } from '@eventstore/db-client';
-import { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent, WrongExpectedRevisionError } from './event-store';
+import {
+  AppendOutcomeUnknownError,
+  AppendResult,
+  EventStore,
+  ExpectedRevision,
+  NewEvent,
+  RecordedEvent,
+  WrongExpectedRevisionError,
+} from './event-store';
+import { parseEventStoreUrl } from './eventstoredb-connection';
+import {
+  EsdbPosition,
+  KnownPositions,
+  checkPortPosition,
+  exactPosition,
+  isAnchorFor,
+  planStart,
+  toPortPosition,
+} from './eventstoredb-positions';
 
 /** Upper bound of a subscription batch, and of the events buffered ahead of the consumer. */
 const BATCH_SIZE = 1000;
 
-const toRecorded = (event: EsdbRecordedEvent): RecordedEvent => {
-  if (!event.position) throw new Error('EventStoreDB 22.6 or later is required: events carry no position');
-  return {
-    streamId: event.streamId,
-    revision: Number(event.revision),
-    // The events of one append share a commit position; the prepare position is each event's own
-    // record in the log, so it is unique and increases with every event of $all.
-    position: Number(event.position.prepare),
-    type: event.type,
-    data: event.data,
-    // Client 6.x converts the server's ticks to a Date.
-    recordedAt: event.created.getTime(),
-  };
-};
+/** What the adapter uses of the official client (a narrower surface keeps it testable without a server). */
+export type EsdbClient = Pick<EventStoreDBClient, 'appendToStream' | 'readStream' | 'readAll' | 'subscribeToAll' | 'dispose'>;
+
+export interface EventStoreDbOptions {
+  /**
+   * Credentials sent with every append. Passing any makes client 6.2.1 use its one-call-per-append
+   * path instead of batch append (see `append`); in insecure mode the client sends none of them.
+   */
+  appendCredentials: Credentials;
+  /** Waits before each retry of an append whose outcome is unknown (default 50, 250, 1000 ms). */
+  retryDelaysMs?: number[];
+}
 
 /** Records the server writes for itself ($stats, stream metadata, projection links...), not part of our log. */
 const isSystemEvent = (event: EsdbRecordedEvent): boolean => event.type.startsWith('$') || event.streamId.startsWith('$');
 
-/** An event's prepare position is the start of its record, so it is a valid place to resume $all from. */
-const readFrom = (after: number): ReadPosition => (after > 0 ? { commit: BigInt(after), prepare: BigInt(after) } : START);
-
 const toExpectedRevision = (expected: ExpectedRevision): AppendExpectedRevision =>
   expected === 'any' ? ANY : expected === 'no_stream' ? NO_STREAM : BigInt(expected);
+
+const toRevision = (revision: bigint, what: string): number => {
+  if (revision < 0n || revision > BigInt(Number.MAX_SAFE_INTEGER)) throw new Error(`${what}: revision ${revision} out of range`);
+  return Number(revision);
+};
+
+/**
+ * Failures after which the log certainly holds nothing of the append: the server refused it. Any
+ * other failure (deadline passed, connection lost, server timeout) leaves the outcome unknown.
+ */
+const isRefusal = (error: unknown): boolean =>
+  error instanceof WrongExpectedVersionError ||
+  error instanceof AccessDeniedError ||
+  error instanceof StreamDeletedError ||
+  error instanceof MaxAppendSizeExceededError ||
+  error instanceof InvalidArgumentError ||
+  error instanceof InvalidTransactionError ||
+  error instanceof NotLeaderError;
 
 /** Iterates a read. When the caller stops early, destroying the Node stream alone would leave the call open. */
 async function* eventsOf<E>(read: StreamingRead<E>): AsyncGenerator<E> {
@@ -54,50 +97,133 @@ async function* eventsOf<E>(read: StreamingRead<E>): AsyncGenerator<E> {
 }
 
 /**
- * The event log in EventStoreDB. Our events are every non-system event of $all, addressed by
- * their prepare position. Client 6.x offers server-side filters on subscriptions only, so reads of
- * $all skip system events here.
+ * The event log in EventStoreDB. Our events are every non-system event of $all; an event's port
+ * position is its commit (== prepare) position, checked on every event read (see
+ * eventstoredb-positions.ts). Only exact positions of events are ever sent to the server.
+ * Client 6.x offers server-side filters on subscriptions only, so reads of $all skip system events here.
  */
 export class EventStoreDbEventStore implements EventStore {
   private closed = false;
+  private readonly known = new KnownPositions();
+  private readonly retryDelaysMs: number[];
 
-  private constructor(private readonly client: EventStoreDBClient) {}
-
-  /** The client connects lazily: an unreachable server surfaces on the first operation. */
-  static async connect(connectionString: string): Promise<EventStoreDbEventStore> {
-    return new EventStoreDbEventStore(EventStoreDBClient.connectionString(connectionString));
+  private constructor(
+    private readonly client: EsdbClient,
+    private readonly options: EventStoreDbOptions,
+  ) {
+    this.retryDelaysMs = options.retryDelaysMs ?? [50, 250, 1000];
   }
 
+  /** The client connects lazily: an unreachable server surfaces on the first operation. */
+  static async connect(url: string, options: Partial<EventStoreDbOptions> = {}): Promise<EventStoreDbEventStore> {
+    const connection = parseEventStoreUrl(url);
+    const client = EventStoreDBClient.connectionString(connection.connectionString);
+    // Insecure mode: the client drops credentials (it sends no authorization header); any will do.
+    const appendCredentials = connection.credentials ?? { username: 'insecure', password: 'insecure' };
+    return new EventStoreDbEventStore(client, { appendCredentials, ...options });
+  }
+
+  /** Over a client made elsewhere (the adapter's tests use a simulated one). */
+  static withClient(client: EsdbClient, options: EventStoreDbOptions): EventStoreDbEventStore {
+    return new EventStoreDbEventStore(client, options);
+  }
+
+  private recorded(event: EsdbRecordedEvent): RecordedEvent {
+    const position = toPortPosition(event.position, `event ${event.revision} of ${event.streamId}`);
+    this.known.add(position);
+    return {
+      streamId: event.streamId,
+      revision: toRevision(event.revision, event.streamId),
+      position,
+      type: event.type,
+      data: event.data,
+      // Client 6.x converts the server's ticks to a Date.
+      recordedAt: event.created.getTime(),
+    };
+  }
+
+  /**
+   * Appends with an id for each event, chosen once per append. The server recognises events it
+   * holds by their ids: sent again with the same exact expected revision (or no_stream), an append
+   * that went in is answered with success and not written twice (idempotent); with 'any' only
+   * recent ones are recognised (best effort). So an append whose outcome is unknown (deadline
+   * passed, connection lost, server timeout) is sent again, same ids, a few times; if it stays
+   * unknown, AppendOutcomeUnknownError. (Ids derived from the events' content would make two
+   * decisions that happen to be alike, say two "add 1", into one.)
+   *
+   * Client 6.2.1 sends appends without explicit credentials through batch append, whose one
+   * process-wide table of pending appends lets one stream's error reject every append in flight
+   * and a late reply throw inside a data handler (a crash). With credentials given, it makes one
+   * call per append instead: each append's failure is its own.
+   */
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     if (events.length === 0) throw new Error('append needs at least one event');
-    let result;
-    try {
-      result = await this.client.appendToStream(
-        streamId,
-        // The client serialises data with JSON.stringify, like the SQLite log; its JSONType is narrower.
-        events.map(({ type, data }) => jsonEvent({ type, data: data as JSONType })),
-        { expectedRevision: toExpectedRevision(expected) },
-      );
-    } catch (error) {
-      if (error instanceof WrongExpectedVersionError) {
-        const actual = typeof error.actualVersion === 'bigint' ? Number(error.actualVersion) : 'no_stream';
-        throw new WrongExpectedRevisionError(streamId, expected, actual);
+    if (this.closed) throw new Error('event store is closed');
+    // The client serialises data with JSON.stringify, like the SQLite log; its JSONType is narrower.
+    const proposed = events.map(({ type, data }) => jsonEvent({ id: randomUUID(), type, data: data as JSONType }));
+    const options = { expectedRevision: toExpectedRevision(expected), credentials: this.options.appendCredentials };
+    let unknown: unknown;
+    for (let attempt = 0; attempt <= this.retryDelaysMs.length; attempt++) {
+      if (attempt > 0) await delay(this.retryDelaysMs[attempt - 1]);
+      if (this.closed) break;
+      let result: EsdbAppendResult;
+      try {
+        result = await this.client.appendToStream(streamId, proposed, options);
+      } catch (raw) {
+        // The client throws some failures as they come from gRPC, and a few as strings.
+        const error: unknown = raw instanceof Error ? convertToCommandError(raw) : raw;
+        if (error instanceof WrongExpectedVersionError) {
+          const actual = typeof error.actualVersion === 'bigint' ? toRevision(error.actualVersion, streamId) : 'no_stream';
+          throw new WrongExpectedRevisionError(streamId, expected, actual);
+        }
+        if (error instanceof MaxAppendSizeExceededError) {
+          throw new Error(
+            `append to ${streamId} is larger than EventStoreDB's maximum append size (${error.maxAppendSize} bytes; 1 MiB unless the server sets MaxAppendSize)`,
+            { cause: error },
+          );
+        }
+        if (isRefusal(error)) throw error;
+        unknown = error;
+        continue;
       }
-      throw error;
+      // With throwOnAppendFailure (the configuration refuses to turn it off), success is always true.
+      if (!result.success) throw new WrongExpectedRevisionError(streamId, expected, 'no_stream');
+      return this.appended(streamId, events.length, result);
     }
-    if (!result.position) throw new Error(`append to ${streamId} returned no position`);
-    // The server reports the record of the last appended event in both fields.
-    return {
-      nextExpectedRevision: Number(result.nextExpectedRevision),
-      position: Number(result.position.prepare),
-    };
+    throw new AppendOutcomeUnknownError(streamId, unknown ?? new Error('event store closed'));
+  }
+
+  /**
+   * The position of the last event of an append. A one-event append's result carries it; the
+   * server reports a several-event append by one position that is not reliably the last event's,
+   * and a repeat it recognised (idempotent) by none: the last event is then read back.
+   */
+  private async appended(streamId: string, count: number, result: EsdbAppendResult): Promise<AppendResult> {
+    const nextExpectedRevision = toRevision(result.nextExpectedRevision, streamId);
+    let position: number;
+    if (count === 1 && result.position && result.position.commit > 0n) {
+      position = toPortPosition(result.position, `append to ${streamId}`);
+    } else {
+      const read = this.client.readStream(streamId, {
+        fromRevision: BigInt(nextExpectedRevision),
+        maxCount: 1,
+        direction: FORWARDS,
+      });
+      let last: RecordedEvent | undefined;
+      for await (const { event } of eventsOf(read)) if (event) last = this.recorded(event);
+      if (!last || last.revision !== nextExpectedRevision)
+        throw new Error(`append to ${streamId}: its last event could not be read back`);
+      position = last.position;
+    }
+    this.known.add(position);
+    return { nextExpectedRevision, position };
   }
 
   async readStream(streamId: string): Promise<RecordedEvent[]> {
     const events: RecordedEvent[] = [];
     try {
       for await (const { event } of eventsOf(this.client.readStream(streamId))) {
-        if (event) events.push(toRecorded(event));
+        if (event) events.push(this.recorded(event));
       }
     } catch (error) {
       if (error instanceof StreamNotFoundError) return [];
@@ -106,14 +232,43 @@ export class EventStoreDbEventStore implements EventStore {
     return events;
   }
 
+  /**
+   * Where a read of what follows `after` starts: an exact position the server accepts. A number
+   * not known to be an event's position (a checkpoint minus one, one from another log, one saved
+   * before a restart) is resolved first to the newest event at or before it.
+   */
+  private async startAfter(after: number): Promise<ReadPosition> {
+    const plan = planStart(after, this.known);
+    if (plan.from === 'start') return START;
+    if (plan.from === 'exact') return exactPosition(plan.position);
+    return (await this.anchorAtOrBefore(after)) ?? START;
+  }
+
+  /** The exact position of the newest event of $all (ours or the server's) at or before `after`; null if there is none. */
+  private async anchorAtOrBefore(after: number): Promise<EsdbPosition | null> {
+    // A number below the first event (a checkpoint from the SQLite log, usually) needs no search.
+    for await (const { event } of eventsOf(this.client.readAll({ fromPosition: START, maxCount: 1 }))) {
+      if (event?.position && event.position.commit > 0n && !isAnchorFor(after, event.position)) return null;
+    }
+    // Back from the end: as many events as come after `after`, which the caller is about to read anyway.
+    for await (const { event } of eventsOf(this.client.readAll({ direction: BACKWARDS, fromPosition: END }))) {
+      const position = event?.position;
+      if (position && position.commit > 0n && isAnchorFor(after, position))
+        return { commit: position.commit, prepare: position.prepare };
+    }
+    return null;
+  }
+
   async readAll(after: number, limit: number): Promise<RecordedEvent[]> {
+    checkPortPosition(after);
     const events: RecordedEvent[] = [];
     if (limit <= 0) return events;
+    const fromPosition = await this.startAfter(after);
     // No maxCount: system events are skipped here, so the read stops once `limit` of ours are in.
-    for await (const { event } of eventsOf(this.client.readAll({ fromPosition: readFrom(after) }))) {
+    for await (const { event } of eventsOf(this.client.readAll({ fromPosition }))) {
       if (!event || isSystemEvent(event)) continue;
-      const recorded = toRecorded(event);
-      // Reads of $all include the event at the starting position.
+      const recorded = this.recorded(event);
+      // Reads of $all include the event they start from, and a search may start before `after`.
       if (recorded.position <= after) continue;
       events.push(recorded);
       if (events.length >= limit) break;
@@ -124,16 +279,20 @@ export class EventStoreDbEventStore implements EventStore {
   async headPosition(): Promise<number> {
     const read = this.client.readAll({ direction: BACKWARDS, fromPosition: END });
     for await (const { event } of eventsOf(read)) {
-      if (event && !isSystemEvent(event)) return toRecorded(event).position;
+      if (event && !isSystemEvent(event)) return this.recorded(event).position;
     }
     return 0;
   }
 
   async *subscribe(after: number, signal: AbortSignal): AsyncIterable<RecordedEvent[]> {
+    checkPortPosition(after);
+    if (signal.aborted || this.closed) return;
+    const fromPosition = await this.startAfter(after);
     if (signal.aborted || this.closed) return;
     // The server moves the subscription from catch-up to live itself, so nothing falls in between.
+    // It starts after `fromPosition` (exclusive), which is `after` or an event before it.
     const subscription = this.client.subscribeToAll(
-      { fromPosition: readFrom(after), filter: excludeSystemEvents() },
+      { fromPosition, filter: excludeSystemEvents() },
       { highWaterMark: BATCH_SIZE },
     );
     // Cancelling ends the subscription's stream, which ends the loop below. A call that failed to
@@ -147,7 +306,7 @@ export class EventStoreDbEventStore implements EventStore {
         if (signal.aborted || this.closed) break;
         // The filter matches event types only; stream names are checked here.
         if (event && !isSystemEvent(event)) {
-          const recorded = toRecorded(event);
+          const recorded = this.recorded(event);
           if (recorded.position > last) {
             batch.push(recorded);
             last = recorded.position;

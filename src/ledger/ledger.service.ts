@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import { handleCommand, readStreamState } from '../eventstore/command-handler';
-import { EventStore, WrongExpectedRevisionError } from '../eventstore/event-store';
+import { AppendOutcomeUnknownError, EventStore, WrongExpectedRevisionError } from '../eventstore/event-store';
 import { organizationDecider } from '../identity/identity.decider';
 import { organizationStream } from '../identity/identity.events';
 import type { CreditHolds } from './credit-holds';
@@ -121,7 +121,10 @@ export class LedgerService {
     const recorded = this.events.append(reservationStream(reservationId), [event], 'no_stream').then(
       () => undefined,
       async (error: unknown) => {
-        await this.holds.dropHold(request.orgId, reservationId);
+        // An append that may have landed keeps its hold: if the event is in the log, applying it
+        // turns the hold into a recorded reservation (which expires unless settled); if not, the
+        // hold is swept after pendingHoldMs. Dropping it could let the balance be spent twice.
+        if (!(error instanceof AppendOutcomeUnknownError)) await this.holds.dropHold(request.orgId, reservationId);
         throw error;
       },
     );

@@ -27,11 +27,26 @@ describe('configuration', () => {
     [{ REDIS_URL: 'localhost:6379' }, 'REDIS_URL must start with redis:// or rediss://'],
     [{ REDIS_URL: 'not a url' }, 'REDIS_URL is not a URL'],
     [{ EVENTSTORE_URL: 'http://x:2113' }, 'EVENTSTORE_URL must start with esdb://'],
+    [{ EVENTSTORE_URL: 'esdb://x:2113' }, 'EVENTSTORE_URL needs username:password@ in secure mode'],
+    [
+      { EVENTSTORE_URL: 'kdb://x:2113?tsl=false' },
+      'EVENTSTORE_URL has an option @eventstore/db-client 6.2.1 does not know: "tsl"',
+    ],
+    [{ EVENTSTORE_URL: 'esdb://a:b@x:2113?tlsVerifyCert=false' }, 'EVENTSTORE_URL sets tlsVerifyCert=false'],
     [{ REQUEST_TIMEOUT_MS: '600000', RESERVATION_TTL_MS: '1000' }, 'RESERVATION_TTL_MS must be longer than REQUEST_TIMEOUT_MS'],
     [{ REDIS_PREFIX: 'has space' }, 'REDIS_PREFIX must be'],
   ])('rejects %j naming the variable', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it.each([
+    ['esdb://localhost:2113?tls=false', 'esdb://localhost:2113?tls=false'],
+    ['kurrentdb://localhost:2113?tls=false', 'esdb://localhost:2113?tls=false'],
+    ['kdb://admin:changeit@node1,node2:2114', 'esdb://admin:changeit@node1:2113,node2:2114'],
+    ['kurrentdb+discover://admin:changeit@cluster.example.com', 'esdb+discover://admin:changeit@cluster.example.com:2113'],
+  ])('takes EVENTSTORE_URL %s as the client connection string %s', (raw, connectionString) => {
+    expect(loadConfig({ EVENTSTORE_URL: raw }).eventStoreUrl).toBe(connectionString);
   });
 
   it('stops the service with one clear line on a bad value', () => {

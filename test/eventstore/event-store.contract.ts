@@ -83,6 +83,77 @@ export function describeEventStoreContract(name: string, open: () => Promise<Eve
       expect(rest.every((e) => e.position > page[1].position)).toBe(true);
     });
 
+    it('gives the events of one append distinct, increasing positions, and answers with the last one', async () => {
+      const s = stream();
+      const result = await store.append(s, [ev(1), ev(2), ev(3)], 'no_stream');
+      const read = await store.readStream(s);
+      const positions = read.map((e) => e.position);
+      expect(positions[0]).toBeLessThan(positions[1]);
+      expect(positions[1]).toBeLessThan(positions[2]);
+      expect(result).toEqual({ nextExpectedRevision: 2, position: positions[2] });
+      // Each of them is a place to read on from.
+      const ours = async (after: number) =>
+        (await store.readAll(after, 1000)).filter((e) => e.streamId === s).map((e) => (e.data as { n: number }).n);
+      expect(await ours(positions[0])).toEqual([2, 3]);
+      expect(await ours(positions[1])).toEqual([3]);
+      expect(await ours(positions[2])).toEqual([]);
+    });
+
+    it('reads what follows any number, not only an event position (a checkpoint minus one, one from another log)', async () => {
+      const before = await store.headPosition();
+      const s = stream();
+      await store.append(s, [ev(1)], 'no_stream');
+      await store.append(s, [ev(2), ev(3)], 0);
+      await store.append(s, [ev(4)], 2);
+      const events = await store.readStream(s);
+      const p = events.map((e) => e.position);
+      const expected = (after: number) => events.filter((e) => e.position > after).map((e) => (e.data as { n: number }).n);
+      const numbers = [
+        before,
+        before + 1,
+        p[0] - 1,
+        p[0],
+        p[0] + 1,
+        p[1] - 1,
+        p[1] + 1,
+        p[2] - 1,
+        p[2] + 1,
+        p[3] - 1,
+        p[3],
+        p[3] + 1,
+      ];
+      for (const after of numbers) {
+        const read = (await store.readAll(after, 1000)).filter((e) => e.streamId === s);
+        expect({ after, read: read.map((e) => (e.data as { n: number }).n) }).toEqual({ after, read: expected(after) });
+      }
+      // The first event after a number is the first with a greater position, whatever came before.
+      const [next] = await store.readAll(p[1] - 1, 1);
+      expect(next.position).toBeGreaterThan(p[1] - 1);
+      expect(next.position).toBeLessThanOrEqual(p[1]);
+      // A checkpoint far below every position (another log's), and one beyond the head.
+      const [first] = await store.readAll(0, 1);
+      expect((await store.readAll(1, 1))[0]?.position).toBeGreaterThan(1);
+      expect(first.position).toBeGreaterThan(0);
+      expect(await store.readAll(Number.MAX_SAFE_INTEGER, 10)).toEqual([]);
+    });
+
+    it('subscribes from a number that is not an event position', async () => {
+      const s = stream();
+      await store.append(s, [ev(1), ev(2)], 'no_stream');
+      const [, second] = await store.readStream(s);
+      const abort = new AbortController();
+      const seen: number[] = [];
+      const done = (async () => {
+        for await (const batch of store.subscribe(second.position - 1, abort.signal)) {
+          for (const e of batch) if (e.streamId === s) seen.push((e.data as { n: number }).n);
+          if (seen.length >= 2) abort.abort();
+        }
+      })();
+      await store.append(s, [ev(3)], 1);
+      await done;
+      expect(seen).toEqual([2, 3]);
+    });
+
     it('subscribes: catches up from a position, then delivers live events in order', async () => {
       const s = stream();
       await store.append(s, [ev(1), ev(2)], 'no_stream');

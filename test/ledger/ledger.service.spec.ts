@@ -1,5 +1,5 @@
 import { auditLedger } from '../../src/audit/ledger-audit';
-import { WrongExpectedRevisionError } from '../../src/eventstore/event-store';
+import { AppendOutcomeUnknownError, EventStore, WrongExpectedRevisionError } from '../../src/eventstore/event-store';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import { availableOf } from '../../src/projections/read-model';
 import { eventually } from '../support/processes';
@@ -134,6 +134,34 @@ for (const redis of [false, true]) {
       await expect(reserve(ledger, { ...facts(4), orgId, amount: 1_000_000 })).rejects.toThrow(WrongExpectedRevisionError);
       await runtime.projector.catchUp();
       expect(await runtime.projections.balance(orgId)).toMatchObject({ reserved: 1_000_000, pending: 0 });
+    });
+
+    it('keeps the hold of a reservation whose append has an unknown outcome until its event lands or the hold is swept', async () => {
+      const { runtime } = t;
+      const orgId = await fundedOrganization(runtime, 5_000_000);
+      await runtime.projector.catchUp();
+      const { reservationTtlMs, pendingHoldMs } = runtime.config;
+      // A log whose appends of reservations end with an unknown outcome: written (the reply was lost) or not.
+      const flaky = (written: boolean): EventStore => ({
+        ...runtime.events,
+        append: async (streamId, events, expected) => {
+          if (written) await runtime.events.append(streamId, events, expected);
+          throw new AppendOutcomeUnknownError(streamId, new Error('connection lost'));
+        },
+        readStream: (id) => runtime.events.readStream(id),
+      });
+      const unwritten = new LedgerService(flaky(false), runtime.projections, { reservationTtlMs, pendingHoldMs });
+      await expect(reserve(unwritten, { ...facts(5), orgId, amount: 1_000_000 })).rejects.toThrow(AppendOutcomeUnknownError);
+      // The event might still show up: the hold stays until then, or until it is swept.
+      expect(availableOf(await runtime.projections.balance(orgId))).toBe(4_000_000);
+      expect(await runtime.projections.sweepPendingHolds(Date.now() + pendingHoldMs + 1)).toBe(1);
+      expect(availableOf(await runtime.projections.balance(orgId))).toBe(5_000_000);
+
+      const written = new LedgerService(flaky(true), runtime.projections, { reservationTtlMs, pendingHoldMs });
+      await expect(reserve(written, { ...facts(6), orgId, amount: 1_000_000 })).rejects.toThrow(AppendOutcomeUnknownError);
+      await runtime.projector.catchUp();
+      expect(await runtime.projections.balance(orgId)).toMatchObject({ reserved: 1_000_000, pending: 0 });
+      expect((await auditLedger(runtime.events, runtime.projections)).differences).toEqual([]);
     });
 
     it('refuses grants to unknown organizations and nonsense amounts', async () => {

@@ -16,7 +16,9 @@ export interface Child {
 export function startNode(script: string, args: string[], env: Record<string, string> = {}): Child {
   const child = spawn(process.execPath, [script, ...args], {
     cwd: ROOT,
-    env: { ...process.env, ...env },
+    // EVENTSTORE_URL in the test run's environment is for the EventStoreDB contract suite: a
+    // child opens the log its test names (its DATA_DIR's SQLite file unless it says otherwise).
+    env: { ...process.env, EVENTSTORE_URL: '', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let out = '';
