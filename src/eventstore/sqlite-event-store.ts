@@ -27,7 +27,7 @@ export interface SqliteEventStoreOptions {
   /** Commit appends that arrive together in one transaction (default). Off: one commit per append. */
   groupCommit?: boolean;
   /**
-   * How long an append made while the writer is idle waits for others to share its commit
+   * How long an append opening a stream, made while the writer is idle, waits for others to share its commit
    * (default 1 ms; 0: the next loop turn). Besides fewer commits, the writer's wake-up and fsync
    * then fall after the upstream call a request makes right after reserving, not on top of it.
    */
@@ -140,7 +140,9 @@ export class SqliteEventStore implements EventStore {
       const id = this.nextId++;
       this.pending.set(id, { streamId, expected, events, resolve, reject });
       this.outgoing.push({ id, streamId, expected, events: events.map((e) => ({ type: e.type, data: JSON.stringify(e.data) })) });
-      if (this.unanswered === 0) this.scheduleSend(this.commitWindowMs);
+      // A stream's first event (a reservation, made as work begins) waits for company; one that
+      // continues a stream (a settlement, which a reply's end awaits) goes at the next loop turn.
+      if (this.unanswered === 0) this.scheduleSend(expected === 'no_stream' ? this.commitWindowMs : 0);
     });
   }
 
