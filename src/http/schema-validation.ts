@@ -17,7 +17,10 @@ const pathOf = (error: ErrorObject): string => error.instancePath.slice(1).repla
 /** The field at fault, as `input[0].content`: the path, with a missing property's name added. */
 function paramOf(error: ErrorObject): string | null {
   const missing = error.keyword === 'required' ? `/${(error.params as { missingProperty: string }).missingProperty}` : '';
-  const path = (error.instancePath + missing).slice(1).replace(/\/(\d+)(?=\/|$)/g, '[$1]').replace(/\//g, '.');
+  const path = (error.instancePath + missing)
+    .slice(1)
+    .replace(/\/(\d+)(?=\/|$)/g, '[$1]')
+    .replace(/\//g, '.');
   return path === '' ? null : path;
 }
 
@@ -56,7 +59,9 @@ export function schemaValidation<T>(schema: object): PipeTransform<unknown, T> {
       const errors = validate.errors ?? [];
       const last = errors[errors.length - 1];
       // `param`: the field at fault, for formats whose error body names it.
-      throw new ApiError('invalid_request', last ? describe(last) : 'invalid request body', { param: last ? paramOf(last) : null });
+      throw new ApiError('invalid_request', last ? describe(last) : 'invalid request body', {
+        param: last ? paramOf(last) : null,
+      });
     },
   };
 }

@@ -108,10 +108,8 @@ const contentPart = {
   ],
 };
 
-const content = {
-  'x-message': 'must be a string or an array of content parts ({"type": "input_text", "text": "…"})',
-  anyOf: [{ type: 'string' }, { type: 'array', items: contentPart }],
-};
+/** A string, or parts (`items` applies to an array only): a bad part is named by its own path. */
+const content = { type: ['string', 'array'], items: contentPart };
 
 const inputItem = {
   type: 'object',
@@ -154,10 +152,7 @@ export const responsesRequestSchema = {
   required: ['model', 'input'],
   properties: {
     model: modelReference,
-    input: {
-      'x-message': 'must be a string or an array of input items (messages, function_call and function_call_output items)',
-      anyOf: [{ type: 'string' }, { type: 'array', items: inputItem }],
-    },
+    input: { type: ['string', 'array'], items: inputItem },
     instructions: optionalString,
     tools: { type: ['array', 'null'], maxItems: 128, items: tool },
     tool_choice: {

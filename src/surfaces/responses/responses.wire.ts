@@ -27,11 +27,13 @@ import type {
 /** A 400 naming the field at fault (`param` in the format's error body). */
 const invalid = (message: string, param: string | null = null) => new ApiError('invalid_request', message, { param });
 
-const STATELESS = 'the gateway is stateless (it keeps no responses, conversations or files): send the whole conversation in "input"';
+const STATELESS =
+  'the gateway is stateless (it keeps no responses, conversations or files): send the whole conversation in "input"';
 
 /** Fields that need state kept between requests, each refused with why. */
 function refuseStateful(body: ResponsesRequest): void {
-  if (body.previous_response_id != null) throw invalid(`previous_response_id is not supported: ${STATELESS}`, 'previous_response_id');
+  if (body.previous_response_id != null)
+    throw invalid(`previous_response_id is not supported: ${STATELESS}`, 'previous_response_id');
   if (body.conversation != null) throw invalid(`conversation is not supported: ${STATELESS}`, 'conversation');
   if (body.prompt != null) throw invalid(`prompt (a stored prompt template) is not supported: ${STATELESS}`, 'prompt');
   if (body.background === true) throw invalid(`background responses are not supported: ${STATELESS}`, 'background');
@@ -493,9 +495,7 @@ export function eventSerializer(result: InferenceResult, echo: Echo): StreamSeri
         error: { code: 'server_error', message: error.message },
       });
       return (
-        head +
-        emit('error', { code: error.code, message: error.message, param: null }) +
-        emit('response.failed', { response })
+        head + emit('error', { code: error.code, message: error.message, param: null }) + emit('response.failed', { response })
       );
     },
   };
