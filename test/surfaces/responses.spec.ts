@@ -397,7 +397,7 @@ describe('POST /responses failures, in the Responses error format', () => {
       'invalid_request',
     );
     expect((error.error as { message: string }).message).toBe(
-      'tools of type "web_search", "code_interpreter" are not supported: the gateway serves function tools only',
+      'tools of type "web_search", "code_interpreter" are not supported: the gateway serves function tools (alone or in namespaces) only',
     );
     expect(error.param).toBe('tools');
   });

@@ -3,7 +3,13 @@ import { ApiError } from '../../src/http/api-error';
 import type { InferenceResult, PipelineEvent } from '../../src/inference/inference.command';
 import { schemaValidation } from '../../src/http/schema-validation';
 import { ResponsesRequest, responsesRequestSchema } from '../../src/surfaces/responses/responses.schema';
-import { echoOf, eventSerializer, responseBody, responsesError, toCanonical } from '../../src/surfaces/responses/responses.wire';
+import {
+  eventSerializer,
+  replyContextOf,
+  responseBody,
+  responsesError,
+  toCanonical,
+} from '../../src/surfaces/responses/responses.wire';
 import { usage } from '../support/usage';
 
 const result: InferenceResult = {
@@ -153,13 +159,81 @@ describe('Responses request → canonical request', () => {
       tools: [{ type: 'web_search' }, { type: 'function', name: 'f' }, { type: 'file_search' }, { type: 'web_search' }],
     });
     expect(error.message).toBe(
-      'tools of type "web_search", "file_search" are not supported: the gateway serves function tools only',
+      'tools of type "web_search", "file_search" are not supported: the gateway serves function tools (alone or in namespaces) only',
     );
     expect(responsesError(error).error.param).toBe('tools');
     expect(refusal({ model: 'm', input: 'hi', tool_choice: { type: 'web_search_preview' } }).message).toMatch(
       /tool_choice of type "web_search_preview" is not supported/,
     );
     expect(refusal({ model: 'm', input: 'hi', tool_choice: { type: 'function' } }).message).toMatch(/needs a "name"/);
+  });
+
+  it("takes a namespace's functions as tools named namespace__function, and its calls back under their namespace", () => {
+    const body = {
+      model: 'm',
+      tools: [
+        { type: 'function', name: 'exec_command', parameters: { type: 'object' } },
+        {
+          type: 'namespace',
+          name: 'agents',
+          description: 'Sub-agents.',
+          tools: [{ type: 'function', name: 'spawn', description: 'Start one.', parameters: { type: 'object' } }],
+        },
+      ],
+      tool_choice: { type: 'function', name: 'spawn', namespace: 'agents' },
+      input: [
+        { role: 'user', content: 'go' },
+        { type: 'function_call', call_id: 'c1', name: 'spawn', namespace: 'agents', arguments: '{}' },
+        { type: 'function_call_output', call_id: 'c1', output: 'started' },
+      ],
+    };
+    expect(canonical(body)).toMatchObject({
+      tools: [
+        { name: 'exec_command', parameters: { type: 'object' } },
+        { name: 'agents__spawn', description: 'Sub-agents.\n\nStart one.', parameters: { type: 'object' } },
+      ],
+      toolChoice: { name: 'agents__spawn' },
+      messages: [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'agents__spawn', arguments: '{}' }] },
+        { role: 'tool', toolCallId: 'c1', content: 'started' },
+      ],
+    });
+    const reply = responseBody(
+      result,
+      {
+        text: '',
+        reasoning: '',
+        toolCalls: [
+          { id: 'c2', name: 'agents__spawn', arguments: '{}' },
+          { id: 'c3', name: 'exec_command', arguments: '{}' },
+        ],
+        finish: 'tool_calls',
+        usage: null,
+        billed: null,
+        passThrough: null,
+      },
+      replyContextOf(validate.transform(body, { type: 'body' })),
+    );
+    expect(reply.output).toEqual([
+      expect.objectContaining({ type: 'function_call', call_id: 'c2', name: 'spawn', namespace: 'agents' }),
+      expect.not.objectContaining({ namespace: expect.anything() }),
+    ]);
+    expect(reply.output[1]).toMatchObject({ call_id: 'c3', name: 'exec_command' });
+    expect(
+      refusal({ model: 'm', input: 'hi', tools: [{ type: 'namespace', name: 'n', tools: [{ type: 'custom', name: 'patch' }] }] })
+        .message,
+    ).toMatch(/tools of type "custom" \(in namespace "n"\) are not supported/);
+    expect(
+      refusal({
+        model: 'm',
+        input: 'hi',
+        tools: [
+          { type: 'function', name: 'n__f' },
+          { type: 'namespace', name: 'n', tools: [{ type: 'function', name: 'f' }] },
+        ],
+      }).message,
+    ).toMatch(/two tools are named "n__f"/);
   });
 
   it('refuses items and parts it has no counterpart for, naming them and where they are', () => {
@@ -216,7 +290,7 @@ describe('Responses request → canonical request', () => {
   });
 });
 
-const echo = echoOf({ model: 'm', input: 'hi', max_output_tokens: 50, metadata: { trace: 't' }, store: true });
+const context = replyContextOf({ model: 'm', input: 'hi', max_output_tokens: 50, metadata: { trace: 't' }, store: true });
 
 interface SseEvent {
   event: string;
@@ -238,7 +312,7 @@ const parseSse = (text: string): SseEvent[] =>
 
 /** Plays pipeline events through a fresh serializer, as streamSse does: open() ahead of the first text written. */
 function play(events: PipelineEvent[], ending: 'close' | ApiError = 'close'): SseEvent[] {
-  const serializer = eventSerializer(result, echo);
+  const serializer = eventSerializer(result, context);
   let text = '';
   let opened = false;
   const write = (piece: string) => {
@@ -436,7 +510,7 @@ describe('Responses whole reply', () => {
         billed: null,
         passThrough: null,
       },
-      echo,
+      context,
     );
     expect(body).toMatchObject({
       status: 'incomplete',

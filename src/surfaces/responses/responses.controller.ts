@@ -11,7 +11,7 @@ import { CONFIG } from '../../runtime/runtime.module';
 import { BearerPresentGuard } from '../api-key.guard';
 import { respond } from '../respond';
 import { ResponsesRequest, responsesRequestSchema } from './responses.schema';
-import { echoOf, eventSerializer, responseBody, responsesError, toCanonical } from './responses.wire';
+import { eventSerializer, replyContextOf, responseBody, responsesError, toCanonical } from './responses.wire';
 
 const bodyValidation = schemaValidation<ResponsesRequest>(responsesRequestSchema);
 
@@ -45,11 +45,15 @@ export class ResponsesController {
         requestId: request.id,
       }),
     );
-    const echo = echoOf(body);
+    const context = replyContextOf(body);
     return respond(
       reply,
       result,
-      { serializer: (r) => eventSerializer(r, echo), body: (r, whole) => responseBody(r, whole, echo), error: responsesError },
+      {
+        serializer: (r) => eventSerializer(r, context),
+        body: (r, whole) => responseBody(r, whole, context),
+        error: responsesError,
+      },
       this.config.sseKeepAliveMs,
     );
   }

@@ -24,6 +24,8 @@ export interface FunctionCallItem {
   type: 'function_call';
   call_id: string;
   name: string;
+  /** The namespace tool the function belongs to, when it does. */
+  namespace?: string | null;
   arguments: string;
 }
 
@@ -49,6 +51,15 @@ export interface FunctionTool {
   strict?: boolean | null;
 }
 
+/** Function tools grouped under a name (`multi_agent.spawn_agent`); the model calls them with `namespace` set. */
+export interface NamespaceTool {
+  type: 'namespace';
+  name: string;
+  description?: string | null;
+  /** Function tools; other types (custom) are refused by the translation, which names them. */
+  tools: Array<FunctionTool | { type: string; name: string }>;
+}
+
 export type ToolChoice = 'auto' | 'none' | 'required' | { type: string; name?: string };
 
 export type ReasoningEffortParam = 'none' | 'minimal' | 'low' | 'medium' | 'high';
@@ -64,7 +75,7 @@ export interface ResponsesRequest {
   model: string;
   input: string | InputItem[];
   instructions?: string | null;
-  tools?: Array<FunctionTool | { type: string }> | null;
+  tools?: Array<FunctionTool | NamespaceTool | { type: string }> | null;
   tool_choice?: ToolChoice | null;
   parallel_tool_calls?: boolean | null;
   max_output_tokens?: number | null;
@@ -121,7 +132,12 @@ const inputItem = {
     }),
     when('function_call', {
       required: ['call_id', 'name', 'arguments'],
-      properties: { call_id: nonEmptyString, name: nonEmptyString, arguments: { type: 'string' } },
+      properties: {
+        call_id: nonEmptyString,
+        name: nonEmptyString,
+        namespace: optionalString,
+        arguments: { type: 'string' },
+      },
     }),
     when('function_call_output', {
       required: ['call_id', 'output'],
@@ -130,18 +146,36 @@ const inputItem = {
   ],
 };
 
+const functionTool = {
+  required: ['name'],
+  properties: {
+    name: nonEmptyString,
+    description: optionalString,
+    parameters: { type: ['object', 'null'] },
+    strict: optionalBoolean,
+  },
+};
+
 const tool = {
   type: 'object',
   required: ['type'],
   properties: { type: { type: 'string' } },
   allOf: [
-    when('function', {
-      required: ['name'],
+    when('function', functionTool),
+    when('namespace', {
+      required: ['name', 'tools'],
       properties: {
         name: nonEmptyString,
         description: optionalString,
-        parameters: { type: ['object', 'null'] },
-        strict: optionalBoolean,
+        tools: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['type', 'name'],
+            properties: { type: { type: 'string' }, name: nonEmptyString },
+            allOf: [when('function', functionTool)],
+          },
+        },
       },
     }),
   ],

@@ -4,6 +4,7 @@ import type {
   CanonicalImage,
   CanonicalMessage,
   CanonicalRequest,
+  CanonicalTool,
   CanonicalToolCall,
   CanonicalToolChoice,
   FinishReason,
@@ -19,6 +20,7 @@ import type {
   FunctionTool,
   InputItem,
   MessageItem,
+  NamespaceTool,
   ResponsesRequest,
 } from './responses.schema';
 
@@ -105,7 +107,7 @@ function addItem(item: InputItem, at: string, system: string[], messages: Canoni
     }
     case 'function_call': {
       const call = item as FunctionCallItem;
-      addCall(messages, { id: call.call_id, name: call.name, arguments: call.arguments });
+      addCall(messages, { id: call.call_id, name: hostName(call.name, call.namespace), arguments: call.arguments });
       return;
     }
     case 'function_call_output': {
@@ -129,7 +131,8 @@ function addItem(item: InputItem, at: string, system: string[], messages: Canoni
 function toolChoiceOf(choice: ResponsesRequest['tool_choice']): CanonicalToolChoice | undefined {
   if (choice == null) return undefined;
   if (typeof choice === 'string') return choice;
-  if (choice.type === 'function' && choice.name) return { name: choice.name };
+  if (choice.type === 'function' && choice.name)
+    return { name: hostName(choice.name, (choice as { namespace?: string }).namespace) };
   if (choice.type === 'function') throw invalid('tool_choice of type "function" needs a "name"', 'tool_choice.name');
   throw invalid(
     `tool_choice of type "${choice.type}" is not supported: use "auto", "none", "required" or {"type": "function", "name": "…"}`,
@@ -137,15 +140,68 @@ function toolChoiceOf(choice: ResponsesRequest['tool_choice']): CanonicalToolCho
   );
 }
 
-export function toCanonical(body: ResponsesRequest): CanonicalRequest {
-  refuseStateful(body);
-  const others = [...new Set((body.tools ?? []).map((t) => t.type).filter((type) => type !== 'function'))];
-  if (others.length > 0) {
+/** Between a namespace and its function's name, in the name hosts see (`multi_agent__spawn_agent`). */
+const NAMESPACE_SEPARATOR = '__';
+
+/** A namespaced function's name as hosts see it, and what it stands for. */
+export type ToolNames = Map<string, { namespace: string; name: string }>;
+
+const canonicalTool = (tool: FunctionTool, name: string, namespace?: NamespaceTool): CanonicalTool => {
+  const description = [namespace?.description, tool.description].filter((d): d is string => d != null && d !== '').join('\n\n');
+  return {
+    name,
+    ...(description !== '' ? { description } : {}),
+    parameters: tool.parameters ?? { type: 'object', properties: {} },
+  };
+};
+
+/**
+ * Function tools, and the functions of namespace tools under a joined name (which the reply splits
+ * back into `namespace` and `name`). Other types are refused, each named once.
+ */
+function toolsOf(body: ResponsesRequest): { tools: CanonicalTool[]; names: ToolNames } {
+  const tools: CanonicalTool[] = [];
+  const names: ToolNames = new Map();
+  const others = new Set<string>();
+  for (const tool of body.tools ?? []) {
+    if (tool.type === 'function') tools.push(canonicalTool(tool as FunctionTool, (tool as FunctionTool).name));
+    else if (tool.type === 'namespace') {
+      const namespace = tool as NamespaceTool;
+      for (const inner of namespace.tools) {
+        if (inner.type !== 'function') {
+          others.add(`"${inner.type}" (in namespace "${namespace.name}")`);
+          continue;
+        }
+        const joined = `${namespace.name}${NAMESPACE_SEPARATOR}${inner.name}`;
+        names.set(joined, { namespace: namespace.name, name: inner.name });
+        tools.push(canonicalTool(inner as FunctionTool, joined, namespace));
+      }
+    } else others.add(`"${tool.type}"`);
+  }
+  if (others.size > 0) {
     throw invalid(
-      `tools of type ${others.map((t) => `"${t}"`).join(', ')} are not supported: the gateway serves function tools only`,
+      `tools of type ${[...others].join(', ')} are not supported: the gateway serves function tools (alone or in namespaces) only`,
       'tools',
     );
   }
+  const seen = new Set<string>();
+  for (const { name } of tools) {
+    if (seen.has(name))
+      throw invalid(
+        `two tools are named "${name}" (a namespace's functions are named namespace${NAMESPACE_SEPARATOR}function)`,
+        'tools',
+      );
+    seen.add(name);
+  }
+  return { tools, names };
+}
+
+/** The name hosts know a function by: joined with its namespace when it has one. */
+const hostName = (name: string, namespace?: string | null) => (namespace ? `${namespace}${NAMESPACE_SEPARATOR}${name}` : name);
+
+export function toCanonical(body: ResponsesRequest): CanonicalRequest {
+  refuseStateful(body);
+  const { tools } = toolsOf(body);
   const system = body.instructions ? [body.instructions] : [];
   const messages: CanonicalMessage[] = [];
   const items: InputItem[] = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : body.input;
@@ -155,14 +211,7 @@ export function toCanonical(body: ResponsesRequest): CanonicalRequest {
   return {
     system: system.filter((s) => s !== ''),
     messages,
-    tools: (body.tools ?? []).map((t) => {
-      const f = t as FunctionTool;
-      return {
-        name: f.name,
-        ...(f.description != null ? { description: f.description } : {}),
-        parameters: f.parameters ?? { type: 'object', properties: {} },
-      };
-    }),
+    tools,
     toolChoice: toolChoiceOf(body.tool_choice),
     // null is "not given" (some clients send it): the model's default applies.
     maxTokens: body.max_output_tokens ?? undefined,
@@ -202,6 +251,14 @@ export function echoOf(body: ResponsesRequest) {
 }
 
 export type Echo = ReturnType<typeof echoOf>;
+
+/** What a reply needs from its request: the settings it echoes, and the namespaced functions' names. */
+export interface ReplyContext {
+  echo: Echo;
+  names: ToolNames;
+}
+
+export const replyContextOf = (body: ResponsesRequest): ReplyContext => ({ echo: echoOf(body), names: toolsOf(body).names });
 
 /** Why a reply is incomplete, for the finishes that make it so. */
 const INCOMPLETE: Partial<Record<FinishReason, string>> = { length: 'max_output_tokens', content_filter: 'content_filter' };
@@ -246,14 +303,19 @@ const messageItem = (id: string, text: string, status: ItemStatus) => ({
   content: [outputText(text)],
 });
 
-const functionCallItem = (id: string, call: CanonicalToolCall, status: ItemStatus) => ({
-  id,
-  type: 'function_call',
-  status,
-  call_id: call.id,
-  name: call.name,
-  arguments: call.arguments,
-});
+/** A function call; one of a namespace's functions says which namespace, under its own name. */
+const functionCallItem = (id: string, call: CanonicalToolCall, status: ItemStatus, names: ToolNames) => {
+  const named = names.get(call.name);
+  return {
+    id,
+    type: 'function_call',
+    status,
+    call_id: call.id,
+    name: named?.name ?? call.name,
+    ...(named ? { namespace: named.namespace } : {}),
+    arguments: call.arguments,
+  };
+};
 
 interface Ending {
   status: 'in_progress' | 'completed' | 'incomplete' | 'failed';
@@ -280,13 +342,14 @@ function responseObject(result: InferenceResult, echo: Echo, ending: Ending) {
 }
 
 /** A whole reply: its reasoning, its text (or an empty message when there is nothing else), its function calls. */
-export function responseBody(result: InferenceResult, reply: Reply, echo: Echo) {
+export function responseBody(result: InferenceResult, reply: Reply, { echo, names }: ReplyContext) {
   const incomplete = INCOMPLETE[reply.finish] !== undefined;
   const output: unknown[] = [];
   if (reply.reasoning !== '') output.push(reasoningItem(itemId(result, 'rs', output.length), reply.reasoning));
   if (reply.text !== '' || reply.toolCalls.length === 0)
     output.push(messageItem(itemId(result, 'msg', output.length), reply.text, incomplete ? 'incomplete' : 'completed'));
-  for (const call of reply.toolCalls) output.push(functionCallItem(itemId(result, 'fc', output.length), call, 'completed'));
+  for (const call of reply.toolCalls)
+    output.push(functionCallItem(itemId(result, 'fc', output.length), call, 'completed', names));
   return responseObject(result, echo, {
     status: incomplete ? 'incomplete' : 'completed',
     output,
@@ -324,7 +387,7 @@ interface StreamedItem {
  * after the start is an `error` event followed by response.failed. Every event carries
  * `sequence_number`, counted from 0 in the order written.
  */
-export function eventSerializer(result: InferenceResult, echo: Echo): StreamSerializer {
+export function eventSerializer(result: InferenceResult, { echo, names }: ReplyContext): StreamSerializer {
   let sequence = 0;
   let started = false;
   const items: StreamedItem[] = [];
@@ -342,7 +405,7 @@ export function eventSerializer(result: InferenceResult, echo: Echo): StreamSeri
       ? reasoningItem(item.id, item.text)
       : item.kind === 'message'
         ? messageItem(item.id, item.text, status)
-        : functionCallItem(item.id, item.call, status);
+        : functionCallItem(item.id, item.call, status, names);
   const snapshot = (status: Ending['status'], extra: Partial<Ending> = {}) =>
     responseObject(result, echo, {
       status,
@@ -374,7 +437,7 @@ export function eventSerializer(result: InferenceResult, echo: Echo): StreamSeri
         ? { id: item.id, type: 'reasoning', summary: [], content: [] }
         : kind === 'message'
           ? { id: item.id, type: 'message', status: 'in_progress', role: 'assistant', content: [] }
-          : functionCallItem(item.id, item.call, 'in_progress');
+          : functionCallItem(item.id, item.call, 'in_progress', names);
     let text = emit('response.output_item.added', { output_index: index, item: added });
     const at = { item_id: item.id, output_index: index, content_index: 0 };
     if (kind === 'reasoning') text += emit('response.content_part.added', { ...at, part: { type: 'reasoning_text', text: '' } });
@@ -396,7 +459,8 @@ export function eventSerializer(result: InferenceResult, echo: Echo): StreamSeri
         emit('response.output_text.done', { ...at, content_index: 0, text: item.text, logprobs: [] }) +
         emit('response.content_part.done', { ...at, content_index: 0, part: outputText(item.text) });
     } else {
-      text += emit('response.function_call_arguments.done', { ...at, name: item.call.name, arguments: item.call.arguments });
+      const name = names.get(item.call.name)?.name ?? item.call.name;
+      text += emit('response.function_call_arguments.done', { ...at, name, arguments: item.call.arguments });
     }
     return text + emit('response.output_item.done', { output_index: item.index, item: itemObject(item, status) });
   };
