@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import request from 'supertest';
-import type { CreditsReserved } from '../../src/ledger/ledger.events';
+import type { CreditsReserved, ReservationSettled } from '../../src/ledger/ledger.events';
 import type { ReceivedRequest } from '../support/fake-upstream';
 import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 
@@ -479,6 +479,30 @@ describe('POST /responses failures, in the Responses error format', () => {
       message: expect.stringMatching(/fake-openai/),
     });
     await g.settled();
+  });
+});
+
+describe('POST /responses, a client that leaves mid-stream', () => {
+  it('stops the upstream call and is charged only for what was delivered', async () => {
+    const words = Array.from({ length: 400 }, (_, i) => `word${i}`).join(' ');
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: words, usage: { input: 50, output: 400 } }, chunkDelayMs: 5 });
+    const index = g.fake.requests.length;
+    const stream = client.responses.stream({ model: M.gpt.slug, input: 'Tell me a long story' });
+    let text = '';
+    for await (const event of stream) {
+      if (event.type === 'response.output_text.delta') text += event.delta;
+      if (text.length > 60) break; // leaving the loop aborts the request
+    }
+    const abortedAt = Date.now();
+    await g.fake.closed(index);
+    expect(Date.now() - abortedAt).toBeLessThan(1000);
+    await g.settled();
+    const log = await g.t.runtime.events.readAll(0, 100_000);
+    const settled = [...log].reverse().find((e) => e.type === 'ReservationSettled')!.data as ReservationSettled['data'];
+    expect(settled).toMatchObject({ status: 'client_abort', host: 'fake-openai' });
+    // Billed for what was delivered (the host never got to report usage): far less than the whole reply.
+    expect(settled.outputTokens).toBeGreaterThanOrEqual(Math.ceil(text.length / 4));
+    expect(settled.outputTokens).toBeLessThan(400 / 2);
   });
 });
 
