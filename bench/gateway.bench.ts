@@ -8,8 +8,10 @@
  *
  *   direct             the upstream called directly
  *   pass-through       a bare pass-through (./gateway/pass-through.ts): what one more Node HTTP hop costs here
- *   gateway, messages  this checkout's gateway, billing on (as `npm start` runs it: every request
- *                      reserved and settled in the SQLite log), on its chat-completions and messages routes
+ *   gateway, messages, responses
+ *                      this checkout's gateway, billing on (as `npm start` runs it: every request
+ *                      reserved and settled in the SQLite log), on its chat-completions, messages and
+ *                      Responses routes
  *   peer               `@portkey-ai/gateway`, run locally
  *   baseline, baseline-messages
  *                      the same gateway built from another checkout, BENCH_BASELINE_DIR (built: its
@@ -32,7 +34,7 @@
  *   (c) memory: RSS of each gateway and of the peer holding 1,000 open streams (a second, slow
  *       upstream process paces 2 tokens/s so the streams stay open).
  *
- * A messages target gets its rows when that route answers 200.
+ * A messages or Responses target gets its rows when that route answers 200.
  * Smaller runs for a quick check: BENCH_ROUNDS, BENCH_SEQUENTIAL, BENCH_RATE_SECONDS,
  * BENCH_TTFB, BENCH_THROUGHPUT_SECONDS, BENCH_STREAMS.
  */
@@ -83,7 +85,7 @@ const progress = (line: string) => process.stderr.write(`${line}\n`);
 // --- targets ----------------------------------------------------------------------------------
 
 /** Every target the bench knows, in the order of its tables. */
-const KEYS = ['direct', 'pass-through', 'gateway', 'messages', 'peer', 'baseline', 'baseline-messages'] as const;
+const KEYS = ['direct', 'pass-through', 'gateway', 'messages', 'responses', 'peer', 'baseline', 'baseline-messages'] as const;
 type Key = (typeof KEYS)[number];
 const isKey = (key: string): key is Key => (KEYS as readonly string[]).includes(key);
 const isBaseline = (key: Key) => key.startsWith('baseline');
@@ -193,6 +195,19 @@ function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subj
     };
     return subject(target, gateway.child.pid, { judged: true, optional: true });
   };
+  const responses = (key: Key, name: string, gateway: Gateway): Subject => {
+    const body = (stream: boolean) =>
+      json({ model: gateway.model, max_output_tokens: 16, input: CHAT_MESSAGES, ...(stream ? { stream } : {}) });
+    const target = {
+      key,
+      label: `${name}, responses (billing on)`,
+      origin: `http://127.0.0.1:${gateway.port}`,
+      path: '/api/v1/responses',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${gateway.secret}` },
+      body: { plain: body(false), streamed: body(true) },
+    };
+    return subject(target, gateway.child.pid, { judged: true, optional: true });
+  };
 
   return {
     direct: async () => subject(upstream('direct', 'direct (upstream)', fast.port), fast.child.pid),
@@ -202,6 +217,7 @@ function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subj
     },
     gateway: async () => chatCompletions('gateway', 'our gateway', await ourGateway()),
     messages: async () => messages('messages', 'our gateway', await ourGateway()),
+    responses: async () => responses('responses', 'our gateway', await ourGateway()),
     peer: async () => {
       const { child, port } = await peer();
       const target = { ...upstream('peer', 'peer: @portkey-ai/gateway', port), headers: peerHeaders(fast) };

@@ -4,11 +4,13 @@ import { ApiError, chatCompletionsError, replyWithError } from './http/api-error
 import { dashboardError } from './dashboard/dashboard-error';
 import { messagesError } from './surfaces/messages/messages.wire';
 import { nativeError } from './surfaces/native/native.wire';
+import { responsesError } from './surfaces/responses/responses.wire';
 
 /** The error format of the surface a request's URL names; chat-completions for the rest of /api/v1. */
 export function errorFormatFor(method: string, url: string): (error: ApiError) => unknown {
   const path = url.split('?')[0];
   if (path.startsWith('/api/v1/messages')) return messagesError;
+  if (path === '/api/v1/responses' || path.startsWith('/api/v1/responses/')) return responsesError;
   if (path.startsWith('/dashboard/')) return dashboardError;
   // GET /api/v1/models/{slug} is the model list's; a slug may itself end in "/chat".
   if (method === 'POST' && /^\/api\/v1\/models\/.+\/chat\/?$/.test(path)) return nativeError;

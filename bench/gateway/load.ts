@@ -88,8 +88,11 @@ async function timed(
   let seen = '';
   for await (const chunk of response.body) {
     if (Number.isNaN(first)) {
-      seen = (seen + (chunk as Buffer).toString('utf8')).slice(-64);
-      if (seen.includes('data:')) first = performance.now() - start;
+      // Looked for in the whole chunk (an event larger than the tail kept would hide it), with the
+      // previous chunk's tail in front for a `data:` cut in two.
+      const text = seen + (chunk as Buffer).toString('utf8');
+      if (text.includes('data:')) first = performance.now() - start;
+      seen = text.slice(-64);
     }
   }
   if (Number.isNaN(first)) throw new Error('the stream carried no data: line');

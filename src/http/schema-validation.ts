@@ -14,6 +14,16 @@ ajv.addKeyword('x-message');
 /** `messages.0.content` from `/messages/0/content`. */
 const pathOf = (error: ErrorObject): string => error.instancePath.slice(1).replace(/\//g, '.');
 
+/** The field at fault, as `input[0].content`: the path, with a missing property's name added. */
+function paramOf(error: ErrorObject): string | null {
+  const missing = error.keyword === 'required' ? `/${(error.params as { missingProperty: string }).missingProperty}` : '';
+  const path = (error.instancePath + missing)
+    .slice(1)
+    .replace(/\/(\d+)(?=\/|$)/g, '[$1]')
+    .replace(/\//g, '.');
+  return path === '' ? null : path;
+}
+
 function describe(error: ErrorObject): string {
   const own = (error.parentSchema as { 'x-message'?: string } | undefined)?.['x-message'];
   const at = pathOf(error);
@@ -47,7 +57,11 @@ export function schemaValidation<T>(schema: object): PipeTransform<unknown, T> {
       if (validate(value)) return value as T;
       // Without allErrors the failing keyword comes last (after the branches of a union it tried).
       const errors = validate.errors ?? [];
-      throw new ApiError('invalid_request', errors.length > 0 ? describe(errors[errors.length - 1]) : 'invalid request body');
+      const last = errors[errors.length - 1];
+      // `param`: the field at fault, for formats whose error body names it.
+      throw new ApiError('invalid_request', last ? describe(last) : 'invalid request body', {
+        param: last ? paramOf(last) : null,
+      });
     },
   };
 }

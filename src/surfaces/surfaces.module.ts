@@ -5,10 +5,11 @@ import { ChatCompletionsController } from './chat-completions/chat-completions.c
 import { MessagesController } from './messages/messages.controller';
 import { ModelsController } from './models/models.controller';
 import { NativeController } from './native/native.controller';
+import { ResponsesController } from './responses/responses.controller';
 
 /** The API surfaces: translators between their wire formats and the one inference command. */
 @Module({
   imports: [CqrsModule, InferenceModule],
-  controllers: [ChatCompletionsController, MessagesController, ModelsController, NativeController],
+  controllers: [ChatCompletionsController, MessagesController, ResponsesController, ModelsController, NativeController],
 })
 export class SurfacesModule {}

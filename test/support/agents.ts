@@ -18,6 +18,19 @@ const packageDir = (name: string) => dirname(require.resolve(`${name}/package.js
 const CLAUDE = join(packageDir('@anthropic-ai/claude-code'), 'bin', 'claude.exe');
 const OPENCODE = join(packageDir('opencode-ai'), 'bin', 'opencode.exe');
 
+/** A package's directory, or null when it is not installed (the tests that need it then skip, saying so). */
+function optionalPackageDir(name: string): string | null {
+  try {
+    return packageDir(name);
+  } catch {
+    return null;
+  }
+}
+
+const CODEX_PACKAGE = optionalPackageDir('@openai/codex');
+/** Codex CLI's launcher (a node script that starts the native binary for this platform), when installed. */
+export const CODEX: string | null = CODEX_PACKAGE && join(CODEX_PACKAGE, 'bin', 'codex.js');
+
 /** Runs a CLI to its end (killed after `timeoutMs`), in `work` as its working directory. */
 function run(command: string, args: string[], env: Record<string, string>, cwd: string, timeoutMs: number): Promise<AgentRun> {
   return new Promise((resolve, reject) => {
@@ -138,4 +151,48 @@ export function opencodeText(run: AgentRun): string {
     .filter((event) => event.type === 'text')
     .map((event) => event.part?.text ?? '')
     .join('');
+}
+
+/**
+ * `codex exec` with a custom model provider pointing at the gateway, as Codex's docs set one up
+ * (config.toml in CODEX_HOME: `base_url = "{base}/api/v1"`, `wire_api = "responses"`, the key in
+ * the variable `env_key` names). Non-interactive, no sandbox (none is available in a container),
+ * in a scratch directory that is not a git repository.
+ */
+export function codexExec(
+  tmp: TempDir,
+  gateway: { baseUrl: string; key: string },
+  model: string,
+  prompt: string,
+): Promise<AgentRun> {
+  if (!CODEX) throw new Error('@openai/codex is not installed');
+  const { root, work, env } = scratch(tmp, 'codex');
+  const codexHome = join(root, 'codex-home');
+  mkdirSync(codexHome, { recursive: true });
+  writeFileSync(
+    join(codexHome, 'config.toml'),
+    [
+      `model = ${JSON.stringify(model)}`,
+      'model_provider = "gateway"',
+      // Codex offers the model its hosted web search by default: a tool the gateway has no counterpart for (and refuses).
+      'web_search = "disabled"',
+      '',
+      '[model_providers.gateway]',
+      'name = "Model Gateway"',
+      `base_url = ${JSON.stringify(`${gateway.baseUrl}/api/v1`)}`,
+      'wire_api = "responses"',
+      'env_key = "MODEL_GATEWAY_API_KEY"',
+      // Fail fast: the test's gateway either answers or the test fails.
+      'request_max_retries = 0',
+      'stream_max_retries = 0',
+      '',
+    ].join('\n'),
+  );
+  return run(
+    process.execPath,
+    [CODEX, 'exec', '--json', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', prompt],
+    { ...env, CODEX_HOME: codexHome, MODEL_GATEWAY_API_KEY: gateway.key, RUST_LOG: 'warn' },
+    work,
+    60_000,
+  );
 }

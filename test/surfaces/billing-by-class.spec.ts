@@ -223,6 +223,36 @@ describe.each(CASES)('a model on an $host host reporting cached tokens', (c) => 
     });
   });
 
+  describe('on the responses surface', () => {
+    const ask = { model: c.model.slug, input: 'Again, from the cache' };
+    const usage = () => ({
+      input_tokens: allInput(c),
+      input_tokens_details: { cached_tokens: c.usage.cacheRead, cache_write_tokens: cacheWrites(c) },
+      output_tokens: c.usage.output,
+      output_tokens_details: { reasoning_tokens: c.usage.reasoning ?? 0 },
+      total_tokens: allInput(c) + c.usage.output,
+      cost: c.charge / 1e9,
+    });
+
+    it('whole: bills each class at its price; usage has every input token, the cached ones detailed, and reasoning', async () => {
+      const res = await post('responses', ask);
+      expect(((await res.json()) as { usage: unknown }).usage).toEqual(usage());
+      await expectBilled(c, res);
+    });
+
+    it('streamed: the same, in response.completed (read by the official client too)', async () => {
+      const res = await post('responses', { ...ask, stream: true });
+      const completed = events(await res.text()).at(-1)!;
+      expect(completed.event).toBe('response.completed');
+      expect(completed.data.response.usage).toEqual(usage());
+      await expectBilled(c, res);
+
+      const client = new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: g.key, maxRetries: 0 });
+      const response = await client.responses.stream(ask).finalResponse();
+      expect(response.usage).toEqual(usage());
+    });
+  });
+
   describe('on the native surface', () => {
     const ask = { messages: [{ role: 'user', content: 'Again, from the cache' }] };
     const accounting = () => ({

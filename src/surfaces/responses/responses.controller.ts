@@ -1,0 +1,70 @@
+import { All, Body, Controller, HttpCode, Inject, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../../config/config';
+import { ApiError, SurfaceErrorFilter } from '../../http/api-error';
+import { requireKey } from '../../http/credentials';
+import { schemaValidation } from '../../http/schema-validation';
+import { InferenceCommand } from '../../inference/inference.command';
+import { maskKeySecrets } from '../../key-secret/key-secret';
+import { CONFIG } from '../../runtime/runtime.module';
+import { BearerPresentGuard } from '../api-key.guard';
+import { respond } from '../respond';
+import { ResponsesRequest, responsesRequestSchema } from './responses.schema';
+import { eventSerializer, replyContextOf, responseBody, responsesError, toCanonical } from './responses.wire';
+
+const bodyValidation = schemaValidation<ResponsesRequest>(responsesRequestSchema);
+
+/**
+ * POST /responses: the Responses wire format onto the one inference command. Stateless: nothing
+ * is stored, so the routes that would read a stored response answer 404 saying so.
+ */
+@Controller('api/v1/responses')
+@UseFilters(new SurfaceErrorFilter(responsesError))
+export class ResponsesController {
+  constructor(
+    private readonly commands: CommandBus,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  @Post()
+  @HttpCode(200)
+  @UseGuards(BearerPresentGuard)
+  async create(
+    @Body(bodyValidation) body: ResponsesRequest,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const canonical = toCanonical(body);
+    const result = await this.commands.execute(
+      new InferenceCommand({
+        surface: 'responses',
+        apiKey: requireKey(request),
+        model: body.model,
+        request: canonical,
+        requestId: request.id,
+      }),
+    );
+    const context = replyContextOf(body);
+    return respond(
+      reply,
+      result,
+      {
+        serializer: (r) => eventSerializer(r, context),
+        body: (r, whole) => responseBody(r, whole, context),
+        error: responsesError,
+      },
+      this.config.sseKeepAliveMs,
+    );
+  }
+
+  /** GET /responses/{id}, its input items, cancel, delete: there is no stored response to act on. */
+  @All('*')
+  notStored(@Req() request: FastifyRequest): never {
+    const path = request.url.split('?')[0];
+    throw new ApiError(
+      'not_found',
+      `no such route: ${request.method} ${maskKeySecrets(path.slice(0, 200))}: the gateway is stateless and keeps no responses to get, cancel or delete; send the whole conversation in each POST /api/v1/responses`,
+    );
+  }
+}
