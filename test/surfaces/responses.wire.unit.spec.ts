@@ -20,6 +20,7 @@ const result: InferenceResult = {
     name: 'Model',
     contextLength: 8192,
     maxOutputTokens: 1024,
+    reasoning: false,
     created: 0,
     hosts: [],
   },
