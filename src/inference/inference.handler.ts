@@ -25,6 +25,7 @@ import {
 } from './attempt';
 import { InferenceCommand, InferenceInput, InferenceResult, PipelineEvent } from './inference.command';
 import { RefusalBudget } from './refusal-budget';
+import { usageLimits } from './usage-check';
 import { billedOf, endingError, Settlement, settlementFor } from './settlement';
 
 /** Refused requests recorded per organization and second, per instance (see RefusalBudget). */
@@ -157,12 +158,39 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     return () => signal(ABORT);
   }
 
-  /** The request's one ending: the ledger told (settled or released), the client told (billed and complete, or an error). */
+  /**
+   * The request's one ending: the ledger told (settled or released), the client told (billed and
+   * complete, or an error). It runs inside the host's callbacks, where anything thrown would end
+   * the process (rxjs rethrows it on a timer): an unexpected failure here ends this request alone.
+   */
   private end(admitted: Admitted, attempt: AttemptState, subscriber: Subscriber<PipelineEvent>): void {
+    try {
+      this.settleAndTell(admitted, attempt, subscriber);
+    } catch (error) {
+      const { requestId } = admitted.input;
+      this.logger.error(`request ${requestId} could not be settled: ${(error as Error)?.message ?? String(error)}`);
+      this.ledger
+        .release(admitted.ticket, {
+          reason: 'the settlement could not be decided',
+          host: admitted.plan.hosts[attempt.hostIndex]?.host.id ?? null,
+          status: 'internal_error',
+          latencyMs: Math.round(performance.now() - admitted.started),
+        })
+        .catch((e: Error) => this.logger.error(`release of ${requestId} failed: ${e.message}`));
+      subscriber.error(new ApiError('internal_error', 'the request could not be settled; nothing was billed'));
+    }
+  }
+
+  private settleAndTell(admitted: Admitted, attempt: AttemptState, subscriber: Subscriber<PipelineEvent>): void {
     const ending = attempt.ending;
     if (ending === null) return;
-    const served = admitted.plan.hosts[attempt.hostIndex];
-    const settlement = settlementFor(ending, attempt, admitted.plan.estimate.inputTokens);
+    const { plan, input } = admitted;
+    const served = plan.hosts[attempt.hostIndex];
+    const limits = usageLimits(plan.model.contextLength, plan.estimate.inputTokens, plan.request);
+    const settlement = settlementFor(ending, attempt, limits);
+    if (settlement.action === 'settle' && settlement.flag !== null) {
+      this.logger.warn(`request ${input.requestId}: usage of host ${served.host.id} not billed as reported: ${settlement.flag}`);
+    }
     const latencyMs = Math.round(performance.now() - admitted.started);
     const billed = this.resolveReservation(admitted, served, settlement, latencyMs);
     if (ending.kind === 'complete') {
@@ -188,8 +216,16 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       this.ledger.release(ticket, { reason, host: served.host.id, status, latencyMs }).catch(logFailure);
       return null;
     }
-    const { usage, status } = settlement;
-    const outcome = { usage, prices: served.prices, host: served.host.id, hostModel: served.model, status, latencyMs };
+    const { usage, status, flag } = settlement;
+    const outcome = {
+      usage,
+      prices: served.prices,
+      host: served.host.id,
+      hostModel: served.model,
+      status,
+      latencyMs,
+      ...(flag === null ? {} : { usageFlag: flag }),
+    };
     if (status !== 'ok') {
       this.ledger.recordSettlement(ticket, outcome).catch(logFailure);
       return null;
