@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ReservationSettled, settledPrices, settledUsage } from '../../src/ledger/ledger.events';
 import { chargeFor } from '../../src/ledger/money';
-import type { FakeReply } from '../support/fake-upstream';
 import { eventually } from '../support/processes';
 import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 
