@@ -85,7 +85,12 @@ function outputProblem(n: number, limits: UsageLimits, floor: number): string | 
  *   host counted it (else the estimate) and at least the output delivered: a host counts the output
  *   at its end. Only counts that fail the checks are flagged: missing ones are expected.
  */
-export function checkedUsage(reported: Usage | null, deliveredChars: number, limits: UsageLimits, complete: boolean): CheckedUsage {
+export function checkedUsage(
+  reported: Usage | null,
+  deliveredChars: number,
+  limits: UsageLimits,
+  complete: boolean,
+): CheckedUsage {
   const counted = Math.min(limits.maxOutput, tokensForChars(deliveredChars));
   if (reported === null) {
     return {

@@ -57,7 +57,13 @@ const openaiObject = (part: 'delta' | 'message') =>
             index: v,
             [part]: fc.oneof(
               v,
-              optional({ role: v, content: v, reasoning_content: v, reasoning: v, tool_calls: fc.oneof(v, fc.array(openaiToolCall)) }),
+              optional({
+                role: v,
+                content: v,
+                reasoning_content: v,
+                reasoning: v,
+                tool_calls: fc.oneof(v, fc.array(openaiToolCall)),
+              }),
             ),
             finish_reason: v,
           }),
@@ -99,7 +105,10 @@ const anthropicEvent = optional({
   type: fc.oneof(fc.constantFrom(...EVENT_TYPES), v),
   index: v,
   message: fc.oneof(v, optional({ id: v, usage: anthropicUsage, content: v })),
-  content_block: fc.oneof(v, optional({ type: fc.oneof(fc.constantFrom('text', 'tool_use', 'thinking'), v), id: v, name: v, input: v })),
+  content_block: fc.oneof(
+    v,
+    optional({ type: fc.oneof(fc.constantFrom('text', 'tool_use', 'thinking'), v), id: v, name: v, input: v }),
+  ),
   delta: fc.oneof(
     v,
     optional({

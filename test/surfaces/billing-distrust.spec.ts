@@ -65,7 +65,14 @@ const CASES: Case[] = [
     outputCounted: false,
     flag: /exceed the context length/,
   },
-  { name: 'a number too large for a double', input: '1e400', output: '1e400', inputCounted: true, outputCounted: true, flag: /Infinity/ },
+  {
+    name: 'a number too large for a double',
+    input: '1e400',
+    output: '1e400',
+    inputCounted: true,
+    outputCounted: true,
+    flag: /Infinity/,
+  },
   { name: 'strings', input: '"12"', output: '"14"', inputCounted: true, outputCounted: true, flag: /not a number/ },
   { name: 'objects', input: '{"n":12}', output: '[14]', inputCounted: true, outputCounted: true, flag: /not a number/ },
   { name: 'no counts at all', input: 'null', output: 'null', inputCounted: true, outputCounted: true, flag: /not a number/ },
@@ -151,17 +158,20 @@ describe('usage an upstream reports is checked before it is billed', () => {
   });
 
   describe.each(ROUTES)('$name', (route) => {
-    it.each([false, true])('a host that reports no usage: billed the estimate and the delivered text, flagged (streamed: %s)', async (stream) => {
-      g.fake.on(route.model.hostModel, { kind: 'reply', reply: { text: TEXT, usage: null } });
-      const answer = await ask(g, route, stream);
-      expect(answer.status).toBe(200);
-      expect(deliveredText(route.surface, stream, answer.text)).toBe(TEXT);
-      const settled = await settlementOf(g, answer.requestId);
-      expect(settled.usageFlag).toBe('the host reported no usage');
-      expect(settled.outputTokens).toBe(COUNTED_OUTPUT);
-      expect(settled.inputTokens).toBeGreaterThan(0);
-      estimated.set(route.name, settled.inputTokens);
-    });
+    it.each([false, true])(
+      'a host that reports no usage: billed the estimate and the delivered text, flagged (streamed: %s)',
+      async (stream) => {
+        g.fake.on(route.model.hostModel, { kind: 'reply', reply: { text: TEXT, usage: null } });
+        const answer = await ask(g, route, stream);
+        expect(answer.status).toBe(200);
+        expect(deliveredText(route.surface, stream, answer.text)).toBe(TEXT);
+        const settled = await settlementOf(g, answer.requestId);
+        expect(settled.usageFlag).toBe('the host reported no usage');
+        expect(settled.outputTokens).toBe(COUNTED_OUTPUT);
+        expect(settled.inputTokens).toBeGreaterThan(0);
+        estimated.set(route.name, settled.inputTokens);
+      },
+    );
 
     it('a host whose usage passes is billed as it reported, with no flag; exponent notation of a whole number passes', async () => {
       g.fake.on(route.model.hostModel, { kind: 'reply', reply: { text: TEXT, wireUsage: wire(route.kind, '1.2e1', '9') } });
@@ -174,7 +184,10 @@ describe('usage an upstream reports is checked before it is billed', () => {
 
     describe.each(CASES)('$name', (c) => {
       it.each([false, true])('is billed from the gateway count and flagged (streamed: %s)', async (stream) => {
-        g.fake.on(route.model.hostModel, { kind: 'reply', reply: { text: TEXT, wireUsage: wire(route.kind, c.input, c.output) } });
+        g.fake.on(route.model.hostModel, {
+          kind: 'reply',
+          reply: { text: TEXT, wireUsage: wire(route.kind, c.input, c.output) },
+        });
         const answer = await ask(g, route, stream);
         expect(answer.status).toBe(200);
         expect(deliveredText(route.surface, stream, answer.text)).toBe(TEXT);

@@ -296,8 +296,10 @@ const given = (value: unknown): boolean => value !== undefined && value !== null
  * the format's required counts: without them, NaN.
  */
 function usageOf(usage: WireUsage, start: WireUsage = usage): Usage {
-  const latest = (key: 'input_tokens' | 'cache_read_input_tokens' | 'cache_creation_input_tokens' | 'output_tokens', absent: number) =>
-    count(given(usage[key]) ? usage[key] : start[key], absent);
+  const latest = (
+    key: 'input_tokens' | 'cache_read_input_tokens' | 'cache_creation_input_tokens' | 'output_tokens',
+    absent: number,
+  ) => count(given(usage[key]) ? usage[key] : start[key], absent);
   const splitOf = (u: WireUsage) => (isObject(u.cache_creation) ? u.cache_creation : null);
   const split = splitOf(usage) ?? splitOf(start) ?? {};
   const written =
