@@ -16,7 +16,7 @@ export interface UsageLimits {
   estimatedInput: number;
   /** The most input tokens (every class together): the model's context length plus the characters sent. */
   maxInput: number;
-  /** The most output tokens: the cap the host was given, once per choice asked for. */
+  /** The most output tokens: the cap the host was given (the pipeline always gives one). */
   maxOutput: number;
 }
 
@@ -27,15 +27,8 @@ export interface UsageLimits {
  * definitions and the host's own framing fit in the context length, or the host refuses).
  */
 export function usageLimits(contextLength: number, estimatedInput: number, request: CanonicalRequest): UsageLimits {
-  const cap = request.maxTokens ?? 0;
-  // A chat-completions body passed through whole may ask for several choices, each up to the cap.
-  const n = request.original?.format === 'chat-completions' ? request.original.body.n : undefined;
-  const choices = Number.isSafeInteger(n) && (n as number) > 1 ? (n as number) : 1;
-  return {
-    estimatedInput,
-    maxInput: contextLength + CHARS_PER_TOKEN * estimatedInput,
-    maxOutput: cap * choices,
-  };
+  // One choice: `n` is not sent to any host (the chat-completions surface drops it).
+  return { estimatedInput, maxInput: contextLength + CHARS_PER_TOKEN * estimatedInput, maxOutput: request.maxTokens ?? 0 };
 }
 
 /** What to bill of a request's usage: the tokens, and why some are the gateway's own count (null: all the host's). */

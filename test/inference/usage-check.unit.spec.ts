@@ -23,13 +23,6 @@ describe("a request's limits", () => {
   it('allow the context length plus the characters sent (four a token of the estimate), and the cap', () => {
     expect(usageLimits(8192, 40, request())).toEqual({ estimatedInput: 40, maxInput: 8192 + 160, maxOutput: 500 });
   });
-
-  it('allow the cap once per choice a chat-completions body passed through asks for', () => {
-    const original = { format: 'chat-completions' as const, body: { n: 3 } };
-    expect(usageLimits(8192, 40, request({ original })).maxOutput).toBe(1500);
-    expect(usageLimits(8192, 40, request({ original: { format: 'messages', body: { n: 3 } } })).maxOutput).toBe(500);
-    expect(usageLimits(8192, 40, request({ original: { ...original, body: { n: 'many' } } })).maxOutput).toBe(500);
-  });
 });
 
 describe("the host's usage, checked", () => {
