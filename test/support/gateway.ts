@@ -119,6 +119,7 @@ export interface OperatorAudit {
   differences: string[];
   reservations: number;
   settlements: number;
+  flaggedSettlements: number;
   releases: number;
   expiries: number;
 }
