@@ -49,7 +49,7 @@ function malformation(event: CanonicalEvent): string | null {
         ? null
         : 'pass_through without an object';
     default:
-      return `unknown event ${(event as { type: unknown }).type}`;
+      return `unknown event ${JSON.stringify((event as { type: unknown }).type)}`;
   }
 }
 

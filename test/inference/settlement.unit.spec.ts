@@ -55,7 +55,7 @@ describe('the settlement', () => {
       });
     });
 
-    it('with usage that fails the checks, bills the gateway\'s own count and says why', () => {
+    it("with usage that fails the checks, bills the gateway's own count and says why", () => {
       const negative = { ...reported, usage: usage({ inputTokens: 12, outputTokens: -5 }) };
       expect(settlementFor({ kind: 'complete' }, negative, LIMITS)).toEqual({
         action: 'settle',

@@ -87,7 +87,8 @@ export interface FakeUpstream {
 const DEFAULT_USAGE = { input: 12, output: 6 };
 export const DEFAULT_REPLY: FakeReply = { text: 'Hello from the fake upstream.', usage: DEFAULT_USAGE };
 // Billing tests need usage unless they opt out, so only an explicit null means "none".
-const withUsage = (r: FakeReply): FakeReply => (r.usage === undefined && r.wireUsage === undefined ? { ...r, usage: DEFAULT_USAGE } : r);
+const withUsage = (r: FakeReply): FakeReply =>
+  r.usage === undefined && r.wireUsage === undefined ? { ...r, usage: DEFAULT_USAGE } : r;
 
 type Api = 'openai' | 'anthropic';
 type Finish = NonNullable<FakeReply['finish']>;
@@ -525,7 +526,11 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         if (gone) return;
         if (!streamed) return send(res, 200, wired(JSON.stringify(fmt.message(body, reply)), reply), ids);
         const s = fmt.stream(body, reply, b.pieces);
-        return play([...s.head, ...s.body, ...s.tail].map((f) => wired(sse(f), reply)), 'end', b.chunkDelayMs);
+        return play(
+          [...s.head, ...s.body, ...s.tail].map((f) => wired(sse(f), reply)),
+          'end',
+          b.chunkDelayMs,
+        );
       }
       case 'status': {
         if (b.body === undefined) return send(res, b.status, fmt.error(b.status), ids);

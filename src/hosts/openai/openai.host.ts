@@ -120,7 +120,7 @@ function usageOf(usage: WireUsage): Usage {
 /** A usage event for a usage object that gives a count (the real API sends `usage: null` on every chunk but the last). */
 const usageEvent = (usage: unknown): CanonicalEvent | null =>
   isObject(usage) && (usage.prompt_tokens !== undefined || usage.completion_tokens !== undefined)
-    ? { type: 'usage', usage: usageOf(usage as WireUsage) }
+    ? { type: 'usage', usage: usageOf(usage) }
     : null;
 
 /** Reasoning text under either name compatible hosts use. */
