@@ -67,13 +67,11 @@ describe('the transport, given a decoder that throws', () => {
   const call = (stream: boolean) => {
     const seen: CanonicalEvent[] = [];
     const events = new Observable<CanonicalEvent>((subscriber) =>
-      transport
-        .call(brittle, { baseUrl: `${fake.url}/v1`, apiKey: null }, 'brittle-model', request(stream))
-        .subscribe({
-          next: (e) => (seen.push(e), subscriber.next(e)),
-          error: (e) => subscriber.error(e),
-          complete: () => subscriber.complete(),
-        }),
+      transport.call(brittle, { baseUrl: `${fake.url}/v1`, apiKey: null }, 'brittle-model', request(stream)).subscribe({
+        next: (e) => (seen.push(e), subscriber.next(e)),
+        error: (e) => subscriber.error(e),
+        complete: () => subscriber.complete(),
+      }),
     );
     return { seen, events };
   };
