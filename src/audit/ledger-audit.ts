@@ -17,6 +17,8 @@ export interface AuditReport {
   organizations: number;
   reservations: number;
   settlements: number;
+  /** Settlements whose host's usage was not billed as reported (see `usageFlag`): counted, not differences. */
+  flaggedSettlements: number;
   releases: number;
   expiries: number;
   totals: AuditTotals;
@@ -38,7 +40,7 @@ export class LogAuditor {
   readonly model: ReadModel;
   readonly differences: string[] = [];
   private readonly reservations = new Map<string, Tracked>();
-  counts = { events: 0, reservations: 0, settlements: 0, releases: 0, expiries: 0 };
+  counts = { events: 0, reservations: 0, settlements: 0, flaggedSettlements: 0, releases: 0, expiries: 0 };
 
   constructor(requestLogRetention = 1) {
     this.model = new ReadModel(requestLogRetention);
@@ -66,6 +68,7 @@ export class LogAuditor {
         if (event.type === 'ReservationSettled') {
           this.counts.settlements += 1;
           const d = event.data;
+          if (d.usageFlag !== undefined) this.counts.flaggedSettlements += 1;
           const recomputed = chargeFor(settledUsage(d), settledPrices(d));
           if (recomputed !== d.amount) {
             this.differences.push(`${where}: charge ${d.amount} but tokens × prices give ${recomputed}`);

@@ -219,8 +219,9 @@ class HostReply implements Dispatcher.DispatchHandler {
     }
     pending.length = 0;
     if (unreadable) {
-      this.fail(unreadable);
-      controller.abort(unreadable as Error);
+      const error = unreadableReply(unreadable, !this.produced);
+      this.fail(error);
+      controller.abort(error);
       return;
     }
     if (decoder.done && !this.finished) {
@@ -243,7 +244,7 @@ class HostReply implements Dispatcher.DispatchHandler {
     try {
       events = this.kind.decodeReply(this.body(), this.passThrough);
     } catch (error) {
-      return this.fail(error);
+      return this.fail(unreadableReply(error, true));
     }
     this.finished = true;
     for (const event of events) this.subscriber.next(event);
@@ -271,6 +272,17 @@ class HostReply implements Dispatcher.DispatchHandler {
     this.finished = true;
     this.subscriber.error(toHostError(error, !this.produced));
   }
+}
+
+/**
+ * An exception while decoding an upstream's reply or stream is that reply's fault, whatever threw
+ * (a decoder's HostError, or anything a shape it did not expect raised): the request's provider
+ * error, never the process's.
+ */
+function unreadableReply(error: unknown, beforeOutput: boolean): HostError {
+  if (error instanceof HostError) return error;
+  const message = (error as Error)?.message ?? String(error);
+  return new HostError('malformed', `upstream sent a reply that could not be read: ${message}`, null, beforeOutput);
 }
 
 function toHostError(error: unknown, beforeOutput: boolean): HostError {

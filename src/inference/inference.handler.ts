@@ -26,6 +26,7 @@ import {
 } from './attempt';
 import { InferenceCommand, InferenceInput, InferenceResult, PipelineEvent } from './inference.command';
 import { RefusalBudget } from './refusal-budget';
+import { usageLimits } from './usage-check';
 import { billedOf, endingError, Settlement, settlementFor } from './settlement';
 
 /** Longest a reply waits, after its settlement is in the log, for the read models to show it. */
@@ -166,13 +167,38 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
    * The request's one ending: the ledger told (settled or released), then the client told — billed
    * and complete, or an error — once the log holds the ending and the read models show it, so a
    * reply is never served unbilled and a balance read after it includes it. A client gone is told
-   * nothing; the ledger is told all the same.
+   * nothing; the ledger is told all the same. It runs inside the host's callbacks, where anything
+   * thrown would end the process (rxjs rethrows it on a timer): an unexpected failure here ends
+   * this request alone.
    */
   private end(admitted: Admitted, attempt: AttemptState, subscriber: Subscriber<PipelineEvent>): void {
+    try {
+      this.settleAndTell(admitted, attempt, subscriber);
+    } catch (error) {
+      const { requestId } = admitted.input;
+      this.logger.error(`request ${requestId} could not be settled: ${(error as Error)?.message ?? String(error)}`);
+      this.ledger
+        .release(admitted.ticket, {
+          reason: 'the settlement could not be decided',
+          host: admitted.plan.hosts[attempt.hostIndex]?.host.id ?? null,
+          status: 'internal_error',
+          latencyMs: Math.round(performance.now() - admitted.started),
+        })
+        .catch((e: Error) => this.logger.error(`release of ${requestId} failed: ${e.message}`));
+      subscriber.error(new ApiError('internal_error', 'the request could not be settled; nothing was billed'));
+    }
+  }
+
+  private settleAndTell(admitted: Admitted, attempt: AttemptState, subscriber: Subscriber<PipelineEvent>): void {
     const ending = attempt.ending;
     if (ending === null) return;
-    const served = admitted.plan.hosts[attempt.hostIndex];
-    const settlement = settlementFor(ending, attempt, admitted.plan.estimate.inputTokens);
+    const { plan, input } = admitted;
+    const served = plan.hosts[attempt.hostIndex];
+    const limits = usageLimits(plan.model.contextLength, plan.estimate.inputTokens, plan.request);
+    const settlement = settlementFor(ending, attempt, limits);
+    if (settlement.action === 'settle' && settlement.flag !== null) {
+      this.logger.warn(`request ${input.requestId}: usage of host ${served.host.id} not billed as reported: ${settlement.flag}`);
+    }
     const latencyMs = Math.round(performance.now() - admitted.started);
     const resolved = this.resolveReservation(admitted, served, settlement, latencyMs);
     if (ending.kind === 'abort') return void resolved.catch(() => undefined);
@@ -215,8 +241,16 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
         const { reason, status } = settlement;
         resolution = await this.ledger.release(ticket, { reason, host: served.host.id, status, latencyMs });
       } else {
-        const { usage, status } = settlement;
-        const outcome = { usage, prices: served.prices, host: served.host.id, hostModel: served.model, status, latencyMs };
+        const { usage, status, flag } = settlement;
+        const outcome = {
+          usage,
+          prices: served.prices,
+          host: served.host.id,
+          hostModel: served.model,
+          status,
+          latencyMs,
+          ...(flag === null ? {} : { usageFlag: flag }),
+        };
         resolution = await this.ledger.recordSettlement(ticket, outcome);
       }
     } catch (error) {

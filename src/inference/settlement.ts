@@ -1,10 +1,10 @@
 import type { HostError } from '../canonical/canonical';
 import { ApiError } from '../http/api-error';
 import { ReservationEvent, settledUsage } from '../ledger/ledger.events';
-import { TokenUsage, uncachedUsage } from '../ledger/money';
+import type { TokenUsage } from '../ledger/money';
 import type { AttemptState, Ending } from './attempt';
 import type { Billed } from './inference.command';
-import { tokensForChars } from './tokens';
+import { checkedUsage, UsageLimits } from './usage-check';
 
 /**
  * The settlement, decided: given how a request ended and what was delivered, what the ledger
@@ -15,8 +15,11 @@ import { tokensForChars } from './tokens';
 export type SettlementStatus = 'ok' | 'client_abort' | 'provider_timeout' | 'provider_error';
 
 export type Settlement =
-  /** Bill `usage`. A completed request (`ok`) reports its charge at once, before the event is written. */
-  | { action: 'settle'; status: SettlementStatus; usage: TokenUsage }
+  /**
+   * Bill `usage`. A completed request (`ok`) reports its charge at once, before the event is written.
+   * `flag`: why some of the tokens are the gateway's own count, not the host's (see usage-check.ts).
+   */
+  | { action: 'settle'; status: SettlementStatus; usage: TokenUsage; flag: string | null }
   /** Nothing was delivered: the whole hold returns. */
   | { action: 'release'; status: Exclude<SettlementStatus, 'ok'>; reason: string }
   /** The reservation was never recorded: there is nothing to resolve. */
@@ -26,19 +29,6 @@ export type Settlement =
 export type Delivered = Pick<AttemptState, 'produced' | 'usage' | 'deliveredChars'>;
 
 const NOTHING: Settlement = { action: 'none' };
-
-/**
- * The usage to bill: as the host reported it, else the estimated input (as uncached input) and the
- * characters delivered. A request cut short is billed at least the output it delivered: a host may
- * count the output only at its end, after counting the input at its start.
- */
-export function billedUsage(delivered: Delivered, estimatedInput: number, complete: boolean): TokenUsage {
-  const { usage } = delivered;
-  if (usage !== null && complete) return usage;
-  const deliveredOutput = tokensForChars(delivered.deliveredChars);
-  if (usage === null) return uncachedUsage(estimatedInput, deliveredOutput);
-  return usage.outputTokens >= deliveredOutput ? usage : { ...usage, outputTokens: deliveredOutput };
-}
 
 type Unfinished = Extract<Ending, { kind: 'abort' | 'timeout' | 'failed' }>;
 
@@ -51,16 +41,19 @@ const unfinishedStatus = (ending: Unfinished): Exclude<SettlementStatus, 'ok'> =
       : 'provider_error';
 
 /**
- * A completed request is billed (from its usage); one that did not complete is billed for what
- * was delivered, or released in full when nothing was.
+ * A completed request is billed (from its usage, as checked); one that did not complete is billed
+ * for what was delivered, or released in full when nothing was.
  */
-export function settlementFor(ending: Ending, delivered: Delivered, estimatedInput: number): Settlement {
+export function settlementFor(ending: Ending, delivered: Delivered, limits: UsageLimits): Settlement {
   if (ending.kind === 'unrecorded') return NOTHING;
-  if (ending.kind === 'complete') return { action: 'settle', status: 'ok', usage: billedUsage(delivered, estimatedInput, true) };
+  if (ending.kind === 'complete') return { action: 'settle', status: 'ok', ...checked(delivered, limits, true) };
   const status = unfinishedStatus(ending);
   if (!delivered.produced) return { action: 'release', status, reason: ending.kind === 'failed' ? ending.error.message : status };
-  return { action: 'settle', status, usage: billedUsage(delivered, estimatedInput, false) };
+  return { action: 'settle', status, ...checked(delivered, limits, false) };
 }
+
+const checked = (delivered: Delivered, limits: UsageLimits, complete: boolean) =>
+  checkedUsage(delivered.usage, delivered.deliveredChars, limits, complete);
 
 /**
  * What the client is told of an ending other than completion (an error for the stream), or null:

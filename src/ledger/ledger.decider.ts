@@ -101,6 +101,8 @@ export interface Settle extends RequestOutcome {
   prices: TokenPrices;
   host: string;
   hostModel: string;
+  /** Why some of the tokens are the gateway's own count, not the host's; absent when all are the host's. */
+  usageFlag?: string;
   now: number;
 }
 
@@ -203,6 +205,7 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
           settledAt: command.now,
         },
       };
+      if (command.usageFlag !== undefined) event.data.usageFlag = command.usageFlag;
       return [event];
     }
     case 'Release': {

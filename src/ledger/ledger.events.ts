@@ -57,6 +57,13 @@ export interface ReservationSettled {
       /** What the reservation held; the difference returns to the balance. */
       held: number;
       settledAt: number;
+      /**
+       * Present when the host's usage was not billed as it reported it: why (it reported none, or a
+       * count failed the gateway's checks). The tokens it names are the gateway's own count of what
+       * was sent and delivered. Absent from events written before the checks, and when every token
+       * is the host's. The charge is recomputed from the tokens either way.
+       */
+      usageFlag?: string;
     };
 }
 

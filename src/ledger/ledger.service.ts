@@ -36,6 +36,7 @@ const settleCommand = (s: Omit<Settle, 'type' | 'now'>, now: number): Settle => 
   hostModel: s.hostModel,
   status: s.status,
   latencyMs: s.latencyMs,
+  ...(s.usageFlag === undefined ? {} : { usageFlag: s.usageFlag }),
   now,
 });
 

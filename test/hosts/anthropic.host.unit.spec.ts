@@ -406,6 +406,33 @@ describe('anthropicHost.decoder', () => {
     ]);
   });
 
+  describe('passes usage counts on as the host wrote them, for the pipeline to check (see usage-check.ts)', () => {
+    it('negative, fractional and huge numbers as they are', () => {
+      const { events } = decode([
+        messageStart({ input_tokens: -7, output_tokens: 0.5 }),
+        messageDelta('end_turn', { output_tokens: 1e12 }),
+        messageStop,
+      ]);
+      expect(events.filter((e) => e.type === 'usage').at(-1)).toEqual(counted({ inputTokens: -7, outputTokens: 1e12 }));
+    });
+
+    it('a usage without its required counts (`{}`), or with strings, as NaN: not billed as 0', () => {
+      const { events } = decode([messageStart({}), textStart(0), textDelta(0, 'Hi'), messageDelta('end_turn', {}), messageStop]);
+      expect(events.filter((e) => e.type === 'usage').at(-1)).toEqual(counted({ inputTokens: NaN, outputTokens: NaN }));
+      const strings = decode([messageStart({ input_tokens: '25', output_tokens: 1 }), messageStop]).events;
+      expect(strings).toEqual([counted({ inputTokens: NaN, outputTokens: 1 })]);
+    });
+
+    it("a null count in message_delta leaves message_start's standing", () => {
+      const { events } = decode([
+        messageStart({ input_tokens: 25, output_tokens: 1 }),
+        messageDelta('end_turn', { input_tokens: null, output_tokens: 6 }),
+        messageStop,
+      ]);
+      expect(events.at(-1)).toEqual(counted({ inputTokens: 25, outputTokens: 6 }));
+    });
+  });
+
   it('reads the event type from the data when the SSE message has no event name', () => {
     const unnamed = [messageStart(), textDelta(0, 'Hi'), messageDelta('max_tokens'), messageStop].map(({ data }) => ({ data }));
     const { events, done } = decode(unnamed);

@@ -99,6 +99,42 @@ describe('openAiHost.decodeReply (a whole, non-streamed completion)', () => {
     ]);
   });
 
+  describe('passes usage counts on as the host wrote them, for the pipeline to check (see usage-check.ts)', () => {
+    const usageOf = (wire: unknown) => openAiHost.decodeReply(completion({ content: 'x' }, 'stop', wire)).at(-1);
+
+    it('negative, fractional and huge numbers as they are; cached input beyond the prompt as negative uncached input', () => {
+      expect(usageOf({ prompt_tokens: -3, completion_tokens: 1e12 })).toEqual(counted({ inputTokens: -3, outputTokens: 1e12 }));
+      expect(usageOf({ prompt_tokens: 12.5, completion_tokens: 2 })).toEqual(counted({ inputTokens: 12.5, outputTokens: 2 }));
+      expect(usageOf({ prompt_tokens: 10, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 30 } })).toEqual(
+        counted({ inputTokens: -20, cacheReadTokens: 30, outputTokens: 2 }),
+      );
+    });
+
+    it('a count that is not a number, or a required one missing, as NaN (which no check passes)', () => {
+      expect(usageOf({ prompt_tokens: '12', completion_tokens: 2 })).toEqual(counted({ inputTokens: NaN, outputTokens: 2 }));
+      expect(usageOf({ prompt_tokens: 12 })).toEqual(counted({ inputTokens: 12, outputTokens: NaN }));
+      expect(usageOf({ prompt_tokens: 12, completion_tokens: 2, prompt_tokens_details: { cached_tokens: {} } })).toEqual(
+        counted({ inputTokens: NaN, cacheReadTokens: NaN, outputTokens: 2 }),
+      );
+    });
+
+    it('a reasoning count (shown, never billed) only when it is a whole number ≥ 0', () => {
+      const wire = { prompt_tokens: 1, completion_tokens: 2, completion_tokens_details: { reasoning_tokens: -4 } };
+      expect(usageOf(wire)).toEqual(counted({ inputTokens: 1, outputTokens: 2 }));
+    });
+  });
+
+  it('reads replies of unexpected shapes without throwing anything but a HostError', () => {
+    const odd = JSON.stringify({
+      choices: [{ message: { content: 5, tool_calls: 'call', reasoning: {} }, finish_reason: '__proto__' }],
+    });
+    expect(openAiHost.decodeReply(odd)).toEqual([{ type: 'finish', reason: 'stop' }]);
+    const calls = JSON.stringify({
+      choices: [{ message: { tool_calls: [null, { id: 7, function: { name: {}, arguments: 1 } }] } }],
+    });
+    expect(openAiHost.decodeReply(calls)).toEqual([{ type: 'tool_call', index: 0, id: '', name: '', argumentsDelta: '' }]);
+  });
+
   it('respects an explicit zero usage, and leaves out a usage the host did not give', () => {
     expect(openAiHost.decodeReply(completion({ content: '' }, 'stop', { prompt_tokens: 0, completion_tokens: 0 }))).toEqual([
       { type: 'finish', reason: 'stop' },

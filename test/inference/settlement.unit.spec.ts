@@ -1,11 +1,13 @@
 import { HostError } from '../../src/canonical/canonical';
 import type { Ending } from '../../src/inference/attempt';
-import { billedOf, billedUsage, endingError, providerFailure, settlementFor } from '../../src/inference/settlement';
+import { billedOf, endingError, providerFailure, settlementFor } from '../../src/inference/settlement';
+import type { UsageLimits } from '../../src/inference/usage-check';
 import type { ReservationEvent } from '../../src/ledger/ledger.events';
 import { uncachedUsage } from '../../src/ledger/money';
 import { usage } from '../support/usage';
 
 const ESTIMATED_INPUT = 40;
+const LIMITS: UsageLimits = { estimatedInput: ESTIMATED_INPUT, maxInput: 8192 + 160, maxOutput: 1000 };
 const nothing = { produced: false, usage: null, deliveredChars: 0 };
 const partial = { produced: true, usage: null, deliveredChars: 10 };
 const reported = {
@@ -27,26 +29,39 @@ const slow = new HostError('timeout', 'upstream did not answer in time');
 describe('the settlement', () => {
   describe('given a completed request', () => {
     it('bills the usage the host reported, class by class', () => {
-      expect(settlementFor({ kind: 'complete' }, reported, ESTIMATED_INPUT)).toEqual({
+      expect(settlementFor({ kind: 'complete' }, reported, LIMITS)).toEqual({
         action: 'settle',
         status: 'ok',
         usage: reported.usage,
+        flag: null,
       });
     });
 
-    it('without reported usage, bills the estimated input as uncached and the characters delivered (four a token, rounded up)', () => {
-      expect(settlementFor({ kind: 'complete' }, partial, ESTIMATED_INPUT)).toEqual({
+    it('without reported usage, bills the estimated input as uncached and the characters delivered (four a token, rounded up), flagged', () => {
+      expect(settlementFor({ kind: 'complete' }, partial, LIMITS)).toEqual({
         action: 'settle',
         status: 'ok',
         usage: uncachedUsage(40, 3),
+        flag: 'the host reported no usage',
       });
     });
 
     it('bills even an empty reply', () => {
-      expect(settlementFor({ kind: 'complete' }, nothing, ESTIMATED_INPUT)).toEqual({
+      expect(settlementFor({ kind: 'complete' }, nothing, LIMITS)).toEqual({
         action: 'settle',
         status: 'ok',
         usage: uncachedUsage(40, 0),
+        flag: 'the host reported no usage',
+      });
+    });
+
+    it("with usage that fails the checks, bills the gateway's own count and says why", () => {
+      const negative = { ...reported, usage: usage({ inputTokens: 12, outputTokens: -5 }) };
+      expect(settlementFor({ kind: 'complete' }, negative, LIMITS)).toEqual({
+        action: 'settle',
+        status: 'ok',
+        usage: { ...negative.usage, outputTokens: 3 },
+        flag: 'outputTokens -5 is not a whole number ≥ 0',
       });
     });
   });
@@ -58,19 +73,21 @@ describe('the settlement', () => {
       ["by the host's timeout", failed(slow), 'provider_timeout'],
       ["by the host's failure", failed(connection), 'provider_error'],
     ])('%s: bills what was delivered', (_name, ending, status) => {
-      expect(settlementFor(ending, partial, ESTIMATED_INPUT)).toEqual({
+      expect(settlementFor(ending, partial, LIMITS)).toEqual({
         action: 'settle',
         status,
         usage: uncachedUsage(40, 3),
+        flag: null,
       });
-      expect(settlementFor(ending, reported, ESTIMATED_INPUT)).toMatchObject({ usage: reported.usage });
+      expect(settlementFor(ending, reported, LIMITS)).toMatchObject({ usage: reported.usage });
     });
 
     it('after the host counted its input but not yet its output: bills that input, and the output delivered (40 characters, 10 tokens)', () => {
-      expect(settlementFor({ kind: 'abort' }, countedAtStart, ESTIMATED_INPUT)).toEqual({
+      expect(settlementFor({ kind: 'abort' }, countedAtStart, LIMITS)).toEqual({
         action: 'settle',
         status: 'client_abort',
         usage: { ...countedAtStart.usage, outputTokens: 10 },
+        flag: null,
       });
     });
   });
@@ -82,22 +99,17 @@ describe('the settlement', () => {
       ['the host timed out', failed(slow), 'provider_timeout', 'upstream did not answer in time'],
       ['the host failed', failed(connection), 'provider_error', 'upstream connection failed: reset'],
     ])('%s: releases the whole hold', (_name, ending, status, reason) => {
-      expect(settlementFor(ending, nothing, ESTIMATED_INPUT)).toEqual({ action: 'release', status, reason });
+      expect(settlementFor(ending, nothing, LIMITS)).toEqual({ action: 'release', status, reason });
     });
   });
 
   it('given a reservation that was never recorded, resolves nothing', () => {
-    expect(settlementFor({ kind: 'unrecorded' }, partial, ESTIMATED_INPUT)).toEqual({ action: 'none' });
+    expect(settlementFor({ kind: 'unrecorded' }, partial, LIMITS)).toEqual({ action: 'none' });
   });
 
   it('bills reported usage over the estimate', () => {
-    expect(billedUsage(reported, ESTIMATED_INPUT, true)).toBe(reported.usage);
-    expect(billedUsage(reported, ESTIMATED_INPUT, false)).toBe(reported.usage);
-    expect(billedUsage({ produced: true, usage: null, deliveredChars: 8 }, 5, true)).toEqual(uncachedUsage(5, 2));
-  });
-
-  it("bills a completed request's output as the host counted it, even below the characters delivered", () => {
-    expect(billedUsage(countedAtStart, ESTIMATED_INPUT, true)).toBe(countedAtStart.usage);
+    expect(settlementFor({ kind: 'complete' }, reported, LIMITS)).toMatchObject({ usage: reported.usage, flag: null });
+    expect(settlementFor({ kind: 'abort' }, reported, LIMITS)).toMatchObject({ usage: reported.usage, flag: null });
   });
 });
 

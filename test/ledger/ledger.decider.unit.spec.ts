@@ -78,6 +78,15 @@ describe('reservation decider', () => {
     expect(settled.data).toMatchObject({ host: 'openai', model: 'openai/gpt-4o-mini', held: 1_000_000, orgId: 'org-1' });
   });
 
+  it("marks a settlement whose host usage was not believed, and writes no mark otherwise (the event's old shape)", () => {
+    const flagged = given(reserved).when({ ...settle, usageFlag: 'outputTokens -5 is not a whole number ≥ 0' }).events[0];
+    expect(flagged).toMatchObject({
+      type: 'ReservationSettled',
+      data: { usageFlag: 'outputTokens -5 is not a whole number ≥ 0' },
+    });
+    expect(given(reserved).when(settle).events[0].data).not.toHaveProperty('usageFlag');
+  });
+
   it('respects an explicit zero usage', () => {
     const { events } = given(reserved).when({ ...settle, usage: uncachedUsage(0, 0) });
     expect(events[0]).toMatchObject({ type: 'ReservationSettled', data: { amount: 0 } });

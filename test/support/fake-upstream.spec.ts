@@ -157,6 +157,16 @@ describe('OpenAI chat completions', () => {
     expect(chunks.at(-1).usage).toMatchObject({ prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 });
   });
 
+  it('reports a usage object exactly as written (`wireUsage`), streamed and whole', async () => {
+    const wire = '{"prompt_tokens":1.5e2,"completion_tokens":-5,"odd":"12"}';
+    fake.on('wired', { kind: 'reply', reply: { text: 'x', wireUsage: wire } });
+    const streamed = await (await post(OPENAI, { model: 'wired', stream: true, stream_options: { include_usage: true } })).text();
+    expect(streamed).toContain(`"usage":${wire}}`);
+    expect(JSON.parse(parseSse(streamed).at(-2)!.data).usage).toEqual({ prompt_tokens: 150, completion_tokens: -5, odd: '12' });
+    const whole = await (await post(OPENAI, { model: 'wired' })).text();
+    expect(whole).toContain(`"usage":${wire}`);
+  });
+
   it('reports cache reads and writes within prompt_tokens, and reasoning within completion_tokens, streamed and whole', async () => {
     fake.on('cached', {
       kind: 'reply',
@@ -381,6 +391,16 @@ describe('Anthropic Messages', () => {
         service_tier: 'standard',
       },
     });
+  });
+
+  it('reports a usage object exactly as written (`wireUsage`) in message_start, message_delta and a whole reply', async () => {
+    const wire = '{"input_tokens":1e12,"output_tokens":"6"}';
+    fake.on('wired', { kind: 'reply', reply: { text: 'x', wireUsage: wire } });
+    const events = parseSse(await (await post(ANTHROPIC, { model: 'wired', max_tokens: 10, stream: true })).text());
+    const usages = events.filter((e) => e.data.includes('"usage"')).map((e) => e.event);
+    expect(usages).toEqual(['message_start', 'message_delta']);
+    for (const e of events.filter((x) => x.data.includes('"usage"'))) expect(e.data).toContain(`"usage":${wire}`);
+    expect(await (await post(ANTHROPIC, { model: 'wired', max_tokens: 10 })).text()).toContain(`"usage":${wire}`);
   });
 
   it("reports the cache's reads and its writes split by how long they live, streamed (message_start, then cumulative message_delta) and whole", async () => {

@@ -18,7 +18,18 @@ export interface FakeReply {
   stopSequence?: string;
   /** Omitted: {input: 12, output: 6}. null: report no usage at all. */
   usage?: FakeUsage | null;
+  /**
+   * The usage object's JSON text exactly as written here (any values: negative, fractional,
+   * exponent notation, strings, 1e400), in place of `usage`'s, wherever the format carries usage
+   * (chat-completions: the last chunk or the reply; messages: message_start, message_delta, the reply).
+   */
+  wireUsage?: string;
 }
+
+/** Where a reply's `wireUsage` goes: a string no reply holds, replaced by the text once serialized. */
+const WIRE_USAGE = 'wire-usage-slot-5b1e';
+const wired = (json: string, reply: FakeReply): string =>
+  reply.wireUsage === undefined ? json : json.split(JSON.stringify(WIRE_USAGE)).join(reply.wireUsage);
 
 /**
  * Tokens as the fake reports them, in each format's real fields. `input` is the uncached input
@@ -76,7 +87,8 @@ export interface FakeUpstream {
 const DEFAULT_USAGE = { input: 12, output: 6 };
 export const DEFAULT_REPLY: FakeReply = { text: 'Hello from the fake upstream.', usage: DEFAULT_USAGE };
 // Billing tests need usage unless they opt out, so only an explicit null means "none".
-const withUsage = (r: FakeReply): FakeReply => (r.usage === undefined ? { ...r, usage: DEFAULT_USAGE } : r);
+const withUsage = (r: FakeReply): FakeReply =>
+  r.usage === undefined && r.wireUsage === undefined ? { ...r, usage: DEFAULT_USAGE } : r;
 
 type Api = 'openai' | 'anthropic';
 type Finish = NonNullable<FakeReply['finish']>;
@@ -177,7 +189,10 @@ function openaiStream(req: any, reply: FakeReply, pieces?: number): Stream {
       body.push(chunk({ tool_calls: [{ index, function: { arguments: part } }] }, null, true));
   });
   const tail = [chunk({}, OPENAI_FINISH[finishOf(reply)])];
-  if (includeUsage && reply.usage) tail.push({ data: JSON.stringify({ ...base, choices: [], usage: openaiUsage(reply.usage) }) });
+  if (includeUsage && reply.wireUsage !== undefined)
+    tail.push({ data: JSON.stringify({ ...base, choices: [], usage: WIRE_USAGE }) });
+  else if (includeUsage && reply.usage)
+    tail.push({ data: JSON.stringify({ ...base, choices: [], usage: openaiUsage(reply.usage) }) });
   tail.push({ data: '[DONE]' });
   return { head: [chunk({ role: 'assistant', content: '' })], body, tail };
 }
@@ -207,7 +222,7 @@ function openaiMessage(req: any, reply: FakeReply) {
         finish_reason: OPENAI_FINISH[finishOf(reply)],
       },
     ],
-    ...(reply.usage ? { usage: openaiUsage(reply.usage) } : {}),
+    ...(reply.wireUsage !== undefined ? { usage: WIRE_USAGE } : reply.usage ? { usage: openaiUsage(reply.usage) } : {}),
   };
 }
 
@@ -265,7 +280,11 @@ function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
     stop_sequence: null,
     // Like the real API: message_start carries the input tokens and a provisional output count;
     // message_delta's counts are cumulative (clients must not add the two).
-    ...(usage ? { usage: anthropicUsage(usage, Math.min(1, usage.output)) } : {}),
+    ...(reply.wireUsage !== undefined
+      ? { usage: WIRE_USAGE }
+      : usage
+        ? { usage: anthropicUsage(usage, Math.min(1, usage.output)) }
+        : {}),
   };
   const body: Frame[] = [];
   let index = 0;
@@ -292,7 +311,7 @@ function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
   const tail = [
     ev('message_delta', {
       delta: { stop_reason: ANTHROPIC_STOP[stop], stop_sequence: stop === 'stop_sequence' ? (reply.stopSequence ?? null) : null },
-      ...(usage ? { usage: anthropicDeltaUsage(usage) } : {}),
+      ...(reply.wireUsage !== undefined ? { usage: WIRE_USAGE } : usage ? { usage: anthropicDeltaUsage(usage) } : {}),
     }),
     ev('message_stop', {}),
   ];
@@ -315,7 +334,7 @@ function anthropicMessage(req: any, reply: FakeReply) {
     content,
     stop_reason: ANTHROPIC_STOP[stop],
     stop_sequence: stop === 'stop_sequence' ? (reply.stopSequence ?? null) : null,
-    ...(reply.usage ? { usage: anthropicUsage(reply.usage) } : {}),
+    ...(reply.wireUsage !== undefined ? { usage: WIRE_USAGE } : reply.usage ? { usage: anthropicUsage(reply.usage) } : {}),
   };
 }
 
@@ -505,9 +524,13 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       case 'reply': {
         await pause(b.firstByteDelayMs);
         if (gone) return;
-        if (!streamed) return send(res, 200, fmt.message(body, reply), ids);
+        if (!streamed) return send(res, 200, wired(JSON.stringify(fmt.message(body, reply)), reply), ids);
         const s = fmt.stream(body, reply, b.pieces);
-        return play([...s.head, ...s.body, ...s.tail].map(sse), 'end', b.chunkDelayMs);
+        return play(
+          [...s.head, ...s.body, ...s.tail].map((f) => wired(sse(f), reply)),
+          'end',
+          b.chunkDelayMs,
+        );
       }
       case 'status': {
         if (b.body === undefined) return send(res, b.status, fmt.error(b.status), ids);

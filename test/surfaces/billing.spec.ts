@@ -190,8 +190,9 @@ describe('billing on every ending', () => {
     expect(contentOf(sse)).toBe('slow words');
   });
 
-  it.each([false, true])('respects an explicit zero usage from the host (streamed: %s)', async (stream) => {
-    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'free', usage: { input: 0, output: 0 } } });
+  // An empty reply: zero output is believed (for delivered text it is not; see billing-distrust.spec.ts).
+  it.each([false, true])('respects an explicit zero usage from the host for an empty reply (streamed: %s)', async (stream) => {
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: '', usage: { input: 0, output: 0 } } });
     const client = new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: g.key, maxRetries: 0 });
     const ask = { model: M.gpt.slug, messages: [{ role: 'user' as const, content: 'Tell me a long story' }] };
     let usage: OpenAI.CompletionUsage | undefined;
@@ -215,7 +216,9 @@ describe('billing on every ending', () => {
       cost: 0,
     });
     await g.settled();
-    expect(await lastSettlement(g)).toMatchObject({ inputTokens: 0, outputTokens: 0, amount: 0 });
+    const settled = await lastSettlement(g);
+    expect(settled).toMatchObject({ inputTokens: 0, outputTokens: 0, amount: 0 });
+    expect(settled).not.toHaveProperty('usageFlag');
   });
 
   it('falls back to the next host when the first fails before output, charged at the host that served', async () => {

@@ -324,7 +324,7 @@ describe('chat-completions surface with the official openai client', () => {
 
   it('retrieves one model by slug or uuid, and 404s an unknown one', async () => {
     const bySlug = await client.models.retrieve(M.gpt.slug);
-    expect(bySlug).toMatchObject({ id: M.gpt.slug, object: 'model', uuid: M.gpt.id, context_length: 8192 });
+    expect(bySlug).toMatchObject({ id: M.gpt.slug, object: 'model', uuid: M.gpt.id, context_length: 128_000 });
     expect(await client.models.retrieve(M.gpt.id)).toMatchObject({ id: M.gpt.slug });
     const withSlash = await request(g.baseUrl).get(`/api/v1/models/${M.gpt.slug}`).set('Authorization', `Bearer ${g.key}`);
     expect(withSlash.body).toMatchObject({ id: M.gpt.slug });
@@ -350,7 +350,7 @@ describe('chat-completions surface with the official openai client', () => {
       owned_by: 'test',
       name: 'Test GPT',
       uuid: M.gpt.id,
-      context_length: 8192,
+      context_length: 128_000,
       // The cache's prices as the catalogue states them, the 1-hour writes' left to the input price.
       pricing: { input: '1.00', output: '2.00', cache_read: '0.25', cache_write: '1.25', cache_write_1h: '1' },
     });

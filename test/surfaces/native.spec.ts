@@ -26,7 +26,7 @@ describe('native route POST /api/v1/models/{model}/chat', () => {
     ['the catalogue UUID', M.gpt.id],
   ])('finds the model by %s, and bills the hand-computed cost', async (_how, path) => {
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hi!', usage: { input: 2000, output: 500 } } });
-    const res = await chat(path, { ...hello, max_tokens: 50, temperature: 0.5 });
+    const res = await chat(path, { ...hello, max_tokens: 500, temperature: 0.5 });
     expect(res.status).toBe(200);
     const body = (await res.json()) as any;
     // 2000 × $1/M + 500 × $2/M = 0.002 + 0.001 = 0.003 credits
@@ -41,7 +41,7 @@ describe('native route POST /api/v1/models/{model}/chat', () => {
     });
     expect(res.headers.get('x-request-id')).toBe(body.id);
     expect(g.fake.requests[g.fake.requests.length - 1].body).toMatchObject({
-      max_tokens: 50,
+      max_tokens: 500,
       temperature: 0.5,
       messages: [{ role: 'user', content: 'Hello' }],
     });

@@ -40,7 +40,7 @@ interface WireUsage {
   cache_read_input_tokens?: unknown;
   /** Every cache write; `cache_creation` splits them by how long they live. */
   cache_creation_input_tokens?: unknown;
-  cache_creation?: { ephemeral_5m_input_tokens?: unknown; ephemeral_1h_input_tokens?: unknown } | null;
+  cache_creation?: unknown;
   output_tokens?: unknown;
 }
 
@@ -278,29 +278,41 @@ function errorReason(error: WireEvent['error']): string {
   return typeof message === 'string' ? message : typeof type === 'string' ? type : 'upstream reported an error';
 }
 
-const count = (value: unknown): number => (typeof value === 'number' ? value : 0);
+/**
+ * A count as the host wrote it, for the pipeline to check (see inference/usage-check.ts): any
+ * number as it is (negative, fractional, huge), none (absent or null) as `absent`, anything else
+ * (a string, an object) as NaN, which no check lets through.
+ */
+const count = (value: unknown, absent: number): number =>
+  typeof value === 'number' ? value : value === undefined || value === null ? absent : NaN;
+
+const given = (value: unknown): boolean => value !== undefined && value !== null;
 
 /**
  * Tokens by class from a usage object. A stream's counts are cumulative: message_delta's replace
  * message_start's (`start`), which fill in what message_delta leaves out (older API versions send
  * only output_tokens there; the 5-minute/1-hour split comes only in message_start). Cache writes
- * without the split are 5-minute writes, the API's default.
+ * without the split are 5-minute writes, the API's default. `input_tokens` and `output_tokens` are
+ * the format's required counts: without them, NaN.
  */
 function usageOf(usage: WireUsage, start: WireUsage = usage): Usage {
-  const latest = (key: 'input_tokens' | 'cache_read_input_tokens' | 'cache_creation_input_tokens' | 'output_tokens') =>
-    count(typeof usage[key] === 'number' ? usage[key] : start[key]);
-  const split = usage.cache_creation ?? start.cache_creation;
+  const latest = (
+    key: 'input_tokens' | 'cache_read_input_tokens' | 'cache_creation_input_tokens' | 'output_tokens',
+    absent: number,
+  ) => count(given(usage[key]) ? usage[key] : start[key], absent);
+  const splitOf = (u: WireUsage) => (isObject(u.cache_creation) ? u.cache_creation : null);
+  const split = splitOf(usage) ?? splitOf(start) ?? {};
   const written =
-    typeof usage.cache_creation_input_tokens === 'number' || typeof start.cache_creation_input_tokens === 'number'
-      ? latest('cache_creation_input_tokens')
-      : count(split?.ephemeral_5m_input_tokens) + count(split?.ephemeral_1h_input_tokens);
-  const oneHour = Math.min(written, count(split?.ephemeral_1h_input_tokens));
+    given(usage.cache_creation_input_tokens) || given(start.cache_creation_input_tokens)
+      ? latest('cache_creation_input_tokens', 0)
+      : count(split.ephemeral_5m_input_tokens, 0) + count(split.ephemeral_1h_input_tokens, 0);
+  const oneHour = Math.min(written, count(split.ephemeral_1h_input_tokens, 0));
   return {
-    inputTokens: latest('input_tokens'),
-    cacheReadTokens: latest('cache_read_input_tokens'),
+    inputTokens: latest('input_tokens', NaN),
+    cacheReadTokens: latest('cache_read_input_tokens', 0),
     cacheWriteTokens: written - oneHour,
     cacheWrite1hTokens: oneHour,
-    outputTokens: latest('output_tokens'),
+    outputTokens: latest('output_tokens', NaN),
     // Thinking is counted in output_tokens, with no count of its own.
     reasoningTokens: 0,
   };
@@ -366,7 +378,7 @@ class AnthropicDecoder implements StreamDecoder {
   push(message: SseMessage): CanonicalEvent[] {
     if (this.done) return [];
     const data = parseObject(message.data, 'stream event');
-    const type = message.event ?? (data as WireEvent).type;
+    const type = message.event ?? (typeof data.type === 'string' ? data.type : undefined);
     const events = this.decode(type, data);
     if (events.some(isOutput)) this.produced = true;
     return this.passThrough ? [{ type: 'pass_through', event: type, data }, ...events] : events;

@@ -62,75 +62,86 @@ const FINISH: Record<string, FinishReason> = {
   content_filter: 'content_filter',
 };
 
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A string field of the upstream's JSON, or '' when it is anything else. */
+const str = (value: unknown): string => (typeof value === 'string' ? value : '');
+
+/** The canonical finish reason of a wire one (any other string: `stop`); none for anything but a string. */
+const finishOf = (reason: unknown): FinishReason | null =>
+  typeof reason === 'string' && reason !== '' ? (Object.hasOwn(FINISH, reason) ? FINISH[reason] : 'stop') : null;
+
+/** An upstream's error message, when its error object has one. */
+const errorText = (error: unknown): string =>
+  isObject(error) && typeof error.message === 'string' ? error.message : 'upstream reported an error';
+
 /** The usage fields this reads. Cached input is part of `prompt_tokens`. */
 interface WireUsage {
-  prompt_tokens?: number;
-  completion_tokens?: number;
+  prompt_tokens?: unknown;
+  completion_tokens?: unknown;
   /** `cached_tokens`: read from the cache; `cache_write_tokens` (some compatible hosts): written to it. */
-  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number } | null;
-  completion_tokens_details?: { reasoning_tokens?: number } | null;
+  prompt_tokens_details?: unknown;
+  completion_tokens_details?: unknown;
 }
 
-interface WireChunk {
-  error?: { message?: string };
-  choices?: Array<{
-    delta?: {
-      content?: string | null;
-      /** The model's reasoning, as compatible hosts that show it send it (DeepSeek, vLLM: `reasoning_content`; others `reasoning`). */
-      reasoning_content?: string | null;
-      reasoning?: string | null;
-      tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }>;
-    };
-    finish_reason?: string | null;
-  }>;
-  usage?: WireUsage | null;
-}
+/**
+ * A count as the host wrote it, for the pipeline to check (see inference/usage-check.ts): any
+ * number as it is (negative, fractional, huge), none (absent or null) as `absent`, anything else
+ * (a string, an object) as NaN, which no check lets through.
+ */
+const count = (value: unknown, absent: number): number =>
+  typeof value === 'number' ? value : value === undefined || value === null ? absent : NaN;
 
-/** The fields of a whole (non-streamed) completion this reads. */
-interface WireCompletion {
-  error?: { message?: string };
-  choices?: Array<{
-    message?: {
-      content?: string | null;
-      reasoning_content?: string | null;
-      reasoning?: string | null;
-      tool_calls?: Array<{ id?: string; function?: { name?: string; arguments?: string } }>;
-    };
-    finish_reason?: string | null;
-  }>;
-  usage?: WireUsage | null;
-}
+/** A count shown to clients but never billed (reasoning, within the output): a whole number ≥ 0, else 0. */
+const shownCount = (value: unknown): number => (Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : 0);
 
-const count = (value: unknown): number => (typeof value === 'number' ? value : 0);
-
-/** Tokens by class: the cache's reads and writes are taken out of `prompt_tokens`, the rest is uncached input. */
+/**
+ * Tokens by class: the cache's reads and writes are taken out of `prompt_tokens`, the rest is
+ * uncached input (negative when the host counts more cached tokens than input: not believed).
+ * `prompt_tokens` and `completion_tokens` are the format's required counts: without them, NaN.
+ */
 function usageOf(usage: WireUsage): Usage {
-  const reads = count(usage.prompt_tokens_details?.cached_tokens);
-  const writes = count(usage.prompt_tokens_details?.cache_write_tokens);
+  const details = isObject(usage.prompt_tokens_details) ? usage.prompt_tokens_details : {};
+  const reads = count(details.cached_tokens, 0);
+  const writes = count(details.cache_write_tokens, 0);
+  const completion = isObject(usage.completion_tokens_details) ? usage.completion_tokens_details : {};
   return {
-    inputTokens: Math.max(0, count(usage.prompt_tokens) - reads - writes),
+    inputTokens: count(usage.prompt_tokens, NaN) - reads - writes,
     cacheReadTokens: reads,
     cacheWriteTokens: writes,
     // The format has no 1-hour writes.
     cacheWrite1hTokens: 0,
-    outputTokens: count(usage.completion_tokens),
-    reasoningTokens: count(usage.completion_tokens_details?.reasoning_tokens),
+    outputTokens: count(usage.completion_tokens, NaN),
+    reasoningTokens: shownCount(completion.reasoning_tokens),
   };
 }
 
-const usageEvent = (usage: WireUsage | null | undefined): CanonicalEvent | null =>
-  usage && typeof usage.prompt_tokens === 'number' ? { type: 'usage', usage: usageOf(usage) } : null;
+/** A usage event for a usage object that gives a count (the real API sends `usage: null` on every chunk but the last). */
+const usageEvent = (usage: unknown): CanonicalEvent | null =>
+  isObject(usage) && (usage.prompt_tokens !== undefined || usage.completion_tokens !== undefined)
+    ? { type: 'usage', usage: usageOf(usage) }
+    : null;
 
 /** Reasoning text under either name compatible hosts use. */
-const reasoningOf = (part: { reasoning_content?: string | null; reasoning?: string | null } | undefined): string =>
-  typeof part?.reasoning_content === 'string'
-    ? part.reasoning_content
-    : typeof part?.reasoning === 'string'
-      ? part.reasoning
-      : '';
+const reasoningOf = (part: Record<string, unknown>): string =>
+  typeof part.reasoning_content === 'string' ? part.reasoning_content : str(part.reasoning);
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+/** The first choice of a reply or chunk, and its message or delta, as objects (empty when missing or of another shape). */
+function firstChoice(body: Record<string, unknown>, field: 'message' | 'delta') {
+  const choice = Array.isArray(body.choices) && isObject(body.choices[0]) ? body.choices[0] : {};
+  return { choice, part: isObject(choice[field]) ? choice[field] : {} };
+}
+
+/** The tool calls of a message or delta: objects in an array; anything else is no call. */
+const toolCallsOf = (part: Record<string, unknown>): Record<string, unknown>[] =>
+  Array.isArray(part.tool_calls) ? part.tool_calls.filter(isObject) : [];
+
+/** A tool call's function: its name and arguments, as strings. */
+function functionOf(call: Record<string, unknown>): { name: string; arguments: string } {
+  const fn = isObject(call.function) ? call.function : {};
+  return { name: str(fn.name), arguments: str(fn.arguments) };
+}
 
 /** A whole completion: its reasoning, text, tool calls (each in one piece), why it finished, its usage (and itself, passed through). */
 function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
@@ -141,26 +152,22 @@ function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
     throw new HostError('malformed', 'upstream sent a reply that is not JSON');
   }
   if (!isObject(parsed)) throw new HostError('malformed', 'upstream sent a reply that is not a JSON object');
-  const completion = parsed as WireCompletion;
-  if (completion.error) throw new HostError('upstream_error', completion.error.message ?? 'upstream reported an error');
-  const choice = completion.choices?.[0];
-  if (!choice) throw new HostError('malformed', 'upstream sent a reply without choices');
+  if (parsed.error) throw new HostError('upstream_error', errorText(parsed.error));
+  if (!Array.isArray(parsed.choices) || parsed.choices.length === 0)
+    throw new HostError('malformed', 'upstream sent a reply without choices');
+  const { choice, part: message } = firstChoice(parsed, 'message');
   const events: CanonicalEvent[] = [];
-  const reasoning = reasoningOf(choice.message);
+  const reasoning = reasoningOf(message);
   if (reasoning !== '') events.push({ type: 'reasoning', text: reasoning });
-  const content = choice.message?.content;
-  if (typeof content === 'string' && content !== '') events.push({ type: 'text', text: content });
-  (choice.message?.tool_calls ?? []).forEach((call, index) =>
-    events.push({
-      type: 'tool_call',
-      index,
-      id: call.id ?? '',
-      name: call.function?.name ?? '',
-      argumentsDelta: call.function?.arguments ?? '',
-    }),
-  );
-  if (choice.finish_reason) events.push({ type: 'finish', reason: FINISH[choice.finish_reason] ?? 'stop' });
-  const usage = usageEvent(completion.usage);
+  const content = str(message.content);
+  if (content !== '') events.push({ type: 'text', text: content });
+  toolCallsOf(message).forEach((call, index) => {
+    const fn = functionOf(call);
+    events.push({ type: 'tool_call', index, id: str(call.id), name: fn.name, argumentsDelta: fn.arguments });
+  });
+  const finish = finishOf(choice.finish_reason);
+  if (finish) events.push({ type: 'finish', reason: finish });
+  const usage = usageEvent(parsed.usage);
   if (usage) events.push(usage);
   if (passThrough) events.push({ type: 'pass_through', data: parsed });
   return events;
@@ -185,29 +192,29 @@ class OpenAiDecoder implements StreamDecoder {
     }
     if (!isObject(parsed))
       throw new HostError('malformed', 'upstream sent a stream chunk that is not an object', null, !this.produced);
-    const chunk = parsed as WireChunk;
-    if (chunk.error) {
-      throw new HostError('upstream_error', chunk.error.message ?? 'upstream reported an error', null, !this.produced);
-    }
+    if (parsed.error) throw new HostError('upstream_error', errorText(parsed.error), null, !this.produced);
     const events: CanonicalEvent[] = [];
     if (this.passThrough) events.push({ type: 'pass_through', data: parsed });
-    const choice = chunk.choices?.[0];
-    const delta = choice?.delta;
+    const { choice, part: delta } = firstChoice(parsed, 'delta');
     const reasoning = reasoningOf(delta);
     if (reasoning !== '') events.push({ type: 'reasoning', text: reasoning });
-    if (typeof delta?.content === 'string' && delta.content !== '') events.push({ type: 'text', text: delta.content });
-    for (const call of delta?.tool_calls ?? []) {
+    const content = str(delta.content);
+    if (content !== '') events.push({ type: 'text', text: content });
+    for (const call of toolCallsOf(delta)) {
+      const fn = functionOf(call);
+      const index = Number.isSafeInteger(call.index) && (call.index as number) >= 0 ? (call.index as number) : 0;
       events.push({
         type: 'tool_call',
-        index: call.index ?? 0,
-        ...(call.id ? { id: call.id } : {}),
-        ...(call.function?.name ? { name: call.function.name } : {}),
-        argumentsDelta: call.function?.arguments ?? '',
+        index,
+        ...(typeof call.id === 'string' && call.id !== '' ? { id: call.id } : {}),
+        ...(fn.name !== '' ? { name: fn.name } : {}),
+        argumentsDelta: fn.arguments,
       });
     }
     if (events.some(isOutput)) this.produced = true;
-    if (choice?.finish_reason) events.push({ type: 'finish', reason: FINISH[choice.finish_reason] ?? 'stop' });
-    const usage = usageEvent(chunk.usage);
+    const finish = finishOf(choice.finish_reason);
+    if (finish) events.push({ type: 'finish', reason: finish });
+    const usage = usageEvent(parsed.usage);
     if (usage) events.push(usage);
     return events;
   }

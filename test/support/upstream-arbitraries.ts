@@ -1,0 +1,202 @@
+import fc from 'fast-check';
+
+/**
+ * What a broken or hostile upstream may send, for fuzzing the host decoders: random JSON, and
+ * replies and stream messages of each format's shape with adversarial values where the format
+ * has counts, strings and arrays (negative, fractional, huge, exponent-notation and
+ * out-of-range numbers, strings, objects, nulls, prototype names).
+ */
+
+/** Number literals as JSON text may write them, JSON.stringify never would. */
+const NUMBER_LITERALS = ['1e400', '-1e400', '1.5e2', '1.25e1', '1e12', '1E3', '-0', '0.5', '-5', '9007199254740993', '12', '0'];
+const LITERAL = '§n§';
+
+/** A value in an upstream's JSON where the decoder expects something else, or the right thing. */
+export const adversarialValue: fc.Arbitrary<unknown> = fc.oneof(
+  fc.constantFrom(...NUMBER_LITERALS).map((n) => LITERAL + n),
+  fc.integer({ min: -1_000_000, max: 1_000_000 }),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.constantFrom(1e12, Number.MAX_SAFE_INTEGER, 2 ** 60),
+  fc.string({ maxLength: 20 }),
+  fc.constantFrom('__proto__', 'constructor', 'toString', 'stop', 'end_turn', 'tool_use', 'length', ''),
+  fc.constant(null),
+  fc.boolean(),
+  fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 3 }),
+  fc.dictionary(fc.string({ maxLength: 5 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }),
+);
+
+const v = adversarialValue;
+const optional = <T>(shape: { [K in keyof T]: fc.Arbitrary<T[K]> }) => fc.record(shape, { requiredKeys: [] });
+
+/** A chat-completions usage object with adversarial counts, or any value where usage goes. */
+const openaiUsage = fc.oneof(
+  optional({
+    prompt_tokens: v,
+    completion_tokens: v,
+    total_tokens: v,
+    prompt_tokens_details: fc.oneof(v, optional({ cached_tokens: v, cache_write_tokens: v })),
+    completion_tokens_details: fc.oneof(v, optional({ reasoning_tokens: v })),
+  }),
+  v,
+);
+
+const openaiToolCall = fc.oneof(
+  optional({ index: v, id: v, type: v, function: fc.oneof(v, optional({ name: v, arguments: v })) }),
+  v,
+);
+
+/** A chat-completions stream chunk's data or whole reply's body, as an object. */
+const openaiObject = (part: 'delta' | 'message') =>
+  optional({
+    id: v,
+    object: v,
+    choices: fc.oneof(
+      fc.array(
+        fc.oneof(
+          optional({
+            index: v,
+            [part]: fc.oneof(
+              v,
+              optional({
+                role: v,
+                content: v,
+                reasoning_content: v,
+                reasoning: v,
+                tool_calls: fc.oneof(v, fc.array(openaiToolCall)),
+              }),
+            ),
+            finish_reason: v,
+          }),
+          v,
+        ),
+        { maxLength: 2 },
+      ),
+      v,
+    ),
+    usage: openaiUsage,
+    error: fc.oneof(v, optional({ message: v, type: v })),
+  });
+
+/** A Messages usage object with adversarial counts, or any value where usage goes. */
+const anthropicUsage = fc.oneof(
+  optional({
+    input_tokens: v,
+    output_tokens: v,
+    cache_read_input_tokens: v,
+    cache_creation_input_tokens: v,
+    cache_creation: fc.oneof(v, optional({ ephemeral_5m_input_tokens: v, ephemeral_1h_input_tokens: v })),
+  }),
+  v,
+);
+
+const EVENT_TYPES = [
+  'message_start',
+  'content_block_start',
+  'content_block_delta',
+  'content_block_stop',
+  'message_delta',
+  'message_stop',
+  'ping',
+  'error',
+] as const;
+
+/** A Messages stream event's data. */
+const anthropicEvent = optional({
+  type: fc.oneof(fc.constantFrom(...EVENT_TYPES), v),
+  index: v,
+  message: fc.oneof(v, optional({ id: v, usage: anthropicUsage, content: v })),
+  content_block: fc.oneof(
+    v,
+    optional({ type: fc.oneof(fc.constantFrom('text', 'tool_use', 'thinking'), v), id: v, name: v, input: v }),
+  ),
+  delta: fc.oneof(
+    v,
+    optional({
+      type: fc.oneof(fc.constantFrom('text_delta', 'thinking_delta', 'signature_delta', 'input_json_delta'), v),
+      text: v,
+      thinking: v,
+      signature: v,
+      partial_json: v,
+      stop_reason: v,
+      stop_sequence: v,
+    }),
+  ),
+  usage: anthropicUsage,
+  error: fc.oneof(v, optional({ type: v, message: v })),
+});
+
+/** A whole Messages reply. */
+const anthropicReply = optional({
+  type: fc.oneof(fc.constantFrom('message', 'error'), v),
+  content: fc.oneof(
+    v,
+    fc.array(
+      fc.oneof(
+        optional({
+          type: fc.oneof(fc.constantFrom('text', 'thinking', 'tool_use'), v),
+          text: v,
+          thinking: v,
+          signature: v,
+          id: v,
+          name: v,
+          input: v,
+        }),
+        v,
+      ),
+      { maxLength: 3 },
+    ),
+  ),
+  stop_reason: v,
+  stop_sequence: v,
+  usage: anthropicUsage,
+  error: v,
+});
+
+/** JSON text of a value, with the number literals put in as written. */
+const toJson = (value: unknown): string =>
+  JSON.stringify(value).replace(new RegExp(`"${LITERAL}([^"]*)"`, 'g'), (_match, literal: string) => literal);
+
+/** Text an upstream may send where JSON is expected: JSON of the format's shape, any JSON, or not JSON. */
+const dataOf = (shaped: fc.Arbitrary<unknown>): fc.Arbitrary<string> =>
+  fc.oneof(
+    { weight: 6, arbitrary: shaped.map(toJson) },
+    { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((value) => JSON.stringify(value)) },
+    { weight: 1, arbitrary: fc.string({ maxLength: 30 }) },
+    { weight: 1, arbitrary: fc.constantFrom('[DONE]', '{', 'null', '"text"', '[]', '{"type":"message_stop"}') },
+  );
+
+export type HostKindName = 'openai' | 'anthropic';
+
+/** One stream message: an optional event name and its data. */
+export interface FuzzMessage {
+  event?: string;
+  data: string;
+}
+
+export const streamMessages = (kind: HostKindName): fc.Arbitrary<FuzzMessage[]> =>
+  fc.array(
+    kind === 'openai'
+      ? fc.record({ data: dataOf(openaiObject('delta')) })
+      : fc.record(
+          { event: fc.oneof(fc.constantFrom(...EVENT_TYPES), fc.string({ maxLength: 10 })), data: dataOf(anthropicEvent) },
+          { requiredKeys: ['data'] },
+        ),
+    { maxLength: 12 },
+  );
+
+export const wholeReply = (kind: HostKindName): fc.Arbitrary<string> =>
+  dataOf(kind === 'openai' ? openaiObject('message') : anthropicReply);
+
+/** A stream as SSE text; `terminated` ends it as the format does (so that some streams complete). */
+export const sseText = (messages: FuzzMessage[], kind: HostKindName, terminated: boolean): string =>
+  messages
+    .map((m) => `${m.event !== undefined ? `event: ${m.event.replace(/[\r\n]/g, '')}\n` : ''}${sseDataLines(m.data)}\n`)
+    .join('') +
+  (terminated ? (kind === 'openai' ? 'data: [DONE]\n\n' : 'event: message_stop\ndata: {"type":"message_stop"}\n\n') : '');
+
+/** Data as SSE lines (a line break inside data starts another `data:` line, as the format has it). */
+const sseDataLines = (data: string): string =>
+  data
+    .split(/\r\n|\r|\n/)
+    .map((line) => `data: ${line}\n`)
+    .join('');
