@@ -12,6 +12,8 @@ interface Counted {
   count: number;
   /** Until when further attempts wait. */
   until: number;
+  /** When the last attempt was taken. */
+  last: number;
 }
 
 /**
@@ -37,7 +39,7 @@ export class AttemptLimit {
     if (wait > 0) return wait;
     for (const key of keys) {
       const count = (this.current(key, now)?.count ?? 0) + 1;
-      this.counted.set(key, { count, until: now + this.delayAfter(count) });
+      this.counted.set(key, { count, until: now + this.delayAfter(count), last: now });
     }
     if (this.counted.size > 100_000) this.forgetOld(now);
     return 0;
@@ -50,7 +52,7 @@ export class AttemptLimit {
       if (!entry) continue;
       const count = entry.count - 1;
       if (count <= 0) this.counted.delete(key);
-      else this.counted.set(key, { count, until: count < this.allowance.attempts ? 0 : entry.until });
+      else this.counted.set(key, { ...entry, count, until: count < this.allowance.attempts ? 0 : entry.until });
     }
   }
 
@@ -74,7 +76,7 @@ export class AttemptLimit {
   }
 
   private stale(entry: Counted, now: number): boolean {
-    return entry.until + this.allowance.maxDelayMs < now;
+    return Math.max(entry.until, entry.last) + this.allowance.maxDelayMs < now;
   }
 
   private forgetOld(now: number): void {
