@@ -44,6 +44,6 @@ export function boundJsonDepth(fastify: FastifyInstance, limit = MAX_JSON_DEPTH)
       done(new ApiError('invalid_request', `the body nests objects and arrays more than ${limit} levels deep`), undefined);
       return;
     }
-    parse(request, text, done);
+    void parse(request, text, done);
   });
 }

@@ -12,7 +12,7 @@ function expectDashboardAnswer(res: LightMyRequestResponse, what: string): void 
   if (res.statusCode >= 500) throw new Error(`${what} answered ${res.statusCode}: ${res.body.slice(0, 300)}`);
   expect(res.headers['x-request-id']).toMatch(/^req_/);
   if (res.statusCode >= 400) {
-    const body = res.json() as { error?: { code?: unknown; message?: unknown } };
+    const body = res.json<{ error?: { code?: unknown; message?: unknown } }>();
     expect(typeof body.error?.code).toBe('string');
     expect(typeof body.error?.message).toBe('string');
   }
@@ -35,9 +35,9 @@ describe('dashboard: bad input is a 4xx', () => {
     expect((await post('/dashboard/api/signup', credentials, {}, '10.0.0.1')).statusCode).toBe(202);
     const signin = await post('/dashboard/api/signin', credentials, {}, '10.0.0.1');
     let cookie = /mg_session=[^;]+/.exec(String(signin.headers['set-cookie']))![0];
-    const csrf = (signin.json() as { csrf: string }).csrf;
+    const csrf = signin.json<{ csrf: string }>().csrf;
     const org = await post('/dashboard/api/organizations', JSON.stringify({ name: 'Fuzz' }), { cookie, 'x-csrf-token': csrf });
-    orgId = (org.json() as { id: string }).id;
+    orgId = org.json<{ id: string }>().id;
     cookie = /mg_session=[^;]+/.exec(String(org.headers['set-cookie']))![0];
     signedIn = { cookie, 'x-csrf-token': csrf };
   });
@@ -104,7 +104,7 @@ describe('dashboard: bad input is a 4xx', () => {
       fc.asyncProperty(query, fc.string({ unit: 'binary', maxLength: 60 }), async (pairs, keyId) => {
         const usage = await fastify.inject({
           method: 'GET',
-          url: `/dashboard/api/usage?${new URLSearchParams(pairs)}`,
+          url: `/dashboard/api/usage?${new URLSearchParams(pairs).toString()}`,
           headers: signedIn,
         });
         expectDashboardAnswer(usage, `GET usage ${JSON.stringify(pairs)}`);
