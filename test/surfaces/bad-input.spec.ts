@@ -124,6 +124,21 @@ describe('API surfaces: bad input is a 4xx, and secrets are masked before they a
     const requestLog = JSON.stringify(await g.t.runtime.projections.recentRequests(g.orgId, 100));
     expect(requestLog).not.toContain(PASTED.slice(7));
     expect(await logText(g)).not.toContain(PASTED.slice(7));
+    // What every member of the organization sees in the dashboard's usage.
+    await g.t.runtime.identity.registerUser('member@example.com', 'a member password');
+    await g.t.runtime.identity.addMember(g.orgId, 'member@example.com');
+    await g.t.runtime.projector.catchUp();
+    const fastify = g.app.getHttpAdapter().getInstance();
+    const signin = await fastify.inject({
+      method: 'POST',
+      url: '/dashboard/api/signin',
+      payload: { email: 'member@example.com', password: 'a member password' },
+    });
+    const cookie = /mg_session=[^;]+/.exec(String(signin.headers['set-cookie']))![0];
+    const usage = await fastify.inject({ method: 'GET', url: '/dashboard/api/usage', headers: { cookie } });
+    expect(usage.statusCode).toBe(200);
+    expect(usage.body).toContain('sk-svc-…');
+    expect(usage.body).not.toContain(PASTED.slice(7));
   });
 
   it.each([false, true])(
@@ -194,6 +209,16 @@ describe('API surfaces: bad input is a 4xx, and secrets are masked before they a
       if (!path.includes('messages')) expect(JSON.stringify(slow.body)).toMatch(/request_timeout/);
     },
   );
+
+  it('answers headers too large with 431 and an id, in the format of the surface named', async () => {
+    const res = await raw(g, `POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nx-big: ${'a'.repeat(40_000)}\r\n\r\n`);
+    expect(res.status).toBe(431);
+    expect(res.headers['x-request-id']).toMatch(/^req_/);
+    expect(res.body).toEqual({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: expect.stringMatching(/headers are too large/) },
+    });
+  });
 
   it('answers bytes that are not HTTP at all with 400 and an id, in the default format', async () => {
     const res = await raw(g, 'HELLO THERE\r\n\r\n');
