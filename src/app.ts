@@ -9,6 +9,9 @@ import { serveWebApp } from './dashboard/web-app';
 import type { Runtime } from './runtime/runtime';
 import { ErrorFormatByRoute, errorFormatFor } from './error-formats';
 import { ApiError, replyWithError } from './http/api-error';
+import { connectionErrorHandler, trackRequestsOnConnections } from './http/client-errors';
+import { boundJsonDepth } from './http/json-body';
+import { maskSecrets } from './key-secret/key-secret';
 
 export interface AppOptions {
   logger?: boolean;
@@ -19,6 +22,7 @@ export interface AppOptions {
 /** Builds the HTTP application on an opened runtime (used by main and by tests). */
 export async function createApp(runtime: Runtime, options: AppOptions = {}): Promise<NestFastifyApplication> {
   const catalogue = options.catalogue ?? Catalogue.load(runtime.config.cataloguePath);
+  const newRequestId = () => `req_${randomUUID().replace(/-/g, '')}`;
   const adapter = new FastifyAdapter({
     // No Nest middleware here: without middie, no middleware walk on every request.
     skipMiddie: true,
@@ -33,15 +37,24 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
     },
     // A URL that cannot be decoded (a bad percent-encoding) is refused in the format of the surface it names.
     frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      // Raised while routing, before the onRequest hook that names every answer.
+      void reply.header('x-request-id', request.id);
       const message = error.code === 'FST_ERR_BAD_URL' ? 'the URL is not valid (a malformed percent-encoding)' : error.message;
       replyWithError(reply, new ApiError('invalid_request', message), errorFormatFor(request.method, request.url));
     },
+    // What Node would answer itself (400, 408, 431) answers with an id, in the surface's format.
+    clientErrorHandler: connectionErrorHandler(newRequestId, errorFormatFor),
     genReqId: (request: { headers: Record<string, string | string[] | undefined> }) => {
       const given = request.headers['x-request-id'];
-      return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : `req_${randomUUID().replace(/-/g, '')}`;
+      // A client's id is kept (and recorded), unless it holds a secret.
+      const usable = typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) && maskSecrets(given) === given;
+      return usable ? given : newRequestId();
     },
   });
   const fastify = adapter.getInstance();
+  // Bodies nested past a bound are a 400 before anything recursive reads them.
+  boundJsonDepth(fastify);
+  trackRequestsOnConnections(fastify);
   // Callback style: an async hook costs a promise on every request.
   fastify.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);

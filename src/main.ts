@@ -41,7 +41,7 @@ async function start(): Promise<void> {
         'their cached input tokens are billed at the input price',
     );
   }
-  const runtime = await openRuntime(config, { sweep: true, log });
+  const runtime = await openRuntime(config, { sweep: true, serving: true, log });
   const app = await createApp(runtime, { catalogue });
   await app.listen(config.port, config.host);
   const address = app.getHttpServer().address();

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { HOST_KIND_NAMES, HostKindName, isHostKindName } from '../hosts/hosts';
+import { rememberHostKey } from '../key-secret/key-secret';
 import { formatCredits, parseCredits, scaledPrice, TokenPrices } from '../ledger/money';
 
 /**
@@ -165,6 +166,8 @@ export class Catalogue {
       if ('apiKey' in raw)
         throw new CatalogueError(at, 'keys never go in the catalogue: name an environment variable in "apiKeyEnv"');
       const apiKey = apiKeyEnv ? env[apiKeyEnv]?.trim() || null : null;
+      // An upstream that echoes the key (in an error message) must not pass it on.
+      rememberHostKey(apiKey);
       hosts.set(id, { id, kind, baseUrl, apiKeyEnv, apiKey, usable: apiKeyEnv === null || apiKey !== null });
     });
 

@@ -47,6 +47,8 @@ export interface Config {
   bodyLimitBytes: number;
   /** Whether people may create dashboard accounts themselves. */
   dashboardSignup: boolean;
+  /** The address clients reach the service at (`PUBLIC_BASE_URL`), shown in the dashboard; null: the browser's own. */
+  publicBaseUrl: string | null;
   /** Signs dashboard sessions; unset: a secret made once in DATA_DIR. */
   dashboardSecret: string | undefined;
 }
@@ -145,6 +147,7 @@ export function loadConfig(env: Env = process.env): Config {
     sseKeepAliveMs: integer(env, 'SSE_KEEPALIVE_MS', 15_000, 10, 600_000),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 4 * 1024 * 1024, 1024, 512 * 1024 * 1024),
     dashboardSignup: onOff(env, 'DASHBOARD_SIGNUP', true),
+    publicBaseUrl: url(env, 'PUBLIC_BASE_URL', ['http:', 'https:'])?.replace(/\/+$/, '') ?? null,
     dashboardSecret: secret(env, 'DASHBOARD_SECRET'),
   };
 }

@@ -8,7 +8,7 @@ import { DASHBOARD_SETTINGS, DashboardSettings } from './session/dashboard-setti
 import { SessionController } from './session/session.controller';
 import { SessionGuard } from './session/session.guard';
 import { SessionTokens } from './session/sessions';
-import { SignIn } from './session/sign-in';
+import { SignIn, SignUp } from './session/sign-in';
 import { UsageController } from './usage/usage.controller';
 
 /**
@@ -28,6 +28,7 @@ export class DashboardModule {
         { provide: DASHBOARD_SETTINGS, useValue: settings },
         SessionGuard,
         SignIn,
+        SignUp,
       ],
     };
   }

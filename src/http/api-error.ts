@@ -1,6 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { maskKeySecrets } from '../key-secret/key-secret';
+import { maskSecrets } from '../key-secret/key-secret';
 
 /** The kinds of failure a caller can see, with their HTTP status. */
 export const API_ERRORS = {
@@ -9,9 +9,11 @@ export const API_ERRORS = {
   insufficient_credits: { status: 402, type: 'insufficient_credits' },
   forbidden: { status: 403, type: 'permission_error' },
   not_found: { status: 404, type: 'not_found_error' },
+  request_timeout: { status: 408, type: 'invalid_request_error' },
   conflict: { status: 409, type: 'invalid_request_error' },
   payload_too_large: { status: 413, type: 'invalid_request_error' },
   rate_limited: { status: 429, type: 'rate_limit_error' },
+  headers_too_large: { status: 431, type: 'invalid_request_error' },
   provider_error: { status: 502, type: 'provider_error' },
   provider_timeout: { status: 504, type: 'provider_timeout' },
   internal_error: { status: 500, type: 'server_error' },
@@ -43,7 +45,7 @@ export class ApiError extends Error {
  */
 function unknownRoute(message: string): string {
   const match = /^Cannot (\w+) ([^?\s]{1,200})/.exec(message);
-  return match ? `no such route: ${match[1]} ${maskKeySecrets(match[2])}` : 'no such route';
+  return match ? `no such route: ${match[1]} ${maskSecrets(match[2])}` : 'no such route';
 }
 
 /** Maps anything thrown to an ApiError without leaking internals. */

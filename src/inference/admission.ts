@@ -1,6 +1,7 @@
 import type { CanonicalRequest } from '../canonical/canonical';
 import type { CatalogueModel, ModelHost } from '../catalogue/catalogue';
 import { ApiError } from '../http/api-error';
+import { maskSecrets } from '../key-secret/key-secret';
 import { formatCredits, reservationFor, TokenPrices } from '../ledger/money';
 import { estimateInputTokens } from './tokens';
 
@@ -63,7 +64,9 @@ export interface Servable {
  */
 export function servableModel(requested: string, model: CatalogueModel | null): Servable | Refusal {
   if (!model) {
-    return refusal(requested, 'not_found', `model "${requested}" is not in the catalogue (GET /api/v1/models lists them)`);
+    // What was asked for is echoed and recorded: a secret pasted into it is masked first.
+    const asked = maskSecrets(requested);
+    return refusal(asked, 'not_found', `model "${asked}" is not in the catalogue (GET /api/v1/models lists them)`);
   }
   const hosts = model.hosts.filter((h) => h.host.usable);
   if (hosts.length === 0) {

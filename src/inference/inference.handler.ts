@@ -1,7 +1,7 @@
 import { Inject, Logger } from '@nestjs/common';
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { Observable, type Observer, type Subscriber, type Subscription } from 'rxjs';
-import type { CanonicalEvent, HostError } from '../canonical/canonical';
+import { type CanonicalEvent, HostError } from '../canonical/canonical';
 import { Catalogue, ModelHost } from '../catalogue/catalogue';
 import type { Config } from '../config/config';
 import { HOST_KINDS } from '../hosts/hosts';
@@ -9,6 +9,7 @@ import { HostTransport } from '../hosts/transport';
 import { ApiError } from '../http/api-error';
 import { invalidApiKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
+import { maskSecrets } from '../key-secret/key-secret';
 import { LedgerService, ReservationTicket, Resolution } from '../ledger/ledger.service';
 import { Projector } from '../projections/projector';
 import { CONFIG } from '../runtime/runtime.module';
@@ -110,9 +111,10 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       keyId: key.keyId,
       surface: input.surface,
       orgId: key.orgId,
-      model,
+      // What the client sent, as the log keeps it: a secret pasted into the model is masked.
+      model: maskSecrets(model),
       status: error.code,
-      reason: error.message,
+      reason: maskSecrets(error.message),
       latencyMs: Math.round(performance.now() - started),
     };
     this.ledger
@@ -142,7 +144,9 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       next: (event) => {
         if (attemptStep(attempt, event) === 'forward') subscriber.next(event);
       },
-      error: (error: HostError) => {
+      error: (failure: HostError) => {
+        // An upstream's text may echo a key (ours or the host's): masked before it is logged, recorded or answered.
+        const error = new HostError(failure.kind, maskSecrets(failure.message), failure.status, failure.beforeOutput);
         const action = attemptStep(attempt, hostFailed(error));
         if (action === 'next_host') {
           this.logger.warn(

@@ -9,6 +9,7 @@ import { MemoryProjectionStore } from '../projections/memory-projection-store';
 import type { ProjectionStore } from '../projections/projection-store';
 import { Projector } from '../projections/projector';
 import { RedisProjectionStore } from '../projections/redis-projection-store';
+import { claimServing } from './serving-claim';
 
 /**
  * Everything the service and the operator tool share: the event log, the read models, the
@@ -47,17 +48,27 @@ export async function openProjectionStore(config: Config, events: EventStore): P
 export interface RuntimeOptions {
   /** Expire reservations and sweep holds in the background (the service does; one-shot tools don't). */
   sweep?: boolean;
+  /** The service (not a one-shot tool): with in-process read models, it must be the only one on its data (see claimServing). */
+  serving?: boolean;
   log?: (line: string) => void;
 }
 
 export async function openRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
   const log = options.log ?? (() => {});
-  const events = await openEventStore(config);
+  const claim = options.serving ? claimServing(config) : null;
+  let events: EventStore;
+  try {
+    events = await openEventStore(config);
+  } catch (error) {
+    claim?.release();
+    throw error;
+  }
   let projections: ProjectionStore;
   try {
     projections = await openProjectionStore(config, events);
   } catch (error) {
     await events.close();
+    claim?.release();
     throw error;
   }
   const projector = new Projector(events, projections, config.requestLogRetention, log);
@@ -91,6 +102,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
       await projector.stop();
       await projections.close();
       await events.close();
+      claim?.release();
     },
   };
 }

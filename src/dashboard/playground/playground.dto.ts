@@ -1,5 +1,17 @@
 import { Type } from 'class-transformer';
-import { ArrayNotEmpty, IsArray, IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Max, Min, ValidateNested } from 'class-validator';
+import {
+  ArrayNotEmpty,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsNotEmpty,
+  IsObject,
+  IsOptional,
+  IsString,
+  Max,
+  Min,
+  ValidateNested,
+} from 'class-validator';
 
 export class PlaygroundMessageDto {
   @IsIn(['user', 'assistant'])
@@ -22,6 +34,7 @@ export class PlaygroundDto {
 
   @IsArray()
   @ArrayNotEmpty()
+  @IsObject({ each: true })
   @ValidateNested({ each: true })
   @Type(() => PlaygroundMessageDto)
   messages: PlaygroundMessageDto[];

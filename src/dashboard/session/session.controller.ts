@@ -2,10 +2,9 @@ import { Body, Controller, Get, HttpCode, Inject, Post, Req, Res, UseFilters } f
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../http/api-error';
 import { bodyValidation } from '../../http/validation';
-import { IdentityRuleError } from '../../identity/identity.decider';
-import { IdentityService } from '../../identity/identity.service';
+import type { Config } from '../../config/config';
 import type { ProjectionStore } from '../../projections/projection-store';
-import { PROJECTIONS } from '../../runtime/runtime.module';
+import { CONFIG, PROJECTIONS } from '../../runtime/runtime.module';
 import { dashboardErrors } from '../dashboard-error';
 import { DASHBOARD_SETTINGS, type DashboardSettings } from './dashboard-settings';
 import { CurrentSession, SignedIn } from './session.guard';
@@ -13,43 +12,45 @@ import { CredentialsDto } from './session.dto';
 import { setSessionCookie } from './session-cookie';
 import { sessionView } from './session-view';
 import { type Session, SessionTokens } from './sessions';
-import { SignIn } from './sign-in';
+import { SignIn, SignUp } from './sign-in';
 
 /** Signing up, in and out, and what the web app needs before and after: its config, the session. */
 @Controller('dashboard/api')
 @UseFilters(dashboardErrors)
 export class SessionController {
   constructor(
-    private readonly identity: IdentityService,
     private readonly signIn: SignIn,
+    private readonly signUp: SignUp,
     private readonly tokens: SessionTokens,
     @Inject(PROJECTIONS) private readonly projections: ProjectionStore,
     @Inject(DASHBOARD_SETTINGS) private readonly settings: DashboardSettings,
+    @Inject(CONFIG) private readonly configuration: Config,
   ) {}
 
+  /**
+   * What the web app needs before anyone signs in. The API's base URLs are the configured public
+   * one, else paths (the browser puts its own origin in front): never the request's Host header.
+   */
   @Get('config')
-  config(@Req() request: FastifyRequest) {
-    const origin = `${request.protocol}://${request.headers.host}`;
+  config() {
+    const origin = this.configuration.publicBaseUrl ?? '';
     return {
       signupEnabled: this.settings.signupEnabled,
       baseUrls: { chatCompletions: `${origin}/api/v1`, messages: `${origin}/api` },
     };
   }
 
+  /** 202 whether or not the email already had an account (see SignUp): the person signs in next. */
   @Post('signup')
-  @HttpCode(201)
+  @HttpCode(202)
   async signup(
     @Body(bodyValidation) body: CredentialsDto,
     @Req() request: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
     if (!this.settings.signupEnabled) throw new ApiError('forbidden', 'sign-up is turned off: ask an operator for an account');
-    const user = await this.identity.registerUser(body.email, body.password).catch((error: unknown) => {
-      throw signupError(error);
-    });
-    const { token, session } = this.tokens.issue(user.userId, user.email, null);
-    setSessionCookie(request, reply, token);
-    return { user: { id: user.userId, email: user.email }, csrf: session.csrf };
+    await withRetryAfter(reply, this.signUp.register(body.email, body.password, request.ip));
+    return { message: 'if this email had no account, it has one now: sign in with it' };
   }
 
   @Post('signin')
@@ -59,12 +60,7 @@ export class SessionController {
     @Req() request: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const retryAfterSeconds = this.signIn.retryAfterSeconds(body.email, request.ip);
-    if (retryAfterSeconds > 0) {
-      void reply.header('retry-after', String(retryAfterSeconds));
-      throw new ApiError('rate_limited', `too many failed sign-ins: try again in ${retryAfterSeconds} s`, { retryAfterSeconds });
-    }
-    const user = await this.signIn.check(body.email, body.password, request.ip);
+    const user = await withRetryAfter(reply, this.signIn.check(body.email, body.password, request.ip));
     const { token, session } = this.tokens.issue(user.userId, user.email, user.activeOrgId);
     setSessionCookie(request, reply, token);
     return { user: { id: user.userId, email: user.email }, csrf: session.csrf };
@@ -84,10 +80,13 @@ export class SessionController {
   }
 }
 
-/** A refused sign-up as the person should read it. */
-function signupError(error: unknown): unknown {
-  if (error instanceof IdentityRuleError && error.code === 'user_exists')
-    return new ApiError('conflict', 'an account with this email exists: sign in');
-  if (error instanceof IdentityRuleError) return new ApiError('invalid_request', error.message);
-  return error;
+/** A throttled attempt's answer carries Retry-After. */
+async function withRetryAfter<T>(reply: FastifyReply, attempt: Promise<T>): Promise<T> {
+  try {
+    return await attempt;
+  } catch (error) {
+    const seconds = error instanceof ApiError ? error.details.retryAfterSeconds : undefined;
+    if (typeof seconds === 'number') void reply.header('retry-after', String(seconds));
+    throw error;
+  }
 }

@@ -1,12 +1,24 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ApiError } from '../../http/api-error';
+import { IdentityRuleError } from '../../identity/identity.decider';
 import { IdentityService } from '../../identity/identity.service';
 import { hashPassword, verifyPassword } from '../../identity/secrets';
 import type { ProjectionStore } from '../../projections/projection-store';
+import { maskSecrets } from '../../key-secret/key-secret';
 import { PROJECTIONS } from '../../runtime/runtime.module';
-import { SignInThrottles } from './sign-in-throttle';
+import { AttemptLimit, SIGN_UP_PER_ADDRESS, SignInThrottles } from './sign-in-throttle';
 
-/** Email and password checked, with failures throttled (per instance); the session starts in the user's first organization. */
+/** The 429 for an attempt that must wait, with the seconds to wait (also in Retry-After). */
+export const tooManyAttempts = (what: string, waitMs: number): ApiError => {
+  const retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
+  return new ApiError('rate_limited', `too many ${what}: try again in ${retryAfterSeconds} s`, { retryAfterSeconds });
+};
+
+/**
+ * Email and password checked, with attempts throttled (per instance; see SignInThrottles): the
+ * attempt is taken before the password is checked, so attempts arriving together cannot all be
+ * evaluated. The session starts in the user's first organization.
+ */
 @Injectable()
 export class SignIn {
   private readonly throttles = new SignInThrottles();
@@ -18,25 +30,46 @@ export class SignIn {
     @Inject(PROJECTIONS) private readonly projections: ProjectionStore,
   ) {}
 
-  /** Whole seconds to wait before this email may be tried again from this address, or 0. */
-  retryAfterSeconds(email: string, address: string): number {
-    return Math.ceil(this.throttles.waitFor(email, address) / 1000);
-  }
-
-  /** The user and the organization the session starts in; a wrong email or password is a 401 either way. */
+  /** The user and the organization the session starts in; a wrong email or password is a 401 either way, too many a 429. */
   async check(
     email: string,
     password: string,
     address: string,
   ): Promise<{ userId: string; email: string; activeOrgId: string | null }> {
+    const waitMs = this.throttles.take(email, address);
+    if (waitMs > 0) throw tooManyAttempts('failed sign-ins', waitMs);
     const { state: user } = await this.identity.user(email);
     const valid = await verifyPassword(password, user.exists ? user.passwordHash : await this.decoyHash);
-    if (!user.exists || !valid) {
-      this.throttles.failed(email, address);
-      throw new ApiError('invalid_api_key', 'wrong email or password');
-    }
-    this.throttles.succeeded(email);
+    if (!user.exists || !valid) throw new ApiError('invalid_api_key', 'wrong email or password');
+    this.throttles.succeeded(email, address);
     const orgs = await this.projections.organizationsOf(user.userId);
     return { userId: user.userId, email: user.email, activeOrgId: orgs[0]?.orgId ?? null };
+  }
+}
+
+/**
+ * Signing up, throttled per address, answering the same whether or not the email already has an
+ * account (and in about the same time: a password is hashed either way), so that sign-up does not
+ * tell who has one. It never starts a session: the person signs in next, as anyone would.
+ */
+@Injectable()
+export class SignUp {
+  private readonly perAddress = new AttemptLimit(SIGN_UP_PER_ADDRESS);
+
+  constructor(private readonly identity: IdentityService) {}
+
+  async register(email: string, password: string, address: string): Promise<void> {
+    const waitMs = this.perAddress.take([address], Date.now());
+    if (waitMs > 0) throw tooManyAttempts('sign-ups from this address', waitMs);
+    try {
+      await this.identity.registerUser(email, password);
+    } catch (error) {
+      if (error instanceof IdentityRuleError && error.code === 'user_exists') {
+        await hashPassword(password);
+        return;
+      }
+      if (error instanceof IdentityRuleError) throw new ApiError('invalid_request', maskSecrets(error.message));
+      throw error;
+    }
   }
 }

@@ -1,4 +1,5 @@
 import { ApiError } from '../../http/api-error';
+import { maskSecrets } from '../../key-secret/key-secret';
 import { creditsNumber } from '../../ledger/money';
 import { dayOf, type KeyRecord, type RequestLogEntry } from '../../projections/read-model';
 import { PLAYGROUND_KEY } from '../playground/playground-inference';
@@ -20,6 +21,13 @@ export interface UsageFilter {
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 const DAY_MS = 86_400_000;
 
+/** A calendar day written `YYYY-MM-DD` (2024-13-45 has the shape, not the day). */
+function isDay(text: unknown): text is string {
+  if (typeof text !== 'string' || !DAY.test(text)) return false;
+  const time = Date.parse(`${text}T00:00:00Z`);
+  return Number.isFinite(time) && dayOf(time) === text;
+}
+
 /**
  * Reads the query: page from 1, 25 to a page (at most 200), the 14 days up to `to` (today by
  * default), at most a year. A malformed or reversed range is a 400.
@@ -29,7 +37,7 @@ export function usageFilterOf(query: UsageQuery, now: number): UsageFilter {
   const pageSize = Math.min(200, Math.max(1, Number.parseInt(query.pageSize ?? '25', 10) || 25));
   for (const field of ['from', 'to'] as const) {
     const day = query[field];
-    if (day && !DAY.test(day)) throw new ApiError('invalid_request', `${field} must be a date YYYY-MM-DD`);
+    if (day !== undefined && !isDay(day)) throw new ApiError('invalid_request', `${field} must be a date YYYY-MM-DD`);
   }
   const to = query.to ?? dayOf(now);
   const from = query.from ?? dayOf(Date.parse(`${to}T00:00:00Z`) - 13 * DAY_MS);
@@ -72,7 +80,8 @@ export function usageReport(
       requestId: e.requestId,
       time: new Date(e.time).toISOString(),
       surface: e.surface,
-      model: e.model,
+      // Masked again on the way out, for entries recorded before refusals were masked.
+      model: maskSecrets(e.model),
       host: e.host,
       keyId: e.keyId,
       keyName: e.keyId === PLAYGROUND_KEY ? 'Playground' : (keyNames.get(e.keyId) ?? 'deleted key'),

@@ -284,7 +284,13 @@ document.addEventListener('visibilitychange', () => {
 
 async function boot(): Promise<void> {
   try {
-    store.config = await api<Config>('GET', '/config');
+    const config = await api<Config>('GET', '/config');
+    // Base URLs without an origin are on this one (the service shows paths unless told its public address).
+    const absolute = (url: string) => (url.startsWith('/') ? `${window.location.origin}${url}` : url);
+    store.config = {
+      ...config,
+      baseUrls: { chatCompletions: absolute(config.baseUrls.chatCompletions), messages: absolute(config.baseUrls.messages) },
+    };
   } catch (error) {
     app.replaceChildren(
       h(

@@ -80,7 +80,14 @@ const contentBlock = {
     }),
     when('tool_result', {
       required: ['tool_use_id'],
-      properties: { tool_use_id: { type: 'string' }, content: { type: ['string', 'array'] } },
+      // Its content: text, or blocks (text, image) that are objects with a type.
+      properties: {
+        tool_use_id: { type: 'string' },
+        content: {
+          type: ['string', 'array'],
+          items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },
+        },
+      },
     }),
   ],
 };

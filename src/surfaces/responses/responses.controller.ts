@@ -6,7 +6,7 @@ import { ApiError, SurfaceErrorFilter } from '../../http/api-error';
 import { requireKey } from '../../http/credentials';
 import { schemaValidation } from '../../http/schema-validation';
 import { InferenceCommand } from '../../inference/inference.command';
-import { maskKeySecrets } from '../../key-secret/key-secret';
+import { maskSecrets } from '../../key-secret/key-secret';
 import { CONFIG } from '../../runtime/runtime.module';
 import { BearerPresentGuard } from '../api-key.guard';
 import { respond } from '../respond';
@@ -64,7 +64,7 @@ export class ResponsesController {
     const path = request.url.split('?')[0];
     throw new ApiError(
       'not_found',
-      `no such route: ${request.method} ${maskKeySecrets(path.slice(0, 200))}: the gateway is stateless and keeps no responses to get, cancel or delete; send the whole conversation in each POST /api/v1/responses`,
+      `no such route: ${request.method} ${maskSecrets(path.slice(0, 200))}: the gateway is stateless and keeps no responses to get, cancel or delete; send the whole conversation in each POST /api/v1/responses`,
     );
   }
 }

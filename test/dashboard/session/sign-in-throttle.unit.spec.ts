@@ -1,75 +1,98 @@
-import { SignInThrottle, SignInThrottles } from '../../../src/dashboard/session/sign-in-throttle';
+import { AttemptLimit, SignInThrottles } from '../../../src/dashboard/session/sign-in-throttle';
 
 // Pure: every call is given the time, nothing is read from a clock or a store.
-describe('sign-in throttle', () => {
+describe('attempt limits', () => {
   const T = 1_000_000;
 
-  it('lets the free attempts through, then makes each further one wait twice as long, up to the cap', () => {
-    // given a throttle with 3 free attempts, 2 s first delay, 10 s cap
-    const throttle = new SignInThrottle(3, 2_000, 10_000);
-    const key = ['email:a@example.com'];
-    // when the free attempts fail: no wait
-    for (let i = 0; i < 3; i++) throttle.failed(key, T);
-    expect(throttle.waitFor(key, T)).toBe(0);
-    // then each further failure doubles the wait: 2 s, 4 s, 8 s, then the 10 s cap
-    const waits = [2_000, 4_000, 8_000, 10_000, 10_000].map(() => {
-      throttle.failed(key, T);
-      return throttle.waitFor(key, T);
+  it('lets the allowance through, then makes each further attempt wait twice as long, up to the cap', () => {
+    // given 3 attempts, a 2 s first delay, a 10 s cap
+    const limit = new AttemptLimit({ attempts: 3, firstDelayMs: 2_000, maxDelayMs: 10_000 });
+    // when the allowance is taken: the first two leave no wait, the third starts one
+    expect([limit.take(['k'], T), limit.take(['k'], T), limit.take(['k'], T)]).toEqual([0, 0, 0]);
+    expect(limit.waitFor(['k'], T)).toBe(2_000);
+    // then each attempt taken once the wait is over doubles it: 4 s, 8 s, then the 10 s cap
+    let now = T;
+    const waits = [1, 2, 3, 4].map(() => {
+      now += limit.waitFor(['k'], now);
+      expect(limit.take(['k'], now)).toBe(0);
+      return limit.waitFor(['k'], now);
     });
-    expect(waits).toEqual([2_000, 4_000, 8_000, 10_000, 10_000]);
+    expect(waits).toEqual([4_000, 8_000, 10_000, 10_000]);
   });
 
-  it('counts the wait down with time, and forgets a key on success', () => {
-    // given a key that must wait 2 s
-    const throttle = new SignInThrottle(0, 2_000);
-    throttle.failed(['k'], T);
-    // then it waits less as time passes, and not at all once the time is up
-    expect(throttle.waitFor(['k'], T + 500)).toBe(1_500);
-    expect(throttle.waitFor(['k'], T + 2_500)).toBe(0);
-    // when the next attempt succeeds, the count starts over
-    throttle.succeeded(['k']);
-    throttle.failed(['k'], T);
-    expect(throttle.waitFor(['k'], T)).toBe(2_000);
+  it('takes exactly the allowance of attempts arriving together; the refused ones do not lengthen the wait', () => {
+    const limit = new AttemptLimit({ attempts: 4, firstDelayMs: 2_000, maxDelayMs: 300_000 });
+    const taken = Array.from({ length: 200 }, () => limit.take(['k'], T)).filter((wait) => wait === 0);
+    expect(taken).toHaveLength(4);
+    expect(limit.waitFor(['k'], T)).toBe(2_000);
   });
 
-  it('waits for the longest of several keys; an unknown key waits for nothing', () => {
-    const throttle = new SignInThrottle(0, 1_000);
-    throttle.failed(['a'], T);
-    throttle.failed(['b'], T);
-    throttle.failed(['b'], T);
-    expect(throttle.waitFor(['a', 'b', 'c'], T)).toBe(2_000);
-    expect(throttle.waitFor(['c'], T)).toBe(0);
+  it('counts the wait down with time, gives an attempt back, and starts afresh after the cap past the wait', () => {
+    const limit = new AttemptLimit({ attempts: 2, firstDelayMs: 1_000, maxDelayMs: 5_000 });
+    limit.take(['k'], T);
+    limit.take(['k'], T);
+    expect(limit.waitFor(['k'], T + 400)).toBe(600);
+    // an attempt given back (it succeeded) lifts the wait it caused
+    limit.giveBack(['k'], T + 400);
+    expect(limit.waitFor(['k'], T + 400)).toBe(0);
+    limit.take(['k'], T + 400);
+    expect(limit.waitFor(['k'], T + 400)).toBe(1_000);
+    // left alone for the cap past its wait, the key has its whole allowance again
+    const later = T + 400 + 1_000 + 5_001;
+    expect([limit.take(['k'], later), limit.take(['k'], later)]).toEqual([0, 0]);
+    expect(limit.take(['k'], later)).toBe(1_000);
   });
 
-  describe('the dashboard’s throttles (per email and per address)', () => {
-    it('throttles an email after 3 failures, whatever its case and spaces, from any address', () => {
-      // given 4 failed sign-ins for one email from different addresses
-      const throttles = new SignInThrottles();
-      ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4'].forEach((ip) => throttles.failed('Ada@Example.com ', ip, T));
-      // then the same email must wait, from a fifth address too; another email need not
-      expect(throttles.waitFor('ada@example.com', '10.0.0.5', T)).toBe(2_000);
-      expect(throttles.waitFor('bob@example.com', '10.0.0.5', T)).toBe(0);
-    });
+  it('takes an attempt on several keys at once or on none', () => {
+    const limit = new AttemptLimit({ attempts: 1, firstDelayMs: 1_000, maxDelayMs: 5_000 });
+    limit.take(['a'], T);
+    expect(limit.take(['a', 'b'], T)).toBe(1_000);
+    // b was not counted by the refused attempt
+    expect(limit.take(['b'], T)).toBe(0);
+  });
+});
 
-    it('throttles an address after 20 failures, whatever the emails', () => {
-      // given 21 failures from one address, each for another email
-      const throttles = new SignInThrottles();
-      for (let i = 0; i <= 20; i++) throttles.failed(`user${i}@example.com`, '10.0.0.9', T);
-      // then a new email from that address waits; from another address it does not
-      expect(throttles.waitFor('new@example.com', '10.0.0.9', T)).toBe(2_000);
-      expect(throttles.waitFor('new@example.com', '10.0.0.10', T)).toBe(0);
-    });
+describe('the dashboard’s sign-in throttle (per account and address, per address)', () => {
+  const T = 1_000_000;
 
-    it('clears the email’s count on success, not the address’s', () => {
-      // given an address with 21 failures, the last 4 for ada
-      const throttles = new SignInThrottles();
-      for (let i = 0; i < 17; i++) throttles.failed(`user${i}@example.com`, '10.0.0.9', T);
-      for (let i = 0; i < 4; i++) throttles.failed('ada@example.com', '10.0.0.9', T);
-      // when ada signs in (the waits are over)
-      throttles.succeeded('ada@example.com');
-      // then ada is free from elsewhere, but the address still waits
-      expect(throttles.waitFor('ada@example.com', '10.0.0.1', T)).toBe(0);
-      expect(throttles.waitFor('ada@example.com', '10.0.0.9', T)).toBe(2_000);
-    });
+  it('evaluates 4 attempts on one account from one address, whatever its case and spaces, then waits', () => {
+    const throttles = new SignInThrottles();
+    const results = ['Ada@Example.com ', 'ada@example.com', 'ADA@example.com', 'ada@example.com', 'ada@example.com'].map(
+      (email) => throttles.take(email, '10.0.0.1', T),
+    );
+    expect(results).toEqual([0, 0, 0, 0, 2_000]);
+  });
+
+  it('does not hold the rightful user at another address, nor other people at the guessing address', () => {
+    // given 200 guesses at ada's password from one address, all at once
+    const throttles = new SignInThrottles();
+    const evaluated = Array.from({ length: 200 }, () => throttles.take('ada@example.com', '10.6.6.6', T)).filter((w) => w === 0);
+    expect(evaluated).toHaveLength(4);
+    // then ada signs in from her own address at once, and bob from the guessing address
+    expect(throttles.take('ada@example.com', '10.0.0.1', T)).toBe(0);
+    expect(throttles.take('bob@example.com', '10.6.6.6', T)).toBe(0);
+    // and from the guessing address ada waits only the first delay, not the cap
+    expect(throttles.take('ada@example.com', '10.6.6.6', T + 2_000)).toBe(0);
+  });
+
+  it('clears the account’s count at that address on success, and gives the address its attempt back', () => {
+    const throttles = new SignInThrottles(
+      { attempts: 2, firstDelayMs: 1_000, maxDelayMs: 5_000 },
+      { attempts: 3, firstDelayMs: 1_000, maxDelayMs: 5_000 },
+    );
+    throttles.take('ada@example.com', '10.0.0.1', T);
+    throttles.take('ada@example.com', '10.0.0.1', T);
+    throttles.succeeded('ada@example.com', '10.0.0.1', T);
+    expect(throttles.take('ada@example.com', '10.0.0.1', T)).toBe(0);
+    // the address has used 2 of its 3 (one was given back): one more, then a wait for everyone there
+    expect(throttles.take('bob@example.com', '10.0.0.1', T)).toBe(0);
+    expect(throttles.take('carol@example.com', '10.0.0.1', T)).toBe(1_000);
+  });
+
+  it('throttles an address spraying guesses at many accounts after 30, whatever the emails', () => {
+    const throttles = new SignInThrottles();
+    for (let i = 0; i < 30; i++) expect(throttles.take(`user${i}@example.com`, '10.0.0.9', T)).toBe(0);
+    expect(throttles.take('new@example.com', '10.0.0.9', T)).toBe(2_000);
+    expect(throttles.take('new@example.com', '10.0.0.10', T)).toBe(0);
   });
 });

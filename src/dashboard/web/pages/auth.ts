@@ -70,10 +70,10 @@ export function renderAuth(root: HTMLElement, ctx: PageContext, notice?: string,
     submit.disabled = true;
     submit.setAttribute('aria-busy', 'true');
     try {
-      const res = await api<{ user: User; csrf: string }>('POST', mode === 'signin' ? '/signin' : '/signup', {
-        email: email.value.trim(),
-        password: password.value,
-      });
+      const credentials = { email: email.value.trim(), password: password.value };
+      // Signing up never starts a session (it answers alike whether or not the email had an account): sign in next.
+      if (mode === 'signup') await api('POST', '/signup', credentials);
+      const res = await api<{ user: User; csrf: string }>('POST', '/signin', credentials);
       setCsrf(res.csrf);
       await refreshSession(); // the router takes it from here
     } catch (error) {

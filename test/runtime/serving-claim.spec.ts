@@ -1,0 +1,57 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config/config';
+import { openRuntime } from '../../src/runtime/runtime';
+import { ServingClaimError } from '../../src/runtime/serving-claim';
+import { ROOT } from '../support/processes';
+import { describeWithRedis, testRedisUrl, uniquePrefix } from '../support/redis';
+import { tempDir } from '../support/temp';
+
+describe('one serving instance per log when read models are in-process', () => {
+  const dir = tempDir('claim');
+  const env = { DATA_DIR: dir.path, REDIS_URL: '', SIMULATED_HOST_PORT: 'off' };
+  afterAll(() => dir.cleanup());
+
+  it('refuses a second serving instance on the same data (it would overdraw), lets operator tools in, and frees the claim on close', async () => {
+    const first = await openRuntime(loadConfig(env), { serving: true });
+    try {
+      await expect(openRuntime(loadConfig(env), { serving: true })).rejects.toThrow(ServingClaimError);
+      await expect(openRuntime(loadConfig(env), { serving: true })).rejects.toThrow(/REDIS_URL/);
+      // The operator tool (not serving) opens the same log beside it.
+      const tool = await openRuntime(loadConfig(env));
+      await tool.close();
+    } finally {
+      await first.close();
+    }
+    const next = await openRuntime(loadConfig(env), { serving: true });
+    await next.close();
+  });
+
+  it('the service refuses to start beside another with a clear message (exit 1)', async () => {
+    const first = await openRuntime(loadConfig(env), { serving: true });
+    try {
+      const run = spawnSync(process.execPath, [join(ROOT, 'dist/src/main.js')], {
+        env: { ...process.env, ...env, PORT: '0' },
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
+      expect(run.status).toBe(1);
+      expect(run.stderr).toMatch(/another gateway instance is already serving from .* REDIS_URL/);
+    } finally {
+      await first.close();
+    }
+  });
+});
+
+describeWithRedis('several serving instances with read models in Redis', () => {
+  it('starts them on one log', async () => {
+    const dir = tempDir('claim-redis');
+    const env = { DATA_DIR: dir.path, REDIS_URL: testRedisUrl()!, REDIS_PREFIX: uniquePrefix('claim') };
+    const first = await openRuntime(loadConfig(env), { serving: true });
+    const second = await openRuntime(loadConfig(env), { serving: true });
+    await second.close();
+    await first.projections.reset();
+    await first.close();
+    dir.cleanup();
+  });
+});
