@@ -1,6 +1,7 @@
 import type { CanonicalEvent, CanonicalMessage, CanonicalRequest, FinishReason, Usage } from '../../canonical/canonical';
 import { HostError } from '../../canonical/canonical';
 import type { HostKind, SseMessage, StreamDecoder } from '../host-kind';
+import { openAiEmbeddingsRequest } from './openai.embeddings';
 
 /** Chat-completions hosts: OpenAI and every compatible server (Groq, Together, vLLM, Ollama, …). */
 
@@ -206,4 +207,5 @@ export const openAiHost: HostKind<'openai'> = {
     const text = body.trim().slice(0, 300);
     return text || `upstream answered ${status}`;
   },
+  embeddingsRequest: openAiEmbeddingsRequest,
 };
