@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
+import { EmbeddingsModule } from '../embeddings/embeddings.module';
 import { InferenceModule } from '../inference/inference.module';
+import { EmbeddingsController } from './embeddings/embeddings.controller';
 import { ChatCompletionsController } from './chat-completions/chat-completions.controller';
 import { MessagesController } from './messages/messages.controller';
 import { ModelsController } from './models/models.controller';
@@ -8,7 +10,7 @@ import { NativeController } from './native/native.controller';
 
 /** The API surfaces: translators between their wire formats and the one inference command. */
 @Module({
-  imports: [CqrsModule, InferenceModule],
-  controllers: [ChatCompletionsController, MessagesController, ModelsController, NativeController],
+  imports: [CqrsModule, InferenceModule, EmbeddingsModule],
+  controllers: [ChatCompletionsController, EmbeddingsController, MessagesController, ModelsController, NativeController],
 })
 export class SurfacesModule {}
