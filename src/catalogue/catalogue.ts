@@ -227,7 +227,8 @@ export class Catalogue {
             cacheWrite1h: listed('cacheWrite1h'),
             output: String(pricing.output),
           },
-          cachePricesAssumed: pricing.cacheRead === undefined && fractions === undefined,
+          // An embedding model reads no cache: its input is all at the input price, assumed nothing.
+          cachePricesAssumed: !embedding && pricing.cacheRead === undefined && fractions === undefined,
         };
       });
       const created = raw.created === undefined ? 0 : positiveInteger(raw, 'created', at);
