@@ -199,7 +199,10 @@ export class Catalogue {
         if (embedding && !HOST_KINDS[host.kind].embeddingsRequest)
           throw new CatalogueError(hw, `an embedding model needs a host that serves embeddings: "${host.kind}" hosts do not`);
         if (!isObject(h.pricing))
-          throw new CatalogueError(hw, embedding ? '"pricing" must be {"input": "…"}' : '"pricing" must be {"input": "…", "output": "…"}');
+          throw new CatalogueError(
+            hw,
+            embedding ? '"pricing" must be {"input": "…"}' : '"pricing" must be {"input": "…", "output": "…"}',
+          );
         // An embedding model produces no output tokens: its output price may be left out (0).
         const pricing = embedding && h.pricing.output === undefined ? { ...h.pricing, output: '0' } : h.pricing;
         const input = price(pricing, 'input', hw);

@@ -87,13 +87,19 @@ export function planEmbeddings(
 export function embeddingsReplyOf(answer: unknown): Record<string, unknown> & { data: unknown[] } {
   const reply = answer as { data?: unknown } | null;
   if (typeof reply !== 'object' || reply === null || Array.isArray(reply) || !Array.isArray(reply.data)) {
-    throw new HostError('malformed', `upstream answered embeddings without a "data" list: ${JSON.stringify(answer)?.slice(0, 100)}`);
+    throw new HostError(
+      'malformed',
+      `upstream answered embeddings without a "data" list: ${JSON.stringify(answer)?.slice(0, 100)}`,
+    );
   }
   return reply as Record<string, unknown> & { data: unknown[] };
 }
 
 /** The input tokens to bill: as the host counted them (`usage.prompt_tokens`) when that is a whole number within the bound, else the estimate. */
-export function billedEmbeddingTokens(reply: Record<string, unknown>, plan: Pick<EmbeddingsPlan, 'inputTokens' | 'maxInputTokens'>) {
+export function billedEmbeddingTokens(
+  reply: Record<string, unknown>,
+  plan: Pick<EmbeddingsPlan, 'inputTokens' | 'maxInputTokens'>,
+) {
   const counted = (reply.usage as { prompt_tokens?: unknown } | null | undefined)?.prompt_tokens;
   if (isTokenCount(counted) && counted <= plan.maxInputTokens) return { tokens: counted, counted: true };
   return { tokens: plan.inputTokens, counted: false };

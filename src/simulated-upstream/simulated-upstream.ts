@@ -92,9 +92,8 @@ export function simulatedEmbedding(piece: string | number[], dimensions: number)
 function embeddingPieces(input: unknown): Array<string | number[]> | null {
   if (typeof input === 'string') return [input];
   if (!Array.isArray(input) || input.length === 0) return null;
-  if (input.every((x) => typeof x === 'number')) return [input as number[]];
-  if (input.every((x) => typeof x === 'string' || (Array.isArray(x) && x.every((n) => typeof n === 'number'))))
-    return input as Array<string | number[]>;
+  if (input.every((x) => typeof x === 'number')) return [input];
+  if (input.every((x) => typeof x === 'string' || (Array.isArray(x) && x.every((n) => typeof n === 'number')))) return input;
   return null;
 }
 
@@ -232,7 +231,7 @@ export async function startSimulatedUpstream(options: SimulatedUpstreamOptions):
         return;
       }
       if (embeddings) {
-        const answer = embeddingsReply(body as EmbeddingsBody);
+        const answer = embeddingsReply(body);
         res.writeHead(answer.status, { 'content-type': 'application/json' });
         res.end(JSON.stringify(answer.body));
         return;

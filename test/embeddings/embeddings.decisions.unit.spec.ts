@@ -47,7 +47,9 @@ describe('embeddings: the plan', () => {
       model: 'vendor/model',
       error: {
         code: 'invalid_request',
-        message: expect.stringMatching(/"vendor\/model" is a chat model: it is served by the chat routes \(POST \/api\/v1\/chat\/completions/),
+        message: expect.stringMatching(
+          /"vendor\/model" is a chat model: it is served by the chat routes \(POST \/api\/v1\/chat\/completions/,
+        ),
       },
     });
   });
@@ -87,7 +89,15 @@ describe('embeddings: the reply and its usage', () => {
   });
 
   it('bills the estimate when the host gives no count, a count that is not a whole number ≥ 0, or one past the bound', () => {
-    for (const usage of [undefined, null, {}, { prompt_tokens: -1 }, { prompt_tokens: 2.5 }, { prompt_tokens: '7' }, { prompt_tokens: 41 }]) {
+    for (const usage of [
+      undefined,
+      null,
+      {},
+      { prompt_tokens: -1 },
+      { prompt_tokens: 2.5 },
+      { prompt_tokens: '7' },
+      { prompt_tokens: 41 },
+    ]) {
       expect(billedEmbeddingTokens({ usage }, plan)).toEqual({ tokens: 5, counted: false });
     }
   });

@@ -599,11 +599,9 @@ export function fakeEmbedding(piece: string | number[], dimensions: number): num
 
 /** Tokens the fake counts for an embeddings input: a token array its length, a text one per word plus one. */
 export function fakeEmbeddingTokens(input: unknown): number {
-  const pieces: unknown[] = typeof input === 'string' || typeof (input as unknown[])[0] === 'number' ? [input] : (input as unknown[]);
-  return pieces.reduce<number>(
-    (n, p) => n + (Array.isArray(p) ? p.length : ((p as string).match(/\S+/g) ?? []).length + 1),
-    0,
-  );
+  const pieces: unknown[] =
+    typeof input === 'string' || typeof (input as unknown[])[0] === 'number' ? [input] : (input as unknown[]);
+  return pieces.reduce<number>((n, p) => n + (Array.isArray(p) ? p.length : ((p as string).match(/\S+/g) ?? []).length + 1), 0);
 }
 
 /**
@@ -633,7 +631,8 @@ function embeddings(
   const dimensions = body.dimensions ?? FAKE_EMBEDDING_DIMENSIONS;
   const data = pieces.map((piece, index) => {
     const vector = fakeEmbedding(piece, dimensions);
-    const embedding = body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
+    const embedding =
+      body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
     return { object: 'embedding', index, embedding };
   });
   const usage = b?.kind === 'reply' && b.reply.usage !== undefined ? b.reply.usage : undefined;

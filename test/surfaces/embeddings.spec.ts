@@ -102,7 +102,14 @@ describe('embeddings.create with the official client', () => {
   it('token arrays: with no usage from the host, the estimate is billed (each token array counts its length)', async () => {
     g.fake.on(E.embed.hostModel, { kind: 'reply', reply: { usage: null } });
     const { data, requestId } = await withRequestId(
-      client.embeddings.create({ model: E.embed.slug, input: [[1, 2, 3], [40, 50]], encoding_format: 'float' }),
+      client.embeddings.create({
+        model: E.embed.slug,
+        input: [
+          [1, 2, 3],
+          [40, 50],
+        ],
+        encoding_format: 'float',
+      }),
     );
     expect(data.data.map((d) => d.embedding)).toEqual([
       fakeEmbedding([1, 2, 3], FAKE_EMBEDDING_DIMENSIONS),
@@ -199,7 +206,7 @@ describe('errors, in the chat-completions format with the product statuses', () 
       ['model', { model: 7 }],
     ];
     for (const [field, patch] of wrong) {
-      const bad = await expectError(client.embeddings.create({ ...ask, ...patch } as never), 400, 'invalid_request');
+      const bad = await expectError(client.embeddings.create({ ...ask, ...patch }), 400, 'invalid_request');
       expect(bad.message).toContain(field);
     }
     expect(g.fake.requests.length).toBe(sent);

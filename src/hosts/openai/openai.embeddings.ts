@@ -5,7 +5,11 @@ import type { UpstreamRequest } from '../host-kind';
  * (input, dimensions, encoding_format, user and anything else it sent), only the model
  * renamed to the host's. The reply comes back as JSON, read by the embeddings use case.
  */
-export function openAiEmbeddingsRequest(body: Record<string, unknown>, hostModel: string, apiKey: string | null): UpstreamRequest {
+export function openAiEmbeddingsRequest(
+  body: Record<string, unknown>,
+  hostModel: string,
+  apiKey: string | null,
+): UpstreamRequest {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (apiKey) headers.authorization = `Bearer ${apiKey}`;
   return { path: '/embeddings', headers, body: { ...body, model: hostModel } };
