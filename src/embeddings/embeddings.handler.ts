@@ -39,7 +39,7 @@ export class EmbeddingsHandler implements ICommandHandler<EmbeddingsCommand, Emb
     const started = performance.now();
     const key = await this.identity.authenticate(input.apiKey);
     if (!key) throw invalidApiKey();
-    const plan = planOrRefuse(input, this.catalogue);
+    const plan = planEmbeddings(input.model, this.catalogue.find(input.model), input.body);
     if (plan.kind === 'refuse') throw this.refuse(input, key, started, plan.model, plan.error);
     const admission = await this.ledger.admit({
       requestId: input.requestId,
@@ -135,8 +135,4 @@ export class EmbeddingsHandler implements ICommandHandler<EmbeddingsCommand, Emb
       .catch((e: Error) => this.logger.error(`refusal of ${input.requestId} not recorded: ${e.message}`));
     return error;
   }
-}
-
-function planOrRefuse(input: EmbeddingsInput, catalogue: Catalogue) {
-  return planEmbeddings(input.model, catalogue.find(input.model), input.body);
 }
