@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { HOST_KIND_NAMES, HostKindName, isHostKindName } from '../hosts/hosts';
+import { HOST_KIND_NAMES, HOST_KINDS, HostKindName, isHostKindName } from '../hosts/hosts';
 import { rememberHostKey } from '../key-secret/key-secret';
 import { formatCredits, parseCredits, scaledPrice, TokenPrices } from '../ledger/money';
 
@@ -31,8 +31,15 @@ export interface ModelHost {
   cachePricesAssumed: boolean;
 }
 
+/** What a model does: chat (the chat routes) or embedding (POST /embeddings). */
+export type ModelKind = 'chat' | 'embedding';
+
+export const MODEL_KINDS: readonly ModelKind[] = ['chat', 'embedding'];
+
 export interface CatalogueModel {
   slug: string;
+  /** `"kind"` in the catalogue; chat when absent. */
+  kind: ModelKind;
   id: string;
   name: string;
   contextLength: number;
@@ -185,6 +192,10 @@ export class Catalogue {
       if (!UUID.test(id)) throw new CatalogueError(at, '"id" must be a UUID');
       if (ids.has(id.toLowerCase())) throw new CatalogueError(at, 'duplicate id');
       ids.add(id.toLowerCase());
+      const kind = raw.kind === undefined ? 'chat' : raw.kind;
+      if (!MODEL_KINDS.includes(kind as ModelKind))
+        throw new CatalogueError(at, `"kind" must be ${MODEL_KINDS.map((k) => `"${k}"`).join(' or ')} (chat when absent)`);
+      const embedding = kind === 'embedding';
       if (!Array.isArray(raw.hosts) || raw.hosts.length === 0)
         throw new CatalogueError(at, '"hosts" must list at least one host');
       const modelHosts = raw.hosts.map((h, j): ModelHost => {
@@ -193,8 +204,15 @@ export class Catalogue {
         const hostId = text(h, 'host', hw);
         const host = hosts.get(hostId);
         if (!host) throw new CatalogueError(hw, `unknown host "${hostId}"`);
-        if (!isObject(h.pricing)) throw new CatalogueError(hw, '"pricing" must be {"input": "…", "output": "…"}');
-        const pricing = h.pricing;
+        if (embedding && !HOST_KINDS[host.kind].embeddingsRequest)
+          throw new CatalogueError(hw, `an embedding model needs a host that serves embeddings: "${host.kind}" hosts do not`);
+        if (!isObject(h.pricing))
+          throw new CatalogueError(
+            hw,
+            embedding ? '"pricing" must be {"input": "…"}' : '"pricing" must be {"input": "…", "output": "…"}',
+          );
+        // An embedding model produces no output tokens: its output price may be left out (0).
+        const pricing = embedding && h.pricing.output === undefined ? { ...h.pricing, output: '0' } : h.pricing;
         const input = price(pricing, 'input', hw);
         const fractions = CACHE_PRICE_FRACTIONS[host.kind];
         // A fraction that is not a whole nano-credit per million is rounded up (scaledPrice).
@@ -220,7 +238,8 @@ export class Catalogue {
             cacheWrite1h: listed('cacheWrite1h'),
             output: String(pricing.output),
           },
-          cachePricesAssumed: pricing.cacheRead === undefined && fractions === undefined,
+          // An embedding model reads no cache: its input is all at the input price, assumed nothing.
+          cachePricesAssumed: !embedding && pricing.cacheRead === undefined && fractions === undefined,
         };
       });
       const created = raw.created === undefined ? 0 : positiveInteger(raw, 'created', at);
@@ -229,10 +248,12 @@ export class Catalogue {
       }
       return {
         slug,
+        kind: kind as ModelKind,
         id: id.toLowerCase(),
         name: text(raw, 'name', at),
         contextLength: positiveInteger(raw, 'contextLength', at),
-        maxOutputTokens: positiveInteger(raw, 'maxOutputTokens', at),
+        // An embedding model has no output: its cap may be left out (0).
+        maxOutputTokens: embedding && raw.maxOutputTokens === undefined ? 0 : positiveInteger(raw, 'maxOutputTokens', at),
         reasoning: raw.reasoning === true,
         created,
         hosts: modelHosts,

@@ -53,4 +53,9 @@ export interface HostKind<Name extends string = string> {
   decodeReply(body: string, passThrough?: boolean): CanonicalEvent[];
   /** A readable message from an error response body (JSON or text), for logs and clients. */
   errorMessage(status: number, body: string): string;
+  /**
+   * Kinds whose upstream serves embeddings (POST /embeddings): the call for the client's body
+   * as it is, on the host's model. Only these may serve a catalogue's embedding models.
+   */
+  embeddingsRequest?(body: Record<string, unknown>, hostModel: string, apiKey: string | null): UpstreamRequest;
 }

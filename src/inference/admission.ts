@@ -1,6 +1,6 @@
 import type { CanonicalRequest } from '../canonical/canonical';
-import type { CatalogueModel, ModelHost } from '../catalogue/catalogue';
-import { ApiError } from '../http/api-error';
+import type { CatalogueModel, ModelHost, ModelKind } from '../catalogue/catalogue';
+import { ApiError, ApiErrorCode } from '../http/api-error';
 import { maskSecrets } from '../key-secret/key-secret';
 import { formatCredits, reservationFor, TokenPrices } from '../ledger/money';
 import { estimateInputTokens } from './tokens';
@@ -58,15 +58,29 @@ export interface Servable {
   hosts: ModelHost[];
 }
 
+/** The routes that serve each kind of model, as a refusal names them. */
+const ROUTES_OF: Record<ModelKind, string> = {
+  chat: 'the chat routes (POST /api/v1/chat/completions, /api/v1/messages, /api/v1/models/{model}/chat)',
+  embedding: 'POST /api/v1/embeddings only',
+};
+
 /**
- * Given the model asked for (`requested`, a slug or UUID) and what the catalogue found for it:
- * its usable hosts, or the refusal (unknown model, or no configured host).
+ * Given the model asked for (`requested`, a slug or UUID), what the catalogue found for it and
+ * the kind of model the route serves: its usable hosts, or the refusal (unknown model, a model
+ * of the other kind — saying which routes serve it —, or no configured host).
  */
-export function servableModel(requested: string, model: CatalogueModel | null): Servable | Refusal {
+export function servableModel(requested: string, model: CatalogueModel | null, route: ModelKind = 'chat'): Servable | Refusal {
   if (!model) {
     // What was asked for is echoed and recorded: a secret pasted into it is masked first.
     const asked = maskSecrets(requested);
     return refusal(asked, 'not_found', `model "${asked}" is not in the catalogue (GET /api/v1/models lists them)`);
+  }
+  if (model.kind !== route) {
+    return refusal(
+      model.slug,
+      'invalid_request',
+      `model "${model.slug}" is ${model.kind === 'embedding' ? 'an embedding' : 'a chat'} model: it is served by ${ROUTES_OF[model.kind]}`,
+    );
   }
   const hosts = model.hosts.filter((h) => h.host.usable);
   if (hosts.length === 0) {
@@ -98,7 +112,7 @@ export function planAdmission(
   return { kind: 'reserve', model, hosts, request: capped, estimate, prices, amount };
 }
 
-const refusal = (model: string, code: 'not_found', message: string): Refusal => ({
+const refusal = (model: string, code: ApiErrorCode, message: string): Refusal => ({
   kind: 'refuse',
   model,
   error: new ApiError(code, message),

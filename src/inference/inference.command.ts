@@ -4,7 +4,7 @@ import type { CatalogueModel } from '../catalogue/catalogue';
 import type { CanonicalEvent, CanonicalRequest } from '../canonical/canonical';
 import type { TokenUsage } from '../ledger/money';
 
-export type SurfaceName = 'chat-completions' | 'messages' | 'responses' | 'native' | 'playground';
+export type SurfaceName = 'chat-completions' | 'messages' | 'responses' | 'native' | 'playground' | 'embeddings';
 
 /**
  * Who pays: an API key secret as the client sent it (the surface has refused a request without

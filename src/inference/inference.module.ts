@@ -28,5 +28,7 @@ import { InferenceHandler } from './inference.handler';
     InferenceHandler,
     CountTokensHandler,
   ],
+  // The embeddings use case calls hosts through the same transport (one pool per origin).
+  exports: [HostTransport],
 })
 export class InferenceModule {}

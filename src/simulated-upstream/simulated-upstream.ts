@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tokensForChars } from '../inference/tokens';
@@ -6,7 +7,7 @@ import { tokensForChars } from '../inference/tokens';
  * The built-in simulated upstream: a small chat-completions server (not a kind of host: the
  * shipped catalogue reaches it as an `openai` host, over HTTP like any real one) that streams a
  * made-up reply at a realistic pace and reports usage, so a newcomer can chat with no provider
- * account. `npm start` runs it beside the gateway; the gateway bench uses it as its upstream.
+ * account; it answers embeddings too, with deterministic vectors. `npm start` runs it beside the gateway; the gateway bench uses it as its upstream.
  */
 export interface SimulatedUpstreamOptions {
   port: number;
@@ -60,6 +61,61 @@ function forcedTool(body: ChatBody): string | null {
   if (typeof choice === 'object' && choice?.function?.name) return choice.function.name;
   if (choice === 'required') return tools[0].function?.name ?? null;
   return null;
+}
+
+interface EmbeddingsBody {
+  model?: string;
+  input?: unknown;
+  dimensions?: number;
+  encoding_format?: string;
+}
+
+/** Length of the simulated vectors when the request names no `dimensions`. */
+const SIMULATED_DIMENSIONS = 256;
+
+/**
+ * A deterministic unit vector for a text or token array: the same input always embeds the same,
+ * whatever the process. Components come from SHA-256 in counter mode, centred and normalized.
+ */
+export function simulatedEmbedding(piece: string | number[], dimensions: number): number[] {
+  const seed = typeof piece === 'string' ? `t:${piece}` : `n:${piece.join(',')}`;
+  const raw: number[] = [];
+  for (let block = 0; raw.length < dimensions; block++) {
+    const digest = createHash('sha256').update(`${block}:${seed}`).digest();
+    for (let i = 0; i + 1 < digest.length && raw.length < dimensions; i += 2) raw.push(digest.readUInt16LE(i) / 32767.5 - 1);
+  }
+  const norm = Math.sqrt(raw.reduce((n, x) => n + x * x, 0)) || 1;
+  return raw.map((x) => Math.fround(x / norm));
+}
+
+/** The pieces of an embeddings input (a text, texts, a token array, token arrays), or null when it is none of these. */
+function embeddingPieces(input: unknown): Array<string | number[]> | null {
+  if (typeof input === 'string') return [input];
+  if (!Array.isArray(input) || input.length === 0) return null;
+  if (input.every((x) => typeof x === 'number')) return [input];
+  if (input.every((x) => typeof x === 'string' || (Array.isArray(x) && x.every((n) => typeof n === 'number')))) return input;
+  return null;
+}
+
+/** POST /v1/embeddings as OpenAI answers it: vectors as floats or base64 (little-endian float32), usage in tokens. */
+function embeddingsReply(body: EmbeddingsBody): { status: number; body: unknown } {
+  const pieces = embeddingPieces(body.input);
+  const dimensions = body.dimensions ?? SIMULATED_DIMENSIONS;
+  if (!pieces || !Number.isSafeInteger(dimensions) || dimensions < 1 || dimensions > 4096) {
+    const message = 'input must be a string, strings or token arrays; dimensions a whole number from 1 to 4096';
+    return { status: 400, body: { error: { message, type: 'invalid_request_error' } } };
+  }
+  const data = pieces.map((piece, index) => {
+    const vector = simulatedEmbedding(piece, dimensions);
+    const embedding =
+      body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
+    return { object: 'embedding', index, embedding };
+  });
+  const tokens = pieces.reduce((n, p) => n + (typeof p === 'string' ? tokensForChars(p.length) : p.length), 0);
+  return {
+    status: 200,
+    body: { object: 'list', data, model: body.model ?? 'sim-embedding', usage: { prompt_tokens: tokens, total_tokens: tokens } },
+  };
 }
 
 const promptTokens = (body: ChatBody) =>
@@ -149,11 +205,15 @@ export async function startSimulatedUpstream(options: SimulatedUpstreamOptions):
   };
 
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
+    const embeddings = req.url?.endsWith('/embeddings') === true;
+    if (req.method !== 'POST' || (!embeddings && !req.url?.endsWith('/chat/completions'))) {
       res.writeHead(404, { 'content-type': 'application/json' });
       res.end(
         JSON.stringify({
-          error: { message: 'the simulated host serves POST /v1/chat/completions', type: 'invalid_request_error' },
+          error: {
+            message: 'the simulated host serves POST /v1/chat/completions and POST /v1/embeddings',
+            type: 'invalid_request_error',
+          },
         }),
       );
       return;
@@ -168,6 +228,12 @@ export async function startSimulatedUpstream(options: SimulatedUpstreamOptions):
       } catch {
         res.writeHead(400, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: { message: 'body is not JSON', type: 'invalid_request_error' } }));
+        return;
+      }
+      if (embeddings) {
+        const answer = embeddingsReply(body);
+        res.writeHead(answer.status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(answer.body));
         return;
       }
       let closed = false;

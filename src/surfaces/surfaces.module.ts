@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
+import { EmbeddingsModule } from '../embeddings/embeddings.module';
 import { InferenceModule } from '../inference/inference.module';
+import { EmbeddingsController } from './embeddings/embeddings.controller';
 import { ChatCompletionsController } from './chat-completions/chat-completions.controller';
 import { MessagesController } from './messages/messages.controller';
 import { ModelsController } from './models/models.controller';
@@ -9,7 +11,14 @@ import { ResponsesController } from './responses/responses.controller';
 
 /** The API surfaces: translators between their wire formats and the one inference command. */
 @Module({
-  imports: [CqrsModule, InferenceModule],
-  controllers: [ChatCompletionsController, MessagesController, ResponsesController, ModelsController, NativeController],
+  imports: [CqrsModule, InferenceModule, EmbeddingsModule],
+  controllers: [
+    ChatCompletionsController,
+    EmbeddingsController,
+    MessagesController,
+    ResponsesController,
+    ModelsController,
+    NativeController,
+  ],
 })
 export class SurfacesModule {}

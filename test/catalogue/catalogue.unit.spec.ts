@@ -207,3 +207,65 @@ describe('catalogue: a bad file stops start-up with a message naming the entry',
     expect(() => Catalogue.load(join(__dirname, 'catalogue.unit.spec.ts'), {})).toThrow(CatalogueError);
   });
 });
+
+describe('catalogue: embedding models', () => {
+  const embedding = (over: Record<string, unknown> = {}) =>
+    model({
+      kind: 'embedding',
+      maxOutputTokens: undefined,
+      hosts: [{ host: 'up', model: 'embed-a', pricing: { input: '0.02' } }],
+      ...over,
+    });
+
+  it('a model is a chat model unless it says "kind": "embedding"', () => {
+    expect(Catalogue.parse(file(), {}).models[0].kind).toBe('chat');
+    expect(Catalogue.parse(file(undefined, [model({ kind: 'chat' })]), {}).models[0].kind).toBe('chat');
+  });
+
+  it('an embedding model is priced by input only: no output price, no output cap, no cache price assumed', () => {
+    const catalogue = Catalogue.parse(file(undefined, [embedding()]), {});
+    const [entry] = catalogue.models;
+    expect(entry).toMatchObject({ kind: 'embedding', maxOutputTokens: 0 });
+    expect(entry.hosts[0].prices).toEqual({
+      input: 20_000_000,
+      cacheRead: 20_000_000,
+      cacheWrite: 20_000_000,
+      cacheWrite1h: 20_000_000,
+      output: 0,
+    });
+    expect(entry.hosts[0].listPrices).toMatchObject({ input: '0.02', output: '0' });
+    expect(catalogue.cachePricesAssumed()).toEqual([]);
+  });
+
+  it('an output price, when given, is still checked', () => {
+    const priced = embedding({ hosts: [{ host: 'up', model: 'embed-a', pricing: { input: '0.02', output: 'free' } }] });
+    expect(failure(file(undefined, [priced]))).toMatch(/pricing\.output "free" is not a price/);
+  });
+
+  it('refuses a kind it does not know, saying which there are', () => {
+    expect(failure(file(undefined, [model({ kind: 'rerank' })]))).toBe(
+      'catalogue: models[0] (vendor/model-a): "kind" must be "chat" or "embedding" (chat when absent)',
+    );
+  });
+
+  it('refuses an embedding model on a host kind that serves no embeddings (anthropic)', () => {
+    const json = file([host({ kind: 'anthropic' })], [embedding()]);
+    expect(failure(json)).toBe(
+      'catalogue: models[0] (vendor/model-a) hosts[0]: an embedding model needs a host that serves embeddings: "anthropic" hosts do not',
+    );
+  });
+
+  it('a chat model still needs its output price and cap', () => {
+    expect(failure(file(undefined, [model({ maxOutputTokens: undefined })]))).toMatch(/"maxOutputTokens" must be a positive/);
+    const noOutput = model({ hosts: [{ host: 'up', model: 'model-a', pricing: { input: '0.15' } }] });
+    expect(failure(file(undefined, [noOutput]))).toMatch(/pricing\.output must be a decimal string/);
+  });
+
+  it('the shipped catalogue has a simulated embedding model and OpenAI text-embedding-3-small at $0.02/M', () => {
+    const shipped = Catalogue.load(join(__dirname, '../../catalogue/default.json'), {});
+    expect(shipped.find('simulated/embedding')).toMatchObject({ kind: 'embedding' });
+    const small = shipped.find('openai/text-embedding-3-small');
+    expect(small).toMatchObject({ kind: 'embedding' });
+    expect(small!.hosts[0]).toMatchObject({ model: 'text-embedding-3-small', prices: { input: 20_000_000, output: 0 } });
+  });
+});

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import type { Browser, Page } from 'playwright-core';
 import { describeWithBrowser, launchChromium } from '../support/browser';
-import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { startGateway, TEST_EMBEDDING_MODELS, TEST_MODELS, TestGateway } from '../support/gateway';
 import { eventually, ROOT } from '../support/processes';
 
 const M = TEST_MODELS;
@@ -108,6 +108,12 @@ describeWithBrowser('dashboard in a real browser', () => {
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: words, usage: { input: 20, output: 40 } }, chunkDelayMs: 25 });
     await byTest('nav-playground').click();
     await byTest('playground-model').selectOption(M.gpt.slug);
+    // Chat models only: an embedding model has nothing to converse with.
+    const offered = await byTest('playground-model')
+      .locator('option')
+      .evaluateAll((options) => options.map((o) => o.getAttribute('value')));
+    expect(offered).toContain(M.gpt.slug);
+    expect(offered).not.toContain(TEST_EMBEDDING_MODELS.embed.slug);
     await byTest('playground-system').fill('Be brief.');
     await byTest('playground-input').fill('Count for me');
     await byTest('playground-send').click();

@@ -47,6 +47,20 @@ describe('admission', () => {
     });
   });
 
+  describe('given an embedding model on a chat route', () => {
+    it('refuses with 400 naming the route that serves it, before any host is looked at', () => {
+      const embedding = { ...model([host('a', false, 1, 0)]), kind: 'embedding' as const };
+      expect(planAdmission(embedding.slug, embedding, request())).toEqual({
+        kind: 'refuse',
+        model: 'vendor/model',
+        error: expect.objectContaining({
+          code: 'invalid_request',
+          message: 'model "vendor/model" is an embedding model: it is served by POST /api/v1/embeddings only',
+        }),
+      });
+    });
+  });
+
   describe('given an output cap above the model limit', () => {
     it('lowers the cap to the limit: hosts get it and the reservation is sized by it', () => {
       const m = model([host('a', true, 1_000_000_000, 2_000_000_000)]);

@@ -31,6 +31,7 @@ export function modelHost(
 /** A catalogue model `vendor/model` (output limit 1,000 tokens) served by `hosts`. */
 export const catalogueModel = (hosts: ModelHost[]): CatalogueModel => ({
   slug: 'vendor/model',
+  kind: 'chat',
   id: '00000000-0000-4000-8000-000000000001',
   name: 'Model',
   contextLength: 128_000,

@@ -1,6 +1,6 @@
 // A fake model provider for the gateway's tests: plain node:http speaking the real wire formats
-// of OpenAI chat completions (/v1/chat/completions) and Anthropic Messages (/v1/messages, and
-// /v1/messages/count_tokens), streamed (SSE) and not, plus the failure modes a real upstream shows (errors, hangs, cut
+// of OpenAI chat completions (/v1/chat/completions) and embeddings (/v1/embeddings), and Anthropic
+// Messages (/v1/messages, and /v1/messages/count_tokens), streamed (SSE) and not, plus the failure modes a real upstream shows (errors, hangs, cut
 // sockets, garbage, in-stream errors). Everything is event-driven; no polling.
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
@@ -482,6 +482,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
 
     if (path === '/v1/messages/count_tokens' && req.method === 'POST')
       return countTokens(res, body, behaviours.get(body?.model), received);
+    if (path === '/v1/embeddings' && req.method === 'POST') return embeddings(res, body, behaviours.get(body?.model), received);
     const api: Api | null = path === '/v1/chat/completions' ? 'openai' : path === '/v1/messages' ? 'anthropic' : null;
     if (!api || req.method !== 'POST') {
       return send(res, 404, openaiError(404, `Invalid URL (${req.method} ${path})`));
@@ -636,4 +637,68 @@ function countTokens(
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
   res.writeHead(status, { 'content-type': 'application/json', ...headers });
   res.end(typeof body === 'string' ? body : JSON.stringify(body));
+}
+
+/** The fake's embedding vectors' length when the request names no `dimensions`. */
+export const FAKE_EMBEDDING_DIMENSIONS = 8;
+
+/** The fake's vector for a piece of input: deterministic, so a test can compute what it must receive. */
+export function fakeEmbedding(piece: string | number[], dimensions: number): number[] {
+  const seed = typeof piece === 'string' ? piece.length : piece.reduce((n, t) => n + t, 0);
+  // Values exact in float32 (multiples of 1/64), so base64 round-trips to the same numbers.
+  return Array.from({ length: dimensions }, (_, i) => ((seed + i * 7) % 64) / 64 - 0.5);
+}
+
+/** Tokens the fake counts for an embeddings input: a token array its length, a text one per word plus one. */
+export function fakeEmbeddingTokens(input: unknown): number {
+  const pieces: unknown[] =
+    typeof input === 'string' || typeof (input as unknown[])[0] === 'number' ? [input] : (input as unknown[]);
+  return pieces.reduce<number>((n, p) => n + (Array.isArray(p) ? p.length : ((p as string).match(/\S+/g) ?? []).length + 1), 0);
+}
+
+/**
+ * POST /v1/embeddings as the real API answers it: `{object: "list", data: [{object: "embedding",
+ * index, embedding}], model, usage: {prompt_tokens, total_tokens}}`, vectors as floats or base64
+ * (little-endian float32) as `encoding_format` says. A configured reply's `usage.input` is the
+ * count reported (null: no usage at all); a status, a hang, or a cut body as configured.
+ */
+function embeddings(
+  res: ServerResponse,
+  body: any,
+  configured: FakeBehaviour | ((req: ReceivedRequest) => FakeBehaviour) | undefined,
+  received: ReceivedRequest,
+) {
+  const ids = { 'x-request-id': newId('req_') };
+  const input = body?.input;
+  const valid =
+    typeof body === 'object' &&
+    body !== null &&
+    typeof body.model === 'string' &&
+    (typeof input === 'string' || (Array.isArray(input) && input.length > 0));
+  if (!valid) return send(res, 400, openaiError(400, "'input' and 'model' are required"), ids);
+  const b = typeof configured === 'function' ? configured(received) : configured;
+  if (b?.kind === 'status') return send(res, b.status, b.body ?? openaiError(b.status), ids);
+  if (b?.kind === 'hang') return;
+  const pieces: Array<string | number[]> = typeof input === 'string' || typeof input[0] === 'number' ? [input] : input;
+  const dimensions = body.dimensions ?? FAKE_EMBEDDING_DIMENSIONS;
+  const data = pieces.map((piece, index) => {
+    const vector = fakeEmbedding(piece, dimensions);
+    const embedding =
+      body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
+    return { object: 'embedding', index, embedding };
+  });
+  const usage = b?.kind === 'reply' && b.reply.usage !== undefined ? b.reply.usage : undefined;
+  const tokens = usage === undefined ? fakeEmbeddingTokens(input) : usage?.input;
+  const reply = {
+    object: 'list',
+    data,
+    model: body.model,
+    ...(usage === null ? {} : { usage: { prompt_tokens: tokens, total_tokens: tokens } }),
+  };
+  if (b?.kind === 'cut') {
+    const full = JSON.stringify(reply);
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(full), ...ids });
+    return void res.write(full.slice(0, full.length >> 1), () => res.socket?.destroy());
+  }
+  send(res, 200, reply, ids);
 }

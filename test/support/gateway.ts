@@ -63,6 +63,25 @@ export const TEST_MODELS = {
   },
 } as const;
 
+/** Embedding models (`"kind": "embedding"`), priced by input only; served by the fake's /v1/embeddings. */
+export const TEST_EMBEDDING_MODELS = {
+  /** On an openai host: $0.13/M input. */
+  embed: {
+    slug: 'test/embed',
+    id: '77777777-7777-4777-8777-777777777777',
+    hostModel: 'fake-embed',
+    input: '0.13',
+  },
+  /** Two hosts: the first (`fake-embed-first`, at $9/M) fails before answering, the second serves at $0.02/M. */
+  embedFallback: {
+    slug: 'test/embed-fallback',
+    id: '88888888-8888-4888-8888-888888888888',
+    firstHostModel: 'fake-embed-first',
+    hostModel: 'fake-embed-second',
+    input: '0.02',
+  },
+} as const;
+
 type TestModel = (typeof TEST_MODELS)[keyof typeof TEST_MODELS];
 
 /** A catalogue entry serving `model` on `host`, after a first host tried before it (at $9/M, so its price would show). */
@@ -86,6 +105,7 @@ function entry(model: TestModel, name: string, host: string, first?: { host: str
 
 export function testCatalogue(fake: FakeUpstream): Catalogue {
   const m = TEST_MODELS;
+  const e = TEST_EMBEDDING_MODELS;
   return Catalogue.parse(
     {
       hosts: [
@@ -110,6 +130,25 @@ export function testCatalogue(fake: FakeUpstream): Catalogue {
           host: 'fake-down',
           model: 'fake-unreachable',
         }),
+        {
+          slug: e.embed.slug,
+          kind: 'embedding',
+          id: e.embed.id,
+          name: 'Test embedding',
+          contextLength: 8192,
+          hosts: [{ host: 'fake-openai', model: e.embed.hostModel, pricing: { input: e.embed.input } }],
+        },
+        {
+          slug: e.embedFallback.slug,
+          kind: 'embedding',
+          id: e.embedFallback.id,
+          name: 'Test embedding fallback',
+          contextLength: 8192,
+          hosts: [
+            { host: 'fake-flaky', model: e.embedFallback.firstHostModel, pricing: { input: '9.00' } },
+            { host: 'fake-openai', model: e.embedFallback.hostModel, pricing: { input: e.embedFallback.input } },
+          ],
+        },
       ],
     },
     { FAKE_OPENAI_KEY: 'upstream-openai-key', FAKE_ANTHROPIC_KEY: 'upstream-anthropic-key' },

@@ -5,7 +5,7 @@ import request from 'supertest';
 import type { CreditsReserved } from '../../src/ledger/ledger.events';
 import { chargeFor, uncachedUsage } from '../../src/ledger/money';
 import { pricesOf } from '../support/ledger';
-import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { auditThenClose, startGateway, TEST_EMBEDDING_MODELS, TEST_MODELS, TestGateway } from '../support/gateway';
 
 const M = TEST_MODELS;
 const nanoPerM = (dollars: string) => Math.round(Number(dollars) * 1e9);
@@ -342,10 +342,19 @@ describe('chat-completions surface with the official openai client', () => {
   it('lists the models', async () => {
     const models = await client.models.list();
     const ids = models.data.map((m) => m.id);
-    expect(ids).toEqual([M.gpt.slug, M.claude.slug, M.fallback.slug, M.claudeFallback.slug, M.fallbackAfterDownHost.slug]);
+    expect(ids).toEqual([
+      M.gpt.slug,
+      M.claude.slug,
+      M.fallback.slug,
+      M.claudeFallback.slug,
+      M.fallbackAfterDownHost.slug,
+      TEST_EMBEDDING_MODELS.embed.slug,
+      TEST_EMBEDDING_MODELS.embedFallback.slug,
+    ]);
     expect(models.data[0]).toMatchObject({
       id: M.gpt.slug,
       object: 'model',
+      kind: 'chat',
       created: expect.any(Number),
       owned_by: 'test',
       name: 'Test GPT',

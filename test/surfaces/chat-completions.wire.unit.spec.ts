@@ -6,6 +6,7 @@ const result: InferenceResult = {
   requestId: 'req_0123456789abcdef',
   model: {
     slug: 'vendor/model-1.5',
+    kind: 'chat',
     id: '7d0c3f9e-0000-4000-8000-000000000001',
     name: 'Model',
     contextLength: 8192,

@@ -21,6 +21,7 @@ const result: InferenceResult = {
     contextLength: 8192,
     maxOutputTokens: 1024,
     reasoning: false,
+    kind: 'chat',
     created: 0,
     hosts: [],
   },

@@ -24,7 +24,7 @@ export class PlaygroundController {
 
   @Get('models')
   models() {
-    return { data: this.catalogue.servable().map((m) => ({ id: m.slug, name: m.name })) };
+    return { data: this.catalogue.servable().map((m) => ({ id: m.slug, name: m.name, kind: m.kind })) };
   }
 
   @Post('playground')

@@ -69,6 +69,8 @@ export interface UsagePage {
 export interface Model {
   id: string;
   name: string;
+  /** chat, or embedding (not for the playground's conversation). */
+  kind: 'chat' | 'embedding';
 }
 
 /** The playground's stream, in the native route's events: `delta`s of text, then `done`, or `error`. */

@@ -8,6 +8,7 @@ import type {
 } from '../../canonical/canonical';
 import { HostError, isOutput } from '../../canonical/canonical';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
+import { openAiEmbeddingsRequest } from './openai.embeddings';
 
 /** Chat-completions hosts: OpenAI and every compatible server (Groq, Together, vLLM, Ollama, …). */
 
@@ -299,4 +300,5 @@ export const openAiHost: HostKind<'openai'> = {
     const text = body.trim().slice(0, 300);
     return text || `upstream answered ${status}`;
   },
+  embeddingsRequest: openAiEmbeddingsRequest,
 };

@@ -8,6 +8,8 @@ const describe = (model: CatalogueModel) => {
   return {
     id: model.slug,
     object: 'model',
+    /** chat (the chat routes) or embedding (POST /embeddings). */
+    kind: model.kind,
     created: model.created,
     owned_by: model.slug.split('/')[0],
     name: model.name,

@@ -269,7 +269,8 @@ export async function renderPlayground(root: HTMLElement, ctx: PageContext): Pro
 
   let models: Model[] = [];
   try {
-    models = await getModels();
+    // Embedding models serve POST /embeddings only: nothing to converse with.
+    models = (await getModels()).filter((m) => m.kind !== 'embedding');
   } catch (error) {
     if (!ctx.signal.aborted) showError(errors, `Could not load the models: ${messageOf(error)}`);
     return;

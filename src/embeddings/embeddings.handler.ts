@@ -1,0 +1,155 @@
+import { Logger } from '@nestjs/common';
+import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
+import { HostError } from '../canonical/canonical';
+import { Catalogue } from '../catalogue/catalogue';
+import { HOST_KINDS } from '../hosts/hosts';
+import { HostTransport } from '../hosts/transport';
+import { ApiError } from '../http/api-error';
+import { invalidApiKey } from '../http/credentials';
+import { IdentityService } from '../identity/identity.service';
+import { insufficientCredits } from '../inference/admission';
+import { RefusalBudget } from '../inference/refusal-budget';
+import { billedOf, providerFailure } from '../inference/settlement';
+import { LedgerService, ReservationTicket, Resolution } from '../ledger/ledger.service';
+import { Projector } from '../projections/projector';
+import { uncachedUsage } from '../ledger/money';
+import { EmbeddingsCommand, EmbeddingsInput, EmbeddingsResult } from './embeddings.command';
+import { billedEmbeddingTokens, EmbeddingsPlan, embeddingsReplyOf, planEmbeddings } from './embeddings.decisions';
+
+/** Refused requests recorded per organization and second, per instance (as for inference). */
+const REFUSALS_RECORDED_PER_SECOND = 20;
+
+/**
+ * Embeddings, the shell: authenticate, look the model up, ask the ledger to admit what the plan
+ * holds, call the hosts in turn (the next when one fails as the pipeline's fallback does), then
+ * settle from the reply's usage or release the hold. Same ledger calls and request log as inference.
+ */
+/** Longest a reply waits, after its settlement is in the log, for the read models to show it. */
+const READ_MODELS_WAIT_MS = 2_000;
+
+@CommandHandler(EmbeddingsCommand)
+export class EmbeddingsHandler implements ICommandHandler<EmbeddingsCommand, EmbeddingsResult> {
+  private readonly logger = new Logger('Embeddings');
+  private readonly refusals = new RefusalBudget(REFUSALS_RECORDED_PER_SECOND);
+
+  constructor(
+    private readonly identity: IdentityService,
+    private readonly ledger: LedgerService,
+    private readonly catalogue: Catalogue,
+    private readonly transport: HostTransport,
+    private readonly projector: Projector,
+  ) {}
+
+  async execute({ input }: EmbeddingsCommand): Promise<EmbeddingsResult> {
+    const started = performance.now();
+    const key = await this.identity.authenticate(input.apiKey);
+    if (!key) throw invalidApiKey();
+    const plan = planEmbeddings(input.model, this.catalogue.find(input.model), input.body);
+    if (plan.kind === 'refuse') throw this.refuse(input, key, started, plan.model, plan.error);
+    const admission = await this.ledger.admit({
+      requestId: input.requestId,
+      keyId: key.keyId,
+      surface: 'embeddings',
+      model: plan.model.slug,
+      orgId: key.orgId,
+      amount: plan.amount,
+    });
+    if (!admission.admitted) {
+      const estimate = { inputTokens: plan.inputTokens, outputTokens: 0 };
+      throw this.refuse(input, key, started, plan.model.slug, insufficientCredits(admission.available, estimate, plan.prices));
+    }
+    const { ticket } = admission;
+    // The call runs while the reservation is written; nothing is answered before it is in the log.
+    const [outcome, recorded] = await Promise.all([
+      this.call(plan),
+      ticket.recorded.then(
+        () => true,
+        () => false,
+      ),
+    ]);
+    if (!recorded) throw new ApiError('internal_error', 'the reservation could not be recorded; nothing was billed');
+    const latencyMs = Math.round(performance.now() - started);
+    if (outcome.kind === 'failed') {
+      this.release(ticket, outcome.error, outcome.hostId, latencyMs);
+      throw providerFailure(outcome.error, outcome.hostId);
+    }
+    const { served, reply } = outcome;
+    const billedTokens = billedEmbeddingTokens(reply, plan);
+    if (!billedTokens.counted) {
+      this.logger.warn(`host ${served.host.id} reported no usable token count for ${input.requestId}; billing the estimate`);
+    }
+    // As every reply: answered once the settlement is in the log and the read models show it.
+    let resolution: Resolution;
+    try {
+      resolution = await this.ledger.recordSettlement(ticket, {
+        usage: uncachedUsage(billedTokens.tokens, 0),
+        prices: served.prices,
+        host: served.host.id,
+        hostModel: served.model,
+        status: 'ok',
+        latencyMs,
+      });
+    } catch (error) {
+      this.logger.error(`settlement of ${input.requestId} not recorded: ${(error as Error).message}`);
+      throw new ApiError(
+        'unavailable',
+        'the charge for this reply could not be recorded, so it is withdrawn and nothing is billed; try again',
+      );
+    }
+    await this.projector
+      .waitFor(resolution.position, READ_MODELS_WAIT_MS)
+      .catch((error: Error) => this.logger.warn(`${input.requestId} answered before the read models show it: ${error.message}`));
+    const billed = billedOf(resolution.event, served.host.id);
+    if (!billed) throw new ApiError('internal_error', 'the request could not be settled');
+    return { model: plan.model, reply, billed };
+  }
+
+  /** The hosts in turn: the first reply, or the failure that ended the attempt (the last host's, or one not worth another host). */
+  private async call(plan: EmbeddingsPlan) {
+    for (let index = 0; ; index++) {
+      const { served, upstream } = plan.calls[index];
+      try {
+        const answer = await this.transport.callForJson(HOST_KINDS[served.host.kind], served.host, upstream);
+        return { kind: 'replied' as const, served, reply: embeddingsReplyOf(answer) };
+      } catch (error) {
+        const failure = error instanceof HostError ? error : new HostError('connection', (error as Error).message);
+        if (!failure.retryable || index === plan.calls.length - 1) {
+          return { kind: 'failed' as const, error: failure, hostId: served.host.id };
+        }
+        this.logger.warn(`host ${served.host.id} failed to embed (${failure.message}); trying the next`);
+      }
+    }
+  }
+
+  /** Nothing was delivered: the whole hold returns. */
+  private release(ticket: ReservationTicket, error: HostError, hostId: string, latencyMs: number): void {
+    const status = error.kind === 'timeout' ? 'provider_timeout' : 'provider_error';
+    this.ledger
+      .release(ticket, { reason: error.message, host: hostId, status, latencyMs })
+      .catch((e: Error) => this.logger.error(`release of ${ticket.reservationId} failed: ${e.message}`));
+  }
+
+  /** A known organization's request turned away: its request log shows it too (within the budget). */
+  private refuse(
+    input: EmbeddingsInput,
+    key: { orgId: string; keyId: string },
+    started: number,
+    model: string,
+    error: ApiError,
+  ): ApiError {
+    if (!this.refusals.take(key.orgId, Date.now())) return error;
+    this.ledger
+      .refuse({
+        requestId: input.requestId,
+        keyId: key.keyId,
+        surface: 'embeddings',
+        orgId: key.orgId,
+        model,
+        status: error.code,
+        reason: error.message,
+        latencyMs: Math.round(performance.now() - started),
+      })
+      .catch((e: Error) => this.logger.error(`refusal of ${input.requestId} not recorded: ${e.message}`));
+    return error;
+  }
+}

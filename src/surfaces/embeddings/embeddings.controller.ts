@@ -1,0 +1,27 @@
+import { Body, Controller, HttpCode, Post, Req, UseFilters } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import type { FastifyRequest } from 'fastify';
+import { EmbeddingsCommand } from '../../embeddings/embeddings.command';
+import { chatCompletionsErrors } from '../../http/api-error';
+import { requireKey } from '../../http/credentials';
+import { schemaValidation } from '../../http/schema-validation';
+import { EmbeddingsRequest, embeddingsRequestSchema } from './embeddings.schema';
+import { embeddingsBody } from './embeddings.wire';
+
+const bodyValidation = schemaValidation<EmbeddingsRequest>(embeddingsRequestSchema);
+
+/** POST /api/v1/embeddings: `Authorization: Bearer`, errors in the chat-completions format. */
+@Controller('api/v1')
+@UseFilters(chatCompletionsErrors)
+export class EmbeddingsController {
+  constructor(private readonly commands: CommandBus) {}
+
+  @Post('embeddings')
+  @HttpCode(200)
+  async create(@Body(bodyValidation) body: EmbeddingsRequest, @Req() request: FastifyRequest): Promise<unknown> {
+    const result = await this.commands.execute(
+      new EmbeddingsCommand({ apiKey: requireKey(request), model: body.model, body, requestId: request.id }),
+    );
+    return embeddingsBody(result);
+  }
+}
