@@ -48,9 +48,33 @@ function unknownRoute(message: string): string {
   return match ? `no such route: ${match[1]} ${maskSecrets(match[2])}` : 'no such route';
 }
 
+/**
+ * Errors of the stores' clients that mean a store cannot be reached now — Redis offline or
+ * reconnecting (node-redis's classes), its read models lost and being rebuilt — answered 503:
+ * the request may succeed in a moment, and nothing was held or billed.
+ */
+const STORE_UNAVAILABLE = new Set([
+  'ClientOfflineError',
+  'ClientClosedError',
+  'ConnectionTimeoutError',
+  'SocketClosedUnexpectedlyError',
+  'SocketTimeoutError',
+  'ReconnectStrategyError',
+  'ReadModelsLostError',
+]);
+
+const storeUnavailable = (error: unknown): boolean =>
+  typeof error === 'object' && error !== null && STORE_UNAVAILABLE.has(error.constructor.name);
+
 /** Maps anything thrown to an ApiError without leaking internals. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
+  if (storeUnavailable(error)) {
+    return new ApiError(
+      'unavailable',
+      'the gateway cannot reach its balance store (Redis) right now; nothing was billed; try again',
+    );
+  }
   // A body in a type no parser takes (a form, XML): from Fastify, or from Nest's adapter.
   const status = error instanceof HttpException ? error.getStatus() : (error as { statusCode?: number }).statusCode;
   if (status === 415) return new ApiError('invalid_request', 'the body must be JSON, sent with "content-type: application/json"');

@@ -65,7 +65,7 @@ export function endingError(ending: Ending, hostId: string, requestTimeoutMs: nu
     case 'abort':
       return null;
     case 'unrecorded':
-      return new ApiError('internal_error', 'the reservation could not be recorded; nothing was billed');
+      return new ApiError('unavailable', 'the reservation could not be recorded in the event log; nothing was billed; try again');
     case 'timeout':
       return new ApiError('provider_timeout', `the provider did not finish within ${requestTimeoutMs} ms`);
     case 'failed':

@@ -177,6 +177,11 @@ export class MemoryProjectionStore implements ProjectionStore {
     return this.model.position;
   }
 
+  /** In this process, nothing can take them away. */
+  async present(): Promise<boolean> {
+    return true;
+  }
+
   async balance(orgId: string): Promise<Balance> {
     return this.balanceNow(orgId);
   }

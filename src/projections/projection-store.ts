@@ -17,6 +17,8 @@ export interface ProjectionStore extends CreditHolds, KeyLookup {
   apply(events: RecordedEvent[]): Promise<void>;
   /** The position up to which every event has been applied. */
   checkpoint(): Promise<number>;
+  /** Whether the read models are still there (Redis can lose them): if not, they must be rebuilt. */
+  present(): Promise<boolean>;
 
   balance(orgId: string): Promise<Balance>;
   keysOf(orgId: string): Promise<KeyRecord[]>;

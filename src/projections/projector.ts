@@ -1,4 +1,3 @@
-import { EventEmitter, once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventStore } from '../eventstore/event-store';
 import type { ProjectionStore } from './projection-store';
@@ -72,21 +71,35 @@ export async function rebuildProjections(
  * one batch after the other. If Redis lost the read models it rebuilds them (or waits for
  * the instance that is rebuilding) and goes on.
  */
+/** How often waiters are checked for their deadline while any wait. */
+const WAITER_SWEEP_MS = 100;
+
+interface Waiter {
+  position: number;
+  deadline: number;
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
+/** How often the read models' presence is checked (Redis can be emptied or restart without its data). */
+const PRESENCE_PROBE_MS = 1_000;
+
 export class Projector {
-  private readonly progress = new EventEmitter();
   private readonly abort = new AbortController();
   private running: Promise<void> | null = null;
   private applied = 0;
   private failure: unknown = null;
+  private probe: NodeJS.Timeout | null = null;
+  private waiters: Waiter[] = [];
+  private sweeper: NodeJS.Timeout | null = null;
+  private probing = false;
 
   constructor(
     private readonly events: EventStore,
     private readonly store: ProjectionStore,
     private readonly requestLogRetention: number,
     private readonly log: (line: string) => void = () => {},
-  ) {
-    this.progress.setMaxListeners(0);
-  }
+  ) {}
 
   get position(): number {
     return this.applied;
@@ -95,6 +108,25 @@ export class Projector {
   async start(): Promise<void> {
     this.applied = await this.store.checkpoint();
     this.running = this.follow();
+    // Redis may lose the read models while no event arrives to reveal it: look now and then.
+    this.probe = setInterval(() => void this.rebuildIfLost(), PRESENCE_PROBE_MS);
+    this.probe.unref();
+  }
+
+  /** Rebuilds the read models from the log when they are gone (one probe at a time; a failed one is retried by the next). */
+  private async rebuildIfLost(): Promise<void> {
+    if (this.probing) return;
+    this.probing = true;
+    try {
+      if (await this.store.present()) return;
+      this.log('projector: read models missing in Redis; rebuilding from the log');
+      const rebuilt = await rebuildProjections(this.events, this.store, this.requestLogRetention);
+      this.log(`projector: rebuilt from ${rebuilt.events} events`);
+    } catch {
+      // Redis still away, or another instance rebuilding: the next probe looks again.
+    } finally {
+      this.probing = false;
+    }
   }
 
   private async follow(): Promise<void> {
@@ -103,7 +135,7 @@ export class Projector {
         for await (const batch of this.events.subscribe(this.applied, this.abort.signal)) {
           await this.applyWithRecovery(batch);
           this.applied = batch[batch.length - 1].position;
-          this.progress.emit('applied', this.applied);
+          if (this.waiters.length > 0) this.settleWaiters(Date.now());
         }
       } catch (error) {
         if (this.abort.signal.aborted) return;
@@ -142,18 +174,33 @@ export class Projector {
     }
   }
 
-  /** Resolves once every event up to `position` has been applied. */
-  async waitFor(position: number, timeoutMs = 10_000): Promise<void> {
-    const signal = AbortSignal.timeout(timeoutMs);
-    while (this.applied < position) {
-      try {
-        await once(this.progress, 'applied', { signal });
-      } catch {
-        throw new Error(
-          `read models did not reach position ${position} within ${timeoutMs} ms (at ${this.applied})` +
-            (this.failure ? `: ${(this.failure as Error).message}` : ''),
-        );
-      }
+  /**
+   * Resolves once every event up to `position` has been applied; rejects after `timeoutMs`. Every
+   * reply waits on this: waiters are kept in one list, settled as batches apply and swept for
+   * their deadline by one timer, so a request costs no timer, signal or listener of its own.
+   */
+  waitFor(position: number, timeoutMs = 10_000): Promise<void> {
+    if (this.applied >= position) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.waiters.push({ position, deadline: Date.now() + timeoutMs, resolve, reject });
+      this.sweeper ??= setInterval(() => this.settleWaiters(Date.now()), WAITER_SWEEP_MS);
+    });
+  }
+
+  /** Resolves the waiters whose position is applied, rejects those past their deadline. */
+  private settleWaiters(now: number): void {
+    const waiting: Waiter[] = [];
+    for (const waiter of this.waiters) {
+      if (this.applied >= waiter.position) waiter.resolve();
+      else if (now >= waiter.deadline) {
+        const failure = this.failure ? `: ${(this.failure as Error).message}` : '';
+        waiter.reject(new Error(`read models did not reach position ${waiter.position} in time (at ${this.applied})${failure}`));
+      } else waiting.push(waiter);
+    }
+    this.waiters = waiting;
+    if (waiting.length === 0 && this.sweeper) {
+      clearInterval(this.sweeper);
+      this.sweeper = null;
     }
   }
 
@@ -163,6 +210,8 @@ export class Projector {
   }
 
   async stop(): Promise<void> {
+    if (this.probe) clearInterval(this.probe);
+    if (this.sweeper) clearInterval(this.sweeper);
     this.abort.abort();
     await this.running;
   }

@@ -45,7 +45,13 @@ export class RedisProjectionStore implements ProjectionStore {
   ) {}
 
   static async connect(url: string, prefix: string, requestLogRetention: number): Promise<RedisProjectionStore> {
-    const client = createClient({ url, socket: { reconnectStrategy: (retries) => Math.min(retries * 100, 2000) } });
+    const client = createClient({
+      url,
+      // While Redis is away, commands fail at once (a 503 for the request) instead of waiting in
+      // a queue with no limit; reconnection goes on in the background.
+      disableOfflineQueue: true,
+      socket: { connectTimeout: 2_000, reconnectStrategy: (retries) => Math.min(retries * 100, 2000) },
+    });
     client.on('error', () => {
       // Reconnection is automatic; commands issued meanwhile fail and callers report that.
     });
@@ -235,7 +241,10 @@ export class RedisProjectionStore implements ProjectionStore {
   }
 
   async checkpoint(): Promise<number> {
-    return Number((await this.client.get(this.checkpointKey)) ?? 0);
+    const position = Number((await this.client.get(this.checkpointKey)) ?? 0);
+    // Read models seen up to here: if the checkpoint vanishes later, Redis lost them.
+    if (position > this.appliedUpTo) this.appliedUpTo = position;
+    return position;
   }
 
   async balance(orgId: string): Promise<Balance> {
@@ -268,8 +277,19 @@ export class RedisProjectionStore implements ProjectionStore {
     };
   }
 
+  /**
+   * A key unknown here is unknown to the log, unless Redis lost the read models (emptied, or
+   * restarted without its data): then it is not the key that is missing, and the caller hears so.
+   */
   async keyByHash(hash: string): Promise<KeyRecord | null> {
-    return RedisProjectionStore.toKeyRecord(await this.client.hGetAll(this.keyRecordKey(hash)));
+    const record = RedisProjectionStore.toKeyRecord(await this.client.hGetAll(this.keyRecordKey(hash)));
+    if (record === null && !(await this.present())) throw new ReadModelsLostError();
+    return record;
+  }
+
+  /** Whether the read models are here: false once this instance had applied some and the checkpoint is gone. */
+  async present(): Promise<boolean> {
+    return this.appliedUpTo === 0 || (await this.client.exists(this.checkpointKey)) === 1;
   }
 
   async keysOf(orgId: string): Promise<KeyRecord[]> {

@@ -126,10 +126,10 @@ describe('what the client is told', () => {
     });
   });
 
-  it('a 500 when the reservation could not be recorded', () => {
+  it('a 503 when the reservation could not be recorded', () => {
     expect(endingError({ kind: 'unrecorded' }, 'host-a', 600_000)).toMatchObject({
-      code: 'internal_error',
-      message: 'the reservation could not be recorded; nothing was billed',
+      code: 'unavailable',
+      message: 'the reservation could not be recorded in the event log; nothing was billed; try again',
     });
   });
 

@@ -1,0 +1,112 @@
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { createClient } from 'redis';
+import { eventually } from '../support/processes';
+import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+
+/**
+ * Redis as a dependency: a Redis of the test's own (a separate redis-server, nothing kept on
+ * disk) stopped under the gateway and started again, empty.
+ */
+
+const hasRedisServer = (() => {
+  try {
+    execFileSync('redis-server', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+
+async function startRedis(port: number): Promise<ChildProcess> {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
+  await eventually(async () => {
+    const client = createClient({ url: `redis://127.0.0.1:${port}`, socket: { reconnectStrategy: false } });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      await client.ping();
+      return true;
+    } catch {
+      return false;
+    } finally {
+      if (client.isOpen) await client.close();
+    }
+  }, 10_000);
+  return child;
+}
+
+async function stopRedis(child: ChildProcess): Promise<void> {
+  const exited = once(child, 'exit');
+  child.kill('SIGKILL');
+  await exited;
+}
+
+(hasRedisServer ? describe : describe.skip)('Redis stopped and started again, empty', () => {
+  let port: number;
+  let redis: ChildProcess;
+  let g: TestGateway;
+
+  beforeAll(async () => {
+    port = await freePort();
+    redis = await startRedis(port);
+    g = await startGateway({ redis: true, env: { REDIS_URL: `redis://127.0.0.1:${port}` } });
+    g.fake.on(TEST_MODELS.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
+  });
+  afterAll(async () => {
+    await g.close();
+    if (redis.exitCode === null) await stopRedis(redis);
+  });
+
+  const chat = () =>
+    fetch(`${g.baseUrl}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${g.key}` },
+      body: JSON.stringify({ model: TEST_MODELS.gpt.slug, messages: [{ role: 'user', content: 'Hi' }] }),
+    });
+
+  it('answers 503 at once while Redis is away, and serves again by itself once it is back — never a 401 for a valid key', async () => {
+    expect((await chat()).status).toBe(200);
+
+    await stopRedis(redis);
+    const started = performance.now();
+    const away = await chat();
+    expect(away.status).toBe(503);
+    expect(await away.json()).toMatchObject({ error: { message: expect.stringContaining('Redis') } });
+    expect(performance.now() - started).toBeLessThan(3_000);
+    const credits = await fetch(`${g.baseUrl}/api/v1/credits`, { headers: { authorization: `Bearer ${g.key}` } });
+    expect(credits.status).toBe(503);
+
+    // Back, empty (nothing kept on disk), with no other process appending anything: the gateway
+    // notices the read models are gone, rebuilds them from the log, and the key works again.
+    redis = await startRedis(port);
+    const statuses: number[] = [];
+    await eventually(
+      async () => {
+        const res = await chat();
+        statuses.push(res.status);
+        return res.status === 200;
+      },
+      15_000,
+      100,
+    );
+    expect(statuses.filter((s) => s === 401)).toEqual([]);
+    expect(new Set(statuses.filter((s) => s !== 200))).toEqual(new Set(statuses.length > 1 ? [503] : []));
+
+    await g.settled();
+    expect((await g.audit()).differences).toEqual([]);
+  });
+});
