@@ -103,56 +103,61 @@ function entry(model: TestModel, name: string, host: string, first?: { host: str
   };
 }
 
+/** The test catalogue's keys for its hosts, as a service's environment would give them. */
+export const TEST_HOST_KEYS = { FAKE_OPENAI_KEY: 'upstream-openai-key', FAKE_ANTHROPIC_KEY: 'upstream-anthropic-key' };
+
 export function testCatalogue(fake: FakeUpstream): Catalogue {
+  return Catalogue.parse(testCatalogueFile(fake), TEST_HOST_KEYS);
+}
+
+/** The test catalogue as its file holds it (for a service started as its own process, with TEST_HOST_KEYS in its environment). */
+export function testCatalogueFile(fake: FakeUpstream) {
   const m = TEST_MODELS;
   const e = TEST_EMBEDDING_MODELS;
-  return Catalogue.parse(
-    {
-      hosts: [
-        { id: 'fake-openai', kind: 'openai', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
-        { id: 'fake-anthropic', kind: 'anthropic', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_ANTHROPIC_KEY' },
-        { id: 'fake-flaky', kind: 'openai', baseUrl: `${fake.url}/v1` },
-        { id: 'fake-anthropic-flaky', kind: 'anthropic', baseUrl: `${fake.url}/v1` },
-        // Port 1: a privileged port nothing here listens on, so connecting is refused at once.
-        { id: 'fake-down', kind: 'openai', baseUrl: 'http://127.0.0.1:1/v1' },
-        { id: 'fake-unkeyed', kind: 'openai', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_KEY_NOBODY_SET' },
-      ],
-      models: [
-        entry(m.gpt, 'Test GPT', 'fake-openai'),
-        entry(m.claude, 'Test Claude', 'fake-anthropic'),
-        entry(m.fallback, 'Test fallback', 'fake-openai', { host: 'fake-flaky', model: 'fake-first' }),
-        entry(m.claudeFallback, 'Test Claude fallback', 'fake-anthropic', {
-          host: 'fake-anthropic-flaky',
-          model: 'fake-claude-first',
-        }),
-        entry(m.unhosted, 'Test unhosted', 'fake-unkeyed'),
-        entry(m.fallbackAfterDownHost, 'Test fallback after a down host', 'fake-openai', {
-          host: 'fake-down',
-          model: 'fake-unreachable',
-        }),
-        {
-          slug: e.embed.slug,
-          kind: 'embedding',
-          id: e.embed.id,
-          name: 'Test embedding',
-          contextLength: 8192,
-          hosts: [{ host: 'fake-openai', model: e.embed.hostModel, pricing: { input: e.embed.input } }],
-        },
-        {
-          slug: e.embedFallback.slug,
-          kind: 'embedding',
-          id: e.embedFallback.id,
-          name: 'Test embedding fallback',
-          contextLength: 8192,
-          hosts: [
-            { host: 'fake-flaky', model: e.embedFallback.firstHostModel, pricing: { input: '9.00' } },
-            { host: 'fake-openai', model: e.embedFallback.hostModel, pricing: { input: e.embedFallback.input } },
-          ],
-        },
-      ],
-    },
-    { FAKE_OPENAI_KEY: 'upstream-openai-key', FAKE_ANTHROPIC_KEY: 'upstream-anthropic-key' },
-  );
+  return {
+    hosts: [
+      { id: 'fake-openai', kind: 'openai', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
+      { id: 'fake-anthropic', kind: 'anthropic', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_ANTHROPIC_KEY' },
+      { id: 'fake-flaky', kind: 'openai', baseUrl: `${fake.url}/v1` },
+      { id: 'fake-anthropic-flaky', kind: 'anthropic', baseUrl: `${fake.url}/v1` },
+      // Port 1: a privileged port nothing here listens on, so connecting is refused at once.
+      { id: 'fake-down', kind: 'openai', baseUrl: 'http://127.0.0.1:1/v1' },
+      { id: 'fake-unkeyed', kind: 'openai', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_KEY_NOBODY_SET' },
+    ],
+    models: [
+      entry(m.gpt, 'Test GPT', 'fake-openai'),
+      entry(m.claude, 'Test Claude', 'fake-anthropic'),
+      entry(m.fallback, 'Test fallback', 'fake-openai', { host: 'fake-flaky', model: 'fake-first' }),
+      entry(m.claudeFallback, 'Test Claude fallback', 'fake-anthropic', {
+        host: 'fake-anthropic-flaky',
+        model: 'fake-claude-first',
+      }),
+      entry(m.unhosted, 'Test unhosted', 'fake-unkeyed'),
+      entry(m.fallbackAfterDownHost, 'Test fallback after a down host', 'fake-openai', {
+        host: 'fake-down',
+        model: 'fake-unreachable',
+      }),
+      {
+        slug: e.embed.slug,
+        kind: 'embedding',
+        id: e.embed.id,
+        name: 'Test embedding',
+        contextLength: 8192,
+        hosts: [{ host: 'fake-openai', model: e.embed.hostModel, pricing: { input: e.embed.input } }],
+      },
+      {
+        slug: e.embedFallback.slug,
+        kind: 'embedding',
+        id: e.embedFallback.id,
+        name: 'Test embedding fallback',
+        contextLength: 8192,
+        hosts: [
+          { host: 'fake-flaky', model: e.embedFallback.firstHostModel, pricing: { input: '9.00' } },
+          { host: 'fake-openai', model: e.embedFallback.hostModel, pricing: { input: e.embedFallback.input } },
+        ],
+      },
+    ],
+  };
 }
 
 export interface OperatorAudit {

@@ -1,0 +1,128 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { auditLedger } from '../../src/audit/ledger-audit';
+import { loadConfig } from '../../src/config/config';
+import { openRuntime } from '../../src/runtime/runtime';
+import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
+import { TEST_HOST_KEYS, TEST_MODELS, testCatalogueFile } from '../support/gateway';
+import { Child, eventually, ROOT, startNode } from '../support/processes';
+import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
+
+/**
+ * The gateway itself SIGKILLed with streams in flight, then started again on the same log: the
+ * clients see their connection end (never a hang), and the holds of the requests it was serving
+ * expire and are released — nothing billed twice, nothing left held, the audit clean.
+ */
+
+const M = TEST_MODELS;
+const MAIN = join(ROOT, 'dist/src/main.js');
+const STREAMS = 20;
+// Short reservations, swept often: the holds of the killed process's requests expire within the test.
+const TIMING = { REQUEST_TIMEOUT_MS: '2000', RESERVATION_TTL_MS: '2500', PENDING_HOLD_MS: '2500', SWEEP_INTERVAL_MS: '50' };
+
+let fake: FakeUpstream;
+let t: TestRuntime;
+let env: Record<string, string>;
+let service: Child | null = null;
+
+async function startService(): Promise<string> {
+  service = startNode(MAIN, [], env);
+  return waitForListening(service);
+}
+
+async function waitForListening(child: Child): Promise<string> {
+  let url: string | null = null;
+  await eventually(() => {
+    url = /listening on (http:\/\/[^\s]+)/.exec(child.output())?.[1] ?? null;
+    return url !== null;
+  }, 20_000);
+  return url!;
+}
+
+beforeAll(async () => {
+  fake = await startFakeUpstream();
+  t = await openTestRuntime({ env: TIMING });
+  const catalogue = join(t.env.DATA_DIR, 'catalogue.json');
+  writeFileSync(catalogue, JSON.stringify(testCatalogueFile(fake)));
+  env = {
+    ...t.env,
+    ...TIMING,
+    ...TEST_HOST_KEYS,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    CATALOGUE_PATH: catalogue,
+    SIMULATED_HOST_PORT: 'off',
+  };
+});
+afterAll(async () => {
+  service?.process.kill('SIGKILL');
+  await fake.close();
+  await t.cleanup();
+});
+
+it('20 streams in flight when the gateway is SIGKILLed: their connections end, and after a restart every hold is released; audit clean', async () => {
+  const orgId = await fundedOrganization(t.runtime, 100_000_000_000);
+  const { secret } = await t.runtime.identity.createApiKey(orgId, 'killed');
+  await t.runtime.close();
+
+  let base = await startService();
+  // A slow stream: a piece every 200 ms, so every request is mid-stream when the process dies.
+  fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'one two three four five six seven eight' }, chunkDelayMs: 200 });
+  const streams = Array.from({ length: STREAMS }, async () => {
+    const res = await fetch(`${base}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+      body: JSON.stringify({ model: M.gpt.slug, stream: true, messages: [{ role: 'user', content: 'Count' }] }),
+    });
+    const reader = res.body!.getReader();
+    let seen = '';
+    let firstText: () => void = () => {};
+    const started = new Promise<void>((resolve) => (firstText = resolve));
+    const ended = (async () => {
+      try {
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) return 'ended';
+          seen += new TextDecoder().decode(value);
+          if (seen.includes('"content":"one"')) firstText();
+        }
+      } catch {
+        return 'cut';
+      }
+    })();
+    await started;
+    return { ended, seen: () => seen };
+  });
+  const open = await Promise.all(streams);
+  service!.process.kill('SIGKILL');
+  await service!.exited();
+  // Every client learns at once that its stream is over: none completed, none hangs.
+  const endings = await Promise.all(open.map((s) => s.ended));
+  expect(endings.every((e) => e === 'cut' || e === 'ended')).toBe(true);
+  expect(open.filter((s) => s.seen().includes('[DONE]'))).toHaveLength(0);
+
+  base = await startService();
+  const restarted = await openRuntime(loadConfig({ ...env }), { sweep: false });
+  try {
+    await eventually(async () => {
+      await restarted.projector.catchUp();
+      const balance = await restarted.projections.balance(orgId);
+      return balance.reserved === 0 && balance.pending === 0;
+    }, 20_000);
+    const balance = await restarted.projections.balance(orgId);
+    // Nothing was settled by the killed process: every hold expired and was released.
+    expect(balance.spent).toBe(0);
+    const report = await auditLedger(restarted.events, restarted.projections);
+    expect(report.differences).toEqual([]);
+    // The restarted gateway serves.
+    fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Back.' } });
+    const again = await fetch(`${base}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+      body: JSON.stringify({ model: M.gpt.slug, messages: [{ role: 'user', content: 'Hi' }] }),
+    });
+    expect(again.status).toBe(200);
+  } finally {
+    await restarted.close();
+  }
+});
