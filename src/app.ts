@@ -9,9 +9,14 @@ import { serveWebApp } from './dashboard/web-app';
 import type { Runtime } from './runtime/runtime';
 import { ErrorFormatByRoute, errorFormatFor } from './error-formats';
 import { ApiError, replyWithError } from './http/api-error';
+import { LogStream, loggerOptions, NestPinoLogger } from './observability/logging';
+import { levelOf, ObservedRequest, requestLine } from './observability/request-facts';
 
 export interface AppOptions {
+  /** false: no log at all (most tests). Otherwise pino's JSON lines, to stdout or `logStream`. */
   logger?: boolean;
+  /** Where log lines go instead of stdout (tests read them). */
+  logStream?: LogStream;
   /** Defaults to the catalogue file named by the configuration. */
   catalogue?: Catalogue;
 }
@@ -19,7 +24,14 @@ export interface AppOptions {
 /** Builds the HTTP application on an opened runtime (used by main and by tests). */
 export async function createApp(runtime: Runtime, options: AppOptions = {}): Promise<NestFastifyApplication> {
   const catalogue = options.catalogue ?? Catalogue.load(runtime.config.cataloguePath);
+  const logging = options.logger !== false || options.logStream !== undefined;
   const adapter = new FastifyAdapter({
+    logger: logging
+      ? loggerOptions({ level: runtime.config.logLevel, pretty: runtime.config.logPretty }, options.logStream)
+      : false,
+    // One line per request, written when it ends (below), instead of Fastify's two.
+    disableRequestLogging: true,
+    requestIdLogLabel: 'requestId',
     // No Nest middleware here: without middie, no middleware walk on every request.
     skipMiddie: true,
     bodyLimit: runtime.config.bodyLimitBytes,
@@ -42,6 +54,15 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
     },
   });
   const fastify = adapter.getInstance();
+  fastify.decorateRequest('facts', null);
+  if (logging) {
+    fastify.addHook('onResponse', (request, reply, done) => {
+      const facts = (request as unknown as ObservedRequest).facts;
+      const status = reply.statusCode;
+      request.log[levelOf(status)](requestLine(request.method, request.url, status, reply.elapsedTime, facts), 'request');
+      done();
+    });
+  }
   // Callback style: an async hook costs a promise on every request.
   fastify.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
@@ -56,7 +77,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
     ),
     adapter,
     {
-      logger: options.logger === false ? false : ['error', 'warn'],
+      logger: logging ? new NestPinoLogger(fastify.log) : false,
       // Fastify's own JSON parser (secure-json-parse, bodyLimit) instead of Nest's wrapper around it.
       bodyParser: false,
     },
