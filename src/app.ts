@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
 import { AppModule } from './app.module';
 import { Catalogue } from './catalogue/catalogue';
 import { SessionTokens } from './dashboard/session/sessions';
@@ -30,8 +30,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
       ? loggerOptions({ level: runtime.config.logLevel, pretty: runtime.config.logPretty }, options.logStream)
       : false,
     // One line per request, written when it ends (below), instead of Fastify's two.
-    disableRequestLogging: true,
-    requestIdLogLabel: 'requestId',
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     // No Nest middleware here: without middie, no middleware walk on every request.
     skipMiddie: true,
     bodyLimit: runtime.config.bodyLimitBytes,

@@ -56,6 +56,7 @@ describe('request logs (pino, one JSON line per request)', () => {
   });
 
   it('a streamed request through a fallback host says so, on the messages surface', async () => {
+    g.fake.on('fake-first', { kind: 'status', status: 503 });
     const res = await request(g.baseUrl)
       .post('/api/v1/messages')
       .set('x-api-key', g.key)
