@@ -26,7 +26,7 @@ describe('request logs (pino, one JSON line per request)', () => {
       .set('Authorization', `Bearer ${g.key}`)
       .send(chat(M.gpt.slug));
     expect(res.status).toBe(200);
-    const requestId = res.headers['x-request-id'] as string;
+    const requestId = res.headers['x-request-id'];
     const line = await log.request(requestId);
     const entry = await g.logged(requestId);
     expect(line).toMatchObject({
@@ -63,7 +63,7 @@ describe('request logs (pino, one JSON line per request)', () => {
       .set('anthropic-version', '2023-06-01')
       .send({ ...chat(M.fallback.slug), max_tokens: 50, stream: true });
     expect(res.status).toBe(200);
-    const line = await log.request(res.headers['x-request-id'] as string);
+    const line = await log.request(res.headers['x-request-id']);
     expect(line).toMatchObject({
       surface: 'messages',
       model: M.fallback.slug,
@@ -81,7 +81,7 @@ describe('request logs (pino, one JSON line per request)', () => {
       .set('Authorization', `Bearer ${g.key}`)
       .send(chat(M.gpt.slug));
     expect(res.status).toBe(502);
-    const line = await log.request(res.headers['x-request-id'] as string);
+    const line = await log.request(res.headers['x-request-id']);
     expect(line).toMatchObject({
       level: 50,
       status: 502,
@@ -101,7 +101,7 @@ describe('request logs (pino, one JSON line per request)', () => {
       .set('Authorization', `Bearer ${g.key}`)
       .send(chat('nobody/nothing'));
     expect(res.status).toBe(404);
-    const line = await log.request(res.headers['x-request-id'] as string);
+    const line = await log.request(res.headers['x-request-id']);
     expect(line).toMatchObject({
       level: 40,
       status: 404,
@@ -131,7 +131,7 @@ describe('request logs (pino, one JSON line per request)', () => {
     const signup = await request(g.baseUrl).post('/dashboard/api/signup').send({ email: 'log@example.com', password });
     const cookie = String(signup.headers['set-cookie']);
     await request(g.baseUrl).get('/dashboard/api/session').set('cookie', cookie);
-    await log.request(named.headers['x-request-id'] as string);
+    await log.request(named.headers['x-request-id']);
     const all = log.raw.join('');
     expect(log.lines.filter((l) => l.msg === 'request').length).toBeGreaterThanOrEqual(5);
     for (const secret of [g.key, forged, 'upstream-openai-key', 'upstream-anthropic-key', password, cookie.split(';')[0]]) {
