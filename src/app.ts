@@ -11,6 +11,7 @@ import { ErrorFormatByRoute, errorFormatFor } from './error-formats';
 import { ApiError, replyWithError } from './http/api-error';
 import { LogStream, loggerOptions, NestPinoLogger } from './observability/logging';
 import { levelOf, ObservedRequest, requestLine } from './observability/request-facts';
+import { GatewayMetrics } from './observability/metrics';
 
 export interface AppOptions {
   /** false: no log at all (most tests). Otherwise pino's JSON lines, to stdout or `logStream`. */
@@ -54,12 +55,22 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   });
   const fastify = adapter.getInstance();
   fastify.decorateRequest('facts', null);
-  if (logging) {
+  const metrics = runtime.config.metrics ? new GatewayMetrics() : null;
+  if (logging || metrics) {
     fastify.addHook('onResponse', (request, reply, done) => {
       const facts = (request as unknown as ObservedRequest).facts;
       const status = reply.statusCode;
-      request.log[levelOf(status)](requestLine(request.method, request.url, status, reply.elapsedTime, facts), 'request');
+      metrics?.observe(facts, status, reply.elapsedTime);
+      if (logging) {
+        request.log[levelOf(status)](requestLine(request.method, request.url, status, reply.elapsedTime, facts), 'request');
+      }
       done();
+    });
+  }
+  if (metrics) {
+    fastify.get('/metrics', async (_request, reply) => {
+      void reply.header('content-type', metrics.contentType);
+      return metrics.text();
     });
   }
   // Callback style: an async hook costs a promise on every request.

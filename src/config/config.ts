@@ -53,6 +53,8 @@ export interface Config {
   logLevel: string;
   /** Human-readable log lines (pino-pretty) instead of JSON. */
   logPretty: boolean;
+  /** Prometheus metrics at GET /metrics. */
+  metrics: boolean;
 }
 
 export class ConfigError extends Error {
@@ -162,5 +164,6 @@ export function loadConfig(env: Env = process.env): Config {
     dashboardSecret: secret(env, 'DASHBOARD_SECRET'),
     logLevel: logLevel(env),
     logPretty: onOff(env, 'LOG_PRETTY', false),
+    metrics: onOff(env, 'METRICS', true),
   };
 }
