@@ -55,7 +55,9 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   });
   const fastify = adapter.getInstance();
   fastify.decorateRequest('facts', null);
-  const metrics = runtime.config.metrics ? new GatewayMetrics() : null;
+  const metrics = runtime.config.metrics
+    ? new GatewayMetrics(async () => Math.max(0, (await runtime.events.headPosition()) - runtime.projector.position))
+    : null;
   if (logging || metrics) {
     fastify.addHook('onResponse', (request, reply, done) => {
       const facts = (request as unknown as ObservedRequest).facts;

@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RequestFacts } from './request-facts';
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
@@ -9,6 +9,21 @@ const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60
  */
 export class GatewayMetrics {
   readonly registry = new Registry();
+
+  /** `lag`: how many events the read models are behind the log, asked only when scraped. */
+  constructor(lag?: () => Promise<number>) {
+    if (lag) {
+      new Gauge({
+        name: 'gateway_read_model_lag_events',
+        help: 'Events in the log not yet applied to this instance read models',
+        registers: [this.registry],
+        async collect() {
+          this.set(await lag());
+        },
+      });
+    }
+  }
+
   private readonly requests = new Counter({
     name: 'gateway_requests_total',
     help: 'Requests by surface, model, host and HTTP status',

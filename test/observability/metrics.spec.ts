@@ -86,5 +86,7 @@ describe('GET /metrics (Prometheus, prom-client)', () => {
     expect(samples(text, 'gateway_refusals_total')).toEqual([{ labels: { reason: 'not_found' }, value: 1 }]);
     expect(total(samples(text, 'gateway_request_duration_seconds_count'))).toBe(6);
     expect(total(samples(text, 'gateway_time_to_first_token_seconds_count'))).toBe(4);
+    // Settled and caught up: the read models are behind the log by nothing.
+    expect(samples(text, 'gateway_read_model_lag_events')).toEqual([{ labels: {}, value: 0 }]);
   });
 });
