@@ -12,12 +12,15 @@ import { ApiError, replyWithError } from './http/api-error';
 import { LogStream, loggerOptions, NestPinoLogger } from './observability/logging';
 import { levelOf, ObservedRequest, requestLine } from './observability/request-facts';
 import { GatewayMetrics } from './observability/metrics';
+import { Lifecycle, readiness } from './observability/health';
 
 export interface AppOptions {
   /** false: no log at all (most tests). Otherwise pino's JSON lines, to stdout or `logStream`. */
   logger?: boolean;
   /** Where log lines go instead of stdout (tests read them). */
   logStream?: LogStream;
+  /** Set `draining` when shutting down: /health/ready then answers 503. */
+  lifecycle?: Lifecycle;
   /** Defaults to the catalogue file named by the configuration. */
   catalogue?: Catalogue;
 }
@@ -75,6 +78,13 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
       return metrics.text();
     });
   }
+  const lifecycle = options.lifecycle ?? { draining: false };
+  fastify.get('/health/live', (_request, reply) => void reply.send({ status: 'live' }));
+  fastify.get('/health/ready', async (_request, reply) => {
+    const head = await runtime.events.headPosition().catch((error: Error) => error);
+    const state = readiness({ draining: lifecycle.draining, head, applied: runtime.projector.position });
+    return reply.code(state.ready ? 200 : 503).send(state);
+  });
   // Callback style: an async hook costs a promise on every request.
   fastify.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);

@@ -36,7 +36,8 @@ async function start(): Promise<void> {
   // The runtime's lines before the application (and its logger) exist go to stderr; everything after, through pino.
   let log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
   const runtime = await openRuntime(config, { sweep: true, log: (line) => log(line) });
-  const app = await createApp(runtime, { catalogue });
+  const lifecycle = { draining: false };
+  const app = await createApp(runtime, { catalogue, lifecycle });
   const logger = app.getHttpAdapter().getInstance().log;
   log = (line) => logger.info(line);
   const unpricedCache = catalogue.cachePricesAssumed();
@@ -60,6 +61,7 @@ async function start(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info(`model gateway stopping (${signal})`);
+    lifecycle.draining = true;
     await app.close();
     await runtime.close();
     await simulated?.close();
