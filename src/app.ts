@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
 import { AppModule } from './app.module';
 import { Catalogue } from './catalogue/catalogue';
 import { SessionTokens } from './dashboard/session/sessions';
@@ -12,9 +12,18 @@ import { ApiError, replyWithError } from './http/api-error';
 import { connectionErrorHandler, trackRequestsOnConnections } from './http/client-errors';
 import { boundJsonDepth } from './http/json-body';
 import { maskSecrets } from './key-secret/key-secret';
+import { LogStream, loggerOptions, NestPinoLogger } from './observability/logging';
+import { levelOf, ObservedRequest, requestLine } from './observability/request-facts';
+import { GatewayMetrics } from './observability/metrics';
+import { Lifecycle, readiness } from './observability/health';
 
 export interface AppOptions {
+  /** false: no log at all (most tests). Otherwise pino's JSON lines, to stdout or `logStream`. */
   logger?: boolean;
+  /** Where log lines go instead of stdout (tests read them). */
+  logStream?: LogStream;
+  /** Set `draining` when shutting down: /health/ready then answers 503. */
+  lifecycle?: Lifecycle;
   /** Defaults to the catalogue file named by the configuration. */
   catalogue?: Catalogue;
 }
@@ -23,7 +32,13 @@ export interface AppOptions {
 export async function createApp(runtime: Runtime, options: AppOptions = {}): Promise<NestFastifyApplication> {
   const catalogue = options.catalogue ?? Catalogue.load(runtime.config.cataloguePath);
   const newRequestId = () => `req_${randomUUID().replace(/-/g, '')}`;
+  const logging = options.logger !== false || options.logStream !== undefined;
   const adapter = new FastifyAdapter({
+    logger: logging
+      ? loggerOptions({ level: runtime.config.logLevel, pretty: runtime.config.logPretty }, options.logStream)
+      : false,
+    // One line per request, written when it ends (below), instead of Fastify's two.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     // No Nest middleware here: without middie, no middleware walk on every request.
     skipMiddie: true,
     bodyLimit: runtime.config.bodyLimitBytes,
@@ -55,6 +70,34 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   // Bodies nested past a bound are a 400 before anything recursive reads them.
   boundJsonDepth(fastify);
   trackRequestsOnConnections(fastify);
+  fastify.decorateRequest('facts', null);
+  const metrics = runtime.config.metrics
+    ? new GatewayMetrics(async () => Math.max(0, (await runtime.events.headPosition()) - runtime.projector.position))
+    : null;
+  if (logging || metrics) {
+    fastify.addHook('onResponse', (request, reply, done) => {
+      const facts = (request as unknown as ObservedRequest).facts;
+      const status = reply.statusCode;
+      metrics?.observe(facts, status, reply.elapsedTime);
+      if (logging) {
+        request.log[levelOf(status)](requestLine(request.method, request.url, status, reply.elapsedTime, facts), 'request');
+      }
+      done();
+    });
+  }
+  if (metrics) {
+    fastify.get('/metrics', async (_request, reply) => {
+      void reply.header('content-type', metrics.contentType);
+      return metrics.text();
+    });
+  }
+  const lifecycle = options.lifecycle ?? { draining: false };
+  fastify.get('/health/live', (_request, reply) => void reply.send({ status: 'live' }));
+  fastify.get('/health/ready', async (_request, reply) => {
+    const head = await runtime.events.headPosition().catch((error: Error) => error);
+    const state = readiness({ draining: lifecycle.draining, head, applied: runtime.projector.position });
+    return reply.code(state.ready ? 200 : 503).send(state);
+  });
   // Callback style: an async hook costs a promise on every request.
   fastify.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
@@ -69,7 +112,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
     ),
     adapter,
     {
-      logger: options.logger === false ? false : ['error', 'warn'],
+      logger: logging ? new NestPinoLogger(fastify.log) : false,
       // Fastify's own JSON parser (secure-json-parse, bodyLimit) instead of Nest's wrapper around it.
       bodyParser: false,
     },

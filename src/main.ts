@@ -27,42 +27,52 @@ async function start(): Promise<void> {
     }
     throw error;
   }
-  const log = (line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`);
   const simulated = config.simulatedHostPort === null ? null : await startSimulated(config.simulatedHostPort);
   // The shipped catalogue addresses the simulated host through this variable: the port it runs on,
   // or when it is off, the catalogue's default (where an operator may run one of their own).
   if (simulated) process.env.SIMULATED_HOST_PORT = new URL(simulated.url).port;
   else delete process.env.SIMULATED_HOST_PORT;
   const catalogue = Catalogue.load(config.cataloguePath);
+  // The runtime's lines before the application (and its logger) exist go to stderr; everything after, through pino.
+  let log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+  const runtime = await openRuntime(config, { sweep: true, serving: true, log: (line) => log(line) });
+  const lifecycle = { draining: false };
+  const app = await createApp(runtime, { catalogue, lifecycle });
+  const logger = app.getHttpAdapter().getInstance().log;
+  log = (line) => logger.info(line);
   const unpricedCache = catalogue.cachePricesAssumed();
   if (unpricedCache.length > 0) {
-    log(
-      `warning: the catalogue gives no cacheRead price for ${unpricedCache.join(', ')}: ` +
+    logger.warn(
+      `the catalogue gives no cacheRead price for ${unpricedCache.join(', ')}: ` +
         'their cached input tokens are billed at the input price',
     );
   }
-  const runtime = await openRuntime(config, { sweep: true, serving: true, log });
-  const app = await createApp(runtime, { catalogue });
   await app.listen(config.port, config.host);
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  log(
+  logger.info(
     `model gateway listening on http://${config.host}:${port} ` +
       `(events: ${config.eventStoreUrl ? 'EventStoreDB' : `SQLite in ${config.dataDir}`}, ` +
       `read models: ${config.redisUrl ? 'Redis' : 'in-process'}` +
       `${simulated ? `, simulated host on ${simulated.url}` : ''})`,
   );
   let stopping = false;
-  const stop = async () => {
+  const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    logger.info(`model gateway stopping (${signal})`);
+    lifecycle.draining = true;
     await app.close();
     await runtime.close();
     await simulated?.close();
-    process.exit(0);
+    logger.info('model gateway stopped');
+    // pino writes synchronously to stdout; a pretty transport (a worker) is flushed before exit.
+    const flushable = logger as typeof logger & { flush?: (done: () => void) => void };
+    if (flushable.flush) flushable.flush(() => process.exit(0));
+    else process.exit(0);
   };
-  process.on('SIGTERM', () => void stop());
-  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
 }
 
 start().catch((error: Error) => {

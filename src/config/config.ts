@@ -51,6 +51,12 @@ export interface Config {
   publicBaseUrl: string | null;
   /** Signs dashboard sessions; unset: a secret made once in DATA_DIR. */
   dashboardSecret: string | undefined;
+  /** pino's level: fatal, error, warn, info, debug, trace or silent. */
+  logLevel: string;
+  /** Human-readable log lines (pino-pretty) instead of JSON. */
+  logPretty: boolean;
+  /** Prometheus metrics at GET /metrics. */
+  metrics: boolean;
 }
 
 export class ConfigError extends Error {
@@ -115,6 +121,16 @@ function eventStoreUrl(env: Env): string | null {
   }
 }
 
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function logLevel(env: Env): string {
+  const raw = env.LOG_LEVEL?.trim().toLowerCase();
+  if (!raw) return 'info';
+  if (!LOG_LEVELS.includes(raw))
+    throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
+  return raw;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', 600_000, 1_000, 3_600_000);
   const reservationTtlMs = integer(env, 'RESERVATION_TTL_MS', requestTimeoutMs + 300_000, 100, 86_400_000);
@@ -149,5 +165,8 @@ export function loadConfig(env: Env = process.env): Config {
     dashboardSignup: onOff(env, 'DASHBOARD_SIGNUP', true),
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL', ['http:', 'https:'])?.replace(/\/+$/, '') ?? null,
     dashboardSecret: secret(env, 'DASHBOARD_SECRET'),
+    logLevel: logLevel(env),
+    logPretty: onOff(env, 'LOG_PRETTY', false),
+    metrics: onOff(env, 'METRICS', true),
   };
 }

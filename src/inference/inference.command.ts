@@ -3,6 +3,7 @@ import type { Observable } from 'rxjs';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import type { CanonicalEvent, CanonicalRequest } from '../canonical/canonical';
 import type { TokenUsage } from '../ledger/money';
+import type { RequestFacts } from '../observability/request-facts';
 
 export type SurfaceName = 'chat-completions' | 'messages' | 'responses' | 'native' | 'playground' | 'embeddings';
 
@@ -20,6 +21,8 @@ export type InferenceInput = InferenceCaller & {
   model: string;
   request: CanonicalRequest;
   requestId: string;
+  /** The request's log facts, filled in by the pipeline (absent: not logged). */
+  facts?: RequestFacts;
 };
 
 /** The last event of a completed request: what was charged, as settled in the ledger. */

@@ -66,9 +66,20 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
 
   async execute({ input }: InferenceCommand): Promise<InferenceResult> {
     const started = performance.now();
+    const facts = input.facts;
+    if (facts) {
+      facts.surface = input.surface;
+      facts.model = input.model;
+      facts.started = started;
+    }
     const key = input.principal === undefined ? await this.identity.authenticate(input.apiKey) : input.principal;
     if (!key) throw invalidApiKey();
+    if (facts) {
+      facts.orgId = key.orgId;
+      facts.keyId = key.keyId;
+    }
     const plan = planAdmission(input.model, this.catalogue.find(input.model), input.request);
+    if (facts && plan.kind !== 'refuse') facts.model = plan.model.slug;
     if (plan.kind === 'refuse') throw this.refuse(input, key, started, plan.model, plan.error);
     const admission = await this.ledger.admit({
       requestId: input.requestId,
@@ -105,6 +116,10 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     model: string,
     error: ApiError,
   ): ApiError {
+    if (input.facts) {
+      input.facts.outcome = error.code;
+      input.facts.error = error.message;
+    }
     if (!this.refusals.take(key.orgId, Date.now())) return error;
     const refusal = {
       requestId: input.requestId,
@@ -131,6 +146,7 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
   private run(admitted: Admitted, subscriber: Subscriber<PipelineEvent>): () => void {
     const { hosts, request } = admitted.plan;
     const attempt = initialAttempt(hosts.length);
+    const facts = admitted.input.facts;
     let upstream: Subscription | null = null;
     const end = () => {
       clearTimeout(deadline);
@@ -142,7 +158,13 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     };
     const host: Observer<CanonicalEvent> = {
       next: (event) => {
-        if (attemptStep(attempt, event) === 'forward') subscriber.next(event);
+        if (attemptStep(attempt, event) === 'forward') {
+          // The first output's time, once: one comparison per event after it.
+          if (facts && facts.ttftMs === undefined && attempt.produced) {
+            facts.ttftMs = Math.round(performance.now() - admitted.started);
+          }
+          subscriber.next(event);
+        }
       },
       error: (failure: HostError) => {
         // An upstream's text may echo a key (ours or the host's): masked before it is logged, recorded or answered.
@@ -204,6 +226,14 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       this.logger.warn(`request ${input.requestId}: usage of host ${served.host.id} not billed as reported: ${settlement.flag}`);
     }
     const latencyMs = Math.round(performance.now() - admitted.started);
+    const facts = input.facts;
+    if (facts) {
+      facts.host = served.host.id;
+      facts.fallback = attempt.hostIndex > 0;
+      if (settlement.action !== 'none') facts.outcome = settlement.status;
+      const error = endingError(ending, served.host.id, this.config.requestTimeoutMs);
+      if (error) facts.error = error.message;
+    }
     const resolved = this.resolveReservation(admitted, served, settlement, latencyMs);
     if (ending.kind === 'abort') return void resolved.catch(() => undefined);
     resolved.then(
@@ -256,6 +286,10 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
           ...(flag === null ? {} : { usageFlag: flag }),
         };
         resolution = await this.ledger.recordSettlement(ticket, outcome);
+        if (input.facts && resolution.event.type === 'ReservationSettled') {
+          input.facts.usage = usage;
+          input.facts.cost = resolution.event.data.amount;
+        }
       }
     } catch (error) {
       this.logger.error(`${settlement.action} of ${input.requestId} not recorded: ${(error as Error).message}`);

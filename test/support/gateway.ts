@@ -8,6 +8,7 @@ import { testRedisUrl } from './redis';
 import { FakeUpstream, startFakeUpstream } from './fake-upstream';
 import { fundedOrganization, openTestRuntime, TestRuntime } from './runtime';
 import type { RequestLogEntry } from '../../src/projections/read-model';
+import type { LogStream } from '../../src/observability/logging';
 
 /** Test models, all served by the fake upstream. Prices in US dollars per million tokens. */
 export const TEST_MODELS = {
@@ -194,7 +195,14 @@ export interface TestGateway {
  * operator tool) sees them.
  */
 export async function startGateway(
-  options: { credits?: number; env?: Record<string, string>; redis?: boolean; sweep?: boolean } = {},
+  options: {
+    credits?: number;
+    env?: Record<string, string>;
+    redis?: boolean;
+    sweep?: boolean;
+    /** The gateway's log lines go here (none are written without it). */
+    logStream?: LogStream;
+  } = {},
 ): Promise<TestGateway> {
   const fake = await startFakeUpstream();
   const t = await openTestRuntime({
@@ -202,7 +210,7 @@ export async function startGateway(
     sweep: options.sweep,
     env: { SIMULATED_HOST_PORT: 'off', ...options.env },
   });
-  const app = await createApp(t.runtime, { logger: false, catalogue: testCatalogue(fake) });
+  const app = await createApp(t.runtime, { logger: false, logStream: options.logStream, catalogue: testCatalogue(fake) });
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   const orgId = await fundedOrganization(t.runtime, options.credits ?? 100_000_000_000);

@@ -1,4 +1,5 @@
 import { InferenceCommand } from '../../inference/inference.command';
+import type { RequestFacts } from '../../observability/request-facts';
 import { toCanonicalMessages } from '../../surfaces/native/native.wire';
 import type { PlaygroundDto } from './playground.dto';
 
@@ -9,7 +10,12 @@ export const PLAYGROUND_KEY = 'playground';
  * The playground's request as the one inference command: on the active organization (no API
  * key), the conversation translated as the native surface does, always streamed.
  */
-export function playgroundInference(body: PlaygroundDto, orgId: string, requestId: string): InferenceCommand {
+export function playgroundInference(
+  body: PlaygroundDto,
+  orgId: string,
+  requestId: string,
+  facts?: RequestFacts,
+): InferenceCommand {
   return new InferenceCommand({
     surface: 'playground',
     apiKey: null,
@@ -25,5 +31,6 @@ export function playgroundInference(body: PlaygroundDto, orgId: string, requestI
       stream: true,
     },
     requestId,
+    facts,
   });
 }

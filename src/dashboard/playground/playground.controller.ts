@@ -11,6 +11,7 @@ import { dashboardError, dashboardErrors } from '../dashboard-error';
 import { ActiveOrgId, SignedIn } from '../session/session.guard';
 import { PlaygroundDto } from './playground.dto';
 import { playgroundInference } from './playground-inference';
+import { factsOf } from '../../observability/request-facts';
 
 /** The models to pick from, and a conversation with one, streamed in the native route's events and billed to the active organization. */
 @Controller('dashboard/api')
@@ -36,7 +37,7 @@ export class PlaygroundController {
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const result = await this.commands.execute(playgroundInference(body, orgId, request.id));
+    const result = await this.commands.execute(playgroundInference(body, orgId, request.id, factsOf(request)));
     return respond(reply, result, { ...nativeWire, error: dashboardError }, this.config.sseKeepAliveMs);
   }
 }

@@ -6,6 +6,7 @@ import { chatCompletionsErrors } from '../../http/api-error';
 import { requireKey } from '../../http/credentials';
 import { schemaValidation } from '../../http/schema-validation';
 import { InferenceCommand } from '../../inference/inference.command';
+import { factsOf } from '../../observability/request-facts';
 import { CONFIG } from '../../runtime/runtime.module';
 import { respond } from '../respond';
 import { ChatCompletionRequest, chatCompletionRequestSchema } from './chat-completions.schema';
@@ -35,6 +36,7 @@ export class ChatCompletionsController {
         model: body.model,
         request: toCanonical(body),
         requestId: request.id,
+        facts: factsOf(request),
       }),
     );
     const includeUsage = body.stream_options?.include_usage === true;

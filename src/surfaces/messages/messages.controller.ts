@@ -20,6 +20,7 @@ import { requireKey } from '../../http/credentials';
 import { schemaValidation } from '../../http/schema-validation';
 import { CountTokensQuery } from '../../inference/count-tokens.query';
 import { InferenceCommand } from '../../inference/inference.command';
+import { factsOf } from '../../observability/request-facts';
 import { CONFIG } from '../../runtime/runtime.module';
 import { respond, SurfaceWire } from '../respond';
 import { CountTokensRequest, countTokensRequestSchema, MessagesRequest, messagesRequestSchema } from './messages.schema';
@@ -101,6 +102,7 @@ export class MessagesController {
         model: body.model,
         request: toCanonical(body, betasOfRequest(request)),
         requestId: request.id,
+        facts: factsOf(request),
       }),
     );
     return respond(reply, result, messagesWire, this.config.sseKeepAliveMs);

@@ -5,6 +5,7 @@ import type { Config } from '../../config/config';
 import { ApiError, SurfaceErrorFilter } from '../../http/api-error';
 import { requireKey } from '../../http/credentials';
 import { InferenceCommand } from '../../inference/inference.command';
+import { factsOf } from '../../observability/request-facts';
 import { CONFIG } from '../../runtime/runtime.module';
 import { schemaValidation } from '../../http/schema-validation';
 import { BearerPresentGuard } from '../api-key.guard';
@@ -50,6 +51,7 @@ export class NativeController {
         model: modelOf(request),
         request: toCanonical(body),
         requestId: request.id,
+        facts: factsOf(request),
       }),
     );
     return respond(reply, result, nativeWire, this.config.sseKeepAliveMs);

@@ -6,6 +6,7 @@ import { ApiError, SurfaceErrorFilter } from '../../http/api-error';
 import { requireKey } from '../../http/credentials';
 import { schemaValidation } from '../../http/schema-validation';
 import { InferenceCommand } from '../../inference/inference.command';
+import { factsOf } from '../../observability/request-facts';
 import { maskSecrets } from '../../key-secret/key-secret';
 import { CONFIG } from '../../runtime/runtime.module';
 import { BearerPresentGuard } from '../api-key.guard';
@@ -43,6 +44,7 @@ export class ResponsesController {
         model: body.model,
         request: canonical,
         requestId: request.id,
+        facts: factsOf(request),
       }),
     );
     const context = replyContextOf(body);

@@ -1,0 +1,97 @@
+import type { LoggerService } from '@nestjs/common';
+import type { FastifyBaseLogger } from 'fastify';
+
+/** Anything that looks like one of our API key secrets. */
+const KEY_SECRET = /sk-svc-[A-Za-z0-9_-]*/g;
+const KEY_SECRET_SHOWN = 'sk-svc-[redacted]';
+
+/** A string with every API key secret in it replaced. */
+export const scrubSecrets = (text: string): string =>
+  text.includes('sk-svc-') ? text.replace(KEY_SECRET, KEY_SECRET_SHOWN) : text;
+
+/** Headers and fields that carry credentials, wherever a log line has them. */
+export const REDACTED_PATHS = [
+  'req.headers.authorization',
+  'req.headers["x-api-key"]',
+  'req.headers.cookie',
+  'res.headers["set-cookie"]',
+  'headers.authorization',
+  'headers["x-api-key"]',
+  'headers.cookie',
+  'headers["set-cookie"]',
+  'authorization',
+  'apiKey',
+  'password',
+  'secret',
+  'cookie',
+];
+
+export interface LogSettings {
+  level: string;
+  pretty: boolean;
+}
+
+/** A destination pino writes lines to (tests pass one to read them). */
+export interface LogStream {
+  write(line: string): void;
+}
+
+/**
+ * Fastify's logger (pino) as the service uses it: JSON lines at `level`, credentials redacted by
+ * path and any key secret in a message or a string field replaced; pretty only when asked.
+ */
+export function loggerOptions(settings: LogSettings, stream?: LogStream): Record<string, unknown> {
+  return {
+    level: settings.level,
+    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    hooks: {
+      logMethod(this: unknown, args: unknown[], method: (...a: unknown[]) => void) {
+        for (let i = 0; i < args.length; i++) {
+          const arg = args[i];
+          if (typeof arg === 'string') args[i] = scrubSecrets(arg);
+        }
+        method.apply(this, args);
+      },
+    },
+    formatters: {
+      log(object: Record<string, unknown>) {
+        for (const field in object) {
+          const value = object[field];
+          if (typeof value === 'string' && value.includes('sk-svc-')) object[field] = scrubSecrets(value);
+        }
+        return object;
+      },
+    },
+    serializers: {
+      err: (error: Error) => ({
+        type: error?.name,
+        message: scrubSecrets(String(error?.message)),
+        stack: error?.stack === undefined ? undefined : scrubSecrets(error.stack),
+      }),
+    },
+    ...(stream ? { stream } : {}),
+    ...(settings.pretty && !stream ? { transport: { target: 'pino-pretty', options: { colorize: true } } } : {}),
+  };
+}
+
+/** Nest's own log lines (its start-up, a handler's warnings) through the same pino logger. */
+export class NestPinoLogger implements LoggerService {
+  constructor(private readonly logger: FastifyBaseLogger) {}
+  /** Nest's info lines are its route mapping at start-up: debug here, so info stays one line per request. */
+  log(message: unknown, context?: string) {
+    this.logger.debug({ context }, String(message));
+  }
+  error(message: unknown, ...rest: unknown[]) {
+    const context = rest.length > 0 ? rest[rest.length - 1] : undefined;
+    this.logger.error({ context }, String(message));
+  }
+  warn(message: unknown, context?: string) {
+    this.logger.warn({ context }, String(message));
+  }
+  debug(message: unknown, context?: string) {
+    this.logger.debug({ context }, String(message));
+  }
+  verbose(message: unknown, context?: string) {
+    this.logger.trace({ context }, String(message));
+  }
+}

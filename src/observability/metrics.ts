@@ -1,0 +1,102 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { RequestFacts } from './request-facts';
+
+const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+
+/**
+ * The service's Prometheus metrics (prom-client), fed from each request's facts when its reply
+ * ends: a handful of label lookups per request, nothing per token.
+ */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+
+  /** `lag`: how many events the read models are behind the log, asked only when scraped. */
+  constructor(lag?: () => Promise<number>) {
+    if (lag) {
+      new Gauge({
+        name: 'gateway_read_model_lag_events',
+        help: 'Events in the log not yet applied to this instance read models',
+        registers: [this.registry],
+        async collect() {
+          this.set(await lag());
+        },
+      });
+    }
+  }
+
+  private readonly requests = new Counter({
+    name: 'gateway_requests_total',
+    help: 'Requests by surface, model, host and HTTP status',
+    labelNames: ['surface', 'model', 'host', 'status'] as const,
+    registers: [this.registry],
+  });
+  private readonly duration = new Histogram({
+    name: 'gateway_request_duration_seconds',
+    help: 'Time from a request arriving to its reply ending, by surface and model',
+    labelNames: ['surface', 'model'] as const,
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  private readonly ttft = new Histogram({
+    name: 'gateway_time_to_first_token_seconds',
+    help: 'Time from a request arriving to its first output, by host',
+    labelNames: ['host'] as const,
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  private readonly tokens = new Counter({
+    name: 'gateway_tokens_total',
+    help: 'Tokens billed, by class, model and host',
+    labelNames: ['class', 'model', 'host'] as const,
+    registers: [this.registry],
+  });
+  private readonly credits = new Counter({
+    name: 'gateway_credits_charged_nano_total',
+    help: 'Nano-credits charged (the settlements amounts), by model and host',
+    labelNames: ['model', 'host'] as const,
+    registers: [this.registry],
+  });
+  private readonly fallbacks = new Counter({
+    name: 'gateway_fallbacks_total',
+    help: 'Requests served by a later host after an earlier one failed, by model',
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
+  private readonly refusals = new Counter({
+    name: 'gateway_refusals_total',
+    help: 'Requests of a known organization refused before any host was called, by reason',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  /** One ended request. Requests that never reached the pipeline (no facts) count by status alone. */
+  observe(facts: RequestFacts | null, status: number, latencyMs: number): void {
+    if (facts === null || facts.surface === undefined) return;
+    const model = facts.model ?? '';
+    const host = facts.host ?? '';
+    this.requests.inc({ surface: facts.surface, model, host, status: String(status) });
+    this.duration.observe({ surface: facts.surface, model }, latencyMs / 1000);
+    if (facts.ttftMs !== undefined) this.ttft.observe({ host }, facts.ttftMs / 1000);
+    if (facts.fallback === true) this.fallbacks.inc({ model });
+    if (facts.host === undefined && facts.outcome !== undefined && status >= 400 && status < 500) {
+      this.refusals.inc({ reason: facts.outcome });
+    }
+    const usage = facts.usage;
+    if (usage !== undefined) {
+      this.tokens.inc({ class: 'input', model, host }, usage.inputTokens);
+      this.tokens.inc({ class: 'cache_read', model, host }, usage.cacheReadTokens);
+      this.tokens.inc({ class: 'cache_write_5m', model, host }, usage.cacheWriteTokens);
+      this.tokens.inc({ class: 'cache_write_1h', model, host }, usage.cacheWrite1hTokens);
+      this.tokens.inc({ class: 'output', model, host }, usage.outputTokens);
+    }
+    if (facts.cost !== undefined) this.credits.inc({ model, host }, facts.cost);
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

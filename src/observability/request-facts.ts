@@ -1,0 +1,81 @@
+import type { TokenUsage } from '../ledger/money';
+
+/**
+ * What the pipeline learned of one request, for its one log line: filled in as the request
+ * goes (one object per request, written in place; nothing per token but a time check).
+ */
+export interface RequestFacts {
+  surface?: string;
+  orgId?: string;
+  keyId?: string;
+  model?: string;
+  host?: string;
+  /** The ledger's status of the request (ok, client_abort, provider_error, …) or the refusal's code. */
+  outcome?: string;
+  usage?: TokenUsage;
+  /** Nano-credits charged. */
+  cost?: number;
+  /** performance.now() when the request arrived at the pipeline. */
+  started?: number;
+  /** Milliseconds from arrival to the first output forwarded. */
+  ttftMs?: number;
+  /** A later host served after an earlier one failed. */
+  fallback?: boolean;
+  /** Why the request was refused or failed, as the client was told. */
+  error?: string;
+}
+
+/** Where a Fastify request keeps its facts (decorated as null; set when the pipeline takes it). */
+export interface ObservedRequest {
+  facts: RequestFacts | null;
+}
+
+/** The request's facts object, made when first asked for. */
+export function factsOf(request: unknown): RequestFacts {
+  const observed = request as ObservedRequest;
+  return (observed.facts ??= {});
+}
+
+export type LogLevelName = 'info' | 'warn' | 'error';
+
+/** A served request is logged at info, a failure of ours or the provider's (5xx) at error, a refusal (4xx) at warn. */
+export const levelOf = (status: number): LogLevelName => (status >= 500 ? 'error' : status >= 400 ? 'warn' : 'info');
+
+/** The request's one log line (its fields; the request id comes from the request's logger). */
+export function requestLine(
+  method: string,
+  url: string,
+  status: number,
+  latencyMs: number,
+  facts: RequestFacts | null,
+): Record<string, unknown> {
+  const query = url.indexOf('?');
+  const line: Record<string, unknown> = {
+    method,
+    path: query === -1 ? url : url.slice(0, query),
+    status,
+    latencyMs: Math.round(latencyMs * 100) / 100,
+  };
+  if (facts === null) return line;
+  line.surface = facts.surface;
+  line.orgId = facts.orgId;
+  line.keyId = facts.keyId;
+  line.model = facts.model;
+  if (facts.host !== undefined) line.host = facts.host;
+  if (facts.outcome !== undefined) line.outcome = facts.outcome;
+  if (facts.usage !== undefined) {
+    const u = facts.usage;
+    line.inputTokens = u.inputTokens + u.cacheReadTokens + u.cacheWriteTokens + u.cacheWrite1hTokens;
+    line.cachedTokens = u.cacheReadTokens;
+    line.cacheWriteTokens = u.cacheWriteTokens + u.cacheWrite1hTokens;
+    line.outputTokens = u.outputTokens;
+  }
+  if (facts.cost !== undefined) {
+    line.costNanoCredits = facts.cost;
+    line.cost = facts.cost / 1e9;
+  }
+  if (facts.ttftMs !== undefined) line.ttftMs = facts.ttftMs;
+  line.fallback = facts.fallback === true;
+  if (facts.error !== undefined) line.error = facts.error;
+  return line;
+}

@@ -1,0 +1,92 @@
+import request from 'supertest';
+import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+
+const M = TEST_MODELS;
+const chat = (model: string, extra: Record<string, unknown> = {}) => ({
+  model,
+  messages: [{ role: 'user', content: 'Say something short' }],
+  ...extra,
+});
+
+/** The samples of one metric in a Prometheus text exposition, with their labels. */
+function samples(text: string, name: string): Array<{ labels: Record<string, string>; value: number }> {
+  const found = [];
+  for (const line of text.split('\n')) {
+    const match = new RegExp(`^${name}(?:\\{(.*)\\})? (\\S+)$`).exec(line);
+    if (!match) continue;
+    const labels: Record<string, string> = {};
+    for (const pair of (match[1] ?? '').matchAll(/(\w+)="([^"]*)"/g)) labels[pair[1]] = pair[2];
+    found.push({ labels, value: Number(match[2]) });
+  }
+  return found;
+}
+
+const total = (list: Array<{ value: number }>) => list.reduce((sum, s) => sum + s.value, 0);
+
+describe('GET /metrics (Prometheus, prom-client)', () => {
+  let g: TestGateway;
+
+  beforeAll(async () => {
+    g = await startGateway();
+  });
+  afterAll(async () => {
+    await g.close();
+  });
+
+  it("after a mix of requests, the counters' totals agree with the ledger", async () => {
+    const bearer = `Bearer ${g.key}`;
+    const served = [
+      request(g.baseUrl).post('/api/v1/chat/completions').set('Authorization', bearer).send(chat(M.gpt.slug)),
+      request(g.baseUrl)
+        .post('/api/v1/chat/completions')
+        .set('Authorization', bearer)
+        .send(chat(M.gpt.slug, { stream: true })),
+      request(g.baseUrl)
+        .post('/api/v1/messages')
+        .set('x-api-key', g.key)
+        .set('anthropic-version', '2023-06-01')
+        .send({ ...chat(M.claude.slug), max_tokens: 40 }),
+    ];
+    for (const res of await Promise.all(served)) expect(res.status).toBe(200);
+    g.fake.on('fake-first', { kind: 'status', status: 503 });
+    const fallback = await request(g.baseUrl)
+      .post('/api/v1/chat/completions')
+      .set('Authorization', bearer)
+      .send(chat(M.fallback.slug));
+    expect(fallback.status).toBe(200);
+    const refused = await request(g.baseUrl)
+      .post('/api/v1/chat/completions')
+      .set('Authorization', bearer)
+      .send(chat('nobody/none'));
+    expect(refused.status).toBe(404);
+    g.fake.on(M.gpt.hostModel, { kind: 'status', status: 500 });
+    const failed = await request(g.baseUrl).post('/api/v1/chat/completions').set('Authorization', bearer).send(chat(M.gpt.slug));
+    expect(failed.status).toBe(502);
+    await g.settled();
+
+    const res = await request(g.baseUrl).get('/metrics');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/plain/);
+    const text = res.text;
+
+    const balance = await g.t.runtime.projections.balance(g.orgId);
+    const entries = await g.t.runtime.projections.recentRequests(g.orgId, 100);
+    expect(balance.spent).toBeGreaterThan(0);
+    expect(total(samples(text, 'gateway_credits_charged_nano_total'))).toBe(balance.spent);
+    const tokens = samples(text, 'gateway_tokens_total');
+    const ofClass = (c: string) => total(tokens.filter((s) => s.labels.class === c));
+    expect(ofClass('output')).toBe(entries.reduce((sum, e) => sum + e.outputTokens, 0));
+    expect(ofClass('input')).toBe(entries.reduce((sum, e) => sum + e.inputTokens, 0));
+
+    const requests = samples(text, 'gateway_requests_total');
+    expect(total(requests)).toBe(6);
+    expect(total(requests.filter((s) => s.labels.status === '200'))).toBe(4);
+    expect(requests.find((s) => s.labels.status === '502')?.labels).toMatchObject({ model: M.gpt.slug, host: 'fake-openai' });
+    expect(samples(text, 'gateway_fallbacks_total')).toEqual([{ labels: { model: M.fallback.slug }, value: 1 }]);
+    expect(samples(text, 'gateway_refusals_total')).toEqual([{ labels: { reason: 'not_found' }, value: 1 }]);
+    expect(total(samples(text, 'gateway_request_duration_seconds_count'))).toBe(6);
+    expect(total(samples(text, 'gateway_time_to_first_token_seconds_count'))).toBe(4);
+    // Settled and caught up: the read models are behind the log by nothing.
+    expect(samples(text, 'gateway_read_model_lag_events')).toEqual([{ labels: {}, value: 0 }]);
+  });
+});

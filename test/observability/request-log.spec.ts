@@ -1,0 +1,142 @@
+import request from 'supertest';
+import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { LogCapture } from '../support/log-capture';
+
+const M = TEST_MODELS;
+const chat = (model: string, extra: Record<string, unknown> = {}) => ({
+  model,
+  messages: [{ role: 'user', content: 'Say something short' }],
+  ...extra,
+});
+
+describe('request logs (pino, one JSON line per request)', () => {
+  let g: TestGateway;
+  const log = new LogCapture();
+
+  beforeAll(async () => {
+    g = await startGateway({ logStream: log });
+  });
+  afterAll(async () => {
+    await g.close();
+  });
+
+  it('a served request: one info line with who, what, where, tokens, cost, latency and time to first token', async () => {
+    const res = await request(g.baseUrl)
+      .post('/api/v1/chat/completions')
+      .set('Authorization', `Bearer ${g.key}`)
+      .send(chat(M.gpt.slug));
+    expect(res.status).toBe(200);
+    const requestId = res.headers['x-request-id'];
+    const line = await log.request(requestId);
+    const entry = await g.logged(requestId);
+    expect(line).toMatchObject({
+      level: 30,
+      requestId,
+      method: 'POST',
+      path: '/api/v1/chat/completions',
+      status: 200,
+      orgId: g.orgId,
+      keyId: g.keyId,
+      surface: 'chat-completions',
+      model: M.gpt.slug,
+      host: 'fake-openai',
+      outcome: 'ok',
+      inputTokens: entry.inputTokens + entry.cacheReadTokens + entry.cacheWriteTokens,
+      cachedTokens: entry.cacheReadTokens,
+      outputTokens: entry.outputTokens,
+      costNanoCredits: entry.cost,
+      fallback: false,
+    });
+    expect(line.outputTokens).toBeGreaterThan(0);
+    expect(line.cost).toBeCloseTo(entry.cost / 1e9, 12);
+    expect(line.latencyMs).toBeGreaterThan(0);
+    expect(line.ttftMs).toBeGreaterThanOrEqual(0);
+    expect(line.ttftMs).toBeLessThanOrEqual(line.latencyMs);
+    expect(log.lines.filter((l) => l.requestId === requestId && l.msg === 'request')).toHaveLength(1);
+  });
+
+  it('a streamed request through a fallback host says so, on the messages surface', async () => {
+    g.fake.on('fake-first', { kind: 'status', status: 503 });
+    const res = await request(g.baseUrl)
+      .post('/api/v1/messages')
+      .set('x-api-key', g.key)
+      .set('anthropic-version', '2023-06-01')
+      .send({ ...chat(M.fallback.slug), max_tokens: 50, stream: true });
+    expect(res.status).toBe(200);
+    const line = await log.request(res.headers['x-request-id']);
+    expect(line).toMatchObject({
+      surface: 'messages',
+      model: M.fallback.slug,
+      host: 'fake-openai',
+      fallback: true,
+      outcome: 'ok',
+    });
+    expect(line.ttftMs).toEqual(expect.any(Number));
+  });
+
+  it('a failed request: an error line with its context and the reason', async () => {
+    g.fake.on(M.gpt.hostModel, { kind: 'status', status: 500 });
+    const res = await request(g.baseUrl)
+      .post('/api/v1/chat/completions')
+      .set('Authorization', `Bearer ${g.key}`)
+      .send(chat(M.gpt.slug));
+    expect(res.status).toBe(502);
+    const line = await log.request(res.headers['x-request-id']);
+    expect(line).toMatchObject({
+      level: 50,
+      status: 502,
+      orgId: g.orgId,
+      keyId: g.keyId,
+      model: M.gpt.slug,
+      host: 'fake-openai',
+      outcome: 'provider_error',
+      error: expect.stringContaining('fake-openai'),
+    });
+    expect(line.costNanoCredits).toBeUndefined();
+  });
+
+  it('a refused request (unknown model): a warn line with the org, the key and why', async () => {
+    const res = await request(g.baseUrl)
+      .post('/api/v1/chat/completions')
+      .set('Authorization', `Bearer ${g.key}`)
+      .send(chat('nobody/nothing'));
+    expect(res.status).toBe(404);
+    const line = await log.request(res.headers['x-request-id']);
+    expect(line).toMatchObject({
+      level: 40,
+      status: 404,
+      orgId: g.orgId,
+      keyId: g.keyId,
+      model: 'nobody/nothing',
+      fallback: false,
+    });
+    expect(line.error).toEqual(expect.any(String));
+  });
+
+  it('no line holds a key secret, a host key, a password or a cookie, even where a client put one', async () => {
+    const forged = `sk-svc-${'A'.repeat(43)}`;
+    const password = 'correct horse battery staple';
+    await request(g.baseUrl).post('/api/v1/chat/completions').set('Authorization', `Bearer ${forged}`).send(chat(M.gpt.slug));
+    await request(g.baseUrl)
+      .post('/api/v1/messages')
+      .set('x-api-key', g.key)
+      .set('anthropic-version', '2023-06-01')
+      .send({ ...chat(M.claude.slug), max_tokens: 20 });
+    // A key in the model name ends up in the refusal's message and the line's model field.
+    const named = await request(g.baseUrl)
+      .post('/api/v1/chat/completions')
+      .set('Authorization', `Bearer ${g.key}`)
+      .send(chat(`x/${g.key}`));
+    expect(named.status).toBe(404);
+    const signup = await request(g.baseUrl).post('/dashboard/api/signup').send({ email: 'log@example.com', password });
+    const cookie = String(signup.headers['set-cookie']);
+    await request(g.baseUrl).get('/dashboard/api/session').set('cookie', cookie);
+    await log.request(named.headers['x-request-id']);
+    const all = log.raw.join('');
+    expect(log.lines.filter((l) => l.msg === 'request').length).toBeGreaterThanOrEqual(5);
+    for (const secret of [g.key, forged, 'upstream-openai-key', 'upstream-anthropic-key', password, cookie.split(';')[0]]) {
+      expect(all).not.toContain(secret);
+    }
+    expect(all).toContain('sk-svc-[redacted]');
+  });
+});
