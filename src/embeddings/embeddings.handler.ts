@@ -8,36 +8,28 @@ import { ApiError } from '../http/api-error';
 import { invalidApiKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
 import { insufficientCredits } from '../inference/admission';
-import { RefusalBudget } from '../inference/refusal-budget';
-import { billedOf, providerFailure } from '../inference/settlement';
+import { RequestRecord } from '../inference/request-record';
+import { billedOf, chargeNotRecorded, providerFailure } from '../inference/settlement';
 import { LedgerService, ReservationTicket, Resolution } from '../ledger/ledger.service';
-import { Projector } from '../projections/projector';
 import { uncachedUsage } from '../ledger/money';
 import { EmbeddingsCommand, EmbeddingsInput, EmbeddingsResult } from './embeddings.command';
 import { billedEmbeddingTokens, EmbeddingsPlan, embeddingsReplyOf, planEmbeddings } from './embeddings.decisions';
-
-/** Refused requests recorded per organization and second, per instance (as for inference). */
-const REFUSALS_RECORDED_PER_SECOND = 20;
 
 /**
  * Embeddings, the shell: authenticate, look the model up, ask the ledger to admit what the plan
  * holds, call the hosts in turn (the next when one fails as the pipeline's fallback does), then
  * settle from the reply's usage or release the hold. Same ledger calls and request log as inference.
  */
-/** Longest a reply waits, after its settlement is in the log, for the read models to show it. */
-const READ_MODELS_WAIT_MS = 2_000;
-
 @CommandHandler(EmbeddingsCommand)
 export class EmbeddingsHandler implements ICommandHandler<EmbeddingsCommand, EmbeddingsResult> {
   private readonly logger = new Logger('Embeddings');
-  private readonly refusals = new RefusalBudget(REFUSALS_RECORDED_PER_SECOND);
 
   constructor(
     private readonly identity: IdentityService,
     private readonly ledger: LedgerService,
     private readonly catalogue: Catalogue,
     private readonly transport: HostTransport,
-    private readonly projector: Projector,
+    private readonly record: RequestRecord,
   ) {}
 
   async execute({ input }: EmbeddingsCommand): Promise<EmbeddingsResult> {
@@ -91,14 +83,9 @@ export class EmbeddingsHandler implements ICommandHandler<EmbeddingsCommand, Emb
       });
     } catch (error) {
       this.logger.error(`settlement of ${input.requestId} not recorded: ${(error as Error).message}`);
-      throw new ApiError(
-        'unavailable',
-        'the charge for this reply could not be recorded, so it is withdrawn and nothing is billed; try again',
-      );
+      throw chargeNotRecorded();
     }
-    await this.projector
-      .waitFor(resolution.position, READ_MODELS_WAIT_MS)
-      .catch((error: Error) => this.logger.warn(`${input.requestId} answered before the read models show it: ${error.message}`));
+    await this.record.shown(resolution, input.requestId);
     const billed = billedOf(resolution.event, served.host.id);
     if (!billed) throw new ApiError('internal_error', 'the request could not be settled');
     return { model: plan.model, reply, billed };
@@ -137,19 +124,7 @@ export class EmbeddingsHandler implements ICommandHandler<EmbeddingsCommand, Emb
     model: string,
     error: ApiError,
   ): ApiError {
-    if (!this.refusals.take(key.orgId, Date.now())) return error;
-    this.ledger
-      .refuse({
-        requestId: input.requestId,
-        keyId: key.keyId,
-        surface: 'embeddings',
-        orgId: key.orgId,
-        model,
-        status: error.code,
-        reason: error.message,
-        latencyMs: Math.round(performance.now() - started),
-      })
-      .catch((e: Error) => this.logger.error(`refusal of ${input.requestId} not recorded: ${e.message}`));
-    return error;
+    const request = { requestId: input.requestId, surface: 'embeddings' as const, orgId: key.orgId, keyId: key.keyId };
+    return this.record.refused(request, model, error, started);
   }
 }

@@ -11,7 +11,6 @@ import { invalidApiKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
 import { maskSecrets } from '../key-secret/key-secret';
 import { LedgerService, ReservationTicket, Resolution } from '../ledger/ledger.service';
-import { Projector } from '../projections/projector';
 import { CONFIG } from '../runtime/runtime.module';
 import { AdmissionPlan, insufficientCredits, planAdmission } from './admission';
 import {
@@ -26,15 +25,9 @@ import {
   UNRECORDED,
 } from './attempt';
 import { InferenceCommand, InferenceInput, InferenceResult, PipelineEvent } from './inference.command';
-import { RefusalBudget } from './refusal-budget';
+import { RequestRecord } from './request-record';
 import { usageLimits } from './usage-check';
-import { billedOf, endingError, Settlement, settlementFor } from './settlement';
-
-/** Longest a reply waits, after its settlement is in the log, for the read models to show it. */
-const READ_MODELS_WAIT_MS = 2_000;
-
-/** Refused requests recorded per organization and second, per instance (see RefusalBudget). */
-const REFUSALS_RECORDED_PER_SECOND = 20;
+import { billedOf, chargeNotRecorded, endingError, Settlement, settlementFor } from './settlement';
 
 /** One admitted request, as its run needs it. */
 interface Admitted {
@@ -53,14 +46,13 @@ interface Admitted {
 @CommandHandler(InferenceCommand)
 export class InferenceHandler implements ICommandHandler<InferenceCommand, InferenceResult> {
   private readonly logger = new Logger('Inference');
-  private readonly refusals = new RefusalBudget(REFUSALS_RECORDED_PER_SECOND);
 
   constructor(
     private readonly identity: IdentityService,
     private readonly ledger: LedgerService,
     private readonly catalogue: Catalogue,
     private readonly transport: HostTransport,
-    private readonly projector: Projector,
+    private readonly record: RequestRecord,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -108,7 +100,7 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     };
   }
 
-  /** A known organization's request turned away: its request log shows it too (within the budget). */
+  /** A known organization's request turned away: in the request's facts, and its request log (within the budget). */
   private refuse(
     input: InferenceInput,
     key: { orgId: string; keyId: string },
@@ -120,22 +112,8 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       input.facts.outcome = error.code;
       input.facts.error = error.message;
     }
-    if (!this.refusals.take(key.orgId, Date.now())) return error;
-    const refusal = {
-      requestId: input.requestId,
-      keyId: key.keyId,
-      surface: input.surface,
-      orgId: key.orgId,
-      // What the client sent, as the log keeps it: a secret pasted into the model is masked.
-      model: maskSecrets(model),
-      status: error.code,
-      reason: maskSecrets(error.message),
-      latencyMs: Math.round(performance.now() - started),
-    };
-    this.ledger
-      .refuse(refusal)
-      .catch((e: Error) => this.logger.error(`refusal of ${input.requestId} not recorded: ${e.message}`));
-    return error;
+    const request = { requestId: input.requestId, surface: input.surface, orgId: key.orgId, keyId: key.keyId };
+    return this.record.refused(request, model, error, started);
   }
 
   /**
@@ -295,16 +273,7 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       this.logger.error(`${settlement.action} of ${input.requestId} not recorded: ${(error as Error).message}`);
       throw error;
     }
-    await this.projector
-      .waitFor(resolution.position, READ_MODELS_WAIT_MS)
-      .catch((error: Error) => this.logger.warn(`${input.requestId} answered before the read models show it: ${error.message}`));
+    await this.record.shown(resolution, input.requestId);
     return resolution;
   }
 }
-
-/** The reply whose charge the log did not take: withdrawn (in-stream error, or 503), nothing billed. */
-const chargeNotRecorded = () =>
-  new ApiError(
-    'unavailable',
-    'the charge for this reply could not be recorded, so the reply is withdrawn and nothing is billed; try again',
-  );

@@ -5,6 +5,7 @@ import { HostTransport } from '../hosts/transport';
 import { CONFIG } from '../runtime/runtime.module';
 import { CountTokensHandler } from './count-tokens.handler';
 import { InferenceHandler } from './inference.handler';
+import { RequestRecord } from './request-record';
 
 /**
  * The inference use case: its command handler, the token-count query's handler, and the transport
@@ -25,10 +26,12 @@ import { InferenceHandler } from './inference.handler';
           idleMs: config.requestTimeoutMs,
         }),
     },
+    RequestRecord,
     InferenceHandler,
     CountTokensHandler,
   ],
-  // The embeddings use case calls hosts through the same transport (one pool per origin).
-  exports: [HostTransport],
+  // The embeddings use case calls hosts through the same transport (one pool per origin), and
+  // records refusals and awaits its settlements as inference does (one refusal budget for both).
+  exports: [HostTransport, RequestRecord],
 })
 export class InferenceModule {}

@@ -88,3 +88,10 @@ export function billedOf(event: ReservationEvent, hostId: string): Billed | null
   if (event.type !== 'ReservationSettled') return null;
   return { type: 'billed', usage: settledUsage(event.data), cost: event.data.amount, host: hostId };
 }
+
+/** The reply whose charge the log did not take: withdrawn (in-stream error, or 503), nothing billed. */
+export const chargeNotRecorded = () =>
+  new ApiError(
+    'unavailable',
+    'the charge for this reply could not be recorded, so the reply is withdrawn and nothing is billed; try again',
+  );

@@ -1,8 +1,4 @@
-import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { createApp } from '../../src/app';
-import { loadConfig } from '../../src/config/config';
-import { openRuntime, Runtime } from '../../src/runtime/runtime';
-import { startGateway, testCatalogue, TEST_MODELS, TestGateway } from '../support/gateway';
+import { OtherInstance, startGateway, startOtherInstance, TEST_MODELS, TestGateway } from '../support/gateway';
 import { describeWithRedis } from '../support/redis';
 
 /**
@@ -57,18 +53,14 @@ const CASES: Case[] = [false, true].flatMap((stream) => [
 
 describeWithRedis('read your writes', () => {
   let g: TestGateway;
-  let other: { runtime: Runtime; app: NestFastifyApplication; url: string };
+  let other: OtherInstance;
 
   beforeAll(async () => {
     g = await startGateway({ redis: true });
-    const runtime = await openRuntime(loadConfig(g.t.env));
-    const app = await createApp(runtime, { logger: false, catalogue: testCatalogue(g.fake) });
-    await app.listen(0, '127.0.0.1');
-    other = { runtime, app, url: `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}` };
+    other = await startOtherInstance(g);
   });
   afterAll(async () => {
-    await other.app.close();
-    await other.runtime.close();
+    await other.close();
     await g.close();
   });
 

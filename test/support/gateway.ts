@@ -1,6 +1,8 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createApp } from '../../src/app';
 import { Catalogue } from '../../src/catalogue/catalogue';
+import { loadConfig } from '../../src/config/config';
+import { openRuntime, Runtime } from '../../src/runtime/runtime';
 import { auditLedger, AuditReport } from '../../src/audit/ledger-audit';
 import { operatorTool } from './operator-tool';
 import { eventually } from './processes';
@@ -277,4 +279,25 @@ export async function auditThenClose(g: TestGateway): Promise<OperatorAudit> {
   } finally {
     await g.close();
   }
+}
+
+/** A second instance beside a test gateway: its own runtime, read models and HTTP server, on the same log and Redis. */
+export interface OtherInstance {
+  url: string;
+  runtime: Runtime;
+  close(): Promise<void>;
+}
+
+export async function startOtherInstance(g: TestGateway): Promise<OtherInstance> {
+  const runtime = await openRuntime(loadConfig(g.t.env));
+  const app = await createApp(runtime, { logger: false, catalogue: testCatalogue(g.fake) });
+  await app.listen(0, '127.0.0.1');
+  return {
+    url: `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`,
+    runtime,
+    close: async () => {
+      await app.close();
+      await runtime.close();
+    },
+  };
 }
