@@ -56,16 +56,23 @@ const KNOWN_MESSAGES_FIELDS = new Set([
   'output_config',
 ]);
 
+/**
+ * Any JSON value but one holding a `__proto__` or `constructor.prototype` key at any depth: the
+ * gateway refuses those by design (a 400, tested below), so they cannot pass whole.
+ */
+const plainJson = (maxDepth: number) =>
+  fc.jsonValue({ maxDepth }).filter((value) => !/"(__proto__|prototype)"/.test(JSON.stringify(value) ?? ''));
+
 const unknownFields = (known: Set<string>) =>
   fc.dictionary(
     fc.string({ minLength: 1, maxLength: 12 }).filter((key) => !known.has(key) && key !== '__proto__'),
-    fc.jsonValue({ maxDepth: 3 }),
+    plainJson(3),
     { maxKeys: 4 },
   );
 
 /** Blocks of types the gateway has no use for (and a text block with fields it does not know). */
 const unknownBlock = fc.oneof(
-  fc.record({ type: fc.constantFrom('document', 'search_result', 'container_upload'), extra: fc.jsonValue({ maxDepth: 2 }) }),
+  fc.record({ type: fc.constantFrom('document', 'search_result', 'container_upload'), extra: plainJson(2) }),
   fc.record({
     type: fc.constant('text'),
     text: fc.string({ minLength: 1 }),
@@ -105,7 +112,7 @@ describe('same format: the request reaches the host byte for byte, apart from th
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'ok' } });
     const known = new Set(['model', 'messages', 'stream', 'stream_options', 'n', 'logprobs', 'top_logprobs', 'response_format']);
     await fc.assert(
-      fc.asyncProperty(unknownFields(known), fc.jsonValue({ maxDepth: 2 }), async (extra, metadata) => {
+      fc.asyncProperty(unknownFields(known), plainJson(2), async (extra, metadata) => {
         const body = {
           model: M.gpt.slug,
           ...extra,
