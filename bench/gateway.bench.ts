@@ -12,12 +12,14 @@
  *                      this checkout's gateway, billing on (as `npm start` runs it: every request
  *                      reserved and settled in the SQLite log), on its chat-completions, messages and
  *                      Responses routes
+ *   quiet              this checkout's gateway with the request log and /metrics off (LOG_LEVEL=silent, METRICS=off)
+ *   limited            this checkout's gateway, its key with a credit limit and rate limits (never reached)
  *   peer               `@portkey-ai/gateway`, run locally
  *   baseline, baseline-messages
  *                      the same gateway built from another checkout, BENCH_BASELINE_DIR (built: its
  *                      own dist/), started as this one is: the "before" of a before/after run
  *
- * Without BENCH_TARGETS every target is measured but `baseline-messages`, and the baseline ones
+ * Without BENCH_TARGETS every target is measured but `baseline-messages`, `quiet` and `limited`, and the baseline ones
  * only when BENCH_BASELINE_DIR is set. With a baseline, an "after / baseline" table compares the
  * two builds scenario by scenario.
  *
@@ -85,15 +87,38 @@ const progress = (line: string) => process.stderr.write(`${line}\n`);
 // --- targets ----------------------------------------------------------------------------------
 
 /** Every target the bench knows, in the order of its tables. */
-const KEYS = ['direct', 'pass-through', 'gateway', 'messages', 'responses', 'peer', 'baseline', 'baseline-messages'] as const;
+const KEYS = [
+  'direct',
+  'pass-through',
+  'gateway',
+  'messages',
+  'responses',
+  'quiet',
+  'limited',
+  'peer',
+  'baseline',
+  'baseline-messages',
+] as const;
 type Key = (typeof KEYS)[number];
 const isKey = (key: string): key is Key => (KEYS as readonly string[]).includes(key);
 const isBaseline = (key: Key) => key.startsWith('baseline');
+/** Targets measured only when BENCH_TARGETS names them. */
+const ONLY_NAMED: readonly Key[] = ['baseline-messages', 'quiet', 'limited'];
 
-/** The after / baseline table's pairs: this checkout's target, the baseline's, and what they serve. */
-const PAIRS: Array<[after: Key, baseline: Key, route: string]> = [
-  ['gateway', 'baseline', 'chat completions'],
-  ['messages', 'baseline-messages', 'messages'],
+/** The side-by-side tables' pairs: a target, what it is compared with, and the table's title. */
+const PAIRS: Array<[after: Key, baseline: Key, title: string]> = [
+  ['gateway', 'baseline', 'After / baseline: chat completions (this checkout against BENCH_BASELINE_DIR, paired round by round)'],
+  [
+    'messages',
+    'baseline-messages',
+    'After / baseline: messages (this checkout against BENCH_BASELINE_DIR, paired round by round)',
+  ],
+  ['gateway', 'quiet', 'Request log at info and /metrics on (`gateway`) against both off (`quiet`), paired round by round'],
+  [
+    'limited',
+    'gateway',
+    'Key with a credit limit and rate limits (`limited`) against one without (`gateway`), paired round by round',
+  ],
 ];
 
 /** The targets BENCH_TARGETS names (always with `direct`), else the default set. */
@@ -102,7 +127,7 @@ function selectedKeys(): Key[] {
     .map((key) => key.trim())
     .filter(Boolean);
   if (listed === undefined || listed.length === 0)
-    return KEYS.filter((key) => key !== 'baseline-messages' && (BASELINE_DIR !== undefined || !isBaseline(key)));
+    return KEYS.filter((key) => !ONLY_NAMED.includes(key) && (BASELINE_DIR !== undefined || !isBaseline(key)));
   const unknown = listed.filter((key) => !isKey(key));
   if (unknown.length > 0) throw new Error(`BENCH_TARGETS names ${unknown.join(', ')}; the targets are ${KEYS.join(', ')}`);
   const keys = KEYS.filter((key) => key === 'direct' || listed.includes(key));
@@ -141,6 +166,18 @@ function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subj
   };
   const ourGateway = once(() => startGateway(fast, slow, { name: 'gateway', root: ROOT }));
   const baselineGateway = once(() => startGateway(fast, slow, { name: 'baseline gateway', root: BASELINE_DIR ?? '' }));
+  // This checkout with the request log and /metrics off, to state what they cost.
+  const quietGateway = once(() =>
+    startGateway(fast, slow, { name: 'quiet gateway', root: ROOT, env: { LOG_LEVEL: 'silent', METRICS: 'off' } }),
+  );
+  // This checkout with a key whose credit limit and rate limits are checked on every request (set high: never reached).
+  const limitedGateway = once(() =>
+    startGateway(fast, slow, {
+      name: 'limited gateway',
+      root: ROOT,
+      keyArgs: ['--limit', '100000', '--limit-reset', 'monthly', '--rpm', '1000000', '--tpm', '1000000000'],
+    }),
+  );
   const passThrough = once(() => startPassThrough(fast));
   const peer = once(startPeer);
 
@@ -223,6 +260,8 @@ function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subj
       const target = { ...upstream('peer', 'peer: @portkey-ai/gateway', port), headers: peerHeaders(fast) };
       return subject(target, child.pid, { streams: { ...target, headers: peerHeaders(slow), body: chat('sim-chat', 1000) } });
     },
+    quiet: async () => chatCompletions('quiet', 'our gateway, log and metrics off', await quietGateway()),
+    limited: async () => chatCompletions('limited', 'our gateway, key limits on', await limitedGateway()),
     baseline: async () => chatCompletions('baseline', 'baseline gateway', await baselineGateway()),
     'baseline-messages': async () => messages('baseline-messages', 'baseline gateway', await baselineGateway()),
   };
@@ -527,8 +566,8 @@ async function main(): Promise<void> {
   }
 
   const pairs = PAIRS.filter(([after, baseline]) => labels.has(after) && labels.has(baseline));
-  for (const [after, baseline, route] of pairs) {
-    lines.push(`### After / baseline: ${route} (this checkout against BENCH_BASELINE_DIR, paired round by round)\n`);
+  for (const [after, baseline, title] of pairs) {
+    lines.push(`### ${title}\n`);
     lines.push('| scenario | after | baseline | change | rounds: lowest … highest | rounds after is worse |');
     lines.push('| --- | ---: | ---: | ---: | ---: | ---: |');
     const latency = (name: string, rows: Map<string, Row>): Comparison[] =>

@@ -1,5 +1,6 @@
 import { Controller, DynamicModule, Get, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
+import { KeysModule } from './keys/keys.module';
 import { CreditsModule } from './credits/credits.module';
 import { DashboardModule } from './dashboard/dashboard.module';
 import type { SessionTokens } from './dashboard/session/sessions';
@@ -27,6 +28,7 @@ export class AppModule {
         CqrsModule.forRoot(),
         CatalogueModule.forCatalogue(catalogue),
         CreditsModule,
+        KeysModule,
         SurfacesModule,
         DashboardModule.forSettings(tokens, { signupEnabled: runtime.config.dashboardSignup }),
       ],

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { AppModule } from './app.module';
 import { Catalogue } from './catalogue/catalogue';
 import { SessionTokens } from './dashboard/session/sessions';
@@ -13,8 +15,12 @@ import { connectionErrorHandler, trackRequestsOnConnections } from './http/clien
 import { boundJsonDepth } from './http/json-body';
 import { maskSecrets } from './key-secret/key-secret';
 import { LogStream, loggerOptions, NestPinoLogger } from './observability/logging';
-import { levelOf, ObservedRequest, requestLine } from './observability/request-facts';
+import { factsOf, levelOf, ObservedRequest, requestLine } from './observability/request-facts';
+import { Tracing } from './observability/tracing';
+import { openApiDocument } from './openapi/openapi.document';
 import { GatewayMetrics } from './observability/metrics';
+import { openStreams } from './surfaces/sse';
+import type { Config } from './config/config';
 import { Lifecycle, readiness } from './observability/health';
 
 export interface AppOptions {
@@ -28,6 +34,33 @@ export interface AppOptions {
   catalogue?: Catalogue;
 }
 
+/** The status a request's line and metrics show when its client left before its reply ended (nginx's). */
+const CLIENT_CLOSED_REQUEST = 499;
+
+/** GET /metrics on a port of its own (METRICS_PORT), closed with the application. */
+async function serveMetricsAlone(fastify: FastifyInstance, metrics: GatewayMetrics, config: Config): Promise<void> {
+  const server = createServer((request, response) => {
+    if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
+      response.writeHead(404, { 'content-type': 'text/plain' }).end('only GET /metrics here\n');
+      return;
+    }
+    metrics.text().then(
+      (text) => response.writeHead(200, { 'content-type': metrics.contentType }).end(text),
+      (error: Error) => response.writeHead(500, { 'content-type': 'text/plain' }).end(`${error.message}\n`),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.metricsPort!, config.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  // Where it listens (a port of 0 picks one), for the start-up line and for tests.
+  fastify.decorate('metricsUrl', `http://${config.host}:${port}/metrics`);
+  fastify.addHook('onClose', (_instance, done) => server.close(() => done()));
+}
+
+const SHUTTING_DOWN = new ApiError('unavailable', 'the gateway is shutting down: send the request again (to another instance)');
+
 /** Builds the HTTP application on an opened runtime (used by main and by tests). */
 export async function createApp(runtime: Runtime, options: AppOptions = {}): Promise<NestFastifyApplication> {
   const catalogue = options.catalogue ?? Catalogue.load(runtime.config.cataloguePath);
@@ -39,6 +72,8 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
       : false,
     // One line per request, written when it ends (below), instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
+    // While draining, our own hook answers (in the surface's format) instead of Fastify's plain 503.
+    return503OnClosing: false,
     // No Nest middleware here: without middie, no middleware walk on every request.
     skipMiddie: true,
     bodyLimit: runtime.config.bodyLimitBytes,
@@ -72,35 +107,82 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   trackRequestsOnConnections(fastify);
   fastify.decorateRequest('facts', null);
   const metrics = runtime.config.metrics
-    ? new GatewayMetrics(async () => Math.max(0, (await runtime.events.headPosition()) - runtime.projector.position))
+    ? new GatewayMetrics({
+        lag: async () => Math.max(0, (await runtime.events.headPosition()) - runtime.projector.position),
+        openStreams,
+        reservationsHeld: () => runtime.projections.openReservationCount(),
+        reservationsExpired: () => runtime.reservationsExpired,
+      })
     : null;
-  if (logging || metrics) {
-    fastify.addHook('onResponse', (request, reply, done) => {
-      const facts = (request as unknown as ObservedRequest).facts;
-      const status = reply.statusCode;
-      metrics?.observe(facts, status, reply.elapsedTime);
-      if (logging) {
-        request.log[levelOf(status)](requestLine(request.method, request.url, status, reply.elapsedTime, facts), 'request');
-      }
+  if (metrics) runtime.events.onAppend((seconds) => metrics.observeAppend(seconds));
+  const tracing = runtime.config.otlpEndpoint === null ? null : Tracing.start(runtime.config.otlpEndpoint);
+  if (tracing) {
+    fastify.decorate('tracing', tracing);
+    fastify.addHook('onClose', (_instance, done) => void tracing.shutdown().then(() => done(), done));
+    // The request's span, from its arrival (continuing the client's trace); the pipeline's spans hang from it.
+    fastify.addHook('onRequest', (request, _reply, done) => {
+      factsOf(request).trace = tracing.startRequest(request.headers, request.method, request.url.split('?')[0]);
       done();
     });
   }
-  if (metrics) {
+  if (logging || metrics || tracing) {
+    const requestEnded = (request: FastifyRequest, status: number, latencyMs: number) => {
+      const facts = (request as unknown as ObservedRequest).facts;
+      metrics?.observe(facts, status, latencyMs);
+      if (logging) request.log[levelOf(status)](requestLine(request.method, request.url, status, latencyMs, facts), 'request');
+      if (facts?.trace) facts.trace.tracing.endRequest(facts.trace, facts, request.id, status);
+    };
+    fastify.addHook('onResponse', (request, reply, done) => {
+      requestEnded(request, reply.statusCode, reply.elapsedTime);
+      done();
+    });
+    // A stream its client cuts never finishes (no onResponse): its line, with status 499 (the
+    // client closed the request), once its settlement says what it was billed.
+    fastify.addHook('onRequest', (request, reply, done) => {
+      reply.raw.once('close', () => {
+        if (reply.raw.writableFinished) return;
+        const latencyMs = reply.elapsedTime;
+        // After the other listeners of this event: the stream's own one ends the request, and says when it is settled.
+        setImmediate(() => {
+          const settled = (request as unknown as ObservedRequest).facts?.settled ?? Promise.resolve();
+          void settled.then(() => requestEnded(request, CLIENT_CLOSED_REQUEST, latencyMs));
+        });
+      });
+      done();
+    });
+  }
+  if (metrics && runtime.config.metricsPort === null) {
     fastify.get('/metrics', async (_request, reply) => {
       void reply.header('content-type', metrics.contentType);
       return metrics.text();
     });
   }
+  if (metrics && runtime.config.metricsPort !== null) await serveMetricsAlone(fastify, metrics, runtime.config);
+  // The API's description, built once from the schemas the routes validate with.
+  const openApi = JSON.stringify(openApiDocument());
+  fastify.get('/api/v1/openapi.json', (_request, reply) => void reply.type('application/json').send(openApi));
   const lifecycle = options.lifecycle ?? { draining: false };
   fastify.get('/health/live', (_request, reply) => void reply.send({ status: 'live' }));
   fastify.get('/health/ready', async (_request, reply) => {
-    const head = await runtime.events.headPosition().catch((error: Error) => error);
-    const state = readiness({ draining: lifecycle.draining, head, applied: runtime.projector.position });
+    const [head, store] = await Promise.all([
+      runtime.events.headPosition().catch((error: Error) => error),
+      runtime.projections.checkpoint().then(
+        () => null,
+        (error: Error) => error,
+      ),
+    ]);
+    const state = readiness({ draining: lifecycle.draining, head, applied: runtime.projector.position, store });
     return reply.code(state.ready ? 200 : 503).send(state);
   });
   // Callback style: an async hook costs a promise on every request.
   fastify.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
+    // Shutting down: a request on a connection kept alive is answered at once, in its surface's
+    // format, and the connection closed; the health routes still say how the service is.
+    if (lifecycle.draining && !request.url.startsWith('/health')) {
+      void reply.header('connection', 'close');
+      return replyWithError(reply, SHUTTING_DOWN, errorFormatFor(request.method, request.url));
+    }
     done();
   });
   serveWebApp(fastify);

@@ -38,7 +38,8 @@ async function start(): Promise<void> {
   const runtime = await openRuntime(config, { sweep: true, serving: true, log: (line) => log(line) });
   const lifecycle = { draining: false };
   const app = await createApp(runtime, { catalogue, lifecycle });
-  const logger = app.getHttpAdapter().getInstance().log;
+  const fastify = app.getHttpAdapter().getInstance();
+  const logger = fastify.log;
   log = (line) => logger.info(line);
   const unpricedCache = catalogue.cachePricesAssumed();
   if (unpricedCache.length > 0) {
@@ -54,15 +55,28 @@ async function start(): Promise<void> {
     `model gateway listening on http://${config.host}:${port} ` +
       `(events: ${config.eventStoreUrl ? 'EventStoreDB' : `SQLite in ${config.dataDir}`}, ` +
       `read models: ${config.redisUrl ? 'Redis' : 'in-process'}` +
-      `${simulated ? `, simulated host on ${simulated.url}` : ''})`,
+      `${simulated ? `, simulated host on ${simulated.url}` : ''}` +
+      `${'metricsUrl' in fastify ? `, metrics on ${String(fastify.metricsUrl)}` : ''})`,
   );
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info(`model gateway stopping (${signal})`);
+    // Not ready from now on; no new connections; what is in flight may finish within the grace period.
     lifecycle.draining = true;
+    const server = app.getHttpServer();
+    logger.info(`model gateway stopping (${signal}): letting requests in flight finish for up to ${config.shutdownGraceMs} ms`);
+    // Past the grace period, what is still open is cut: each cut request is settled as its client
+    // leaving would be (what was delivered is billed) before the log closes.
+    const cut = setTimeout(() => {
+      logger.warn(`shutdown grace period over: cutting the connections still open`);
+      server.closeAllConnections();
+    }, config.shutdownGraceMs);
+    // A connection kept alive after its last reply would hold the close until its timeout.
+    const idle = setInterval(() => server.closeIdleConnections(), 100);
     await app.close();
+    clearTimeout(cut);
+    clearInterval(idle);
     await runtime.close();
     await simulated?.close();
     logger.info('model gateway stopped');

@@ -225,7 +225,16 @@ function operator(root: string, args: string[], env: NodeJS.ProcessEnv): Promise
  * this checkout's start-script flags, so that builds are compared under the same flags, plus
  * BENCH_GATEWAY_NODE_ARGS, node flags for the gateways alone (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
  */
-export async function startGateway(fast: Upstream, slow: Upstream, options: { name: string; root: string }): Promise<Gateway> {
+export interface GatewayOptions {
+  name: string;
+  root: string;
+  /** Added to the gateway's environment (e.g. LOG_LEVEL=silent). */
+  env?: Record<string, string>;
+  /** Added to the operator tool's `keys create` (e.g. a credit limit and rate limits on the bench key). */
+  keyArgs?: string[];
+}
+
+export async function startGateway(fast: Upstream, slow: Upstream, options: GatewayOptions): Promise<Gateway> {
   const { name, root } = options;
   const args = startArgs(ROOT);
   const main = args.find((arg) => !arg.startsWith('-'));
@@ -254,31 +263,38 @@ export async function startGateway(fast: Upstream, slow: Upstream, options: { na
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     HOST: '127.0.0.1',
-    PORT: '0',
+    PORT: String(await freePort()),
     DATA_DIR: dataDir,
     SIMULATED_HOST_PORT: 'off',
     CATALOGUE_PATH: cataloguePath,
     NODE_ENV: 'production',
+    ...options.env,
   };
   const { orgId } = (await operator(root, ['org', 'create', '--name', 'bench'], env)) as { orgId: string };
   await operator(root, ['credits', 'grant', '--org', orgId, '--amount', '1000000'], env);
-  const { secret } = (await operator(root, ['keys', 'create', '--org', orgId, '--name', 'bench'], env)) as { secret: string };
+  const { secret } = (await operator(
+    root,
+    ['keys', 'create', '--org', orgId, '--name', 'bench', ...(options.keyArgs ?? [])],
+    env,
+  )) as { secret: string };
 
   const nodeArgs = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const child = launch(name, [...nodeArgs, ...args], env, { cwd: root });
-  const ready = new Promise<number>((done) => {
-    let seen = '';
-    const look = (chunk: Buffer) => {
-      seen += chunk.toString('utf8');
-      const match = /model gateway listening on http:\/\/[^\s]+:(\d+)/.exec(seen);
-      if (match) {
-        child.process.stderr?.off('data', look);
-        done(Number(match[1]));
+  // Ready when it answers HTTP: builds differ in where (and whether) they log their start-up line.
+  const port = Number(env.PORT);
+  const ready = (async () => {
+    while (alive(child)) {
+      try {
+        const { body } = await request(`http://127.0.0.1:${port}/api/v1/models`);
+        await body.text();
+        return port;
+      } catch {
+        await new Promise((r) => setTimeout(r, 100));
       }
-    };
-    child.process.stderr?.on('data', look);
-  });
-  const port = await startedOrFailed(child, ready, 60_000);
+    }
+    return port;
+  })();
+  await startedOrFailed(child, ready, 60_000);
   return { child, port, secret, model: 'bench/model', slowModel: 'bench/slow' };
 }
 

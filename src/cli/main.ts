@@ -3,6 +3,7 @@ import { SingleBar, Presets } from 'cli-progress';
 import { auditLedger } from '../audit/ledger-audit';
 import { ConfigError, loadConfig } from '../config/config';
 import { IdentityRuleError } from '../identity/identity.decider';
+import type { KeyChanges, LimitReset, RateLimits } from '../identity/identity.events';
 import { LedgerRuleError } from '../ledger/ledger.decider';
 import { formatCredits, MoneyFormatError, parseCredits } from '../ledger/money';
 import { rebuildProjections } from '../projections/projector';
@@ -19,6 +20,49 @@ function uuid(what: string) {
   return (value: string) => {
     if (!UUID.test(value)) throw new InvalidArgumentError(`${what} must be an id as printed when it was created.`);
     return value.toLowerCase();
+  };
+}
+
+/** A whole number from 1 up, as a rate limit is given. */
+function perMinute(what: string) {
+  return (value: string) => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1)
+      throw new InvalidArgumentError(`${what} must be a whole number from 1 up.`);
+    return n;
+  };
+}
+
+const RESETS: LimitReset[] = ['never', 'daily', 'weekly', 'monthly'];
+
+/** An amount of credits (decimal), as nano-credits. */
+function creditAmount(what: string) {
+  return (value: string) => {
+    try {
+      return parseCredits(value);
+    } catch (error) {
+      throw new InvalidArgumentError(`${what}: ${(error as Error).message}`);
+    }
+  };
+}
+
+/** A time in ISO 8601 (with its zone), as milliseconds. */
+function time(what: string) {
+  return (value: string) => {
+    const ms = Date.parse(value);
+    if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(ms)) {
+      throw new InvalidArgumentError(`${what} must be a time in ISO 8601, e.g. 2027-01-31T00:00:00Z.`);
+    }
+    return ms;
+  };
+}
+
+/** The rate limits given as --rpm and --tpm, or undefined when neither was. */
+function rateLimitsOf(opts: { rpm?: number; tpm?: number }): RateLimits | undefined {
+  if (opts.rpm === undefined && opts.tpm === undefined) return undefined;
+  return {
+    ...(opts.rpm === undefined ? {} : { requestsPerMinute: opts.rpm }),
+    ...(opts.tpm === undefined ? {} : { tokensPerMinute: opts.tpm }),
   };
 }
 
@@ -98,6 +142,26 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
       }),
     );
 
+  org
+    .command('limits')
+    .description("sets the default rate limits of the organization's keys that have none of their own")
+    .requiredOption('--org <id>', 'organization id', uuid('--org'))
+    .option('--rpm <n>', 'requests per minute per key', perMinute('--rpm'))
+    .option('--tpm <n>', 'tokens per minute per key', perMinute('--tpm'))
+    .option('--clear', 'no default rate limits')
+    .action((opts: { org: string; rpm?: number; tpm?: number; clear?: boolean }) =>
+      withRuntime(async (rt, out) => {
+        const given = rateLimitsOf(opts);
+        if ((given === undefined) === (opts.clear !== true)) throw new OperatorError('give --rpm and/or --tpm, or --clear');
+        const rateLimits = await rt.identity.setOrganizationRateLimits(opts.org, given ?? null);
+        out.print({ orgId: opts.org, rateLimits }, [
+          rateLimits === null
+            ? `${opts.org}: no default rate limits`
+            : `${opts.org}: keys without their own limits may make ${rateLimits.requestsPerMinute ?? 'any number of'} requests and be billed ${rateLimits.tokensPerMinute ?? 'any number of'} tokens per minute`,
+        ]);
+      }),
+    );
+
   const credits = program.command('credits').description('credit balances');
   credits
     .command('grant')
@@ -142,11 +206,37 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
     .command('create')
     .requiredOption('--org <id>', 'organization id', uuid('--org'))
     .requiredOption('--name <name>', 'key name')
-    .action((opts: { org: string; name: string }) =>
-      withRuntime(async (rt, out) => {
-        const key = await rt.identity.createApiKey(opts.org, opts.name);
-        out.print(key, [`id     ${key.keyId}`, `secret ${key.secret}`, 'The secret is shown only now: keep it safe.']);
-      }),
+    .option('--rpm <n>', 'requests per minute the key may make (default: the organization’s, if set)', perMinute('--rpm'))
+    .option('--tpm <n>', 'tokens per minute the key may be billed (default: the organization’s, if set)', perMinute('--tpm'))
+    .option('--expires <time>', 'when the key stops working (ISO 8601, e.g. 2027-01-31T00:00:00Z)', time('--expires'))
+    .option('--management', 'a management key: it manages the organization’s keys (/api/v1/keys) and cannot call models')
+    .option(
+      '--limit <credits>',
+      'the most the key may be charged per period (settled charges and open holds)',
+      creditAmount('--limit'),
+    )
+    .addOption(new Option('--limit-reset <when>', 'when the limit starts afresh (UTC)').choices(RESETS).default('never'))
+    .action(
+      (opts: {
+        org: string;
+        name: string;
+        rpm?: number;
+        tpm?: number;
+        expires?: number;
+        management?: boolean;
+        limit?: number;
+        limitReset: LimitReset;
+      }) =>
+        withRuntime(async (rt, out) => {
+          const rateLimits = rateLimitsOf(opts);
+          const key = await rt.identity.createApiKey(opts.org, opts.name, {
+            ...(rateLimits ? { rateLimits } : {}),
+            ...(opts.expires === undefined ? {} : { expiresAt: opts.expires }),
+            ...(opts.management ? { kind: 'management' as const } : {}),
+            ...(opts.limit === undefined ? {} : { limit: { amount: opts.limit, reset: opts.limitReset } }),
+          });
+          out.print(key, [`id     ${key.keyId}`, `secret ${key.secret}`, 'The secret is shown only now: keep it safe.']);
+        }),
     );
   keys
     .command('list')
@@ -157,12 +247,16 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
         await rt.projector.catchUp();
         const list = (await rt.projections.keysOf(opts.org))
           .sort((a, b) => a.createdAt - b.createdAt)
-          .map(({ keyId, name, prefix, createdAt, revokedAt }) => ({
-            keyId,
-            name,
-            prefix,
-            createdAt: new Date(createdAt).toISOString(),
-            status: keyStatus({ revokedAt }),
+          .map((key) => ({
+            keyId: key.keyId,
+            name: key.name,
+            prefix: key.prefix,
+            createdAt: new Date(key.createdAt).toISOString(),
+            status: keyStatus(key),
+            expiresAt: key.expiresAt === undefined ? null : new Date(key.expiresAt).toISOString(),
+            rateLimits: key.rateLimits ?? null,
+            spent: formatCredits(key.spent ?? 0),
+            limit: key.limit ? { credits: formatCredits(key.limit.amount), reset: key.limit.reset } : null,
           }));
         out.print(
           list,
@@ -171,6 +265,52 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
             : list.map((k) => `${k.keyId}  ${k.prefix}…  ${k.status.padEnd(7)}  ${k.createdAt}  ${k.name}`),
         );
       }),
+    );
+  keys
+    .command('update')
+    .description("changes a key's name, rate limits or expiry, or disables or enables it")
+    .requiredOption('--key <id>', 'key id', uuid('--key'))
+    .option('--name <name>', 'a new name')
+    .option('--rpm <n>', 'requests per minute (replaces its rate limits with those given)', perMinute('--rpm'))
+    .option('--tpm <n>', 'tokens per minute (replaces its rate limits with those given)', perMinute('--tpm'))
+    .option('--no-rate-limits', 'no limits of its own (the organization’s default applies)')
+    .option('--expires <time>', 'when the key stops working (ISO 8601)', time('--expires'))
+    .option('--no-expiry', 'the key never expires')
+    .option('--limit <credits>', 'the most the key may be charged per period', creditAmount('--limit'))
+    .addOption(new Option('--limit-reset <when>', 'when the limit starts afresh (UTC; with --limit)').choices(RESETS))
+    .option('--no-limit', 'no credit limit of its own')
+    .option('--disable', 'refused until enabled again')
+    .option('--enable', 'serves again')
+    .action(
+      (opts: {
+        key: string;
+        name?: string;
+        rpm?: number;
+        tpm?: number;
+        rateLimits: boolean;
+        expires?: number;
+        expiry: boolean;
+        disable?: boolean;
+        enable?: boolean;
+        limit?: number | false;
+        limitReset?: LimitReset;
+      }) =>
+        withRuntime(async (rt, out) => {
+          if (opts.disable && opts.enable) throw new OperatorError('give --disable or --enable, not both');
+          const changes: KeyChanges = {};
+          if (opts.name !== undefined) changes.name = opts.name;
+          const rateLimits = rateLimitsOf(opts);
+          if (rateLimits !== undefined) changes.rateLimits = rateLimits;
+          else if (!opts.rateLimits) changes.rateLimits = null;
+          if (opts.expires !== undefined) changes.expiresAt = opts.expires;
+          else if (!opts.expiry) changes.expiresAt = null;
+          if (opts.disable || opts.enable) changes.disabled = opts.disable === true;
+          if (typeof opts.limit === 'number') changes.limit = { amount: opts.limit, reset: opts.limitReset ?? 'never' };
+          else if (opts.limit === false) changes.limit = null;
+          else if (opts.limitReset !== undefined) throw new OperatorError('--limit-reset goes with --limit');
+          const updated = await rt.identity.updateApiKey(opts.key, changes);
+          out.print(updated, [`updated ${opts.key}: ${Object.keys(updated.changes).join(', ')}`]);
+        }),
     );
   keys
     .command('revoke')

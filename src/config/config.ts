@@ -28,6 +28,12 @@ export interface Config {
    */
   eventStoreUrl: string | null;
   requestTimeoutMs: number;
+  /** On SIGTERM, how long in-flight requests may go on before they are cut (and settled as cut). */
+  shutdownGraceMs: number;
+  /** OTLP/HTTP collector for traces (OTEL_EXPORTER_OTLP_ENDPOINT); null: no tracing. */
+  otlpEndpoint: string | null;
+  /** A port of its own for GET /metrics (then not on the service port); null: the service port. */
+  metricsPort: number | null;
   /** Longest time to receive a request's headers and body (a client that stalls mid-body is cut off). */
   requestReadTimeoutMs: number;
   reservationTtlMs: number;
@@ -151,6 +157,9 @@ export function loadConfig(env: Env = process.env): Config {
     redisPrefix,
     eventStoreUrl: eventStoreUrl(env),
     requestTimeoutMs,
+    shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 30_000, 0, 3_600_000),
+    otlpEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),
+    metricsPort: env.METRICS_PORT?.trim() ? integer(env, 'METRICS_PORT', 9464, 0, 65_535) : null,
     requestReadTimeoutMs: integer(env, 'REQUEST_READ_TIMEOUT_MS', 60_000, 100, 3_600_000),
     reservationTtlMs,
     pendingHoldMs: integer(env, 'PENDING_HOLD_MS', 60_000, 100, 3_600_000),

@@ -21,6 +21,8 @@ export interface EmbeddingsResult {
   reply: Record<string, unknown>;
   /** What was charged, as settled in the ledger. */
   billed: Billed;
+  /** Headers the answer carries (a key's rate limits). */
+  headers?: Record<string, string>;
 }
 
 /** Embeds the input on the model's hosts (the next one when one fails), billed like any request. */

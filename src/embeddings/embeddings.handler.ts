@@ -1,17 +1,21 @@
-import { Logger } from '@nestjs/common';
+import { Inject, Logger } from '@nestjs/common';
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { HostError } from '../canonical/canonical';
 import { Catalogue } from '../catalogue/catalogue';
 import { HOST_KINDS } from '../hosts/hosts';
 import { HostTransport } from '../hosts/transport';
 import { ApiError } from '../http/api-error';
-import { invalidApiKey } from '../http/credentials';
+import { ordinaryKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
-import { insufficientCredits } from '../inference/admission';
+import type { KeyRecord } from '../identity/key-lookup';
+import { insufficientCredits, keyLimitReached } from '../inference/admission';
 import { RequestRecord } from '../inference/request-record';
 import { billedOf, chargeNotRecorded, providerFailure } from '../inference/settlement';
 import { LedgerService, ReservationTicket, Resolution } from '../ledger/ledger.service';
 import { uncachedUsage } from '../ledger/money';
+import type { RateLimitStore } from '../rate-limits/rate-limit-store';
+import { rateLimited, rateLimitHeaders } from '../rate-limits/rate-limits';
+import { RATE_LIMITS } from '../runtime/runtime.module';
 import { EmbeddingsCommand, EmbeddingsInput, EmbeddingsResult } from './embeddings.command';
 import { billedEmbeddingTokens, EmbeddingsPlan, embeddingsReplyOf, planEmbeddings } from './embeddings.decisions';
 
@@ -30,12 +34,30 @@ export class EmbeddingsHandler implements ICommandHandler<EmbeddingsCommand, Emb
     private readonly catalogue: Catalogue,
     private readonly transport: HostTransport,
     private readonly record: RequestRecord,
+    @Inject(RATE_LIMITS) private readonly rateLimits: RateLimitStore,
   ) {}
 
   async execute({ input }: EmbeddingsCommand): Promise<EmbeddingsResult> {
     const started = performance.now();
-    const key = await this.identity.authenticate(input.apiKey);
-    if (!key) throw invalidApiKey();
+    const key = ordinaryKey(await this.identity.authenticate(input.apiKey));
+    // As inference: every request of a key with rate limits counts, and every answer shows them.
+    const limited = await this.rateLimits.check(key.orgId, key.keyId, key.rateLimits, Date.now());
+    if (limited && !limited.admitted) throw this.refuse(input, key, started, input.model, rateLimited(limited));
+    const headers = limited === null ? undefined : rateLimitHeaders(limited);
+    try {
+      return { ...(await this.serve(input, key, started, limited?.tokens !== undefined)), headers };
+    } catch (error) {
+      throw error instanceof ApiError ? error.withHeaders(headers) : error;
+    }
+  }
+
+  /** The admitted key's request: planned, reserved, called, settled (its tokens counted when `tokensLimited`). */
+  private async serve(
+    input: EmbeddingsInput,
+    key: KeyRecord,
+    started: number,
+    tokensLimited: boolean,
+  ): Promise<EmbeddingsResult> {
     const plan = planEmbeddings(input.model, this.catalogue.find(input.model), input.body);
     if (plan.kind === 'refuse') throw this.refuse(input, key, started, plan.model, plan.error);
     const admission = await this.ledger.admit({
@@ -45,10 +67,15 @@ export class EmbeddingsHandler implements ICommandHandler<EmbeddingsCommand, Emb
       model: plan.model.slug,
       orgId: key.orgId,
       amount: plan.amount,
+      keyLimit: key.limit,
     });
     if (!admission.admitted) {
       const estimate = { inputTokens: plan.inputTokens, outputTokens: 0 };
-      throw this.refuse(input, key, started, plan.model.slug, insufficientCredits(admission.available, estimate, plan.prices));
+      const refusal =
+        admission.keyRemaining !== undefined && key.limit
+          ? keyLimitReached(key.limit, admission.keyRemaining, plan.amount, Date.now())
+          : insufficientCredits(admission.available, estimate, plan.prices);
+      throw this.refuse(input, key, started, plan.model.slug, refusal);
     }
     const { ticket } = admission;
     // The call runs while the reservation is written; nothing is answered before it is in the log.
@@ -84,6 +111,11 @@ export class EmbeddingsHandler implements ICommandHandler<EmbeddingsCommand, Emb
     } catch (error) {
       this.logger.error(`settlement of ${input.requestId} not recorded: ${(error as Error).message}`);
       throw chargeNotRecorded();
+    }
+    if (tokensLimited) {
+      this.rateLimits
+        .spend(key.orgId, key.keyId, billedTokens.tokens, Date.now())
+        .catch((error: Error) => this.logger.warn(`tokens of key ${key.keyId} not counted for its rate limit: ${error.message}`));
     }
     await this.record.shown(resolution, input.requestId);
     const billed = billedOf(resolution.event, served.host.id);

@@ -6,6 +6,9 @@ import { type Dispatcher, errors as undiciErrors, Pool } from 'undici';
 import { CanonicalEvent, CanonicalRequest, HostError, isOutput, PassThrough } from '../canonical/canonical';
 import type { HostKind, StreamDecoder, UpstreamRequest } from './host-kind';
 
+/** Longest a pool may take to close gently at shutdown before its calls are cut. */
+const POOL_CLOSE_MS = 5_000;
+
 /** Where a host is and the key it takes: all the transport needs of a catalogue host. */
 export interface HostEndpoint {
   /** Includes the version path: an openai host posts to `{baseUrl}/chat/completions`. */
@@ -60,9 +63,15 @@ export class HostTransport implements OnApplicationShutdown {
   /**
    * Calls a host, streamed or for the whole reply as the request says. Emits `ready` when the
    * upstream accepts, then canonical events; errors are HostErrors. Unsubscribing aborts the
-   * upstream request at once.
+   * upstream request at once. `traceHeaders`: the call's trace context (`traceparent`), when traced.
    */
-  call(kind: HostKind, host: HostEndpoint, hostModel: string, request: CanonicalRequest): Observable<CanonicalEvent> {
+  call(
+    kind: HostKind,
+    host: HostEndpoint,
+    hostModel: string,
+    request: CanonicalRequest,
+    traceHeaders?: Record<string, string>,
+  ): Observable<CanonicalEvent> {
     return new Observable<CanonicalEvent>((subscriber) => {
       const upstream = kind.buildRequest(request, hostModel, host.apiKey);
       const base = this.base(host.baseUrl);
@@ -71,7 +80,7 @@ export class HostTransport implements OnApplicationShutdown {
         {
           path: base.path + upstream.path,
           method: 'POST',
-          headers: upstream.headers,
+          headers: traceHeaders ? { ...upstream.headers, ...traceHeaders } : upstream.headers,
           body: JSON.stringify(upstream.body),
           headersTimeout: request.stream ? this.timeouts.firstByteMs : this.timeouts.replyMs,
           bodyTimeout: this.timeouts.idleMs,
@@ -112,11 +121,23 @@ export class HostTransport implements OnApplicationShutdown {
     }
   }
 
-  /** Closes the pools with the application that owns them. */
+  /**
+   * Closes the pools with the application that owns them: gently, so that a call still running (a
+   * stream its client has just left, being aborted) ends as the pipeline decides, not as a host
+   * failure; destroyed after a bound.
+   */
   async onApplicationShutdown(): Promise<void> {
     const pools = [...this.pools.values()];
     this.pools.clear();
-    await Promise.all(pools.map((pool) => pool.destroy()));
+    await Promise.all(
+      pools.map(async (pool) => {
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, POOL_CLOSE_MS, 'late')));
+        const closed = await Promise.race([pool.close().then(() => 'closed' as const), late]);
+        clearTimeout(timer);
+        if (closed === 'late') await pool.destroy();
+      }),
+    );
   }
 }
 

@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
+import { IdentityRuleError } from '../identity/identity.decider';
 import { maskSecrets } from '../key-secret/key-secret';
 
 /** The kinds of failure a caller can see, with their HTTP status. */
@@ -29,6 +30,8 @@ export class ApiError extends Error {
     message: string,
     /** Extra fields for the error body (e.g. retryAfterSeconds). */
     readonly details: Record<string, unknown> = {},
+    /** Headers the answer carries (e.g. Retry-After and a key's rate limits). */
+    readonly headers?: Record<string, string>,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -36,6 +39,11 @@ export class ApiError extends Error {
 
   get status(): number {
     return API_ERRORS[this.code].status;
+  }
+
+  /** The same error, its answer carrying `headers` too (itself when there are none). */
+  withHeaders(headers: Record<string, string> | undefined): ApiError {
+    return headers === undefined ? this : new ApiError(this.code, this.message, this.details, { ...this.headers, ...headers });
   }
 }
 
@@ -66,9 +74,16 @@ const STORE_UNAVAILABLE = new Set([
 const storeUnavailable = (error: unknown): boolean =>
   typeof error === 'object' && error !== null && STORE_UNAVAILABLE.has(error.constructor.name);
 
+/** What a caller sees of a rule of identity their input broke (a blank name, a duplicate, a revoked key): never a 500. */
+function identityRefusal(error: IdentityRuleError): ApiError {
+  const code = error.code.endsWith('_not_found') ? 'not_found' : error.code.endsWith('_exists') ? 'conflict' : 'invalid_request';
+  return new ApiError(code, maskSecrets(error.message));
+}
+
 /** Maps anything thrown to an ApiError without leaking internals. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
+  if (error instanceof IdentityRuleError) return identityRefusal(error);
   if (storeUnavailable(error)) {
     return new ApiError(
       'unavailable',
@@ -90,6 +105,7 @@ export function toApiError(error: unknown): ApiError {
 /** Answers anything thrown with its status, in the error format `render` writes. */
 export function replyWithError(reply: FastifyReply, exception: unknown, render: (error: ApiError) => unknown): void {
   const error = toApiError(exception);
+  if (error.headers) void reply.headers(error.headers);
   void reply.status(error.status).send(render(error));
 }
 

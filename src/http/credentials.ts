@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import type { KeyRecord } from '../identity/key-lookup';
 import { ApiError } from './api-error';
 
 /**
@@ -38,3 +39,15 @@ export function requireKey(request: FastifyRequest, headers: KeyHeaders = 'beare
 
 /** A key that is not one, or no longer: the same answer either way. */
 export const invalidApiKey = (): ApiError => new ApiError('invalid_api_key', 'invalid or revoked API key');
+
+/** An ordinary key, or the answer for what was sent instead: 401 for none, 403 for a management key. */
+export function ordinaryKey(key: KeyRecord | null): KeyRecord {
+  if (!key) throw invalidApiKey();
+  if (key.kind === 'management') {
+    throw new ApiError(
+      'forbidden',
+      'this is a management key: it manages the organization’s keys (/api/v1/keys) and cannot call models; use an ordinary key',
+    );
+  }
+  return key;
+}

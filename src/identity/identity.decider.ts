@@ -1,5 +1,15 @@
 import type { Decider } from '../eventstore/command-handler';
-import { ApiKeyEvent, MemberAdded, OrganizationCreated, OrganizationEvent, UserRegistered } from './identity.events';
+import {
+  ApiKeyEvent,
+  KeyChanges,
+  KeyLimit,
+  MemberAdded,
+  OrganizationCreated,
+  OrganizationEvent,
+  OrganizationRateLimitsSet,
+  RateLimits,
+  UserRegistered,
+} from './identity.events';
 
 export class IdentityRuleError extends Error {
   constructor(
@@ -14,7 +24,11 @@ export class IdentityRuleError extends Error {
       | 'already_member'
       | 'key_exists'
       | 'key_not_found'
-      | 'key_revoked',
+      | 'key_revoked'
+      | 'invalid_rate_limits'
+      | 'invalid_expiry'
+      | 'invalid_limit'
+      | 'no_change',
     message: string,
   ) {
     super(message);
@@ -49,12 +63,35 @@ export function evolveOrganization(state: Organization, event: OrganizationEvent
       return { exists: true, name: event.data.name, members: state.members };
     case 'MemberAdded':
       return { ...state, members: new Set([...state.members, event.data.userId]) };
+    case 'OrganizationRateLimitsSet':
+      return state;
   }
+}
+
+/** The largest rate limit accepted: far above any real traffic, and well inside a double's integers. */
+const MAX_RATE_LIMIT = 1_000_000_000_000;
+
+/** Rate limits as given, checked: each a whole number from 1 up; absent ones are none. Empty means none at all. */
+export function checkRateLimits(limits: RateLimits): RateLimits | null {
+  const checked: RateLimits = {};
+  for (const field of ['requestsPerMinute', 'tokensPerMinute'] as const) {
+    const value = limits[field];
+    if (value === undefined || value === null) continue;
+    if (!Number.isSafeInteger(value) || value < 1 || value > MAX_RATE_LIMIT) {
+      throw new IdentityRuleError(
+        'invalid_rate_limits',
+        `${field === 'requestsPerMinute' ? 'requests' : 'tokens'} per minute must be a whole number from 1 to ${MAX_RATE_LIMIT}`,
+      );
+    }
+    checked[field] = value;
+  }
+  return Object.keys(checked).length === 0 ? null : checked;
 }
 
 export type OrganizationCommand =
   | { type: 'CreateOrganization'; orgId: string; name: string; now: number }
-  | { type: 'AddMember'; orgId: string; userId: string; role: 'owner' | 'member'; now: number };
+  | { type: 'AddMember'; orgId: string; userId: string; role: 'owner' | 'member'; now: number }
+  | { type: 'SetRateLimits'; orgId: string; rateLimits: RateLimits | null; now: number };
 
 export function decideOrganization(command: OrganizationCommand, state: Organization): OrganizationEvent[] {
   switch (command.type) {
@@ -74,6 +111,18 @@ export function decideOrganization(command: OrganizationCommand, state: Organiza
       const event: MemberAdded = {
         type: 'MemberAdded',
         data: { orgId: command.orgId, userId: command.userId, role: command.role, addedAt: command.now },
+      };
+      return [event];
+    }
+    case 'SetRateLimits': {
+      if (!state.exists) throw new IdentityRuleError('organization_not_found', `no organization ${command.orgId}`);
+      const event: OrganizationRateLimitsSet = {
+        type: 'OrganizationRateLimitsSet',
+        data: {
+          orgId: command.orgId,
+          rateLimits: command.rateLimits === null ? null : checkRateLimits(command.rateLimits),
+          setAt: command.now,
+        },
       };
       return [event];
     }
@@ -140,11 +189,61 @@ export function evolveApiKey(state: ApiKey, event: ApiKeyEvent): ApiKey {
     const { keyId, orgId, hash } = event.data;
     return { status: 'active', keyId, orgId, hash };
   }
+  if (event.type === 'ApiKeyUpdated') return state;
   return state.status === 'none' ? state : { ...state, status: 'revoked' };
 }
 
+/** An expiry time as given: a whole number of milliseconds after 1970, in the future of `now`. */
+function checkExpiry(expiresAt: number, now: number): number {
+  if (!Number.isSafeInteger(expiresAt) || expiresAt <= now) {
+    throw new IdentityRuleError('invalid_expiry', 'the expiry must be a time in the future');
+  }
+  return expiresAt;
+}
+
+const RESETS = ['never', 'daily', 'weekly', 'monthly'];
+
+/** A credit limit as given: a whole number of nano-credits from 1 up, and a known reset. */
+export function checkLimit(limit: KeyLimit): KeyLimit {
+  if (!Number.isSafeInteger(limit.amount) || limit.amount < 1) {
+    throw new IdentityRuleError('invalid_limit', 'a key limit must be a positive amount of credits');
+  }
+  if (!RESETS.includes(limit.reset)) {
+    throw new IdentityRuleError('invalid_limit', `a key limit resets ${RESETS.join(', ')}; got "${String(limit.reset)}"`);
+  }
+  return { amount: limit.amount, reset: limit.reset };
+}
+
+/** Changes as given, checked; at least one. */
+function checkChanges(changes: KeyChanges, now: number): KeyChanges {
+  const checked: KeyChanges = {};
+  if (changes.name !== undefined) checked.name = checkName('key', changes.name);
+  if (changes.rateLimits !== undefined)
+    checked.rateLimits = changes.rateLimits === null ? null : checkRateLimits(changes.rateLimits);
+  if (changes.expiresAt !== undefined)
+    checked.expiresAt = changes.expiresAt === null ? null : checkExpiry(changes.expiresAt, now);
+  if (changes.disabled !== undefined) checked.disabled = changes.disabled;
+  if (changes.limit !== undefined) checked.limit = changes.limit === null ? null : checkLimit(changes.limit);
+  if (Object.keys(checked).length === 0)
+    throw new IdentityRuleError('no_change', 'nothing to change: give a name, limits, an expiry, or disable or enable the key');
+  return checked;
+}
+
 export type ApiKeyCommand =
-  | { type: 'CreateApiKey'; keyId: string; orgId: string; name: string; hash: string; prefix: string; now: number }
+  | {
+      type: 'CreateApiKey';
+      keyId: string;
+      orgId: string;
+      name: string;
+      hash: string;
+      prefix: string;
+      rateLimits?: RateLimits;
+      expiresAt?: number;
+      limit?: KeyLimit;
+      kind?: 'management';
+      now: number;
+    }
+  | { type: 'UpdateApiKey'; keyId: string; changes: KeyChanges; now: number }
   | { type: 'RevokeApiKey'; keyId: string; now: number };
 
 export function decideApiKey(command: ApiKeyCommand, state: ApiKey, organization: Organization): ApiKeyEvent[] {
@@ -153,10 +252,33 @@ export function decideApiKey(command: ApiKeyCommand, state: ApiKey, organization
       if (state.status !== 'none') throw new IdentityRuleError('key_exists', 'key already exists');
       if (!organization.exists) throw new IdentityRuleError('organization_not_found', `no organization ${command.orgId}`);
       const { keyId, orgId, hash, prefix, now } = command;
+      const rateLimits = command.rateLimits === undefined ? null : checkRateLimits(command.rateLimits);
       return [
         {
           type: 'ApiKeyCreated',
-          data: { keyId, orgId, name: checkName('key', command.name), hash, prefix, createdAt: now },
+          data: {
+            keyId,
+            orgId,
+            name: checkName('key', command.name),
+            hash,
+            prefix,
+            createdAt: now,
+            ...(rateLimits === null ? {} : { rateLimits }),
+            ...(command.expiresAt === undefined ? {} : { expiresAt: checkExpiry(command.expiresAt, now) }),
+            ...(command.limit === undefined ? {} : { limit: checkLimit(command.limit) }),
+            ...(command.kind === 'management' ? { kind: 'management' as const } : {}),
+          },
+        },
+      ];
+    }
+    case 'UpdateApiKey': {
+      if (state.status === 'none') throw new IdentityRuleError('key_not_found', `no key ${command.keyId}`);
+      if (state.status === 'revoked') throw new IdentityRuleError('key_revoked', 'key is revoked: it cannot be changed');
+      const { keyId, orgId, hash } = state;
+      return [
+        {
+          type: 'ApiKeyUpdated',
+          data: { keyId, orgId, hash, changes: checkChanges(command.changes, command.now), updatedAt: command.now },
         },
       ];
     }

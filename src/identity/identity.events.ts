@@ -15,10 +15,62 @@ export interface UserRegistered {
   data: { userId: string; email: string; passwordHash: string; registeredAt: number };
 }
 
+/** Requests and tokens a key (or, by default, each key of an organization) may use in any 60 seconds. */
+export interface RateLimits {
+  requestsPerMinute?: number;
+  tokensPerMinute?: number;
+}
+
+/** When a key's credit limit starts afresh: never, or at each UTC day, week (from Monday) or month. */
+export type LimitReset = 'never' | 'daily' | 'weekly' | 'monthly';
+
+/** Nano-credits a key may be charged per period: its settled charges in the period and its open holds together. */
+export interface KeyLimit {
+  amount: number;
+  reset: LimitReset;
+}
+
+/** The organization's default rate limits, for its keys that have none of their own (null: none). */
+export interface OrganizationRateLimitsSet {
+  type: 'OrganizationRateLimitsSet';
+  data: { orgId: string; rateLimits: RateLimits | null; setAt: number };
+}
+
 export interface ApiKeyCreated {
   type: 'ApiKeyCreated';
-  /** `hash` is the SHA-256 of the secret; `prefix` its first characters, for people to recognise it. */
-  data: { keyId: string; orgId: string; name: string; hash: string; prefix: string; createdAt: number };
+  /**
+   * `hash` is the SHA-256 of the secret; `prefix` its first characters, for people to recognise it.
+   * `rateLimits`: the key's own (absent in keys made without, and in events written before them).
+   */
+  data: {
+    keyId: string;
+    orgId: string;
+    name: string;
+    hash: string;
+    prefix: string;
+    createdAt: number;
+    rateLimits?: RateLimits;
+    /** When the key stops working (ms); absent: never. */
+    expiresAt?: number;
+    limit?: KeyLimit;
+    /** A management key manages the organization's keys (/api/v1/keys) and cannot call models; absent: an ordinary key. */
+    kind?: 'management';
+  };
+}
+
+/** What an update changes: each field given is set (null clears it); the rest stay. */
+export interface KeyChanges {
+  name?: string;
+  rateLimits?: RateLimits | null;
+  expiresAt?: number | null;
+  limit?: KeyLimit | null;
+  /** A disabled key is refused like a revoked one, until it is enabled again. */
+  disabled?: boolean;
+}
+
+export interface ApiKeyUpdated {
+  type: 'ApiKeyUpdated';
+  data: { keyId: string; orgId: string; hash: string; changes: KeyChanges; updatedAt: number };
 }
 
 export interface ApiKeyRevoked {
@@ -26,8 +78,8 @@ export interface ApiKeyRevoked {
   data: { keyId: string; orgId: string; hash: string; revokedAt: number };
 }
 
-export type OrganizationEvent = OrganizationCreated | MemberAdded;
-export type ApiKeyEvent = ApiKeyCreated | ApiKeyRevoked;
+export type OrganizationEvent = OrganizationCreated | MemberAdded | OrganizationRateLimitsSet;
+export type ApiKeyEvent = ApiKeyCreated | ApiKeyUpdated | ApiKeyRevoked;
 export type IdentityEvent = OrganizationEvent | UserRegistered | ApiKeyEvent;
 
 export const organizationStream = (orgId: string) => `org-${orgId}`;

@@ -11,7 +11,18 @@ import {
   userDecider,
 } from './identity.decider';
 import { type KeyLookup, type KeyRecord, keyStatus } from './key-lookup';
-import { ApiKeyCreated, apiKeyStream, OrganizationCreated, organizationStream, userStream } from './identity.events';
+import {
+  ApiKeyCreated,
+  ApiKeyUpdated,
+  apiKeyStream,
+  KeyChanges,
+  KeyLimit,
+  OrganizationCreated,
+  OrganizationRateLimitsSet,
+  organizationStream,
+  RateLimits,
+  userStream,
+} from './identity.events';
 import { emailDigest, hashKeySecret, hashPassword, keyPrefixOf, looksLikeKeySecret, newKeySecret } from './secrets';
 
 type Clock = () => number;
@@ -25,6 +36,17 @@ export interface CreatedKey {
   orgId: string;
   name: string;
   prefix: string;
+  kind?: 'management';
+}
+
+/** What a key may be made with beyond its name. */
+export interface KeySettings {
+  rateLimits?: RateLimits;
+  /** When the key stops working (ms). */
+  expiresAt?: number;
+  /** A management key (it manages keys and cannot call models). */
+  kind?: 'management';
+  limit?: KeyLimit;
 }
 
 /** Organizations, users, members and API keys: command handlers over their streams. */
@@ -72,15 +94,43 @@ export class IdentityService {
     return { userId: user.userId };
   }
 
-  async createApiKey(orgId: string, name: string): Promise<CreatedKey> {
+  async createApiKey(orgId: string, name: string, settings: KeySettings = {}): Promise<CreatedKey> {
     const { state: organization } = await this.organization(orgId);
     const keyId = randomUUID();
     const secret = newKeySecret();
     const prefix = keyPrefixOf(secret);
-    const command = { type: 'CreateApiKey' as const, keyId, orgId, name, hash: hashKeySecret(secret), prefix, now: this.clock() };
+    const command = {
+      type: 'CreateApiKey' as const,
+      keyId,
+      orgId,
+      name,
+      hash: hashKeySecret(secret),
+      prefix,
+      ...(settings.rateLimits === undefined ? {} : { rateLimits: settings.rateLimits }),
+      ...(settings.expiresAt === undefined ? {} : { expiresAt: settings.expiresAt }),
+      ...(settings.kind === undefined ? {} : { kind: settings.kind }),
+      ...(settings.limit === undefined ? {} : { limit: settings.limit }),
+      now: this.clock(),
+    };
     const decider = apiKeyDecider(organization);
     const { events } = await handleCommand(this.events, apiKeyStream(keyId), decider, command, { known: newStream(decider) });
-    return { keyId, secret, orgId, name: (events[0] as ApiKeyCreated).data.name, prefix };
+    const created = (events[0] as ApiKeyCreated).data;
+    return { keyId, secret, orgId, name: created.name, prefix, ...(created.kind ? { kind: created.kind } : {}) };
+  }
+
+  /** Sets (or with null, clears) the rate limits of the organization's keys that have none of their own. */
+  async setOrganizationRateLimits(orgId: string, rateLimits: RateLimits | null): Promise<RateLimits | null> {
+    const command = { type: 'SetRateLimits' as const, orgId, rateLimits, now: this.clock() };
+    const { events } = await handleCommand(this.events, organizationStream(orgId), organizationDecider, command);
+    return (events[0] as OrganizationRateLimitsSet).data.rateLimits;
+  }
+
+  /** Changes a key's name, rate limits, expiry, or whether it is disabled; returns what changed, as checked. */
+  async updateApiKey(keyId: string, changes: KeyChanges): Promise<{ keyId: string; orgId: string; changes: KeyChanges }> {
+    const command = { type: 'UpdateApiKey' as const, keyId, changes, now: this.clock() };
+    const { events } = await handleCommand(this.events, apiKeyStream(keyId), apiKeyDecider(), command);
+    const updated = events[0] as ApiKeyUpdated;
+    return { keyId, orgId: updated.data.orgId, changes: updated.data.changes };
   }
 
   async revokeApiKey(keyId: string): Promise<{ keyId: string; orgId: string }> {
@@ -89,10 +139,10 @@ export class IdentityService {
     return { keyId, orgId: events[0].data.orgId };
   }
 
-  /** The active key a secret names, or null: unknown, malformed or revoked all look the same. */
+  /** The active key a secret names, or null: unknown, malformed, revoked, disabled or expired all look the same. */
   async authenticate(secret: string): Promise<KeyRecord | null> {
     if (!looksLikeKeySecret(secret)) return null;
     const key = await this.keys.keyByHash(hashKeySecret(secret));
-    return key && keyStatus(key) === 'active' ? key : null;
+    return key && keyStatus(key, this.clock()) === 'active' ? key : null;
   }
 }

@@ -2,6 +2,8 @@ import type { CanonicalRequest } from '../canonical/canonical';
 import type { CatalogueModel, ModelHost, ModelKind } from '../catalogue/catalogue';
 import { ApiError, ApiErrorCode } from '../http/api-error';
 import { maskSecrets } from '../key-secret/key-secret';
+import type { KeyLimit, LimitReset } from '../identity/identity.events';
+import { resetsAt } from '../ledger/key-limit';
 import { formatCredits, reservationFor, TokenPrices } from '../ledger/money';
 import { estimateInputTokens } from './tokens';
 
@@ -117,6 +119,19 @@ const refusal = (model: string, code: ApiErrorCode, message: string): Refusal =>
   model,
   error: new ApiError(code, message),
 });
+
+const PER: Record<LimitReset, string> = { never: '', daily: 'daily ', weekly: 'weekly ', monthly: 'monthly ' };
+
+/** The 402 for a key whose credit limit does not cover the request: the limit, what remains, when it resets. */
+export function keyLimitReached(limit: KeyLimit, remaining: number, amount: number, now: number): ApiError {
+  const reset = resetsAt(limit.reset, now);
+  return new ApiError(
+    'insufficient_credits',
+    `key limit reached: this key's ${PER[limit.reset]}limit is ${formatCredits(limit.amount)} credits and ${formatCredits(remaining)} remain` +
+      `${reset === null ? '' : ` until ${new Date(reset).toISOString()}`}; this request holds up to ${formatCredits(amount)}: ` +
+      `lower max_tokens, or raise the key's limit`,
+  );
+}
 
 /** The 402 for a balance below the estimate: how many output tokens the balance could pay for, if any. */
 export function insufficientCredits(available: number, estimate: TokenEstimate, prices: TokenPrices): ApiError {

@@ -3,7 +3,7 @@ import { IQueryHandler, QueryHandler } from '@nestjs/cqrs';
 import { HostError } from '../canonical/canonical';
 import { Catalogue } from '../catalogue/catalogue';
 import { HostTransport } from '../hosts/transport';
-import { invalidApiKey } from '../http/credentials';
+import { ordinaryKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
 import { CountTokensQuery, TokenCount } from './count-tokens.query';
 import { providerFailure } from './settlement';
@@ -25,7 +25,7 @@ export class CountTokensHandler implements IQueryHandler<CountTokensQuery, Token
   ) {}
 
   async execute({ input }: CountTokensQuery): Promise<TokenCount> {
-    if (!(await this.identity.authenticate(input.apiKey))) throw invalidApiKey();
+    ordinaryKey(await this.identity.authenticate(input.apiKey));
     const plan = planTokenCount(input.model, this.catalogue.find(input.model), input.body, input.request);
     if (plan.kind === 'refuse') throw plan.error;
     if (plan.kind === 'estimate') return { inputTokens: plan.inputTokens, counted: null };

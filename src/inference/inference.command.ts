@@ -44,6 +44,8 @@ export interface InferenceResult {
   created: number;
   /** Whether the client takes the reply as a stream (as its request said). */
   stream: boolean;
+  /** Headers every answer to the request carries (a key's rate limits), whatever the reply turns out to be. */
+  headers?: Record<string, string>;
   /** Cold: subscribing calls the host; unsubscribing aborts it. Settles exactly once on any ending. */
   events: Observable<PipelineEvent>;
 }

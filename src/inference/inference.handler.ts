@@ -7,12 +7,19 @@ import type { Config } from '../config/config';
 import { HOST_KINDS } from '../hosts/hosts';
 import { HostTransport } from '../hosts/transport';
 import { ApiError } from '../http/api-error';
-import { invalidApiKey } from '../http/credentials';
+import { invalidApiKey, ordinaryKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
+import type { KeyRecord } from '../identity/key-lookup';
 import { maskSecrets } from '../key-secret/key-secret';
 import { LedgerService, ReservationTicket, Resolution } from '../ledger/ledger.service';
-import { CONFIG } from '../runtime/runtime.module';
-import { AdmissionPlan, insufficientCredits, planAdmission } from './admission';
+import type { TokenUsage } from '../ledger/money';
+import { CONFIG, RATE_LIMITS } from '../runtime/runtime.module';
+import { failed, GATEWAY, GEN_AI, usageAttributes } from '../observability/tracing';
+import { SpanKind, type Span } from '@opentelemetry/api';
+import { ATTR_SERVER_ADDRESS } from '@opentelemetry/semantic-conventions';
+import type { RateLimitStore } from '../rate-limits/rate-limit-store';
+import { rateLimited, rateLimitHeaders, totalTokens } from '../rate-limits/rate-limits';
+import { AdmissionPlan, insufficientCredits, keyLimitReached, planAdmission } from './admission';
 import {
   ABORT,
   AttemptSignal,
@@ -24,10 +31,14 @@ import {
   attemptStep,
   UNRECORDED,
 } from './attempt';
+import type { RequestFacts } from '../observability/request-facts';
 import { InferenceCommand, InferenceInput, InferenceResult, PipelineEvent } from './inference.command';
+import { InFlightSettlements } from './in-flight';
 import { RequestRecord } from './request-record';
 import { usageLimits } from './usage-check';
 import { billedOf, chargeNotRecorded, endingError, Settlement, settlementFor } from './settlement';
+
+const noop = () => undefined;
 
 /** One admitted request, as its run needs it. */
 interface Admitted {
@@ -36,6 +47,8 @@ interface Admitted {
   ticket: ReservationTicket;
   /** performance.now() when the request arrived. */
   started: number;
+  /** The key, when it has a tokens-per-minute limit: its billed tokens are counted against it. */
+  tokensLimited: { orgId: string; keyId: string } | null;
 }
 
 /**
@@ -54,6 +67,8 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     private readonly transport: HostTransport,
     private readonly record: RequestRecord,
     @Inject(CONFIG) private readonly config: Config,
+    @Inject(RATE_LIMITS) private readonly rateLimits: RateLimitStore,
+    private readonly inFlight: InFlightSettlements,
   ) {}
 
   async execute({ input }: InferenceCommand): Promise<InferenceResult> {
@@ -64,15 +79,54 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       facts.model = input.model;
       facts.started = started;
     }
-    const key = input.principal === undefined ? await this.identity.authenticate(input.apiKey) : input.principal;
+    const apiKey = input.principal === undefined ? ordinaryKey(await this.identity.authenticate(input.apiKey)) : null;
+    const key = input.principal ?? apiKey;
     if (!key) throw invalidApiKey();
     if (facts) {
       facts.orgId = key.orgId;
       facts.keyId = key.keyId;
     }
+    // Admission, timed as a span of the request's trace when it has one.
+    const span = facts?.trace?.tracing.child(facts.trace.context, 'admission');
+    let admission: { admitted: Admitted; headers: Record<string, string> | undefined };
+    try {
+      admission = await this.admit(input, key, apiKey, started);
+    } catch (error) {
+      if (span) failed(span, (error as Error).message);
+      throw error;
+    }
+    span?.end();
+    const { admitted, headers } = admission;
+    const { plan } = admitted;
+    return {
+      requestId: input.requestId,
+      headers,
+      model: plan.model,
+      created: Math.floor(Date.now() / 1000),
+      stream: plan.request.stream,
+      events: new Observable<PipelineEvent>((subscriber) => this.run(admitted, subscriber)),
+    };
+  }
+
+  /**
+   * Rate limits, the model, the ledger: the admitted request and the headers its answers carry, or
+   * the refusal thrown.
+   */
+  private async admit(
+    input: InferenceInput,
+    key: { orgId: string; keyId: string },
+    apiKey: KeyRecord | null,
+    started: number,
+  ): Promise<{ admitted: Admitted; headers: Record<string, string> | undefined }> {
+    const facts = input.facts;
+    // Every request of a key with rate limits counts, whatever becomes of it, and every answer shows
+    // them. The playground (a signed-in member, no key) has none.
+    const limited = apiKey && (await this.rateLimits.check(apiKey.orgId, apiKey.keyId, apiKey.rateLimits, Date.now()));
+    const headers = limited === null ? undefined : rateLimitHeaders(limited);
+    if (limited && !limited.admitted) throw this.refuse(input, key, started, input.model, rateLimited(limited));
     const plan = planAdmission(input.model, this.catalogue.find(input.model), input.request);
     if (facts && plan.kind !== 'refuse') facts.model = plan.model.slug;
-    if (plan.kind === 'refuse') throw this.refuse(input, key, started, plan.model, plan.error);
+    if (plan.kind === 'refuse') throw this.refuse(input, key, started, plan.model, plan.error.withHeaders(headers));
     const admission = await this.ledger.admit({
       requestId: input.requestId,
       keyId: key.keyId,
@@ -80,24 +134,17 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       model: plan.model.slug,
       orgId: key.orgId,
       amount: plan.amount,
+      keyLimit: apiKey?.limit,
     });
     if (!admission.admitted) {
-      throw this.refuse(
-        input,
-        key,
-        started,
-        plan.model.slug,
-        insufficientCredits(admission.available, plan.estimate, plan.prices),
-      );
+      const refusal =
+        admission.keyRemaining !== undefined && apiKey?.limit
+          ? keyLimitReached(apiKey.limit, admission.keyRemaining, plan.amount, Date.now())
+          : insufficientCredits(admission.available, plan.estimate, plan.prices);
+      throw this.refuse(input, key, started, plan.model.slug, refusal.withHeaders(headers));
     }
-    const admitted: Admitted = { input, plan, ticket: admission.ticket, started };
-    return {
-      requestId: input.requestId,
-      model: plan.model,
-      created: Math.floor(Date.now() / 1000),
-      stream: plan.request.stream,
-      events: new Observable<PipelineEvent>((subscriber) => this.run(admitted, subscriber)),
-    };
+    const tokensLimited = limited?.tokens === undefined ? null : key;
+    return { admitted: { input, plan, ticket: admission.ticket, started, tokensLimited }, headers };
   }
 
   /** A known organization's request turned away: in the request's facts, and its request log (within the budget). */
@@ -126,9 +173,18 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     const attempt = initialAttempt(hosts.length);
     const facts = admitted.input.facts;
     let upstream: Subscription | null = null;
+    let upstreamStarted = 0;
+    // The current host call's span, when the request is traced.
+    let callSpan: Span | undefined;
     const end = () => {
       clearTimeout(deadline);
       upstream?.unsubscribe();
+      if (facts) facts.upstreamMs = Math.round(performance.now() - upstreamStarted);
+      if (callSpan) {
+        if (attempt.ending?.kind === 'complete' && attempt.usage) callSpan.setAttributes(usageAttributes(attempt.usage));
+        if (attempt.ending?.kind === 'failed') failed(callSpan, attempt.ending.error.message);
+        else callSpan.end();
+      }
       this.end(admitted, attempt, subscriber);
     };
     const signal = (input: AttemptSignal) => {
@@ -149,6 +205,7 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
         const error = new HostError(failure.kind, maskSecrets(failure.message), failure.status, failure.beforeOutput);
         const action = attemptStep(attempt, hostFailed(error));
         if (action === 'next_host') {
+          if (callSpan) failed(callSpan, error.message);
           this.logger.warn(
             `host ${hosts[attempt.hostIndex - 1].host.id} failed before output (${error.message}); trying the next`,
           );
@@ -159,7 +216,28 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     };
     const call = () => {
       const served = hosts[attempt.hostIndex];
-      upstream = this.transport.call(HOST_KINDS[served.host.kind], served.host, served.model, request).subscribe(host);
+      upstreamStarted = performance.now();
+      const traced = facts?.trace;
+      let traceHeaders: Record<string, string> | undefined;
+      if (traced) {
+        callSpan = traced.tracing.child(
+          traced.context,
+          `chat ${served.model}`,
+          {
+            [GEN_AI.operation]: 'chat',
+            [GEN_AI.provider]: served.host.kind,
+            [GEN_AI.requestModel]: served.model,
+            [GEN_AI.maxTokens]: request.maxTokens ?? admitted.plan.model.maxOutputTokens,
+            [GATEWAY.host]: served.host.id,
+            [ATTR_SERVER_ADDRESS]: new URL(served.host.baseUrl).hostname,
+          },
+          SpanKind.CLIENT,
+        );
+        traceHeaders = traced.tracing.headersOf(traced.context, callSpan);
+      }
+      upstream = this.transport
+        .call(HOST_KINDS[served.host.kind], served.host, served.model, request, traceHeaders)
+        .subscribe(host);
     };
     const deadline = setTimeout(signal, this.config.requestTimeoutMs, DEADLINE);
     admitted.ticket.recorded.catch(() => signal(UNRECORDED));
@@ -212,7 +290,10 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       const error = endingError(ending, served.host.id, this.config.requestTimeoutMs);
       if (error) facts.error = error.message;
     }
-    const resolved = this.resolveReservation(admitted, served, settlement, latencyMs);
+    const resolved = this.traced(facts, 'settlement', this.resolveReservation(admitted, served, settlement, latencyMs));
+    this.inFlight.track(resolved);
+    // A request whose client has gone is logged once its settlement is known.
+    if (facts) facts.settled = resolved.then(noop, noop);
     if (ending.kind === 'abort') return void resolved.catch(() => undefined);
     resolved.then(
       (resolution) => {
@@ -232,6 +313,25 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
         else subscriber.error(endingError(ending, served.host.id, this.config.requestTimeoutMs) ?? chargeNotRecorded());
       },
     );
+  }
+
+  /** `work` as a child span of the request's trace, when it has one. */
+  private traced<T>(facts: RequestFacts | undefined, name: string, work: Promise<T>): Promise<T> {
+    const traced = facts?.trace;
+    if (!traced) return work;
+    const span = traced.tracing.child(traced.context, name);
+    work.then(
+      () => span.end(),
+      (error: Error) => failed(span, error.message),
+    );
+    return work;
+  }
+
+  /** A settled request's billed tokens, counted against its key's tokens per minute (a failure is logged, not the request's). */
+  private countTokens(key: { orgId: string; keyId: string }, usage: TokenUsage): void {
+    this.rateLimits
+      .spend(key.orgId, key.keyId, totalTokens(usage), Date.now())
+      .catch((error: Error) => this.logger.warn(`tokens of key ${key.keyId} not counted for its rate limit: ${error.message}`));
   }
 
   /**
@@ -264,6 +364,7 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
           ...(flag === null ? {} : { usageFlag: flag }),
         };
         resolution = await this.ledger.recordSettlement(ticket, outcome);
+        if (admitted.tokensLimited) this.countTokens(admitted.tokensLimited, usage);
         if (input.facts && resolution.event.type === 'ReservationSettled') {
           input.facts.usage = usage;
           input.facts.cost = resolution.event.data.amount;

@@ -4,6 +4,7 @@ import type { Config } from '../config/config';
 import { HostTransport } from '../hosts/transport';
 import { CONFIG } from '../runtime/runtime.module';
 import { CountTokensHandler } from './count-tokens.handler';
+import { InFlightSettlements } from './in-flight';
 import { InferenceHandler } from './inference.handler';
 import { RequestRecord } from './request-record';
 
@@ -27,6 +28,7 @@ import { RequestRecord } from './request-record';
         }),
     },
     RequestRecord,
+    InFlightSettlements,
     InferenceHandler,
     CountTokensHandler,
   ],

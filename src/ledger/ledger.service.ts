@@ -4,7 +4,9 @@ import { handleCommand, readStreamState } from '../eventstore/command-handler';
 import { AppendOutcomeUnknownError, EventStore, WrongExpectedRevisionError } from '../eventstore/event-store';
 import { organizationDecider } from '../identity/identity.decider';
 import { organizationStream } from '../identity/identity.events';
+import type { KeyLimit } from '../identity/identity.events';
 import type { CreditHolds } from './credit-holds';
+import { keyHold } from './key-limit';
 import {
   creditAccountDecider,
   decideRefusal,
@@ -58,7 +60,8 @@ export interface ReservationTicket {
   recorded: Promise<void>;
 }
 
-export type Admission = { admitted: true; ticket: ReservationTicket } | { admitted: false; available: number };
+export type Admission =
+  { admitted: true; ticket: ReservationTicket } | { admitted: false; available: number; keyRemaining?: number };
 
 /** A reservation's ending as the log holds it: the event, and its position (read models include it once they reach it). */
 export interface Resolution {
@@ -98,7 +101,7 @@ export class LedgerService {
    * is taken before this returns; the reservation event is written meanwhile (`ticket.recorded`),
    * so a caller can start its upstream call without waiting for the disk.
    */
-  async admit(request: RequestFacts & { orgId: string; amount: number }): Promise<Admission> {
+  async admit(request: RequestFacts & { orgId: string; amount: number; keyLimit?: KeyLimit }): Promise<Admission> {
     const reservationId = this.newId();
     const now = this.clock();
     const none = reservationDecider.initialState();
@@ -117,7 +120,13 @@ export class LedgerService {
       },
       none,
     );
-    const admission = await this.holds.hold(request.orgId, reservationId, request.amount, now + this.settings.pendingHoldMs);
+    const admission = await this.holds.hold(
+      request.orgId,
+      reservationId,
+      request.amount,
+      now + this.settings.pendingHoldMs,
+      keyHold(request.keyId, request.keyLimit, now),
+    );
     if (!admission.admitted) return admission;
     const recorded = this.events.append(reservationStream(reservationId), [event], 'no_stream').then(
       () => undefined,

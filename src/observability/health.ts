@@ -12,6 +12,8 @@ export interface ReadinessFacts {
   head: number | Error;
   /** Position the read models have applied. */
   applied: number;
+  /** Whether the read models' store answers (Redis, when configured): null, or the error asking gave. */
+  store: Error | null;
 }
 
 export interface Readiness {
@@ -19,12 +21,13 @@ export interface Readiness {
   reasons: string[];
 }
 
-/** Ready: not draining, the event log answers, and the read models are within the bound of it. */
+/** Ready: not draining, the event log and the read models' store answer, and the read models are within the bound of the log. */
 export function readiness(facts: ReadinessFacts): Readiness {
   const reasons: string[] = [];
   if (facts.draining) reasons.push('draining: the service is shutting down');
   if (facts.head instanceof Error) reasons.push(`event log: ${facts.head.message}`);
-  else if (facts.head - facts.applied > READY_LAG_BOUND) {
+  if (facts.store !== null) reasons.push(`read models: their store does not answer (${facts.store.message})`);
+  else if (!(facts.head instanceof Error) && facts.head - facts.applied > READY_LAG_BOUND) {
     reasons.push(`read models: ${facts.head - facts.applied} events behind the log (bound ${READY_LAG_BOUND})`);
   }
   return { ready: reasons.length === 0, reasons };

@@ -3,6 +3,16 @@ import type { RequestFacts } from './request-facts';
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 
+/** Where the gauges read what they show, when scraped. */
+export interface MetricSources {
+  /** How many events the read models are behind the log. */
+  lag?: () => Promise<number>;
+  openStreams?: () => number;
+  reservationsHeld?: () => Promise<number>;
+  /** Reservations this instance has expired since it started. */
+  reservationsExpired?: () => number;
+}
+
 /**
  * The service's Prometheus metrics (prom-client), fed from each request's facts when its reply
  * ends: a handful of label lookups per request, nothing per token.
@@ -10,18 +20,75 @@ const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60
 export class GatewayMetrics {
   readonly registry = new Registry();
 
-  /** `lag`: how many events the read models are behind the log, asked only when scraped. */
-  constructor(lag?: () => Promise<number>) {
-    if (lag) {
+  /** What the metrics ask for only when scraped (none is on the request path). */
+  constructor(sources: MetricSources = {}) {
+    const registers = [this.registry];
+    if (sources.lag) {
+      const lag = sources.lag;
       new Gauge({
         name: 'gateway_read_model_lag_events',
         help: 'Events in the log not yet applied to this instance read models',
-        registers: [this.registry],
+        registers,
         async collect() {
           this.set(await lag());
         },
       });
     }
+    if (sources.openStreams) {
+      const openStreams = sources.openStreams;
+      new Gauge({
+        name: 'gateway_open_streams',
+        help: 'Streamed replies this instance is sending now',
+        registers,
+        collect() {
+          this.set(openStreams());
+        },
+      });
+    }
+    if (sources.reservationsHeld) {
+      const held = sources.reservationsHeld;
+      new Gauge({
+        name: 'gateway_reservations_held',
+        help: 'Reservations recorded in the log and not yet settled, released or expired (every instance)',
+        registers,
+        async collect() {
+          this.set(await held());
+        },
+      });
+    }
+    if (sources.reservationsExpired) {
+      const expired = sources.reservationsExpired;
+      let counted = 0;
+      new Counter({
+        name: 'gateway_reservations_expired_total',
+        help: 'Reservations this instance expired (never settled: a crash or a lost instance)',
+        registers,
+        collect() {
+          const total = expired();
+          this.inc(total - counted);
+          counted = total;
+        },
+      });
+    }
+  }
+
+  private readonly appends = new Histogram({
+    name: 'gateway_event_log_append_seconds',
+    help: 'Time to append to the event log (durable when it returns)',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+  private readonly upstream = new Histogram({
+    name: 'gateway_upstream_duration_seconds',
+    help: 'Time of the call to the host that served (or last failed), from its start to its end',
+    labelNames: ['host'] as const,
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+
+  /** One append to the event log, timed. */
+  observeAppend(seconds: number): void {
+    this.appends.observe(seconds);
   }
 
   private readonly requests = new Counter({
@@ -77,6 +144,7 @@ export class GatewayMetrics {
     this.requests.inc({ surface: facts.surface, model, host, status: String(status) });
     this.duration.observe({ surface: facts.surface, model }, latencyMs / 1000);
     if (facts.ttftMs !== undefined) this.ttft.observe({ host }, facts.ttftMs / 1000);
+    if (facts.upstreamMs !== undefined) this.upstream.observe({ host }, facts.upstreamMs / 1000);
     if (facts.fallback === true) this.fallbacks.inc({ model });
     if (facts.host === undefined && facts.outcome !== undefined && status >= 400 && status < 500) {
       this.refusals.inc({ reason: facts.outcome });

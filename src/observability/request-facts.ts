@@ -1,4 +1,20 @@
+import type { Attributes, Context, Span, SpanKind } from '@opentelemetry/api';
 import type { TokenUsage } from '../ledger/money';
+
+/** What the pipeline asks of tracing (tracing.ts implements it): spans under a request's own. */
+export interface RequestSpans {
+  endRequest(at: RequestTrace, facts: RequestFacts, requestId: string, status: number): void;
+  child(parent: Context, name: string, attributes?: Attributes, kind?: SpanKind): Span;
+  /** The `traceparent` (and `tracestate`) headers of a span, for the call it makes. */
+  headersOf(parent: Context, span: Span): Record<string, string>;
+}
+
+/** A request's place in its trace, as the pipeline carries it: where its children hang. */
+export interface RequestTrace {
+  tracing: RequestSpans;
+  /** The context holding the request's own span. */
+  context: Context;
+}
 
 /**
  * What the pipeline learned of one request, for its one log line: filled in as the request
@@ -21,6 +37,12 @@ export interface RequestFacts {
   ttftMs?: number;
   /** A later host served after an earlier one failed. */
   fallback?: boolean;
+  /** Milliseconds of the last host's call, from its start to its end (or the request's). */
+  upstreamMs?: number;
+  /** The request's trace, when tracing is on: the pipeline's spans hang from it. */
+  trace?: RequestTrace;
+  /** Resolves when the request's reservation is settled or released (a cut stream's line waits for it). */
+  settled?: Promise<void>;
   /** Why the request was refused or failed, as the client was told. */
   error?: string;
 }

@@ -2,6 +2,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
 import type { EventStore, RecordedEvent } from '../eventstore/event-store';
 import type { HoldResult } from '../ledger/credit-holds';
+import type { KeyHold } from '../ledger/key-limit';
 import type { ProjectionStore } from './projection-store';
 import {
   asProjected,
@@ -10,6 +11,7 @@ import {
   KeyRecord,
   OpenReservation,
   OrgRecord,
+  keySpendField,
   ReadModel,
   ReadModelSnapshot,
   RequestLogEntry,
@@ -20,6 +22,7 @@ interface PendingHold {
   orgId: string;
   amount: number;
   until: number;
+  keyId: string;
 }
 
 export interface SnapshotOptions {
@@ -39,6 +42,8 @@ export class MemoryProjectionStore implements ProjectionStore {
   private model: ReadModel;
   private readonly pending = new Map<string, PendingHold>();
   private readonly pendingByOrg = new Map<string, number>();
+  /** Key → nano-credits its pending holds hold. */
+  private readonly pendingByKey = new Map<string, number>();
 
   private savedAt = 0;
   private savedTime = Date.now();
@@ -64,7 +69,7 @@ export class MemoryProjectionStore implements ProjectionStore {
     } catch {
       return false;
     }
-    if (saved.version !== 3 || !saved.last || saved.position <= 0) return false;
+    if (saved.version !== 4 || !saved.last || saved.position <= 0) return false;
     const [atPosition] = await events.readAll(saved.position - 1, 1);
     if (
       atPosition?.position !== saved.position ||
@@ -128,12 +133,21 @@ export class MemoryProjectionStore implements ProjectionStore {
     };
   }
 
-  async hold(orgId: string, reservationId: string, amount: number, pendingUntil: number): Promise<HoldResult> {
+  async hold(orgId: string, reservationId: string, amount: number, pendingUntil: number, key: KeyHold): Promise<HoldResult> {
     const available = availableOf(this.balanceNow(orgId));
     if (available < amount) return { admitted: false, available };
+    if (key.limit) {
+      const used =
+        (this.model.keySpend.get(keySpendField(key.keyId, key.limit.period)) ?? 0) +
+        (this.model.keyOpen.get(key.keyId) ?? 0) +
+        (this.pendingByKey.get(key.keyId) ?? 0);
+      if (used + amount > key.limit.amount)
+        return { admitted: false, available, keyRemaining: Math.max(0, key.limit.amount - used) };
+    }
     if (this.pending.has(reservationId)) return { admitted: true };
-    this.pending.set(reservationId, { orgId, amount, until: pendingUntil });
+    this.pending.set(reservationId, { orgId, amount, until: pendingUntil, keyId: key.keyId });
     this.addPending(orgId, amount);
+    this.pendingByKey.set(key.keyId, (this.pendingByKey.get(key.keyId) ?? 0) + amount);
     return { admitted: true };
   }
 
@@ -150,6 +164,9 @@ export class MemoryProjectionStore implements ProjectionStore {
     if (!hold) return;
     this.pending.delete(reservationId);
     this.addPending(hold.orgId, -hold.amount);
+    const keyPending = (this.pendingByKey.get(hold.keyId) ?? 0) - hold.amount;
+    if (keyPending === 0) this.pendingByKey.delete(hold.keyId);
+    else this.pendingByKey.set(hold.keyId, keyPending);
   }
 
   async sweepPendingHolds(now: number): Promise<number> {
@@ -191,7 +208,7 @@ export class MemoryProjectionStore implements ProjectionStore {
   }
 
   async keysOf(orgId: string): Promise<KeyRecord[]> {
-    return [...this.model.keysById.values()].filter((k) => k.orgId === orgId);
+    return [...this.model.keysById.values()].filter((k) => k.orgId === orgId).map((k) => ({ ...k, spent: k.spent ?? 0 }));
   }
 
   async organization(orgId: string): Promise<OrgRecord | null> {
@@ -209,6 +226,18 @@ export class MemoryProjectionStore implements ProjectionStore {
 
   async dailySpend(orgId: string): Promise<Map<string, number>> {
     return new Map(this.model.dailySpend.get(orgId) ?? []);
+  }
+
+  async keyUsage(_orgId: string, keyId: string, period: string): Promise<number> {
+    return (
+      (this.model.keySpend.get(keySpendField(keyId, period)) ?? 0) +
+      (this.model.keyOpen.get(keyId) ?? 0) +
+      (this.pendingByKey.get(keyId) ?? 0)
+    );
+  }
+
+  async openReservationCount(): Promise<number> {
+    return this.model.open.size;
   }
 
   async expiredReservations(now: number, limit: number): Promise<OpenReservation[]> {

@@ -29,6 +29,10 @@ export interface ProjectionStore extends CreditHolds, KeyLookup {
   organizationsOf(userId: string): Promise<OrgRecord[]>;
   /** Nano-credits charged per UTC day (`YYYY-MM-DD`), for every day with a charge. */
   dailySpend(orgId: string): Promise<Map<string, number>>;
+  /** What a key's limit counts now: its charges in `period` and its open and pending holds. */
+  keyUsage(orgId: string, keyId: string, period: string): Promise<number>;
+  /** How many reservations are open (recorded and not yet resolved), in every organization. */
+  openReservationCount(): Promise<number>;
   /** Open reservations whose expiry is at or before `now`, with their organization and amount. */
   expiredReservations(now: number, limit: number): Promise<OpenReservation[]>;
   /** Every organization's ledger totals and position, for the audit. */

@@ -1,7 +1,17 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { RecordedEvent } from '../eventstore/event-store';
-import type { ApiKeyCreated, ApiKeyRevoked, MemberAdded, OrganizationCreated } from '../identity/identity.events';
+import type {
+  ApiKeyCreated,
+  ApiKeyRevoked,
+  ApiKeyUpdated,
+  MemberAdded,
+  OrganizationCreated,
+  KeyChanges,
+  OrganizationRateLimitsSet,
+  RateLimits,
+} from '../identity/identity.events';
 import type { KeyRecord } from '../identity/key-lookup';
+import { periodsOf } from '../ledger/key-limit';
 import type {
   CreditsGranted,
   CreditsReserved,
@@ -39,6 +49,8 @@ export interface OpenReservation {
   orgId: string;
   amount: number;
   expiresAt: number;
+  /** The key it was made with (absent in snapshots written before per-key limits). */
+  keyId?: string;
 }
 
 export type { KeyRecord };
@@ -69,6 +81,14 @@ export interface OrgRecord {
   orgId: string;
   name: string;
   createdAt: number;
+  /** Default rate limits of its keys that have none of their own (absent: none). */
+  rateLimits?: RateLimits;
+}
+
+/** The organization's record with its default rate limits set, or cleared (null). */
+export function withRateLimits(record: OrgRecord, rateLimits: RateLimits | null): OrgRecord {
+  const { rateLimits: _previous, ...rest } = record;
+  return rateLimits === null ? rest : { ...rest, rateLimits };
 }
 
 type ProjectedEvent =
@@ -80,8 +100,26 @@ type ProjectedEvent =
   | RequestRefused
   | OrganizationCreated
   | MemberAdded
+  | OrganizationRateLimitsSet
   | ApiKeyCreated
+  | ApiKeyUpdated
   | ApiKeyRevoked;
+
+/** A key record's fields as an update leaves them: what it sets, and (as undefined) what it clears. */
+export function keyFieldsChanged(
+  changes: KeyChanges,
+): Partial<Pick<KeyRecord, 'name' | 'rateLimits' | 'expiresAt' | 'disabled' | 'limit'>> {
+  const fields: Partial<Pick<KeyRecord, 'name' | 'rateLimits' | 'expiresAt' | 'disabled' | 'limit'>> = {};
+  if (changes.limit !== undefined) fields.limit = changes.limit ?? undefined;
+  if (changes.name !== undefined) fields.name = changes.name;
+  if (changes.rateLimits !== undefined) fields.rateLimits = changes.rateLimits ?? undefined;
+  if (changes.expiresAt !== undefined) fields.expiresAt = changes.expiresAt ?? undefined;
+  if (changes.disabled !== undefined) fields.disabled = changes.disabled || undefined;
+  return fields;
+}
+
+/** Where a key's charges in a period are kept (the same name in both stores). */
+export const keySpendField = (keyId: string, period: string): string => `${keyId}|${period}`;
 
 /** Narrows a recorded event to the ones the read models use. */
 export const asProjected = (event: RecordedEvent): ProjectedEvent => event as unknown as ProjectedEvent;
@@ -143,7 +181,7 @@ export function requestLogEntryOf(
 
 /** A read model as saved to disk: plain arrays, plus the last event it includes to tie it to its log. */
 export interface ReadModelSnapshot {
-  version: 3;
+  version: 4;
   position: number;
   last: { streamId: string; revision: number } | null;
   orgs: Array<[string, OrgLedger]>;
@@ -153,6 +191,7 @@ export interface ReadModelSnapshot {
   requests: Array<[string, RequestLogEntry[]]>;
   memberships: Array<[string, string[]]>;
   dailySpend: Array<[string, Array<[string, number]>]>;
+  keySpend: Array<[string, number]>;
 }
 
 /**
@@ -207,6 +246,10 @@ export class ReadModel {
   readonly memberships = new Map<string, Set<string>>();
   /** Organization → UTC day → nano-credits charged that day (not bounded by the request log's retention). */
   readonly dailySpend = new Map<string, Map<string, number>>();
+  /** `keyId|period` → nano-credits charged to the key in that period (see ledger/key-limit.ts). */
+  readonly keySpend = new Map<string, number>();
+  /** Key → nano-credits its recorded, unresolved reservations hold. */
+  readonly keyOpen = new Map<string, number>();
   position = 0;
   /** The last event applied, which a snapshot records to check it belongs to the log it is loaded with. */
   last: { streamId: string; revision: number } | null = null;
@@ -220,7 +263,7 @@ export class ReadModel {
    */
   toSnapshot(): ReadModelSnapshot {
     return {
-      version: 3,
+      version: 4,
       position: this.position,
       last: this.last,
       orgs: [...this.orgs].map(([orgId, ledger]) => [orgId, { ...ledger }]),
@@ -230,6 +273,7 @@ export class ReadModel {
       requests: [...this.requests].map(([orgId, log]) => [orgId, log.slice()]),
       memberships: [...this.memberships].map(([userId, orgs]) => [userId, [...orgs]]),
       dailySpend: [...this.dailySpend].map(([orgId, days]) => [orgId, [...days]]),
+      keySpend: [...this.keySpend],
     };
   }
 
@@ -239,7 +283,11 @@ export class ReadModel {
     model.last = snapshot.last;
     for (const [orgId, ledger] of snapshot.orgs) model.orgs.set(orgId, ledger);
     for (const record of snapshot.orgRecords) model.orgRecords.set(record.orgId, record);
-    for (const open of snapshot.open) model.open.set(open.reservationId, open);
+    for (const open of snapshot.open) {
+      model.open.set(open.reservationId, open);
+      if (open.keyId !== undefined) model.addKeyOpen(open.keyId, open.amount);
+    }
+    for (const [field, nano] of snapshot.keySpend) model.keySpend.set(field, nano);
     for (const key of snapshot.keys) {
       model.keysById.set(key.keyId, key);
       model.keysByHash.set(key.hash, key);
@@ -269,6 +317,11 @@ export class ReadModel {
         this.orgRecords.set(event.data.orgId, { ...event.data });
         this.ledgerOf(event.data.orgId);
         return;
+      case 'OrganizationRateLimitsSet': {
+        const record = this.orgRecords.get(event.data.orgId);
+        if (record) this.orgRecords.set(record.orgId, withRateLimits(record, event.data.rateLimits));
+        return;
+      }
       case 'MemberAdded': {
         const orgs = this.memberships.get(event.data.userId) ?? new Set<string>();
         orgs.add(event.data.orgId);
@@ -279,6 +332,15 @@ export class ReadModel {
         const record: KeyRecord = { ...event.data, revokedAt: null, lastUsedAt: null };
         this.keysByHash.set(record.hash, record);
         this.keysById.set(record.keyId, record);
+        return;
+      }
+      case 'ApiKeyUpdated': {
+        const record = this.keysById.get(event.data.keyId) as unknown as Record<string, unknown> | undefined;
+        if (!record) return;
+        for (const [field, value] of Object.entries(keyFieldsChanged(event.data.changes))) {
+          if (value === undefined) delete record[field];
+          else record[field] = value;
+        }
         return;
       }
       case 'ApiKeyRevoked': {
@@ -297,7 +359,8 @@ export class ReadModel {
         const ledger = this.ledgerOf(orgId);
         ledger.reserved += amount;
         ledger.position = recorded.position;
-        this.open.set(reservationId, { reservationId, orgId, amount, expiresAt });
+        this.open.set(reservationId, { reservationId, orgId, amount, expiresAt, keyId: event.data.keyId });
+        this.addKeyOpen(event.data.keyId, amount);
         return;
       }
       case 'ReservationSettled':
@@ -309,10 +372,17 @@ export class ReadModel {
         if (open) {
           ledger.reserved -= open.amount;
           this.open.delete(open.reservationId);
+          if (open.keyId !== undefined) this.addKeyOpen(open.keyId, -open.amount);
         }
         const entry = requestLogEntryOf(event);
         if (event.type === 'ReservationSettled') {
           ledger.spent += event.data.amount;
+          const key = this.keysById.get(event.data.keyId);
+          if (key) key.spent = (key.spent ?? 0) + event.data.amount;
+          for (const period of periodsOf(event.data.settledAt)) {
+            const field = keySpendField(event.data.keyId, period);
+            this.keySpend.set(field, (this.keySpend.get(field) ?? 0) + event.data.amount);
+          }
           const days = this.dailySpend.get(event.data.orgId) ?? new Map<string, number>();
           const day = dayOf(entry.time);
           days.set(day, (days.get(day) ?? 0) + event.data.amount);
@@ -326,6 +396,12 @@ export class ReadModel {
         this.logRequest(event.data.orgId, requestLogEntryOf(event));
         return;
     }
+  }
+
+  addKeyOpen(keyId: string, delta: number): void {
+    const held = (this.keyOpen.get(keyId) ?? 0) + delta;
+    if (held === 0) this.keyOpen.delete(keyId);
+    else this.keyOpen.set(keyId, held);
   }
 
   private logRequest(orgId: string, entry: RequestLogEntry): void {

@@ -13,7 +13,13 @@ import {
   ReadModel,
   requestLogEntryOf,
   RequestLogEntry,
+  withRateLimits,
+  keyFieldsChanged,
+  keySpendField,
 } from './read-model';
+import type { KeyHold } from '../ledger/key-limit';
+import { periodsOf } from '../ledger/key-limit';
+import type { KeyLimit, RateLimits } from '../identity/identity.events';
 import * as lua from './redis-scripts';
 
 export type RedisClient = ReturnType<typeof createClient>;
@@ -62,6 +68,7 @@ export class RedisProjectionStore implements ProjectionStore {
   private org(orgId: string) {
     const tag = `${this.prefix}{org:${orgId}}`;
     return {
+      tag,
       ledger: `${tag}:ledger`,
       holds: `${tag}:holds`,
       holdDeadlines: `${tag}:hold-deadlines`,
@@ -69,9 +76,20 @@ export class RedisProjectionStore implements ProjectionStore {
       requests: `${tag}:requests`,
       keys: `${tag}:keys`,
       keyLastUsed: `${tag}:key-last-used`,
+      keySpend: `${tag}:key-spend`,
+      keyPending: `${tag}:key-pending`,
+      holdKey: `${tag}:hold-key`,
+      keyOpen: `${tag}:key-open`,
+      keyPeriod: `${tag}:key-period-spend`,
       daily: `${tag}:daily`,
       record: `${tag}:org`,
     };
+  }
+
+  /** A key's rate-limit counters, beside its organization's record (one hash tag: one script may use them all). */
+  rateLimitKeys(orgId: string, keyId: string) {
+    const k = this.org(orgId);
+    return { requests: `${k.tag}:rate:${keyId}:requests`, tokens: `${k.tag}:rate:${keyId}:tokens`, organization: k.record };
   }
 
   private get orgsKey() {
@@ -99,7 +117,7 @@ export class RedisProjectionStore implements ProjectionStore {
   }
 
   /** EVALSHA, loading the script on first use or after Redis lost it (for order-free scripts). */
-  private async run(script: string, keys: string[], args: Array<string | number>): Promise<unknown> {
+  async run(script: string, keys: string[], args: Array<string | number>): Promise<unknown> {
     const options = { keys, arguments: args.map(String) };
     let sha = this.shas.get(script);
     if (sha) {
@@ -114,30 +132,40 @@ export class RedisProjectionStore implements ProjectionStore {
     return this.client.evalSha(sha, options);
   }
 
-  async hold(orgId: string, reservationId: string, amount: number, pendingUntil: number): Promise<HoldResult> {
+  async hold(orgId: string, reservationId: string, amount: number, pendingUntil: number, key: KeyHold): Promise<HoldResult> {
     const k = this.org(orgId);
     const reply = (await this.run(
       lua.HOLD,
-      [k.ledger, k.holds, k.holdDeadlines],
-      [reservationId, amount, pendingUntil],
+      [k.ledger, k.holds, k.holdDeadlines, k.keyPending, k.holdKey, k.keyOpen, k.keyPeriod],
+      [
+        reservationId,
+        amount,
+        pendingUntil,
+        key.keyId,
+        key.limit?.amount ?? '',
+        key.limit ? keySpendField(key.keyId, key.limit.period) : '',
+      ],
     )) as number[];
-    return reply[0] === 1 ? { admitted: true } : { admitted: false, available: Number(reply[1]) };
+    if (reply[0] === 1) return { admitted: true };
+    return reply.length > 2
+      ? { admitted: false, available: Number(reply[1]), keyRemaining: Number(reply[2]) }
+      : { admitted: false, available: Number(reply[1]) };
+  }
+
+  /** The keys of the scripts that end pending holds (the fourth is unused, there to keep one hash tag). */
+  private holdKeys(orgId: string): string[] {
+    const k = this.org(orgId);
+    return [k.ledger, k.holds, k.holdDeadlines, k.keyOpen, k.keyPending, k.holdKey];
   }
 
   async dropHold(orgId: string, reservationId: string): Promise<void> {
-    const k = this.org(orgId);
-    await this.run(lua.DROP_HOLD, [k.ledger, k.holds, k.holdDeadlines], [reservationId]);
+    await this.run(lua.DROP_HOLD, this.holdKeys(orgId), [reservationId]);
   }
 
   async sweepPendingHolds(now: number): Promise<number> {
     let swept = 0;
     for await (const orgIds of this.client.sScanIterator(this.orgsKey, { COUNT: 500 })) {
-      const counts = await Promise.all(
-        orgIds.map((orgId) => {
-          const k = this.org(orgId);
-          return this.run(lua.SWEEP_HOLDS, [k.ledger, k.holds, k.holdDeadlines], [now]);
-        }),
-      );
+      const counts = await Promise.all(orgIds.map((orgId) => this.run(lua.SWEEP_HOLDS, this.holdKeys(orgId), [now])));
       swept += counts.reduce<number>((sum, n) => sum + Number(n), 0);
     }
     return swept;
@@ -178,16 +206,44 @@ export class RedisProjectionStore implements ProjectionStore {
         return Number(applied);
       }
       case 'ApiKeyCreated': {
-        const { keyId, orgId, name, prefix, hash, createdAt } = event.data;
+        const { keyId, orgId, name, prefix, hash, createdAt, rateLimits, expiresAt, kind, limit } = event.data;
+        const fields: Record<string, string> = { keyId, orgId, name, prefix, hash, createdAt: String(createdAt) };
+        if (rateLimits) fields.rateLimits = JSON.stringify(rateLimits);
+        if (expiresAt !== undefined) fields.expiresAt = String(expiresAt);
+        if (kind) fields.kind = kind;
+        if (limit) fields.limit = JSON.stringify(limit);
         await Promise.all([
-          this.client.hSet(this.keyRecordKey(hash), { keyId, orgId, name, prefix, hash, createdAt: String(createdAt) }),
+          this.client.hSet(this.keyRecordKey(hash), fields),
           this.client.hSet(this.org(orgId).keys, keyId, hash),
         ]);
+        return 1;
+      }
+      case 'OrganizationRateLimitsSet': {
+        // The record is rewritten whole: applying the event twice writes the same.
+        const k = this.org(event.data.orgId);
+        const json = await this.client.get(k.record);
+        if (json === null) return 1;
+        const record = JSON.parse(json) as OrgRecord;
+        await this.client.set(k.record, JSON.stringify(withRateLimits(record, event.data.rateLimits)));
         return 1;
       }
       case 'MemberAdded':
         await this.client.sAdd(this.userOrgsKey(event.data.userId), event.data.orgId);
         return 1;
+      case 'ApiKeyUpdated': {
+        const set: Record<string, string> = {};
+        const cleared: string[] = [];
+        for (const [field, value] of Object.entries(keyFieldsChanged(event.data.changes))) {
+          if (value === undefined) cleared.push(field);
+          else set[field] = typeof value === 'string' ? value : JSON.stringify(value);
+        }
+        const key = this.keyRecordKey(event.data.hash);
+        await Promise.all([
+          Object.keys(set).length > 0 ? this.client.hSet(key, set) : null,
+          cleared.length > 0 ? this.client.hDel(key, cleared) : null,
+        ]);
+        return 1;
+      }
       case 'ApiKeyRevoked':
         await this.client.hSet(this.keyRecordKey(event.data.hash), 'revokedAt', String(event.data.revokedAt));
         return 1;
@@ -201,7 +257,11 @@ export class RedisProjectionStore implements ProjectionStore {
         // The expiry index is written on every delivery, not only the first: a process that died
         // between the two writes leaves it to the next delivery (the checkpoint had not moved).
         const [applied] = await Promise.all([
-          this.runInOrder(lua.APPLY_RESERVED, [k.ledger, k.holds, k.holdDeadlines, k.open], [position, reservationId, amount]),
+          this.runInOrder(
+            lua.APPLY_RESERVED,
+            [k.ledger, k.holds, k.holdDeadlines, k.open, k.keyPending, k.holdKey, k.keyOpen],
+            [position, reservationId, amount, event.data.keyId],
+          ),
           this.client.zAdd(this.expiryKey, { score: expiresAt, value: orgId + SEP + reservationId }),
         ]);
         return Number(applied);
@@ -219,7 +279,7 @@ export class RedisProjectionStore implements ProjectionStore {
         const [applied] = await Promise.all([
           this.runInOrder(
             lua.APPLY_RESOLVED,
-            [k.ledger, k.open, k.requests, k.keyLastUsed, k.daily],
+            [k.ledger, k.open, k.requests, k.keyLastUsed, k.daily, k.keySpend, k.keyOpen, k.keyPeriod],
             [
               position,
               reservationId,
@@ -229,6 +289,7 @@ export class RedisProjectionStore implements ProjectionStore {
               entry.keyId,
               entry.time,
               dayOf(entry.time),
+              ...(charge > 0 ? periodsOf(entry.time).map((period) => keySpendField(entry.keyId, period)) : []),
             ],
           ),
           entry.reservationId === null ? null : this.client.zRem(this.expiryKey, orgId + SEP + reservationId),
@@ -272,6 +333,11 @@ export class RedisProjectionStore implements ProjectionStore {
       hash: fields.hash,
       createdAt: Number(fields.createdAt),
       revokedAt: fields.revokedAt ? Number(fields.revokedAt) : null,
+      ...(fields.rateLimits ? { rateLimits: JSON.parse(fields.rateLimits) as RateLimits } : {}),
+      ...(fields.expiresAt ? { expiresAt: Number(fields.expiresAt) } : {}),
+      ...(fields.disabled === 'true' ? { disabled: true } : {}),
+      ...(fields.kind === 'management' ? { kind: 'management' as const } : {}),
+      ...(fields.limit ? { limit: JSON.parse(fields.limit) as KeyLimit } : {}),
       // Kept per organization (see keysOf): authentication does not need it.
       lastUsedAt: null,
     };
@@ -294,11 +360,19 @@ export class RedisProjectionStore implements ProjectionStore {
 
   async keysOf(orgId: string): Promise<KeyRecord[]> {
     const k = this.org(orgId);
-    const [hashes, lastUsed] = await Promise.all([this.client.hGetAll(k.keys), this.client.hGetAll(k.keyLastUsed)]);
+    const [hashes, lastUsed, spent] = await Promise.all([
+      this.client.hGetAll(k.keys),
+      this.client.hGetAll(k.keyLastUsed),
+      this.client.hGetAll(k.keySpend),
+    ]);
     const records = await Promise.all(Object.values(hashes).map((hash) => this.keyByHash(hash)));
     return records
       .filter((r): r is KeyRecord => r !== null)
-      .map((r) => ({ ...r, lastUsedAt: lastUsed[r.keyId] ? Number(lastUsed[r.keyId]) : null }));
+      .map((r) => ({
+        ...r,
+        lastUsedAt: lastUsed[r.keyId] ? Number(lastUsed[r.keyId]) : null,
+        spent: spent[r.keyId] ? Number(spent[r.keyId]) : 0,
+      }));
   }
 
   async organizationsOf(userId: string): Promise<OrgRecord[]> {
@@ -324,6 +398,20 @@ export class RedisProjectionStore implements ProjectionStore {
       (json) =>
         ({ cacheReadTokens: 0, cacheWriteTokens: 0, ...(JSON.parse(json) as Partial<RequestLogEntry>) }) as RequestLogEntry,
     );
+  }
+
+  async keyUsage(orgId: string, keyId: string, period: string): Promise<number> {
+    const k = this.org(orgId);
+    const [spent, open, pending] = await Promise.all([
+      this.client.hGet(k.keyPeriod, keySpendField(keyId, period)),
+      this.client.hGet(k.keyOpen, keyId),
+      this.client.hGet(k.keyPending, keyId),
+    ]);
+    return Number(spent ?? 0) + Number(open ?? 0) + Number(pending ?? 0);
+  }
+
+  async openReservationCount(): Promise<number> {
+    return this.client.zCard(this.expiryKey);
   }
 
   async expiredReservations(now: number, limit: number): Promise<OpenReservation[]> {
@@ -421,12 +509,25 @@ export class RedisProjectionStore implements ProjectionStore {
         createdAt: String(key.createdAt),
       };
       if (key.revokedAt !== null) fields.revokedAt = String(key.revokedAt);
+      if (key.rateLimits) fields.rateLimits = JSON.stringify(key.rateLimits);
+      if (key.expiresAt !== undefined) fields.expiresAt = String(key.expiresAt);
+      if (key.disabled === true) fields.disabled = 'true';
+      if (key.kind) fields.kind = key.kind;
+      if (key.limit) fields.limit = JSON.stringify(key.limit);
       writes.push(
         this.client.hSet(this.keyRecordKey(key.hash), fields),
         this.client.hSet(this.org(key.orgId).keys, key.keyId, key.hash),
       );
       if (key.lastUsedAt !== null)
         writes.push(this.client.hSet(this.org(key.orgId).keyLastUsed, key.keyId, String(key.lastUsedAt)));
+      if (key.spent) writes.push(this.client.hSet(this.org(key.orgId).keySpend, key.keyId, String(key.spent)));
+      const held = model.keyOpen.get(key.keyId);
+      if (held) writes.push(this.client.hSet(this.org(key.orgId).keyOpen, key.keyId, String(held)));
+      if (writes.length > 2000) await flush();
+    }
+    for (const [field, nano] of model.keySpend) {
+      const key = model.keysById.get(field.slice(0, field.indexOf('|')));
+      if (key) writes.push(this.client.hSet(this.org(key.orgId).keyPeriod, field, String(nano)));
       if (writes.length > 2000) await flush();
     }
     await flush();

@@ -32,32 +32,52 @@ redis.call('HINCRBY', KEYS[1], 'granted', ARGV[2])
 return 1
 `;
 
-/** KEYS: ledger, holds, hold deadlines, open. ARGV: position, reservation id, amount. */
-export const APPLY_RESERVED = `${GUARD}
+/** A pending hold's key: its pending total lowered by the hold, and the hold forgotten. KEYS[5], KEYS[6]: key pending, hold key. */
+const FORGET_KEY_HOLD = `
+local function forgetKeyHold(id, held)
+  local keyId = redis.call('HGET', KEYS[6], id)
+  if keyId then
+    redis.call('HINCRBY', KEYS[5], keyId, -tonumber(held))
+    redis.call('HDEL', KEYS[6], id)
+  end
+end
+`;
+
+/**
+ * KEYS: ledger, holds, hold deadlines, open, key pending, hold key, key open.
+ * ARGV: position, reservation id, amount, key id.
+ */
+export const APPLY_RESERVED = `${GUARD}${FORGET_KEY_HOLD}
 local held = redis.call('HGET', KEYS[2], ARGV[2])
 if held then
   redis.call('HDEL', KEYS[2], ARGV[2])
   redis.call('ZREM', KEYS[3], ARGV[2])
   redis.call('HINCRBY', KEYS[1], 'pending', -tonumber(held))
+  forgetKeyHold(ARGV[2], held)
 end
 redis.call('HINCRBY', KEYS[1], 'reserved', ARGV[3])
 redis.call('HSET', KEYS[4], ARGV[2], ARGV[3])
+redis.call('HINCRBY', KEYS[7], ARGV[4], ARGV[3])
 return 1
 `;
 
 /**
- * KEYS: ledger, open, request log, key last used, daily spend.
- * ARGV: position, reservation id ('' for a refused request), charge, log entry JSON, retention, key id, time, UTC day.
+ * KEYS: ledger, open, request log, key last used, daily spend, key spend, key open, key period spend.
+ * ARGV: position, reservation id ('' for a refused request), charge, log entry JSON, retention, key id, time, UTC day,
+ * then the key's period spend fields the charge counts in.
  */
 export const APPLY_RESOLVED = `${GUARD}
 local held = redis.call('HGET', KEYS[2], ARGV[2])
 if held then
   redis.call('HDEL', KEYS[2], ARGV[2])
   redis.call('HINCRBY', KEYS[1], 'reserved', -tonumber(held))
+  redis.call('HINCRBY', KEYS[7], ARGV[6], -tonumber(held))
 end
 if tonumber(ARGV[3]) > 0 then
   redis.call('HINCRBY', KEYS[1], 'spent', ARGV[3])
   redis.call('HINCRBY', KEYS[5], ARGV[8], ARGV[3])
+  redis.call('HINCRBY', KEYS[6], ARGV[6], ARGV[3])
+  for i = 9, #ARGV do redis.call('HINCRBY', KEYS[8], ARGV[i], ARGV[3]) end
 end
 redis.call('LPUSH', KEYS[3], ARGV[4])
 redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[5]) - 1)
@@ -67,39 +87,53 @@ return 1
 `;
 
 /**
- * Admission. KEYS: ledger, holds, hold deadlines. ARGV: reservation id, amount, pending-until.
- * Returns {1} when held, {0, available} when the balance does not cover the amount.
+ * Admission. KEYS: ledger, holds, hold deadlines, key pending, hold key, key open, key period spend.
+ * ARGV: reservation id, amount, pending-until, key id, the key's limit ('' for none), its period's spend field.
+ * Returns {1} when held, {0, available} when the balance does not cover the amount, {0, available,
+ * key remaining} when the key's limit does not.
  */
 export const HOLD = `
 local l = redis.call('HMGET', KEYS[1], 'granted', 'spent', 'reserved', 'pending')
 local available = (tonumber(l[1]) or 0) - (tonumber(l[2]) or 0) - (tonumber(l[3]) or 0) - (tonumber(l[4]) or 0)
-if available < tonumber(ARGV[2]) then return {0, available} end
+local amount = tonumber(ARGV[2])
+if available < amount then return {0, available} end
+if ARGV[5] ~= '' then
+  local used = tonumber(redis.call('HGET', KEYS[7], ARGV[6]) or '0')
+    + tonumber(redis.call('HGET', KEYS[6], ARGV[4]) or '0')
+    + tonumber(redis.call('HGET', KEYS[4], ARGV[4]) or '0')
+  local limit = tonumber(ARGV[5])
+  if used + amount > limit then return {0, available, math.max(0, limit - used)} end
+end
 if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 1 then
   redis.call('HINCRBY', KEYS[1], 'pending', ARGV[2])
   redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
+  redis.call('HINCRBY', KEYS[4], ARGV[4], ARGV[2])
+  redis.call('HSET', KEYS[5], ARGV[1], ARGV[4])
 end
 return {1}
 `;
 
-/** KEYS: ledger, holds, hold deadlines. ARGV: reservation id. */
-export const DROP_HOLD = `
+/** KEYS: ledger, holds, hold deadlines, (unused), key pending, hold key. ARGV: reservation id. */
+export const DROP_HOLD = `${FORGET_KEY_HOLD}
 local held = redis.call('HGET', KEYS[2], ARGV[1])
 if held then
   redis.call('HDEL', KEYS[2], ARGV[1])
   redis.call('HINCRBY', KEYS[1], 'pending', -tonumber(held))
+  forgetKeyHold(ARGV[1], held)
 end
 redis.call('ZREM', KEYS[3], ARGV[1])
 return held and 1 or 0
 `;
 
-/** KEYS: ledger, holds, hold deadlines. ARGV: now. Returns how many holds were swept. */
-export const SWEEP_HOLDS = `
+/** KEYS: ledger, holds, hold deadlines, (unused), key pending, hold key. ARGV: now. Returns how many holds were swept. */
+export const SWEEP_HOLDS = `${FORGET_KEY_HOLD}
 local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[1])
 for _, id in ipairs(due) do
   local held = redis.call('HGET', KEYS[2], id)
   if held then
     redis.call('HDEL', KEYS[2], id)
     redis.call('HINCRBY', KEYS[1], 'pending', -tonumber(held))
+    forgetKeyHold(id, held)
   end
   redis.call('ZREM', KEYS[3], id)
 end

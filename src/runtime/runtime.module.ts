@@ -6,6 +6,7 @@ import type { Runtime } from './runtime';
 
 export const PROJECTIONS = Symbol('ProjectionStore');
 export const CONFIG = Symbol('Config');
+export const RATE_LIMITS = Symbol('RateLimitStore');
 
 /** Makes the runtime (opened before Nest starts, shared with the operator tool) injectable. */
 @Global()
@@ -18,6 +19,7 @@ export class RuntimeModule {
       { provide: LedgerService, useValue: runtime.ledger },
       { provide: IdentityService, useValue: runtime.identity },
       { provide: Projector, useValue: runtime.projector },
+      { provide: RATE_LIMITS, useValue: runtime.rateLimits },
     ];
     return { module: RuntimeModule, providers, exports: providers };
   }

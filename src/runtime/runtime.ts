@@ -3,12 +3,15 @@ import { join } from 'node:path';
 import type { Config } from '../config/config';
 import type { EventStore } from '../eventstore/event-store';
 import { SqliteEventStore } from '../eventstore/sqlite-event-store';
+import { TimedEventStore } from '../eventstore/timed-event-store';
 import { IdentityService } from '../identity/identity.service';
 import { LedgerService } from '../ledger/ledger.service';
 import { MemoryProjectionStore } from '../projections/memory-projection-store';
 import type { ProjectionStore } from '../projections/projection-store';
 import { Projector } from '../projections/projector';
 import { RedisProjectionStore } from '../projections/redis-projection-store';
+import { MemoryRateLimitStore, RateLimitStore } from '../rate-limits/rate-limit-store';
+import { RedisRateLimitStore } from '../rate-limits/redis-rate-limits';
 import { claimServing } from './serving-claim';
 
 /**
@@ -17,11 +20,16 @@ import { claimServing } from './serving-claim';
  */
 export interface Runtime {
   config: Config;
-  events: EventStore;
+  /** The event log, its appends timed for the metrics. */
+  events: TimedEventStore;
   projections: ProjectionStore;
   projector: Projector;
   ledger: LedgerService;
   identity: IdentityService;
+  /** Keys' requests and tokens of the last minute: in Redis when the read models are, else in this process. */
+  rateLimits: RateLimitStore;
+  /** Reservations this process's sweeper has expired since it started. */
+  readonly reservationsExpired: number;
   close(): Promise<void>;
 }
 
@@ -56,9 +64,9 @@ export interface RuntimeOptions {
 export async function openRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
   const log = options.log ?? (() => {});
   const claim = options.serving ? claimServing(config) : null;
-  let events: EventStore;
+  let events: TimedEventStore;
   try {
-    events = await openEventStore(config);
+    events = new TimedEventStore(await openEventStore(config));
   } catch (error) {
     claim?.release();
     throw error;
@@ -78,13 +86,18 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     pendingHoldMs: config.pendingHoldMs,
   });
   const identity = new IdentityService(events, projections);
+  const rateLimits =
+    projections instanceof RedisProjectionStore
+      ? new RedisRateLimitStore(projections)
+      : new MemoryRateLimitStore(async (orgId) => (await projections.organization(orgId))?.rateLimits);
 
   let sweeping: Promise<unknown> = Promise.resolve();
+  let reservationsExpired = 0;
   const sweeper = options.sweep
     ? setInterval(() => {
-        sweeping = Promise.all([projections.sweepPendingHolds(Date.now()), ledger.expireDue()]).catch((error) =>
-          log(`sweeper: ${(error as Error).message}`),
-        );
+        sweeping = Promise.all([projections.sweepPendingHolds(Date.now()), ledger.expireDue()])
+          .then(([, expired]) => void (reservationsExpired += expired))
+          .catch((error) => log(`sweeper: ${(error as Error).message}`));
       }, config.sweepIntervalMs)
     : null;
   sweeper?.unref();
@@ -96,6 +109,10 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     projector,
     ledger,
     identity,
+    rateLimits,
+    get reservationsExpired() {
+      return reservationsExpired;
+    },
     async close() {
       if (sweeper) clearInterval(sweeper);
       await sweeping;

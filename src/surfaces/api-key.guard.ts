@@ -1,6 +1,6 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { invalidApiKey, requireKey } from '../http/credentials';
+import { ordinaryKey, requireKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
 import type { KeyRecord } from '../identity/key-lookup';
 
@@ -16,9 +16,7 @@ export class ApiKeyGuard implements CanActivate {
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<KeyedRequest>();
-    const key = await this.identity.authenticate(requireKey(request));
-    if (!key) throw invalidApiKey();
-    request.apiKey = key;
+    request.apiKey = ordinaryKey(await this.identity.authenticate(requireKey(request)));
     return true;
   }
 }

@@ -21,6 +21,7 @@ export async function respond(
   wire: SurfaceWire,
   keepAliveMs: number,
 ): Promise<void> {
+  if (result.headers) void reply.headers(result.headers);
   if (result.stream) {
     return streamSse(reply, result.events, wire.serializer(result), {
       keepAliveMs,

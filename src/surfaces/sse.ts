@@ -22,6 +22,10 @@ export interface SseOptions {
   failBeforeStart: (error: ApiError) => void;
 }
 
+/** Streams whose headers have gone out and that have not ended, in this process (for the metrics). */
+let open = 0;
+export const openStreams = (): number => open;
+
 /**
  * Serializes a pipeline stream as server-sent events. Headers go out when the upstream accepts
  * (or after one keep-alive interval, whichever is first) so that a host failing at once still
@@ -80,6 +84,7 @@ export function streamSse(
     const start = () => {
       if (started) return;
       started = true;
+      open++;
       reply.hijack();
       raw.writeHead(200, {
         ...(reply.getHeaders() as Record<string, string>),
@@ -91,6 +96,7 @@ export function streamSse(
     };
     const finish = () => {
       finished = true;
+      if (started) open--;
       if (timer) clearTimeout(timer);
       raw.off('close', onClose);
       resolve();

@@ -48,6 +48,68 @@ describe('operator tool', () => {
     expect(everything).not.toContain('a long password');
   });
 
+  it("sets a key's rate limits and the organization's default", async () => {
+    const { orgId } = await json(env, ['org', 'create', '--name', 'Limited']);
+    const key = await json(env, ['keys', 'create', '--org', orgId, '--name', 'agent', '--rpm', '60', '--tpm', '100000']);
+    const t = await openTestRuntime({ env });
+    try {
+      const record = (await t.runtime.projections.keysOf(orgId)).find((k) => k.keyId === key.keyId);
+      expect(record?.rateLimits).toEqual({ requestsPerMinute: 60, tokensPerMinute: 100_000 });
+    } finally {
+      await t.cleanup();
+    }
+    expect(await json(env, ['org', 'limits', '--org', orgId, '--rpm', '10'])).toEqual({
+      orgId,
+      rateLimits: { requestsPerMinute: 10 },
+    });
+    const updated = await json(env, [
+      'keys',
+      'update',
+      '--key',
+      key.keyId,
+      '--disable',
+      '--no-rate-limits',
+      '--expires',
+      '2099-01-01T00:00:00Z',
+    ]);
+    expect(updated).toEqual({
+      keyId: key.keyId,
+      orgId,
+      changes: { rateLimits: null, expiresAt: Date.parse('2099-01-01T00:00:00Z'), disabled: true },
+    });
+    expect((await json(env, ['keys', 'list', '--org', orgId]))[0]).toMatchObject({
+      status: 'disabled',
+      expiresAt: '2099-01-01T00:00:00.000Z',
+      rateLimits: null,
+      spent: '0',
+      limit: null,
+    });
+    await json(env, [
+      'keys',
+      'update',
+      '--key',
+      key.keyId,
+      '--enable',
+      '--no-expiry',
+      '--name',
+      'agent-2',
+      '--limit',
+      '2.5',
+      '--limit-reset',
+      'weekly',
+    ]);
+    expect((await json(env, ['keys', 'list', '--org', orgId]))[0]).toMatchObject({
+      status: 'active',
+      expiresAt: null,
+      name: 'agent-2',
+      limit: { credits: '2.5', reset: 'weekly' },
+    });
+    await json(env, ['keys', 'update', '--key', key.keyId, '--no-limit']);
+    expect((await json(env, ['keys', 'list', '--org', orgId]))[0].limit).toBeNull();
+    const cleared = await cli(env, ['org', 'limits', '--org', orgId, '--clear']);
+    expect(cleared).toMatchObject({ code: 0, stdout: `${orgId}: no default rate limits\n` });
+  });
+
   it('answers bad input with a clear error, a non-zero exit, and writes nothing', async () => {
     const { orgId } = await json(env, ['org', 'create', '--name', 'Careful']);
     const store = new SqliteEventStore(join(dir.path, 'events.sqlite'));
@@ -65,6 +127,17 @@ describe('operator tool', () => {
       [['org', 'add-member', '--org', orgId, '--email', 'nobody@example.com'], /no user with email/],
       [['users', 'create', '--email', 'short@example.com', '--password-stdin'], /at least 8 characters/, 'short\n'],
       [['users', 'create', '--email', 'not-an-email', '--password-stdin'], /not an email address/, 'long enough pw\n'],
+      [['keys', 'create', '--org', orgId, '--name', 'k', '--rpm', '0'], /--rpm must be a whole number from 1 up/],
+      [['keys', 'create', '--org', orgId, '--name', 'k', '--tpm', '1.5'], /--tpm must be a whole number from 1 up/],
+      [['org', 'limits', '--org', orgId], /give --rpm and\/or --tpm, or --clear/],
+      [['keys', 'create', '--org', orgId, '--name', 'k', '--limit', '-1'], /--limit: .*not an amount of credits/],
+      [['keys', 'create', '--org', orgId, '--name', 'k', '--limit', '0'], /a key limit must be a positive amount/],
+      [['keys', 'create', '--org', orgId, '--name', 'k', '--expires', 'tomorrow'], /--expires must be a time in ISO 8601/],
+      [
+        ['keys', 'create', '--org', orgId, '--name', 'k', '--expires', '2001-01-01T00:00:00Z'],
+        /expiry must be a time in the future/,
+      ],
+      [['org', 'limits', '--org', orgId, '--rpm', '5', '--clear'], /give --rpm and\/or --tpm, or --clear/],
       [['frobnicate'], /unknown command/],
     ];
     for (const [args, message, stdin] of cases) {

@@ -87,6 +87,16 @@ describe('dashboard API', () => {
     await g.settled();
     expect((await bob.get('/keys')).body.data[0].lastUsedAt).toEqual(expect.any(String));
 
+    // A credit limit: set, shown with what it counts, refused when not an amount, cleared.
+    const limited = await bob.post(`/keys/${key.body.id}/limit`, { limit: '2.5', reset: 'daily' }).expect(200);
+    expect(limited.body).toMatchObject({ limit: '2.5', limitReset: 'daily', limitUsage: expect.any(String) });
+    expect(
+      (await bob.post(`/keys/${key.body.id}/limit`, { limit: 'lots', reset: 'daily' }).expect(400)).body.error.message,
+    ).toMatch(/not an amount of credits/);
+    await bob.post(`/keys/${key.body.id}/limit`, { limit: '1', reset: 'hourly' }).expect(400);
+    expect((await bob.post(`/keys/${key.body.id}/limit`, { limit: null, reset: 'never' }).expect(200)).body.limit).toBeNull();
+    await bob.post(`/keys/00000000-0000-4000-8000-000000000000/limit`, { limit: '1', reset: 'never' }).expect(404);
+
     await bob.post(`/keys/${key.body.id}/revoke`).expect(200);
     expect((await bob.get('/keys')).body.data[0].status).toBe('revoked');
     const revokedAt = Date.now();

@@ -103,6 +103,51 @@ describeWithBrowser('dashboard in a real browser', () => {
     expect(refused.status).toBe(401);
   });
 
+  it("sets a key's credit limit, which the openai client then meets as a 402; raised, the key serves again", async () => {
+    await byTest('nav-keys').click();
+    await byTest('key-name').fill('capped');
+    await byTest('key-create').click();
+    const secret = (await byTest('key-secret').textContent())!.trim();
+    await byTest('key-secret-close').click();
+    const keys = (await page.evaluate(async () => (await fetch('/dashboard/api/keys')).json())) as {
+      data: Array<{ id: string; name: string }>;
+    };
+    const id = keys.data.find((k) => k.name === 'capped')!.id;
+
+    // A limit that covers one request (max_tokens 10 holds about 0.00002; it is charged 0.000015), not two.
+    await byTest(`key-limit-${id}`).click();
+    await byTest('key-limit-amount').fill('0.00003');
+    await byTest('key-limit-reset').selectOption('monthly');
+    await byTest('key-limit-save').click();
+    await eventually(
+      async () => ((await byTest(`key-limit-text-${id}`).textContent()) ?? '').includes('of 0.00003 a month'),
+      5_000,
+    );
+
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Capped.', usage: { input: 5, output: 5 } } });
+    const client = new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: secret, maxRetries: 0 });
+    const ask = () =>
+      client.chat.completions.create({ model: M.gpt.slug, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
+    await ask();
+    const refused = await ask().catch((e) => e);
+    expect(refused.status).toBe(402);
+    expect(refused.message).toMatch(/key limit reached: this key's monthly limit is 0.00003 credits/);
+
+    // The page shows what the limit counts now; raised, the key serves again.
+    await page.reload();
+    await eventually(
+      async () => ((await byTest(`key-limit-text-${id}`).textContent()) ?? '').includes('0.000015 of 0.00003'),
+      5_000,
+    );
+    await byTest(`key-limit-${id}`).click();
+    await byTest('key-limit-amount').fill('1');
+    await byTest('key-limit-save').click();
+    await eventually(async () => ((await byTest(`key-limit-text-${id}`).textContent()) ?? '').includes('of 1 a month'), 5_000);
+    const served = await ask();
+    expect(served.choices[0].message.content).toBe('Capped.');
+    await g.settled();
+  });
+
   it('streams a playground reply token by token, and the stop button aborts it', async () => {
     const words = Array.from({ length: 40 }, (_, i) => `tok${i}`).join(' ');
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: words, usage: { input: 20, output: 40 } }, chunkDelayMs: 25 });

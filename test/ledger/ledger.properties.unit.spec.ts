@@ -72,7 +72,7 @@ async function run(ops: Op[]): Promise<void> {
           break;
         case 'reserve': {
           const id = `r${i}`;
-          const admission = await store.hold(orgId, id, o.amount, now + 1000);
+          const admission = await store.hold(orgId, id, o.amount, now + 1000, { keyId: 'k' });
           const before = availableOf(await store.balance(orgId));
           if (!admission.admitted) {
             expect(admission.available).toBeLessThan(o.amount);

@@ -143,7 +143,10 @@ for (const redis of [false, true]) {
       const { reservationTtlMs, pendingHoldMs } = runtime.config;
       // A log whose appends of reservations end with an unknown outcome: written (the reply was lost) or not.
       const flaky = (written: boolean): EventStore => ({
-        ...runtime.events,
+        readAll: (after, limit) => runtime.events.readAll(after, limit),
+        headPosition: () => runtime.events.headPosition(),
+        subscribe: (after, signal) => runtime.events.subscribe(after, signal),
+        close: () => runtime.events.close(),
         append: async (streamId, events, expected) => {
           if (written) await runtime.events.append(streamId, events, expected);
           throw new AppendOutcomeUnknownError(streamId, new Error('connection lost'));

@@ -7,13 +7,17 @@ import { openTestRuntime } from '../support/runtime';
 
 describe('readiness, decided', () => {
   it('is ready only when not draining, the log answers and the read models are within the bound', () => {
-    expect(readiness({ draining: false, head: 10, applied: 10 })).toEqual({ ready: true, reasons: [] });
-    expect(readiness({ draining: true, head: 10, applied: 10 }).reasons).toEqual(['draining: the service is shutting down']);
-    expect(readiness({ draining: false, head: new Error('closed'), applied: 0 }).reasons).toEqual(['event log: closed']);
-    expect(readiness({ draining: false, head: READY_LAG_BOUND + 5, applied: 4 }).reasons).toEqual([
+    const facts = { draining: false, head: 10, applied: 10, store: null };
+    expect(readiness(facts)).toEqual({ ready: true, reasons: [] });
+    expect(readiness({ ...facts, draining: true }).reasons).toEqual(['draining: the service is shutting down']);
+    expect(readiness({ ...facts, head: new Error('closed'), applied: 0 }).reasons).toEqual(['event log: closed']);
+    expect(readiness({ ...facts, store: new Error('The client is closed') }).reasons).toEqual([
+      'read models: their store does not answer (The client is closed)',
+    ]);
+    expect(readiness({ ...facts, head: READY_LAG_BOUND + 5, applied: 4 }).reasons).toEqual([
       `read models: ${READY_LAG_BOUND + 1} events behind the log (bound ${READY_LAG_BOUND})`,
     ]);
-    expect(readiness({ draining: false, head: READY_LAG_BOUND + 5, applied: 5 }).ready).toBe(true);
+    expect(readiness({ ...facts, head: READY_LAG_BOUND + 5, applied: 5 }).ready).toBe(true);
   });
 });
 

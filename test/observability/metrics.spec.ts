@@ -59,6 +59,14 @@ describe('GET /metrics (Prometheus, prom-client)', () => {
       .set('Authorization', bearer)
       .send(chat('nobody/none'));
     expect(refused.status).toBe(404);
+    const broke = await g.t.runtime.identity.createOrganization('broke');
+    const brokeKey = await g.t.runtime.identity.createApiKey(broke.orgId, 'broke');
+    await g.t.runtime.projector.catchUp();
+    const unpaid = await request(g.baseUrl)
+      .post('/api/v1/chat/completions')
+      .set('Authorization', `Bearer ${brokeKey.secret}`)
+      .send(chat(M.gpt.slug));
+    expect(unpaid.status).toBe(402);
     g.fake.on(M.gpt.hostModel, { kind: 'status', status: 500 });
     const failed = await request(g.baseUrl).post('/api/v1/chat/completions').set('Authorization', bearer).send(chat(M.gpt.slug));
     expect(failed.status).toBe(502);
@@ -79,14 +87,43 @@ describe('GET /metrics (Prometheus, prom-client)', () => {
     expect(ofClass('input')).toBe(entries.reduce((sum, e) => sum + e.inputTokens, 0));
 
     const requests = samples(text, 'gateway_requests_total');
-    expect(total(requests)).toBe(6);
+    expect(total(requests)).toBe(7);
     expect(total(requests.filter((s) => s.labels.status === '200'))).toBe(4);
     expect(requests.find((s) => s.labels.status === '502')?.labels).toMatchObject({ model: M.gpt.slug, host: 'fake-openai' });
     expect(samples(text, 'gateway_fallbacks_total')).toEqual([{ labels: { model: M.fallback.slug }, value: 1 }]);
-    expect(samples(text, 'gateway_refusals_total')).toEqual([{ labels: { reason: 'not_found' }, value: 1 }]);
-    expect(total(samples(text, 'gateway_request_duration_seconds_count'))).toBe(6);
+    expect(samples(text, 'gateway_refusals_total')).toEqual([
+      { labels: { reason: 'not_found' }, value: 1 },
+      { labels: { reason: 'insufficient_credits' }, value: 1 },
+    ]);
+    expect(total(samples(text, 'gateway_request_duration_seconds_count'))).toBe(7);
     expect(total(samples(text, 'gateway_time_to_first_token_seconds_count'))).toBe(4);
+    // Each request that reached a host: its last host's call (the fallback's, for the one that fell back).
+    const upstream = samples(text, 'gateway_upstream_duration_seconds_count');
+    expect(total(upstream)).toBe(5);
+    // Every reservation (5), settlement or release (5) and refusal (2) was an append, timed.
+    expect(samples(text, 'gateway_event_log_append_seconds_count')[0].value).toBeGreaterThanOrEqual(12);
+    expect(samples(text, 'gateway_open_streams')).toEqual([{ labels: {}, value: 0 }]);
+    expect(samples(text, 'gateway_reservations_held')).toEqual([{ labels: {}, value: 0 }]);
+    expect(samples(text, 'gateway_reservations_expired_total')).toEqual([{ labels: {}, value: 0 }]);
     // Settled and caught up: the read models are behind the log by nothing.
     expect(samples(text, 'gateway_read_model_lag_events')).toEqual([{ labels: {}, value: 0 }]);
+  });
+});
+
+describe('METRICS_PORT', () => {
+  it('serves GET /metrics on a port of its own, and not on the service port', async () => {
+    const g = await startGateway({ env: { METRICS_PORT: '0' } });
+    try {
+      const metricsUrl = (g.app.getHttpAdapter().getInstance() as unknown as { metricsUrl: string }).metricsUrl;
+      expect(metricsUrl).toMatch(/^http:\/\/[\d.]+:\d+\/metrics$/);
+      expect(new URL(metricsUrl).port).not.toBe(new URL(g.baseUrl).port);
+      const own = await fetch(metricsUrl);
+      expect(own.status).toBe(200);
+      expect(await own.text()).toContain('# TYPE gateway_requests_total counter');
+      expect((await fetch(`${g.baseUrl}/metrics`)).status).toBe(404);
+      expect((await fetch(new URL('/other', metricsUrl))).status).toBe(404);
+    } finally {
+      await g.close();
+    }
   });
 });

@@ -74,6 +74,36 @@ describe('request logs (pino, one JSON line per request)', () => {
     expect(line.ttftMs).toEqual(expect.any(Number));
   });
 
+  it('a stream its client cuts: one line, status 499, outcome client_abort, with what was delivered and billed', async () => {
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'one two three four five six seven eight' }, chunkDelayMs: 150 });
+    const cut = new AbortController();
+    const res = await fetch(`${g.baseUrl}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${g.key}` },
+      body: JSON.stringify(chat(M.gpt.slug, { stream: true })),
+      signal: cut.signal,
+    });
+    const requestId = res.headers.get('x-request-id')!;
+    const reader = res.body!.getReader();
+    let seen = '';
+    while (!seen.includes('"content":"one')) seen += new TextDecoder().decode((await reader.read()).value);
+    cut.abort();
+    const line = await log.request(requestId);
+    const entry = await g.logged(requestId);
+    expect(entry.status).toBe('client_abort');
+    expect(line).toMatchObject({
+      level: 40,
+      requestId,
+      status: 499,
+      outcome: 'client_abort',
+      host: 'fake-openai',
+      outputTokens: entry.outputTokens,
+      costNanoCredits: entry.cost,
+    });
+    expect(line.outputTokens).toBeGreaterThan(0);
+    expect(log.lines.filter((l) => l.requestId === requestId && l.msg === 'request')).toHaveLength(1);
+  });
+
   it('a failed request: an error line with its context and the reason', async () => {
     g.fake.on(M.gpt.hostModel, { kind: 'status', status: 500 });
     const res = await request(g.baseUrl)
@@ -128,13 +158,46 @@ describe('request logs (pino, one JSON line per request)', () => {
       .set('Authorization', `Bearer ${g.key}`)
       .send(chat(`x/${g.key}`));
     expect(named.status).toBe(404);
+    // Every other surface, and a rate-limited key, with the key in the header each takes.
+    const bearer = `Bearer ${g.key}`;
+    await request(g.baseUrl).post('/api/v1/responses').set('Authorization', bearer).send({ model: M.gpt.slug, input: 'Hi' });
+    await request(g.baseUrl)
+      .post(`/api/v1/models/${M.gpt.slug}/chat`)
+      .set('Authorization', bearer)
+      .send({ messages: [{ role: 'user', content: 'Hi' }] });
+    await request(g.baseUrl)
+      .post('/api/v1/messages/count_tokens')
+      .set('x-api-key', g.key)
+      .set('anthropic-version', '2023-06-01')
+      .send({ model: M.claude.slug, messages: [{ role: 'user', content: 'Hi' }] });
+    await request(g.baseUrl).post('/api/v1/embeddings').set('Authorization', bearer).send({ model: 'test/embed', input: 'Hi' });
+    const limited = await g.t.runtime.identity.createApiKey(g.orgId, 'limited', { rateLimits: { requestsPerMinute: 1 } });
+    await g.t.runtime.projector.catchUp();
+    for (let i = 0; i < 2; i++) {
+      await request(g.baseUrl)
+        .post('/api/v1/chat/completions')
+        .set('Authorization', `Bearer ${limited.secret}`)
+        .send(chat(M.gpt.slug));
+    }
     const signup = await request(g.baseUrl).post('/dashboard/api/signup').send({ email: 'log@example.com', password });
     const cookie = String(signup.headers['set-cookie']);
     await request(g.baseUrl).get('/dashboard/api/session').set('cookie', cookie);
     await log.request(named.headers['x-request-id']);
     const all = log.raw.join('');
-    expect(log.lines.filter((l) => l.msg === 'request').length).toBeGreaterThanOrEqual(5);
-    for (const secret of [g.key, forged, 'upstream-openai-key', 'upstream-anthropic-key', password, cookie.split(';')[0]]) {
+    expect(log.lines.filter((l) => l.msg === 'request').length).toBeGreaterThanOrEqual(11);
+    expect(log.lines.find((l) => l.msg === 'request' && l.status === 429)).toMatchObject({
+      outcome: 'rate_limited',
+      keyId: limited.keyId,
+    });
+    for (const secret of [
+      g.key,
+      limited.secret,
+      forged,
+      'upstream-openai-key',
+      'upstream-anthropic-key',
+      password,
+      cookie.split(';')[0],
+    ]) {
       expect(all).not.toContain(secret);
     }
     expect(all).toContain('sk-svc-[redacted]');

@@ -182,8 +182,8 @@ function describeProjectionStore(name: string, open: () => Promise<ProjectionSto
     it('admits a hold only when the available balance covers it, and turns it into a reservation', async () => {
       const log = sampleLog().slice(0, 3);
       await store.apply(log);
-      expect(await store.hold('org-a', 'x1', 600, 10)).toEqual({ admitted: true });
-      expect(await store.hold('org-a', 'x2', 401, 10)).toEqual({ admitted: false, available: 400 });
+      expect(await store.hold('org-a', 'x1', 600, 10, { keyId: 'k' })).toEqual({ admitted: true });
+      expect(await store.hold('org-a', 'x2', 401, 10, { keyId: 'k' })).toEqual({ admitted: false, available: 400 });
       expect(availableOf(await store.balance('org-a'))).toBe(400);
       await store.apply([
         {
@@ -212,8 +212,8 @@ function describeProjectionStore(name: string, open: () => Promise<ProjectionSto
 
     it('undoes dropped holds and sweeps holds whose event never came', async () => {
       await store.apply(sampleLog().slice(0, 3));
-      await store.hold('org-a', 'h1', 100, 50);
-      await store.hold('org-a', 'h2', 100, 500);
+      await store.hold('org-a', 'h1', 100, 50, { keyId: 'k' });
+      await store.hold('org-a', 'h2', 100, 500, { keyId: 'k' });
       await store.dropHold('org-a', 'h1');
       expect((await store.balance('org-a')).pending).toBe(100);
       expect(await store.sweepPendingHolds(499)).toBe(0);

@@ -78,10 +78,20 @@ async function stopRedis(child: ChildProcess): Promise<void> {
       body: JSON.stringify({ model: TEST_MODELS.gpt.slug, messages: [{ role: 'user', content: 'Hi' }] }),
     });
 
-  it('answers 503 at once while Redis is away, and serves again by itself once it is back — never a 401 for a valid key', async () => {
+  it('answers 503 at once while Redis is away and is not ready, and serves again by itself once it is back — never a 401 for a valid key', async () => {
     expect((await chat()).status).toBe(200);
 
+    const ready = () =>
+      fetch(`${g.baseUrl}/health/ready`).then(async (r) => ({
+        status: r.status,
+        body: (await r.json()) as { reasons: string[] },
+      }));
+    expect(await ready()).toEqual({ status: 200, body: { ready: true, reasons: [] } });
+
     await stopRedis(redis);
+    const notReady = await ready();
+    expect(notReady.status).toBe(503);
+    expect(notReady.body.reasons).toEqual([expect.stringMatching(/^read models: their store does not answer/)]);
     const started = performance.now();
     const away = await chat();
     expect(away.status).toBe(503);
@@ -104,6 +114,7 @@ async function stopRedis(child: ChildProcess): Promise<void> {
       100,
     );
     expect(statuses.filter((s) => s === 401)).toEqual([]);
+    expect(await ready()).toEqual({ status: 200, body: { ready: true, reasons: [] } });
     expect(new Set(statuses.filter((s) => s !== 200))).toEqual(new Set(statuses.length > 1 ? [503] : []));
 
     await g.settled();

@@ -31,7 +31,13 @@ export interface ApiKey {
   prefix: string;
   createdAt: string;
   lastUsedAt: string | null;
-  status: 'active' | 'revoked';
+  status: 'active' | 'revoked' | 'disabled' | 'expired';
+  /** Credits charged to it, all time. */
+  spent?: string;
+  /** Its credit limit in credits, when it has one; how it resets; what it counts now (charges in the period and open holds). */
+  limit?: string | null;
+  limitReset?: 'never' | 'daily' | 'weekly' | 'monthly' | null;
+  limitUsage?: string | null;
 }
 export interface CreatedKey {
   id: string;

@@ -1,6 +1,6 @@
-import { Body, Controller, HttpCode, Post, Req, UseFilters } from '@nestjs/common';
+import { Body, Controller, HttpCode, Post, Req, Res, UseFilters } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EmbeddingsCommand } from '../../embeddings/embeddings.command';
 import { chatCompletionsErrors } from '../../http/api-error';
 import { requireKey } from '../../http/credentials';
@@ -18,10 +18,15 @@ export class EmbeddingsController {
 
   @Post('embeddings')
   @HttpCode(200)
-  async create(@Body(bodyValidation) body: EmbeddingsRequest, @Req() request: FastifyRequest): Promise<unknown> {
+  async create(
+    @Body(bodyValidation) body: EmbeddingsRequest,
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<unknown> {
     const result = await this.commands.execute(
       new EmbeddingsCommand({ apiKey: requireKey(request), model: body.model, body, requestId: request.id }),
     );
+    if (result.headers) void reply.headers(result.headers);
     return embeddingsBody(result);
   }
 }

@@ -1,7 +1,7 @@
 // API keys: create (the secret is shown once, then removed from the page), list, revoke with an
 // inline confirmation.
 import { api, ApiKey, CreatedKey, messageOf } from '../api';
-import { asyncListener, copyText, field, h, mount, showError, toast } from '../dom';
+import { asyncListener, copyText, field, h, mount, select, showError, toast } from '../dom';
 import { formatDateTime } from '../format';
 import { card, PageContext, pageHead } from '../page';
 import { getModels, store } from '../state';
@@ -19,7 +19,7 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
   const createErrors = h('div', { class: 'form-errors' });
   const secretSlot = h('div');
   const tableErrors = h('div', { class: 'form-errors' });
-  const tbody = h('tbody', null, h('tr', null, h('td', { colspan: '6', class: 'muted' }, 'Loading…')));
+  const tbody = h('tbody', null, h('tr', null, h('td', { colspan: '7', class: 'muted' }, 'Loading…')));
   let keys: ApiKey[] = [];
 
   async function onCreate(event: SubmitEvent): Promise<void> {
@@ -96,10 +96,81 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
     confirm.focus();
   }
 
+  const RESET_WORDS: Record<string, string> = { never: '', daily: ' a day', weekly: ' a week', monthly: ' a month' };
+
+  /** The key's credit limit (what it counts now, of how much) and a button that opens its editor. */
+  function limitCell(key: ApiKey): HTMLElement {
+    const text = key.limit ? `${key.limitUsage ?? '0'} of ${key.limit}${RESET_WORDS[key.limitReset ?? 'never']}` : 'None';
+    const cell = h('td', { 'data-label': 'Limit', 'data-testid': `key-limit-text-${key.id}` }, text);
+    if (key.status === 'active') {
+      cell.append(
+        ' ',
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'btn btn-small',
+            'data-testid': `key-limit-${key.id}`,
+            'aria-label': `Set the credit limit of ${key.name}`,
+            onclick: () => editLimit(key, cell),
+          },
+          key.limit ? 'Change' : 'Set limit',
+        ),
+      );
+    }
+    return cell;
+  }
+
+  /** An inline form: an amount of credits (empty for none) and when it resets. */
+  function editLimit(key: ApiKey, cell: HTMLElement): void {
+    const amount = h('input', {
+      type: 'text',
+      inputmode: 'decimal',
+      placeholder: 'credits, empty for none',
+      value: key.limit ?? '',
+      'data-testid': 'key-limit-amount',
+      'aria-label': 'Credit limit',
+    });
+    const reset = select(
+      { 'data-testid': 'key-limit-reset', 'aria-label': 'Resets' },
+      (['never', 'daily', 'weekly', 'monthly'] as const).map((r) => ({ value: r, label: r === 'never' ? 'never resets' : r })),
+      key.limitReset ?? 'never',
+    );
+    const save = h('button', { type: 'submit', class: 'btn btn-primary btn-small', 'data-testid': 'key-limit-save' }, 'Save');
+    const cancel = h('button', { type: 'button', class: 'btn btn-small', onclick: () => renderRows() }, 'Cancel');
+    const form = h('form', { class: 'inline-form' }, amount, reset, save, cancel);
+    form.addEventListener(
+      'submit',
+      asyncListener(async (event: Event) => {
+        event.preventDefault();
+        save.disabled = true;
+        try {
+          const value = amount.value.trim();
+          const updated = await api<ApiKey>(
+            'POST',
+            `/keys/${encodeURIComponent(key.id)}/limit`,
+            { limit: value === '' ? null : value, reset: reset.value },
+            ctx.signal,
+          );
+          Object.assign(key, updated);
+          showError(tableErrors, null);
+          toast(updated.limit ? `Limit of “${key.name}” set.` : `Limit of “${key.name}” removed.`);
+          renderRows();
+        } catch (error) {
+          if (ctx.signal.aborted) return;
+          showError(tableErrors, messageOf(error));
+          save.disabled = false;
+        }
+      }),
+    );
+    cell.replaceChildren(form);
+    amount.focus();
+  }
+
   function renderRows(): void {
     if (keys.length === 0) {
       tbody.replaceChildren(
-        h('tr', null, h('td', { colspan: '6', class: 'empty' }, 'No keys yet. Create one above to call the API.')),
+        h('tr', null, h('td', { colspan: '7', class: 'empty' }, 'No keys yet. Create one above to call the API.')),
       );
       return;
     }
@@ -132,13 +203,14 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
             { 'data-label': 'Last used', title: key.lastUsedAt ?? '' },
             key.lastUsedAt ? formatDateTime(key.lastUsedAt) : 'Never',
           ),
+          limitCell(key),
           h(
             'td',
             { 'data-label': 'Status' },
             h(
               'span',
               { class: key.status === 'active' ? 'badge badge-ok' : 'badge' },
-              key.status === 'active' ? 'Active' : 'Revoked',
+              key.status.charAt(0).toUpperCase() + key.status.slice(1),
             ),
           ),
           actions,
@@ -175,7 +247,7 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
             h(
               'tr',
               null,
-              ['Name', 'Key', 'Created', 'Last used', 'Status'].map((c) => h('th', { scope: 'col' }, c)),
+              ['Name', 'Key', 'Created', 'Last used', 'Limit', 'Status'].map((c) => h('th', { scope: 'col' }, c)),
               h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Actions')),
             ),
           ),

@@ -1,0 +1,25 @@
+import { Injectable, OnApplicationShutdown } from '@nestjs/common';
+
+/**
+ * Reservations being resolved: a request whose client has gone is settled after its reply, and
+ * shutting down must wait for that (closing the log under it would leave the reservation to
+ * expire instead of billing what was delivered). Nest calls the hook once the HTTP server has closed.
+ */
+@Injectable()
+export class InFlightSettlements implements OnApplicationShutdown {
+  private readonly pending = new Set<Promise<unknown>>();
+
+  track(settling: Promise<unknown>): void {
+    this.pending.add(settling);
+    const done = () => void this.pending.delete(settling);
+    settling.then(done, done);
+  }
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  }
+}

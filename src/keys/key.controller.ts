@@ -1,0 +1,39 @@
+import { Controller, Get, Inject, Query, Req, UseFilters, UseGuards } from '@nestjs/common';
+import { ApiError, chatCompletionsErrors } from '../http/api-error';
+import type { ProjectionStore } from '../projections/projection-store';
+import { PROJECTIONS } from '../runtime/runtime.module';
+import { ApiKeyGuard, KeyedRequest } from '../surfaces/api-key.guard';
+import { periodOf } from '../ledger/key-limit';
+import { generationView, keyView } from './key-views';
+
+/** What a key may read of itself and of its organization's requests (Bearer, errors in the chat-completions format). */
+@Controller('api/v1')
+@UseGuards(ApiKeyGuard)
+@UseFilters(chatCompletionsErrors)
+export class KeyController {
+  constructor(@Inject(PROJECTIONS) private readonly projections: ProjectionStore) {}
+
+  /** GET /api/v1/key: the calling key, its spend and its limits. */
+  @Get('key')
+  async key(@Req() request: KeyedRequest) {
+    const { orgId, keyId } = request.apiKey;
+    const [keys, organization] = await Promise.all([this.projections.keysOf(orgId), this.projections.organization(orgId)]);
+    const key = keys.find((k) => k.keyId === keyId) ?? request.apiKey;
+    const used = key.limit ? await this.projections.keyUsage(orgId, keyId, periodOf(key.limit.reset, Date.now())) : 0;
+    return { data: keyView(key, organization?.rateLimits, used) };
+  }
+
+  /** GET /api/v1/generation?id=<x-request-id>: one request of the caller's organization, from its request log. */
+  @Get('generation')
+  async generation(@Req() request: KeyedRequest, @Query('id') id: unknown) {
+    if (typeof id !== 'string' || id === '')
+      throw new ApiError('invalid_request', 'id is required: the x-request-id of a request');
+    const { orgId } = request.apiKey;
+    const entries = await this.projections.recentRequests(orgId, Number.MAX_SAFE_INTEGER);
+    const entry = entries.find((e) => e.requestId === id);
+    // Another organization's request is as unknown as one that never was.
+    if (!entry)
+      throw new ApiError('not_found', `no request ${id} in this organization's request log (it keeps the latest requests only)`);
+    return { data: generationView(entry) };
+  }
+}

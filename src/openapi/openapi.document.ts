@@ -1,0 +1,183 @@
+import { chatCompletionRequestSchema } from '../surfaces/chat-completions/chat-completions.schema';
+import { embeddingsRequestSchema } from '../surfaces/embeddings/embeddings.schema';
+import { countTokensRequestSchema, messagesRequestSchema } from '../surfaces/messages/messages.schema';
+import { nativeChatRequestSchema } from '../surfaces/native/native.schema';
+import { responsesRequestSchema } from '../surfaces/responses/responses.schema';
+import { REPLY_SCHEMAS } from './reply-schemas';
+
+/**
+ * The OpenAPI 3.1 document of the public routes, built from the very schemas the routes validate
+ * request bodies with (imported, never copied: the document cannot drift from the validation)
+ * and the reply schemas beside it. Streams are `text/event-stream`; each message's `data` is
+ * described by the schema `x-event-data` names.
+ */
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: object) => ({ 'application/json': { schema } });
+
+/** Errors of a route, in its surface's format, by status. */
+function errors(format: string, statuses: number[]): Record<string, object> {
+  const described: Record<number, string> = {
+    400: 'invalid request (the message names the field)',
+    401: 'missing or invalid API key',
+    402: 'insufficient credits',
+    404: 'unknown model or route',
+    408: 'the request was not received in time',
+    413: 'body too large',
+    429: 'rate limit reached (Retry-After says when to try again)',
+    502: 'the host failed',
+    503: 'the gateway cannot serve now (nothing was billed)',
+    504: 'the host did not answer in time',
+  };
+  return Object.fromEntries(statuses.map((s) => [String(s), { description: described[s], content: json(ref(format)) }]));
+}
+
+const INFERENCE_ERRORS = [400, 401, 402, 404, 413, 429, 502, 503, 504];
+
+/** A billed route: its body, its whole reply, its stream, its errors. */
+function inference(summary: string, body: string, reply: string, event: string | null, format: string) {
+  return {
+    post: {
+      summary,
+      requestBody: { required: true, content: json(ref(body)) },
+      responses: {
+        '200': {
+          description: event ? 'the reply, whole, or as server-sent events when the request asks for a stream' : 'the reply',
+          headers: {
+            'x-request-id': { schema: { type: 'string' }, description: "the request's id (the client's own, if well-formed)" },
+          },
+          content: {
+            ...json(ref(reply)),
+            ...(event ? { 'text/event-stream': { schema: { type: 'string' }, 'x-event-data': ref(event) } } : {}),
+          },
+        },
+        ...errors(format, INFERENCE_ERRORS),
+      },
+    },
+  };
+}
+
+const bearer = [{ bearer: [] }];
+const messagesAuth = [{ apiKey: [] }, { bearer: [] }];
+
+export function openApiDocument(): Record<string, unknown> {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Model Gateway',
+      version: '1',
+      description:
+        'One HTTP API for many language models, billed from one prepaid credit balance. Dashboard routes (/dashboard/...) are the web app’s own and not listed.',
+    },
+    servers: [{ url: '/' }],
+    security: bearer,
+    paths: {
+      '/api/v1/chat/completions': inference(
+        'Chat completions',
+        'ChatCompletionRequest',
+        'ChatCompletion',
+        'ChatCompletionChunk',
+        'ChatError',
+      ),
+      '/api/v1/messages': {
+        post: {
+          ...inference('Messages', 'MessagesRequest', 'Message', 'MessagesStreamEvent', 'MessagesError').post,
+          security: messagesAuth,
+          parameters: [{ name: 'anthropic-version', in: 'header', required: false, schema: { type: 'string' } }],
+        },
+      },
+      '/api/v1/messages/count_tokens': {
+        post: {
+          summary: 'Count the input tokens of a messages body (never billed)',
+          security: messagesAuth,
+          requestBody: { required: true, content: json(ref('CountTokensRequest')) },
+          responses: {
+            '200': { description: 'the count', content: json(ref('CountTokens')) },
+            ...errors('MessagesError', [400, 401, 404]),
+          },
+        },
+      },
+      '/api/v1/responses': inference(
+        'Responses (stateless)',
+        'ResponsesRequest',
+        'Response',
+        'ResponsesStreamEvent',
+        'ResponsesError',
+      ),
+      '/api/v1/embeddings': inference('Embeddings', 'EmbeddingsRequest', 'Embeddings', null, 'ChatError'),
+      '/api/v1/models/{model}/chat': {
+        parameters: [
+          { name: 'model', in: 'path', required: true, schema: { type: 'string' }, description: 'a catalogue slug or UUID' },
+        ],
+        ...inference('The native route', 'NativeChatRequest', 'NativeReply', 'NativeStreamEvent', 'NativeError'),
+      },
+      '/api/v1/models': {
+        get: {
+          summary: 'The models some configured host can serve',
+          responses: { '200': { description: 'the list', content: json(ref('ModelList')) }, ...errors('ChatError', [401]) },
+        },
+      },
+      '/api/v1/models/{model}': {
+        get: {
+          summary: 'One model, by slug or UUID',
+          parameters: [{ name: 'model', in: 'path', required: true, schema: { type: 'string' } }],
+          responses: { '200': { description: 'the model', content: json(ref('Model')) }, ...errors('ChatError', [401, 404]) },
+        },
+      },
+      '/api/v1/credits': {
+        get: {
+          summary: "The organization's credits",
+          responses: { '200': { description: 'in credits', content: json(ref('Credits')) }, ...errors('ChatError', [401]) },
+        },
+      },
+      '/api/v1/openapi.json': {
+        get: {
+          summary: 'This document',
+          security: [],
+          responses: { '200': { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } },
+        },
+      },
+      '/health/live': {
+        get: {
+          summary: 'The process serves',
+          security: [],
+          responses: { '200': { description: 'live', content: json({ type: 'object' }) } },
+        },
+      },
+      '/health/ready': {
+        get: {
+          summary: 'Ready to serve, or why not',
+          security: [],
+          responses: {
+            '200': { description: 'ready', content: json(ref('Readiness')) },
+            '503': { description: 'not ready, with the reasons', content: json(ref('Readiness')) },
+          },
+        },
+      },
+      '/metrics': {
+        get: {
+          summary: 'Prometheus metrics (unless METRICS=off or METRICS_PORT moves them)',
+          security: [],
+          responses: {
+            '200': { description: "Prometheus's text format", content: { 'text/plain': { schema: { type: 'string' } } } },
+          },
+        },
+      },
+    },
+    components: {
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer sk-svc-…' },
+        apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+      },
+      schemas: {
+        ChatCompletionRequest: chatCompletionRequestSchema,
+        MessagesRequest: messagesRequestSchema,
+        CountTokensRequest: countTokensRequestSchema,
+        ResponsesRequest: responsesRequestSchema,
+        EmbeddingsRequest: embeddingsRequestSchema,
+        NativeChatRequest: nativeChatRequestSchema,
+        ...REPLY_SCHEMAS,
+      },
+    },
+  };
+}

@@ -1,0 +1,223 @@
+/**
+ * JSON Schemas of what the API answers, for its OpenAPI document: the fields every reply of a
+ * surface has. Replies may carry more (a host speaking the client's format has its own reply
+ * passed on whole), so objects stay open; what is listed as required is always there.
+ */
+
+const string = { type: 'string' };
+const integer = { type: 'integer', minimum: 0 };
+const number = { type: 'number' };
+const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
+const object = (properties: Record<string, object>, required: string[] = Object.keys(properties)) => ({
+  type: 'object',
+  properties,
+  required,
+});
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+
+// --- errors, one format per surface --------------------------------------------------------
+
+const chatError = object({ error: object({ message: string, type: string, code: string }) });
+const messagesError = object({ type: { const: 'error' }, error: object({ type: string, message: string }) });
+const responsesError = object({ error: object({ message: string, type: string, param: nullable(string), code: string }) });
+const nativeError = object({ error: object({ code: string, message: string }) });
+
+// --- chat completions ----------------------------------------------------------------------
+
+const chatUsage = object({ prompt_tokens: integer, completion_tokens: integer, total_tokens: integer, cost: number }, [
+  'prompt_tokens',
+  'completion_tokens',
+  'total_tokens',
+]);
+const toolCall = object({ id: string, type: { const: 'function' }, function: object({ name: string, arguments: string }) });
+const chatCompletion = object(
+  {
+    id: string,
+    object: { const: 'chat.completion' },
+    created: integer,
+    model: string,
+    choices: {
+      type: 'array',
+      items: object(
+        {
+          index: integer,
+          message: object(
+            { role: { const: 'assistant' }, content: nullable(string), tool_calls: { type: 'array', items: toolCall } },
+            ['role', 'content'],
+          ),
+          finish_reason: nullable(string),
+        },
+        ['index', 'message', 'finish_reason'],
+      ),
+    },
+    usage: chatUsage,
+  },
+  ['id', 'object', 'created', 'model', 'choices', 'usage'],
+);
+const chatChunk = object(
+  {
+    id: string,
+    object: { const: 'chat.completion.chunk' },
+    created: integer,
+    model: string,
+    choices: {
+      type: 'array',
+      items: object({ index: integer, delta: { type: 'object' }, finish_reason: nullable(string) }, ['index', 'delta']),
+    },
+    usage: nullable(chatUsage),
+  },
+  ['id', 'object', 'created', 'model', 'choices'],
+);
+
+// --- messages ------------------------------------------------------------------------------
+
+const messagesUsage = object(
+  {
+    input_tokens: integer,
+    output_tokens: integer,
+    cache_read_input_tokens: nullable(integer),
+    cache_creation_input_tokens: nullable(integer),
+  },
+  ['input_tokens', 'output_tokens'],
+);
+const contentBlock = { type: 'object', properties: { type: string }, required: ['type'] };
+const message = object(
+  {
+    id: string,
+    type: { const: 'message' },
+    role: { const: 'assistant' },
+    model: string,
+    content: { type: 'array', items: contentBlock },
+    stop_reason: nullable(string),
+    stop_sequence: nullable(string),
+    usage: messagesUsage,
+  },
+  ['id', 'type', 'role', 'model', 'content', 'stop_reason', 'usage'],
+);
+const messagesEvent = {
+  oneOf: [
+    object({ type: { const: 'message_start' }, message: { type: 'object', required: ['id', 'type', 'role', 'model', 'usage'] } }),
+    object({ type: { const: 'ping' } }),
+    object({ type: { const: 'content_block_start' }, index: integer, content_block: contentBlock }),
+    object({ type: { const: 'content_block_delta' }, index: integer, delta: contentBlock }),
+    object({ type: { const: 'content_block_stop' }, index: integer }),
+    object({
+      type: { const: 'message_delta' },
+      delta: { type: 'object' },
+      usage: { type: 'object', required: ['output_tokens'] },
+    }),
+    object({ type: { const: 'message_stop' } }),
+    messagesError,
+  ],
+};
+
+// --- Responses -----------------------------------------------------------------------------
+
+const responsesUsage = object(
+  {
+    input_tokens: integer,
+    input_tokens_details: object({ cached_tokens: integer }),
+    output_tokens: integer,
+    output_tokens_details: object({ reasoning_tokens: integer }),
+    total_tokens: integer,
+    cost: number,
+  },
+  ['input_tokens', 'input_tokens_details', 'output_tokens', 'output_tokens_details', 'total_tokens'],
+);
+const response = object(
+  {
+    id: string,
+    object: { const: 'response' },
+    created_at: integer,
+    status: { enum: ['in_progress', 'completed', 'incomplete', 'failed'] },
+    error: nullable({ type: 'object' }),
+    model: string,
+    output: { type: 'array', items: { type: 'object', required: ['type'] } },
+    usage: nullable(responsesUsage),
+  },
+  ['id', 'object', 'created_at', 'status', 'error', 'model', 'output', 'usage'],
+);
+const responsesEvent = {
+  type: 'object',
+  properties: { type: { type: 'string', pattern: '^(response\\.[a-z_.]+|error)$' }, sequence_number: integer },
+  required: ['type', 'sequence_number'],
+};
+
+// --- native, embeddings, models, credits, health ---------------------------------------------
+
+const nativeUsage = object({
+  input_tokens: integer,
+  output_tokens: integer,
+  cache_read_tokens: integer,
+  cache_write_tokens: integer,
+});
+const nativeReply = object({
+  id: string,
+  model: string,
+  text: string,
+  finish_reason: string,
+  usage: nativeUsage,
+  cost: nullable(number),
+  cost_nano: nullable(integer),
+});
+const nativeEvent = {
+  oneOf: [
+    object({ id: string, model: string }),
+    object({ text: string }),
+    object({ finish_reason: string, usage: nativeUsage, cost: nullable(number), cost_nano: nullable(integer) }),
+    nativeError,
+  ],
+};
+
+const embeddings = object({
+  object: { const: 'list' },
+  model: string,
+  data: {
+    type: 'array',
+    items: object({
+      object: { const: 'embedding' },
+      index: integer,
+      embedding: { anyOf: [{ type: 'array', items: number }, string] },
+    }),
+  },
+  usage: object({ prompt_tokens: integer, total_tokens: integer, cost: number }),
+});
+
+const model = object(
+  {
+    id: string,
+    object: { const: 'model' },
+    kind: { enum: ['chat', 'embedding'] },
+    created: integer,
+    owned_by: string,
+    name: string,
+    uuid: string,
+    context_length: integer,
+    max_output_tokens: nullable(integer),
+    pricing: { type: 'object' },
+  },
+  ['id', 'object', 'kind', 'name', 'uuid', 'context_length', 'pricing'],
+);
+
+export const REPLY_SCHEMAS = {
+  ChatError: chatError,
+  MessagesError: messagesError,
+  ResponsesError: responsesError,
+  NativeError: nativeError,
+  ChatCompletion: chatCompletion,
+  ChatCompletionChunk: chatChunk,
+  Message: message,
+  MessagesStreamEvent: messagesEvent,
+  CountTokens: object({ input_tokens: integer }),
+  Response: response,
+  ResponsesStreamEvent: responsesEvent,
+  NativeReply: nativeReply,
+  NativeStreamEvent: nativeEvent,
+  Embeddings: embeddings,
+  Model: model,
+  ModelList: object({ object: { const: 'list' }, data: { type: 'array', items: ref('Model') } }),
+  Credits: object({
+    data: object({ total_credits: number, total_usage: number, reserved: number, available: number }),
+  }),
+  Readiness: object({ ready: { type: 'boolean' }, reasons: { type: 'array', items: string } }),
+};

@@ -1,0 +1,136 @@
+import { IdentityRuleError } from '../../src/identity/identity.decider';
+import { keyStatus } from '../../src/identity/key-lookup';
+import { eventually } from '../support/processes';
+import { describeWithRedis } from '../support/redis';
+import { fundedOrganization } from '../support/runtime';
+import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+
+/** A key's settings (expiry, disabling, changes), its look-up (GET /api/v1/key) and its organization's generations. */
+
+const M = TEST_MODELS;
+
+function suite(name: string, redis: boolean) {
+  describe(name, () => {
+    let g: TestGateway;
+    beforeAll(async () => {
+      g = await startGateway({ redis });
+      g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.', usage: { input: 20, output: 10 } } });
+    });
+    afterAll(() => g.close());
+
+    const get = (path: string, secret: string) =>
+      fetch(`${g.baseUrl}${path}`, { headers: { authorization: `Bearer ${secret}` } });
+    const chat = (secret: string) =>
+      fetch(`${g.baseUrl}/api/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+        body: JSON.stringify({ model: M.gpt.slug, max_tokens: 20, messages: [{ role: 'user', content: 'Hi' }] }),
+      });
+    const caughtUp = () => g.t.runtime.projector.catchUp();
+
+    it('GET /api/v1/key: the calling key, what it has spent, its limits and expiry — never its secret', async () => {
+      const expiresAt = Date.parse('2099-01-01T00:00:00Z');
+      const key = await g.t.runtime.identity.createApiKey(g.orgId, 'agent', {
+        rateLimits: { requestsPerMinute: 100 },
+        expiresAt,
+      });
+      await caughtUp();
+      const served = await chat(key.secret);
+      expect(served.status).toBe(200);
+      const cost = ((await served.json()) as { usage: { cost: number } }).usage.cost;
+      const res = await get('/api/v1/key', key.secret);
+      expect(res.status).toBe(200);
+      const body = await res.text();
+      expect(body).not.toContain(key.secret);
+      expect(JSON.parse(body)).toEqual({
+        data: {
+          id: key.keyId,
+          name: 'agent',
+          label: `${key.prefix}…`,
+          usage: cost,
+          limit: null,
+          limit_reset: null,
+          limit_usage: null,
+          limit_remaining: null,
+          rate_limits: { requests_per_minute: 100, tokens_per_minute: null, source: 'key' },
+          expires_at: '2099-01-01T00:00:00.000Z',
+          created_at: expect.any(String),
+          is_management: false,
+        },
+      });
+      expect(cost).toBeGreaterThan(0);
+      expect((await get('/api/v1/key', 'sk-svc-unknown')).status).toBe(401);
+    });
+
+    it('a disabled key is refused until enabled; changes show at once; a revoked key cannot be changed', async () => {
+      const key = await g.t.runtime.identity.createApiKey(g.orgId, 'toggled');
+      await caughtUp();
+      await g.t.runtime.identity.updateApiKey(key.keyId, {
+        disabled: true,
+        name: 'renamed',
+        rateLimits: { tokensPerMinute: 5000 },
+      });
+      await caughtUp();
+      expect((await chat(key.secret)).status).toBe(401);
+      await g.t.runtime.identity.updateApiKey(key.keyId, { disabled: false });
+      await caughtUp();
+      expect((await chat(key.secret)).status).toBe(200);
+      const view = ((await (await get('/api/v1/key', key.secret)).json()) as { data: Record<string, unknown> }).data;
+      expect(view).toMatchObject({
+        name: 'renamed',
+        rate_limits: { requests_per_minute: null, tokens_per_minute: 5000, source: 'key' },
+      });
+      await g.t.runtime.identity.updateApiKey(key.keyId, { rateLimits: null });
+      await g.t.runtime.identity.revokeApiKey(key.keyId);
+      await expect(g.t.runtime.identity.updateApiKey(key.keyId, { disabled: false })).rejects.toThrow(IdentityRuleError);
+      await expect(g.t.runtime.identity.updateApiKey(g.keyId, {})).rejects.toThrow(/nothing to change/);
+      await expect(g.t.runtime.identity.updateApiKey(g.keyId, { expiresAt: 1 })).rejects.toThrow(/in the future/);
+    });
+
+    it('an expired key is refused like a revoked one', async () => {
+      const key = await g.t.runtime.identity.createApiKey(g.orgId, 'brief', { expiresAt: Date.now() + 300 });
+      await caughtUp();
+      const record = (await g.t.runtime.projections.keysOf(g.orgId)).find((k) => k.keyId === key.keyId)!;
+      expect(keyStatus(record, record.expiresAt! - 1)).toBe('active');
+      expect(keyStatus(record, record.expiresAt)).toBe('expired');
+      // Polled, not slept: the key works until its time, then is refused.
+      await eventually(async () => (await chat(key.secret)).status === 401, 5_000, 50);
+      expect((await get('/api/v1/key', key.secret)).status).toBe(401);
+    });
+
+    it("GET /api/v1/generation: a request of the caller's organization by its id; another organization's is not found", async () => {
+      const res = await chat(g.key);
+      expect(res.status).toBe(200);
+      await res.text();
+      const id = res.headers.get('x-request-id')!;
+      const entry = await g.logged(id);
+      const found = await get(`/api/v1/generation?id=${id}`, g.key);
+      expect(found.status).toBe(200);
+      expect(await found.json()).toEqual({
+        data: {
+          id,
+          created_at: new Date(entry.time).toISOString(),
+          surface: 'chat-completions',
+          model: M.gpt.slug,
+          host: 'fake-openai',
+          key_id: g.keyId,
+          status: 'ok',
+          latency_ms: entry.latencyMs,
+          tokens: { input: 20, cache_read: 0, cache_write: 0, output: 10 },
+          cost: entry.cost / 1e9,
+          cost_nano: entry.cost,
+        },
+      });
+      const otherOrg = await fundedOrganization(g.t.runtime, 1);
+      const stranger = await g.t.runtime.identity.createApiKey(otherOrg, 'stranger');
+      await caughtUp();
+      const hidden = await get(`/api/v1/generation?id=${id}`, stranger.secret);
+      expect(hidden.status).toBe(404);
+      expect(await hidden.json()).toMatchObject({ error: { code: 'not_found' } });
+      expect((await get('/api/v1/generation', g.key)).status).toBe(400);
+    });
+  });
+}
+
+suite('keys, read models in this process', false);
+describeWithRedis('keys', () => suite('read models in Redis', true));

@@ -1,0 +1,196 @@
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Ajv2020 from 'ajv/dist/2020';
+import { startGateway, TEST_EMBEDDING_MODELS, TEST_MODELS, TestGateway } from '../support/gateway';
+import { ROOT } from '../support/processes';
+import { tempDir } from '../support/temp';
+
+/**
+ * GET /api/v1/openapi.json: a valid OpenAPI 3.1 document (checked by an OpenAPI validator), and
+ * real traffic of every surface — requests, whole replies, every streamed event's data, errors —
+ * conforming to what it says.
+ */
+
+const M = TEST_MODELS;
+type Doc = { paths: Record<string, Record<string, any>>; components: { schemas: Record<string, object> } };
+
+/** The validator's own command (@seriousme/openapi-schema-validator: an ES module, run as a process). */
+function validateWithLibrary(file: string): Promise<{ code: number; output: string }> {
+  const cli = join(ROOT, 'node_modules/@seriousme/openapi-schema-validator/bin/validate-api-cli.js');
+  return new Promise((resolve) =>
+    execFile(process.execPath, [cli, file], (error, stdout, stderr) =>
+      resolve({ code: error ? ((error.code as number) ?? 1) : 0, output: stdout + stderr }),
+    ),
+  );
+}
+
+/** Server-sent events' data, parsed (the chat-completions `[DONE]` left out). */
+const eventData = (text: string): unknown[] =>
+  text
+    .split('\n\n')
+    .map((message) =>
+      message
+        .split('\n')
+        .filter((line) => line.startsWith('data: '))
+        .map((line) => line.slice(6))
+        .join('\n'),
+    )
+    .filter((data) => data !== '' && data !== '[DONE]')
+    .map((data) => JSON.parse(data));
+
+describe('the OpenAPI document', () => {
+  let g: TestGateway;
+  let doc: Doc;
+  const ajv = new Ajv2020({ strict: false, validateSchema: false, allErrors: true });
+  const dir = tempDir('openapi');
+
+  beforeAll(async () => {
+    g = await startGateway();
+    const res = await fetch(`${g.baseUrl}/api/v1/openapi.json`);
+    expect(res.status).toBe(200);
+    doc = (await res.json()) as Doc;
+    ajv.addSchema(doc, 'openapi.json');
+  });
+  afterAll(async () => {
+    await g.close();
+    dir.cleanup();
+  });
+
+  const schema = (pointer: string) => {
+    const validate = ajv.getSchema(`openapi.json#${pointer}`);
+    if (!validate) throw new Error(`no schema at ${pointer}`);
+    return validate;
+  };
+  const conforms = (pointer: string, value: unknown) => {
+    const validate = schema(pointer);
+    const ok = validate(value);
+    if (!ok)
+      throw new Error(
+        `${JSON.stringify(value).slice(0, 400)}\ndoes not conform to ${pointer}: ${ajv.errorsText(validate.errors)}`,
+      );
+  };
+  const escape = (path: string) => path.replace(/~/g, '~0').replace(/\//g, '~1');
+
+  /** Sends a request, and checks it and its answer against the operation the document gives for it. */
+  async function exchange(
+    method: 'get' | 'post',
+    template: string,
+    path: string,
+    /** `invalid`: a body the document itself refuses (the route must too). */
+    options: { body?: Record<string, unknown>; headers?: Record<string, string>; invalid?: boolean } = {},
+  ): Promise<{ status: number; body: unknown }> {
+    const operation = doc.paths[template]?.[method];
+    expect(operation).toBeDefined();
+    const at = `/paths/${escape(template)}/${method}`;
+    const requestSchema = `${at}/requestBody/content/application~1json/schema`;
+    if (options.body && options.invalid) expect(schema(requestSchema)(options.body)).toBe(false);
+    else if (options.body && operation.requestBody) conforms(requestSchema, options.body);
+    const res = await fetch(`${g.baseUrl}${path}`, {
+      method: method.toUpperCase(),
+      headers: { authorization: `Bearer ${g.key}`, 'content-type': 'application/json', ...options.headers },
+      body: options.body ? JSON.stringify(options.body) : undefined,
+    });
+    const text = await res.text();
+    const status = String(res.status);
+    expect(Object.keys(operation.responses)).toContain(status);
+    const type = (res.headers.get('content-type') ?? '').split(';')[0];
+    const content = `${at}/responses/${status}/content/${escape(type)}`;
+    if (type === 'text/event-stream') {
+      const events = eventData(text);
+      expect(events.length).toBeGreaterThan(0);
+      for (const data of events) conforms(`${content}/x-event-data`, data);
+      return { status: res.status, body: events };
+    }
+    const body = type === 'application/json' ? JSON.parse(text) : text;
+    conforms(`${content}/schema`, body);
+    return { status: res.status, body };
+  }
+
+  it('is a valid OpenAPI 3.1 document, as an OpenAPI validator checks it', async () => {
+    const file = join(dir.path, 'openapi.json');
+    writeFileSync(file, JSON.stringify(doc));
+    const { code, output } = await validateWithLibrary(file);
+    expect(output).toContain('"valid": true');
+    expect(code).toBe(0);
+  });
+
+  it('describes every surface as it answers: whole replies, streams and errors', async () => {
+    const chat = { model: M.gpt.slug, max_tokens: 32, messages: [{ role: 'user', content: 'Hi' }] };
+    expect((await exchange('post', '/api/v1/chat/completions', '/api/v1/chat/completions', { body: chat })).status).toBe(200);
+    await exchange('post', '/api/v1/chat/completions', '/api/v1/chat/completions', {
+      body: { ...chat, stream: true, stream_options: { include_usage: true } },
+    });
+    // Translated (a chat client on an anthropic host) as well as passed whole.
+    await exchange('post', '/api/v1/chat/completions', '/api/v1/chat/completions', {
+      body: { ...chat, model: M.claude.slug, stream: true },
+    });
+    expect(
+      (await exchange('post', '/api/v1/chat/completions', '/api/v1/chat/completions', { body: { messages: [] }, invalid: true }))
+        .status,
+    ).toBe(400);
+
+    const messagesHeaders = { 'anthropic-version': '2023-06-01' };
+    const messages = { model: M.claude.slug, max_tokens: 32, messages: [{ role: 'user', content: 'Hi' }] };
+    for (const body of [
+      messages,
+      { ...messages, stream: true },
+      { ...messages, model: M.gpt.slug, stream: true },
+      { ...messages, model: M.gpt.slug },
+    ]) {
+      expect((await exchange('post', '/api/v1/messages', '/api/v1/messages', { body, headers: messagesHeaders })).status).toBe(
+        200,
+      );
+    }
+    const unauthorized = await exchange('post', '/api/v1/messages', '/api/v1/messages', {
+      body: messages,
+      headers: { ...messagesHeaders, authorization: 'Bearer sk-svc-not-a-key' },
+    });
+    expect(unauthorized.status).toBe(401);
+    const counted = await exchange('post', '/api/v1/messages/count_tokens', '/api/v1/messages/count_tokens', {
+      body: { model: M.claude.slug, messages: [{ role: 'user', content: 'Hi' }] },
+      headers: messagesHeaders,
+    });
+    expect(counted.status).toBe(200);
+
+    const responses = { model: M.gpt.slug, max_output_tokens: 32, input: 'Hi' };
+    expect((await exchange('post', '/api/v1/responses', '/api/v1/responses', { body: responses })).status).toBe(200);
+    await exchange('post', '/api/v1/responses', '/api/v1/responses', { body: { ...responses, stream: true } });
+    expect(
+      (
+        await exchange('post', '/api/v1/responses', '/api/v1/responses', {
+          body: { ...responses, previous_response_id: 'resp_1' },
+        })
+      ).status,
+    ).toBe(400);
+
+    const embed = { model: TEST_EMBEDDING_MODELS.embed.slug, input: ['one', 'two'] };
+    expect((await exchange('post', '/api/v1/embeddings', '/api/v1/embeddings', { body: embed })).status).toBe(200);
+
+    const native = { messages: [{ role: 'user', content: 'Hi' }], max_tokens: 32 };
+    const nativePath = `/api/v1/models/${M.gpt.slug}/chat`;
+    expect((await exchange('post', '/api/v1/models/{model}/chat', nativePath, { body: native })).status).toBe(200);
+    await exchange('post', '/api/v1/models/{model}/chat', nativePath, { body: { ...native, stream: true } });
+    expect(
+      (await exchange('post', '/api/v1/models/{model}/chat', '/api/v1/models/nobody/none/chat', { body: native })).status,
+    ).toBe(404);
+
+    await exchange('get', '/api/v1/models', '/api/v1/models');
+    await exchange('get', '/api/v1/models/{model}', `/api/v1/models/${M.gpt.id}`);
+    await exchange('get', '/api/v1/credits', '/api/v1/credits');
+    await exchange('get', '/health/ready', '/health/ready');
+    await exchange('get', '/api/v1/openapi.json', '/api/v1/openapi.json');
+    await g.settled();
+  });
+
+  it('is built from the schemas the routes validate with: what the document refuses, the route refuses', async () => {
+    const bad = { model: M.gpt.slug, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 'lots' };
+    expect(schema('/components/schemas/ChatCompletionRequest')(bad)).toBe(false);
+    const res = await fetch(`${g.baseUrl}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${g.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(bad),
+    });
+    expect(res.status).toBe(400);
+  });
+});
