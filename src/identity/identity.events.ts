@@ -4,9 +4,27 @@ export interface OrganizationCreated {
   data: { orgId: string; name: string; createdAt: number };
 }
 
+/** An owner runs the organization (members, keys); a member uses it (and manages keys if allowed). */
+export type MemberRole = 'owner' | 'member';
+
 export interface MemberAdded {
   type: 'MemberAdded';
-  data: { orgId: string; userId: string; role: 'owner' | 'member'; addedAt: number };
+  /**
+   * `email` is the user's, for member lists (absent in events written before members were listed).
+   * `manageKeys`: a member who may create, change and revoke keys (owners always may).
+   */
+  data: { orgId: string; userId: string; role: MemberRole; addedAt: number; email?: string; manageKeys?: boolean };
+}
+
+export interface MemberRemoved {
+  type: 'MemberRemoved';
+  data: { orgId: string; userId: string; removedAt: number };
+}
+
+/** Whether a member (not an owner) may manage the organization's keys. */
+export interface MemberKeyAccessSet {
+  type: 'MemberKeyAccessSet';
+  data: { orgId: string; userId: string; manageKeys: boolean; setAt: number };
 }
 
 export interface UserRegistered {
@@ -78,7 +96,12 @@ export interface ApiKeyRevoked {
   data: { keyId: string; orgId: string; hash: string; revokedAt: number };
 }
 
-export type OrganizationEvent = OrganizationCreated | MemberAdded | OrganizationRateLimitsSet;
+export type OrganizationEvent =
+  | OrganizationCreated
+  | MemberAdded
+  | MemberRemoved
+  | MemberKeyAccessSet
+  | OrganizationRateLimitsSet;
 export type ApiKeyEvent = ApiKeyCreated | ApiKeyUpdated | ApiKeyRevoked;
 export type IdentityEvent = OrganizationEvent | UserRegistered | ApiKeyEvent;
 

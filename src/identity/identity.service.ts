@@ -17,6 +17,7 @@ import {
   apiKeyStream,
   KeyChanges,
   KeyLimit,
+  MemberRole,
   OrganizationCreated,
   OrganizationRateLimitsSet,
   organizationStream,
@@ -86,12 +87,41 @@ export class IdentityService {
     return { userId, email: events[0].data.email };
   }
 
-  async addMember(orgId: string, email: string, role: 'owner' | 'member' = 'member'): Promise<{ userId: string }> {
+  /**
+   * Adds a registered user to an organization. `by`: the member asking (an owner), absent for the
+   * operator; `manageKeys`: a member who may manage keys.
+   */
+  async addMember(
+    orgId: string,
+    email: string,
+    role: MemberRole = 'member',
+    options: { by?: string; manageKeys?: boolean } = {},
+  ): Promise<{ userId: string; email: string }> {
     const { state: user } = await this.user(email);
     if (!user.exists) throw new IdentityRuleError('user_not_found', `no user with email ${normalizeEmail(email)}`);
-    const command = { type: 'AddMember' as const, orgId, userId: user.userId, role, now: this.clock() };
+    const command = {
+      type: 'AddMember' as const,
+      orgId,
+      userId: user.userId,
+      email: user.email,
+      role,
+      ...options,
+      now: this.clock(),
+    };
     await handleCommand(this.events, organizationStream(orgId), organizationDecider, command);
-    return { userId: user.userId };
+    return { userId: user.userId, email: user.email };
+  }
+
+  /** Removes a member (never the last owner). `by`: the owner asking, absent for the operator. */
+  async removeMember(orgId: string, userId: string, by?: string): Promise<void> {
+    const command = { type: 'RemoveMember' as const, orgId, userId, by, now: this.clock() };
+    await handleCommand(this.events, organizationStream(orgId), organizationDecider, command);
+  }
+
+  /** Whether a member (not an owner) may manage keys. `by`: the owner asking, absent for the operator. */
+  async setMemberKeyAccess(orgId: string, userId: string, manageKeys: boolean, by?: string): Promise<void> {
+    const command = { type: 'SetMemberKeyAccess' as const, orgId, userId, manageKeys, by, now: this.clock() };
+    await handleCommand(this.events, organizationStream(orgId), organizationDecider, command);
   }
 
   async createApiKey(orgId: string, name: string, settings: KeySettings = {}): Promise<CreatedKey> {

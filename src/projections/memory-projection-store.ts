@@ -9,6 +9,7 @@ import {
   availableOf,
   Balance,
   KeyRecord,
+  MemberRecord,
   OpenReservation,
   OrgRecord,
   keySpendField,
@@ -69,7 +70,7 @@ export class MemoryProjectionStore implements ProjectionStore {
     } catch {
       return false;
     }
-    if (saved.version !== 4 || !saved.last || saved.position <= 0) return false;
+    if (saved.version !== 5 || !saved.last || saved.position <= 0) return false;
     const [atPosition] = await events.readAll(saved.position - 1, 1);
     if (
       atPosition?.position !== saved.position ||
@@ -222,6 +223,14 @@ export class MemoryProjectionStore implements ProjectionStore {
   async organizationsOf(userId: string): Promise<OrgRecord[]> {
     const orgIds = [...(this.model.memberships.get(userId) ?? [])];
     return orgIds.map((id) => this.model.orgRecords.get(id)).filter((r): r is OrgRecord => r !== undefined);
+  }
+
+  async membersOf(orgId: string): Promise<MemberRecord[]> {
+    return [...(this.model.members.get(orgId)?.values() ?? [])].sort((a, b) => a.addedAt - b.addedAt);
+  }
+
+  async membership(orgId: string, userId: string): Promise<MemberRecord | null> {
+    return this.model.members.get(orgId)?.get(userId) ?? null;
   }
 
   async dailySpend(orgId: string): Promise<Map<string, number>> {

@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '../eventstore/event-store';
 import type { KeyLookup } from '../identity/key-lookup';
 import type { CreditHolds } from '../ledger/credit-holds';
-import type { Balance, KeyRecord, OpenReservation, OrgRecord, ReadModel, RequestLogEntry } from './read-model';
+import type { Balance, KeyRecord, MemberRecord, OpenReservation, OrgRecord, ReadModel, RequestLogEntry } from './read-model';
 
 /**
  * Where the read models live: in this process, or in Redis shared by every instance.
@@ -27,6 +27,10 @@ export interface ProjectionStore extends CreditHolds, KeyLookup {
   recentRequests(orgId: string, limit: number): Promise<RequestLogEntry[]>;
   /** The organizations a user belongs to. */
   organizationsOf(userId: string): Promise<OrgRecord[]>;
+  /** An organization's members, oldest first. */
+  membersOf(orgId: string): Promise<MemberRecord[]>;
+  /** A user's membership of an organization, or null. */
+  membership(orgId: string, userId: string): Promise<MemberRecord | null>;
   /** Nano-credits charged per UTC day (`YYYY-MM-DD`), for every day with a charge. */
   dailySpend(orgId: string): Promise<Map<string, number>>;
   /** What a key's limit counts now: its charges in `period` and its open and pending holds. */

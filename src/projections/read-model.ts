@@ -5,6 +5,9 @@ import type {
   ApiKeyRevoked,
   ApiKeyUpdated,
   MemberAdded,
+  MemberKeyAccessSet,
+  MemberRemoved,
+  MemberRole,
   OrganizationCreated,
   KeyChanges,
   OrganizationRateLimitsSet,
@@ -85,6 +88,26 @@ export interface OrgRecord {
   rateLimits?: RateLimits;
 }
 
+/** A member of an organization, as the dashboard lists them. */
+export interface MemberRecord {
+  userId: string;
+  /** Null for members added before member events carried the email. */
+  email: string | null;
+  role: MemberRole;
+  /** A member who may manage keys (owners always may). */
+  manageKeys: boolean;
+  addedAt: number;
+}
+
+/** The member record a MemberAdded event makes. */
+export const memberRecordOf = (event: MemberAdded): MemberRecord => ({
+  userId: event.data.userId,
+  email: event.data.email ?? null,
+  role: event.data.role,
+  manageKeys: event.data.manageKeys === true,
+  addedAt: event.data.addedAt,
+});
+
 /** The organization's record with its default rate limits set, or cleared (null). */
 export function withRateLimits(record: OrgRecord, rateLimits: RateLimits | null): OrgRecord {
   const { rateLimits: _previous, ...rest } = record;
@@ -100,6 +123,8 @@ type ProjectedEvent =
   | RequestRefused
   | OrganizationCreated
   | MemberAdded
+  | MemberRemoved
+  | MemberKeyAccessSet
   | OrganizationRateLimitsSet
   | ApiKeyCreated
   | ApiKeyUpdated
@@ -181,7 +206,7 @@ export function requestLogEntryOf(
 
 /** A read model as saved to disk: plain arrays, plus the last event it includes to tie it to its log. */
 export interface ReadModelSnapshot {
-  version: 4;
+  version: 5;
   position: number;
   last: { streamId: string; revision: number } | null;
   orgs: Array<[string, OrgLedger]>;
@@ -190,6 +215,7 @@ export interface ReadModelSnapshot {
   keys: KeyRecord[];
   requests: Array<[string, RequestLogEntry[]]>;
   memberships: Array<[string, string[]]>;
+  members: Array<[string, MemberRecord[]]>;
   dailySpend: Array<[string, Array<[string, number]>]>;
   keySpend: Array<[string, number]>;
 }
@@ -244,6 +270,8 @@ export class ReadModel {
   readonly requests = new Map<string, RequestLogEntry[]>();
   /** User → the organizations they belong to. */
   readonly memberships = new Map<string, Set<string>>();
+  /** Organization → user → their membership. */
+  readonly members = new Map<string, Map<string, MemberRecord>>();
   /** Organization → UTC day → nano-credits charged that day (not bounded by the request log's retention). */
   readonly dailySpend = new Map<string, Map<string, number>>();
   /** `keyId|period` → nano-credits charged to the key in that period (see ledger/key-limit.ts). */
@@ -263,7 +291,7 @@ export class ReadModel {
    */
   toSnapshot(): ReadModelSnapshot {
     return {
-      version: 4,
+      version: 5,
       position: this.position,
       last: this.last,
       orgs: [...this.orgs].map(([orgId, ledger]) => [orgId, { ...ledger }]),
@@ -272,6 +300,7 @@ export class ReadModel {
       keys: [...this.keysById.values()].map((key) => ({ ...key })),
       requests: [...this.requests].map(([orgId, log]) => [orgId, log.slice()]),
       memberships: [...this.memberships].map(([userId, orgs]) => [userId, [...orgs]]),
+      members: [...this.members].map(([orgId, members]) => [orgId, [...members.values()].map((m) => ({ ...m }))]),
       dailySpend: [...this.dailySpend].map(([orgId, days]) => [orgId, [...days]]),
       keySpend: [...this.keySpend],
     };
@@ -294,6 +323,7 @@ export class ReadModel {
     }
     for (const [orgId, log] of snapshot.requests) model.requests.set(orgId, log);
     for (const [userId, orgs] of snapshot.memberships) model.memberships.set(userId, new Set(orgs));
+    for (const [orgId, members] of snapshot.members) model.members.set(orgId, new Map(members.map((m) => [m.userId, m])));
     for (const [orgId, days] of snapshot.dailySpend) model.dailySpend.set(orgId, new Map(days));
     return model;
   }
@@ -326,6 +356,19 @@ export class ReadModel {
         const orgs = this.memberships.get(event.data.userId) ?? new Set<string>();
         orgs.add(event.data.orgId);
         this.memberships.set(event.data.userId, orgs);
+        const members = this.members.get(event.data.orgId) ?? new Map<string, MemberRecord>();
+        members.set(event.data.userId, memberRecordOf(event));
+        this.members.set(event.data.orgId, members);
+        return;
+      }
+      case 'MemberRemoved':
+        this.memberships.get(event.data.userId)?.delete(event.data.orgId);
+        this.members.get(event.data.orgId)?.delete(event.data.userId);
+        return;
+      case 'MemberKeyAccessSet': {
+        const member = this.members.get(event.data.orgId)?.get(event.data.userId);
+        // Replaced, not changed in place: a snapshot being written may share the old record.
+        if (member) this.members.get(event.data.orgId)!.set(member.userId, { ...member, manageKeys: event.data.manageKeys });
         return;
       }
       case 'ApiKeyCreated': {

@@ -8,6 +8,8 @@ import {
   Balance,
   dayOf,
   KeyRecord,
+  MemberRecord,
+  memberRecordOf,
   OpenReservation,
   OrgRecord,
   ReadModel,
@@ -83,6 +85,8 @@ export class RedisProjectionStore implements ProjectionStore {
       keyPeriod: `${tag}:key-period-spend`,
       daily: `${tag}:daily`,
       record: `${tag}:org`,
+      members: `${tag}:members`,
+      keyManagers: `${tag}:key-managers`,
     };
   }
 
@@ -227,9 +231,35 @@ export class RedisProjectionStore implements ProjectionStore {
         await this.client.set(k.record, JSON.stringify(withRateLimits(record, event.data.rateLimits)));
         return 1;
       }
-      case 'MemberAdded':
-        await this.client.sAdd(this.userOrgsKey(event.data.userId), event.data.orgId);
+      // Single commands, each setting a value: issued in the log's order, they apply in it, and twice is harmless.
+      case 'MemberAdded': {
+        const { orgId, userId } = event.data;
+        const { manageKeys, ...member } = memberRecordOf(event);
+        const k = this.org(orgId);
+        await Promise.all([
+          this.client.sAdd(this.userOrgsKey(userId), orgId),
+          this.client.hSet(k.members, userId, JSON.stringify(member)),
+          manageKeys ? this.client.hSet(k.keyManagers, userId, '1') : this.client.hDel(k.keyManagers, userId),
+        ]);
         return 1;
+      }
+      case 'MemberRemoved': {
+        const { orgId, userId } = event.data;
+        const k = this.org(orgId);
+        await Promise.all([
+          this.client.sRem(this.userOrgsKey(userId), orgId),
+          this.client.hDel(k.members, userId),
+          this.client.hDel(k.keyManagers, userId),
+        ]);
+        return 1;
+      }
+      case 'MemberKeyAccessSet': {
+        const k = this.org(event.data.orgId);
+        await (event.data.manageKeys
+          ? this.client.hSet(k.keyManagers, event.data.userId, '1')
+          : this.client.hDel(k.keyManagers, event.data.userId));
+        return 1;
+      }
       case 'ApiKeyUpdated': {
         const set: Record<string, string> = {};
         const cleared: string[] = [];
@@ -381,6 +411,20 @@ export class RedisProjectionStore implements ProjectionStore {
     return records.filter((r): r is OrgRecord => r !== null);
   }
 
+  async membersOf(orgId: string): Promise<MemberRecord[]> {
+    const k = this.org(orgId);
+    const [members, managers] = await Promise.all([this.client.hGetAll(k.members), this.client.hGetAll(k.keyManagers)]);
+    return Object.entries(members)
+      .map(([userId, json]) => ({ ...(JSON.parse(json) as MemberRecord), manageKeys: managers[userId] === '1' }))
+      .sort((a, b) => a.addedAt - b.addedAt);
+  }
+
+  async membership(orgId: string, userId: string): Promise<MemberRecord | null> {
+    const k = this.org(orgId);
+    const [json, manager] = await Promise.all([this.client.hGet(k.members, userId), this.client.hGet(k.keyManagers, userId)]);
+    return json === null ? null : { ...(JSON.parse(json) as MemberRecord), manageKeys: manager === '1' };
+  }
+
   async dailySpend(orgId: string): Promise<Map<string, number>> {
     const days = await this.client.hGetAll(this.org(orgId).daily);
     return new Map(Object.entries(days).map(([day, nano]) => [day, Number(nano)]));
@@ -498,7 +542,17 @@ export class RedisProjectionStore implements ProjectionStore {
         writes.push(this.client.hSet(k.daily, Object.fromEntries([...days].map(([d, n]) => [d, String(n)]))));
       if (writes.length > 2000) await flush();
     }
-    for (const [userId, orgIds] of model.memberships) writes.push(this.client.sAdd(this.userOrgsKey(userId), [...orgIds]));
+    for (const [userId, orgIds] of model.memberships) {
+      if (orgIds.size > 0) writes.push(this.client.sAdd(this.userOrgsKey(userId), [...orgIds]));
+    }
+    for (const [orgId, members] of model.members) {
+      const k = this.org(orgId);
+      for (const { manageKeys, ...member } of members.values()) {
+        writes.push(this.client.hSet(k.members, member.userId, JSON.stringify(member)));
+        if (manageKeys) writes.push(this.client.hSet(k.keyManagers, member.userId, '1'));
+      }
+      if (writes.length > 2000) await flush();
+    }
     for (const key of model.keysById.values()) {
       const fields: Record<string, string> = {
         keyId: key.keyId,

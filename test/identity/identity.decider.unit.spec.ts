@@ -8,6 +8,7 @@ import {
   initialApiKey,
   initialOrganization,
   initialUser,
+  mayManageKeys,
 } from '../../src/identity/identity.decider';
 import {
   hashKeySecret,
@@ -49,17 +50,59 @@ describe('identity deciders', () => {
     );
   });
 
-  it('adds a member once', () => {
-    const [added] = decideOrganization({ type: 'AddMember', orgId: 'o1', userId: 'u1', role: 'owner', now: 2 }, org);
+  const add = (userId: string, role: 'owner' | 'member', extra: { by?: string; manageKeys?: boolean } = {}) => ({
+    type: 'AddMember' as const,
+    orgId: 'o1',
+    userId,
+    email: `${userId}@example.com`,
+    role,
+    ...extra,
+    now: 2,
+  });
+  const apply = (state: typeof org, command: Parameters<typeof decideOrganization>[0]) =>
+    decideOrganization(command, state).reduce(evolveOrganization, state);
+
+  it('adds a member once; its founder is its first owner, and only owners add the rest', () => {
+    const [added] = decideOrganization(add('u1', 'owner'), org);
+    expect(added.data).toMatchObject({ userId: 'u1', email: 'u1@example.com', role: 'owner' });
     const withMember = evolveOrganization(org, added);
-    expect(
-      codeOf(() => decideOrganization({ type: 'AddMember', orgId: 'o1', userId: 'u1', role: 'member', now: 3 }, withMember)),
-    ).toBe('already_member');
-    expect(
-      codeOf(() =>
-        decideOrganization({ type: 'AddMember', orgId: 'o2', userId: 'u1', role: 'member', now: 3 }, initialOrganization()),
-      ),
-    ).toBe('organization_not_found');
+    expect(codeOf(() => decideOrganization(add('u1', 'member'), withMember))).toBe('already_member');
+    expect(codeOf(() => decideOrganization({ ...add('u1', 'member'), orgId: 'o2' }, initialOrganization()))).toBe(
+      'organization_not_found',
+    );
+    // A second owner needs an owner to ask (or the operator, who asks as no one).
+    expect(codeOf(() => decideOrganization(add('u2', 'owner', { by: 'u9' }), withMember))).toBe('not_owner');
+    const withTwo = apply(withMember, add('u2', 'member', { by: 'u1' }));
+    expect(codeOf(() => decideOrganization(add('u3', 'member', { by: 'u2' }), withTwo))).toBe('not_owner');
+    expect(apply(withTwo, add('u3', 'owner')).members.get('u3')).toEqual({ role: 'owner', manageKeys: false });
+  });
+
+  it('owners choose which members manage keys; owners always do', () => {
+    const state = apply(apply(org, add('u1', 'owner')), add('u2', 'member', { by: 'u1', manageKeys: true }));
+    expect(mayManageKeys(state.members.get('u1'))).toBe(true);
+    expect(mayManageKeys(state.members.get('u2'))).toBe(true);
+    const revoked = apply(state, { type: 'SetMemberKeyAccess', orgId: 'o1', userId: 'u2', manageKeys: false, by: 'u1', now: 3 });
+    expect(mayManageKeys(revoked.members.get('u2'))).toBe(false);
+    expect(mayManageKeys(undefined)).toBe(false);
+    const set = (userId: string, by: string) =>
+      codeOf(() => decideOrganization({ type: 'SetMemberKeyAccess', orgId: 'o1', userId, manageKeys: true, by, now: 3 }, revoked));
+    expect(set('u2', 'u2')).toBe('not_owner');
+    expect(set('u1', 'u1')).toBe('no_change');
+    expect(set('u7', 'u1')).toBe('not_member');
+  });
+
+  it('owners remove members, never the last owner', () => {
+    const state = apply(apply(org, add('u1', 'owner')), add('u2', 'member', { by: 'u1' }));
+    const remove = (userId: string, by?: string) => ({ type: 'RemoveMember' as const, orgId: 'o1', userId, by, now: 4 });
+    expect(codeOf(() => decideOrganization(remove('u1', 'u2'), state))).toBe('not_owner');
+    expect(codeOf(() => decideOrganization(remove('u1', 'u1'), state))).toBe('last_owner');
+    expect(codeOf(() => decideOrganization(remove('u1'), state))).toBe('last_owner');
+    expect(codeOf(() => decideOrganization(remove('u5', 'u1'), state))).toBe('not_member');
+    const without = apply(state, remove('u2', 'u1'));
+    expect([...without.members.keys()]).toEqual(['u1']);
+    // With a second owner, either may go.
+    const twoOwners = apply(state, add('u3', 'owner', { by: 'u1' }));
+    expect([...apply(twoOwners, remove('u1', 'u3')).members.keys()]).toEqual(['u2', 'u3']);
   });
 
   it('registers users with a normalized, valid email', () => {

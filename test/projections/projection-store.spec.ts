@@ -170,6 +170,34 @@ function describeProjectionStore(name: string, open: () => Promise<ProjectionSto
       expect((await store.keysOf('org-a'))[0].lastUsedAt).toBe(6);
     });
 
+    it('projects members: added (with their email), allowed to manage keys, removed; applied twice or loaded, the same', async () => {
+      const log = sampleLog();
+      const add = (type: string, data: Record<string, unknown>) =>
+        log.push({ type, data, streamId: 's', revision: 0, position: log.length + 1, recordedAt: 0 });
+      add('MemberAdded', { orgId: 'org-a', userId: 'u1', role: 'owner', addedAt: 8, email: 'ann@example.com' });
+      add('MemberAdded', { orgId: 'org-a', userId: 'u2', role: 'member', addedAt: 9, email: 'bob@example.com' });
+      add('MemberAdded', { orgId: 'org-a', userId: 'u3', role: 'member', addedAt: 10 });
+      add('MemberKeyAccessSet', { orgId: 'org-a', userId: 'u2', manageKeys: true, setAt: 11 });
+      add('MemberRemoved', { orgId: 'org-a', userId: 'u3', removedAt: 12 });
+      const expected = [
+        { userId: 'u1', email: 'ann@example.com', role: 'owner', manageKeys: false, addedAt: 8 },
+        { userId: 'u2', email: 'bob@example.com', role: 'member', manageKeys: true, addedAt: 9 },
+      ];
+      await store.apply(log);
+      await store.apply(log.slice(-3));
+      expect(await store.membersOf('org-a')).toEqual(expected);
+      expect(await store.membership('org-a', 'u2')).toEqual(expected[1]);
+      expect(await store.membership('org-a', 'u3')).toBeNull();
+      expect(await store.organizationsOf('u3')).toEqual([]);
+      const model = new ReadModel(5);
+      log.forEach((e) => model.apply(e));
+      await store.reset();
+      await store.load(model);
+      expect(await store.membersOf('org-a')).toEqual(expected);
+      expect(await store.organizationsOf('u3')).toEqual([]);
+      expect(await store.organizationsOf('u2')).toHaveLength(1);
+    });
+
     it('applies each event once, however often it is delivered', async () => {
       const log = sampleLog();
       await store.apply(log);
