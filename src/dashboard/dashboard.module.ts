@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { InferenceModule } from '../inference/inference.module';
 import { KeysController } from './keys/keys.controller';
+import { MembersController } from './members/members.controller';
 import { OrganizationsController } from './organizations/organizations.controller';
 import { PlaygroundController } from './playground/playground.controller';
 import { DASHBOARD_SETTINGS, DashboardSettings } from './session/dashboard-settings';
@@ -22,7 +23,14 @@ export class DashboardModule {
     return {
       module: DashboardModule,
       imports: [CqrsModule, InferenceModule],
-      controllers: [SessionController, OrganizationsController, KeysController, UsageController, PlaygroundController],
+      controllers: [
+        SessionController,
+        OrganizationsController,
+        KeysController,
+        MembersController,
+        UsageController,
+        PlaygroundController,
+      ],
       providers: [
         { provide: SessionTokens, useValue: tokens },
         { provide: DASHBOARD_SETTINGS, useValue: settings },

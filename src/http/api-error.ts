@@ -76,9 +76,21 @@ const storeUnavailable = (error: unknown): boolean =>
 
 /** What a caller sees of a rule of identity their input broke (a blank name, a duplicate, a revoked key): never a 500. */
 function identityRefusal(error: IdentityRuleError): ApiError {
-  const code = error.code.endsWith('_not_found') ? 'not_found' : error.code.endsWith('_exists') ? 'conflict' : 'invalid_request';
-  return new ApiError(code, maskSecrets(error.message));
+  return new ApiError(IDENTITY_REFUSALS[error.code] ?? 'invalid_request', maskSecrets(error.message));
 }
+
+const IDENTITY_REFUSALS: Partial<Record<IdentityRuleError['code'], ApiErrorCode>> = {
+  organization_not_found: 'not_found',
+  user_not_found: 'not_found',
+  key_not_found: 'not_found',
+  not_member: 'not_found',
+  organization_exists: 'conflict',
+  user_exists: 'conflict',
+  key_exists: 'conflict',
+  already_member: 'conflict',
+  last_owner: 'conflict',
+  not_owner: 'forbidden',
+};
 
 /** Maps anything thrown to an ApiError without leaking internals. */
 export function toApiError(error: unknown): ApiError {

@@ -85,7 +85,9 @@ describe('identity deciders', () => {
     expect(mayManageKeys(revoked.members.get('u2'))).toBe(false);
     expect(mayManageKeys(undefined)).toBe(false);
     const set = (userId: string, by: string) =>
-      codeOf(() => decideOrganization({ type: 'SetMemberKeyAccess', orgId: 'o1', userId, manageKeys: true, by, now: 3 }, revoked));
+      codeOf(() =>
+        decideOrganization({ type: 'SetMemberKeyAccess', orgId: 'o1', userId, manageKeys: true, by, now: 3 }, revoked),
+      );
     expect(set('u2', 'u2')).toBe('not_owner');
     expect(set('u1', 'u1')).toBe('no_change');
     expect(set('u7', 'u1')).toBe('not_member');

@@ -6,13 +6,18 @@ import type { ProjectionStore } from '../../projections/projection-store';
 import { type KeyRecord, keyStatus } from '../../identity/key-lookup';
 import { PROJECTIONS } from '../../runtime/runtime.module';
 import { dashboardErrors } from '../dashboard-error';
-import { ActiveOrgId, SignedIn } from '../session/session.guard';
-import { KeyLimitDto, KeyNameDto } from './keys.dto';
+import { ActiveOrgId, CurrentSession, SignedIn } from '../session/session.guard';
+import type { Session } from '../session/sessions';
+import { mayManageKeys } from '../../identity/identity.decider';
+import { CreateKeyDto, KeyExpiryDto, KeyLimitDto, KeyRateLimitsDto } from './keys.dto';
 import { periodOf } from '../../ledger/key-limit';
 import { formatCredits, parseCredits } from '../../ledger/money';
 import { Projector } from '../../projections/projector';
 
-/** The active organization's API keys: listed (never their secrets), created (the secret shown once), revoked. */
+/**
+ * The active organization's API keys: listed (never their secrets) to every member; created (the
+ * secret shown once), limited, given an expiry and revoked by owners and the members they allow.
+ */
 @Controller('dashboard/api/keys')
 @UseFilters(dashboardErrors)
 @SignedIn({ activeOrg: true })
@@ -32,9 +37,13 @@ export class KeysController {
   /** Sets (or with a null limit, clears) a key's credit limit. */
   @Post(':id/limit')
   @HttpCode(200)
-  async limit(@Param('id') keyId: string, @Body(bodyValidation) body: KeyLimitDto, @ActiveOrgId() orgId: string) {
-    const key = (await this.projections.keysOf(orgId)).find((k) => k.keyId === keyId);
-    if (!key) throw new ApiError('not_found', 'no such key in this organization');
+  async limit(
+    @Param('id') keyId: string,
+    @Body(bodyValidation) body: KeyLimitDto,
+    @ActiveOrgId() orgId: string,
+    @CurrentSession() session: Session,
+  ) {
+    await this.keyOf(orgId, keyId, session);
     let amount: number | null = null;
     if (body.limit !== null && body.limit !== undefined && body.limit.trim() !== '') {
       try {
@@ -44,6 +53,57 @@ export class KeysController {
       }
     }
     await this.identity.updateApiKey(keyId, { limit: amount === null ? null : { amount, reset: body.reset } });
+    return this.updated(orgId, keyId);
+  }
+
+  /** Sets a key's own rate limits; none of either clears them (its organization's default applies). */
+  @Post(':id/rate-limits')
+  @HttpCode(200)
+  async rateLimits(
+    @Param('id') keyId: string,
+    @Body(bodyValidation) body: KeyRateLimitsDto,
+    @ActiveOrgId() orgId: string,
+    @CurrentSession() session: Session,
+  ) {
+    await this.keyOf(orgId, keyId, session);
+    const limits = {
+      ...(body.requestsPerMinute == null ? {} : { requestsPerMinute: body.requestsPerMinute }),
+      ...(body.tokensPerMinute == null ? {} : { tokensPerMinute: body.tokensPerMinute }),
+    };
+    await this.identity.updateApiKey(keyId, { rateLimits: Object.keys(limits).length === 0 ? null : limits });
+    return this.updated(orgId, keyId);
+  }
+
+  /** Sets when a key stops working, or (null) never. */
+  @Post(':id/expiry')
+  @HttpCode(200)
+  async expiry(
+    @Param('id') keyId: string,
+    @Body(bodyValidation) body: KeyExpiryDto,
+    @ActiveOrgId() orgId: string,
+    @CurrentSession() session: Session,
+  ) {
+    await this.keyOf(orgId, keyId, session);
+    await this.identity.updateApiKey(keyId, { expiresAt: body.expiresAt == null ? null : Date.parse(body.expiresAt) });
+    return this.updated(orgId, keyId);
+  }
+
+  /**
+   * A key of the active organization that the signed-in member may manage: 403 for a member an
+   * owner has not allowed, 404 for a key of another organization (never changed).
+   */
+  private async keyOf(orgId: string, keyId: string | null, session: Session): Promise<KeyRecord | null> {
+    if (!mayManageKeys((await this.projections.membership(orgId, session.userId)) ?? undefined)) {
+      throw new ApiError('forbidden', "only the organization's owners, and members they allow, manage its keys");
+    }
+    if (keyId === null) return null;
+    const key = (await this.projections.keysOf(orgId)).find((k) => k.keyId === keyId);
+    if (!key) throw new ApiError('not_found', 'no such key in this organization');
+    return key;
+  }
+
+  /** The key as the page shows it, once the read models show the change just made. */
+  private async updated(orgId: string, keyId: string) {
     await this.projector.catchUp();
     const updated = (await this.projections.keysOf(orgId)).find((k) => k.keyId === keyId)!;
     return this.view(orgId, updated);
@@ -57,17 +117,23 @@ export class KeysController {
 
   @Post()
   @HttpCode(201)
-  async create(@Body(bodyValidation) body: KeyNameDto, @ActiveOrgId() orgId: string) {
-    const key = await this.identity.createApiKey(orgId, body.name);
-    return { id: key.keyId, name: key.name, prefix: key.prefix, secret: key.secret, createdAt: new Date().toISOString() };
+  async create(@Body(bodyValidation) body: CreateKeyDto, @ActiveOrgId() orgId: string, @CurrentSession() session: Session) {
+    await this.keyOf(orgId, null, session);
+    const key = await this.identity.createApiKey(orgId, body.name, body.management === true ? { kind: 'management' } : {});
+    return {
+      id: key.keyId,
+      name: key.name,
+      prefix: key.prefix,
+      secret: key.secret,
+      createdAt: new Date().toISOString(),
+      kind: key.kind ?? 'ordinary',
+    };
   }
 
   @Post(':id/revoke')
   @HttpCode(200)
-  async revoke(@Param('id') keyId: string, @ActiveOrgId() orgId: string) {
-    // Only keys of the active organization: another organization's key is "not found", never revoked.
-    const key = (await this.projections.keysOf(orgId)).find((k) => k.keyId === keyId);
-    if (!key) throw new ApiError('not_found', 'no such key in this organization');
+  async revoke(@Param('id') keyId: string, @ActiveOrgId() orgId: string, @CurrentSession() session: Session) {
+    const key = (await this.keyOf(orgId, keyId, session))!;
     if (keyStatus(key) !== 'revoked') await this.identity.revokeApiKey(keyId);
     return { id: keyId, status: 'revoked' };
   }
@@ -84,4 +150,7 @@ const keyView = (k: KeyRecord, limitUsage: number | null) => ({
   limit: k.limit ? formatCredits(k.limit.amount) : null,
   limitReset: k.limit ? k.limit.reset : null,
   limitUsage: limitUsage === null ? null : formatCredits(limitUsage),
+  kind: k.kind ?? 'ordinary',
+  rateLimits: k.rateLimits ?? null,
+  expiresAt: k.expiresAt === undefined ? null : new Date(k.expiresAt).toISOString(),
 });

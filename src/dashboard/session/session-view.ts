@@ -1,4 +1,5 @@
 import { creditsNumber } from '../../ledger/money';
+import { mayManageKeys } from '../../identity/identity.decider';
 import type { ProjectionStore } from '../../projections/projection-store';
 import { availableOf, reservedOf } from '../../projections/read-model';
 import type { Session } from './sessions';
@@ -9,10 +10,15 @@ export async function sessionView(projections: ProjectionStore, session: Session
   const active = organizations.find((o) => o.orgId === session.activeOrgId) ?? null;
   let activeOrg = null;
   if (active) {
-    const b = await projections.balance(active.orgId);
+    const [b, member] = await Promise.all([
+      projections.balance(active.orgId),
+      projections.membership(active.orgId, session.userId),
+    ]);
     activeOrg = {
       id: active.orgId,
       name: active.name,
+      role: member?.role ?? 'member',
+      manageKeys: mayManageKeys(member ?? undefined),
       credits: {
         granted: creditsNumber(b.granted),
         spent: creditsNumber(b.spent),

@@ -19,7 +19,17 @@ export interface Session {
   user: User;
   csrf: string;
   organizations: OrgRef[];
-  activeOrg: (OrgRef & { credits: Credits }) | null;
+  /** `role` and `manageKeys`: what the signed-in person may do in the active organization. */
+  activeOrg: (OrgRef & { credits: Credits; role: 'owner' | 'member'; manageKeys: boolean }) | null;
+}
+export interface Member {
+  userId: string;
+  /** Null for members added before emails were recorded with them. */
+  email: string | null;
+  role: 'owner' | 'member';
+  manageKeys: boolean;
+  addedAt: string;
+  you: boolean;
 }
 export interface Config {
   signupEnabled: boolean;
@@ -38,6 +48,10 @@ export interface ApiKey {
   limit?: string | null;
   limitReset?: 'never' | 'daily' | 'weekly' | 'monthly' | null;
   limitUsage?: string | null;
+  /** A management key manages keys through the API and cannot call models. */
+  kind?: 'ordinary' | 'management';
+  rateLimits?: { requestsPerMinute?: number; tokensPerMinute?: number } | null;
+  expiresAt?: string | null;
 }
 export interface CreatedKey {
   id: string;
@@ -45,6 +59,7 @@ export interface CreatedKey {
   prefix: string;
   secret: string;
   createdAt: string;
+  kind: 'ordinary' | 'management';
 }
 export interface UsageRow {
   requestId: string;

@@ -6,6 +6,7 @@ import { formatCredits } from './format';
 import { Page, PageContext } from './page';
 import { renderAuth } from './pages/auth';
 import { renderKeys } from './pages/keys';
+import { renderMembers } from './pages/members';
 import { renderOrgs } from './pages/orgs';
 import { renderPlayground, resetPlayground } from './pages/playground';
 import { renderUsage } from './pages/usage';
@@ -14,6 +15,7 @@ import { navigate, onSessionChange, refreshSession, setSession, store, switchOrg
 const ROUTES: Record<string, { title: string; render: Page }> = {
   '/keys': { title: 'API keys', render: renderKeys },
   '/usage': { title: 'Usage', render: renderUsage },
+  '/members': { title: 'Members', render: renderMembers },
   '/playground': { title: 'Playground', render: renderPlayground },
   '/orgs': { title: 'Organizations', render: renderOrgs },
 };
@@ -21,6 +23,7 @@ const NAV: [path: string, label: string, testid: string][] = [
   ['/keys', 'API keys', 'nav-keys'],
   ['/usage', 'Usage', 'nav-usage'],
   ['/playground', 'Playground', 'nav-playground'],
+  ['/members', 'Members', 'nav-members'],
   ['/orgs', 'Organizations', 'nav-orgs'],
 ];
 

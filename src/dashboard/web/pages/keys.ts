@@ -1,5 +1,6 @@
-// API keys: create (the secret is shown once, then removed from the page), list, revoke with an
-// inline confirmation.
+// API keys: create (the secret is shown once, then removed from the page), list, set a key's credit
+// limit, rate limits and expiry, revoke with an inline confirmation. Members whom no owner allowed
+// to manage keys see the list only.
 import { api, ApiKey, CreatedKey, messageOf } from '../api';
 import { asyncListener, copyText, field, h, mount, select, showError, toast } from '../dom';
 import { formatDateTime } from '../format';
@@ -8,6 +9,8 @@ import { getModels, store } from '../state';
 
 export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<void> {
   const org = store.session!.activeOrg!;
+  const manages = org.manageKeys;
+  const management = h('input', { type: 'checkbox', 'data-testid': 'key-management' });
   const name = h('input', {
     type: 'text',
     required: true,
@@ -19,7 +22,7 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
   const createErrors = h('div', { class: 'form-errors' });
   const secretSlot = h('div');
   const tableErrors = h('div', { class: 'form-errors' });
-  const tbody = h('tbody', null, h('tr', null, h('td', { colspan: '7', class: 'muted' }, 'Loading…')));
+  const tbody = h('tbody', null, h('tr', null, h('td', { colspan: '9', class: 'muted' }, 'Loading…')));
   let keys: ApiKey[] = [];
 
   async function onCreate(event: SubmitEvent): Promise<void> {
@@ -29,10 +32,19 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
     create.disabled = true;
     showError(createErrors, null);
     try {
-      const key = await api<CreatedKey>('POST', '/keys', { name: value }, ctx.signal);
+      const key = await api<CreatedKey>('POST', '/keys', { name: value, management: management.checked }, ctx.signal);
       name.value = '';
+      management.checked = false;
       keys = [
-        { id: key.id, name: key.name, prefix: key.prefix, createdAt: key.createdAt, lastUsedAt: null, status: 'active' },
+        {
+          id: key.id,
+          name: key.name,
+          prefix: key.prefix,
+          createdAt: key.createdAt,
+          lastUsedAt: null,
+          status: 'active',
+          kind: key.kind,
+        },
         ...keys,
       ];
       renderRows();
@@ -96,13 +108,13 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
     confirm.focus();
   }
 
-  const RESET_WORDS: Record<string, string> = { never: '', daily: ' a day', weekly: ' a week', monthly: ' a month' };
-
-  /** The key's credit limit (what it counts now, of how much) and a button that opens its editor. */
-  function limitCell(key: ApiKey): HTMLElement {
-    const text = key.limit ? `${key.limitUsage ?? '0'} of ${key.limit}${RESET_WORDS[key.limitReset ?? 'never']}` : 'None';
-    const cell = h('td', { 'data-label': 'Limit', 'data-testid': `key-limit-text-${key.id}` }, text);
-    if (key.status === 'active') {
+  /** A cell showing one of the key's settings, with a button that opens its editor (for those who manage keys). */
+  function settingCell(
+    key: ApiKey,
+    setting: { label: string; testid: string; text: string; set: boolean; edit: (cell: HTMLElement) => void },
+  ): HTMLElement {
+    const cell = h('td', { 'data-label': setting.label, 'data-testid': `key-${setting.testid}-text-${key.id}` }, setting.text);
+    if (key.status === 'active' && manages) {
       cell.append(
         ' ',
         h(
@@ -110,51 +122,39 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
           {
             type: 'button',
             class: 'btn btn-small',
-            'data-testid': `key-limit-${key.id}`,
-            'aria-label': `Set the credit limit of ${key.name}`,
-            onclick: () => editLimit(key, cell),
+            'data-testid': `key-${setting.testid}-${key.id}`,
+            'aria-label': `Set the ${setting.label.toLowerCase()} of ${key.name}`,
+            onclick: () => setting.edit(cell),
           },
-          key.limit ? 'Change' : 'Set limit',
+          setting.set ? 'Change' : 'Set',
         ),
       );
     }
     return cell;
   }
 
-  /** An inline form: an amount of credits (empty for none) and when it resets. */
-  function editLimit(key: ApiKey, cell: HTMLElement): void {
-    const amount = h('input', {
-      type: 'text',
-      inputmode: 'decimal',
-      placeholder: 'credits, empty for none',
-      value: key.limit ?? '',
-      'data-testid': 'key-limit-amount',
-      'aria-label': 'Credit limit',
-    });
-    const reset = select(
-      { 'data-testid': 'key-limit-reset', 'aria-label': 'Resets' },
-      (['never', 'daily', 'weekly', 'monthly'] as const).map((r) => ({ value: r, label: r === 'never' ? 'never resets' : r })),
-      key.limitReset ?? 'never',
-    );
-    const save = h('button', { type: 'submit', class: 'btn btn-primary btn-small', 'data-testid': 'key-limit-save' }, 'Save');
+  /** An inline editor in `cell`: its controls, and a save that sends `body()` to the key's `path`. */
+  function editor(
+    key: ApiKey,
+    cell: HTMLElement,
+    testid: string,
+    controls: HTMLElement[],
+    path: string,
+    body: () => unknown,
+  ): void {
+    const save = h('button', { type: 'submit', class: 'btn btn-primary btn-small', 'data-testid': `key-${testid}-save` }, 'Save');
     const cancel = h('button', { type: 'button', class: 'btn btn-small', onclick: () => renderRows() }, 'Cancel');
-    const form = h('form', { class: 'inline-form' }, amount, reset, save, cancel);
+    const form = h('form', { class: 'inline-form' }, ...controls, save, cancel);
     form.addEventListener(
       'submit',
       asyncListener(async (event: Event) => {
         event.preventDefault();
         save.disabled = true;
         try {
-          const value = amount.value.trim();
-          const updated = await api<ApiKey>(
-            'POST',
-            `/keys/${encodeURIComponent(key.id)}/limit`,
-            { limit: value === '' ? null : value, reset: reset.value },
-            ctx.signal,
-          );
+          const updated = await api<ApiKey>('POST', `/keys/${encodeURIComponent(key.id)}/${path}`, body(), ctx.signal);
           Object.assign(key, updated);
           showError(tableErrors, null);
-          toast(updated.limit ? `Limit of “${key.name}” set.` : `Limit of “${key.name}” removed.`);
+          toast(`“${key.name}” updated.`);
           renderRows();
         } catch (error) {
           if (ctx.signal.aborted) return;
@@ -164,20 +164,104 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
       }),
     );
     cell.replaceChildren(form);
-    amount.focus();
+    controls[0]?.focus();
   }
+
+  const RESET_WORDS: Record<string, string> = { never: '', daily: ' a day', weekly: ' a week', monthly: ' a month' };
+
+  /** The credit limit: an amount of credits (empty for none) and when it resets. */
+  const limitCell = (key: ApiKey) =>
+    settingCell(key, {
+      label: 'Limit',
+      testid: 'limit',
+      text: key.limit ? `${key.limitUsage ?? '0'} of ${key.limit}${RESET_WORDS[key.limitReset ?? 'never']}` : 'None',
+      set: Boolean(key.limit),
+      edit: (cell) => {
+        const amount = h('input', {
+          type: 'text',
+          inputmode: 'decimal',
+          placeholder: 'credits, empty for none',
+          value: key.limit ?? '',
+          'data-testid': 'key-limit-amount',
+          'aria-label': 'Credit limit',
+        });
+        const reset = select(
+          { 'data-testid': 'key-limit-reset', 'aria-label': 'Resets' },
+          (['never', 'daily', 'weekly', 'monthly'] as const).map((r) => ({
+            value: r,
+            label: r === 'never' ? 'never resets' : r,
+          })),
+          key.limitReset ?? 'never',
+        );
+        editor(key, cell, 'limit', [amount, reset], 'limit', () => {
+          const value = amount.value.trim();
+          return { limit: value === '' ? null : value, reset: reset.value };
+        });
+      },
+    });
+
+  /** The key's own rate limits: requests and tokens per minute (empty for none). */
+  const rateCell = (key: ApiKey) => {
+    const rpm = key.rateLimits?.requestsPerMinute;
+    const tpm = key.rateLimits?.tokensPerMinute;
+    const parts = [rpm ? `${rpm} requests` : null, tpm ? `${tpm} tokens` : null].filter(Boolean);
+    return settingCell(key, {
+      label: 'Rate limits',
+      testid: 'rate',
+      text: parts.length > 0 ? `${parts.join(', ')} a minute` : 'Organization’s',
+      set: parts.length > 0,
+      edit: (cell) => {
+        const number = (testid: string, label: string, value: number | undefined) =>
+          h('input', {
+            type: 'number',
+            min: '1',
+            step: '1',
+            placeholder: `${label}, empty for none`,
+            value: value ?? '',
+            'data-testid': testid,
+            'aria-label': label,
+          });
+        const requests = number('key-rate-rpm', 'Requests per minute', rpm);
+        const tokens = number('key-rate-tpm', 'Tokens per minute', tpm);
+        const value = (input: HTMLInputElement) => (input.value.trim() === '' ? null : Number(input.value));
+        editor(key, cell, 'rate', [requests, tokens], 'rate-limits', () => ({
+          requestsPerMinute: value(requests),
+          tokensPerMinute: value(tokens),
+        }));
+      },
+    });
+  };
+
+  /** When the key stops working (local time in the page, sent as UTC), empty for never. */
+  const expiryCell = (key: ApiKey) =>
+    settingCell(key, {
+      label: 'Expires',
+      testid: 'expiry',
+      text: key.expiresAt ? formatDateTime(key.expiresAt) : 'Never',
+      set: Boolean(key.expiresAt),
+      edit: (cell) => {
+        const when = h('input', { type: 'datetime-local', 'data-testid': 'key-expiry-at', 'aria-label': 'Expires at' });
+        if (key.expiresAt) {
+          const at = new Date(key.expiresAt);
+          when.value = new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+        }
+        editor(key, cell, 'expiry', [when], 'expiry', () => ({
+          expiresAt: when.value === '' ? null : new Date(when.value).toISOString(),
+        }));
+      },
+    });
 
   function renderRows(): void {
     if (keys.length === 0) {
       tbody.replaceChildren(
-        h('tr', null, h('td', { colspan: '7', class: 'empty' }, 'No keys yet. Create one above to call the API.')),
+        h('tr', null, h('td', { colspan: '9', class: 'empty' }, 'No keys yet. Create one above to call the API.')),
       );
       return;
     }
     tbody.replaceChildren(
       ...keys.map((key) => {
         const actions = h('td', { class: 'actions' });
-        if (key.status === 'active') {
+        if (key.status === 'active' && manages) {
           actions.append(
             h(
               'button',
@@ -195,7 +279,14 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
         return h(
           'tr',
           { 'data-key-id': key.id },
-          h('td', { 'data-label': 'Name' }, key.name),
+          h(
+            'td',
+            { 'data-label': 'Name' },
+            key.name,
+            key.kind === 'management'
+              ? h('span', { class: 'badge', title: 'Manages keys; cannot call models' }, ' Management')
+              : null,
+          ),
           h('td', { 'data-label': 'Key' }, h('code', null, `${key.prefix}…`)),
           h('td', { 'data-label': 'Created', title: key.createdAt }, formatDateTime(key.createdAt)),
           h(
@@ -204,6 +295,8 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
             key.lastUsedAt ? formatDateTime(key.lastUsedAt) : 'Never',
           ),
           limitCell(key),
+          rateCell(key),
+          expiryCell(key),
           h(
             'td',
             { 'data-label': 'Status' },
@@ -226,11 +319,24 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
       h('strong', null, org.name),
       '. Requests with a key are paid from this organization’s credits.',
     ]),
-    card(
-      h('h2', null, 'Create a key'),
-      h('form', { class: 'inline-form', novalidate: true, onsubmit: asyncListener(onCreate) }, field('Name', name), create),
-      createErrors,
-    ),
+    manages
+      ? card(
+          h('h2', null, 'Create a key'),
+          h(
+            'form',
+            { class: 'inline-form', novalidate: true, onsubmit: asyncListener(onCreate) },
+            field('Name', name),
+            h(
+              'label',
+              { class: 'check', title: 'Creates, changes and revokes keys through /api/v1/keys; cannot call models' },
+              management,
+              ' Management key',
+            ),
+            create,
+          ),
+          createErrors,
+        )
+      : h('p', { class: 'alert alert-info' }, 'An owner of this organization can allow you to create and change keys.'),
     secretSlot,
     card(
       h('h2', null, 'Keys'),
@@ -247,7 +353,9 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
             h(
               'tr',
               null,
-              ['Name', 'Key', 'Created', 'Last used', 'Limit', 'Status'].map((c) => h('th', { scope: 'col' }, c)),
+              ['Name', 'Key', 'Created', 'Last used', 'Limit', 'Rate limits', 'Expires', 'Status'].map((c) =>
+                h('th', { scope: 'col' }, c),
+              ),
               h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Actions')),
             ),
           ),

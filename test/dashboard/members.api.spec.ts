@@ -1,0 +1,120 @@
+import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { person } from '../support/dashboard';
+
+/**
+ * Members in the dashboard: owners add people by email, remove them and choose who may manage
+ * keys; keys are created, changed and revoked only by owners and the members they allow.
+ */
+
+let g: TestGateway;
+beforeAll(async () => {
+  g = await startGateway({ credits: 0 });
+});
+afterAll(async () => {
+  expect((await g.audit()).differences).toEqual([]);
+  await g.close();
+});
+
+it('owners add members by email, choose who manages keys, and remove them; members only look', async () => {
+  const owner = await person(g, 'owner@example.com');
+  const dev = await person(g, 'dev@example.com');
+  const other = await person(g, 'other@example.com');
+  const org = await owner.post('/organizations', { name: 'Team' }).expect(201);
+
+  // Added by email (signed up first), as a member who may not manage keys.
+  await owner.post('/members', { email: 'nobody@example.com' }).expect(404);
+  await owner.post('/members', { email: 'not an email' }).expect(400);
+  const added = await owner.post('/members', { email: 'DEV@example.com' }).expect(201);
+  expect(added.body).toMatchObject({ email: 'dev@example.com', role: 'member', manageKeys: false, you: false });
+  await owner.post('/members', { email: 'dev@example.com' }).expect(409);
+  const devId: string = added.body.userId;
+
+  // The member sees the organization, its members and its keys, and changes nothing.
+  await dev.post('/organizations/active', { orgId: org.body.id }).expect(200);
+  const devSession = (await dev.get('/session').expect(200)).body;
+  expect(devSession.activeOrg).toMatchObject({ id: org.body.id, role: 'member', manageKeys: false });
+  expect((await dev.get('/members').expect(200)).body.data.map((m: { email: string }) => m.email)).toEqual([
+    'owner@example.com',
+    'dev@example.com',
+  ]);
+  const ownersKey = await owner.post('/keys', { name: 'prod' }).expect(201);
+  expect((await dev.get('/keys').expect(200)).body.data).toHaveLength(1);
+  const refused = await dev.post('/keys', { name: 'mine' }).expect(403);
+  expect(refused.body.error.message).toMatch(/owners, and members they allow, manage its keys/);
+  await dev.post(`/keys/${ownersKey.body.id}/revoke`).expect(403);
+  await dev.post(`/keys/${ownersKey.body.id}/limit`, { limit: '1', reset: 'never' }).expect(403);
+  await dev.post('/members', { email: 'other@example.com' }).expect(403);
+  await dev.post(`/members/${devId}/key-access`, { manageKeys: true }).expect(403);
+
+  // Allowed to manage keys: creates, limits and revokes them; still not an owner.
+  const allowed = await owner.post(`/members/${devId}/key-access`, { manageKeys: true }).expect(200);
+  expect(allowed.body).toMatchObject({ manageKeys: true, role: 'member' });
+  expect((await dev.get('/session').expect(200)).body.activeOrg.manageKeys).toBe(true);
+  const devKey = await dev.post('/keys', { name: 'mine' }).expect(201);
+  await dev.post(`/keys/${devKey.body.id}/limit`, { limit: '1', reset: 'monthly' }).expect(200);
+  await dev.post(`/keys/${ownersKey.body.id}/revoke`).expect(200);
+  await dev.post('/members', { email: 'other@example.com' }).expect(403);
+
+  // Someone outside the organization sees none of it.
+  await other.post('/organizations/active', { orgId: org.body.id }).expect(404);
+
+  // The last owner stays; a second owner may remove the first; a removed member loses the organization at once.
+  const ownerId = (await owner.get('/members').expect(200)).body.data[0].userId;
+  await owner.post(`/members/${ownerId}/remove`).expect(409);
+  await owner.post(`/members/${devId}/key-access`, { manageKeys: false }).expect(200);
+  await owner.post(`/members/${ownerId}/key-access`, { manageKeys: true }).expect(400);
+  await owner.post(`/members/${devId}/remove`).expect(200);
+  await dev.get('/keys').expect(404);
+  expect((await dev.get('/session').expect(200)).body.organizations).toEqual([]);
+  await owner.post(`/members/${devId}/remove`).expect(404);
+  await owner.post('/members', { email: 'other@example.com', role: 'owner' }).expect(201);
+  await other.post('/organizations/active', { orgId: org.body.id }).expect(200);
+  await other.post(`/members/${ownerId}/remove`).expect(200);
+  expect((await other.get('/members').expect(200)).body.data).toEqual([
+    expect.objectContaining({ email: 'other@example.com', role: 'owner', manageKeys: true, you: true }),
+  ]);
+});
+
+it('keys get their own rate limits, an expiry, or are made as management keys, from the dashboard', async () => {
+  const ann = await person(g, 'ann@example.com');
+  const org = await ann.post('/organizations', { name: 'Ann Co' }).expect(201);
+  await g.t.runtime.ledger.grant(org.body.id, 1_000_000_000, 'test');
+  const key = await ann.post('/keys', { name: 'limited' }).expect(201);
+  const limited = await ann.post(`/keys/${key.body.id}/rate-limits`, { requestsPerMinute: 1, tokensPerMinute: null }).expect(200);
+  expect(limited.body).toMatchObject({ rateLimits: { requestsPerMinute: 1 }, kind: 'ordinary' });
+  await ann.post(`/keys/${key.body.id}/rate-limits`, { requestsPerMinute: 0 }).expect(400);
+  await ann.post(`/keys/${key.body.id}/rate-limits`, { requestsPerMinute: 1.5 }).expect(400);
+
+  const chat = (secret: string) =>
+    fetch(`${g.baseUrl}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: TEST_MODELS.gpt.slug, max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+  g.fake.on(TEST_MODELS.gpt.hostModel, { kind: 'reply', reply: { text: 'ok' } });
+  const first = await chat(key.body.secret);
+  expect(first.status).toBe(200);
+  expect(first.headers.get('x-ratelimit-limit-requests')).toBe('1');
+  await first.text();
+  expect((await chat(key.body.secret)).status).toBe(429);
+  expect((await ann.post(`/keys/${key.body.id}/rate-limits`, {}).expect(200)).body.rateLimits).toBeNull();
+  const served = await chat(key.body.secret);
+  expect(served.status).toBe(200);
+  await served.text();
+
+  // An expiry: in the past refused; in the future shown; cleared.
+  await ann.post(`/keys/${key.body.id}/expiry`, { expiresAt: '2001-01-01T00:00:00Z' }).expect(400);
+  await ann.post(`/keys/${key.body.id}/expiry`, { expiresAt: 'tomorrow' }).expect(400);
+  const future = new Date(Date.now() + 86_400_000).toISOString();
+  expect((await ann.post(`/keys/${key.body.id}/expiry`, { expiresAt: future }).expect(200)).body.expiresAt).toBe(future);
+  expect((await ann.post(`/keys/${key.body.id}/expiry`, { expiresAt: null }).expect(200)).body.expiresAt).toBeNull();
+
+  // A management key manages keys through the API and cannot call models.
+  const manager = await ann.post('/keys', { name: 'platform', management: true }).expect(201);
+  expect(manager.body.kind).toBe('management');
+  expect((await chat(manager.body.secret)).status).toBe(403);
+  const listed = await fetch(`${g.baseUrl}/api/v1/keys`, { headers: { authorization: `Bearer ${manager.body.secret}` } });
+  expect(listed.status).toBe(200);
+  expect(((await listed.json()) as { data: Array<{ name: string }> }).data.map((k) => k.name)).toEqual(['limited']);
+  await g.settled();
+});
