@@ -97,11 +97,7 @@ export interface ApiKeyRevoked {
 }
 
 export type OrganizationEvent =
-  | OrganizationCreated
-  | MemberAdded
-  | MemberRemoved
-  | MemberKeyAccessSet
-  | OrganizationRateLimitsSet;
+  OrganizationCreated | MemberAdded | MemberRemoved | MemberKeyAccessSet | OrganizationRateLimitsSet;
 export type ApiKeyEvent = ApiKeyCreated | ApiKeyUpdated | ApiKeyRevoked;
 export type IdentityEvent = OrganizationEvent | UserRegistered | ApiKeyEvent;
 

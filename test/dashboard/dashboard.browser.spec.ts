@@ -148,6 +148,65 @@ describeWithBrowser('dashboard in a real browser', () => {
     await g.settled();
   });
 
+  it('gives a key rate limits and an expiry, makes a management key, and adds a member who may manage keys', async () => {
+    await byTest('nav-keys').click();
+    await byTest('key-name').fill('throttled');
+    await byTest('key-create').click();
+    const secret = (await byTest('key-secret').textContent())!.trim();
+    await byTest('key-secret-close').click();
+    const keys = (await page.evaluate(async () => (await fetch('/dashboard/api/keys')).json())) as {
+      data: Array<{ id: string; name: string }>;
+    };
+    const id = keys.data.find((k) => k.name === 'throttled')!.id;
+
+    await byTest(`key-rate-${id}`).click();
+    await byTest('key-rate-rpm').fill('1');
+    await byTest('key-rate-save').click();
+    await eventually(
+      async () => ((await byTest(`key-rate-text-${id}`).textContent()) ?? '').includes('1 requests a minute'),
+      5_000,
+    );
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Once.', usage: { input: 5, output: 5 } } });
+    const client = new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: secret, maxRetries: 0 });
+    const ask = () =>
+      client.chat.completions.create({ model: M.gpt.slug, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
+    await ask();
+    const limited = await ask().catch((e) => e);
+    expect(limited.status).toBe(429);
+
+    await byTest(`key-expiry-${id}`).click();
+    await byTest('key-expiry-at').fill('2099-06-30T12:00');
+    await byTest('key-expiry-save').click();
+    await eventually(async () => !((await byTest(`key-expiry-text-${id}`).textContent()) ?? '').includes('Never'), 5_000);
+    const shown = (await page.evaluate(async () => (await fetch('/dashboard/api/keys')).json())) as {
+      data: Array<{ id: string; expiresAt: string | null }>;
+    };
+    expect(shown.data.find((k) => k.id === id)!.expiresAt).toMatch(/^2099-06-30T/);
+
+    await byTest('key-name').fill('platform');
+    await byTest('key-management').check();
+    await byTest('key-create').click();
+    const manager = (await byTest('key-secret').textContent())!.trim();
+    await byTest('key-secret-close').click();
+    const managed = await fetch(`${g.baseUrl}/api/v1/keys`, { headers: { authorization: `Bearer ${manager}` } });
+    expect(managed.status).toBe(200);
+    await managed.text();
+
+    // A colleague who signed up is added as a member who may manage keys.
+    await g.t.runtime.identity.registerUser('lin@example.com', 'a long enough password');
+    await byTest('nav-members').click();
+    await byTest('member-email').fill('lin@example.com');
+    await byTest('member-manage-keys').check();
+    await byTest('member-add').click();
+    await eventually(async () => ((await byTest('members-table').textContent()) ?? '').includes('lin@example.com'), 5_000);
+    const members = (await page.evaluate(async () => (await fetch('/dashboard/api/members')).json())) as {
+      data: Array<{ email: string; manageKeys: boolean }>;
+    };
+    expect(members.data.find((m) => m.email === 'lin@example.com')).toMatchObject({ manageKeys: true });
+    await snap('members');
+    await g.settled();
+  });
+
   it('streams a playground reply token by token, and the stop button aborts it', async () => {
     const words = Array.from({ length: 40 }, (_, i) => `tok${i}`).join(' ');
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: words, usage: { input: 20, output: 40 } }, chunkDelayMs: 25 });

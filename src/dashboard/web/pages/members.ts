@@ -118,6 +118,8 @@ export async function renderMembers(root: HTMLElement, ctx: PageContext): Promis
         `${value} added.`,
       );
       email.value = '';
+      role.value = 'member';
+      manageKeys.checked = false;
       add.disabled = false;
     }),
   );
