@@ -135,10 +135,23 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
     .requiredOption('--org <id>', 'organization id', uuid('--org'))
     .requiredOption('--email <email>', "the user's email")
     .addOption(new Option('--role <role>', 'role in the organization').choices(['owner', 'member']).default('member'))
-    .action((opts: { org: string; email: string; role: 'owner' | 'member' }) =>
+    .option('--manage-keys', 'a member who may create, change and revoke keys (owners always may)')
+    .action((opts: { org: string; email: string; role: 'owner' | 'member'; manageKeys?: boolean }) =>
       withRuntime(async (rt, out) => {
-        const added = await rt.identity.addMember(opts.org, opts.email, opts.role);
+        const added = await rt.identity.addMember(opts.org, opts.email, opts.role, { manageKeys: opts.manageKeys === true });
         out.print({ orgId: opts.org, ...added, role: opts.role }, [`added ${opts.email} to ${opts.org} as ${opts.role}`]);
+      }),
+    );
+  org
+    .command('remove-member')
+    .requiredOption('--org <id>', 'organization id', uuid('--org'))
+    .requiredOption('--email <email>', "the user's email")
+    .action((opts: { org: string; email: string }) =>
+      withRuntime(async (rt, out) => {
+        const { state: user } = await rt.identity.user(opts.email);
+        if (!user.exists) throw new OperatorError(`no user with email ${opts.email}`);
+        await rt.identity.removeMember(opts.org, user.userId);
+        out.print({ orgId: opts.org, userId: user.userId, removed: true }, [`removed ${opts.email} from ${opts.org}`]);
       }),
     );
 

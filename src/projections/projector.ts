@@ -107,6 +107,11 @@ export class Projector {
 
   async start(): Promise<void> {
     this.applied = await this.store.checkpoint();
+    // Read models left by a version of the service with another schema are rebuilt before serving.
+    if (this.applied > 0 && !(await this.store.present())) {
+      await this.rebuildIfLost();
+      this.applied = await this.store.checkpoint();
+    }
     this.running = this.follow();
     // Redis may lose the read models while no event arrives to reveal it: look now and then.
     this.probe = setInterval(() => void this.rebuildIfLost(), PRESENCE_PROBE_MS);

@@ -37,6 +37,12 @@ export class ReadModelsLostError extends Error {
 const SEP = '|';
 
 /**
+ * What the read models in Redis hold, as a number raised when a change needs events they were
+ * built without (2: members). Read models of another number are rebuilt from the log, as lost ones are.
+ */
+const READ_MODEL_SCHEMA = '2';
+
+/**
  * Read models in Redis, shared by every gateway instance and the operator tool. Every key
  * starts with `prefix`; one organization's keys share the hash tag `{org:ID}`.
  */
@@ -104,6 +110,9 @@ export class RedisProjectionStore implements ProjectionStore {
   }
   private get checkpointKey() {
     return `${this.prefix}checkpoint`;
+  }
+  private get schemaKey() {
+    return `${this.prefix}schema`;
   }
   private keyRecordKey(hash: string) {
     return `${this.prefix}key:${hash}`;
@@ -182,6 +191,8 @@ export class RedisProjectionStore implements ProjectionStore {
     const results = await Promise.all(events.map((event) => this.applyOne(event)));
     if (results.includes(-1)) throw new ReadModelsLostError();
     const last = events[events.length - 1].position;
+    // Read models started here from nothing are of this schema (before the checkpoint says they exist).
+    if (this.appliedUpTo === 0) await this.client.set(this.schemaKey, READ_MODEL_SCHEMA);
     await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [last]);
     this.appliedUpTo = last;
   }
@@ -383,9 +394,14 @@ export class RedisProjectionStore implements ProjectionStore {
     return record;
   }
 
-  /** Whether the read models are here: false once this instance had applied some and the checkpoint is gone. */
+  /**
+   * Whether the read models are here: false once this instance had applied some (or found some) and
+   * the checkpoint is gone, or when they were built by a version of the service with another schema.
+   */
   async present(): Promise<boolean> {
-    return this.appliedUpTo === 0 || (await this.client.exists(this.checkpointKey)) === 1;
+    if (this.appliedUpTo === 0) return true;
+    const [checkpoint, schema] = await Promise.all([this.client.exists(this.checkpointKey), this.client.get(this.schemaKey)]);
+    return checkpoint === 1 && schema === READ_MODEL_SCHEMA;
   }
 
   async keysOf(orgId: string): Promise<KeyRecord[]> {
@@ -585,6 +601,7 @@ export class RedisProjectionStore implements ProjectionStore {
       if (writes.length > 2000) await flush();
     }
     await flush();
+    await this.client.set(this.schemaKey, READ_MODEL_SCHEMA);
     await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [model.position]);
     this.appliedUpTo = Math.max(this.appliedUpTo, model.position);
   }

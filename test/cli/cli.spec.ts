@@ -36,6 +36,9 @@ describe('operator tool', () => {
     expect(user.email).toBe('ada@example.com');
     const member = await json(env, ['org', 'add-member', '--org', orgId, '--email', 'ada@example.com']);
     expect(member).toMatchObject({ userId: user.userId, role: 'member' });
+    await json(env, ['org', 'remove-member', '--org', orgId, '--email', 'ada@example.com']);
+    const again = await json(env, ['org', 'add-member', '--org', orgId, '--email', 'ada@example.com', '--manage-keys']);
+    expect(again).toMatchObject({ userId: user.userId, role: 'member' });
 
     const audit = await json(env, ['ledger', 'audit']);
     expect(audit).toMatchObject({ clean: true, differences: [], totals: { granted: '12.5', spent: '0', reserved: '0' } });
@@ -125,6 +128,7 @@ describe('operator tool', () => {
       [['keys', 'revoke', '--key', '6f1c1f9e-0000-4000-8000-000000000000'], /no key/],
       [['org', 'create', '--name', '   '], /name must be 1 to 100 characters/],
       [['org', 'add-member', '--org', orgId, '--email', 'nobody@example.com'], /no user with email/],
+      [['org', 'remove-member', '--org', orgId, '--email', 'nobody@example.com'], /no user with email/],
       [['users', 'create', '--email', 'short@example.com', '--password-stdin'], /at least 8 characters/, 'short\n'],
       [['users', 'create', '--email', 'not-an-email', '--password-stdin'], /not an email address/, 'long enough pw\n'],
       [['keys', 'create', '--org', orgId, '--name', 'k', '--rpm', '0'], /--rpm must be a whole number from 1 up/],

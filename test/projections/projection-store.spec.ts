@@ -1,9 +1,13 @@
+import { rmSync } from 'node:fs';
 import type { RecordedEvent } from '../../src/eventstore/event-store';
 import { MemoryProjectionStore } from '../../src/projections/memory-projection-store';
 import type { ProjectionStore } from '../../src/projections/projection-store';
 import { availableOf, ReadModel } from '../../src/projections/read-model';
 import { ReadModelsLostError, RedisProjectionStore } from '../../src/projections/redis-projection-store';
+import { loadConfig } from '../../src/config/config';
+import { openRuntime } from '../../src/runtime/runtime';
 import { describeWithRedis, testRedisUrl, uniquePrefix } from '../support/redis';
+import { openTestRuntime } from '../support/runtime';
 
 /** A small log written by hand: one organization, a key, grants, reservations and resolutions. */
 function sampleLog(orgId = 'org-a') {
@@ -311,5 +315,31 @@ describeWithRedis('Redis read models lost', () => {
     await store.reset(); // as if someone emptied Redis
     await expect(store.apply(log.slice(4))).rejects.toBeInstanceOf(ReadModelsLostError);
     await store.close();
+  });
+
+  it('rebuilds, at start, read models an older version of the service left (another schema: members missing)', async () => {
+    const first = await openTestRuntime({ redis: true });
+    const { identity, projector } = first.runtime;
+    const { orgId } = await identity.createOrganization('Old');
+    await identity.registerUser('old@example.com', 'a long password');
+    await identity.addMember(orgId, 'old@example.com', 'owner');
+    await projector.catchUp();
+    // As the previous version left them: no members, no schema number.
+    const store = first.runtime.projections as RedisProjectionStore;
+    const prefix = first.env.REDIS_PREFIX;
+    await store.client.del([`${prefix}schema`, `${prefix}{org:${orgId}}:members`]);
+    await first.runtime.close();
+
+    const second = await openRuntime(loadConfig(first.env));
+    try {
+      expect(await second.projections.membersOf(orgId)).toEqual([
+        expect.objectContaining({ email: 'old@example.com', role: 'owner' }),
+      ]);
+    } finally {
+      // The first runtime is closed: its cleanup (reset, close, remove its directory) runs on the second's.
+      await second.projections.reset();
+      await second.close();
+      rmSync(first.env.DATA_DIR, { recursive: true, force: true });
+    }
   });
 });
