@@ -1,8 +1,14 @@
 import type { CreditsReserved, ReservationSettled } from '../../src/ledger/ledger.events';
 import { periodOf, resetsAt } from '../../src/ledger/key-limit';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { auditLedger } from '../../src/audit/ledger-audit';
 import { MemoryProjectionStore } from '../../src/projections/memory-projection-store';
-import { OtherInstance, startGateway, startOtherInstance, TEST_MODELS, TestGateway } from '../support/gateway';
+import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
+import { TEST_HOST_KEYS, TEST_MODELS, testCatalogueFile } from '../support/gateway';
+import { Child, eventually, ROOT, startNode } from '../support/processes';
 import { describeWithRedis } from '../support/redis';
+import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
 
 /**
  * Per-key credit limits: held in the same atomic step as the organization's balance, across
@@ -87,17 +93,46 @@ describe('key limit periods', () => {
   });
 });
 
-describeWithRedis('a key limit under 200 concurrent requests on 3 instances sharing Redis and the log', () => {
-  let g: TestGateway;
-  let others: OtherInstance[];
+/**
+ * Three gateway processes on one SQLite log and one Redis, their clocks (test/support/test-clock.js)
+ * set to a minute before a UTC midnight and moved past it by the test, between the holds and the
+ * settlements of a burst.
+ */
+describeWithRedis('a key limit under 200 concurrent requests from 3 processes sharing Redis and the log', () => {
+  const MIDNIGHT = Date.parse('2026-12-31T00:00:00Z');
+  let fake: FakeUpstream;
+  let t: TestRuntime;
+  let services: Child[] = [];
+  let bases: string[] = [];
+  let orgId: string;
 
   beforeAll(async () => {
-    g = await startGateway({ redis: true });
-    others = [await startOtherInstance(g), await startOtherInstance(g)];
+    fake = await startFakeUpstream();
+    t = await openTestRuntime({ redis: true });
+    const catalogue = join(t.env.DATA_DIR, 'catalogue.json');
+    writeFileSync(catalogue, JSON.stringify(testCatalogueFile(fake)));
+    orgId = await fundedOrganization(t.runtime, 100_000_000_000);
+    const env = {
+      ...t.env,
+      ...TEST_HOST_KEYS,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      CATALOGUE_PATH: catalogue,
+      SIMULATED_HOST_PORT: 'off',
+      NODE_OPTIONS: `--require ${join(ROOT, 'test/support/test-clock.js')}`,
+      TEST_CLOCK_AT: String(MIDNIGHT - 60_000),
+      TEST_CLOCK_JUMP_MS: '90000',
+    };
+    services = [0, 1, 2].map(() => startNode(join(ROOT, 'dist/src/main.js'), [], env));
+    const listening = (service: Child) => /listening on (http:\/\/[^\s]+)/.exec(service.output())?.[1];
+    await eventually(() => services.every((service) => listening(service) !== undefined), 20_000);
+    bases = services.map((service) => listening(service)!);
   });
   afterAll(async () => {
-    for (const other of others) await other.close();
-    await g.close();
+    for (const service of services) service.process.kill('SIGTERM');
+    await Promise.all(services.map((service) => service.exited()));
+    await fake.close();
+    await t.cleanup();
   });
 
   const ask = (base: string, key: string) =>
@@ -105,52 +140,76 @@ describeWithRedis('a key limit under 200 concurrent requests on 3 instances shar
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
       body: JSON.stringify({ model: M.gpt.slug, max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }] }),
-    });
+    }).then(async (r) => ({ status: r.status, body: await r.text() }));
+  const burst = (secret: string) => Promise.all(Array.from({ length: 200 }, (_, i) => ask(bases[i % 3], secret)));
+  const settledOf = async (keyId: string) =>
+    (
+      (await t.runtime.events.readAll(0, 1_000_000)).filter(
+        (e) => e.type === 'ReservationSettled' && (e.data as ReservationSettled['data']).keyId === keyId,
+      ) as unknown as ReservationSettled[]
+    ).map((e) => e.data);
 
-  it('exactly 20 admitted (402 naming the limit for the rest), spend never above the limit, audit clean', async () => {
-    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
-    const probe = await ask(g.baseUrl, g.key);
-    await probe.text();
-    const events = await g.t.runtime.events.readAll(0, 100_000);
-    const amount = (
-      events.find(
-        (e) =>
-          e.type === 'CreditsReserved' && (e.data as CreditsReserved['data']).requestId === probe.headers.get('x-request-id'),
-      )!.data as CreditsReserved['data']
-    ).amount;
+  it('exactly 20 admitted before midnight (402 naming the limit for the rest); settled after it, they count in the new day, as documented', async () => {
+    // What one such request reserves, as the ledger recorded it.
+    fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
+    const probe = await t.runtime.identity.createApiKey(orgId, 'probe');
+    await t.runtime.projector.catchUp();
+    expect((await ask(bases[0], probe.secret)).status).toBe(200);
+    await eventually(async () => (await settledOf(probe.keyId)).length === 1);
+    const reserved = (await t.runtime.events.readAll(0, 1_000_000)).find(
+      (e) => e.type === 'CreditsReserved' && (e.data as CreditsReserved['data']).keyId === probe.keyId,
+    )!.data as CreditsReserved['data'];
+    const amount = reserved.amount;
+    expect(reserved.reservedAt).toBeLessThan(MIDNIGHT);
 
-    // A limit that covers exactly 20 of these reservations at once; the host answers after a second, so all are held together.
+    // A daily limit that covers exactly 20 of these reservations at once.
     const limit = 20 * amount + amount - 1;
-    const { secret, keyId } = await g.t.runtime.identity.createApiKey(g.orgId, 'capped', {
-      limit: { amount: limit, reset: 'monthly' },
+    const { secret, keyId } = await t.runtime.identity.createApiKey(orgId, 'capped', {
+      limit: { amount: limit, reset: 'daily' },
     });
-    await g.t.runtime.projector.catchUp();
-    for (const other of others) await other.runtime.projector.catchUp();
-    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' }, firstByteDelayMs: 1000 });
-    const bases = [g.baseUrl, ...others.map((o) => o.url)];
-    const answers = await Promise.all(
-      Array.from({ length: 200 }, (_, i) =>
-        ask(bases[i % 3], secret).then(async (r) => ({ status: r.status, body: await r.text() })),
-      ),
-    );
-    expect(answers.filter((a) => a.status === 200)).toHaveLength(20);
-    const refused = answers.filter((a) => a.status === 402);
+    await t.runtime.projector.catchUp();
+    let release: () => void = () => {};
+    fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' }, released: new Promise<void>((r) => (release = r)) });
+    const received = fake.requests.length;
+
+    // The burst before midnight: the admitted ones wait at the host, holding their reservations.
+    const answers = burst(secret);
+    await eventually(async () => {
+      const balance = await t.runtime.projections.balance(orgId);
+      return fake.requests.length - received === 20 && balance.pending === 0 && balance.reserved === 20 * amount;
+    });
+    // Midnight passes on every instance's clock; then the host answers.
+    for (const service of services) service.process.kill('SIGUSR2');
+    await Promise.all(services.map((service) => service.waitForLine('test clock moved')));
+    release();
+    const first = await answers;
+    expect(first.filter((a) => a.status === 200)).toHaveLength(20);
+    const refused = first.filter((a) => a.status === 402);
     expect(refused).toHaveLength(180);
     expect(JSON.parse(refused[0].body).error.message).toMatch(
-      /^key limit reached: this key's monthly limit is [\d.]+ credits and [\d.]+ remain until \d{4}-\d{2}-01T00:00:00.000Z/,
+      /^key limit reached: this key's daily limit is [\d.]+ credits and [\d.]+ remain until 2026-12-31T00:00:00.000Z/,
     );
 
-    await g.settled();
-    const settled = (await g.t.runtime.events.readAll(0, 1_000_000)).filter(
-      (e) => e.type === 'ReservationSettled' && (e.data as ReservationSettled['data']).keyId === keyId,
-    ) as unknown as ReservationSettled[];
-    const spent = settled.reduce((sum, s) => sum + s.data.amount, 0);
+    // Reserved before midnight, settled after: the charges count in the new day, none in the old.
+    const settled = await settledOf(keyId);
     expect(settled).toHaveLength(20);
+    for (const s of settled) expect(s.settledAt).toBeGreaterThanOrEqual(MIDNIGHT);
+    const spent = settled.reduce((sum, s) => sum + s.amount, 0);
     expect(spent).toBeLessThanOrEqual(limit);
-    const view = (await (await fetch(`${g.baseUrl}/api/v1/key`, { headers: { authorization: `Bearer ${secret}` } })).json()) as {
-      data: { limit: number; limit_usage: number; limit_remaining: number; limit_reset: string };
-    };
-    expect(view.data).toMatchObject({ limit: limit / 1e9, limit_usage: spent / 1e9, limit_reset: 'monthly' });
-    expect((await g.audit()).differences).toEqual([]);
-  });
+    await t.runtime.projector.catchUp();
+    expect(await t.runtime.projections.keyUsage(orgId, keyId, periodOf('daily', MIDNIGHT - 1))).toBe(0);
+    expect(await t.runtime.projections.keyUsage(orgId, keyId, periodOf('daily', MIDNIGHT))).toBe(spent);
+
+    // A second burst after midnight: what the new day has left admits exactly its share.
+    fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
+    const second = await burst(secret);
+    const admitted = Math.floor((limit - spent) / amount);
+    expect(second.filter((a) => a.status === 200)).toHaveLength(admitted);
+    expect(second.filter((a) => a.status === 402)).toHaveLength(200 - admitted);
+    const all = await settledOf(keyId);
+    expect(all).toHaveLength(20 + admitted);
+    expect(all.reduce((sum, s) => sum + s.amount, 0)).toBeLessThanOrEqual(limit);
+    await t.runtime.projector.catchUp();
+    expect((await auditLedger(t.runtime.events, t.runtime.projections)).differences).toEqual([]);
+  }, 60_000);
 });

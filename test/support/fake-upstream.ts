@@ -46,7 +46,15 @@ export interface FakeUsage {
 }
 
 export type FakeBehaviour =
-  | { kind: 'reply'; reply: FakeReply; chunkDelayMs?: number; firstByteDelayMs?: number; pieces?: number }
+  | {
+      kind: 'reply';
+      reply: FakeReply;
+      chunkDelayMs?: number;
+      firstByteDelayMs?: number;
+      pieces?: number;
+      /** Answers only once this settles: the test decides when the host replies. */
+      released?: Promise<unknown>;
+    }
   | { kind: 'status'; status: number; body?: string }
   | { kind: 'hang' }
   | { kind: 'hang_after_headers' }
@@ -523,6 +531,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
 
     switch (b.kind) {
       case 'reply': {
+        await b.released;
         await pause(b.firstByteDelayMs);
         if (gone) return;
         if (!streamed) return send(res, 200, wired(JSON.stringify(fmt.message(body, reply)), reply), ids);

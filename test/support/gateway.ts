@@ -11,6 +11,7 @@ import { FakeUpstream, startFakeUpstream } from './fake-upstream';
 import { fundedOrganization, openTestRuntime, TestRuntime } from './runtime';
 import type { RequestLogEntry } from '../../src/projections/read-model';
 import type { LogStream } from '../../src/observability/logging';
+import { SecretScan } from './log-capture';
 
 /** Test models, all served by the fake upstream. Prices in US dollars per million tokens. */
 export const TEST_MODELS = {
@@ -212,7 +213,13 @@ export async function startGateway(
     sweep: options.sweep,
     env: { SIMULATED_HOST_PORT: 'off', ...options.env },
   });
-  const app = await createApp(t.runtime, { logger: false, logStream: options.logStream, catalogue: testCatalogue(fake) });
+  // Without a stream of the test's own, the log is searched for secrets (see SecretScan), checked at close.
+  const scan = options.logStream ? null : new SecretScan(Object.values(TEST_HOST_KEYS));
+  const app = await createApp(t.runtime, {
+    logger: false,
+    logStream: options.logStream ?? scan!,
+    catalogue: testCatalogue(fake),
+  });
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   const orgId = await fundedOrganization(t.runtime, options.credits ?? 100_000_000_000);
@@ -260,6 +267,7 @@ export async function startGateway(
       await app.close();
       await fake.close();
       await t.cleanup();
+      if (scan && scan.leaks.length > 0) throw new Error(`secrets in the gateway's log:\n${scan.leaks.join('')}`);
     },
   };
 }

@@ -46,3 +46,26 @@ export class LogCapture implements LogStream {
     return this.waitFor((l) => l.msg === 'request' && l.requestId === requestId);
   }
 }
+
+/**
+ * A pino destination that keeps nothing but the lines holding something secret: a key secret (any
+ * `sk-svc-` string not redacted), one of `secrets` (host keys), or a password field's value. Every
+ * test gateway logs into one, and its close fails when any line did: so every suite's traffic is
+ * searched, not only the log tests'.
+ */
+export class SecretScan implements LogStream {
+  readonly leaks: string[] = [];
+  private static readonly KEY_SECRET = /sk-svc-(?!\[redacted\])[A-Za-z0-9_-]{16,}/;
+
+  constructor(private readonly secrets: string[]) {}
+
+  write(chunk: string): void {
+    if (
+      SecretScan.KEY_SECRET.test(chunk) ||
+      this.secrets.some((secret) => chunk.includes(secret)) ||
+      /"password":"(?!\[redacted\])/.test(chunk)
+    ) {
+      this.leaks.push(chunk);
+    }
+  }
+}
