@@ -32,9 +32,16 @@ export class ApiError extends Error {
     readonly details: Record<string, unknown> = {},
     /** Headers the answer carries (e.g. Retry-After and a key's rate limits). */
     readonly headers?: Record<string, string>,
+    /** What the logs, metrics and request log call it, when finer than its code (a key's limit, not the balance). */
+    readonly outcome: string = code,
   ) {
     super(message);
     this.name = 'ApiError';
+  }
+
+  /** The same error, logged and counted as `outcome`. */
+  as(outcome: string): ApiError {
+    return new ApiError(this.code, this.message, this.details, this.headers, outcome);
   }
 
   get status(): number {
@@ -43,7 +50,9 @@ export class ApiError extends Error {
 
   /** The same error, its answer carrying `headers` too (itself when there are none). */
   withHeaders(headers: Record<string, string> | undefined): ApiError {
-    return headers === undefined ? this : new ApiError(this.code, this.message, this.details, { ...this.headers, ...headers });
+    return headers === undefined
+      ? this
+      : new ApiError(this.code, this.message, this.details, { ...this.headers, ...headers }, this.outcome);
   }
 }
 

@@ -130,7 +130,7 @@ export function keyLimitReached(limit: KeyLimit, remaining: number, amount: numb
     `key limit reached: this key's ${PER[limit.reset]}limit is ${formatCredits(limit.amount)} credits and ${formatCredits(remaining)} remain` +
       `${reset === null ? '' : ` until ${new Date(reset).toISOString()}`}; this request holds up to ${formatCredits(amount)}: ` +
       `lower max_tokens, or raise the key's limit`,
-  );
+  ).as('key_limit');
 }
 
 /** The 402 for a balance below the estimate: how many output tokens the balance could pay for, if any. */

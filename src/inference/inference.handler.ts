@@ -156,7 +156,7 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     error: ApiError,
   ): ApiError {
     if (input.facts) {
-      input.facts.outcome = error.code;
+      input.facts.outcome = error.outcome;
       input.facts.error = error.message;
     }
     const request = { requestId: input.requestId, surface: input.surface, orgId: key.orgId, keyId: key.keyId };

@@ -43,7 +43,7 @@ export class RequestRecord {
         ...request,
         // What the client sent, as the log keeps it: a secret pasted into the model is masked.
         model: maskSecrets(model),
-        status: error.code,
+        status: error.outcome,
         reason: maskSecrets(error.message),
         latencyMs: Math.round(performance.now() - started),
       })

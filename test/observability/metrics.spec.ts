@@ -67,6 +67,15 @@ describe('GET /metrics (Prometheus, prom-client)', () => {
       .set('Authorization', `Bearer ${brokeKey.secret}`)
       .send(chat(M.gpt.slug));
     expect(unpaid.status).toBe(402);
+    // A key past its credit limit (402, counted as key_limit), and one past its rate limit (429).
+    const capped = await g.t.runtime.identity.createApiKey(g.orgId, 'capped', { limit: { amount: 1, reset: 'never' } });
+    const throttled = await g.t.runtime.identity.createApiKey(g.orgId, 'throttled', { rateLimits: { requestsPerMinute: 1 } });
+    await g.t.runtime.projector.catchUp();
+    const send = (secret: string) =>
+      request(g.baseUrl).post('/api/v1/chat/completions').set('Authorization', `Bearer ${secret}`).send(chat(M.gpt.slug));
+    expect((await send(capped.secret)).status).toBe(402);
+    expect((await send(throttled.secret)).status).toBe(200);
+    expect((await send(throttled.secret)).status).toBe(429);
     g.fake.on(M.gpt.hostModel, { kind: 'status', status: 500 });
     const failed = await request(g.baseUrl).post('/api/v1/chat/completions').set('Authorization', bearer).send(chat(M.gpt.slug));
     expect(failed.status).toBe(502);
@@ -87,21 +96,24 @@ describe('GET /metrics (Prometheus, prom-client)', () => {
     expect(ofClass('input')).toBe(entries.reduce((sum, e) => sum + e.inputTokens, 0));
 
     const requests = samples(text, 'gateway_requests_total');
-    expect(total(requests)).toBe(7);
-    expect(total(requests.filter((s) => s.labels.status === '200'))).toBe(4);
+    expect(total(requests)).toBe(10);
+    expect(total(requests.filter((s) => s.labels.status === '200'))).toBe(5);
     expect(requests.find((s) => s.labels.status === '502')?.labels).toMatchObject({ model: M.gpt.slug, host: 'fake-openai' });
     expect(samples(text, 'gateway_fallbacks_total')).toEqual([{ labels: { model: M.fallback.slug }, value: 1 }]);
-    expect(samples(text, 'gateway_refusals_total')).toEqual([
-      { labels: { reason: 'not_found' }, value: 1 },
-      { labels: { reason: 'insufficient_credits' }, value: 1 },
+    const reasons = samples(text, 'gateway_refusals_total').map((r) => [r.labels.reason, r.value]);
+    expect(reasons.sort()).toEqual([
+      ['insufficient_credits', 1],
+      ['key_limit', 1],
+      ['not_found', 1],
+      ['rate_limited', 1],
     ]);
-    expect(total(samples(text, 'gateway_request_duration_seconds_count'))).toBe(7);
-    expect(total(samples(text, 'gateway_time_to_first_token_seconds_count'))).toBe(4);
+    expect(total(samples(text, 'gateway_request_duration_seconds_count'))).toBe(10);
+    expect(total(samples(text, 'gateway_time_to_first_token_seconds_count'))).toBe(5);
     // Each request that reached a host: its last host's call (the fallback's, for the one that fell back).
     const upstream = samples(text, 'gateway_upstream_duration_seconds_count');
-    expect(total(upstream)).toBe(5);
-    // Every reservation (5), settlement or release (5) and refusal (2) was an append, timed.
-    expect(samples(text, 'gateway_event_log_append_seconds_count')[0].value).toBeGreaterThanOrEqual(12);
+    expect(total(upstream)).toBe(6);
+    // Every reservation (6), settlement or release (6) and refusal (4) was an append, timed.
+    expect(samples(text, 'gateway_event_log_append_seconds_count')[0].value).toBeGreaterThanOrEqual(16);
     expect(samples(text, 'gateway_open_streams')).toEqual([{ labels: {}, value: 0 }]);
     expect(samples(text, 'gateway_reservations_held')).toEqual([{ labels: {}, value: 0 }]);
     expect(samples(text, 'gateway_reservations_expired_total')).toEqual([{ labels: {}, value: 0 }]);
