@@ -27,7 +27,8 @@ function paramOf(error: ErrorObject): string | null {
 function describe(error: ErrorObject): string {
   const own = (error.parentSchema as { 'x-message'?: string } | undefined)?.['x-message'];
   const at = pathOf(error);
-  if (own) return `${at || 'the body'} ${own}`;
+  // A field missing or not allowed is named, whatever the schema says it expects as a whole.
+  if (own && error.keyword !== 'additionalProperties' && error.keyword !== 'required') return `${at || 'the body'} ${own}`;
   if (error.keyword === 'type') {
     const types = String((error.params as { type: string | string[] }).type)
       .split(',')

@@ -16,7 +16,7 @@ export class ManagementKeyGuard implements CanActivate {
     if (key.kind !== 'management') {
       throw new ApiError(
         'forbidden',
-        'the management API needs a management key (made in the operator tool: keys create --management)',
+        'the management API needs a management key (made in the dashboard, or with the operator tool: keys create --management)',
       );
     }
     request.apiKey = key;

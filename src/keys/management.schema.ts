@@ -60,5 +60,5 @@ export const updateKeySchema = {
   },
   additionalProperties: false,
   minProperties: 1,
-  'x-message': 'must change something: name, rate_limits, expires_at or disabled',
+  'x-message': 'must change something: name, limit (with limit_reset), rate_limits, expires_at or disabled',
 };

@@ -129,7 +129,12 @@ describe('management API', () => {
     expect((await call('POST', '/api/v1/keys', managementA, { name: 'x', rate_limits: { requests_per_minute: 0 } })).status).toBe(
       400,
     );
-    expect((await call('PATCH', `/api/v1/keys/${g.keyId}`, managementA, {})).status).toBe(400);
+    expect((await call('PATCH', `/api/v1/keys/${g.keyId}`, managementA, {})).body.error.message).toMatch(
+      /^the body must change something: name, limit/,
+    );
+    expect((await call('PATCH', `/api/v1/keys/${g.keyId}`, managementA, { budget: 5 })).body.error.message).toBe(
+      'budget is not allowed',
+    );
     const own = (await g.t.runtime.projections.keysOf(g.orgId)).find((k) => k.kind === 'management')!;
     expect((await call('GET', `/api/v1/keys/${own.keyId}`, managementA)).status).toBe(404);
   });
