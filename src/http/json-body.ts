@@ -31,6 +31,8 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
   return false;
 }
 
+const BODILESS = new Set(['DELETE', 'GET', 'HEAD', 'OPTIONS']);
+
 /**
  * Fastify's own JSON parser (secure-json-parse: no `__proto__` or `constructor.prototype`
  * keys, the body limit) behind a bound on nesting: a body deeper than MAX_JSON_DEPTH is a 400.
@@ -40,6 +42,11 @@ export function boundJsonDepth(fastify: FastifyInstance, limit = MAX_JSON_DEPTH)
   fastify.removeContentTypeParser('application/json');
   fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = body as string;
+    // Clients send `content-type: application/json` on a DELETE (or GET) with no body: there is none to read.
+    if (text === '' && BODILESS.has(request.method)) {
+      done(null, undefined);
+      return;
+    }
     if (nestsDeeperThan(text, limit)) {
       done(new ApiError('invalid_request', `the body nests objects and arrays more than ${limit} levels deep`), undefined);
       return;

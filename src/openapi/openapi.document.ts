@@ -2,6 +2,7 @@ import { chatCompletionRequestSchema } from '../surfaces/chat-completions/chat-c
 import { embeddingsRequestSchema } from '../surfaces/embeddings/embeddings.schema';
 import { countTokensRequestSchema, messagesRequestSchema } from '../surfaces/messages/messages.schema';
 import { nativeChatRequestSchema } from '../surfaces/native/native.schema';
+import { createKeySchema, updateKeySchema } from '../keys/management.schema';
 import { responsesRequestSchema } from '../surfaces/responses/responses.schema';
 import { REPLY_SCHEMAS } from './reply-schemas';
 
@@ -20,6 +21,7 @@ function errors(format: string, statuses: number[]): Record<string, object> {
   const described: Record<number, string> = {
     400: 'invalid request (the message names the field)',
     401: 'missing or invalid API key',
+    403: 'a key of the wrong kind (a management key calling a model, or an ordinary key the management API)',
     402: 'insufficient credits',
     404: 'unknown model or route',
     408: 'the request was not received in time',
@@ -130,6 +132,64 @@ export function openApiDocument(): Record<string, unknown> {
           responses: { '200': { description: 'in credits', content: json(ref('Credits')) }, ...errors('ChatError', [401]) },
         },
       },
+      '/api/v1/key': {
+        get: {
+          summary: 'The calling key: its spend, credit limit, rate limits and expiry',
+          responses: { '200': { description: 'the key', content: json(ref('KeyInfo')) }, ...errors('ChatError', [401]) },
+        },
+      },
+      '/api/v1/generation': {
+        get: {
+          summary: "One request of the caller's organization, by its x-request-id",
+          parameters: [{ name: 'id', in: 'query', required: true, schema: { type: 'string' } }],
+          responses: {
+            '200': { description: 'the request', content: json(ref('Generation')) },
+            ...errors('ChatError', [400, 401, 404]),
+          },
+        },
+      },
+      '/api/v1/keys': {
+        get: {
+          summary: "The organization's ordinary keys (management key)",
+          responses: {
+            '200': { description: 'the keys, oldest first', content: json(ref('ManagedKeyList')) },
+            ...errors('ChatError', [401, 403]),
+          },
+        },
+        post: {
+          summary: 'Create a key (management key); its secret is in this answer only',
+          requestBody: { required: true, content: json(ref('CreateKeyRequest')) },
+          responses: {
+            '201': { description: 'the key and its secret', content: json(ref('ManagedKeyCreated')) },
+            ...errors('ChatError', [400, 401, 403]),
+          },
+        },
+      },
+      '/api/v1/keys/{id}': {
+        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+        get: {
+          summary: 'One key (management key)',
+          responses: {
+            '200': { description: 'the key', content: json(ref('ManagedKey')) },
+            ...errors('ChatError', [401, 403, 404]),
+          },
+        },
+        patch: {
+          summary: "Change a key's name, credit limit, rate limits, expiry, or disable it (management key)",
+          requestBody: { required: true, content: json(ref('UpdateKeyRequest')) },
+          responses: {
+            '200': { description: 'the key as changed', content: json(ref('ManagedKey')) },
+            ...errors('ChatError', [400, 401, 403, 404]),
+          },
+        },
+        delete: {
+          summary: 'Revoke a key (management key)',
+          responses: {
+            '200': { description: 'the key, revoked', content: json(ref('ManagedKey')) },
+            ...errors('ChatError', [401, 403, 404]),
+          },
+        },
+      },
       '/api/v1/openapi.json': {
         get: {
           summary: 'This document',
@@ -176,6 +236,8 @@ export function openApiDocument(): Record<string, unknown> {
         ResponsesRequest: responsesRequestSchema,
         EmbeddingsRequest: embeddingsRequestSchema,
         NativeChatRequest: nativeChatRequestSchema,
+        CreateKeyRequest: createKeySchema,
+        UpdateKeyRequest: updateKeySchema,
         ...REPLY_SCHEMAS,
       },
     },

@@ -199,6 +199,57 @@ const model = object(
   ['id', 'object', 'kind', 'name', 'uuid', 'context_length', 'pricing'],
 );
 
+const resets = { enum: ['never', 'daily', 'weekly', 'monthly'] };
+const perMinute = nullable(integer);
+const time = { type: 'string', description: 'an ISO 8601 time, UTC' };
+
+/** A key as the management API shows it (never its secret). */
+const managedKey = object({
+  id: string,
+  name: string,
+  label: string,
+  status: { enum: ['active', 'disabled', 'expired', 'revoked'] },
+  usage: number,
+  rate_limits: nullable(object({ requests_per_minute: perMinute, tokens_per_minute: perMinute })),
+  limit: nullable(number),
+  limit_reset: nullable(resets),
+  expires_at: nullable(time),
+  created_at: time,
+  last_used_at: nullable(time),
+});
+
+/** The calling key, as GET /api/v1/key shows it. */
+const keyInfo = object({
+  id: string,
+  name: string,
+  label: string,
+  usage: number,
+  limit: nullable(number),
+  limit_reset: nullable(resets),
+  limit_usage: nullable(number),
+  limit_remaining: nullable(number),
+  rate_limits: nullable(
+    object({ requests_per_minute: perMinute, tokens_per_minute: perMinute, source: { enum: ['key', 'organization'] } }),
+  ),
+  expires_at: nullable(time),
+  created_at: time,
+  is_management: { type: 'boolean' },
+});
+
+const generation = object({
+  id: string,
+  created_at: time,
+  surface: string,
+  model: string,
+  host: nullable(string),
+  key_id: string,
+  status: string,
+  latency_ms: nullable(integer),
+  tokens: object({ input: integer, cache_read: integer, cache_write: integer, output: integer }),
+  cost: number,
+  cost_nano: integer,
+});
+
 export const REPLY_SCHEMAS = {
   ChatError: chatError,
   MessagesError: messagesError,
@@ -220,4 +271,9 @@ export const REPLY_SCHEMAS = {
     data: object({ total_credits: number, total_usage: number, reserved: number, available: number }),
   }),
   Readiness: object({ ready: { type: 'boolean' }, reasons: { type: 'array', items: string } }),
+  KeyInfo: object({ data: keyInfo }),
+  Generation: object({ data: generation }),
+  ManagedKey: object({ data: managedKey }),
+  ManagedKeyCreated: object({ data: managedKey, key: { type: 'string', pattern: '^sk-svc-' } }),
+  ManagedKeyList: object({ data: { type: 'array', items: managedKey } }),
 };

@@ -74,11 +74,11 @@ describe('the OpenAPI document', () => {
 
   /** Sends a request, and checks it and its answer against the operation the document gives for it. */
   async function exchange(
-    method: 'get' | 'post',
+    method: 'get' | 'post' | 'patch' | 'delete',
     template: string,
     path: string,
-    /** `invalid`: a body the document itself refuses (the route must too). */
-    options: { body?: Record<string, unknown>; headers?: Record<string, string>; invalid?: boolean } = {},
+    /** `invalid`: a body the document itself refuses (the route must too); `key`: another key than the test's. */
+    options: { body?: Record<string, unknown>; headers?: Record<string, string>; invalid?: boolean; key?: string } = {},
   ): Promise<{ status: number; body: unknown }> {
     const operation = doc.paths[template]?.[method];
     expect(operation).toBeDefined();
@@ -88,7 +88,7 @@ describe('the OpenAPI document', () => {
     else if (options.body && operation.requestBody) conforms(requestSchema, options.body);
     const res = await fetch(`${g.baseUrl}${path}`, {
       method: method.toUpperCase(),
-      headers: { authorization: `Bearer ${g.key}`, 'content-type': 'application/json', ...options.headers },
+      headers: { authorization: `Bearer ${options.key ?? g.key}`, 'content-type': 'application/json', ...options.headers },
       body: options.body ? JSON.stringify(options.body) : undefined,
     });
     const text = await res.text();
@@ -180,6 +180,43 @@ describe('the OpenAPI document', () => {
     await exchange('get', '/api/v1/credits', '/api/v1/credits');
     await exchange('get', '/health/ready', '/health/ready');
     await exchange('get', '/api/v1/openapi.json', '/api/v1/openapi.json');
+    await g.settled();
+  });
+
+  it('describes the key routes as they answer: the calling key, a generation, the management API', async () => {
+    const served = await fetch(`${g.baseUrl}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${g.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: M.gpt.slug, max_tokens: 8, messages: [{ role: 'user', content: 'Hi' }] }),
+    });
+    await served.text();
+    const requestId = served.headers.get('x-request-id')!;
+    await g.logged(requestId);
+    await exchange('get', '/api/v1/key', '/api/v1/key');
+    expect((await exchange('get', '/api/v1/generation', `/api/v1/generation?id=${requestId}`)).status).toBe(200);
+    expect((await exchange('get', '/api/v1/generation', '/api/v1/generation?id=req_none')).status).toBe(404);
+    expect((await exchange('get', '/api/v1/generation', '/api/v1/generation')).status).toBe(400);
+
+    const { secret: manager } = await g.t.runtime.identity.createApiKey(g.orgId, 'platform', { kind: 'management' });
+    await g.t.runtime.projector.catchUp();
+    const key = { key: manager };
+    const body = { name: 'user-1', limit: 2.5, limit_reset: 'monthly', rate_limits: { requests_per_minute: 60 } };
+    const created = await exchange('post', '/api/v1/keys', '/api/v1/keys', { ...key, body });
+    expect(created.status).toBe(201);
+    const id = (created.body as { data: { id: string } }).data.id;
+    await exchange('get', '/api/v1/keys', '/api/v1/keys', key);
+    await exchange('get', '/api/v1/keys/{id}', `/api/v1/keys/${id}`, key);
+    const patched = await exchange('patch', '/api/v1/keys/{id}', `/api/v1/keys/${id}`, {
+      ...key,
+      body: { limit: null, expires_at: '2099-01-01T00:00:00Z', disabled: true },
+    });
+    expect(patched.status).toBe(200);
+    expect(
+      (await exchange('patch', '/api/v1/keys/{id}', `/api/v1/keys/${id}`, { ...key, body: { nope: 1 }, invalid: true })).status,
+    ).toBe(400);
+    expect((await exchange('delete', '/api/v1/keys/{id}', `/api/v1/keys/${id}`, key)).status).toBe(200);
+    expect((await exchange('get', '/api/v1/keys/{id}', '/api/v1/keys/none', key)).status).toBe(404);
+    expect((await exchange('get', '/api/v1/keys', '/api/v1/keys')).status).toBe(403);
     await g.settled();
   });
 
