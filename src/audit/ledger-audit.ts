@@ -105,6 +105,38 @@ export interface AuditOptions {
 }
 
 /**
+ * Each key's spend (its settled charges, all time) replayed against the read models', at one point
+ * of the log: read while the organization's ledger stays put (requests may keep settling), replayed
+ * further when it moved.
+ */
+async function keySpendDifferences(
+  orgId: string,
+  auditor: LogAuditor,
+  projections: ProjectionStore,
+  replayTo: (target: number) => Promise<void>,
+): Promise<string[]> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const before = (await projections.ledgers()).get(orgId)?.position ?? 0;
+    const keys = await projections.keysOf(orgId);
+    const after = (await projections.ledgers()).get(orgId)?.position ?? 0;
+    if (before !== after) continue;
+    await replayTo(after);
+    const differences: string[] = [];
+    const replayed = [...auditor.model.keysById.values()].filter((k) => k.orgId === orgId);
+    const seen = new Map(keys.map((k) => [k.keyId, k.spent ?? 0]));
+    for (const key of replayed) {
+      const projected = seen.get(key.keyId);
+      if (projected === undefined) differences.push(`key ${key.keyId}: in the log, not in the read models`);
+      else if (projected !== (key.spent ?? 0)) {
+        differences.push(`key ${key.keyId}: spent replayed ${key.spent ?? 0}, projected ${projected}`);
+      }
+    }
+    return differences;
+  }
+  return [`organization ${orgId}: its keys' spend kept moving during the audit; audit again`];
+}
+
+/**
  * Replays the log, recomputes every balance and every charge, and compares the balances with
  * the read models, each organization at the same point of the log: read models behind the
  * replay are waited for, and organizations moved by requests during the audit are replayed further.
@@ -166,6 +198,7 @@ export async function auditLedger(
         auditor.differences.push(`organization ${orgId}: ${field} replayed ${truth[field]}, projected ${seen[field]}`);
       }
     }
+    auditor.differences.push(...(await keySpendDifferences(orgId, auditor, projections, replayTo)));
   }
   if (options.orgId && !orgIds.has(options.orgId)) {
     auditor.differences.push(`organization ${options.orgId} has no ledger in the log`);

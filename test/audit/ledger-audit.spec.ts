@@ -2,6 +2,8 @@ import { auditLedger } from '../../src/audit/ledger-audit';
 import { Projector } from '../../src/projections/projector';
 import { fundedOrganization, openTestRuntime } from '../support/runtime';
 import { reserve } from '../support/ledger';
+import { describeWithRedis } from '../support/redis';
+import type { RedisProjectionStore } from '../../src/projections/redis-projection-store';
 
 describe('ledger audit while requests append', () => {
   it('waits for read models that have not applied the latest events, and says so when they do not catch up', async () => {
@@ -97,6 +99,52 @@ describe('ledger audit across versions of the settlement event', () => {
       await runtime.projector.catchUp();
       expect((await auditLedger(runtime.events, runtime.projections)).differences).toEqual([
         expect.stringMatching(/\(ReservationSettled\): charge 79800000 but tokens × prices give 31050000$/),
+      ]);
+    } finally {
+      await t.cleanup();
+    }
+  });
+});
+
+describeWithRedis("ledger audit of each key's spend", () => {
+  it("replays every key's settled charges and finds a read model that disagrees", async () => {
+    const t = await openTestRuntime({ redis: true });
+    try {
+      const { runtime } = t;
+      const orgId = await fundedOrganization(runtime, 1_000_000_000);
+      const { keyId } = await runtime.identity.createApiKey(orgId, 'spender');
+      const facts = { requestId: 'q-1', keyId, surface: 'native', model: 'm', reservationId: 'r-1', orgId };
+      await runtime.events.append(
+        'reservation-r-1',
+        [
+          { type: 'CreditsReserved', data: { ...facts, amount: 50_000_000, reservedAt: 1, expiresAt: 9e12 } },
+          {
+            type: 'ReservationSettled',
+            data: {
+              ...facts,
+              host: 'h',
+              hostModel: 'hm',
+              held: 50_000_000,
+              status: 'ok',
+              latencyMs: 1,
+              settledAt: 2,
+              inputTokens: 1_000,
+              outputTokens: 100,
+              prices: { input: 3_000_000_000, output: 15_000_000_000 },
+              amount: 4_500_000,
+            },
+          },
+        ],
+        'no_stream',
+      );
+      await runtime.projector.catchUp();
+      expect((await auditLedger(runtime.events, runtime.projections)).differences).toEqual([]);
+
+      // A read model that lost track of what the key spent (the organization's totals still agree).
+      const store = runtime.projections as RedisProjectionStore;
+      await store.client.hSet(`${t.env.REDIS_PREFIX}{org:${orgId}}:key-spend`, keyId, '1');
+      expect((await auditLedger(runtime.events, runtime.projections)).differences).toEqual([
+        `key ${keyId}: spent replayed 4500000, projected 1`,
       ]);
     } finally {
       await t.cleanup();
