@@ -141,7 +141,21 @@ describeWithRedis('a key limit under 200 concurrent requests from 3 processes sh
       headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
       body: JSON.stringify({ model: M.gpt.slug, max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }] }),
     }).then(async (r) => ({ status: r.status, body: await r.text() }));
-  const burst = (secret: string) => Promise.all(Array.from({ length: 200 }, (_, i) => ask(bases[i % 3], secret)));
+  /**
+   * 200 requests at once over the 3 processes, the admitted ones held at the host (so every hold is
+   * taken together): resolves once each request is answered or waiting there, and none is pending.
+   */
+  async function heldBurst(secret: string) {
+    let release: () => void = () => {};
+    fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' }, released: new Promise<void>((r) => (release = r)) });
+    const atHost = fake.requests.length;
+    let answered = 0;
+    const answers = Promise.all(Array.from({ length: 200 }, (_, i) => ask(bases[i % 3], secret).finally(() => (answered += 1))));
+    await eventually(
+      async () => answered + fake.requests.length - atHost === 200 && (await t.runtime.projections.balance(orgId)).pending === 0,
+    );
+    return { waiting: fake.requests.length - atHost, release, answers };
+  }
   const settledOf = async (keyId: string) =>
     (
       (await t.runtime.events.readAll(0, 1_000_000)).filter(
@@ -168,21 +182,15 @@ describeWithRedis('a key limit under 200 concurrent requests from 3 processes sh
       limit: { amount: limit, reset: 'daily' },
     });
     await t.runtime.projector.catchUp();
-    let release: () => void = () => {};
-    fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' }, released: new Promise<void>((r) => (release = r)) });
-    const received = fake.requests.length;
-
     // The burst before midnight: the admitted ones wait at the host, holding their reservations.
-    const answers = burst(secret);
-    await eventually(async () => {
-      const balance = await t.runtime.projections.balance(orgId);
-      return fake.requests.length - received === 20 && balance.pending === 0 && balance.reserved === 20 * amount;
-    });
+    const before = await heldBurst(secret);
+    expect(before.waiting).toBe(20);
+    expect((await t.runtime.projections.balance(orgId)).reserved).toBe(20 * amount);
     // Midnight passes on every instance's clock; then the host answers.
     for (const service of services) service.process.kill('SIGUSR2');
     await Promise.all(services.map((service) => service.waitForLine('test clock moved')));
-    release();
-    const first = await answers;
+    before.release();
+    const first = await before.answers;
     expect(first.filter((a) => a.status === 200)).toHaveLength(20);
     const refused = first.filter((a) => a.status === 402);
     expect(refused).toHaveLength(180);
@@ -201,9 +209,11 @@ describeWithRedis('a key limit under 200 concurrent requests from 3 processes sh
     expect(await t.runtime.projections.keyUsage(orgId, keyId, periodOf('daily', MIDNIGHT))).toBe(spent);
 
     // A second burst after midnight: what the new day has left admits exactly its share.
-    fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
-    const second = await burst(secret);
+    const after = await heldBurst(secret);
     const admitted = Math.floor((limit - spent) / amount);
+    expect(after.waiting).toBe(admitted);
+    after.release();
+    const second = await after.answers;
     expect(second.filter((a) => a.status === 200)).toHaveLength(admitted);
     expect(second.filter((a) => a.status === 402)).toHaveLength(200 - admitted);
     const all = await settledOf(keyId);
