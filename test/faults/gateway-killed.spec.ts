@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/config/config';
 import { openRuntime } from '../../src/runtime/runtime';
 import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
 import { TEST_HOST_KEYS, TEST_MODELS, testCatalogueFile } from '../support/gateway';
-import { Child, eventually, ROOT, startNode } from '../support/processes';
+import { Child, eventually, startService } from '../support/processes';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
 
 /**
@@ -15,7 +15,6 @@ import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/run
  */
 
 const M = TEST_MODELS;
-const MAIN = join(ROOT, 'dist/src/main.js');
 const STREAMS = 20;
 // Short reservations, swept often: the holds of the killed process's requests expire within the test.
 const TIMING = { REQUEST_TIMEOUT_MS: '2000', RESERVATION_TTL_MS: '2500', PENDING_HOLD_MS: '2500', SWEEP_INTERVAL_MS: '50' };
@@ -25,18 +24,10 @@ let t: TestRuntime;
 let env: Record<string, string>;
 let service: Child | null = null;
 
-async function startService(): Promise<string> {
-  service = startNode(MAIN, [], env);
-  return waitForListening(service);
-}
-
-async function waitForListening(child: Child): Promise<string> {
-  let url: string | null = null;
-  await eventually(() => {
-    url = /listening on (http:\/\/[^\s]+)/.exec(child.output())?.[1] ?? null;
-    return url !== null;
-  }, 20_000);
-  return url!;
+async function serve(): Promise<string> {
+  const started = await startService(env);
+  service = started.service;
+  return started.base;
 }
 
 beforeAll(async () => {
@@ -65,7 +56,7 @@ it('20 streams in flight when the gateway is SIGKILLed: their connections end, a
   const { secret } = await t.runtime.identity.createApiKey(orgId, 'killed');
   await t.runtime.close();
 
-  let base = await startService();
+  let base = await serve();
   // A slow stream: a piece every 200 ms, so every request is mid-stream when the process dies.
   fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'one two three four five six seven eight' }, chunkDelayMs: 200 });
   const streams = Array.from({ length: STREAMS }, async () => {
@@ -101,7 +92,7 @@ it('20 streams in flight when the gateway is SIGKILLed: their connections end, a
   expect(endings.every((e) => e === 'cut' || e === 'ended')).toBe(true);
   expect(open.filter((s) => s.seen().includes('[DONE]'))).toHaveLength(0);
 
-  base = await startService();
+  base = await serve();
   const restarted = await openRuntime(loadConfig({ ...env }), { sweep: false });
   try {
     await eventually(async () => {

@@ -6,7 +6,7 @@ import type { ReservationSettled } from '../../src/ledger/ledger.events';
 import { openRuntime } from '../../src/runtime/runtime';
 import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
 import { TEST_HOST_KEYS, TEST_MODELS, testCatalogueFile } from '../support/gateway';
-import { Child, eventually, ROOT, startNode } from '../support/processes';
+import { Child, startService } from '../support/processes';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
 
 /**
@@ -16,7 +16,6 @@ import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/run
  */
 
 const M = TEST_MODELS;
-const MAIN = join(ROOT, 'dist/src/main.js');
 const STREAMS = 20;
 const WORDS = 'one two three four five six seven eight nine ten eleven twelve'.split(' ');
 
@@ -46,10 +45,9 @@ async function start(grace: number): Promise<{ base: string; secret: string; org
   const orgId = await fundedOrganization(operator, 100_000_000_000);
   const { secret } = await operator.identity.createApiKey(orgId, 'stopping');
   await operator.close();
-  service = startNode(MAIN, [], { ...env, SHUTDOWN_GRACE_MS: String(grace) });
-  let base: string | null = null;
-  await eventually(() => (base = /listening on (http:\/\/[^\s]+)/.exec(service!.output())?.[1] ?? null) !== null, 20_000);
-  return { base: base!, secret, orgId };
+  const started = await startService({ ...env, SHUTDOWN_GRACE_MS: String(grace) });
+  service = started.service;
+  return { base: started.base, secret, orgId };
 }
 
 /** Opens a stream and resolves once its first text has arrived; `ended` says how it ended. */

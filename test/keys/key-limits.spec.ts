@@ -6,7 +6,7 @@ import { auditLedger } from '../../src/audit/ledger-audit';
 import { MemoryProjectionStore } from '../../src/projections/memory-projection-store';
 import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
 import { TEST_HOST_KEYS, TEST_MODELS, testCatalogueFile } from '../support/gateway';
-import { Child, eventually, ROOT, startNode } from '../support/processes';
+import { Child, eventually, ROOT, startService } from '../support/processes';
 import { describeWithRedis } from '../support/redis';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
 
@@ -123,10 +123,9 @@ describeWithRedis('a key limit under 200 concurrent requests from 3 processes sh
       TEST_CLOCK_AT: String(MIDNIGHT - 60_000),
       TEST_CLOCK_JUMP_MS: '90000',
     };
-    services = [0, 1, 2].map(() => startNode(join(ROOT, 'dist/src/main.js'), [], env));
-    const listening = (service: Child) => /listening on (http:\/\/[^\s]+)/.exec(service.output())?.[1];
-    await eventually(() => services.every((service) => listening(service) !== undefined), 20_000);
-    bases = services.map((service) => listening(service)!);
+    const started = await Promise.all([0, 1, 2].map(() => startService(env)));
+    services = started.map((s) => s.service);
+    bases = started.map((s) => s.base);
   });
   afterAll(async () => {
     for (const service of services) service.process.kill('SIGTERM');

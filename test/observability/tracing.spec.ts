@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/config/config';
 import { openRuntime } from '../../src/runtime/runtime';
 import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
 import { startGateway, TEST_HOST_KEYS, TEST_MODELS, testCatalogueFile } from '../support/gateway';
-import { Child, eventually, ROOT, startNode } from '../support/processes';
+import { Child, startService } from '../support/processes';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
 
 /**
@@ -83,10 +83,7 @@ describe('traces (OpenTelemetry, OTLP/HTTP)', () => {
     orgId = await fundedOrganization(t.runtime, 100_000_000_000);
     key = await t.runtime.identity.createApiKey(orgId, 'traced');
     await t.runtime.close();
-    service = startNode(join(ROOT, 'dist/src/main.js'), [], { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url });
-    let url: string | null = null;
-    await eventually(() => (url = /listening on (http:\/\/[^\s]+)/.exec(service.output())?.[1] ?? null) !== null, 20_000);
-    base = url!;
+    ({ service, base } = await startService({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url }));
   });
   afterAll(async () => {
     service.process.kill('SIGKILL');

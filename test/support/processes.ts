@@ -73,3 +73,11 @@ export async function eventually(check: () => Promise<boolean> | boolean, timeou
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/** The service (dist/src/main.js) as its own process with `env`: the child, and its base URL once it listens. */
+export async function startService(env: Record<string, string>): Promise<{ service: Child; base: string }> {
+  const service = startNode(join(ROOT, 'dist/src/main.js'), [], env);
+  let base: string | undefined;
+  await eventually(() => (base = /listening on (http:\/\/[^\s]+)/.exec(service.output())?.[1]) !== undefined, 20_000);
+  return { service, base: base! };
+}
