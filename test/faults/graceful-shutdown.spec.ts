@@ -7,6 +7,7 @@ import { openRuntime } from '../../src/runtime/runtime';
 import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
 import { TEST_HOST_KEYS, TEST_MODELS, testCatalogueFile } from '../support/gateway';
 import { Child, startService } from '../support/processes';
+import { openCountingStream } from '../support/streams';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
 
 /**
@@ -50,33 +51,6 @@ async function start(grace: number): Promise<{ base: string; secret: string; org
   return { base: started.base, secret, orgId };
 }
 
-/** Opens a stream and resolves once its first text has arrived; `ended` says how it ended. */
-async function openStream(base: string, secret: string) {
-  const res = await fetch(`${base}/api/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
-    body: JSON.stringify({ model: M.gpt.slug, stream: true, messages: [{ role: 'user', content: 'Count' }] }),
-  });
-  const reader = res.body!.getReader();
-  let seen = '';
-  let firstText: () => void = () => {};
-  const started = new Promise<void>((resolve) => (firstText = resolve));
-  const ended = (async () => {
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return seen.includes('data: [DONE]') ? 'completed' : 'cut';
-        seen += new TextDecoder().decode(value);
-        if (seen.includes('"content":"one')) firstText();
-      }
-    } catch {
-      return 'cut';
-    }
-  })();
-  await started;
-  return { ended, requestId: res.headers.get('x-request-id')! };
-}
-
 /** After the service has gone: the log replayed by a fresh runtime. */
 async function afterwards(orgId: string) {
   const runtime = await openRuntime(loadConfig(env));
@@ -98,7 +72,7 @@ async function afterwards(orgId: string) {
 it('SIGTERM with 20 streams open, all able to finish within the grace period: all complete, all billed in full, exit 0, audit clean', async () => {
   const { base, secret, orgId } = await start(20_000);
   fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: WORDS.slice(0, 6).join(' ') }, chunkDelayMs: 100 });
-  const streams = await Promise.all(Array.from({ length: STREAMS }, () => openStream(base, secret)));
+  const streams = await Promise.all(Array.from({ length: STREAMS }, () => openCountingStream(base, secret, M.gpt.slug)));
   service!.process.kill('SIGTERM');
   const endings = await Promise.all(streams.map((s) => s.ended));
   expect(endings).toEqual(Array(STREAMS).fill('completed'));
@@ -117,7 +91,7 @@ it('SIGTERM with 20 streams that would outlast the grace period: cut at its end,
   const { base, secret, orgId } = await start(grace);
   // A word every 400 ms for about 5 s: still streaming when the grace period ends.
   fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: WORDS.join(' ') }, chunkDelayMs: 400 });
-  const streams = await Promise.all(Array.from({ length: STREAMS }, () => openStream(base, secret)));
+  const streams = await Promise.all(Array.from({ length: STREAMS }, () => openCountingStream(base, secret, M.gpt.slug)));
   const signalled = Date.now();
   service!.process.kill('SIGTERM');
   const endings = await Promise.all(streams.map((s) => s.ended));
