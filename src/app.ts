@@ -17,6 +17,7 @@ import { maskSecrets } from './key-secret/key-secret';
 import { LogStream, loggerOptions, NestPinoLogger } from './observability/logging';
 import { factsOf, levelOf, ObservedRequest, requestLine } from './observability/request-facts';
 import { Tracing } from './observability/tracing';
+import { InFlightSettlements } from './inference/in-flight';
 import { openApiDocument } from './openapi/openapi.document';
 import { GatewayMetrics } from './observability/metrics';
 import { openStreams } from './surfaces/sse';
@@ -116,9 +117,18 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
     : null;
   if (metrics) runtime.events.onAppend((seconds) => metrics.observeAppend(seconds));
   const tracing = runtime.config.otlpEndpoint === null ? null : Tracing.start(runtime.config.otlpEndpoint);
+  /** The pipeline's settlements in flight, once the application exists. */
+  let settlements: InFlightSettlements | null = null;
   if (tracing) {
     fastify.decorate('tracing', tracing);
-    fastify.addHook('onClose', (_instance, done) => void tracing.shutdown().then(() => done(), done));
+    // Spans end with their settlements (a request cut at the grace period's end is settled as the
+    // server closes): wait for those, then export what is left. Errors cost traces, never the shutdown.
+    fastify.addHook('onClose', async () => {
+      await settlements?.settled();
+      await new Promise((resolve) => setImmediate(resolve));
+      const failure = await tracing.shutdown();
+      if (failure) fastify.log.warn(`traces not all exported at shutdown: ${failure}`);
+    });
     // The request's span, from its arrival (continuing the client's trace); the pipeline's spans hang from it.
     fastify.addHook('onRequest', (request, _reply, done) => {
       factsOf(request).trace = tracing.startRequest(request.headers, request.method, request.url.split('?')[0]);
@@ -200,6 +210,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
     },
   );
   app.useGlobalFilters(new ErrorFormatByRoute());
+  settlements = app.get(InFlightSettlements, { strict: false });
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
   return app;

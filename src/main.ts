@@ -74,7 +74,8 @@ async function start(): Promise<void> {
     }, config.shutdownGraceMs);
     // A connection kept alive after its last reply would hold the close until its timeout.
     const idle = setInterval(() => server.closeIdleConnections(), 100);
-    await app.close();
+    // Whatever fails while closing, the log is still closed (every settlement made so far is in it).
+    await app.close().catch((error: Error) => logger.error(`closing the server: ${error.message}`));
     clearTimeout(cut);
     clearInterval(idle);
     await runtime.close();

@@ -19,7 +19,12 @@ export class InFlightSettlements implements OnApplicationShutdown {
     return this.pending.size;
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Resolves once no reservation is being resolved. */
+  async settled(): Promise<void> {
     while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return this.settled();
   }
 }

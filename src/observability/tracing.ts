@@ -136,9 +136,22 @@ export class Tracing implements RequestSpans {
     return this.provider.forceFlush();
   }
 
-  /** Exports what is left and stops. */
-  shutdown(): Promise<void> {
-    return this.provider.shutdown();
+  /**
+   * Exports what is left and stops, within `boundMs`: resolves to null, or to why not everything was
+   * exported (a collector that is down costs traces, never the shutdown: this never rejects).
+   */
+  async shutdown(boundMs = 5_000): Promise<string | null> {
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<string>((resolve) => {
+      timer = setTimeout(() => resolve(`the collector did not take them within ${boundMs} ms`), boundMs);
+    });
+    try {
+      return await Promise.race([this.provider.shutdown().then(() => null), bound]);
+    } catch (error) {
+      return (error as Error).message;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 import { createServer, Server } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { auditLedger } from '../../src/audit/ledger-audit';
 import { loadConfig } from '../../src/config/config';
 import { openRuntime } from '../../src/runtime/runtime';
 import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
@@ -166,6 +167,59 @@ describe('traces (OpenTelemetry, OTLP/HTTP)', () => {
     // No secret in any span.
     expect(JSON.stringify(collector.spans)).not.toContain(key.secret);
     expect(JSON.stringify(collector.spans)).not.toContain('upstream-openai-key');
+  }, 60_000);
+});
+
+describe('traces with the collector down', () => {
+  it('cost the traces, never the shutdown: every reservation settled, "stopped", exit 0', async () => {
+    const fake = await startFakeUpstream();
+    const t = await openTestRuntime();
+    try {
+      const catalogue = join(t.env.DATA_DIR, 'catalogue.json');
+      writeFileSync(catalogue, JSON.stringify(testCatalogueFile(fake)));
+      const orgId = await fundedOrganization(t.runtime, 100_000_000_000);
+      const { secret } = await t.runtime.identity.createApiKey(orgId, 'untraced');
+      await t.runtime.close();
+      // A port nothing listens on: the collector is down.
+      const closed = await new Promise<number>((resolve) => {
+        const server = createServer().listen(0, '127.0.0.1', () => {
+          const { port } = server.address() as { port: number };
+          server.close(() => resolve(port));
+        });
+      });
+      const env = {
+        ...t.env,
+        ...TEST_HOST_KEYS,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        CATALOGUE_PATH: catalogue,
+        SIMULATED_HOST_PORT: 'off',
+      };
+      const { service, base } = await startService({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${closed}` });
+      fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
+      const res = await fetch(`${base}/api/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+        body: JSON.stringify({ model: M.gpt.slug, messages: [{ role: 'user', content: 'Hi' }] }),
+      });
+      expect(res.status).toBe(200);
+      await res.text();
+      service.process.kill('SIGTERM');
+      expect(await service.exited()).toBe(0);
+      expect(service.output()).toContain('traces not all exported at shutdown');
+      expect(service.output()).toContain('model gateway stopped');
+      const runtime = await openRuntime(loadConfig(env));
+      try {
+        await runtime.projector.catchUp();
+        expect(await runtime.projections.balance(orgId)).toMatchObject({ reserved: 0, pending: 0 });
+        expect((await auditLedger(runtime.events, runtime.projections)).differences).toEqual([]);
+      } finally {
+        await runtime.close();
+      }
+    } finally {
+      await fake.close();
+      await t.cleanup();
+    }
   }, 60_000);
 });
 
