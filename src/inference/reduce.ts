@@ -67,7 +67,7 @@ function add(reply: Reply, event: PipelineEvent): Reply {
  * client's response closes first, the reduction ends there (its subscription stops the upstream
  * call) with what had arrived.
  */
-export function collectReply(events: Observable<PipelineEvent>, client: EventEmitter): Promise<Reply> {
+export function collectReply(events: Observable<PipelineEvent>, client: EventEmitter & { destroyed?: boolean }): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const reply = empty();
     let subscription: Subscription | null = null;
@@ -90,5 +90,7 @@ export function collectReply(events: Observable<PipelineEvent>, client: EventEmi
       },
       complete: finish,
     });
+    // A client that left while the request was admitted fired its 'close' before anyone listened.
+    if (client.destroyed === true) leave();
   });
 }

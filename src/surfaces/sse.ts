@@ -138,6 +138,8 @@ export function streamSse(
         finish();
       },
     });
+    // A client that left while the request was admitted fired its 'close' before anyone listened.
+    if (raw.destroyed) onClose();
   });
 }
 

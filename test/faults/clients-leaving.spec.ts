@@ -1,4 +1,7 @@
+import type { ReservationSettled } from '../../src/ledger/ledger.events';
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { LogCapture } from '../support/log-capture';
+import { eventually } from '../support/processes';
 
 /**
  * A thousand clients leaving mid-stream at once: every upstream call stopped, every reservation
@@ -54,4 +57,52 @@ it('1,000 streams cut by their clients after the first text: all settled, none h
   const entries = await g.t.runtime.projections.recentRequests(g.orgId, CLIENTS);
   expect(entries.filter((e) => e.status === 'client_abort')).toHaveLength(CLIENTS);
   expect(entries.every((e) => e.outputTokens > 0 && e.cost > 0)).toBe(true);
+});
+
+it('clients that leave while their requests are admitted: nothing billed, every reservation released', async () => {
+  const log = new LogCapture();
+  const h = await startGateway({ logStream: log });
+  try {
+    // Admission held at authentication until both clients have gone.
+    const identity = h.t.runtime.identity;
+    const authenticate = identity.authenticate.bind(identity);
+    let entered = 0;
+    let bothIn: () => void = () => {};
+    const inAdmission = new Promise<void>((resolve) => (bothIn = resolve));
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    identity.authenticate = async (secret) => {
+      if (++entered === 2) bothIn();
+      await gate;
+      return authenticate(secret);
+    };
+    h.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Never read.' } });
+    const controllers = [new AbortController(), new AbortController()];
+    const sent = [false, true].map((stream, i) =>
+      fetch(`${h.baseUrl}/api/v1/chat/completions`, {
+        method: 'POST',
+        signal: controllers[i].signal,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${h.key}` },
+        body: JSON.stringify({ model: M.gpt.slug, stream, messages: [{ role: 'user', content: 'Hi' }] }),
+      }).catch(() => 'aborted'),
+    );
+    await inAdmission;
+    for (const controller of controllers) controller.abort();
+    expect(await Promise.all(sent)).toEqual(['aborted', 'aborted']);
+    // The gateway has seen both go (each gets its 499 line), then admission goes on.
+    await eventually(() => log.lines.filter((l) => l.msg === 'request' && l.status === 499).length === 2);
+    release();
+    await eventually(async () => {
+      const events = await h.t.runtime.events.readAll(0, 100_000);
+      return events.filter((e) => e.type === 'ReservationReleased' || e.type === 'ReservationSettled').length === 2;
+    });
+    await h.settled();
+    const events = await h.t.runtime.events.readAll(0, 100_000);
+    const settled = events.filter((e) => e.type === 'ReservationSettled') as unknown as ReservationSettled[];
+    expect(settled.reduce((sum, e) => sum + e.data.amount, 0)).toBe(0);
+    expect((await h.t.runtime.projections.balance(h.orgId)).spent).toBe(0);
+    expect((await h.audit()).differences).toEqual([]);
+  } finally {
+    await h.close();
+  }
 });
