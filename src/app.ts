@@ -131,7 +131,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
     });
     // The request's span, from its arrival (continuing the client's trace); the pipeline's spans hang from it.
     fastify.addHook('onRequest', (request, _reply, done) => {
-      factsOf(request).trace = tracing.startRequest(request.headers, request.method, request.url.split('?')[0]);
+      factsOf(request).trace = tracing.startRequest(request.headers, request.method, maskSecrets(request.url.split('?')[0]));
       done();
     });
   }

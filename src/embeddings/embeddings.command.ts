@@ -1,6 +1,7 @@
 import { Command } from '@nestjs/cqrs';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import type { Billed } from '../inference/inference.command';
+import type { RequestFacts } from '../observability/request-facts';
 
 export interface EmbeddingsInput {
   /** The API key secret as the client sent it (the surface has refused a request without one). */
@@ -10,6 +11,8 @@ export interface EmbeddingsInput {
   /** The client's body, checked by the surface: forwarded whole, only the model renamed to the host's. */
   body: Record<string, unknown> & { input: EmbeddingsInputValue };
   requestId: string;
+  /** The request's log facts, filled in by the handler (absent: not logged). */
+  facts?: RequestFacts;
 }
 
 /** What may be embedded: a string, strings, a token array, or token arrays. */

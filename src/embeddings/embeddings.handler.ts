@@ -7,6 +7,7 @@ import { HostTransport } from '../hosts/transport';
 import { ApiError } from '../http/api-error';
 import { ordinaryKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
+import { maskSecrets } from '../key-secret/key-secret';
 import type { KeyRecord } from '../identity/key-lookup';
 import { insufficientCredits, keyLimitReached } from '../inference/admission';
 import { RequestRecord } from '../inference/request-record';
@@ -39,7 +40,17 @@ export class EmbeddingsHandler implements ICommandHandler<EmbeddingsCommand, Emb
 
   async execute({ input }: EmbeddingsCommand): Promise<EmbeddingsResult> {
     const started = performance.now();
+    const facts = input.facts;
+    if (facts) {
+      facts.surface = 'embeddings';
+      facts.requested = maskSecrets(input.model.slice(0, 256));
+      facts.started = started;
+    }
     const key = ordinaryKey(await this.identity.authenticate(input.apiKey));
+    if (facts) {
+      facts.orgId = key.orgId;
+      facts.keyId = key.keyId;
+    }
     // As inference: every request of a key with rate limits counts, and every answer shows them.
     const limited = await this.rateLimits.check(key.orgId, key.keyId, key.rateLimits, Date.now());
     if (limited && !limited.admitted) throw this.refuse(input, key, started, input.model, rateLimited(limited));
@@ -60,6 +71,8 @@ export class EmbeddingsHandler implements ICommandHandler<EmbeddingsCommand, Emb
   ): Promise<EmbeddingsResult> {
     const plan = planEmbeddings(input.model, this.catalogue.find(input.model), input.body);
     if (plan.kind === 'refuse') throw this.refuse(input, key, started, plan.model, plan.error);
+    const facts = input.facts;
+    if (facts) facts.model = plan.model.slug;
     const admission = await this.ledger.admit({
       requestId: input.requestId,
       keyId: key.keyId,
@@ -88,9 +101,19 @@ export class EmbeddingsHandler implements ICommandHandler<EmbeddingsCommand, Emb
     ]);
     if (!recorded) throw new ApiError('internal_error', 'the reservation could not be recorded; nothing was billed');
     const latencyMs = Math.round(performance.now() - started);
+    if (facts) {
+      facts.host = outcome.kind === 'failed' ? outcome.hostId : outcome.served.host.id;
+      facts.upstreamMs = outcome.upstreamMs;
+      if (outcome.fallback) facts.fallback = true;
+    }
     if (outcome.kind === 'failed') {
       this.release(ticket, outcome.error, outcome.hostId, latencyMs);
-      throw providerFailure(outcome.error, outcome.hostId);
+      const failure = providerFailure(outcome.error, outcome.hostId);
+      if (facts) {
+        facts.outcome = outcome.error.kind === 'timeout' ? 'provider_timeout' : 'provider_error';
+        facts.error = failure.message;
+      }
+      throw failure;
     }
     const { served, reply } = outcome;
     const billedTokens = billedEmbeddingTokens(reply, plan);
@@ -120,6 +143,11 @@ export class EmbeddingsHandler implements ICommandHandler<EmbeddingsCommand, Emb
     await this.record.shown(resolution, input.requestId);
     const billed = billedOf(resolution.event, served.host.id);
     if (!billed) throw new ApiError('internal_error', 'the request could not be settled');
+    if (facts && resolution.event.type === 'ReservationSettled') {
+      facts.outcome = 'ok';
+      facts.usage = uncachedUsage(billedTokens.tokens, 0);
+      facts.cost = resolution.event.data.amount;
+    }
     return { model: plan.model, reply, billed };
   }
 
@@ -127,13 +155,15 @@ export class EmbeddingsHandler implements ICommandHandler<EmbeddingsCommand, Emb
   private async call(plan: EmbeddingsPlan) {
     for (let index = 0; ; index++) {
       const { served, upstream } = plan.calls[index];
+      const started = performance.now();
+      const timing = () => ({ upstreamMs: Math.round(performance.now() - started), fallback: index > 0 });
       try {
         const answer = await this.transport.callForJson(HOST_KINDS[served.host.kind], served.host, upstream);
-        return { kind: 'replied' as const, served, reply: embeddingsReplyOf(answer) };
+        return { kind: 'replied' as const, served, reply: embeddingsReplyOf(answer), ...timing() };
       } catch (error) {
         const failure = error instanceof HostError ? error : new HostError('connection', (error as Error).message);
         if (!failure.retryable || index === plan.calls.length - 1) {
-          return { kind: 'failed' as const, error: failure, hostId: served.host.id };
+          return { kind: 'failed' as const, error: failure, hostId: served.host.id, ...timing() };
         }
         this.logger.warn(`host ${served.host.id} failed to embed (${failure.message}); trying the next`);
       }
@@ -156,6 +186,10 @@ export class EmbeddingsHandler implements ICommandHandler<EmbeddingsCommand, Emb
     model: string,
     error: ApiError,
   ): ApiError {
+    if (input.facts) {
+      input.facts.outcome = error.outcome;
+      input.facts.error = error.message;
+    }
     const request = { requestId: input.requestId, surface: 'embeddings' as const, orgId: key.orgId, keyId: key.keyId };
     return this.record.refused(request, model, error, started);
   }

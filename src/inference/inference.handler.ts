@@ -76,7 +76,7 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     const facts = input.facts;
     if (facts) {
       facts.surface = input.surface;
-      facts.model = input.model;
+      facts.requested = maskSecrets(input.model.slice(0, 256));
       facts.started = started;
     }
     const apiKey = input.principal === undefined ? ordinaryKey(await this.identity.authenticate(input.apiKey)) : null;

@@ -24,7 +24,10 @@ export interface RequestFacts {
   surface?: string;
   orgId?: string;
   keyId?: string;
+  /** The catalogue model serving it, once known: a bounded set, so metrics and spans may name it. */
   model?: string;
+  /** The model as the client named it (secrets masked): for the log line, when no catalogue model is known. */
+  requested?: string;
   host?: string;
   /** The ledger's status of the request (ok, client_abort, provider_error, …) or the refusal's code. */
   outcome?: string;
@@ -82,7 +85,7 @@ export function requestLine(
   line.surface = facts.surface;
   line.orgId = facts.orgId;
   line.keyId = facts.keyId;
-  line.model = facts.model;
+  line.model = facts.model ?? facts.requested;
   if (facts.host !== undefined) line.host = facts.host;
   if (facts.outcome !== undefined) line.outcome = facts.outcome;
   if (facts.usage !== undefined) {

@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { startGateway, TEST_EMBEDDING_MODELS, TEST_MODELS, TestGateway } from '../support/gateway';
 import { LogCapture } from '../support/log-capture';
 
 const M = TEST_MODELS;
@@ -53,6 +53,40 @@ describe('request logs (pino, one JSON line per request)', () => {
     expect(line.ttftMs).toBeGreaterThanOrEqual(0);
     expect(line.ttftMs).toBeLessThanOrEqual(line.latencyMs);
     expect(log.lines.filter((l) => l.requestId === requestId && l.msg === 'request')).toHaveLength(1);
+  });
+
+  it('an embeddings request: its line as any other, and an unknown model named as asked (masked), never in the metrics', async () => {
+    const res = await request(g.baseUrl)
+      .post('/api/v1/embeddings')
+      .set('Authorization', `Bearer ${g.key}`)
+      .send({ model: TEST_EMBEDDING_MODELS.embed.slug, input: 'Hello' });
+    expect(res.status).toBe(200);
+    const line = await log.request(res.headers['x-request-id']);
+    const entry = await g.logged(res.headers['x-request-id']);
+    expect(line).toMatchObject({
+      status: 200,
+      orgId: g.orgId,
+      keyId: g.keyId,
+      surface: 'embeddings',
+      model: TEST_EMBEDDING_MODELS.embed.slug,
+      outcome: 'ok',
+      inputTokens: entry.inputTokens,
+      costNanoCredits: entry.cost,
+    });
+    expect(line.host).toEqual(expect.any(String));
+
+    const foreign = 'sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX';
+    const unknown = await request(g.baseUrl)
+      .post('/api/v1/chat/completions')
+      .set('Authorization', `Bearer ${g.key}`)
+      .send(chat(`nobody/${foreign}`));
+    expect(unknown.status).toBe(404);
+    const refused = await log.request(unknown.headers['x-request-id']);
+    expect(refused.model).toMatch(/^nobody\/sk-/);
+    expect(JSON.stringify(refused)).not.toContain(foreign);
+    const metrics = await request(g.baseUrl).get('/metrics');
+    expect(metrics.text).not.toContain('nobody/');
+    expect(metrics.text).toContain('gateway_requests_total{surface="embeddings"');
   });
 
   it('a streamed request through a fallback host says so, on the messages surface', async () => {

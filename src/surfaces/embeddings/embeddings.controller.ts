@@ -1,6 +1,7 @@
 import { Body, Controller, HttpCode, Post, Req, Res, UseFilters } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { factsOf } from '../../observability/request-facts';
 import { EmbeddingsCommand } from '../../embeddings/embeddings.command';
 import { chatCompletionsErrors } from '../../http/api-error';
 import { requireKey } from '../../http/credentials';
@@ -24,7 +25,13 @@ export class EmbeddingsController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<unknown> {
     const result = await this.commands.execute(
-      new EmbeddingsCommand({ apiKey: requireKey(request), model: body.model, body, requestId: request.id }),
+      new EmbeddingsCommand({
+        apiKey: requireKey(request),
+        model: body.model,
+        body,
+        requestId: request.id,
+        facts: factsOf(request),
+      }),
     );
     if (result.headers) void reply.headers(result.headers);
     return embeddingsBody(result);
