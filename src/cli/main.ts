@@ -2,8 +2,9 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { SingleBar, Presets } from 'cli-progress';
 import { auditLedger } from '../audit/ledger-audit';
 import { ConfigError, loadConfig } from '../config/config';
-import { IdentityRuleError } from '../identity/identity.decider';
-import type { KeyChanges, LimitReset, RateLimits } from '../identity/identity.events';
+import { IdentityRuleError, type KeyChangesAsked } from '../identity/identity.decider';
+import { isoTime } from '../identity/iso-time';
+import type { LimitReset, RateLimits } from '../identity/identity.events';
 import { LedgerRuleError } from '../ledger/ledger.decider';
 import { formatCredits, MoneyFormatError, parseCredits } from '../ledger/money';
 import { rebuildProjections } from '../projections/projector';
@@ -49,9 +50,9 @@ function creditAmount(what: string) {
 /** A time in ISO 8601 (with its zone), as milliseconds. */
 function time(what: string) {
   return (value: string) => {
-    const ms = Date.parse(value);
-    if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(ms)) {
-      throw new InvalidArgumentError(`${what} must be a time in ISO 8601, e.g. 2027-01-31T00:00:00Z.`);
+    const ms = isoTime(value);
+    if (ms === null) {
+      throw new InvalidArgumentError(`${what} must be a time in ISO 8601 with its zone, e.g. 2027-01-31T00:00:00Z.`);
     }
     return ms;
   };
@@ -228,7 +229,7 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
       'the most the key may be charged per period (settled charges and open holds)',
       creditAmount('--limit'),
     )
-    .addOption(new Option('--limit-reset <when>', 'when the limit starts afresh (UTC)').choices(RESETS).default('never'))
+    .addOption(new Option('--limit-reset <when>', 'when the limit starts afresh (UTC; default never)').choices(RESETS))
     .action(
       (opts: {
         org: string;
@@ -238,15 +239,17 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
         expires?: number;
         management?: boolean;
         limit?: number;
-        limitReset: LimitReset;
+        limitReset?: LimitReset;
       }) =>
         withRuntime(async (rt, out) => {
+          if (opts.limitReset !== undefined && opts.limit === undefined)
+            throw new OperatorError('--limit-reset goes with --limit');
           const rateLimits = rateLimitsOf(opts);
           const key = await rt.identity.createApiKey(opts.org, opts.name, {
             ...(rateLimits ? { rateLimits } : {}),
             ...(opts.expires === undefined ? {} : { expiresAt: opts.expires }),
             ...(opts.management ? { kind: 'management' as const } : {}),
-            ...(opts.limit === undefined ? {} : { limit: { amount: opts.limit, reset: opts.limitReset } }),
+            ...(opts.limit === undefined ? {} : { limit: { amount: opts.limit, reset: opts.limitReset ?? 'never' } }),
           });
           out.print(key, [`id     ${key.keyId}`, `secret ${key.secret}`, 'The secret is shown only now: keep it safe.']);
         }),
@@ -310,7 +313,11 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
       }) =>
         withRuntime(async (rt, out) => {
           if (opts.disable && opts.enable) throw new OperatorError('give --disable or --enable, not both');
-          const changes: KeyChanges = {};
+          if (!opts.rateLimits && (opts.rpm !== undefined || opts.tpm !== undefined)) {
+            throw new OperatorError('give --rpm/--tpm or --no-rate-limits, not both');
+          }
+          if (!opts.expiry && opts.expires !== undefined) throw new OperatorError('give --expires or --no-expiry, not both');
+          const changes: KeyChangesAsked = {};
           if (opts.name !== undefined) changes.name = opts.name;
           const rateLimits = rateLimitsOf(opts);
           if (rateLimits !== undefined) changes.rateLimits = rateLimits;
@@ -318,7 +325,7 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
           if (opts.expires !== undefined) changes.expiresAt = opts.expires;
           else if (!opts.expiry) changes.expiresAt = null;
           if (opts.disable || opts.enable) changes.disabled = opts.disable === true;
-          if (typeof opts.limit === 'number') changes.limit = { amount: opts.limit, reset: opts.limitReset ?? 'never' };
+          if (typeof opts.limit === 'number') changes.limit = { amount: opts.limit, reset: opts.limitReset };
           else if (opts.limit === false) changes.limit = null;
           else if (opts.limitReset !== undefined) throw new OperatorError('--limit-reset goes with --limit');
           const updated = await rt.identity.updateApiKey(opts.key, changes);

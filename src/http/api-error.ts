@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
+import { WrongExpectedRevisionError } from '../eventstore/event-store';
 import { IdentityRuleError } from '../identity/identity.decider';
 import { maskSecrets } from '../key-secret/key-secret';
 
@@ -97,6 +98,7 @@ const IDENTITY_REFUSALS: Partial<Record<IdentityRuleError['code'], ApiErrorCode>
   user_exists: 'conflict',
   key_exists: 'conflict',
   already_member: 'conflict',
+  key_revoked: 'conflict',
   last_owner: 'conflict',
   not_owner: 'forbidden',
 };
@@ -105,6 +107,9 @@ const IDENTITY_REFUSALS: Partial<Record<IdentityRuleError['code'], ApiErrorCode>
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof IdentityRuleError) return identityRefusal(error);
+  if (error instanceof WrongExpectedRevisionError) {
+    return new ApiError('conflict', 'changed by another request at the same moment: try again');
+  }
   if (storeUnavailable(error)) {
     return new ApiError(
       'unavailable',

@@ -24,11 +24,14 @@ function paramOf(error: ErrorObject): string | null {
   return path === '' ? null : path;
 }
 
+/** Failures whose own message says more than what the schema expects as a whole. */
+const NAMED_BY_THEMSELVES = new Set(['additionalProperties', 'required', 'type']);
+
 function describe(error: ErrorObject): string {
   const own = (error.parentSchema as { 'x-message'?: string } | undefined)?.['x-message'];
   const at = pathOf(error);
   // A field missing or not allowed is named, whatever the schema says it expects as a whole.
-  if (own && error.keyword !== 'additionalProperties' && error.keyword !== 'required') return `${at || 'the body'} ${own}`;
+  if (own && !NAMED_BY_THEMSELVES.has(error.keyword)) return `${at || 'the body'} ${own}`;
   if (error.keyword === 'type') {
     const types = String((error.params as { type: string | string[] }).type)
       .split(',')
@@ -58,7 +61,8 @@ export function schemaValidation<T>(schema: object): PipeTransform<unknown, T> {
       if (validate(value)) return value as T;
       // Without allErrors the failing keyword comes last (after the branches of a union it tried).
       const errors = validate.errors ?? [];
-      const last = errors[errors.length - 1];
+      // A field not allowed is named, even inside a union that failed as a whole (a misspelt setting).
+      const last = errors.find((e) => e.keyword === 'additionalProperties') ?? errors[errors.length - 1];
       // `param`: the field at fault, for formats whose error body names it.
       throw new ApiError('invalid_request', last ? describe(last) : 'invalid request body', {
         param: last ? paramOf(last) : null,

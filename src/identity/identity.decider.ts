@@ -3,6 +3,7 @@ import {
   ApiKeyEvent,
   KeyChanges,
   KeyLimit,
+  LimitReset,
   MemberAdded,
   MemberKeyAccessSet,
   MemberRemoved,
@@ -270,17 +271,21 @@ export const userDecider: Decider<RegisterUser, User, UserRegistered> = {
 // ---------------------------------------------------------------------------------------------
 // API keys.
 
-export type ApiKey = { status: 'none' } | { status: 'active' | 'revoked'; keyId: string; orgId: string; hash: string };
+export type ApiKey =
+  { status: 'none' } | { status: 'active' | 'revoked'; keyId: string; orgId: string; hash: string; limit: KeyLimit | null };
 
 export const initialApiKey = (): ApiKey => ({ status: 'none' });
 
 export function evolveApiKey(state: ApiKey, event: ApiKeyEvent): ApiKey {
   if (event.type === 'ApiKeyCreated') {
-    const { keyId, orgId, hash } = event.data;
-    return { status: 'active', keyId, orgId, hash };
+    const { keyId, orgId, hash, limit } = event.data;
+    return { status: 'active', keyId, orgId, hash, limit: limit ?? null };
   }
-  if (event.type === 'ApiKeyUpdated') return state;
-  return state.status === 'none' ? state : { ...state, status: 'revoked' };
+  if (state.status === 'none') return state;
+  if (event.type === 'ApiKeyUpdated') {
+    return event.data.changes.limit === undefined ? state : { ...state, limit: event.data.changes.limit };
+  }
+  return { ...state, status: 'revoked' };
 }
 
 /** An expiry time as given: a whole number of milliseconds after 1970, in the future of `now`. */
@@ -304,8 +309,11 @@ export function checkLimit(limit: KeyLimit): KeyLimit {
   return { amount: limit.amount, reset: limit.reset };
 }
 
-/** Changes as given, checked; at least one. */
-function checkChanges(changes: KeyChanges, now: number): KeyChanges {
+/** A key's changes as asked: a new limit's reset may be left out, to keep the key's current one. */
+export type KeyChangesAsked = Omit<KeyChanges, 'limit'> & { limit?: { amount: number; reset?: LimitReset } | null };
+
+/** Changes as given, checked; at least one. A limit's amount alone keeps the current limit's reset (else never). */
+function checkChanges(changes: KeyChangesAsked, now: number, current: KeyLimit | null): KeyChanges {
   const checked: KeyChanges = {};
   if (changes.name !== undefined) checked.name = checkName('key', changes.name);
   if (changes.rateLimits !== undefined)
@@ -313,7 +321,12 @@ function checkChanges(changes: KeyChanges, now: number): KeyChanges {
   if (changes.expiresAt !== undefined)
     checked.expiresAt = changes.expiresAt === null ? null : checkExpiry(changes.expiresAt, now);
   if (changes.disabled !== undefined) checked.disabled = changes.disabled;
-  if (changes.limit !== undefined) checked.limit = changes.limit === null ? null : checkLimit(changes.limit);
+  if (changes.limit !== undefined) {
+    checked.limit =
+      changes.limit === null
+        ? null
+        : checkLimit({ amount: changes.limit.amount, reset: changes.limit.reset ?? current?.reset ?? 'never' });
+  }
   if (Object.keys(checked).length === 0)
     throw new IdentityRuleError('no_change', 'nothing to change: give a name, limits, an expiry, or disable or enable the key');
   return checked;
@@ -333,7 +346,7 @@ export type ApiKeyCommand =
       kind?: 'management';
       now: number;
     }
-  | { type: 'UpdateApiKey'; keyId: string; changes: KeyChanges; now: number }
+  | { type: 'UpdateApiKey'; keyId: string; changes: KeyChangesAsked; now: number }
   | { type: 'RevokeApiKey'; keyId: string; now: number };
 
 export function decideApiKey(command: ApiKeyCommand, state: ApiKey, organization: Organization): ApiKeyEvent[] {
@@ -368,7 +381,7 @@ export function decideApiKey(command: ApiKeyCommand, state: ApiKey, organization
       return [
         {
           type: 'ApiKeyUpdated',
-          data: { keyId, orgId, hash, changes: checkChanges(command.changes, command.now), updatedAt: command.now },
+          data: { keyId, orgId, hash, changes: checkChanges(command.changes, command.now, state.limit), updatedAt: command.now },
         },
       ];
     }

@@ -4,6 +4,7 @@ import type { EventStore } from '../eventstore/event-store';
 import {
   apiKeyDecider,
   IdentityRuleError,
+  KeyChangesAsked,
   normalizeEmail,
   Organization,
   organizationDecider,
@@ -27,6 +28,12 @@ import {
 import { emailDigest, hashKeySecret, hashPassword, keyPrefixOf, looksLikeKeySecret, newKeySecret } from './secrets';
 
 type Clock = () => number;
+
+/**
+ * Commands on a stream others may write at the same moment (two owners, two management calls) are
+ * decided again on the stream as it now is, a few times, instead of failing on the first conflict.
+ */
+const CONCURRENT = { retries: 3 };
 
 const userStreamOf = (email: string) => userStream(emailDigest(normalizeEmail(email)));
 
@@ -108,20 +115,20 @@ export class IdentityService {
       ...options,
       now: this.clock(),
     };
-    await handleCommand(this.events, organizationStream(orgId), organizationDecider, command);
+    await handleCommand(this.events, organizationStream(orgId), organizationDecider, command, CONCURRENT);
     return { userId: user.userId, email: user.email };
   }
 
   /** Removes a member (never the last owner). `by`: the owner asking, absent for the operator. */
   async removeMember(orgId: string, userId: string, by?: string): Promise<void> {
     const command = { type: 'RemoveMember' as const, orgId, userId, by, now: this.clock() };
-    await handleCommand(this.events, organizationStream(orgId), organizationDecider, command);
+    await handleCommand(this.events, organizationStream(orgId), organizationDecider, command, CONCURRENT);
   }
 
   /** Whether a member (not an owner) may manage keys. `by`: the owner asking, absent for the operator. */
   async setMemberKeyAccess(orgId: string, userId: string, manageKeys: boolean, by?: string): Promise<void> {
     const command = { type: 'SetMemberKeyAccess' as const, orgId, userId, manageKeys, by, now: this.clock() };
-    await handleCommand(this.events, organizationStream(orgId), organizationDecider, command);
+    await handleCommand(this.events, organizationStream(orgId), organizationDecider, command, CONCURRENT);
   }
 
   async createApiKey(orgId: string, name: string, settings: KeySettings = {}): Promise<CreatedKey> {
@@ -151,21 +158,21 @@ export class IdentityService {
   /** Sets (or with null, clears) the rate limits of the organization's keys that have none of their own. */
   async setOrganizationRateLimits(orgId: string, rateLimits: RateLimits | null): Promise<RateLimits | null> {
     const command = { type: 'SetRateLimits' as const, orgId, rateLimits, now: this.clock() };
-    const { events } = await handleCommand(this.events, organizationStream(orgId), organizationDecider, command);
+    const { events } = await handleCommand(this.events, organizationStream(orgId), organizationDecider, command, CONCURRENT);
     return (events[0] as OrganizationRateLimitsSet).data.rateLimits;
   }
 
   /** Changes a key's name, rate limits, expiry, or whether it is disabled; returns what changed, as checked. */
-  async updateApiKey(keyId: string, changes: KeyChanges): Promise<{ keyId: string; orgId: string; changes: KeyChanges }> {
+  async updateApiKey(keyId: string, changes: KeyChangesAsked): Promise<{ keyId: string; orgId: string; changes: KeyChanges }> {
     const command = { type: 'UpdateApiKey' as const, keyId, changes, now: this.clock() };
-    const { events } = await handleCommand(this.events, apiKeyStream(keyId), apiKeyDecider(), command);
+    const { events } = await handleCommand(this.events, apiKeyStream(keyId), apiKeyDecider(), command, CONCURRENT);
     const updated = events[0] as ApiKeyUpdated;
     return { keyId, orgId: updated.data.orgId, changes: updated.data.changes };
   }
 
   async revokeApiKey(keyId: string): Promise<{ keyId: string; orgId: string }> {
     const command = { type: 'RevokeApiKey' as const, keyId, now: this.clock() };
-    const { events } = await handleCommand(this.events, apiKeyStream(keyId), apiKeyDecider(), command);
+    const { events } = await handleCommand(this.events, apiKeyStream(keyId), apiKeyDecider(), command, CONCURRENT);
     return { keyId, orgId: events[0].data.orgId };
   }
 
@@ -174,5 +181,14 @@ export class IdentityService {
     if (!looksLikeKeySecret(secret)) return null;
     const key = await this.keys.keyByHash(hashKeySecret(secret));
     return key && keyStatus(key, this.clock()) === 'active' ? key : null;
+  }
+}
+
+/** Revokes a key, as a DELETE does: a key revoked meanwhile (by a request at the same moment) is revoked, as asked. */
+export async function revokeOnce(identity: IdentityService, keyId: string): Promise<void> {
+  try {
+    await identity.revokeApiKey(keyId);
+  } catch (error) {
+    if (!(error instanceof IdentityRuleError && error.code === 'key_revoked')) throw error;
   }
 }

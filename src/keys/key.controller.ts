@@ -4,6 +4,7 @@ import type { ProjectionStore } from '../projections/projection-store';
 import { PROJECTIONS } from '../runtime/runtime.module';
 import { ApiKeyGuard, KeyedRequest } from '../surfaces/api-key.guard';
 import { periodOf } from '../ledger/key-limit';
+import { maskSecrets } from '../key-secret/key-secret';
 import { generationView, keyView } from './key-views';
 
 /** What a key may read of itself and of its organization's requests (Bearer, errors in the chat-completions format). */
@@ -33,7 +34,10 @@ export class KeyController {
     const entry = entries.find((e) => e.requestId === id);
     // Another organization's request is as unknown as one that never was.
     if (!entry)
-      throw new ApiError('not_found', `no request ${id} in this organization's request log (it keeps the latest requests only)`);
+      throw new ApiError(
+        'not_found',
+        `no request ${maskSecrets(id.slice(0, 128))} in this organization's request log (it keeps the latest requests only)`,
+      );
     return { data: generationView(entry) };
   }
 }

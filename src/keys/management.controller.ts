@@ -1,7 +1,10 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Req, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiError, chatCompletionsErrors } from '../http/api-error';
 import { schemaValidation } from '../http/schema-validation';
-import type { KeyChanges, RateLimits } from '../identity/identity.events';
+import type { RateLimits } from '../identity/identity.events';
+import type { KeyChangesAsked } from '../identity/identity.decider';
+import { isoTime } from '../identity/iso-time';
+import { revokeOnce } from '../identity/identity.service';
 import { IdentityService } from '../identity/identity.service';
 import { keyStatus, type KeyRecord } from '../identity/key-lookup';
 import { maskSecrets } from '../key-secret/key-secret';
@@ -37,32 +40,41 @@ const rateLimitsOf = (body: NonNullable<KeySettingsBody['rate_limits']>): RateLi
 
 /** Credits as JSON gives them, in nano-credits (at most 9 decimals). */
 function nanoOf(credits: number): number {
+  // As decimal text (String(5e-7) would be "5e-7"); more than 9 decimals do not survive the round trip.
+  const text = credits.toFixed(9);
+  if (Number(text) !== credits) {
+    throw new ApiError('invalid_request', 'limit: an amount of credits has at most 9 decimals', { param: 'limit' });
+  }
   try {
-    return parseCredits(String(credits));
+    return parseCredits(text);
   } catch (error) {
     throw new ApiError('invalid_request', `limit: ${(error as Error).message}`, { param: 'limit' });
   }
 }
 
 function timeOf(text: string): number {
-  const ms = Date.parse(text);
-  if (!/^\d{4}-\d{2}-\d{2}T/.test(text) || Number.isNaN(ms)) {
-    throw new ApiError('invalid_request', 'expires_at must be a time in ISO 8601 (e.g. 2027-01-31T00:00:00Z), or null', {
-      param: 'expires_at',
-    });
+  const ms = isoTime(text);
+  if (ms === null) {
+    throw new ApiError(
+      'invalid_request',
+      'expires_at must be a time in ISO 8601 with its zone (e.g. 2027-01-31T00:00:00Z), or null',
+      {
+        param: 'expires_at',
+      },
+    );
   }
   return ms;
 }
 
-/** The changes a body asks for, in identity's terms. */
-function changesOf(body: KeySettingsBody): KeyChanges {
-  const changes: KeyChanges = {};
+/** The changes a body asks for, in identity's terms (a limit without its reset keeps the key's). */
+function changesOf(body: KeySettingsBody): KeyChangesAsked {
+  const changes: KeyChangesAsked = {};
   if (body.name !== undefined) changes.name = body.name;
   if (body.rate_limits !== undefined) changes.rateLimits = body.rate_limits === null ? null : rateLimitsOf(body.rate_limits);
   if (body.expires_at !== undefined) changes.expiresAt = body.expires_at === null ? null : timeOf(body.expires_at);
   if (body.disabled !== undefined) changes.disabled = body.disabled;
   if (body.limit === null) changes.limit = null;
-  else if (body.limit !== undefined) changes.limit = { amount: nanoOf(body.limit), reset: body.limit_reset ?? 'never' };
+  else if (body.limit !== undefined) changes.limit = { amount: nanoOf(body.limit), reset: body.limit_reset };
   else if (body.limit_reset !== undefined) {
     throw new ApiError('invalid_request', 'limit_reset goes with limit', { param: 'limit_reset' });
   }
@@ -91,7 +103,7 @@ export class ManagementController {
     const changes = changesOf(body);
     const created = await this.identity.createApiKey(request.apiKey.orgId, body.name!, {
       ...(changes.rateLimits ? { rateLimits: changes.rateLimits } : {}),
-      ...(changes.limit ? { limit: changes.limit } : {}),
+      ...(changes.limit ? { limit: { amount: changes.limit.amount, reset: changes.limit.reset ?? 'never' } } : {}),
       ...(typeof changes.expiresAt === 'number' ? { expiresAt: changes.expiresAt } : {}),
     });
     const key = await this.keyOf(request, created.keyId);
@@ -129,7 +141,7 @@ export class ManagementController {
   @Delete(':id')
   async revoke(@Req() request: KeyedRequest, @Param('id') id: string) {
     const key = await this.keyOf(request, id);
-    if (key.revokedAt === null) await this.identity.revokeApiKey(id);
+    if (key.revokedAt === null) await revokeOnce(this.identity, id);
     return { data: managedKeyView(await this.keyOf(request, id)) };
   }
 

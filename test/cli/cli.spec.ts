@@ -107,6 +107,9 @@ describe('operator tool', () => {
       name: 'agent-2',
       limit: { credits: '2.5', reset: 'weekly' },
     });
+    // The amount alone keeps the period.
+    await json(env, ['keys', 'update', '--key', key.keyId, '--limit', '4']);
+    expect((await json(env, ['keys', 'list', '--org', orgId]))[0].limit).toEqual({ credits: '4', reset: 'weekly' });
     await json(env, ['keys', 'update', '--key', key.keyId, '--no-limit']);
     expect((await json(env, ['keys', 'list', '--org', orgId]))[0].limit).toBeNull();
     const cleared = await cli(env, ['org', 'limits', '--org', orgId, '--clear']);
@@ -129,6 +132,8 @@ describe('operator tool', () => {
       [['org', 'create', '--name', '   '], /name must be 1 to 100 characters/],
       [['org', 'add-member', '--org', orgId, '--email', 'nobody@example.com'], /no user with email/],
       [['org', 'remove-member', '--org', orgId, '--email', 'nobody@example.com'], /no user with email/],
+      [['keys', 'create', '--org', orgId, '--name', 'k', '--limit-reset', 'daily'], /--limit-reset goes with --limit/],
+      [['keys', 'create', '--org', orgId, '--name', 'k', '--expires', '2030-02-30T00:00:00Z'], /ISO 8601 with its zone/],
       [['users', 'create', '--email', 'short@example.com', '--password-stdin'], /at least 8 characters/, 'short\n'],
       [['users', 'create', '--email', 'not-an-email', '--password-stdin'], /not an email address/, 'long enough pw\n'],
       [['keys', 'create', '--org', orgId, '--name', 'k', '--rpm', '0'], /--rpm must be a whole number from 1 up/],

@@ -71,7 +71,9 @@ describe('management API', () => {
     expect((await chat(created.body.key)).status).toBe(401);
     const revoked = await call('DELETE', `/api/v1/keys/${id}`, managementA);
     expect(revoked.body.data.status).toBe('revoked');
-    expect((await call('PATCH', `/api/v1/keys/${id}`, managementA, { disabled: false })).status).toBe(400);
+    const changeRevoked = await call('PATCH', `/api/v1/keys/${id}`, managementA, { disabled: false });
+    expect(changeRevoked.status).toBe(409);
+    expect(changeRevoked.body.error.message).toMatch(/revoked/);
   });
 
   it("a management key of A cannot read, change or revoke B's keys, nor see them listed", async () => {
@@ -137,5 +139,36 @@ describe('management API', () => {
     );
     const own = (await g.t.runtime.projections.keysOf(g.orgId)).find((k) => k.kind === 'management')!;
     expect((await call('GET', `/api/v1/keys/${own.keyId}`, managementA)).status).toBe(404);
+  });
+
+  it("keeps a limit's period when only its amount changes; exact about times and amounts; concurrent changes are never a 500", async () => {
+    const created = await call('POST', '/api/v1/keys', managementA, { name: 'monthly', limit: 5, limit_reset: 'monthly' });
+    const id = created.body.data.id;
+    const raised = await call('PATCH', `/api/v1/keys/${id}`, managementA, { limit: 10 });
+    expect(raised.body.data).toMatchObject({ limit: 10, limit_reset: 'monthly' });
+    const small = await call('PATCH', `/api/v1/keys/${id}`, managementA, { limit: 0.0000005, limit_reset: 'daily' });
+    expect(small.body.data).toMatchObject({ limit: 0.0000005, limit_reset: 'daily' });
+    const tooFine = await call('PATCH', `/api/v1/keys/${id}`, managementA, { limit: 0.0000000001 });
+    expect(tooFine.body.error.message).toMatch(/at most 9 decimals/);
+    for (const expires_at of ['2030-02-30T00:00:00Z', '2030-01-01T00:00:00', '2030-01-01T25:00:00Z']) {
+      const refused = await call('PATCH', `/api/v1/keys/${id}`, managementA, { expires_at });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.message).toMatch(/ISO 8601 with its zone/);
+    }
+    const misspelt = await call('PATCH', `/api/v1/keys/${id}`, managementA, { rate_limits: { requests_per_minute: 5, rpm: 3 } });
+    expect(misspelt.body.error.message).toBe('rate_limits.rpm is not allowed');
+    expect((await call('PATCH', `/api/v1/keys/${id}`, managementA, [1])).body.error.message).toBe(
+      'the body must be a JSON object',
+    );
+
+    // Eight changes and four revocations at once: each applied, or a 409 to try again; never a 500.
+    const changes = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => call('PATCH', `/api/v1/keys/${id}`, managementA, { name: `name ${i}` })),
+    );
+    expect(changes.every((c) => c.status === 200 || c.status === 409)).toBe(true);
+    expect(changes.filter((c) => c.status === 200).length).toBeGreaterThan(0);
+    const revocations = await Promise.all(Array.from({ length: 4 }, () => call('DELETE', `/api/v1/keys/${id}`, managementA)));
+    expect(revocations.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect(revocations.every((r) => r.body.data.status === 'revoked')).toBe(true);
   });
 });

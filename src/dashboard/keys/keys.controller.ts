@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, UseFilters } from '@nestjs/common';
 import { ApiError } from '../../http/api-error';
 import { bodyValidation } from '../../http/validation';
-import { IdentityService } from '../../identity/identity.service';
+import { IdentityService, revokeOnce } from '../../identity/identity.service';
 import type { ProjectionStore } from '../../projections/projection-store';
 import { type KeyRecord, keyStatus } from '../../identity/key-lookup';
 import { PROJECTIONS } from '../../runtime/runtime.module';
@@ -9,6 +9,7 @@ import { dashboardErrors } from '../dashboard-error';
 import { ActiveOrgId, CurrentSession, SignedIn } from '../session/session.guard';
 import type { Session } from '../session/sessions';
 import { mayManageKeys } from '../../identity/identity.decider';
+import { isoTime } from '../../identity/iso-time';
 import { CreateKeyDto, KeyExpiryDto, KeyLimitDto, KeyRateLimitsDto } from './keys.dto';
 import { periodOf } from '../../ledger/key-limit';
 import { formatCredits, parseCredits } from '../../ledger/money';
@@ -44,6 +45,8 @@ export class KeysController {
     @CurrentSession() session: Session,
   ) {
     await this.keyOf(orgId, keyId, session);
+    if (body.limit === undefined)
+      throw new ApiError('invalid_request', 'limit is required: an amount of credits, or null for none');
     let amount: number | null = null;
     if (body.limit !== null && body.limit !== undefined && body.limit.trim() !== '') {
       try {
@@ -84,7 +87,14 @@ export class KeysController {
     @CurrentSession() session: Session,
   ) {
     await this.keyOf(orgId, keyId, session);
-    await this.identity.updateApiKey(keyId, { expiresAt: body.expiresAt == null ? null : Date.parse(body.expiresAt) });
+    const expiresAt = body.expiresAt == null ? null : isoTime(body.expiresAt);
+    if (expiresAt === null && body.expiresAt != null) {
+      throw new ApiError(
+        'invalid_request',
+        'expiresAt must be a time in ISO 8601 with its zone (e.g. 2027-01-31T00:00:00Z), or null',
+      );
+    }
+    await this.identity.updateApiKey(keyId, { expiresAt });
     return this.updated(orgId, keyId);
   }
 
@@ -134,7 +144,7 @@ export class KeysController {
   @HttpCode(200)
   async revoke(@Param('id') keyId: string, @ActiveOrgId() orgId: string, @CurrentSession() session: Session) {
     const key = (await this.keyOf(orgId, keyId, session))!;
-    if (keyStatus(key) !== 'revoked') await this.identity.revokeApiKey(keyId);
+    if (keyStatus(key) !== 'revoked') await revokeOnce(this.identity, keyId);
     return { id: keyId, status: 'revoked' };
   }
 }
