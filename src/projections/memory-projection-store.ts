@@ -273,6 +273,7 @@ export class MemoryProjectionStore implements ProjectionStore {
     this.model = new ReadModel(this.requestLogRetention);
     this.pending.clear();
     this.pendingByOrg.clear();
+    this.pendingByKey.clear();
   }
 
   async load(model: ReadModel): Promise<void> {

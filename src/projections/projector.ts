@@ -93,6 +93,8 @@ export class Projector {
   private waiters: Waiter[] = [];
   private sweeper: NodeJS.Timeout | null = null;
   private probing = false;
+  /** Applying a batch and rebuilding take turns: a rebuild never runs under a batch, nor a batch under a rebuild. */
+  private turn: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly events: EventStore,
@@ -123,10 +125,12 @@ export class Projector {
     if (this.probing) return;
     this.probing = true;
     try {
-      if (await this.store.present()) return;
-      this.log('projector: read models missing in Redis; rebuilding from the log');
-      const rebuilt = await rebuildProjections(this.events, this.store, this.requestLogRetention);
-      this.log(`projector: rebuilt from ${rebuilt.events} events`);
+      await this.inTurn(async () => {
+        if (await this.store.present()) return;
+        this.log('projector: read models missing in Redis; rebuilding from the log');
+        const rebuilt = await rebuildProjections(this.events, this.store, this.requestLogRetention);
+        this.log(`projector: rebuilt from ${rebuilt.events} events`);
+      });
     } catch {
       // Redis still away, or another instance rebuilding: the next probe looks again.
     } finally {
@@ -138,7 +142,7 @@ export class Projector {
     while (!this.abort.signal.aborted) {
       try {
         for await (const batch of this.events.subscribe(this.applied, this.abort.signal)) {
-          await this.applyWithRecovery(batch);
+          await this.inTurn(() => this.applyWithRecovery(batch));
           this.applied = batch[batch.length - 1].position;
           if (this.waiters.length > 0) this.settleWaiters(Date.now());
         }
@@ -155,6 +159,13 @@ export class Projector {
         }
       }
     }
+  }
+
+  /** Runs `work` once the applying or rebuilding before it has ended. */
+  private inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.turn.then(work, work);
+    this.turn = run.catch(() => undefined);
+    return run;
   }
 
   private async applyWithRecovery(batch: Parameters<ProjectionStore['apply']>[0]): Promise<void> {

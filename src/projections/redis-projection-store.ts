@@ -522,6 +522,20 @@ export class RedisProjectionStore implements ProjectionStore {
     const flush = async () => {
       await Promise.all(writes.splice(0));
     };
+    // What keys have spent and hold goes first: other instances keep admitting while this loads, and
+    // a key that authenticates (its record, written last) must find its limit's usage already there.
+    for (const key of model.keysById.values()) {
+      if (key.spent) writes.push(this.client.hSet(this.org(key.orgId).keySpend, key.keyId, String(key.spent)));
+      const held = model.keyOpen.get(key.keyId);
+      if (held) writes.push(this.client.hSet(this.org(key.orgId).keyOpen, key.keyId, String(held)));
+      if (writes.length > 2000) await flush();
+    }
+    for (const [field, nano] of model.keySpend) {
+      const key = model.keysById.get(field.slice(0, field.indexOf('|')));
+      if (key) writes.push(this.client.hSet(this.org(key.orgId).keyPeriod, field, String(nano)));
+      if (writes.length > 2000) await flush();
+    }
+    await flush();
     const openByOrg = new Map<string, OpenReservation[]>();
     for (const r of model.open.values()) openByOrg.set(r.orgId, [...(openByOrg.get(r.orgId) ?? []), r]);
     for (const [orgId, ledger] of model.orgs) {
@@ -590,14 +604,6 @@ export class RedisProjectionStore implements ProjectionStore {
       );
       if (key.lastUsedAt !== null)
         writes.push(this.client.hSet(this.org(key.orgId).keyLastUsed, key.keyId, String(key.lastUsedAt)));
-      if (key.spent) writes.push(this.client.hSet(this.org(key.orgId).keySpend, key.keyId, String(key.spent)));
-      const held = model.keyOpen.get(key.keyId);
-      if (held) writes.push(this.client.hSet(this.org(key.orgId).keyOpen, key.keyId, String(held)));
-      if (writes.length > 2000) await flush();
-    }
-    for (const [field, nano] of model.keySpend) {
-      const key = model.keysById.get(field.slice(0, field.indexOf('|')));
-      if (key) writes.push(this.client.hSet(this.org(key.orgId).keyPeriod, field, String(nano)));
       if (writes.length > 2000) await flush();
     }
     await flush();
