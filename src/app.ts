@@ -22,7 +22,10 @@ import { openApiDocument } from './openapi/openapi.document';
 import { GatewayMetrics } from './observability/metrics';
 import { openStreams } from './surfaces/sse';
 import type { Config } from './config/config';
-import { Lifecycle, readiness } from './observability/health';
+import { eventsBehind, Lifecycle, READY_LAG_BOUND, readiness } from './observability/health';
+
+/** The read-model lag metric counts events up to this many (a scrape reads no more of the log). */
+const LAG_COUNTED_UP_TO = 10_000;
 
 export interface AppOptions {
   /** false: no log at all (most tests). Otherwise pino's JSON lines, to stdout or `logStream`. */
@@ -109,7 +112,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   fastify.decorateRequest('facts', null);
   const metrics = runtime.config.metrics
     ? new GatewayMetrics({
-        lag: async () => Math.max(0, (await runtime.events.headPosition()) - runtime.projector.position),
+        lag: () => eventsBehind(runtime.events, runtime.projector.position, LAG_COUNTED_UP_TO),
         openStreams,
         reservationsHeld: () => runtime.projections.openReservationCount(),
         reservationsExpired: () => runtime.reservationsExpired,
@@ -174,14 +177,14 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   const lifecycle = options.lifecycle ?? { draining: false };
   fastify.get('/health/live', (_request, reply) => void reply.send({ status: 'live' }));
   fastify.get('/health/ready', async (_request, reply) => {
-    const [head, store] = await Promise.all([
-      runtime.events.headPosition().catch((error: Error) => error),
+    const [behind, store] = await Promise.all([
+      eventsBehind(runtime.events, runtime.projector.position, READY_LAG_BOUND + 1).catch((error: Error) => error),
       runtime.projections.checkpoint().then(
         () => null,
         (error: Error) => error,
       ),
     ]);
-    const state = readiness({ draining: lifecycle.draining, head, applied: runtime.projector.position, store });
+    const state = readiness({ draining: lifecycle.draining, behind, store });
     return reply.code(state.ready ? 200 : 503).send(state);
   });
   // Callback style: an async hook costs a promise on every request.
@@ -189,7 +192,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
     void reply.header('x-request-id', request.id);
     // Shutting down: a request on a connection kept alive is answered at once, in its surface's
     // format, and the connection closed; the health routes still say how the service is.
-    if (lifecycle.draining && !request.url.startsWith('/health')) {
+    if (lifecycle.draining && !request.url.startsWith('/health/') && request.url !== '/health') {
       void reply.header('connection', 'close');
       return replyWithError(reply, SHUTTING_DOWN, errorFormatFor(request.method, request.url));
     }

@@ -8,10 +8,8 @@ export const READY_LAG_BOUND = 1_000;
 
 export interface ReadinessFacts {
   draining: boolean;
-  /** The log's head position, or the error asking for it gave. */
-  head: number | Error;
-  /** Position the read models have applied. */
-  applied: number;
+  /** Events in the log the read models have not applied (counted up to past the bound), or the log's error. */
+  behind: number | Error;
   /** Whether the read models' store answers (Redis, when configured): null, or the error asking gave. */
   store: Error | null;
 }
@@ -25,10 +23,23 @@ export interface Readiness {
 export function readiness(facts: ReadinessFacts): Readiness {
   const reasons: string[] = [];
   if (facts.draining) reasons.push('draining: the service is shutting down');
-  if (facts.head instanceof Error) reasons.push(`event log: ${facts.head.message}`);
+  if (facts.behind instanceof Error) reasons.push(`event log: ${facts.behind.message}`);
   if (facts.store !== null) reasons.push(`read models: their store does not answer (${facts.store.message})`);
-  else if (!(facts.head instanceof Error) && facts.head - facts.applied > READY_LAG_BOUND) {
-    reasons.push(`read models: ${facts.head - facts.applied} events behind the log (bound ${READY_LAG_BOUND})`);
+  else if (!(facts.behind instanceof Error) && facts.behind > READY_LAG_BOUND) {
+    reasons.push(`read models: more than ${READY_LAG_BOUND} events behind the log`);
   }
   return { ready: reasons.length === 0, reasons };
+}
+
+/**
+ * Events after `applied` in the log, counted up to `cap` (positions are not counts: EventStoreDB's
+ * are byte offsets in its log), reading only when the read models are behind at all.
+ */
+export async function eventsBehind(
+  events: { headPosition(): Promise<number>; readAll(after: number, limit: number): Promise<unknown[]> },
+  applied: number,
+  cap: number,
+): Promise<number> {
+  if ((await events.headPosition()) <= applied) return 0;
+  return (await events.readAll(applied, cap)).length;
 }

@@ -1,23 +1,30 @@
 import request from 'supertest';
 import { createApp } from '../../src/app';
-import { readiness, READY_LAG_BOUND } from '../../src/observability/health';
+import { eventsBehind, readiness, READY_LAG_BOUND } from '../../src/observability/health';
 import { startFakeUpstream } from '../support/fake-upstream';
 import { testCatalogue } from '../support/gateway';
 import { openTestRuntime } from '../support/runtime';
 
 describe('readiness, decided', () => {
   it('is ready only when not draining, the log answers and the read models are within the bound', () => {
-    const facts = { draining: false, head: 10, applied: 10, store: null };
+    const facts = { draining: false, behind: 0, store: null };
     expect(readiness(facts)).toEqual({ ready: true, reasons: [] });
     expect(readiness({ ...facts, draining: true }).reasons).toEqual(['draining: the service is shutting down']);
-    expect(readiness({ ...facts, head: new Error('closed'), applied: 0 }).reasons).toEqual(['event log: closed']);
+    expect(readiness({ ...facts, behind: new Error('closed') }).reasons).toEqual(['event log: closed']);
     expect(readiness({ ...facts, store: new Error('The client is closed') }).reasons).toEqual([
       'read models: their store does not answer (The client is closed)',
     ]);
-    expect(readiness({ ...facts, head: READY_LAG_BOUND + 5, applied: 4 }).reasons).toEqual([
-      `read models: ${READY_LAG_BOUND + 1} events behind the log (bound ${READY_LAG_BOUND})`,
+    expect(readiness({ ...facts, behind: READY_LAG_BOUND + 1 }).reasons).toEqual([
+      `read models: more than ${READY_LAG_BOUND} events behind the log`,
     ]);
-    expect(readiness({ ...facts, head: READY_LAG_BOUND + 5, applied: 5 }).ready).toBe(true);
+    expect(readiness({ ...facts, behind: READY_LAG_BOUND }).ready).toBe(true);
+  });
+
+  it('counts the events behind, not the distance between positions (EventStoreDB positions are byte offsets)', async () => {
+    // A log whose positions leap by hundreds per event, as EventStoreDB's commit positions do.
+    const log = { headPosition: async () => 5_000, readAll: async (after: number) => (after < 5_000 ? [{}, {}, {}] : []) };
+    expect(await eventsBehind(log, 4_200, 1_001)).toBe(3);
+    expect(await eventsBehind(log, 5_000, 1_001)).toBe(0);
   });
 });
 
