@@ -24,12 +24,6 @@ export const REDACTED_PATHS = [
   'password',
   'secret',
   'cookie',
-  // One level down too (a field's object holding one).
-  '*.authorization',
-  '*.apiKey',
-  '*.password',
-  '*.secret',
-  '*.cookie',
 ];
 
 export interface LogSettings {
