@@ -1,0 +1,82 @@
+import { join } from 'node:path';
+import type { RecordedEvent } from '../../src/eventstore/event-store';
+import { SqliteEventStore } from '../../src/eventstore/sqlite-event-store';
+import { MemoryProjectionStore } from '../../src/projections/memory-projection-store';
+import { Projector } from '../../src/projections/projector';
+import type { ReadModel } from '../../src/projections/read-model';
+import { tempDir } from '../support/temp';
+
+/**
+ * Read models that find themselves lost (Redis emptied) and rebuild while events keep coming: the
+ * projector applies no batch under its own rebuild, which would be overwritten by the fold it loads.
+ */
+class RebuildingStore extends MemoryProjectionStore {
+  lost = false;
+  loading = false;
+  appliedWhileLoading = false;
+  loadStarted: () => void = () => {};
+  letLoadEnd: Promise<void> = Promise.resolve();
+
+  async present(): Promise<boolean> {
+    return !this.lost;
+  }
+
+  async load(model: ReadModel): Promise<void> {
+    this.loading = true;
+    this.loadStarted();
+    await this.letLoadEnd;
+    await super.load(model);
+    this.loading = false;
+    this.lost = false;
+  }
+
+  async apply(events: RecordedEvent[]): Promise<void> {
+    if (this.loading) this.appliedWhileLoading = true;
+    await super.apply(events);
+  }
+}
+
+it('applies no batch while it rebuilds the read models; what arrived meanwhile is applied after', async () => {
+  const dir = tempDir('projector');
+  const events = new SqliteEventStore(join(dir.path, 'events.sqlite'));
+  // The log as the projector follows it, telling the test when a batch has been handed to the projector.
+  let handedOver: (position: number) => void = () => {};
+  const followed = Object.assign(Object.create(events) as SqliteEventStore, {
+    async *subscribe(after: number, signal: AbortSignal) {
+      for await (const batch of events.subscribe(after, signal)) {
+        handedOver(batch[batch.length - 1].position);
+        yield batch;
+      }
+    },
+  });
+  const store = new RebuildingStore(10);
+  const projector = new Projector(followed, store, 10);
+  try {
+    const created = (orgId: string) => [{ type: 'OrganizationCreated', data: { orgId, name: orgId, createdAt: 1 } }];
+    await events.append('org-a', created('a'), 'no_stream');
+    await projector.start();
+    await projector.catchUp();
+
+    // The read models are lost: the presence probe rebuilds them, and the load waits.
+    let letLoadEnd: () => void = () => {};
+    store.letLoadEnd = new Promise<void>((resolve) => (letLoadEnd = resolve));
+    const loading = new Promise<void>((resolve) => (store.loadStarted = resolve));
+    store.lost = true;
+    await loading;
+    // An event arrives while the fold is being loaded: the projector has it, and waits for the load.
+    const received = new Promise<number>((resolve) => (handedOver = resolve));
+    const { position } = await events.append('org-b', created('b'), 'no_stream');
+    expect(await received).toBe(position);
+    const applied = projector.waitFor(position);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(store.appliedWhileLoading).toBe(false);
+    letLoadEnd();
+    await applied;
+    expect(store.appliedWhileLoading).toBe(false);
+    expect(await store.organization('b')).toMatchObject({ name: 'b' });
+  } finally {
+    await projector.stop();
+    await events.close();
+    dir.cleanup();
+  }
+});
