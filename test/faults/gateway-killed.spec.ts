@@ -1,10 +1,8 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { auditLedger } from '../../src/audit/ledger-audit';
 import { loadConfig } from '../../src/config/config';
 import { openRuntime } from '../../src/runtime/runtime';
 import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
-import { TEST_HOST_KEYS, TEST_MODELS, testCatalogueFile } from '../support/gateway';
+import { serviceEnv, TEST_MODELS } from '../support/gateway';
 import { Child, eventually, startService } from '../support/processes';
 import { openCountingStream } from '../support/streams';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
@@ -34,17 +32,7 @@ async function serve(): Promise<string> {
 beforeAll(async () => {
   fake = await startFakeUpstream();
   t = await openTestRuntime({ env: TIMING });
-  const catalogue = join(t.env.DATA_DIR, 'catalogue.json');
-  writeFileSync(catalogue, JSON.stringify(testCatalogueFile(fake)));
-  env = {
-    ...t.env,
-    ...TIMING,
-    ...TEST_HOST_KEYS,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    CATALOGUE_PATH: catalogue,
-    SIMULATED_HOST_PORT: 'off',
-  };
+  env = serviceEnv(t, fake, TIMING);
 });
 afterAll(async () => {
   service?.process.kill('SIGKILL');

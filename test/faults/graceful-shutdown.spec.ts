@@ -1,11 +1,9 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { auditLedger } from '../../src/audit/ledger-audit';
 import { loadConfig } from '../../src/config/config';
 import type { ReservationSettled } from '../../src/ledger/ledger.events';
 import { openRuntime } from '../../src/runtime/runtime';
 import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
-import { TEST_HOST_KEYS, TEST_MODELS, testCatalogueFile } from '../support/gateway';
+import { serviceEnv, TEST_MODELS } from '../support/gateway';
 import { Child, startService } from '../support/processes';
 import { openCountingStream } from '../support/streams';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
@@ -29,9 +27,7 @@ beforeAll(async () => {
   fake = await startFakeUpstream();
   // Long reservations, no sweeper in the test's own runtime: a reservation resolved is one the service settled.
   t = await openTestRuntime();
-  const catalogue = join(t.env.DATA_DIR, 'catalogue.json');
-  writeFileSync(catalogue, JSON.stringify(testCatalogueFile(fake)));
-  env = { ...t.env, ...TEST_HOST_KEYS, PORT: '0', HOST: '127.0.0.1', CATALOGUE_PATH: catalogue, SIMULATED_HOST_PORT: 'off' };
+  env = serviceEnv(t, fake);
   await t.runtime.close();
 });
 afterAll(async () => {

@@ -1,11 +1,10 @@
 import type { CreditsReserved, ReservationSettled } from '../../src/ledger/ledger.events';
 import { periodOf, resetsAt } from '../../src/ledger/key-limit';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { auditLedger } from '../../src/audit/ledger-audit';
 import { MemoryProjectionStore } from '../../src/projections/memory-projection-store';
 import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
-import { TEST_HOST_KEYS, TEST_MODELS, testCatalogueFile } from '../support/gateway';
+import { serviceEnv, TEST_MODELS } from '../support/gateway';
 import { Child, eventually, ROOT, startService } from '../support/processes';
 import { describeWithRedis } from '../support/redis';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
@@ -109,20 +108,12 @@ describeWithRedis('a key limit under 200 concurrent requests from 3 processes sh
   beforeAll(async () => {
     fake = await startFakeUpstream();
     t = await openTestRuntime({ redis: true });
-    const catalogue = join(t.env.DATA_DIR, 'catalogue.json');
-    writeFileSync(catalogue, JSON.stringify(testCatalogueFile(fake)));
     orgId = await fundedOrganization(t.runtime, 100_000_000_000);
-    const env = {
-      ...t.env,
-      ...TEST_HOST_KEYS,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      CATALOGUE_PATH: catalogue,
-      SIMULATED_HOST_PORT: 'off',
+    const env = serviceEnv(t, fake, {
       NODE_OPTIONS: `--require ${join(ROOT, 'test/support/test-clock.js')}`,
       TEST_CLOCK_AT: String(MIDNIGHT - 60_000),
       TEST_CLOCK_JUMP_MS: '90000',
-    };
+    });
     const started = await Promise.all([0, 1, 2].map(() => startService(env)));
     services = started.map((s) => s.service);
     bases = started.map((s) => s.base);

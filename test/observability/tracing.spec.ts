@@ -1,11 +1,9 @@
 import { createServer, Server } from 'node:http';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { auditLedger } from '../../src/audit/ledger-audit';
 import { loadConfig } from '../../src/config/config';
 import { openRuntime } from '../../src/runtime/runtime';
 import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
-import { startGateway, TEST_HOST_KEYS, TEST_MODELS, testCatalogueFile } from '../support/gateway';
+import { serviceEnv, startGateway, TEST_MODELS } from '../support/gateway';
 import { Child, startService } from '../support/processes';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
 
@@ -78,9 +76,7 @@ describe('traces (OpenTelemetry, OTLP/HTTP)', () => {
     collector = await startCollector();
     fake = await startFakeUpstream();
     t = await openTestRuntime();
-    const catalogue = join(t.env.DATA_DIR, 'catalogue.json');
-    writeFileSync(catalogue, JSON.stringify(testCatalogueFile(fake)));
-    env = { ...t.env, ...TEST_HOST_KEYS, PORT: '0', HOST: '127.0.0.1', CATALOGUE_PATH: catalogue, SIMULATED_HOST_PORT: 'off' };
+    env = serviceEnv(t, fake);
     orgId = await fundedOrganization(t.runtime, 100_000_000_000);
     key = await t.runtime.identity.createApiKey(orgId, 'traced');
     await t.runtime.close();
@@ -175,8 +171,7 @@ describe('traces with the collector down', () => {
     const fake = await startFakeUpstream();
     const t = await openTestRuntime();
     try {
-      const catalogue = join(t.env.DATA_DIR, 'catalogue.json');
-      writeFileSync(catalogue, JSON.stringify(testCatalogueFile(fake)));
+      const env = serviceEnv(t, fake);
       const orgId = await fundedOrganization(t.runtime, 100_000_000_000);
       const { secret } = await t.runtime.identity.createApiKey(orgId, 'untraced');
       await t.runtime.close();
@@ -187,14 +182,6 @@ describe('traces with the collector down', () => {
           server.close(() => resolve(port));
         });
       });
-      const env = {
-        ...t.env,
-        ...TEST_HOST_KEYS,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        CATALOGUE_PATH: catalogue,
-        SIMULATED_HOST_PORT: 'off',
-      };
       const { service, base } = await startService({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${closed}` });
       fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
       const res = await fetch(`${base}/api/v1/chat/completions`, {

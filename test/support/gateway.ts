@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createApp } from '../../src/app';
 import { Catalogue } from '../../src/catalogue/catalogue';
@@ -112,6 +114,24 @@ export const TEST_HOST_KEYS = { FAKE_OPENAI_KEY: 'upstream-openai-key', FAKE_ANT
 
 export function testCatalogue(fake: FakeUpstream): Catalogue {
   return Catalogue.parse(testCatalogueFile(fake), TEST_HOST_KEYS);
+}
+
+/**
+ * The environment of the service run as its own process on `runtime`'s stores (plus `extra`), with
+ * the test catalogue written beside its log for `fake`: any free port, no simulated host.
+ */
+export function serviceEnv(runtime: TestRuntime, fake: FakeUpstream, extra: Record<string, string> = {}): Record<string, string> {
+  const catalogue = join(runtime.env.DATA_DIR, 'catalogue.json');
+  writeFileSync(catalogue, JSON.stringify(testCatalogueFile(fake)));
+  return {
+    ...runtime.env,
+    ...TEST_HOST_KEYS,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    CATALOGUE_PATH: catalogue,
+    SIMULATED_HOST_PORT: 'off',
+    ...extra,
+  };
 }
 
 /** The test catalogue as its file holds it (for a service started as its own process, with TEST_HOST_KEYS in its environment). */
