@@ -36,6 +36,33 @@ export class ReadModelsLostError extends Error {
 
 const SEP = '|';
 
+/** The fields of a key's record kept in its Redis hash (its use and spend are kept per organization). */
+const KEY_HASH_FIELDS = [
+  'keyId',
+  'orgId',
+  'name',
+  'prefix',
+  'hash',
+  'createdAt',
+  'revokedAt',
+  'rateLimits',
+  'expiresAt',
+  'disabled',
+  'kind',
+  'limit',
+] as const;
+
+/** A key's record (or the part of it an event sets) as hash fields: text as it is, the rest as JSON; absent, null and false left out. */
+function keyHashFields(key: Partial<Pick<KeyRecord, (typeof KEY_HASH_FIELDS)[number]>>): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const name of KEY_HASH_FIELDS) {
+    const value = key[name];
+    if (value !== undefined && value !== null && value !== false)
+      fields[name] = typeof value === 'string' ? value : JSON.stringify(value);
+  }
+  return fields;
+}
+
 /**
  * What the read models in Redis hold, as a number raised when a change needs events they were
  * built without (2: members). Read models of another number are rebuilt from the log, as lost ones are.
@@ -221,14 +248,9 @@ export class RedisProjectionStore implements ProjectionStore {
         return Number(applied);
       }
       case 'ApiKeyCreated': {
-        const { keyId, orgId, name, prefix, hash, createdAt, rateLimits, expiresAt, kind, limit } = event.data;
-        const fields: Record<string, string> = { keyId, orgId, name, prefix, hash, createdAt: String(createdAt) };
-        if (rateLimits) fields.rateLimits = JSON.stringify(rateLimits);
-        if (expiresAt !== undefined) fields.expiresAt = String(expiresAt);
-        if (kind) fields.kind = kind;
-        if (limit) fields.limit = JSON.stringify(limit);
+        const { keyId, orgId, hash } = event.data;
         await Promise.all([
-          this.client.hSet(this.keyRecordKey(hash), fields),
+          this.client.hSet(this.keyRecordKey(hash), keyHashFields(event.data)),
           this.client.hSet(this.org(orgId).keys, keyId, hash),
         ]);
         return 1;
@@ -272,12 +294,9 @@ export class RedisProjectionStore implements ProjectionStore {
         return 1;
       }
       case 'ApiKeyUpdated': {
-        const set: Record<string, string> = {};
-        const cleared: string[] = [];
-        for (const [field, value] of Object.entries(keyFieldsChanged(event.data.changes))) {
-          if (value === undefined) cleared.push(field);
-          else set[field] = typeof value === 'string' ? value : JSON.stringify(value);
-        }
+        const changed = keyFieldsChanged(event.data.changes);
+        const set = keyHashFields(changed);
+        const cleared = Object.keys(changed).filter((field) => !(field in set));
         const key = this.keyRecordKey(event.data.hash);
         await Promise.all([
           Object.keys(set).length > 0 ? this.client.hSet(key, set) : null,
@@ -584,22 +603,8 @@ export class RedisProjectionStore implements ProjectionStore {
       if (writes.length > 2000) await flush();
     }
     for (const key of model.keysById.values()) {
-      const fields: Record<string, string> = {
-        keyId: key.keyId,
-        orgId: key.orgId,
-        name: key.name,
-        prefix: key.prefix,
-        hash: key.hash,
-        createdAt: String(key.createdAt),
-      };
-      if (key.revokedAt !== null) fields.revokedAt = String(key.revokedAt);
-      if (key.rateLimits) fields.rateLimits = JSON.stringify(key.rateLimits);
-      if (key.expiresAt !== undefined) fields.expiresAt = String(key.expiresAt);
-      if (key.disabled === true) fields.disabled = 'true';
-      if (key.kind) fields.kind = key.kind;
-      if (key.limit) fields.limit = JSON.stringify(key.limit);
       writes.push(
-        this.client.hSet(this.keyRecordKey(key.hash), fields),
+        this.client.hSet(this.keyRecordKey(key.hash), keyHashFields(key)),
         this.client.hSet(this.org(key.orgId).keys, key.keyId, key.hash),
       );
       if (key.lastUsedAt !== null)
