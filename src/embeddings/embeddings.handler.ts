@@ -7,7 +7,6 @@ import { HostTransport } from '../hosts/transport';
 import { ApiError } from '../http/api-error';
 import { ordinaryKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
-import { maskSecrets } from '../key-secret/key-secret';
 import type { KeyRecord } from '../identity/key-lookup';
 import { insufficientCredits, keyLimitReached } from '../inference/admission';
 import { RequestRecord } from '../inference/request-record';
@@ -43,7 +42,7 @@ export class EmbeddingsHandler implements ICommandHandler<EmbeddingsCommand, Emb
     const facts = input.facts;
     if (facts) {
       facts.surface = 'embeddings';
-      facts.requested = maskSecrets(input.model.slice(0, 256));
+      facts.requested = input.model.slice(0, 256);
       facts.started = started;
     }
     const key = ordinaryKey(await this.identity.authenticate(input.apiKey));

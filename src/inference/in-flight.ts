@@ -9,10 +9,11 @@ import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 export class InFlightSettlements implements OnApplicationShutdown {
   private readonly pending = new Set<Promise<unknown>>();
 
-  track(settling: Promise<unknown>): void {
+  /** Tracks `settling` until it ends; resolves then, whichever way it ended. */
+  track(settling: Promise<unknown>): Promise<void> {
     this.pending.add(settling);
     const done = () => void this.pending.delete(settling);
-    settling.then(done, done);
+    return settling.then(done, done);
   }
 
   get size(): number {

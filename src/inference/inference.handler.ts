@@ -38,8 +38,6 @@ import { RequestRecord } from './request-record';
 import { usageLimits } from './usage-check';
 import { billedOf, chargeNotRecorded, endingError, Settlement, settlementFor } from './settlement';
 
-const noop = () => undefined;
-
 /** One admitted request, as its run needs it. */
 interface Admitted {
   input: InferenceInput;
@@ -76,7 +74,7 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     const facts = input.facts;
     if (facts) {
       facts.surface = input.surface;
-      facts.requested = maskSecrets(input.model.slice(0, 256));
+      facts.requested = input.model.slice(0, 256);
       facts.started = started;
     }
     const apiKey = input.principal === undefined ? ordinaryKey(await this.identity.authenticate(input.apiKey)) : null;
@@ -291,9 +289,9 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       if (error) facts.error = error.message;
     }
     const resolved = this.traced(facts, 'settlement', this.resolveReservation(admitted, served, settlement, latencyMs));
-    this.inFlight.track(resolved);
     // A request whose client has gone is logged once its settlement is known.
-    if (facts) facts.settled = resolved.then(noop, noop);
+    const settled = this.inFlight.track(resolved);
+    if (facts) facts.settled = settled;
     if (ending.kind === 'abort') return void resolved.catch(() => undefined);
     resolved.then(
       (resolution) => {

@@ -4,34 +4,17 @@ import { schemaValidation } from '../http/schema-validation';
 import type { RateLimits } from '../identity/identity.events';
 import type { KeyChangesAsked } from '../identity/identity.decider';
 import { isoTime } from '../identity/iso-time';
-import { revokeOnce } from '../identity/identity.service';
-import { IdentityService } from '../identity/identity.service';
-import { keyStatus, type KeyRecord } from '../identity/key-lookup';
+import { IdentityService, revokeOnce } from '../identity/identity.service';
+import type { KeyRecord } from '../identity/key-lookup';
 import { maskSecrets } from '../key-secret/key-secret';
-import { creditsNumber, parseCredits } from '../ledger/money';
+import { parseCredits } from '../ledger/money';
 import type { ProjectionStore } from '../projections/projection-store';
 import { Projector } from '../projections/projector';
 import { PROJECTIONS } from '../runtime/runtime.module';
 import type { KeyedRequest } from '../surfaces/api-key.guard';
+import { managedKeyView } from './key-views';
 import { ManagementKeyGuard } from './management-key.guard';
 import { createKeySchema, KeySettingsBody, updateKeySchema } from './management.schema';
-
-/** A key as the management API shows it (never its secret). */
-const managedKeyView = (k: KeyRecord) => ({
-  id: k.keyId,
-  name: k.name,
-  label: `${k.prefix}…`,
-  status: keyStatus(k),
-  usage: creditsNumber(k.spent ?? 0),
-  rate_limits: k.rateLimits
-    ? { requests_per_minute: k.rateLimits.requestsPerMinute ?? null, tokens_per_minute: k.rateLimits.tokensPerMinute ?? null }
-    : null,
-  limit: k.limit ? creditsNumber(k.limit.amount) : null,
-  limit_reset: k.limit ? k.limit.reset : null,
-  expires_at: k.expiresAt === undefined ? null : new Date(k.expiresAt).toISOString(),
-  created_at: new Date(k.createdAt).toISOString(),
-  last_used_at: k.lastUsedAt === null ? null : new Date(k.lastUsedAt).toISOString(),
-});
 
 const rateLimitsOf = (body: NonNullable<KeySettingsBody['rate_limits']>): RateLimits => ({
   ...(body.requests_per_minute === undefined ? {} : { requestsPerMinute: body.requests_per_minute }),

@@ -1,4 +1,5 @@
 import type { Attributes, Context, Span, SpanKind } from '@opentelemetry/api';
+import { maskSecrets } from '../key-secret/key-secret';
 import type { TokenUsage } from '../ledger/money';
 
 /** What the pipeline asks of tracing (tracing.ts implements it): spans under a request's own. */
@@ -26,7 +27,7 @@ export interface RequestFacts {
   keyId?: string;
   /** The catalogue model serving it, once known: a bounded set, so metrics and spans may name it. */
   model?: string;
-  /** The model as the client named it (secrets masked): for the log line, when no catalogue model is known. */
+  /** The model as the client named it: for the log line (secrets masked there), when no catalogue model is known. */
   requested?: string;
   host?: string;
   /** The ledger's status of the request (ok, client_abort, provider_error, …) or the refusal's code. */
@@ -85,7 +86,7 @@ export function requestLine(
   line.surface = facts.surface;
   line.orgId = facts.orgId;
   line.keyId = facts.keyId;
-  line.model = facts.model ?? facts.requested;
+  line.model = facts.model ?? (facts.requested === undefined ? undefined : maskSecrets(facts.requested));
   if (facts.host !== undefined) line.host = facts.host;
   if (facts.outcome !== undefined) line.outcome = facts.outcome;
   if (facts.usage !== undefined) {

@@ -138,10 +138,7 @@ export class MemoryProjectionStore implements ProjectionStore {
     const available = availableOf(this.balanceNow(orgId));
     if (available < amount) return { admitted: false, available };
     if (key.limit) {
-      const used =
-        (this.model.keySpend.get(keySpendField(key.keyId, key.limit.period)) ?? 0) +
-        (this.model.keyOpen.get(key.keyId) ?? 0) +
-        (this.pendingByKey.get(key.keyId) ?? 0);
+      const used = this.usedByKey(key.keyId, key.limit.period);
       if (used + amount > key.limit.amount)
         return { admitted: false, available, keyRemaining: Math.max(0, key.limit.amount - used) };
     }
@@ -238,6 +235,11 @@ export class MemoryProjectionStore implements ProjectionStore {
   }
 
   async keyUsage(_orgId: string, keyId: string, period: string): Promise<number> {
+    return this.usedByKey(keyId, period);
+  }
+
+  /** What a key's limit counts: its charges in `period`, its recorded holds and its pending ones. */
+  private usedByKey(keyId: string, period: string): number {
     return (
       (this.model.keySpend.get(keySpendField(keyId, period)) ?? 0) +
       (this.model.keyOpen.get(keyId) ?? 0) +

@@ -69,11 +69,12 @@ export class KeysController {
     @CurrentSession() session: Session,
   ) {
     await this.keyOf(orgId, keyId, session);
-    const limits = {
-      ...(body.requestsPerMinute == null ? {} : { requestsPerMinute: body.requestsPerMinute }),
-      ...(body.tokensPerMinute == null ? {} : { tokensPerMinute: body.tokensPerMinute }),
+    // Neither given: none of its own (the decider reads an empty set so).
+    const rateLimits = {
+      requestsPerMinute: body.requestsPerMinute ?? undefined,
+      tokensPerMinute: body.tokensPerMinute ?? undefined,
     };
-    await this.identity.updateApiKey(keyId, { rateLimits: Object.keys(limits).length === 0 ? null : limits });
+    await this.identity.updateApiKey(keyId, { rateLimits });
     return this.updated(orgId, keyId);
   }
 
