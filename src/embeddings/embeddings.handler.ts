@@ -8,7 +8,7 @@ import { ApiError } from '../http/api-error';
 import { ordinaryKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
 import type { KeyRecord } from '../identity/key-lookup';
-import { insufficientCredits, keyLimitReached } from '../inference/admission';
+import { insufficientCredits, ledgerRefusal } from '../inference/admission';
 import { RequestRecord } from '../inference/request-record';
 import { billedOf, chargeNotRecorded, providerFailure } from '../inference/settlement';
 import { LedgerService, ReservationTicket, Resolution } from '../ledger/ledger.service';
@@ -83,10 +83,9 @@ export class EmbeddingsHandler implements ICommandHandler<EmbeddingsCommand, Emb
     });
     if (!admission.admitted) {
       const estimate = { inputTokens: plan.inputTokens, outputTokens: 0 };
-      const refusal =
-        admission.keyRemaining !== undefined && key.limit
-          ? keyLimitReached(key.limit, admission.keyRemaining, plan.amount, Date.now())
-          : insufficientCredits(admission.available, estimate, plan.prices);
+      const refusal = ledgerRefusal(admission, key.limit, plan.amount, (available) =>
+        insufficientCredits(available, estimate, plan.prices),
+      );
       throw this.refuse(input, key, started, plan.model.slug, refusal);
     }
     const { ticket } = admission;
@@ -185,11 +184,7 @@ export class EmbeddingsHandler implements ICommandHandler<EmbeddingsCommand, Emb
     model: string,
     error: ApiError,
   ): ApiError {
-    if (input.facts) {
-      input.facts.outcome = error.outcome;
-      input.facts.error = error.message;
-    }
     const request = { requestId: input.requestId, surface: 'embeddings' as const, orgId: key.orgId, keyId: key.keyId };
-    return this.record.refused(request, model, error, started);
+    return this.record.refused(request, model, error, started, input.facts);
   }
 }

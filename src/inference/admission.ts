@@ -122,6 +122,21 @@ const refusal = (model: string, code: ApiErrorCode, message: string): Refusal =>
 
 const PER: Record<LimitReset, string> = { never: '', daily: 'daily ', weekly: 'weekly ', monthly: 'monthly ' };
 
+/**
+ * The 402 for a request the ledger did not admit: the key's limit when that is what stopped it,
+ * else the organization's balance (`insufficient`, the surface's own count of what it could afford).
+ */
+export function ledgerRefusal(
+  refused: { available: number; keyRemaining?: number },
+  keyLimit: KeyLimit | undefined,
+  amount: number,
+  insufficient: (available: number) => ApiError,
+): ApiError {
+  return refused.keyRemaining !== undefined && keyLimit
+    ? keyLimitReached(keyLimit, refused.keyRemaining, amount, Date.now())
+    : insufficient(refused.available);
+}
+
 /** The 402 for a key whose credit limit does not cover the request: the limit, what remains, when it resets. */
 export function keyLimitReached(limit: KeyLimit, remaining: number, amount: number, now: number): ApiError {
   const reset = resetsAt(limit.reset, now);

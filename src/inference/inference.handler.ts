@@ -19,7 +19,7 @@ import { SpanKind, type Span } from '@opentelemetry/api';
 import { ATTR_SERVER_ADDRESS } from '@opentelemetry/semantic-conventions';
 import type { RateLimitStore } from '../rate-limits/rate-limit-store';
 import { rateLimited, rateLimitHeaders, totalTokens } from '../rate-limits/rate-limits';
-import { AdmissionPlan, insufficientCredits, keyLimitReached, planAdmission } from './admission';
+import { AdmissionPlan, insufficientCredits, ledgerRefusal, planAdmission } from './admission';
 import {
   ABORT,
   AttemptSignal,
@@ -135,10 +135,9 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
       keyLimit: apiKey?.limit,
     });
     if (!admission.admitted) {
-      const refusal =
-        admission.keyRemaining !== undefined && apiKey?.limit
-          ? keyLimitReached(apiKey.limit, admission.keyRemaining, plan.amount, Date.now())
-          : insufficientCredits(admission.available, plan.estimate, plan.prices);
+      const refusal = ledgerRefusal(admission, apiKey?.limit, plan.amount, (available) =>
+        insufficientCredits(available, plan.estimate, plan.prices),
+      );
       throw this.refuse(input, key, started, plan.model.slug, refusal.withHeaders(headers));
     }
     const tokensLimited = limited?.tokens === undefined ? null : key;
@@ -153,12 +152,8 @@ export class InferenceHandler implements ICommandHandler<InferenceCommand, Infer
     model: string,
     error: ApiError,
   ): ApiError {
-    if (input.facts) {
-      input.facts.outcome = error.outcome;
-      input.facts.error = error.message;
-    }
     const request = { requestId: input.requestId, surface: input.surface, orgId: key.orgId, keyId: key.keyId };
-    return this.record.refused(request, model, error, started);
+    return this.record.refused(request, model, error, started, input.facts);
   }
 
   /**

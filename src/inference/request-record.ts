@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { ApiError } from '../http/api-error';
+import type { RequestFacts } from '../observability/request-facts';
 import { maskSecrets } from '../key-secret/key-secret';
 import { LedgerService, Resolution } from '../ledger/ledger.service';
 import { Projector } from '../projections/projector';
@@ -35,8 +36,15 @@ export class RequestRecord {
     private readonly projector: Projector,
   ) {}
 
-  /** A known organization's request turned away: its request log shows it too (within the budget). Returns the error to answer. */
-  refused(request: RequestOfKey, model: string, error: ApiError, started: number): ApiError {
+  /**
+   * A known organization's request turned away: its facts (for its log line) and its request log
+   * (within the budget) show it. Returns the error to answer.
+   */
+  refused(request: RequestOfKey, model: string, error: ApiError, started: number, facts?: RequestFacts): ApiError {
+    if (facts) {
+      facts.outcome = error.outcome;
+      facts.error = error.message;
+    }
     if (!this.refusals.take(request.orgId, Date.now())) return error;
     this.ledger
       .refuse({
