@@ -175,14 +175,8 @@ describe('traces with the collector down', () => {
       const orgId = await fundedOrganization(t.runtime, 100_000_000_000);
       const { secret } = await t.runtime.identity.createApiKey(orgId, 'untraced');
       await t.runtime.close();
-      // A port nothing listens on: the collector is down.
-      const closed = await new Promise<number>((resolve) => {
-        const server = createServer().listen(0, '127.0.0.1', () => {
-          const { port } = server.address() as { port: number };
-          server.close(() => resolve(port));
-        });
-      });
-      const { service, base } = await startService({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${closed}` });
+      // The collector is down: nothing listens on port 1.
+      const { service, base } = await startService({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' });
       fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
       const res = await fetch(`${base}/api/v1/chat/completions`, {
         method: 'POST',

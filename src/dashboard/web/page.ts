@@ -20,3 +20,25 @@ export function pageHead(title: string, subtitle?: Child): HTMLElement {
 }
 
 export const card = (...children: Child[]): HTMLElement => h('section', { class: 'card' }, children);
+
+/** A table of rows with a last column of actions (its header read by screen readers only), stacked on a phone. */
+export const actionsTable = (testid: string, columns: string[], tbody: HTMLElement): HTMLElement =>
+  h(
+    'div',
+    { class: 'table-wrap' },
+    h(
+      'table',
+      { class: 'table table-stack', 'data-testid': testid },
+      h(
+        'thead',
+        null,
+        h(
+          'tr',
+          null,
+          columns.map((c) => h('th', { scope: 'col' }, c)),
+          h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Actions')),
+        ),
+      ),
+      tbody,
+    ),
+  );

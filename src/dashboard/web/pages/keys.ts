@@ -4,7 +4,7 @@
 import { api, ApiKey, CreatedKey, messageOf } from '../api';
 import { asyncListener, copyText, field, h, mount, select, showError, toast } from '../dom';
 import { formatDateTime } from '../format';
-import { card, PageContext, pageHead } from '../page';
+import { actionsTable, card, PageContext, pageHead } from '../page';
 import { getModels, store } from '../state';
 
 export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<void> {
@@ -341,27 +341,7 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
     card(
       h('h2', null, 'Keys'),
       tableErrors,
-      h(
-        'div',
-        { class: 'table-wrap' },
-        h(
-          'table',
-          { class: 'table table-stack', 'data-testid': 'keys-table' },
-          h(
-            'thead',
-            null,
-            h(
-              'tr',
-              null,
-              ['Name', 'Key', 'Created', 'Last used', 'Limit', 'Rate limits', 'Expires', 'Status'].map((c) =>
-                h('th', { scope: 'col' }, c),
-              ),
-              h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Actions')),
-            ),
-          ),
-          tbody,
-        ),
-      ),
+      actionsTable('keys-table', ['Name', 'Key', 'Created', 'Last used', 'Limit', 'Rate limits', 'Expires', 'Status'], tbody),
     ),
   );
 

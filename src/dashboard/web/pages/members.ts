@@ -3,7 +3,7 @@
 import { api, Member, messageOf } from '../api';
 import { asyncListener, field, h, mount, select, showError, toast } from '../dom';
 import { formatDateTime } from '../format';
-import { card, PageContext, pageHead } from '../page';
+import { actionsTable, card, PageContext, pageHead } from '../page';
 import { store } from '../state';
 
 export async function renderMembers(root: HTMLElement, ctx: PageContext): Promise<void> {
@@ -98,30 +98,27 @@ export async function renderMembers(root: HTMLElement, ctx: PageContext): Promis
   );
   const manageKeys = h('input', { type: 'checkbox', 'data-testid': 'member-manage-keys' });
   const add = h('button', { type: 'submit', class: 'btn btn-primary', 'data-testid': 'member-add' }, 'Add member');
+  async function onAdd(event: SubmitEvent): Promise<void> {
+    event.preventDefault();
+    const value = email.value.trim();
+    if (!value) return showError(errors, 'Give the email the person signed up with.');
+    add.disabled = true;
+    await change(
+      () => api('POST', '/members', { email: value, role: role.value, manageKeys: manageKeys.checked }, ctx.signal),
+      `${value} added.`,
+    );
+    email.value = '';
+    role.value = 'member';
+    manageKeys.checked = false;
+    add.disabled = false;
+  }
   const addForm = h(
     'form',
-    { class: 'inline-form', novalidate: true },
+    { class: 'inline-form', novalidate: true, onsubmit: asyncListener(onAdd) },
     field('Email', email),
     field('Role', role),
     h('label', { class: 'check' }, manageKeys, ' May manage keys'),
     add,
-  );
-  addForm.addEventListener(
-    'submit',
-    asyncListener(async (event: Event) => {
-      event.preventDefault();
-      const value = email.value.trim();
-      if (!value) return showError(errors, 'Give the email the person signed up with.');
-      add.disabled = true;
-      await change(
-        () => api('POST', '/members', { email: value, role: role.value, manageKeys: manageKeys.checked }, ctx.signal),
-        `${value} added.`,
-      );
-      email.value = '';
-      role.value = 'member';
-      manageKeys.checked = false;
-      add.disabled = false;
-    }),
   );
 
   mount(
@@ -134,29 +131,7 @@ export async function renderMembers(root: HTMLElement, ctx: PageContext): Promis
     isOwner
       ? card(h('h2', null, 'Add a member'), h('p', { class: 'muted small' }, 'They must have signed up first.'), addForm)
       : null,
-    card(
-      h('h2', null, 'Members'),
-      errors,
-      h(
-        'div',
-        { class: 'table-wrap' },
-        h(
-          'table',
-          { class: 'table table-stack', 'data-testid': 'members-table' },
-          h(
-            'thead',
-            null,
-            h(
-              'tr',
-              null,
-              ['Member', 'Role', 'Manages keys', 'Added'].map((c) => h('th', { scope: 'col' }, c)),
-              h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Actions')),
-            ),
-          ),
-          tbody,
-        ),
-      ),
-    ),
+    card(h('h2', null, 'Members'), errors, actionsTable('members-table', ['Member', 'Role', 'Manages keys', 'Added'], tbody)),
   );
   members = (await api<{ data: Member[] }>('GET', '/members', undefined, ctx.signal)).data;
   renderRows();
