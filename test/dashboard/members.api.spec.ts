@@ -1,4 +1,5 @@
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { chatCompletion } from '../support/streams';
 import { person } from '../support/dashboard';
 
 /**
@@ -85,12 +86,7 @@ it('keys get their own rate limits, an expiry, or are made as management keys, f
   await ann.post(`/keys/${key.body.id}/rate-limits`, { requestsPerMinute: 0 }).expect(400);
   await ann.post(`/keys/${key.body.id}/rate-limits`, { requestsPerMinute: 1.5 }).expect(400);
 
-  const chat = (secret: string) =>
-    fetch(`${g.baseUrl}/api/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: TEST_MODELS.gpt.slug, max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }),
-    });
+  const chat = (secret: string) => chatCompletion(g.baseUrl, secret, { max_tokens: 5 });
   g.fake.on(TEST_MODELS.gpt.hostModel, { kind: 'reply', reply: { text: 'ok' } });
   const first = await chat(key.body.secret);
   expect(first.status).toBe(200);

@@ -1,5 +1,6 @@
 import type { ReservationSettled } from '../../src/ledger/ledger.events';
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { chatCompletion } from '../support/streams';
 import { LogCapture } from '../support/log-capture';
 import { eventually } from '../support/processes';
 
@@ -79,12 +80,7 @@ it('clients that leave while their requests are admitted: nothing billed, every 
     h.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Never read.' } });
     const controllers = [new AbortController(), new AbortController()];
     const sent = [false, true].map((stream, i) =>
-      fetch(`${h.baseUrl}/api/v1/chat/completions`, {
-        method: 'POST',
-        signal: controllers[i].signal,
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${h.key}` },
-        body: JSON.stringify({ model: M.gpt.slug, stream, messages: [{ role: 'user', content: 'Hi' }] }),
-      }).catch(() => 'aborted'),
+      chatCompletion(h.baseUrl, h.key, { stream }, { signal: controllers[i].signal }).catch(() => 'aborted'),
     );
     await inAdmission;
     for (const controller of controllers) controller.abort();

@@ -5,6 +5,7 @@ import { auditLedger } from '../../src/audit/ledger-audit';
 import { MemoryProjectionStore } from '../../src/projections/memory-projection-store';
 import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
 import { serviceEnv, TEST_MODELS } from '../support/gateway';
+import { chatCompletion } from '../support/streams';
 import { Child, eventually, ROOT, startService } from '../support/processes';
 import { describeWithRedis } from '../support/redis';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
@@ -126,11 +127,7 @@ describeWithRedis('a key limit under 200 concurrent requests from 3 processes sh
   });
 
   const ask = (base: string, key: string) =>
-    fetch(`${base}/api/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify({ model: M.gpt.slug, max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }] }),
-    }).then(async (r) => ({ status: r.status, body: await r.text() }));
+    chatCompletion(base, key, { max_tokens: 100 }).then(async (r) => ({ status: r.status, body: await r.text() }));
   /**
    * 200 requests at once over the 3 processes, the admitted ones held at the host (so every hold is
    * taken together): resolves once each request is answered or waiting there, and none is pending.

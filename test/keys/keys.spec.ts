@@ -4,6 +4,7 @@ import { eventually } from '../support/processes';
 import { describeWithRedis } from '../support/redis';
 import { fundedOrganization } from '../support/runtime';
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { chatCompletion } from '../support/streams';
 
 /** A key's settings (expiry, disabling, changes), its look-up (GET /api/v1/key) and its organization's generations. */
 
@@ -20,12 +21,7 @@ function suite(name: string, redis: boolean) {
 
     const get = (path: string, secret: string) =>
       fetch(`${g.baseUrl}${path}`, { headers: { authorization: `Bearer ${secret}` } });
-    const chat = (secret: string) =>
-      fetch(`${g.baseUrl}/api/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
-        body: JSON.stringify({ model: M.gpt.slug, max_tokens: 20, messages: [{ role: 'user', content: 'Hi' }] }),
-      });
+    const chat = (secret: string) => chatCompletion(g.baseUrl, secret, { max_tokens: 20 });
     const caughtUp = () => g.t.runtime.projector.catchUp();
 
     it('GET /api/v1/key: the calling key, what it has spent, its limits and expiry — never its secret', async () => {

@@ -1,4 +1,5 @@
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { chatCompletion } from '../support/streams';
 import { fundedOrganization } from '../support/runtime';
 
 /** The management API (/api/v1/keys): a platform issuing keys per end user, confined to its organization. */
@@ -28,12 +29,7 @@ describe('management API', () => {
     });
     return { status: res.status, body: (await res.json()) as any };
   };
-  const chat = (secret: string) =>
-    fetch(`${g.baseUrl}/api/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
-      body: JSON.stringify({ model: M.gpt.slug, messages: [{ role: 'user', content: 'Hi' }] }),
-    });
+  const chat = (secret: string) => chatCompletion(g.baseUrl, secret);
 
   it('creates (secret shown once), lists, reads, updates and revokes keys of its organization', async () => {
     const created = await call('POST', '/api/v1/keys', managementA, {

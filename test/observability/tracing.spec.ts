@@ -4,6 +4,7 @@ import { loadConfig } from '../../src/config/config';
 import { openRuntime } from '../../src/runtime/runtime';
 import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
 import { serviceEnv, startGateway, TEST_MODELS } from '../support/gateway';
+import { chatCompletion } from '../support/streams';
 import { Child, startService } from '../support/processes';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
 
@@ -90,11 +91,7 @@ describe('traces (OpenTelemetry, OTLP/HTTP)', () => {
   });
 
   const chat = (model: string, headers: Record<string, string> = {}) =>
-    fetch(`${base}/api/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key.secret}`, ...headers },
-      body: JSON.stringify({ model, max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }] }),
-    });
+    chatCompletion(base, key.secret, { model, max_tokens: 64 }, { headers });
 
   it("a request continues the client's trace: its span, children for admission, the host call (with the trace context) and settlement, GenAI attributes as billed; a fallback shows both calls", async () => {
     fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.', usage: { input: 30, output: 7, cacheRead: 10 } } });
@@ -178,11 +175,7 @@ describe('traces with the collector down', () => {
       // The collector is down: nothing listens on port 1.
       const { service, base } = await startService({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' });
       fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
-      const res = await fetch(`${base}/api/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
-        body: JSON.stringify({ model: M.gpt.slug, messages: [{ role: 'user', content: 'Hi' }] }),
-      });
+      const res = await chatCompletion(base, secret);
       expect(res.status).toBe(200);
       await res.text();
       service.process.kill('SIGTERM');
@@ -209,11 +202,7 @@ describe('no tracing configured', () => {
     const plain = await startGateway();
     try {
       expect('tracing' in plain.app.getHttpAdapter().getInstance()).toBe(false);
-      const res = await fetch(`${plain.baseUrl}/api/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${plain.key}` },
-        body: JSON.stringify({ model: M.gpt.slug, messages: [{ role: 'user', content: 'Hi' }] }),
-      });
+      const res = await chatCompletion(plain.baseUrl, plain.key);
       expect(res.status).toBe(200);
       await res.text();
       expect(plain.fake.requests.at(-1)!.headers.traceparent).toBeUndefined();
