@@ -103,16 +103,21 @@ describeWithBrowser('dashboard in a real browser', () => {
     expect(refused.status).toBe(401);
   });
 
-  it("sets a key's credit limit, which the openai client then meets as a 402; raised, the key serves again", async () => {
+  /** Creates a key on the keys page: its secret, as shown once, and its id. */
+  const createKey = async (name: string) => {
     await byTest('nav-keys').click();
-    await byTest('key-name').fill('capped');
+    await byTest('key-name').fill(name);
     await byTest('key-create').click();
     const secret = (await byTest('key-secret').textContent())!.trim();
     await byTest('key-secret-close').click();
     const keys = (await page.evaluate(async () => (await fetch('/dashboard/api/keys')).json())) as {
       data: Array<{ id: string; name: string }>;
     };
-    const id = keys.data.find((k) => k.name === 'capped')!.id;
+    return { secret, id: keys.data.find((k) => k.name === name)!.id };
+  };
+
+  it("sets a key's credit limit, which the openai client then meets as a 402; raised, the key serves again", async () => {
+    const { secret, id } = await createKey('capped');
 
     // A limit that covers one request (max_tokens 10 holds about 0.00002; it is charged 0.000015), not two.
     await byTest(`key-limit-${id}`).click();
@@ -149,15 +154,7 @@ describeWithBrowser('dashboard in a real browser', () => {
   });
 
   it('gives a key rate limits and an expiry, makes a management key, and adds a member who may manage keys', async () => {
-    await byTest('nav-keys').click();
-    await byTest('key-name').fill('throttled');
-    await byTest('key-create').click();
-    const secret = (await byTest('key-secret').textContent())!.trim();
-    await byTest('key-secret-close').click();
-    const keys = (await page.evaluate(async () => (await fetch('/dashboard/api/keys')).json())) as {
-      data: Array<{ id: string; name: string }>;
-    };
-    const id = keys.data.find((k) => k.name === 'throttled')!.id;
+    const { secret, id } = await createKey('throttled');
 
     await byTest(`key-rate-${id}`).click();
     await byTest('key-rate-rpm').fill('1');
