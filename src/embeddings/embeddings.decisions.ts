@@ -9,7 +9,8 @@ import type { EmbeddingsInputValue } from './embeddings.command';
 
 /**
  * Embeddings, decided: which hosts to call and what to hold before calling them, and what to
- * bill from a host's reply. Pure: the shell authenticates, asks the ledger and makes the calls.
+ * bill from a host's reply. Pure: the billed-request shell authenticates and asks the ledger, the
+ * handler makes the calls.
  */
 
 /** One host's embeddings call. */
