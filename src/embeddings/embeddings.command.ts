@@ -11,7 +11,7 @@ export interface EmbeddingsInput {
   /** The client's body, checked by the surface: forwarded whole, only the model renamed to the host's. */
   body: Record<string, unknown> & { input: EmbeddingsInputValue };
   requestId: string;
-  /** The request's log facts, filled in by the handler (absent: not logged). */
+  /** The request's log facts, filled in by the billed-request shell (absent: not logged). */
   facts?: RequestFacts;
 }
 

@@ -9,7 +9,8 @@ import type { EmbeddingsInputValue } from './embeddings.command';
 
 /**
  * Embeddings, decided: which hosts to call and what to hold before calling them, and what to
- * bill from a host's reply. Pure: the shell authenticates, asks the ledger and makes the calls.
+ * bill from a host's reply. Pure: the billed-request shell authenticates and asks the ledger, the
+ * handler makes the calls.
  */
 
 /** One host's embeddings call. */
@@ -83,8 +84,11 @@ export function planEmbeddings(
   };
 }
 
+/** A host's embeddings reply: a list, `{"data": [...]}`, and whatever else the host sent. */
+export type EmbeddingsReply = Record<string, unknown> & { data: unknown[] };
+
 /** A host's reply, checked to be an embeddings list (`{"data": [...]}`); anything else is the host's failure. */
-export function embeddingsReplyOf(answer: unknown): Record<string, unknown> & { data: unknown[] } {
+export function embeddingsReplyOf(answer: unknown): EmbeddingsReply {
   const reply = answer as { data?: unknown } | null;
   if (typeof reply !== 'object' || reply === null || Array.isArray(reply) || !Array.isArray(reply.data)) {
     throw new HostError(
@@ -92,7 +96,7 @@ export function embeddingsReplyOf(answer: unknown): Record<string, unknown> & { 
       `upstream answered embeddings without a "data" list: ${JSON.stringify(answer)?.slice(0, 100)}`,
     );
   }
-  return reply as Record<string, unknown> & { data: unknown[] };
+  return reply as EmbeddingsReply;
 }
 
 /** The input tokens to bill: as the host counted them (`usage.prompt_tokens`) when that is a whole number within the bound, else the estimate. */

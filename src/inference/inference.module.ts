@@ -3,14 +3,15 @@ import { CqrsModule } from '@nestjs/cqrs';
 import type { Config } from '../config/config';
 import { HostTransport } from '../hosts/transport';
 import { CONFIG } from '../runtime/runtime.module';
+import { BilledRequests } from './billed-request';
 import { CountTokensHandler } from './count-tokens.handler';
 import { InFlightSettlements } from './in-flight';
 import { InferenceHandler } from './inference.handler';
 import { RequestRecord } from './request-record';
 
 /**
- * The inference use case: its command handler, the token-count query's handler, and the transport
- * to hosts they call. Every module that dispatches InferenceCommand or CountTokensQuery (the API
+ * The inference use case: its command handler, the token-count query's handler, the billed-request
+ * shell and the transport to hosts they call. Every module that dispatches InferenceCommand or CountTokensQuery (the API
  * surfaces, the dashboard's playground) imports this.
  * Needs the runtime's services and the catalogue (global modules).
  */
@@ -29,11 +30,12 @@ import { RequestRecord } from './request-record';
     },
     RequestRecord,
     InFlightSettlements,
+    BilledRequests,
     InferenceHandler,
     CountTokensHandler,
   ],
-  // The embeddings use case calls hosts through the same transport (one pool per origin), and
-  // records refusals and awaits its settlements as inference does (one refusal budget for both).
-  exports: [HostTransport, RequestRecord],
+  // The embeddings use case calls hosts through the same transport (one pool per origin), and is
+  // admitted, settled and recorded by the same shell (one refusal budget for every use case).
+  exports: [HostTransport, BilledRequests],
 })
 export class InferenceModule {}

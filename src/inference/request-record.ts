@@ -1,6 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { ApiError } from '../http/api-error';
-import type { RequestFacts } from '../observability/request-facts';
 import { maskSecrets } from '../key-secret/key-secret';
 import { LedgerService, Resolution } from '../ledger/ledger.service';
 import { Projector } from '../projections/projector';
@@ -22,9 +21,9 @@ export interface RequestOfKey {
 }
 
 /**
- * What every use case that bills (inference, embeddings) records beside its own work, in one
- * place: a refusal in the request log, within one budget per organization across them; and a
- * resolved reservation awaited in the read models, so a reply ends once a balance read shows it.
+ * What the billed-request shell records beside a request's own work: a refusal in the request log,
+ * within one budget per organization across every use case; and a resolved reservation awaited in
+ * the read models, so a reply ends once a balance read shows it.
  */
 @Injectable()
 export class RequestRecord {
@@ -36,15 +35,8 @@ export class RequestRecord {
     private readonly projector: Projector,
   ) {}
 
-  /**
-   * A known organization's request turned away: its facts (for its log line) and its request log
-   * (within the budget) show it. Returns the error to answer.
-   */
-  refused(request: RequestOfKey, model: string, error: ApiError, started: number, facts?: RequestFacts): ApiError {
-    if (facts) {
-      facts.outcome = error.outcome;
-      facts.error = error.message;
-    }
+  /** A known organization's request turned away: its request log shows it (within the budget). Returns the error to answer. */
+  refused(request: RequestOfKey, model: string, error: ApiError, started: number): ApiError {
     if (!this.refusals.take(request.orgId, Date.now())) return error;
     this.ledger
       .refuse({

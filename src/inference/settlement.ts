@@ -1,4 +1,5 @@
 import type { HostError } from '../canonical/canonical';
+import type { ModelHost } from '../catalogue/catalogue';
 import { ApiError } from '../http/api-error';
 import { ReservationEvent, settledUsage } from '../ledger/ledger.events';
 import type { TokenUsage } from '../ledger/money';
@@ -28,6 +29,14 @@ export type Settlement =
 /** What was delivered, as the attempt counted it. */
 export type Delivered = Pick<AttemptState, 'produced' | 'usage' | 'deliveredChars'>;
 
+/** A billed request's call, ended: the host that served last (after another: `fallback`), how it ended, and what to record. */
+export interface CallEnded {
+  served: ModelHost;
+  fallback: boolean;
+  ending: Ending;
+  settlement: Settlement;
+}
+
 const NOTHING: Settlement = { action: 'none' };
 
 type Unfinished = Extract<Ending, { kind: 'abort' | 'timeout' | 'failed' }>;
@@ -45,11 +54,20 @@ const unfinishedStatus = (ending: Unfinished): Exclude<SettlementStatus, 'ok'> =
  * for what was delivered, or released in full when nothing was.
  */
 export function settlementFor(ending: Ending, delivered: Delivered, limits: UsageLimits): Settlement {
-  if (ending.kind === 'unrecorded') return NOTHING;
   if (ending.kind === 'complete') return { action: 'settle', status: 'ok', ...checked(delivered, limits, true) };
+  if (ending.kind === 'unrecorded' || !delivered.produced) return nothingDelivered(ending);
+  return { action: 'settle', status: unfinishedStatus(ending), ...checked(delivered, limits, false) };
+}
+
+/**
+ * A request that did not complete and delivered nothing (a reply answered in one piece delivers
+ * nothing before it completes): its hold released in full, or nothing to resolve when the
+ * reservation was never recorded.
+ */
+export function nothingDelivered(ending: Exclude<Ending, { kind: 'complete' }>): Settlement {
+  if (ending.kind === 'unrecorded') return NOTHING;
   const status = unfinishedStatus(ending);
-  if (!delivered.produced) return { action: 'release', status, reason: ending.kind === 'failed' ? ending.error.message : status };
-  return { action: 'settle', status, ...checked(delivered, limits, false) };
+  return { action: 'release', status, reason: ending.kind === 'failed' ? ending.error.message : status };
 }
 
 const checked = (delivered: Delivered, limits: UsageLimits, complete: boolean) =>
@@ -71,6 +89,17 @@ export function endingError(ending: Ending, hostId: string, requestTimeoutMs: nu
     case 'failed':
       return providerFailure(ending.error, hostId);
   }
+}
+
+/**
+ * What the client is told once the ledger has answered (`recorded`: the log took the settlement or
+ * release): the ending's error; a completed reply whose charge the log did not take is withdrawn,
+ * and a failure's own error stands. Null: billed and complete, or nobody left to tell.
+ */
+export function answerAtEnd(ending: Ending, hostId: string, requestTimeoutMs: number, recorded: boolean): ApiError | null {
+  if (ending.kind === 'abort') return null;
+  const error = endingError(ending, hostId, requestTimeoutMs);
+  return recorded ? error : (error ?? chargeNotRecorded());
 }
 
 /** A host's failure as the client sees it. */

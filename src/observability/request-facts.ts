@@ -35,8 +35,6 @@ export interface RequestFacts {
   usage?: TokenUsage;
   /** Nano-credits charged. */
   cost?: number;
-  /** performance.now() when the request arrived at the pipeline. */
-  started?: number;
   /** Milliseconds from arrival to the first output forwarded. */
   ttftMs?: number;
   /** A later host served after an earlier one failed. */

@@ -1,6 +1,13 @@
 import { HostError } from '../../src/canonical/canonical';
 import type { Ending } from '../../src/inference/attempt';
-import { billedOf, endingError, providerFailure, settlementFor } from '../../src/inference/settlement';
+import {
+  answerAtEnd,
+  billedOf,
+  endingError,
+  nothingDelivered,
+  providerFailure,
+  settlementFor,
+} from '../../src/inference/settlement';
 import type { UsageLimits } from '../../src/inference/usage-check';
 import type { ReservationEvent } from '../../src/ledger/ledger.events';
 import { uncachedUsage } from '../../src/ledger/money';
@@ -110,6 +117,46 @@ describe('the settlement', () => {
   it('bills reported usage over the estimate', () => {
     expect(settlementFor({ kind: 'complete' }, reported, LIMITS)).toMatchObject({ usage: reported.usage, flag: null });
     expect(settlementFor({ kind: 'abort' }, reported, LIMITS)).toMatchObject({ usage: reported.usage, flag: null });
+  });
+});
+
+describe('the settlement of a reply answered in one piece (nothing delivered before it completes)', () => {
+  it.each<[string, Exclude<Ending, { kind: 'complete' }>, string, string]>([
+    ['the host timed out', { kind: 'failed', error: slow }, 'provider_timeout', 'upstream did not answer in time'],
+    ['the host failed', { kind: 'failed', error: connection }, 'provider_error', 'upstream connection failed: reset'],
+  ])('given %s, releases the whole hold, as a streamed request before output', (_name, ending, status, reason) => {
+    expect(nothingDelivered(ending)).toEqual({ action: 'release', status, reason });
+    expect(nothingDelivered(ending)).toEqual(settlementFor(ending, nothing, LIMITS));
+  });
+
+  it('given a reservation that was never recorded, resolves nothing', () => {
+    expect(nothingDelivered({ kind: 'unrecorded' })).toEqual({ action: 'none' });
+  });
+});
+
+describe('what the client is told once the ledger has answered', () => {
+  it('the ending as it is, when the log took the settlement or release', () => {
+    expect(answerAtEnd({ kind: 'complete' }, 'host-a', 600_000, true)).toBeNull();
+    expect(answerAtEnd(failed(connection), 'host-a', 600_000, true)).toEqual(providerFailure(connection, 'host-a'));
+    expect(answerAtEnd({ kind: 'unrecorded' }, 'host-a', 600_000, true)).toMatchObject({ code: 'unavailable', status: 503 });
+  });
+
+  it('a completed reply whose charge the log did not take: withdrawn, a 503', () => {
+    expect(answerAtEnd({ kind: 'complete' }, 'host-a', 600_000, false)).toMatchObject({
+      code: 'unavailable',
+      status: 503,
+      message: expect.stringContaining('the charge for this reply could not be recorded'),
+    });
+  });
+
+  it("a failure whose release the log did not take: the failure's own error stands", () => {
+    expect(answerAtEnd(failed(connection), 'host-a', 600_000, false)).toEqual(providerFailure(connection, 'host-a'));
+    expect(answerAtEnd({ kind: 'timeout' }, 'host-a', 600_000, false)).toMatchObject({ code: 'provider_timeout' });
+  });
+
+  it('nothing for a client that left, whatever the log did', () => {
+    expect(answerAtEnd({ kind: 'abort' }, 'host-a', 600_000, true)).toBeNull();
+    expect(answerAtEnd({ kind: 'abort' }, 'host-a', 600_000, false)).toBeNull();
   });
 });
 

@@ -310,3 +310,40 @@ describe('with little credit, or a slow host', () => {
     }
   });
 });
+
+describe('a reservation the log cannot take', () => {
+  it('503 on embeddings, as on chat completions: nothing billed, nothing held', async () => {
+    const failing = await startGateway();
+    try {
+      // The log refusing reservations (as a full disk would), and nothing else.
+      const events = failing.t.runtime.events;
+      const append = events.append.bind(events);
+      events.append = (stream, batch, expected) =>
+        batch.some((e) => e.type === 'CreditsReserved')
+          ? Promise.reject(new Error('SQLITE_FULL: database or disk is full'))
+          : append(stream, batch, expected);
+      const post = (path: string, body: object) =>
+        fetch(`${failing.baseUrl}/api/v1/${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${failing.key}` },
+          body: JSON.stringify(body),
+        });
+      const notRecorded = { code: 'unavailable', message: expect.stringContaining('the reservation could not be recorded') };
+
+      const embedded = await post('embeddings', { model: E.embed.slug, input: 'x' });
+      expect(embedded.status).toBe(503);
+      expect(await embedded.json()).toMatchObject({ error: notRecorded });
+
+      // The chat host never answers: the unrecorded reservation alone ends the request.
+      failing.fake.on(M.gpt.hostModel, { kind: 'hang' });
+      const chat = await post('chat/completions', { model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }] });
+      expect(chat.status).toBe(503);
+      expect(await chat.json()).toMatchObject({ error: notRecorded });
+
+      await failing.settled();
+      expect(await failing.t.runtime.projections.balance(failing.orgId)).toMatchObject({ spent: 0, reserved: 0, pending: 0 });
+    } finally {
+      await auditThenClose(failing);
+    }
+  });
+});
