@@ -1,12 +1,13 @@
 import { Controller, Get, Req, UseFilters, UseGuards } from '@nestjs/common';
 import { QueryBus } from '@nestjs/cqrs';
-import { chatCompletionsErrors } from '../http/api-error';
+import { openRouterErrors } from '../http/api-error';
 import { ApiKeyGuard, KeyedRequest } from '../surfaces/api-key.guard';
 import { CreditsView, GetCreditsQuery } from './get-credits.query';
 
 @Controller('api/v1/credits')
 @UseGuards(ApiKeyGuard)
-@UseFilters(chatCompletionsErrors)
+/** OpenRouter's route, answering errors in its format. */
+@UseFilters(openRouterErrors)
 export class CreditsController {
   constructor(private readonly queries: QueryBus) {}
 
