@@ -4,9 +4,9 @@ import { openRouterErrors } from '../http/api-error';
 import { ApiKeyGuard, KeyedRequest } from '../surfaces/api-key.guard';
 import { CreditsView, GetCreditsQuery } from './get-credits.query';
 
+/** GET /api/v1/credits: OpenRouter's route, so its errors are in OpenRouter's format. */
 @Controller('api/v1/credits')
 @UseGuards(ApiKeyGuard)
-/** OpenRouter's route, answering errors in its format. */
 @UseFilters(openRouterErrors)
 export class CreditsController {
   constructor(private readonly queries: QueryBus) {}
