@@ -1,14 +1,18 @@
 import { ArgumentsHost, Catch, ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, chatCompletionsError, replyWithError } from './http/api-error';
+import { chatCompletionsError, ErrorFormat, openRouterError, replyWithError } from './http/api-error';
 import { dashboardError } from './dashboard/dashboard-error';
 import { messagesError } from './surfaces/messages/messages.wire';
 import { nativeError } from './surfaces/native/native.wire';
 import { responsesError } from './surfaces/responses/responses.wire';
 
+/** The routes that are OpenRouter's own, answering errors in its format. */
+const OPENROUTER_ROUTES = new Set(['/api/v1/credits', '/api/v1/key', '/api/v1/generation']);
+
 /** The error format of the surface a request's URL names; chat-completions for the rest of /api/v1. */
-export function errorFormatFor(method: string, url: string): (error: ApiError) => unknown {
+export function errorFormatFor(method: string, url: string): ErrorFormat {
   const path = url.split('?')[0];
+  if (OPENROUTER_ROUTES.has(path)) return openRouterError;
   if (path.startsWith('/api/v1/messages')) return messagesError;
   if (path === '/api/v1/responses' || path.startsWith('/api/v1/responses/')) return responsesError;
   if (path.startsWith('/dashboard/')) return dashboardError;

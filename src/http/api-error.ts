@@ -128,27 +128,50 @@ export function toApiError(error: unknown): ApiError {
   return new ApiError('internal_error', 'internal error');
 }
 
+/**
+ * Renders an error in a surface's format. `requestId` is the request's (its x-request-id), for
+ * formats whose body names it.
+ */
+export type ErrorFormat = (error: ApiError, requestId: string) => unknown;
+
 /** Answers anything thrown with its status, in the error format `render` writes. */
-export function replyWithError(reply: FastifyReply, exception: unknown, render: (error: ApiError) => unknown): void {
+export function replyWithError(reply: FastifyReply, exception: unknown, render: ErrorFormat): void {
   const error = toApiError(exception);
   if (error.headers) void reply.headers(error.headers);
-  void reply.status(error.status).send(render(error));
+  void reply.status(error.status).send(render(error, reply.request.id));
 }
 
 /** Renders every failure of a surface's routes in that surface's error format. */
 @Catch()
 export class SurfaceErrorFilter implements ExceptionFilter {
-  constructor(private readonly render: (error: ApiError) => unknown) {}
+  constructor(private readonly render: ErrorFormat) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
     replyWithError(host.switchToHttp().getResponse<FastifyReply>(), exception, this.render);
   }
 }
 
-/** The chat-completions error format, `{ error: { message, type, code } }`: the default for /api/v1. */
+/**
+ * OpenAI's error format, `{ error: { message, type, param, code } }` (its `Error` schema: `param`
+ * names the field at fault, or is null): chat completions, Responses, embeddings, the model list,
+ * and the default for /api/v1.
+ */
 export const chatCompletionsError = (error: ApiError) => ({
-  error: { message: error.message, type: API_ERRORS[error.code].type, code: error.code },
+  error: {
+    message: error.message,
+    type: API_ERRORS[error.code].type,
+    param: typeof error.details.param === 'string' ? error.details.param : null,
+    code: error.code,
+  },
 });
 
 /** The filter for routes answering in the chat-completions format (an instance: it takes no injection). */
 export const chatCompletionsErrors = new SurfaceErrorFilter(chatCompletionsError);
+
+/**
+ * OpenRouter's error format, `{ error: { code, message } }` with the HTTP status as `code`: the
+ * routes that are OpenRouter's own (credits, the calling key, generations).
+ */
+export const openRouterError = (error: ApiError) => ({ error: { code: error.status, message: error.message } });
+
+export const openRouterErrors = new SurfaceErrorFilter(openRouterError);

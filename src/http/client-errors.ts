@@ -1,10 +1,10 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { ApiError, toApiError } from './api-error';
+import { ApiError, ErrorFormat, toApiError } from './api-error';
 
 /** Renders an error in the format of the surface a method and URL name. */
-export type ErrorFormatFor = (method: string, url: string) => (error: ApiError) => unknown;
+export type ErrorFormatFor = (method: string, url: string) => ErrorFormat;
 
 interface InFlight {
   method: string;
@@ -57,10 +57,11 @@ export function connectionErrorHandler(newRequestId: () => string, formatFor: Er
     if (socket.writable && !current?.response.headersSent) {
       const named = current ?? requestLineOf(error.rawPacket) ?? { method: 'GET', url: '/' };
       const apiError = toApiError(connectionError(error));
-      const body = JSON.stringify(formatFor(named.method, named.url)(apiError));
+      const id = current?.id ?? newRequestId();
+      const body = JSON.stringify(formatFor(named.method, named.url)(apiError, id));
       socket.write(
         `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\n` +
-          `x-request-id: ${current?.id ?? newRequestId()}\r\n` +
+          `x-request-id: ${id}\r\n` +
           'content-type: application/json; charset=utf-8\r\n' +
           `content-length: ${Buffer.byteLength(body)}\r\n` +
           'connection: close\r\n\r\n' +

@@ -1,4 +1,4 @@
-import type { RateLimits } from '../identity/identity.events';
+import type { LimitReset, RateLimits } from '../identity/identity.events';
 import { type KeyRecord, keyStatus } from '../identity/key-lookup';
 import { creditsNumber } from '../ledger/money';
 import type { RequestLogEntry } from '../projections/read-model';
@@ -22,15 +22,43 @@ const rateLimitsView = (limits: RateLimits) => ({
   tokens_per_minute: limits.tokensPerMinute ?? null,
 });
 
-/** The calling key as GET /api/v1/key shows it (OpenRouter's shape where it has one); `usedInPeriod`: its limit's usage now. */
-export function keyView(key: KeyRecord, organizationDefault: RateLimits | undefined, usedInPeriod: number) {
+/**
+ * OpenRouter's `rate_limit` (its legacy field, required in its key's shape): the requests a minute
+ * the key may make, or -1 (OpenRouter's "none") when it has no such limit. `rate_limits` says more.
+ */
+const requestRateLimit = (limits: RateLimits | undefined) => ({
+  requests: limits?.requestsPerMinute ?? -1,
+  interval: '1m',
+  note: 'requests per minute (-1: no limit); rate_limits has the tokens per minute and where the limits come from',
+});
+
+/**
+ * The calling key as GET /api/v1/key shows it: OpenRouter's shape, with ours beside it. `usedIn`:
+ * what the key has used in the current period of each kind of reset (UTC day, week from Monday,
+ * month; `never`: in all), counted as its credit limit counts (charges, and holds in flight).
+ * There is no bring-your-own-key here and no free tier: those are none.
+ */
+export function keyView(key: KeyRecord, organizationDefault: RateLimits | undefined, usedIn: Record<LimitReset, number>) {
   const rateLimits = key.rateLimits ?? organizationDefault;
+  const inLimitPeriod = key.limit ? usedIn[key.limit.reset] : 0;
   return {
     ...keyBase(key),
-    limit_usage: key.limit ? creditsNumber(usedInPeriod) : null,
-    limit_remaining: key.limit ? creditsNumber(Math.max(0, key.limit.amount - usedInPeriod)) : null,
+    usage_daily: creditsNumber(usedIn.daily),
+    usage_weekly: creditsNumber(usedIn.weekly),
+    usage_monthly: creditsNumber(usedIn.monthly),
+    byok_usage: 0,
+    byok_usage_daily: 0,
+    byok_usage_weekly: 0,
+    byok_usage_monthly: 0,
+    include_byok_in_limit: false,
+    is_free_tier: false,
+    is_management_key: key.kind === 'management',
+    is_provisioning_key: key.kind === 'management',
+    creator_user_id: null,
+    limit_usage: key.limit ? creditsNumber(inLimitPeriod) : null,
+    limit_remaining: key.limit ? creditsNumber(Math.max(0, key.limit.amount - inLimitPeriod)) : null,
+    rate_limit: requestRateLimit(rateLimits),
     rate_limits: rateLimits ? { ...rateLimitsView(rateLimits), source: key.rateLimits ? 'key' : 'organization' } : null,
-    is_management: false,
   };
 }
 
@@ -55,4 +83,6 @@ export const generationView = (e: RequestLogEntry) => ({
   tokens: { input: e.inputTokens, cache_read: e.cacheReadTokens, cache_write: e.cacheWriteTokens, output: e.outputTokens },
   cost: creditsNumber(e.cost),
   cost_nano: e.cost,
+  /** OpenRouter's name for what the request cost, in credits. */
+  total_cost: creditsNumber(e.cost),
 });

@@ -1,16 +1,17 @@
 import { Controller, Get, Inject, Query, Req, UseFilters, UseGuards } from '@nestjs/common';
-import { ApiError, chatCompletionsErrors } from '../http/api-error';
+import { ApiError, openRouterErrors } from '../http/api-error';
 import type { ProjectionStore } from '../projections/projection-store';
 import { PROJECTIONS } from '../runtime/runtime.module';
 import { ApiKeyGuard, KeyedRequest } from '../surfaces/api-key.guard';
 import { periodOf } from '../ledger/key-limit';
+import type { LimitReset } from '../identity/identity.events';
 import { maskSecrets } from '../key-secret/key-secret';
 import { generationView, keyView } from './key-views';
 
-/** What a key may read of itself and of its organization's requests (Bearer, errors in the chat-completions format). */
+/** What a key may read of itself and of its organization's requests (Bearer, errors in OpenRouter's format: these routes are its). */
 @Controller('api/v1')
 @UseGuards(ApiKeyGuard)
-@UseFilters(chatCompletionsErrors)
+@UseFilters(openRouterErrors)
 export class KeyController {
   constructor(@Inject(PROJECTIONS) private readonly projections: ProjectionStore) {}
 
@@ -20,8 +21,11 @@ export class KeyController {
     const { orgId, keyId } = request.apiKey;
     const [keys, organization] = await Promise.all([this.projections.keysOf(orgId), this.projections.organization(orgId)]);
     const key = keys.find((k) => k.keyId === keyId) ?? request.apiKey;
-    const used = key.limit ? await this.projections.keyUsage(orgId, keyId, periodOf(key.limit.reset, Date.now())) : 0;
-    return { data: keyView(key, organization?.rateLimits, used) };
+    const now = Date.now();
+    const resets = ['never', 'daily', 'weekly', 'monthly'] as const;
+    const used = await Promise.all(resets.map((reset) => this.projections.keyUsage(orgId, keyId, periodOf(reset, now))));
+    const usedIn = Object.fromEntries(resets.map((reset, i) => [reset, used[i]])) as Record<LimitReset, number>;
+    return { data: keyView(key, organization?.rateLimits, usedIn) };
   }
 
   /** GET /api/v1/generation?id=<x-request-id>: one request of the caller's organization, from its request log. */

@@ -129,13 +129,13 @@ export function openApiDocument(): Record<string, unknown> {
       '/api/v1/credits': {
         get: {
           summary: "The organization's credits",
-          responses: { '200': { description: 'in credits', content: json(ref('Credits')) }, ...errors('ChatError', [401]) },
+          responses: { '200': { description: 'in credits', content: json(ref('Credits')) }, ...errors('OpenRouterError', [401]) },
         },
       },
       '/api/v1/key': {
         get: {
           summary: 'The calling key: its spend, credit limit, rate limits and expiry',
-          responses: { '200': { description: 'the key', content: json(ref('KeyInfo')) }, ...errors('ChatError', [401]) },
+          responses: { '200': { description: 'the key', content: json(ref('KeyInfo')) }, ...errors('OpenRouterError', [401]) },
         },
       },
       '/api/v1/generation': {
@@ -144,7 +144,7 @@ export function openApiDocument(): Record<string, unknown> {
           parameters: [{ name: 'id', in: 'query', required: true, schema: { type: 'string' } }],
           responses: {
             '200': { description: 'the request', content: json(ref('Generation')) },
-            ...errors('ChatError', [400, 401, 404]),
+            ...errors('OpenRouterError', [400, 401, 404]),
           },
         },
       },

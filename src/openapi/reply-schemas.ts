@@ -17,10 +17,16 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
 // --- errors, one format per surface --------------------------------------------------------
 
-const chatError = object({ error: object({ message: string, type: string, code: string }) });
-const messagesError = object({ type: { const: 'error' }, error: object({ type: string, message: string }) });
-const responsesError = object({ error: object({ message: string, type: string, param: nullable(string), code: string }) });
+/** OpenAI's: chat completions, Responses, embeddings, the model list, the management API. */
+const openAiError = object({ error: object({ message: string, type: string, param: nullable(string), code: string }) });
+const messagesError = object({
+  type: { const: 'error' },
+  error: object({ type: string, message: string }),
+  request_id: nullable(string),
+});
 const nativeError = object({ error: object({ code: string, message: string }) });
+/** OpenRouter's, on its own routes (credits, the calling key, generations): `code` is the HTTP status. */
+const openRouterError = object({ error: object({ code: { type: 'integer' }, message: string }) });
 
 // --- chat completions ----------------------------------------------------------------------
 
@@ -65,6 +71,8 @@ const chatChunk = object(
       items: object({ index: integer, delta: { type: 'object' }, finish_reason: nullable(string) }, ['index', 'delta']),
     },
     usage: nullable(chatUsage),
+    /** A failure after the stream started (the last chunk): the status the request would have had, and why. */
+    error: object({ code: { type: 'integer' }, message: string, type: string }),
   },
   ['id', 'object', 'created', 'model', 'choices'],
 );
@@ -133,9 +141,10 @@ const response = object(
     error: nullable({ type: 'object' }),
     model: string,
     output: { type: 'array', items: { type: 'object', required: ['type'] } },
-    usage: nullable(responsesUsage),
+    /** Once counted: left out of a response in progress. */
+    usage: responsesUsage,
   },
-  ['id', 'object', 'created_at', 'status', 'error', 'model', 'output', 'usage'],
+  ['id', 'object', 'created_at', 'status', 'error', 'model', 'output'],
 );
 const responsesEvent = {
   type: 'object',
@@ -218,22 +227,36 @@ const managedKey = object({
   last_used_at: nullable(time),
 });
 
-/** The calling key, as GET /api/v1/key shows it. */
+const boolean = { type: 'boolean' };
+
+/** The calling key, as GET /api/v1/key shows it: OpenRouter's fields, and ours. */
 const keyInfo = object({
   id: string,
   name: string,
   label: string,
   usage: number,
+  usage_daily: number,
+  usage_weekly: number,
+  usage_monthly: number,
+  byok_usage: number,
+  byok_usage_daily: number,
+  byok_usage_weekly: number,
+  byok_usage_monthly: number,
+  include_byok_in_limit: boolean,
+  is_free_tier: boolean,
+  is_management_key: boolean,
+  is_provisioning_key: boolean,
+  creator_user_id: nullable(string),
   limit: nullable(number),
   limit_reset: nullable(resets),
   limit_usage: nullable(number),
   limit_remaining: nullable(number),
+  rate_limit: object({ requests: { type: 'integer' }, interval: string, note: string }),
   rate_limits: nullable(
     object({ requests_per_minute: perMinute, tokens_per_minute: perMinute, source: { enum: ['key', 'organization'] } }),
   ),
   expires_at: nullable(time),
   created_at: time,
-  is_management: { type: 'boolean' },
 });
 
 const generation = object({
@@ -248,13 +271,15 @@ const generation = object({
   tokens: object({ input: integer, cache_read: integer, cache_write: integer, output: integer }),
   cost: number,
   cost_nano: integer,
+  total_cost: number,
 });
 
 export const REPLY_SCHEMAS = {
-  ChatError: chatError,
+  ChatError: openAiError,
   MessagesError: messagesError,
-  ResponsesError: responsesError,
+  ResponsesError: openAiError,
   NativeError: nativeError,
+  OpenRouterError: openRouterError,
   ChatCompletion: chatCompletion,
   ChatCompletionChunk: chatChunk,
   Message: message,

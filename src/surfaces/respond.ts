@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import type { ApiError } from '../http/api-error';
+import type { ErrorFormat } from '../http/api-error';
 import type { InferenceResult } from '../inference/inference.command';
 import { collectReply, Reply } from '../inference/reduce';
 import { StreamSerializer, streamSse } from './sse';
@@ -8,7 +8,7 @@ import { StreamSerializer, streamSse } from './sse';
 export interface SurfaceWire {
   serializer(result: InferenceResult): StreamSerializer;
   body(result: InferenceResult, reply: Reply): unknown;
-  error(error: ApiError): unknown;
+  error: ErrorFormat;
 }
 
 /**
@@ -25,7 +25,7 @@ export async function respond(
   if (result.stream) {
     return streamSse(reply, result.events, wire.serializer(result), {
       keepAliveMs,
-      failBeforeStart: (error) => void reply.status(error.status).send(wire.error(error)),
+      failBeforeStart: (error) => void reply.status(error.status).send(wire.error(error, reply.request.id)),
     });
   }
   const whole = await collectReply(result.events, reply.raw);

@@ -61,13 +61,11 @@ for (const redis of [false, true]) {
       ['not bearer', 'Basic abc', /missing API key/],
       ['unknown key', `Bearer sk-svc-${'A'.repeat(44)}`, /invalid or revoked/],
       ['malformed key', 'Bearer hello', /invalid or revoked/],
-    ])('refuses %s with 401 in the chat-completions error format', async (_label, header, message) => {
+    ])("refuses %s with 401 in OpenRouter's error format (the status as its code)", async (_label, header, message) => {
       const req = request(app.getHttpServer()).get('/api/v1/credits');
       if (header) req.set('Authorization', header);
       const res = await req.expect(401);
-      expect(res.body).toEqual({
-        error: { message: expect.stringMatching(message), type: 'authentication_error', code: 'invalid_api_key' },
-      });
+      expect(res.body).toEqual({ error: { code: 401, message: expect.stringMatching(message) } });
       expect(JSON.stringify(res.body)).not.toContain('sk-svc-AAAA');
     });
 

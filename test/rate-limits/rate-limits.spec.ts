@@ -84,6 +84,7 @@ function suite(name: string, redis: boolean) {
             /^rate limit reached: this key may make 10 requests per minute; try again in (59|60) s$/,
           ),
           type: 'rate_limit_error',
+          param: null,
           code: 'rate_limited',
         });
         expect(a.headers.get('x-ratelimit-limit-tokens')).toBeNull();
@@ -116,6 +117,7 @@ function suite(name: string, redis: boolean) {
       expect(refused.body).toEqual({
         type: 'error',
         error: { type: 'rate_limit_error', message: expect.stringContaining('2 requests per minute') },
+        request_id: refused.headers.get('x-request-id'),
       });
       expect(refused.headers.get('retry-after')).toMatch(/^(59|60)$/);
       // The test key has no limits: served, and no rate-limit headers.

@@ -67,7 +67,11 @@ describe('API surfaces: bad input is a 4xx, and secrets are masked before they a
         ],
       });
       expect(res.status).toBe(400);
-      expect(await res.json()).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: expect.any(String) } });
+      expect(await res.json()).toEqual({
+        type: 'error',
+        error: { type: 'invalid_request_error', message: expect.any(String) },
+        request_id: res.headers.get('x-request-id'),
+      });
     },
   );
 
@@ -177,12 +181,19 @@ describe('API surfaces: bad input is a 4xx, and secrets are masked before they a
       'chat-completions',
       '/api/v1/chat/completions',
       (b: any) =>
-        expect(b).toEqual({ error: { message: expect.any(String), type: 'invalid_request_error', code: expect.any(String) } }),
+        expect(b).toEqual({
+          error: { message: expect.any(String), type: 'invalid_request_error', param: null, code: expect.any(String) },
+        }),
     ],
     [
       'messages',
       '/api/v1/messages',
-      (b: any) => expect(b).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: expect.any(String) } }),
+      (b: any, id: string) =>
+        expect(b).toEqual({
+          type: 'error',
+          error: { type: 'invalid_request_error', message: expect.any(String) },
+          request_id: id,
+        }),
     ],
     [
       'dashboard',
@@ -196,7 +207,7 @@ describe('API surfaces: bad input is a 4xx, and secrets are masked before they a
       const bad = await raw(g, `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n`);
       expect(bad.status).toBe(400);
       expect(bad.headers['x-request-id']).toMatch(/^req_/);
-      expectFormat(bad.body);
+      expectFormat(bad.body, bad.headers['x-request-id']);
       // A body that stops arriving: 408 once the read limit passes.
       const slow = await raw(
         g,
@@ -204,7 +215,7 @@ describe('API surfaces: bad input is a 4xx, and secrets are masked before they a
       );
       expect(slow.status).toBe(408);
       expect(slow.headers['x-request-id']).toMatch(/^req_/);
-      expectFormat(slow.body);
+      expectFormat(slow.body, slow.headers['x-request-id']);
       expect(JSON.stringify(slow.body)).toMatch(/not received in time/);
       if (!path.includes('messages')) expect(JSON.stringify(slow.body)).toMatch(/request_timeout/);
     },
@@ -217,6 +228,7 @@ describe('API surfaces: bad input is a 4xx, and secrets are masked before they a
     expect(res.body).toEqual({
       type: 'error',
       error: { type: 'invalid_request_error', message: expect.stringMatching(/headers are too large/) },
+      request_id: res.headers['x-request-id'],
     });
   });
 

@@ -171,6 +171,14 @@ describe.each(CASES)('a model on an $host host reporting cached tokens', (c) => 
   describe('on the messages surface', () => {
     const ask = { model: c.model.slug, max_tokens: 800, messages: [{ role: 'user', content: 'Again, from the cache' }] };
     const headers = () => ({ 'x-api-key': g.key, 'anthropic-version': '2023-06-01' });
+    // Translated, the usage names every field of the format's: the reasoning's share, and null for what the host did not say.
+    const translated = (thinking: number) => ({
+      output_tokens_details: { thinking_tokens: thinking },
+      server_tool_use: null,
+      service_tier: null,
+      inference_geo: null,
+      speed: null,
+    });
     // An anthropic host's own usage comes back whole (its service tier too).
     const usage = () => ({
       input_tokens: c.usage.input,
@@ -178,7 +186,7 @@ describe.each(CASES)('a model on an $host host reporting cached tokens', (c) => 
       cache_read_input_tokens: c.usage.cacheRead,
       cache_creation: { ephemeral_5m_input_tokens: c.usage.cacheWrite, ephemeral_1h_input_tokens: c.usage.cacheWrite1h ?? 0 },
       output_tokens: c.usage.output,
-      ...(c.host === 'anthropic' ? { service_tier: 'standard' } : {}),
+      ...(c.host === 'anthropic' ? { service_tier: 'standard' } : translated(c.usage.reasoning ?? 0)),
     });
 
     it('whole: bills each class at its price; usage has the uncached input and the cache reads and writes apart', async () => {
@@ -206,6 +214,7 @@ describe.each(CASES)('a model on an $host host reporting cached tokens', (c) => 
         cache_read_input_tokens: 0,
         cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
         output_tokens: 0,
+        ...translated(0),
       };
       expect(stream[0].data.message.usage).toEqual(c.host === 'anthropic' ? { ...usage(), output_tokens: 1 } : none);
       // An anthropic host's own message_delta, whole: its cumulative counts (the split is in message_start only).

@@ -484,6 +484,7 @@ describe('chat-completions surface with the official openai client', () => {
     expect(wrongVerb.body.error).toEqual({
       code: 'not_found',
       type: 'not_found_error',
+      param: null,
       message: 'no such route: GET /api/v1/chat/completions',
     });
     const keyInPath = await request(g.baseUrl).get(`/api/v1/${g.key}/models`);

@@ -387,7 +387,7 @@ describe('across formats', () => {
     const whole = await client.messages.create(ask);
     expect(whole.content).toEqual([
       { type: 'thinking', thinking: 'Six times seven.', signature: '' },
-      { type: 'text', text: '42' },
+      { type: 'text', text: '42', citations: null },
     ]);
     const streamed = await client.messages.stream(ask).finalMessage();
     expect(streamed.content).toEqual(whole.content);

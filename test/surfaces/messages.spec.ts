@@ -118,7 +118,15 @@ describe.each(clients)('messages surface with %s', (_name, makeClient) => {
         messages: [ask],
       });
       expect(first.stop_reason).toBe('tool_use');
-      expect(first.content).toEqual([{ type: 'tool_use', id: 'toolu_01', name: 'get_weather', input: { city: 'Paris' } }]);
+      // Translated, the call names its caller, as the format's tool calls do: the model itself.
+      const toolUse = {
+        type: 'tool_use',
+        id: 'toolu_01',
+        name: 'get_weather',
+        input: { city: 'Paris' },
+        ...(model === M.claude ? {} : { caller: { type: 'direct' } }),
+      };
+      expect(first.content).toEqual([toolUse]);
       const upstreamTools =
         model === M.claude ? last().body.tools : last().body.tools.map((t: { function: unknown }) => t.function);
       expect(upstreamTools).toEqual(
@@ -160,7 +168,7 @@ describe.each(clients)('messages surface with %s', (_name, makeClient) => {
         .stream({ model: model.slug, max_tokens: 100, tools: [weatherTool], messages: [ask] })
         .finalMessage();
       expect(streamed.stop_reason).toBe('tool_use');
-      expect(streamed.content).toEqual([{ type: 'tool_use', id: 'toolu_01', name: 'get_weather', input: { city: 'Paris' } }]);
+      expect(streamed.content).toEqual([toolUse]);
     });
 
     it('passes stop sequences on and reports which one stopped the reply', async () => {

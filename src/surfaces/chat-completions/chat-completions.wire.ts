@@ -1,4 +1,4 @@
-import { ApiError, chatCompletionsError } from '../../http/api-error';
+import { API_ERRORS, ApiError, chatCompletionsError } from '../../http/api-error';
 import { creditsNumber } from '../../ledger/money';
 import type { CanonicalMessage, CanonicalRequest, FinishReason, ReasoningEffort } from '../../canonical/canonical';
 import type { Billed, InferenceResult, PipelineEvent } from '../../inference/inference.command';
@@ -166,6 +166,14 @@ export function completionBody(result: InferenceResult, reply: Reply) {
 
 export const errorBody = chatCompletionsError;
 
+/**
+ * A failure after the stream started, as the chunk's own `error`: the status the request would
+ * have had as `code` and the message (OpenRouter's mid-stream error), and OpenAI's error `type`
+ * (what OpenAI's clients, which throw on a chunk carrying `error`, read). The choice's
+ * `finish_reason` stays null: OpenAI's document has no "error" among its reasons.
+ */
+const streamError = (error: ApiError) => ({ code: error.status, message: error.message, type: API_ERRORS[error.code].type });
+
 /** A host's own usage with the cost added; ours when it sent none. */
 const passedUsage = (hostUsage: unknown, reply: Pick<Reply, 'billed' | 'usage'>) =>
   typeof hostUsage === 'object' && hostUsage !== null
@@ -255,6 +263,6 @@ export function chunkSerializer(result: InferenceResult, includeUsage: boolean):
     },
     close: () => 'data: [DONE]\n\n',
     error: (error: ApiError) =>
-      sseData({ ...base, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: 'error' }], ...errorBody(error) }),
+      sseData({ ...base, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: null }], error: streamError(error) }),
   };
 }

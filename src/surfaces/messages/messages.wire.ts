@@ -9,7 +9,7 @@ import type {
 } from '../../canonical/canonical';
 import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
 import type { Reply } from '../../inference/reduce';
-import { replyTokens } from '../reply-usage';
+import { reasoningTokens, replyTokens } from '../reply-usage';
 import { sseData, StreamSerializer } from '../sse';
 import type {
   ContentBlock,
@@ -155,7 +155,11 @@ function inputOf(args: string): Record<string, unknown> {
   }
 }
 
-/** `input_tokens` is the uncached input; the cache's reads and writes are counted apart, as the format does. */
+/**
+ * `input_tokens` is the uncached input; the cache's reads and writes are counted apart, as the
+ * format does. The format's usage names every field, null where a translated reply has nothing
+ * to say (no server tools ran here; the tier, region and speed are the host's to tell).
+ */
 function usageOf(reply: Pick<Reply, 'billed' | 'usage'>) {
   const tokens = replyTokens(reply);
   return {
@@ -164,8 +168,27 @@ function usageOf(reply: Pick<Reply, 'billed' | 'usage'>) {
     cache_read_input_tokens: tokens.cacheReadTokens,
     cache_creation: { ephemeral_5m_input_tokens: tokens.cacheWriteTokens, ephemeral_1h_input_tokens: tokens.cacheWrite1hTokens },
     output_tokens: tokens.outputTokens,
+    output_tokens_details: { thinking_tokens: reasoningTokens(reply) },
+    server_tool_use: null,
+    service_tier: null,
+    inference_geo: null,
+    speed: null,
   };
 }
+
+/** What a message always names and a translated reply has none of: no container, no refusal's details. */
+const NO_CONTAINER_NOR_REFUSAL = { container: null, stop_details: null };
+
+const textBlock = (text: string) => ({ type: 'text', text, citations: null });
+
+/** A tool call of the model's own (`caller` direct: not made by code a server tool ran). */
+const toolUseBlock = (id: string, name: string, input: Record<string, unknown>) => ({
+  type: 'tool_use',
+  id,
+  name,
+  input,
+  caller: { type: 'direct' },
+});
 
 /** The host's own reply when it speaks this format (passed through, under the slug), else the translation. */
 export function messageBody(result: InferenceResult, reply: Reply) {
@@ -174,8 +197,8 @@ export function messageBody(result: InferenceResult, reply: Reply) {
     reply.reasoning === '' ? [] : [{ type: 'thinking', thinking: reply.reasoning, signature: reply.reasoningSignature ?? '' }];
   const content = [
     ...thinking,
-    ...(reply.text !== '' || reply.toolCalls.length === 0 ? [{ type: 'text', text: reply.text }] : []),
-    ...reply.toolCalls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: inputOf(c.arguments) })),
+    ...(reply.text !== '' || reply.toolCalls.length === 0 ? [textBlock(reply.text)] : []),
+    ...reply.toolCalls.map((c) => toolUseBlock(c.id, c.name, inputOf(c.arguments))),
   ];
   return {
     id: messageId(result),
@@ -185,6 +208,8 @@ export function messageBody(result: InferenceResult, reply: Reply) {
     content,
     stop_reason: STOP_REASON[reply.finish],
     stop_sequence: reply.stopSequence ?? null,
+    ...NO_CONTAINER_NOR_REFUSAL,
+    diagnostics: null,
     usage: usageOf(reply),
   };
 }
@@ -206,9 +231,11 @@ const ERROR_TYPES: Record<ApiErrorCode, string> = {
   unavailable: 'overloaded_error',
 };
 
-export const messagesError = (error: ApiError) => ({
+/** The format's error body, naming the request (its x-request-id) as the format does. */
+export const messagesError = (error: ApiError, requestId: string) => ({
   type: 'error',
   error: { type: ERROR_TYPES[error.code], message: error.message },
+  request_id: requestId,
 });
 
 /**
@@ -251,13 +278,13 @@ export function eventSerializer(result: InferenceResult): StreamSerializer {
         return start + thinking + signature;
       }
       case 'text': {
-        const start = openBlock === 'text' ? '' : startBlock('text', { type: 'text', text: '' });
+        const start = openBlock === 'text' ? '' : startBlock('text', textBlock(''));
         return start + delta({ type: 'text_delta', text: event.text });
       }
       case 'tool_call': {
         const start =
           event.id !== undefined || openBlock !== 'tool'
-            ? startBlock('tool', { type: 'tool_use', id: event.id ?? '', name: event.name ?? '', input: {} })
+            ? startBlock('tool', toolUseBlock(event.id ?? '', event.name ?? '', {}))
             : '';
         return start + (event.argumentsDelta ? delta({ type: 'input_json_delta', partial_json: event.argumentsDelta }) : '');
       }
@@ -285,6 +312,8 @@ export function eventSerializer(result: InferenceResult): StreamSerializer {
                 content: [],
                 stop_reason: null,
                 stop_sequence: null,
+                ...NO_CONTAINER_NOR_REFUSAL,
+                diagnostics: null,
                 // What the host has counted by now (its input, when it counts that first), as the format does.
                 usage: usageOf({ billed: null, usage }),
               },
@@ -320,12 +349,12 @@ export function eventSerializer(result: InferenceResult): StreamSerializer {
           sseData(
             {
               type: 'message_delta',
-              delta: { stop_reason: STOP_REASON[finish], stop_sequence: stopSequence },
+              delta: { stop_reason: STOP_REASON[finish], stop_sequence: stopSequence, ...NO_CONTAINER_NOR_REFUSAL },
               usage: usageOf({ billed, usage }),
             },
             'message_delta',
           ) +
           sseData({ type: 'message_stop' }, 'message_stop'),
-    error: (error: ApiError) => sseData(messagesError(error), 'error'),
+    error: (error: ApiError) => sseData(messagesError(error, result.requestId), 'error'),
   };
 }

@@ -1,4 +1,4 @@
-import { API_ERRORS, ApiError } from '../../http/api-error';
+import { ApiError, chatCompletionsError } from '../../http/api-error';
 import { creditsNumber } from '../../ledger/money';
 import type {
   CanonicalImage,
@@ -244,7 +244,8 @@ export function echoOf(body: ResponsesRequest) {
     tools: body.tools ?? [],
     top_p: body.top_p ?? null,
     truncation: body.truncation ?? 'disabled',
-    user: body.user ?? null,
+    // A string when given, else left out: the format's `user` is never null.
+    ...(body.user != null ? { user: body.user } : {}),
     ...(body.safety_identifier != null ? { safety_identifier: body.safety_identifier } : {}),
     ...(body.prompt_cache_key != null ? { prompt_cache_key: body.prompt_cache_key } : {}),
   };
@@ -337,7 +338,8 @@ function responseObject(result: InferenceResult, echo: Echo, ending: Ending) {
     model: result.model.slug,
     output: ending.output,
     ...echo,
-    usage: ending.usage,
+    // Left out until counted (a response in progress, or failed before any count): the format's usage is never null.
+    ...(ending.usage ? { usage: ending.usage } : {}),
   };
 }
 
@@ -358,15 +360,8 @@ export function responseBody(result: InferenceResult, reply: Reply, { echo, name
   });
 }
 
-/** The format's error body; `param` names the field at fault when one is. */
-export const responsesError = (error: ApiError) => ({
-  error: {
-    message: error.message,
-    type: API_ERRORS[error.code].type,
-    param: typeof error.details.param === 'string' ? error.details.param : null,
-    code: error.code,
-  },
-});
+/** The format's error body: OpenAI's, as chat completions answer it (`param` names the field at fault when one is). */
+export const responsesError = chatCompletionsError;
 
 /** An output item being streamed: its place in `output`, and what it has gathered so far. */
 interface StreamedItem {
