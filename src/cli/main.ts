@@ -7,10 +7,10 @@ import { isoTime } from '../identity/iso-time';
 import type { LimitReset, RateLimits } from '../identity/identity.events';
 import { keyStatus } from '../identity/key-lookup';
 import { type KeyChangesAsked, OPERATOR } from '../keys/api-key/api-key.decider';
-import { CreateKeyCommand, CreateKeyHandler } from '../keys/create/create-key.command';
-import { ListKeysHandler, ListKeysQuery } from '../keys/list/list-keys.query';
-import { RevokeKeyCommand, RevokeKeyHandler } from '../keys/revoke/revoke-key.command';
-import { UpdateKeyCommand, UpdateKeyHandler } from '../keys/update/update-key.command';
+import { CreateKeyHandler } from '../keys/create/create-key.handler';
+import { ListKeysHandler } from '../keys/list/list-keys.handler';
+import { RevokeKeyHandler } from '../keys/revoke/revoke-key.handler';
+import { UpdateKeyHandler } from '../keys/update/update-key.handler';
 import { LedgerRuleError } from '../ledger/ledger.decider';
 import { formatCredits, MoneyFormatError, parseCredits } from '../ledger/money';
 import { rebuildProjections } from '../projections/projector';
@@ -256,9 +256,12 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
             ...(opts.management ? { kind: 'management' as const } : {}),
             ...(opts.limit === undefined ? {} : { limit: { amount: opts.limit, reset: opts.limitReset ?? 'never' } }),
           };
-          const created = await new CreateKeyHandler(rt.events).execute(
-            new CreateKeyCommand({ orgId: opts.org, actor: OPERATOR, name: opts.name, settings }),
-          );
+          const created = await new CreateKeyHandler(rt.events).execute({
+            orgId: opts.org,
+            actor: OPERATOR,
+            name: opts.name,
+            settings,
+          });
           const { keyId, secret, orgId, name, prefix, kind } = created;
           out.print({ keyId, secret, orgId, name, prefix, ...(kind ? { kind } : {}) }, [
             `id     ${keyId}`,
@@ -273,9 +276,11 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
     .action((opts: { org: string }) =>
       withRuntime(async (rt, out) => {
         await requireOrganization(rt, opts.org);
-        const keys = await new ListKeysHandler(rt.projections, rt.projector).execute(
-          new ListKeysQuery({ orgId: opts.org, actor: OPERATOR, after: 'head' }),
-        );
+        const keys = await new ListKeysHandler(rt.projections, rt.projector).execute({
+          orgId: opts.org,
+          actor: OPERATOR,
+          after: 'head',
+        });
         const list = keys
           .sort((a, b) => a.createdAt - b.createdAt)
           .map((key) => ({
@@ -343,9 +348,12 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
           if (typeof opts.limit === 'number') changes.limit = { amount: opts.limit, reset: opts.limitReset };
           else if (opts.limit === false) changes.limit = null;
           else if (opts.limitReset !== undefined) throw new OperatorError('--limit-reset goes with --limit');
-          const { orgId, changes: changed } = await new UpdateKeyHandler(rt.events).execute(
-            new UpdateKeyCommand({ keyId: opts.key, orgId: null, actor: OPERATOR, changes }),
-          );
+          const { orgId, changes: changed } = await new UpdateKeyHandler(rt.events).execute({
+            keyId: opts.key,
+            orgId: null,
+            actor: OPERATOR,
+            changes,
+          });
           out.print({ keyId: opts.key, orgId, changes: changed }, [`updated ${opts.key}: ${Object.keys(changed).join(', ')}`]);
         }),
     );
@@ -354,9 +362,7 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
     .requiredOption('--key <id>', 'key id', uuid('--key'))
     .action((opts: { key: string }) =>
       withRuntime(async (rt, out) => {
-        const { orgId } = await new RevokeKeyHandler(rt.events).execute(
-          new RevokeKeyCommand({ keyId: opts.key, orgId: null, actor: OPERATOR }),
-        );
+        const { orgId } = await new RevokeKeyHandler(rt.events).execute({ keyId: opts.key, orgId: null, actor: OPERATOR });
         out.print({ keyId: opts.key, orgId, status: 'revoked' }, [`revoked ${opts.key}`]);
       }),
     );

@@ -1,5 +1,4 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Req, UseFilters, UseGuards } from '@nestjs/common';
-import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { ApiError, chatCompletionsErrors } from '../http/api-error';
 import { schemaValidation } from '../http/schema-validation';
 import type { RateLimits } from '../identity/identity.events';
@@ -7,14 +6,14 @@ import { isoTime } from '../identity/iso-time';
 import { parseCredits } from '../ledger/money';
 import type { KeyedRequest } from '../surfaces/api-key.guard';
 import type { KeyActor, KeyChangesAsked } from './api-key/api-key.decider';
-import { CreateKeyCommand } from './create/create-key.command';
+import { CreateKeyHandler } from './create/create-key.handler';
 import { managedKeyView } from './key-views';
-import { ListKeysQuery } from './list/list-keys.query';
+import { ListKeysHandler } from './list/list-keys.handler';
 import { ManagementKeyGuard } from './management-key.guard';
 import { createKeySchema, KeySettingsBody, updateKeySchema } from './management.schema';
-import { ReadKeyQuery } from './read/read-key.query';
-import { RevokeKeyCommand } from './revoke/revoke-key.command';
-import { UpdateKeyCommand } from './update/update-key.command';
+import { ReadKeyHandler } from './read/read-key.handler';
+import { RevokeKeyHandler } from './revoke/revoke-key.handler';
+import { UpdateKeyHandler } from './update/update-key.handler';
 
 const rateLimitsOf = (body: NonNullable<KeySettingsBody['rate_limits']>): RateLimits => ({
   ...(body.requests_per_minute === undefined ? {} : { requestsPerMinute: body.requests_per_minute }),
@@ -81,8 +80,11 @@ function askerOf(request: KeyedRequest): { orgId: string; actor: KeyActor } {
 @UseFilters(chatCompletionsErrors)
 export class ManagementController {
   constructor(
-    private readonly commands: CommandBus,
-    private readonly queries: QueryBus,
+    private readonly creating: CreateKeyHandler,
+    private readonly updating: UpdateKeyHandler,
+    private readonly revoking: RevokeKeyHandler,
+    private readonly listing: ListKeysHandler,
+    private readonly reading: ReadKeyHandler,
   ) {}
 
   @Post()
@@ -90,25 +92,23 @@ export class ManagementController {
   async create(@Req() request: KeyedRequest, @Body(schemaValidation<KeySettingsBody>(createKeySchema)) body: KeySettingsBody) {
     const changes = changesOf(body);
     const asker = askerOf(request);
-    const created = await this.commands.execute(
-      new CreateKeyCommand({
-        ...asker,
-        name: body.name!,
-        settings: {
-          ...(changes.rateLimits ? { rateLimits: changes.rateLimits } : {}),
-          ...(changes.limit ? { limit: { amount: changes.limit.amount, reset: changes.limit.reset ?? 'never' } } : {}),
-          ...(typeof changes.expiresAt === 'number' ? { expiresAt: changes.expiresAt } : {}),
-        },
-      }),
-    );
-    const key = await this.queries.execute(new ReadKeyQuery({ ...asker, keyId: created.keyId, after: created.position }));
+    const created = await this.creating.execute({
+      ...asker,
+      name: body.name!,
+      settings: {
+        ...(changes.rateLimits ? { rateLimits: changes.rateLimits } : {}),
+        ...(changes.limit ? { limit: { amount: changes.limit.amount, reset: changes.limit.reset ?? 'never' } } : {}),
+        ...(typeof changes.expiresAt === 'number' ? { expiresAt: changes.expiresAt } : {}),
+      },
+    });
+    const key = await this.reading.execute({ ...asker, keyId: created.keyId, after: created.position });
     // The secret is shown here once; only its hash is kept.
     return { data: managedKeyView(key), key: created.secret };
   }
 
   @Get()
   async list(@Req() request: KeyedRequest) {
-    const keys = await this.queries.execute(new ListKeysQuery(askerOf(request)));
+    const keys = await this.listing.execute(askerOf(request));
     return { data: keys.sort((a, b) => a.createdAt - b.createdAt).map(managedKeyView) };
   }
 
@@ -116,7 +116,7 @@ export class ManagementController {
   @Get(':id')
   async read(@Req() request: KeyedRequest, @Param('id') id: string) {
     return {
-      data: managedKeyView(await this.queries.execute(new ReadKeyQuery({ ...askerOf(request), keyId: id, after: 'head' }))),
+      data: managedKeyView(await this.reading.execute({ ...askerOf(request), keyId: id, after: 'head' })),
     };
   }
 
@@ -127,15 +127,15 @@ export class ManagementController {
     @Body(schemaValidation<KeySettingsBody>(updateKeySchema)) body: KeySettingsBody,
   ) {
     const asker = askerOf(request);
-    const { position } = await this.commands.execute(new UpdateKeyCommand({ ...asker, keyId: id, changes: changesOf(body) }));
-    return { data: managedKeyView(await this.queries.execute(new ReadKeyQuery({ ...asker, keyId: id, after: position }))) };
+    const { position } = await this.updating.execute({ ...asker, keyId: id, changes: changesOf(body) });
+    return { data: managedKeyView(await this.reading.execute({ ...asker, keyId: id, after: position })) };
   }
 
   /** Revoked, whoever revoked it first: a DELETE of a key revoked meanwhile answers it as revoked. */
   @Delete(':id')
   async revoke(@Req() request: KeyedRequest, @Param('id') id: string) {
     const asker = askerOf(request);
-    const { position } = await this.commands.execute(new RevokeKeyCommand({ ...asker, keyId: id, once: true }));
-    return { data: managedKeyView(await this.queries.execute(new ReadKeyQuery({ ...asker, keyId: id, after: position }))) };
+    const { position } = await this.revoking.execute({ ...asker, keyId: id, once: true });
+    return { data: managedKeyView(await this.reading.execute({ ...asker, keyId: id, after: position })) };
   }
 }

@@ -1,15 +1,14 @@
 import { Body, Controller, Get, HttpCode, Param, Post, UseFilters } from '@nestjs/common';
-import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { ApiError } from '../../http/api-error';
 import { bodyValidation } from '../../http/validation';
 import { isoTime } from '../../identity/iso-time';
 import { keyStatus } from '../../identity/key-lookup';
 import type { KeyActor, KeyChangesAsked } from '../../keys/api-key/api-key.decider';
-import { CreateKeyCommand } from '../../keys/create/create-key.command';
-import { ListKeysQuery, type ShownKey } from '../../keys/list/list-keys.query';
-import { ReadKeyQuery } from '../../keys/read/read-key.query';
-import { RevokeKeyCommand } from '../../keys/revoke/revoke-key.command';
-import { UpdateKeyCommand } from '../../keys/update/update-key.command';
+import { CreateKeyHandler } from '../../keys/create/create-key.handler';
+import { ListKeysHandler, type ShownKey } from '../../keys/list/list-keys.handler';
+import { ReadKeyHandler } from '../../keys/read/read-key.handler';
+import { RevokeKeyHandler } from '../../keys/revoke/revoke-key.handler';
+import { UpdateKeyHandler } from '../../keys/update/update-key.handler';
 import { formatCredits, parseCredits } from '../../ledger/money';
 import { dashboardErrors } from '../dashboard-error';
 import { ActiveOrgId, CurrentSession, SignedIn } from '../session/session.guard';
@@ -28,13 +27,16 @@ const memberOf = (session: Session): KeyActor => ({ kind: 'member', userId: sess
 @SignedIn({ activeOrg: true })
 export class KeysController {
   constructor(
-    private readonly commands: CommandBus,
-    private readonly queries: QueryBus,
+    private readonly creating: CreateKeyHandler,
+    private readonly updating: UpdateKeyHandler,
+    private readonly revoking: RevokeKeyHandler,
+    private readonly listing: ListKeysHandler,
+    private readonly reading: ReadKeyHandler,
   ) {}
 
   @Get()
   async list(@ActiveOrgId() orgId: string, @CurrentSession() session: Session) {
-    const keys = await this.queries.execute(new ListKeysQuery({ orgId, actor: memberOf(session), limitUsage: true }));
+    const keys = await this.listing.execute({ orgId, actor: memberOf(session), limitUsage: true });
     return { data: keys.sort((a, b) => b.createdAt - a.createdAt).map(keyView) };
   }
 
@@ -99,21 +101,19 @@ export class KeysController {
   /** Changes the key as the member asks, and shows it once the read models show the change. */
   private async update(orgId: string, keyId: string, session: Session, changes: KeyChangesAsked) {
     const actor = memberOf(session);
-    const { position } = await this.commands.execute(new UpdateKeyCommand({ keyId, orgId, actor, changes }));
-    return keyView(await this.queries.execute(new ReadKeyQuery({ orgId, keyId, actor, after: position, limitUsage: true })));
+    const { position } = await this.updating.execute({ keyId, orgId, actor, changes });
+    return keyView(await this.reading.execute({ orgId, keyId, actor, after: position, limitUsage: true }));
   }
 
   @Post()
   @HttpCode(201)
   async create(@Body(bodyValidation) body: CreateKeyDto, @ActiveOrgId() orgId: string, @CurrentSession() session: Session) {
-    const key = await this.commands.execute(
-      new CreateKeyCommand({
-        orgId,
-        actor: memberOf(session),
-        name: body.name,
-        settings: body.management === true ? { kind: 'management' } : {},
-      }),
-    );
+    const key = await this.creating.execute({
+      orgId,
+      actor: memberOf(session),
+      name: body.name,
+      settings: body.management === true ? { kind: 'management' } : {},
+    });
     return {
       id: key.keyId,
       name: key.name,
@@ -128,7 +128,7 @@ export class KeysController {
   @Post(':id/revoke')
   @HttpCode(200)
   async revoke(@Param('id') keyId: string, @ActiveOrgId() orgId: string, @CurrentSession() session: Session) {
-    await this.commands.execute(new RevokeKeyCommand({ keyId, orgId, actor: memberOf(session), once: true }));
+    await this.revoking.execute({ keyId, orgId, actor: memberOf(session), once: true });
     return { id: keyId, status: 'revoked' };
   }
 }

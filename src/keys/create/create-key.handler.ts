@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Inject } from '@nestjs/common';
-import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
+import { Inject, Injectable } from '@nestjs/common';
 import type { EventStore } from '../../eventstore/event-store';
 import type { KeyLimit, RateLimits } from '../../identity/identity.events';
 import { hashKeySecret, keyPrefixOf, newKeySecret } from '../../identity/secrets';
@@ -32,18 +31,19 @@ export interface CreatedKey {
   position: number;
 }
 
-/** Makes a key for an organization, as `actor` asks. */
-export class CreateKeyCommand extends Command<CreatedKey> {
-  constructor(readonly input: { orgId: string; actor: KeyActor; name: string; settings?: KeySettings }) {
-    super();
-  }
+/** Make a key for an organization, as `actor` asks. */
+export interface CreateKeyCommand {
+  orgId: string;
+  actor: KeyActor;
+  name: string;
+  settings?: KeySettings;
 }
 
-@CommandHandler(CreateKeyCommand)
-export class CreateKeyHandler implements ICommandHandler<CreateKeyCommand, CreatedKey> {
+@Injectable()
+export class CreateKeyHandler {
   constructor(@Inject(EVENTS) private readonly events: EventStore) {}
 
-  async execute({ input: { orgId, actor, name, settings = {} } }: CreateKeyCommand): Promise<CreatedKey> {
+  async execute({ orgId, actor, name, settings = {} }: CreateKeyCommand): Promise<CreatedKey> {
     const keyId = randomUUID();
     const secret = newKeySecret();
     const prefix = keyPrefixOf(secret);

@@ -1,5 +1,4 @@
-import { Inject } from '@nestjs/common';
-import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
+import { Inject, Injectable } from '@nestjs/common';
 import type { EventStore } from '../../eventstore/event-store';
 import { EVENTS } from '../../runtime/runtime.module';
 import { handleKeyCommand } from '../api-key/api-key.commands';
@@ -16,22 +15,23 @@ export interface UpdatedKey {
 }
 
 /**
- * Changes a key's name, credit limit, rate limits, expiry, or whether it is disabled, as `actor`
+ * Change a key's name, credit limit, rate limits, expiry, or whether it is disabled, as `actor`
  * asks in `orgId` (null: the operator, naming the key alone).
  */
-export class UpdateKeyCommand extends Command<UpdatedKey> {
-  constructor(readonly input: { keyId: string; orgId: string | null; actor: KeyActor; changes: KeyChangesAsked }) {
-    super();
-  }
+export interface UpdateKeyCommand {
+  keyId: string;
+  orgId: string | null;
+  actor: KeyActor;
+  changes: KeyChangesAsked;
 }
 
-@CommandHandler(UpdateKeyCommand)
-export class UpdateKeyHandler implements ICommandHandler<UpdateKeyCommand, UpdatedKey> {
+@Injectable()
+export class UpdateKeyHandler {
   constructor(@Inject(EVENTS) private readonly events: EventStore) {}
 
-  async execute({ input }: UpdateKeyCommand): Promise<UpdatedKey> {
-    const { events, position } = await handleKeyCommand(this.events, { type: 'UpdateApiKey', ...input, now: Date.now() });
+  async execute(command: UpdateKeyCommand): Promise<UpdatedKey> {
+    const { events, position } = await handleKeyCommand(this.events, { type: 'UpdateApiKey', ...command, now: Date.now() });
     const { orgId, changes } = (events[0] as ApiKeyUpdated).data;
-    return { keyId: input.keyId, orgId, changes, position };
+    return { keyId: command.keyId, orgId, changes, position };
   }
 }

@@ -1,5 +1,4 @@
-import { Inject } from '@nestjs/common';
-import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
+import { Inject, Injectable } from '@nestjs/common';
 import type { EventStore, RecordedEvent } from '../../eventstore/event-store';
 import { IdentityRuleError } from '../../identity/identity-rule-error';
 import { EVENTS } from '../../runtime/runtime.module';
@@ -15,21 +14,22 @@ export interface RevokedKey {
 }
 
 /**
- * Revokes a key, for good, as `actor` asks in `orgId` (null: the operator, naming the key alone).
+ * Revoke a key, for good, as `actor` asks in `orgId` (null: the operator, naming the key alone).
  * `once`: as a DELETE does, a key revoked meanwhile (by a request at the same moment) is revoked, as
  * asked; without it, revoking a revoked key is refused.
  */
-export class RevokeKeyCommand extends Command<RevokedKey> {
-  constructor(readonly input: { keyId: string; orgId: string | null; actor: KeyActor; once?: boolean }) {
-    super();
-  }
+export interface RevokeKeyCommand {
+  keyId: string;
+  orgId: string | null;
+  actor: KeyActor;
+  once?: boolean;
 }
 
-@CommandHandler(RevokeKeyCommand)
-export class RevokeKeyHandler implements ICommandHandler<RevokeKeyCommand, RevokedKey> {
+@Injectable()
+export class RevokeKeyHandler {
   constructor(@Inject(EVENTS) private readonly events: EventStore) {}
 
-  async execute({ input: { keyId, orgId, actor, once } }: RevokeKeyCommand): Promise<RevokedKey> {
+  async execute({ keyId, orgId, actor, once }: RevokeKeyCommand): Promise<RevokedKey> {
     try {
       const { events, position } = await handleKeyCommand(this.events, {
         type: 'RevokeApiKey',

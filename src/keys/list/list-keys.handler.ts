@@ -1,5 +1,4 @@
-import { Inject } from '@nestjs/common';
-import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
+import { Inject, Injectable } from '@nestjs/common';
 import type { KeyRecord } from '../../identity/key-lookup';
 import { periodOf } from '../../ledger/key-limit';
 import type { ProjectionStore } from '../../projections/projection-store';
@@ -10,7 +9,8 @@ import { type KeyActor, keyVisibleTo } from '../api-key/api-key.decider';
 /** A key as the read models show it; `limitUsage`, when asked for and the key has a limit: what the limit counts now. */
 export type ShownKey = KeyRecord & { limitUsage?: number };
 
-export interface KeysAsked {
+/** Which keys, asked by whom, and how fresh. */
+export interface ListKeysQuery {
   orgId: string;
   actor: KeyActor;
   /**
@@ -26,7 +26,7 @@ export interface KeysAsked {
 export async function visibleKeys(
   projections: ProjectionStore,
   projector: Projector,
-  { orgId, actor, after }: KeysAsked,
+  { orgId, actor, after }: ListKeysQuery,
 ): Promise<KeyRecord[]> {
   if (after === 'head') await projector.catchUp();
   else if (after !== undefined) await projector.waitFor(after);
@@ -40,22 +40,16 @@ export async function withLimitUsage(projections: ProjectionStore, key: KeyRecor
 }
 
 /** The organization's keys that `actor` sees, in the read models' order. */
-export class ListKeysQuery extends Query<ShownKey[]> {
-  constructor(readonly input: KeysAsked) {
-    super();
-  }
-}
-
-@QueryHandler(ListKeysQuery)
-export class ListKeysHandler implements IQueryHandler<ListKeysQuery, ShownKey[]> {
+@Injectable()
+export class ListKeysHandler {
   constructor(
     @Inject(PROJECTIONS) private readonly projections: ProjectionStore,
     private readonly projector: Projector,
   ) {}
 
-  async execute({ input }: ListKeysQuery): Promise<ShownKey[]> {
-    const keys = await visibleKeys(this.projections, this.projector, input);
-    if (!input.limitUsage) return keys;
+  async execute(query: ListKeysQuery): Promise<ShownKey[]> {
+    const keys = await visibleKeys(this.projections, this.projector, query);
+    if (!query.limitUsage) return keys;
     const now = Date.now();
     return Promise.all(keys.map((key) => withLimitUsage(this.projections, key, now)));
   }
