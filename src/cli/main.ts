@@ -2,13 +2,18 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { SingleBar, Presets } from 'cli-progress';
 import { auditLedger } from '../audit/ledger-audit';
 import { ConfigError, loadConfig } from '../config/config';
-import { IdentityRuleError, type KeyChangesAsked } from '../identity/identity.decider';
+import { IdentityRuleError } from '../identity/identity-rule-error';
 import { isoTime } from '../identity/iso-time';
 import type { LimitReset, RateLimits } from '../identity/identity.events';
+import { keyStatus } from '../identity/key-lookup';
+import { type KeyChangesAsked, OPERATOR } from '../keys/api-key/api-key.decider';
+import { CreateKeyHandler } from '../keys/create/create-key.handler';
+import { ListKeysHandler } from '../keys/list/list-keys.handler';
+import { RevokeKeyHandler } from '../keys/revoke/revoke-key.handler';
+import { UpdateKeyHandler } from '../keys/update/update-key.handler';
 import { LedgerRuleError } from '../ledger/ledger.decider';
 import { formatCredits, MoneyFormatError, parseCredits } from '../ledger/money';
 import { rebuildProjections } from '../projections/projector';
-import { keyStatus } from '../identity/key-lookup';
 import { availableOf, reservedOf } from '../projections/read-model';
 import { openRuntime, Runtime } from '../runtime/runtime';
 
@@ -245,13 +250,24 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
           if (opts.limitReset !== undefined && opts.limit === undefined)
             throw new OperatorError('--limit-reset goes with --limit');
           const rateLimits = rateLimitsOf(opts);
-          const key = await rt.identity.createApiKey(opts.org, opts.name, {
+          const settings = {
             ...(rateLimits ? { rateLimits } : {}),
             ...(opts.expires === undefined ? {} : { expiresAt: opts.expires }),
             ...(opts.management ? { kind: 'management' as const } : {}),
             ...(opts.limit === undefined ? {} : { limit: { amount: opts.limit, reset: opts.limitReset ?? 'never' } }),
+          };
+          const created = await new CreateKeyHandler(rt.events).execute({
+            orgId: opts.org,
+            actor: OPERATOR,
+            name: opts.name,
+            settings,
           });
-          out.print(key, [`id     ${key.keyId}`, `secret ${key.secret}`, 'The secret is shown only now: keep it safe.']);
+          const { keyId, secret, orgId, name, prefix, kind } = created;
+          out.print({ keyId, secret, orgId, name, prefix, ...(kind ? { kind } : {}) }, [
+            `id     ${keyId}`,
+            `secret ${secret}`,
+            'The secret is shown only now: keep it safe.',
+          ]);
         }),
     );
   keys
@@ -260,8 +276,12 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
     .action((opts: { org: string }) =>
       withRuntime(async (rt, out) => {
         await requireOrganization(rt, opts.org);
-        await rt.projector.catchUp();
-        const list = (await rt.projections.keysOf(opts.org))
+        const keys = await new ListKeysHandler(rt.projections, rt.projector).execute({
+          orgId: opts.org,
+          actor: OPERATOR,
+          after: 'head',
+        });
+        const list = keys
           .sort((a, b) => a.createdAt - b.createdAt)
           .map((key) => ({
             keyId: key.keyId,
@@ -328,8 +348,13 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
           if (typeof opts.limit === 'number') changes.limit = { amount: opts.limit, reset: opts.limitReset };
           else if (opts.limit === false) changes.limit = null;
           else if (opts.limitReset !== undefined) throw new OperatorError('--limit-reset goes with --limit');
-          const updated = await rt.identity.updateApiKey(opts.key, changes);
-          out.print(updated, [`updated ${opts.key}: ${Object.keys(updated.changes).join(', ')}`]);
+          const { orgId, changes: changed } = await new UpdateKeyHandler(rt.events).execute({
+            keyId: opts.key,
+            orgId: null,
+            actor: OPERATOR,
+            changes,
+          });
+          out.print({ keyId: opts.key, orgId, changes: changed }, [`updated ${opts.key}: ${Object.keys(changed).join(', ')}`]);
         }),
     );
   keys
@@ -337,8 +362,8 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
     .requiredOption('--key <id>', 'key id', uuid('--key'))
     .action((opts: { key: string }) =>
       withRuntime(async (rt, out) => {
-        const revoked = await rt.identity.revokeApiKey(opts.key);
-        out.print({ ...revoked, status: 'revoked' }, [`revoked ${opts.key}`]);
+        const { orgId } = await new RevokeKeyHandler(rt.events).execute({ keyId: opts.key, orgId: null, actor: OPERATOR });
+        out.print({ keyId: opts.key, orgId, status: 'revoked' }, [`revoked ${opts.key}`]);
       }),
     );
 

@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { InferenceModule } from '../inference/inference.module';
+import { KeysModule } from '../keys/keys.module';
 import { KeysController } from './keys/keys.controller';
 import { MembersController } from './members/members.controller';
 import { OrganizationsController } from './organizations/organizations.controller';
@@ -22,7 +23,7 @@ export class DashboardModule {
   static forSettings(tokens: SessionTokens, settings: DashboardSettings): DynamicModule {
     return {
       module: DashboardModule,
-      imports: [CqrsModule, InferenceModule],
+      imports: [CqrsModule, InferenceModule, KeysModule],
       controllers: [
         SessionController,
         OrganizationsController,

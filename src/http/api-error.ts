@@ -1,7 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { WrongExpectedRevisionError } from '../eventstore/event-store';
-import { IdentityRuleError } from '../identity/identity.decider';
+import { IdentityRuleError } from '../identity/identity-rule-error';
 import { maskSecrets } from '../key-secret/key-secret';
 
 /** The kinds of failure a caller can see, with their HTTP status. */
@@ -101,6 +101,7 @@ const IDENTITY_REFUSALS: Partial<Record<IdentityRuleError['code'], ApiErrorCode>
   key_revoked: 'conflict',
   last_owner: 'conflict',
   not_owner: 'forbidden',
+  not_key_manager: 'forbidden',
 };
 
 /** Maps anything thrown to an ApiError without leaking internals. */

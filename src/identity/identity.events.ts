@@ -1,4 +1,7 @@
-/** Identity events: organizations, their members, users and API keys. No secret ever appears here. */
+/**
+ * Identity events: organizations, their members and users (API keys have theirs in keys/), and the
+ * limits keys and organizations share. No secret ever appears here.
+ */
 export interface OrganizationCreated {
   type: 'OrganizationCreated';
   data: { orgId: string; name: string; createdAt: number };
@@ -54,54 +57,10 @@ export interface OrganizationRateLimitsSet {
   data: { orgId: string; rateLimits: RateLimits | null; setAt: number };
 }
 
-export interface ApiKeyCreated {
-  type: 'ApiKeyCreated';
-  /**
-   * `hash` is the SHA-256 of the secret; `prefix` its first characters, for people to recognise it.
-   * `rateLimits`: the key's own (absent in keys made without, and in events written before them).
-   */
-  data: {
-    keyId: string;
-    orgId: string;
-    name: string;
-    hash: string;
-    prefix: string;
-    createdAt: number;
-    rateLimits?: RateLimits;
-    /** When the key stops working (ms); absent: never. */
-    expiresAt?: number;
-    limit?: KeyLimit;
-    /** A management key manages the organization's keys (/api/v1/keys) and cannot call models; absent: an ordinary key. */
-    kind?: 'management';
-  };
-}
-
-/** What an update changes: each field given is set (null clears it); the rest stay. */
-export interface KeyChanges {
-  name?: string;
-  rateLimits?: RateLimits | null;
-  expiresAt?: number | null;
-  limit?: KeyLimit | null;
-  /** A disabled key is refused like a revoked one, until it is enabled again. */
-  disabled?: boolean;
-}
-
-export interface ApiKeyUpdated {
-  type: 'ApiKeyUpdated';
-  data: { keyId: string; orgId: string; hash: string; changes: KeyChanges; updatedAt: number };
-}
-
-export interface ApiKeyRevoked {
-  type: 'ApiKeyRevoked';
-  data: { keyId: string; orgId: string; hash: string; revokedAt: number };
-}
-
 export type OrganizationEvent =
   OrganizationCreated | MemberAdded | MemberRemoved | MemberKeyAccessSet | OrganizationRateLimitsSet;
-export type ApiKeyEvent = ApiKeyCreated | ApiKeyUpdated | ApiKeyRevoked;
-export type IdentityEvent = OrganizationEvent | UserRegistered | ApiKeyEvent;
+export type IdentityEvent = OrganizationEvent | UserRegistered;
 
 export const organizationStream = (orgId: string) => `org-${orgId}`;
 /** A user's stream is named by a digest of the email, which makes emails unique. */
 export const userStream = (emailDigest: string) => `user-${emailDigest}`;
-export const apiKeyStream = (keyId: string) => `apikey-${keyId}`;

@@ -1,23 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { handleCommand, newStream, readStreamState, StreamState } from '../eventstore/command-handler';
 import type { EventStore } from '../eventstore/event-store';
+import { IdentityRuleError } from './identity-rule-error';
 import {
-  apiKeyDecider,
-  IdentityRuleError,
-  KeyChangesAsked,
-  normalizeEmail,
-  Organization,
-  organizationDecider,
-  User,
-  userDecider,
-} from './identity.decider';
-import { type KeyLookup, type KeyRecord, keyStatus } from './key-lookup';
-import {
-  ApiKeyCreated,
-  ApiKeyUpdated,
-  apiKeyStream,
-  KeyChanges,
-  KeyLimit,
   MemberRole,
   OrganizationCreated,
   OrganizationRateLimitsSet,
@@ -25,39 +10,25 @@ import {
   RateLimits,
   userStream,
 } from './identity.events';
-import { emailDigest, hashKeySecret, hashPassword, keyPrefixOf, looksLikeKeySecret, newKeySecret } from './secrets';
+import { type KeyLookup, type KeyRecord, keyStatus } from './key-lookup';
+import { Organization, organizationDecider } from './organization.decider';
+import { emailDigest, hashKeySecret, hashPassword, looksLikeKeySecret } from './secrets';
+import { normalizeEmail, User, userDecider } from './user.decider';
 
 type Clock = () => number;
 
 /**
- * Commands on a stream others may write at the same moment (two owners, two management calls) are
- * decided again on the stream as it now is, a few times, instead of failing on the first conflict.
+ * Commands on a stream others may write at the same moment (two owners) are decided again on the
+ * stream as it now is, a few times, instead of failing on the first conflict.
  */
 const CONCURRENT = { retries: 3 };
 
 const userStreamOf = (email: string) => userStream(emailDigest(normalizeEmail(email)));
 
-export interface CreatedKey {
-  keyId: string;
-  /** Shown once, to whoever created the key; only its hash is kept. */
-  secret: string;
-  orgId: string;
-  name: string;
-  prefix: string;
-  kind?: 'management';
-}
-
-/** What a key may be made with beyond its name. */
-export interface KeySettings {
-  rateLimits?: RateLimits;
-  /** When the key stops working (ms). */
-  expiresAt?: number;
-  /** A management key (it manages keys and cannot call models). */
-  kind?: 'management';
-  limit?: KeyLimit;
-}
-
-/** Organizations, users, members and API keys: command handlers over their streams. */
+/**
+ * Organizations, users and members: command handlers over their streams; and authentication, the
+ * active key a secret names (keys themselves are made, changed and revoked in keys/).
+ */
 export class IdentityService {
   constructor(
     private readonly events: EventStore,
@@ -131,30 +102,6 @@ export class IdentityService {
     await handleCommand(this.events, organizationStream(orgId), organizationDecider, command, CONCURRENT);
   }
 
-  async createApiKey(orgId: string, name: string, settings: KeySettings = {}): Promise<CreatedKey> {
-    const { state: organization } = await this.organization(orgId);
-    const keyId = randomUUID();
-    const secret = newKeySecret();
-    const prefix = keyPrefixOf(secret);
-    const command = {
-      type: 'CreateApiKey' as const,
-      keyId,
-      orgId,
-      name,
-      hash: hashKeySecret(secret),
-      prefix,
-      ...(settings.rateLimits === undefined ? {} : { rateLimits: settings.rateLimits }),
-      ...(settings.expiresAt === undefined ? {} : { expiresAt: settings.expiresAt }),
-      ...(settings.kind === undefined ? {} : { kind: settings.kind }),
-      ...(settings.limit === undefined ? {} : { limit: settings.limit }),
-      now: this.clock(),
-    };
-    const decider = apiKeyDecider(organization);
-    const { events } = await handleCommand(this.events, apiKeyStream(keyId), decider, command, { known: newStream(decider) });
-    const created = (events[0] as ApiKeyCreated).data;
-    return { keyId, secret, orgId, name: created.name, prefix, ...(created.kind ? { kind: created.kind } : {}) };
-  }
-
   /** Sets (or with null, clears) the rate limits of the organization's keys that have none of their own. */
   async setOrganizationRateLimits(orgId: string, rateLimits: RateLimits | null): Promise<RateLimits | null> {
     const command = { type: 'SetRateLimits' as const, orgId, rateLimits, now: this.clock() };
@@ -162,33 +109,10 @@ export class IdentityService {
     return (events[0] as OrganizationRateLimitsSet).data.rateLimits;
   }
 
-  /** Changes a key's name, rate limits, expiry, or whether it is disabled; returns what changed, as checked. */
-  async updateApiKey(keyId: string, changes: KeyChangesAsked): Promise<{ keyId: string; orgId: string; changes: KeyChanges }> {
-    const command = { type: 'UpdateApiKey' as const, keyId, changes, now: this.clock() };
-    const { events } = await handleCommand(this.events, apiKeyStream(keyId), apiKeyDecider(), command, CONCURRENT);
-    const updated = events[0] as ApiKeyUpdated;
-    return { keyId, orgId: updated.data.orgId, changes: updated.data.changes };
-  }
-
-  async revokeApiKey(keyId: string): Promise<{ keyId: string; orgId: string }> {
-    const command = { type: 'RevokeApiKey' as const, keyId, now: this.clock() };
-    const { events } = await handleCommand(this.events, apiKeyStream(keyId), apiKeyDecider(), command, CONCURRENT);
-    return { keyId, orgId: events[0].data.orgId };
-  }
-
   /** The active key a secret names, or null: unknown, malformed, revoked, disabled or expired all look the same. */
   async authenticate(secret: string): Promise<KeyRecord | null> {
     if (!looksLikeKeySecret(secret)) return null;
     const key = await this.keys.keyByHash(hashKeySecret(secret));
     return key && keyStatus(key, this.clock()) === 'active' ? key : null;
-  }
-}
-
-/** Revokes a key, as a DELETE does: a key revoked meanwhile (by a request at the same moment) is revoked, as asked. */
-export async function revokeOnce(identity: IdentityService, keyId: string): Promise<void> {
-  try {
-    await identity.revokeApiKey(keyId);
-  } catch (error) {
-    if (!(error instanceof IdentityRuleError && error.code === 'key_revoked')) throw error;
   }
 }

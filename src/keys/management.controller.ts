@@ -1,20 +1,19 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Req, UseFilters, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Req, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiError, chatCompletionsErrors } from '../http/api-error';
 import { schemaValidation } from '../http/schema-validation';
 import type { RateLimits } from '../identity/identity.events';
-import type { KeyChangesAsked } from '../identity/identity.decider';
 import { isoTime } from '../identity/iso-time';
-import { IdentityService, revokeOnce } from '../identity/identity.service';
-import type { KeyRecord } from '../identity/key-lookup';
-import { maskSecrets } from '../key-secret/key-secret';
 import { parseCredits } from '../ledger/money';
-import type { ProjectionStore } from '../projections/projection-store';
-import { Projector } from '../projections/projector';
-import { PROJECTIONS } from '../runtime/runtime.module';
 import type { KeyedRequest } from '../surfaces/api-key.guard';
+import type { KeyActor, KeyChangesAsked } from './api-key/api-key.decider';
+import { CreateKeyHandler } from './create/create-key.handler';
 import { managedKeyView } from './key-views';
+import { ListKeysHandler } from './list/list-keys.handler';
 import { ManagementKeyGuard } from './management-key.guard';
 import { createKeySchema, KeySettingsBody, updateKeySchema } from './management.schema';
+import { ReadKeyHandler } from './read/read-key.handler';
+import { RevokeKeyHandler } from './revoke/revoke-key.handler';
+import { UpdateKeyHandler } from './update/update-key.handler';
 
 const rateLimitsOf = (body: NonNullable<KeySettingsBody['rate_limits']>): RateLimits => ({
   ...(body.requests_per_minute === undefined ? {} : { requestsPerMinute: body.requests_per_minute }),
@@ -64,50 +63,61 @@ function changesOf(body: KeySettingsBody): KeyChangesAsked {
   return changes;
 }
 
+/** The management key calling, as the one who asks, in its organization. */
+function askerOf(request: KeyedRequest): { orgId: string; actor: KeyActor } {
+  const { keyId, orgId } = request.apiKey;
+  return { orgId, actor: { kind: 'management_key', keyId, orgId } };
+}
+
 /**
  * The management API: a platform issues, reads, changes and revokes its organization's ordinary
- * keys programmatically, with a management key. Confined to the management key's organization:
- * another organization's key is "not found". What it writes is read back once the read models
- * show it.
+ * keys programmatically, with a management key (which keys it sees is the key decider's rule:
+ * another organization's key, or a management key, is "not found"). What it writes is read back
+ * once the read models show it.
  */
 @Controller('api/v1/keys')
 @UseGuards(ManagementKeyGuard)
 @UseFilters(chatCompletionsErrors)
 export class ManagementController {
   constructor(
-    private readonly identity: IdentityService,
-    private readonly projector: Projector,
-    @Inject(PROJECTIONS) private readonly projections: ProjectionStore,
+    private readonly creating: CreateKeyHandler,
+    private readonly updating: UpdateKeyHandler,
+    private readonly revoking: RevokeKeyHandler,
+    private readonly listing: ListKeysHandler,
+    private readonly reading: ReadKeyHandler,
   ) {}
 
   @Post()
   @HttpCode(201)
   async create(@Req() request: KeyedRequest, @Body(schemaValidation<KeySettingsBody>(createKeySchema)) body: KeySettingsBody) {
     const changes = changesOf(body);
-    const created = await this.identity.createApiKey(request.apiKey.orgId, body.name!, {
-      ...(changes.rateLimits ? { rateLimits: changes.rateLimits } : {}),
-      ...(changes.limit ? { limit: { amount: changes.limit.amount, reset: changes.limit.reset ?? 'never' } } : {}),
-      ...(typeof changes.expiresAt === 'number' ? { expiresAt: changes.expiresAt } : {}),
+    const asker = askerOf(request);
+    const created = await this.creating.execute({
+      ...asker,
+      name: body.name!,
+      settings: {
+        ...(changes.rateLimits ? { rateLimits: changes.rateLimits } : {}),
+        ...(changes.limit ? { limit: { amount: changes.limit.amount, reset: changes.limit.reset ?? 'never' } } : {}),
+        ...(typeof changes.expiresAt === 'number' ? { expiresAt: changes.expiresAt } : {}),
+      },
     });
-    const key = await this.keyOf(request, created.keyId);
+    const key = await this.reading.execute({ ...asker, keyId: created.keyId, after: created.position });
     // The secret is shown here once; only its hash is kept.
     return { data: managedKeyView(key), key: created.secret };
   }
 
   @Get()
   async list(@Req() request: KeyedRequest) {
-    const keys = await this.projections.keysOf(request.apiKey.orgId);
-    return {
-      data: keys
-        .filter((k) => k.kind !== 'management')
-        .sort((a, b) => a.createdAt - b.createdAt)
-        .map(managedKeyView),
-    };
+    const keys = await this.listing.execute(askerOf(request));
+    return { data: keys.sort((a, b) => a.createdAt - b.createdAt).map(managedKeyView) };
   }
 
+  /** The key as the read models show it after every write so far (made here or elsewhere). */
   @Get(':id')
   async read(@Req() request: KeyedRequest, @Param('id') id: string) {
-    return { data: managedKeyView(await this.keyOf(request, id)) };
+    return {
+      data: managedKeyView(await this.reading.execute({ ...askerOf(request), keyId: id, after: 'head' })),
+    };
   }
 
   @Patch(':id')
@@ -116,23 +126,16 @@ export class ManagementController {
     @Param('id') id: string,
     @Body(schemaValidation<KeySettingsBody>(updateKeySchema)) body: KeySettingsBody,
   ) {
-    await this.keyOf(request, id);
-    await this.identity.updateApiKey(id, changesOf(body));
-    return { data: managedKeyView(await this.keyOf(request, id)) };
+    const asker = askerOf(request);
+    const { position } = await this.updating.execute({ ...asker, keyId: id, changes: changesOf(body) });
+    return { data: managedKeyView(await this.reading.execute({ ...asker, keyId: id, after: position })) };
   }
 
+  /** Revoked, whoever revoked it first: a DELETE of a key revoked meanwhile answers it as revoked. */
   @Delete(':id')
   async revoke(@Req() request: KeyedRequest, @Param('id') id: string) {
-    const key = await this.keyOf(request, id);
-    if (key.revokedAt === null) await revokeOnce(this.identity, id);
-    return { data: managedKeyView(await this.keyOf(request, id)) };
-  }
-
-  /** An ordinary key of the caller's organization, as the read models show it after every write so far. */
-  private async keyOf(request: KeyedRequest, keyId: string): Promise<KeyRecord> {
-    await this.projector.catchUp();
-    const key = (await this.projections.keysOf(request.apiKey.orgId)).find((k) => k.keyId === keyId && k.kind !== 'management');
-    if (!key) throw new ApiError('not_found', `no key ${maskSecrets(keyId.slice(0, 64))} in this organization`);
-    return key;
+    const asker = askerOf(request);
+    const { position } = await this.revoking.execute({ ...asker, keyId: id, once: true });
+    return { data: managedKeyView(await this.reading.execute({ ...asker, keyId: id, after: position })) };
   }
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import { handleCommand, readStreamState } from '../eventstore/command-handler';
 import { AppendOutcomeUnknownError, EventStore, WrongExpectedRevisionError } from '../eventstore/event-store';
-import { organizationDecider } from '../identity/identity.decider';
+import { organizationDecider } from '../identity/organization.decider';
 import { organizationStream } from '../identity/identity.events';
 import type { KeyLimit } from '../identity/identity.events';
 import type { CreditHolds } from './credit-holds';

@@ -1,19 +1,16 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { RecordedEvent } from '../eventstore/event-store';
 import type {
-  ApiKeyCreated,
-  ApiKeyRevoked,
-  ApiKeyUpdated,
   MemberAdded,
   MemberKeyAccessSet,
   MemberRemoved,
   MemberRole,
   OrganizationCreated,
-  KeyChanges,
   OrganizationRateLimitsSet,
   RateLimits,
 } from '../identity/identity.events';
 import type { KeyRecord } from '../identity/key-lookup';
+import type { ApiKeyCreated, ApiKeyRevoked, ApiKeyUpdated, KeyChanges } from '../keys/api-key/api-key.events';
 import { periodsOf } from '../ledger/key-limit';
 import type {
   CreditsGranted,

@@ -4,6 +4,7 @@ import { LedgerService } from '../ledger/ledger.service';
 import { Projector } from '../projections/projector';
 import type { Runtime } from './runtime';
 
+export const EVENTS = Symbol('EventStore');
 export const PROJECTIONS = Symbol('ProjectionStore');
 export const CONFIG = Symbol('Config');
 export const RATE_LIMITS = Symbol('RateLimitStore');
@@ -15,6 +16,7 @@ export class RuntimeModule {
   static forRuntime(runtime: Runtime): DynamicModule {
     const providers = [
       { provide: CONFIG, useValue: runtime.config },
+      { provide: EVENTS, useValue: runtime.events },
       { provide: PROJECTIONS, useValue: runtime.projections },
       { provide: LedgerService, useValue: runtime.ledger },
       { provide: IdentityService, useValue: runtime.identity },

@@ -4,6 +4,7 @@ import { fundedOrganization, openTestRuntime } from '../support/runtime';
 import { reserve } from '../support/ledger';
 import { describeWithRedis } from '../support/redis';
 import type { RedisProjectionStore } from '../../src/projections/redis-projection-store';
+import { createKey } from '../support/keys';
 
 describe('ledger audit while requests append', () => {
   it('waits for read models that have not applied the latest events, and says so when they do not catch up', async () => {
@@ -112,7 +113,7 @@ describeWithRedis("ledger audit of each key's spend", () => {
     try {
       const { runtime } = t;
       const orgId = await fundedOrganization(runtime, 1_000_000_000);
-      const { keyId } = await runtime.identity.createApiKey(orgId, 'spender');
+      const { keyId } = await createKey(runtime, orgId, 'spender');
       const facts = { requestId: 'q-1', keyId, surface: 'native', model: 'm', reservationId: 'r-1', orgId };
       await runtime.events.append(
         'reservation-r-1',

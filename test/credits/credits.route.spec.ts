@@ -8,6 +8,7 @@ import { testRedisUrl } from '../support/redis';
 import { openTestRuntime, TestRuntime } from '../support/runtime';
 import { uncachedUsage } from '../../src/ledger/money';
 import { pricesOf, reserve } from '../support/ledger';
+import { createKey, revokeKey } from '../support/keys';
 
 for (const redis of [false, true]) {
   (!redis || testRedisUrl() ? describe : describe.skip)(`GET /api/v1/credits (${redis ? 'Redis' : 'in-process'})`, () => {
@@ -22,7 +23,7 @@ for (const redis of [false, true]) {
       app = await createApp(t.runtime, { logger: false });
       ({ orgId } = await t.runtime.identity.createOrganization('Acme'));
       await t.runtime.ledger.grant(orgId, 12_500_000_000, 'welcome');
-      ({ secret, keyId } = await t.runtime.identity.createApiKey(orgId, 'ci'));
+      ({ secret, keyId } = await createKey(t.runtime, orgId, 'ci'));
       await t.runtime.projector.catchUp();
       const admission = await reserve(t.runtime.ledger, {
         requestId: 'q',
@@ -78,10 +79,10 @@ for (const redis of [false, true]) {
       const other = await openRuntime(loadConfig(t.env));
       const otherApp = await createApp(other, { logger: false });
       try {
-        const { secret: s2, keyId: k2 } = await t.runtime.identity.createApiKey(orgId, 'to revoke');
+        const { secret: s2, keyId: k2 } = await createKey(t.runtime, orgId, 'to revoke');
         await other.projector.catchUp();
         await request(otherApp.getHttpServer()).get('/api/v1/credits').set('Authorization', `Bearer ${s2}`).expect(200);
-        await t.runtime.identity.revokeApiKey(k2);
+        await revokeKey(t.runtime, k2);
         const revokedAt = Date.now();
         await eventually(async () => {
           const res = await request(otherApp.getHttpServer()).get('/api/v1/credits').set('Authorization', `Bearer ${s2}`);

@@ -6,6 +6,7 @@ import { serviceEnv, TEST_MODELS } from '../support/gateway';
 import { Child, eventually, startService } from '../support/processes';
 import { openCountingStream } from '../support/streams';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
+import { createKey } from '../support/keys';
 
 /**
  * The gateway itself SIGKILLed with streams in flight, then started again on the same log: the
@@ -42,7 +43,7 @@ afterAll(async () => {
 
 it('20 streams in flight when the gateway is SIGKILLed: their connections end, and after a restart every hold is released; audit clean', async () => {
   const orgId = await fundedOrganization(t.runtime, 100_000_000_000);
-  const { secret } = await t.runtime.identity.createApiKey(orgId, 'killed');
+  const { secret } = await createKey(t.runtime, orgId, 'killed');
   await t.runtime.close();
 
   let base = await serve();

@@ -7,6 +7,7 @@ import { serviceEnv, TEST_MODELS } from '../support/gateway';
 import { Child, startService } from '../support/processes';
 import { openCountingStream } from '../support/streams';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
+import { createKey } from '../support/keys';
 
 /**
  * SIGTERM with 20 streams open, as a process manager stops the service: the streams finish within
@@ -40,7 +41,7 @@ afterAll(async () => {
 async function start(grace: number): Promise<{ base: string; secret: string; orgId: string }> {
   const operator = await openRuntime(loadConfig(env));
   const orgId = await fundedOrganization(operator, 100_000_000_000);
-  const { secret } = await operator.identity.createApiKey(orgId, 'stopping');
+  const { secret } = await createKey(operator, orgId, 'stopping');
   await operator.close();
   const started = await startService({ ...env, SHUTDOWN_GRACE_MS: String(grace) });
   service = started.service;

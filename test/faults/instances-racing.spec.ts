@@ -2,6 +2,7 @@ import type { CreditsReserved } from '../../src/ledger/ledger.events';
 import { OtherInstance, startGateway, startOtherInstance, TEST_MODELS, TestGateway } from '../support/gateway';
 import { describeWithRedis } from '../support/redis';
 import { fundedOrganization } from '../support/runtime';
+import { createKey } from '../support/keys';
 
 /** Two instances sharing the log and Redis race for one balance: it is never overdrawn. */
 
@@ -41,7 +42,7 @@ describeWithRedis('two instances racing one balance', () => {
 
     // An organization that can hold exactly 20 of them at once; the host answers after a second, so all are held together.
     const orgId = await fundedOrganization(g.t.runtime, 20 * amount + amount - 1);
-    const { secret } = await g.t.runtime.identity.createApiKey(orgId, 'racing');
+    const { secret } = await createKey(g.t.runtime, orgId, 'racing');
     await g.t.runtime.projector.catchUp();
     await other.runtime.projector.catchUp();
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' }, firstByteDelayMs: 1000 });

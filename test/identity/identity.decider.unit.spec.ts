@@ -1,15 +1,12 @@
+import { IdentityRuleError } from '../../src/identity/identity-rule-error';
 import {
-  decideApiKey,
   decideOrganization,
-  decideUser,
-  evolveApiKey,
   evolveOrganization,
-  IdentityRuleError,
-  initialApiKey,
   initialOrganization,
-  initialUser,
   mayManageKeys,
-} from '../../src/identity/identity.decider';
+} from '../../src/identity/organization.decider';
+import { decideUser, initialUser } from '../../src/identity/user.decider';
+import { decideApiKey, evolveApiKey, initialApiKey, OPERATOR } from '../../src/keys/api-key/api-key.decider';
 import {
   hashKeySecret,
   keyPrefixOf,
@@ -123,6 +120,7 @@ describe('identity deciders', () => {
       type: 'CreateApiKey' as const,
       keyId: 'k1',
       orgId: 'o1',
+      actor: OPERATOR,
       name: 'ci',
       hash: 'abc',
       prefix: 'sk-svc-abcdef',
@@ -131,12 +129,11 @@ describe('identity deciders', () => {
     expect(codeOf(() => decideApiKey(create, initialApiKey(), initialOrganization()))).toBe('organization_not_found');
     const [keyCreated] = decideApiKey(create, initialApiKey(), org);
     const key = evolveApiKey(initialApiKey(), keyCreated);
-    const [revoked] = decideApiKey({ type: 'RevokeApiKey', keyId: 'k1', now: 2 }, key, org);
+    const revoke = (keyId: string, now: number) => ({ type: 'RevokeApiKey' as const, keyId, orgId: 'o1', actor: OPERATOR, now });
+    const [revoked] = decideApiKey(revoke('k1', 2), key, org);
     expect(revoked).toEqual({ type: 'ApiKeyRevoked', data: { keyId: 'k1', orgId: 'o1', hash: 'abc', revokedAt: 2 } });
-    expect(codeOf(() => decideApiKey({ type: 'RevokeApiKey', keyId: 'k1', now: 3 }, evolveApiKey(key, revoked), org))).toBe(
-      'key_revoked',
-    );
-    expect(codeOf(() => decideApiKey({ type: 'RevokeApiKey', keyId: 'k9', now: 3 }, initialApiKey(), org))).toBe('key_not_found');
+    expect(codeOf(() => decideApiKey(revoke('k1', 3), evolveApiKey(key, revoked), org))).toBe('key_revoked');
+    expect(codeOf(() => decideApiKey(revoke('k9', 3), initialApiKey(), org))).toBe('key_not_found');
   });
 });
 

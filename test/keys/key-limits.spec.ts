@@ -9,6 +9,7 @@ import { chatCompletion } from '../support/streams';
 import { Child, eventually, ROOT, startService } from '../support/processes';
 import { describeWithRedis } from '../support/redis';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
+import { createKey } from '../support/keys';
 
 /**
  * Per-key credit limits: held in the same atomic step as the organization's balance, across
@@ -153,7 +154,7 @@ describeWithRedis('a key limit under 200 concurrent requests from 3 processes sh
   it('exactly 20 admitted before midnight (402 naming the limit for the rest); settled after it, they count in the new day, as documented', async () => {
     // What one such request reserves, as the ledger recorded it.
     fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
-    const probe = await t.runtime.identity.createApiKey(orgId, 'probe');
+    const probe = await createKey(t.runtime, orgId, 'probe');
     await t.runtime.projector.catchUp();
     expect((await ask(bases[0], probe.secret)).status).toBe(200);
     await eventually(async () => (await settledOf(probe.keyId)).length === 1);
@@ -165,7 +166,7 @@ describeWithRedis('a key limit under 200 concurrent requests from 3 processes sh
 
     // A daily limit that covers exactly 20 of these reservations at once.
     const limit = 20 * amount + amount - 1;
-    const { secret, keyId } = await t.runtime.identity.createApiKey(orgId, 'capped', {
+    const { secret, keyId } = await createKey(t.runtime, orgId, 'capped', {
       limit: { amount: limit, reset: 'daily' },
     });
     await t.runtime.projector.catchUp();

@@ -1,10 +1,11 @@
-import { IdentityRuleError } from '../../src/identity/identity.decider';
+import { IdentityRuleError } from '../../src/identity/identity-rule-error';
 import { keyStatus } from '../../src/identity/key-lookup';
 import { eventually } from '../support/processes';
 import { describeWithRedis } from '../support/redis';
 import { fundedOrganization } from '../support/runtime';
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 import { chatCompletion } from '../support/streams';
+import { createKey, revokeKey, updateKey } from '../support/keys';
 
 /** A key's settings (expiry, disabling, changes), its look-up (GET /api/v1/key) and its organization's generations. */
 
@@ -26,7 +27,7 @@ function suite(name: string, redis: boolean) {
 
     it('GET /api/v1/key: the calling key, what it has spent, its limits and expiry — never its secret', async () => {
       const expiresAt = Date.parse('2099-01-01T00:00:00Z');
-      const key = await g.t.runtime.identity.createApiKey(g.orgId, 'agent', {
+      const key = await createKey(g.t.runtime, g.orgId, 'agent', {
         rateLimits: { requestsPerMinute: 100 },
         expiresAt,
       });
@@ -72,16 +73,16 @@ function suite(name: string, redis: boolean) {
     });
 
     it('a disabled key is refused until enabled; changes show at once; a revoked key cannot be changed', async () => {
-      const key = await g.t.runtime.identity.createApiKey(g.orgId, 'toggled');
+      const key = await createKey(g.t.runtime, g.orgId, 'toggled');
       await caughtUp();
-      await g.t.runtime.identity.updateApiKey(key.keyId, {
+      await updateKey(g.t.runtime, key.keyId, {
         disabled: true,
         name: 'renamed',
         rateLimits: { tokensPerMinute: 5000 },
       });
       await caughtUp();
       expect((await chat(key.secret)).status).toBe(401);
-      await g.t.runtime.identity.updateApiKey(key.keyId, { disabled: false });
+      await updateKey(g.t.runtime, key.keyId, { disabled: false });
       await caughtUp();
       expect((await chat(key.secret)).status).toBe(200);
       const view = ((await (await get('/api/v1/key', key.secret)).json()) as { data: Record<string, unknown> }).data;
@@ -89,15 +90,15 @@ function suite(name: string, redis: boolean) {
         name: 'renamed',
         rate_limits: { requests_per_minute: null, tokens_per_minute: 5000, source: 'key' },
       });
-      await g.t.runtime.identity.updateApiKey(key.keyId, { rateLimits: null });
-      await g.t.runtime.identity.revokeApiKey(key.keyId);
-      await expect(g.t.runtime.identity.updateApiKey(key.keyId, { disabled: false })).rejects.toThrow(IdentityRuleError);
-      await expect(g.t.runtime.identity.updateApiKey(g.keyId, {})).rejects.toThrow(/nothing to change/);
-      await expect(g.t.runtime.identity.updateApiKey(g.keyId, { expiresAt: 1 })).rejects.toThrow(/in the future/);
+      await updateKey(g.t.runtime, key.keyId, { rateLimits: null });
+      await revokeKey(g.t.runtime, key.keyId);
+      await expect(updateKey(g.t.runtime, key.keyId, { disabled: false })).rejects.toThrow(IdentityRuleError);
+      await expect(updateKey(g.t.runtime, g.keyId, {})).rejects.toThrow(/nothing to change/);
+      await expect(updateKey(g.t.runtime, g.keyId, { expiresAt: 1 })).rejects.toThrow(/in the future/);
     });
 
     it('an expired key is refused like a revoked one', async () => {
-      const key = await g.t.runtime.identity.createApiKey(g.orgId, 'brief', { expiresAt: Date.now() + 300 });
+      const key = await createKey(g.t.runtime, g.orgId, 'brief', { expiresAt: Date.now() + 300 });
       await caughtUp();
       const record = (await g.t.runtime.projections.keysOf(g.orgId)).find((k) => k.keyId === key.keyId)!;
       expect(keyStatus(record, record.expiresAt! - 1)).toBe('active');
@@ -132,7 +133,7 @@ function suite(name: string, redis: boolean) {
         },
       });
       const otherOrg = await fundedOrganization(g.t.runtime, 1);
-      const stranger = await g.t.runtime.identity.createApiKey(otherOrg, 'stranger');
+      const stranger = await createKey(g.t.runtime, otherOrg, 'stranger');
       await caughtUp();
       const hidden = await get(`/api/v1/generation?id=${id}`, stranger.secret);
       expect(hidden.status).toBe(404);

@@ -1,6 +1,7 @@
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 import { chatCompletion } from '../support/streams';
 import { fundedOrganization } from '../support/runtime';
+import { createKey } from '../support/keys';
 
 /** The management API (/api/v1/keys): a platform issuing keys per end user, confined to its organization. */
 
@@ -14,9 +15,9 @@ describe('management API', () => {
 
   beforeAll(async () => {
     g = await startGateway();
-    managementA = (await g.t.runtime.identity.createApiKey(g.orgId, 'platform A', { kind: 'management' })).secret;
+    managementA = (await createKey(g.t.runtime, g.orgId, 'platform A', { kind: 'management' })).secret;
     orgB = await fundedOrganization(g.t.runtime, 100_000_000_000);
-    managementB = (await g.t.runtime.identity.createApiKey(orgB, 'platform B', { kind: 'management' })).secret;
+    managementB = (await createKey(g.t.runtime, orgB, 'platform B', { kind: 'management' })).secret;
     await g.t.runtime.projector.catchUp();
   });
   afterAll(() => g.close());

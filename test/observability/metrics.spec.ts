@@ -1,5 +1,6 @@
 import request from 'supertest';
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { createKey } from '../support/keys';
 
 const M = TEST_MODELS;
 const chat = (model: string, extra: Record<string, unknown> = {}) => ({
@@ -60,7 +61,7 @@ describe('GET /metrics (Prometheus, prom-client)', () => {
       .send(chat('nobody/none'));
     expect(refused.status).toBe(404);
     const broke = await g.t.runtime.identity.createOrganization('broke');
-    const brokeKey = await g.t.runtime.identity.createApiKey(broke.orgId, 'broke');
+    const brokeKey = await createKey(g.t.runtime, broke.orgId, 'broke');
     await g.t.runtime.projector.catchUp();
     const unpaid = await request(g.baseUrl)
       .post('/api/v1/chat/completions')
@@ -68,8 +69,8 @@ describe('GET /metrics (Prometheus, prom-client)', () => {
       .send(chat(M.gpt.slug));
     expect(unpaid.status).toBe(402);
     // A key past its credit limit (402, counted as key_limit), and one past its rate limit (429).
-    const capped = await g.t.runtime.identity.createApiKey(g.orgId, 'capped', { limit: { amount: 1, reset: 'never' } });
-    const throttled = await g.t.runtime.identity.createApiKey(g.orgId, 'throttled', { rateLimits: { requestsPerMinute: 1 } });
+    const capped = await createKey(g.t.runtime, g.orgId, 'capped', { limit: { amount: 1, reset: 'never' } });
+    const throttled = await createKey(g.t.runtime, g.orgId, 'throttled', { rateLimits: { requestsPerMinute: 1 } });
     await g.t.runtime.projector.catchUp();
     const send = (secret: string) =>
       request(g.baseUrl).post('/api/v1/chat/completions').set('Authorization', `Bearer ${secret}`).send(chat(M.gpt.slug));

@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { startGateway, TEST_EMBEDDING_MODELS, TEST_MODELS, TestGateway } from '../support/gateway';
 import { LogCapture } from '../support/log-capture';
+import { createKey } from '../support/keys';
 
 const M = TEST_MODELS;
 const chat = (model: string, extra: Record<string, unknown> = {}) => ({
@@ -205,7 +206,7 @@ describe('request logs (pino, one JSON line per request)', () => {
       .set('anthropic-version', '2023-06-01')
       .send({ model: M.claude.slug, messages: [{ role: 'user', content: 'Hi' }] });
     await request(g.baseUrl).post('/api/v1/embeddings').set('Authorization', bearer).send({ model: 'test/embed', input: 'Hi' });
-    const limited = await g.t.runtime.identity.createApiKey(g.orgId, 'limited', { rateLimits: { requestsPerMinute: 1 } });
+    const limited = await createKey(g.t.runtime, g.orgId, 'limited', { rateLimits: { requestsPerMinute: 1 } });
     await g.t.runtime.projector.catchUp();
     for (let i = 0; i < 2; i++) {
       await request(g.baseUrl)

@@ -7,6 +7,7 @@ import { serviceEnv, startGateway, TEST_MODELS } from '../support/gateway';
 import { chatCompletion } from '../support/streams';
 import { Child, startService } from '../support/processes';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
+import { createKey } from '../support/keys';
 
 /**
  * Traces, exported over OTLP/HTTP (JSON) to a collector of the test's own: the span tree of a
@@ -79,7 +80,7 @@ describe('traces (OpenTelemetry, OTLP/HTTP)', () => {
     t = await openTestRuntime();
     env = serviceEnv(t, fake);
     orgId = await fundedOrganization(t.runtime, 100_000_000_000);
-    key = await t.runtime.identity.createApiKey(orgId, 'traced');
+    key = await createKey(t.runtime, orgId, 'traced');
     await t.runtime.close();
     ({ service, base } = await startService({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url }));
   });
@@ -170,7 +171,7 @@ describe('traces with the collector down', () => {
     try {
       const env = serviceEnv(t, fake);
       const orgId = await fundedOrganization(t.runtime, 100_000_000_000);
-      const { secret } = await t.runtime.identity.createApiKey(orgId, 'untraced');
+      const { secret } = await createKey(t.runtime, orgId, 'untraced');
       await t.runtime.close();
       // The collector is down: nothing listens on port 1.
       const { service, base } = await startService({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' });

@@ -5,6 +5,7 @@ import Ajv2020 from 'ajv/dist/2020';
 import { startGateway, TEST_EMBEDDING_MODELS, TEST_MODELS, TestGateway } from '../support/gateway';
 import { ROOT } from '../support/processes';
 import { tempDir } from '../support/temp';
+import { createKey } from '../support/keys';
 
 /**
  * GET /api/v1/openapi.json: a valid OpenAPI 3.1 document (checked by an OpenAPI validator), and
@@ -197,7 +198,7 @@ describe('the OpenAPI document', () => {
     expect((await exchange('get', '/api/v1/generation', '/api/v1/generation?id=req_none')).status).toBe(404);
     expect((await exchange('get', '/api/v1/generation', '/api/v1/generation')).status).toBe(400);
 
-    const { secret: manager } = await g.t.runtime.identity.createApiKey(g.orgId, 'platform', { kind: 'management' });
+    const { secret: manager } = await createKey(g.t.runtime, g.orgId, 'platform', { kind: 'management' });
     await g.t.runtime.projector.catchUp();
     const key = { key: manager };
     const body = { name: 'user-1', limit: 2.5, limit_reset: 'monthly', rate_limits: { requests_per_minute: 60 } };

@@ -2,6 +2,7 @@ import type { CreditsReserved, RequestRefused } from '../../src/ledger/ledger.ev
 import { OtherInstance, startGateway, startOtherInstance, TEST_MODELS, TestGateway } from '../support/gateway';
 import { eventually } from '../support/processes';
 import { describeWithRedis } from '../support/redis';
+import { createKey } from '../support/keys';
 
 /** Rate limits through the gateway: bursts over the limit, on one instance and two, in Redis and in-process. */
 
@@ -59,7 +60,7 @@ function suite(name: string, redis: boolean) {
     afterAll(() => g.close());
 
     const keyWith = async (rateLimits: { requestsPerMinute?: number; tokensPerMinute?: number }, orgId = g.orgId) => {
-      const key = await g.t.runtime.identity.createApiKey(orgId, 'limited', { rateLimits });
+      const key = await createKey(g.t.runtime, orgId, 'limited', { rateLimits });
       await g.t.runtime.projector.catchUp();
       return key;
     };
@@ -145,7 +146,7 @@ function suite(name: string, redis: boolean) {
       const { orgId } = await g.t.runtime.identity.createOrganization('defaults');
       await g.t.runtime.ledger.grant(orgId, 100_000_000_000, 'test');
       await g.t.runtime.identity.setOrganizationRateLimits(orgId, { requestsPerMinute: 3 });
-      const plain = await g.t.runtime.identity.createApiKey(orgId, 'plain');
+      const plain = await createKey(g.t.runtime, orgId, 'plain');
       const own = await keyWith({ requestsPerMinute: 5 }, orgId);
       const plainAnswers = await Promise.all(Array.from({ length: 6 }, () => chat(g.baseUrl, plain.secret)));
       expect(statuses(plainAnswers)).toEqual([200, 200, 200, 429, 429, 429]);
@@ -153,7 +154,7 @@ function suite(name: string, redis: boolean) {
       expect(statuses(ownAnswers)).toEqual([200, 200, 200, 200, 200, 429]);
       // Cleared: the default no longer applies.
       await g.t.runtime.identity.setOrganizationRateLimits(orgId, null);
-      const other = await g.t.runtime.identity.createApiKey(orgId, 'after');
+      const other = await createKey(g.t.runtime, orgId, 'after');
       await g.t.runtime.projector.catchUp();
       const after = await chat(g.baseUrl, other.secret);
       expect(after.status).toBe(200);
@@ -182,7 +183,7 @@ describeWithRedis('rate limits', () => {
     });
 
     it('a burst of twice the limit over both instances: exactly the limit served, the rest 429', async () => {
-      const { secret, keyId } = await g.t.runtime.identity.createApiKey(g.orgId, 'shared', {
+      const { secret, keyId } = await createKey(g.t.runtime, g.orgId, 'shared', {
         rateLimits: { requestsPerMinute: 15 },
       });
       await g.t.runtime.projector.catchUp();

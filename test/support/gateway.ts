@@ -14,6 +14,7 @@ import { fundedOrganization, openTestRuntime, TestRuntime } from './runtime';
 import type { RequestLogEntry } from '../../src/projections/read-model';
 import type { LogStream } from '../../src/observability/logging';
 import { SecretScan } from './log-capture';
+import { createKey } from './keys';
 
 /** Test models, all served by the fake upstream. Prices in US dollars per million tokens. */
 export const TEST_MODELS = {
@@ -243,7 +244,7 @@ export async function startGateway(
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   const orgId = await fundedOrganization(t.runtime, options.credits ?? 100_000_000_000);
-  const { secret, keyId } = await t.runtime.identity.createApiKey(orgId, 'tests');
+  const { secret, keyId } = await createKey(t.runtime, orgId, 'tests');
   await t.runtime.projector.catchUp();
   return {
     baseUrl: `http://127.0.0.1:${address.port}`,

@@ -1,5 +1,6 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, UseFilters } from '@nestjs/common';
 import { IdentityService } from '../../identity/identity.service';
+import { mayManageKeys } from '../../identity/organization.decider';
 import { bodyValidation } from '../../http/validation';
 import type { ProjectionStore } from '../../projections/projection-store';
 import type { MemberRecord } from '../../projections/read-model';
@@ -72,7 +73,7 @@ const memberView = (m: MemberRecord, session: Session) => ({
   userId: m.userId,
   email: m.email,
   role: m.role,
-  manageKeys: m.role === 'owner' || m.manageKeys,
+  manageKeys: mayManageKeys(m),
   addedAt: new Date(m.addedAt).toISOString(),
   you: m.userId === session.userId,
 });

@@ -1,5 +1,5 @@
 import { creditsNumber } from '../../ledger/money';
-import { mayManageKeys } from '../../identity/identity.decider';
+import { mayManageKeys } from '../../identity/organization.decider';
 import type { ProjectionStore } from '../../projections/projection-store';
 import { availableOf, reservedOf } from '../../projections/read-model';
 import type { Session } from './sessions';

@@ -1,4 +1,4 @@
-import { normalizeEmail } from '../../identity/identity.decider';
+import { normalizeEmail } from '../../identity/user.decider';
 
 /** How an attempt limit behaves: so many attempts, then a wait that doubles up to a cap. */
 export interface AttemptAllowance {

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ApiError } from '../../http/api-error';
-import { IdentityRuleError } from '../../identity/identity.decider';
+import { IdentityRuleError } from '../../identity/identity-rule-error';
 import { IdentityService } from '../../identity/identity.service';
 import { hashPassword, verifyPassword } from '../../identity/secrets';
 import type { ProjectionStore } from '../../projections/projection-store';
