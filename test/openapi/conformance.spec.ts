@@ -1,5 +1,6 @@
 import { startGateway, TEST_EMBEDDING_MODELS, TEST_MODELS, TestGateway } from '../support/gateway';
 import type { FakeReply } from '../support/fake-upstream';
+import { createKey } from '../support/keys';
 import { fundedOrganization } from '../support/runtime';
 import { Deviation, PublishedDocument, PublishedSchemas } from '../support/published-schemas';
 
@@ -228,7 +229,7 @@ describe('the wire, as the published documents describe it', () => {
       conforms(unknown.body, OPENAI_ERROR);
       // A thousand nano-credits: less than any request's hold.
       const poor = await fundedOrganization(g.t.runtime, 1000);
-      const { secret } = await g.t.runtime.identity.createApiKey(poor, 'poor');
+      const { secret } = await createKey(g.t.runtime, poor, 'poor');
       await g.t.runtime.projector.catchUp();
       const tooDear = await send('POST', '/api/v1/chat/completions', { body: { ...chat, model: M.gpt.slug }, key: secret });
       expect(tooDear.status).toBe(402);
@@ -409,7 +410,7 @@ describe('the wire, as the published documents describe it', () => {
     });
 
     it('the management API: a key created, listed, read', async () => {
-      const { secret: manager } = await g.t.runtime.identity.createApiKey(g.orgId, 'platform', { kind: 'management' });
+      const { secret: manager } = await createKey(g.t.runtime, g.orgId, 'platform', { kind: 'management' });
       await g.t.runtime.projector.catchUp();
       const created = await send('POST', '/api/v1/keys', { key: manager, body: { name: 'user-1', limit: 2.5 } });
       expect(created.status).toBe(201);
