@@ -6,7 +6,7 @@ import { factsOf, levelOf, type ObservedRequest, requestLine } from './request-f
 import { Tracing } from './tracing';
 
 /** The status a request's line and metrics show when its client left before its reply ended (nginx's). */
-export const CLIENT_CLOSED_REQUEST = 499;
+const CLIENT_CLOSED_REQUEST = 499;
 
 export interface ObservationSettings {
   host: string;
