@@ -1,4 +1,4 @@
-import { Controller, DynamicModule, Get, Module } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { KeysModule } from './keys/keys.module';
 import { CreditsModule } from './credits/credits.module';
@@ -9,14 +9,6 @@ import { CatalogueModule } from './catalogue/catalogue.module';
 import type { Runtime } from './runtime/runtime';
 import { SurfacesModule } from './surfaces/surfaces.module';
 import { RuntimeModule } from './runtime/runtime.module';
-
-@Controller()
-class HealthController {
-  @Get('health')
-  health() {
-    return { status: 'ok' };
-  }
-}
 
 @Module({})
 export class AppModule {
@@ -32,7 +24,6 @@ export class AppModule {
         SurfacesModule,
         DashboardModule.forSettings(tokens, { signupEnabled: runtime.config.dashboardSignup }),
       ],
-      controllers: [HealthController],
     };
   }
 }

@@ -29,6 +29,13 @@ function uuid(what: string) {
   };
 }
 
+/** A grant's id as an operator gives it: up to 128 letters, digits and `_ . : -` (an invoice number, a UUID). */
+function grantId(value: string) {
+  if (!/^[\w.:-]{1,128}$/.test(value))
+    throw new InvalidArgumentError('--grant-id must be 1 to 128 letters, digits, "_", ".", ":" or "-".');
+  return value;
+}
+
 /** A whole number from 1 up, as a rate limit is given. */
 function perMinute(what: string) {
   return (value: string) => {
@@ -187,12 +194,22 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
     .requiredOption('--org <id>', 'organization id', uuid('--org'))
     .requiredOption('--amount <credits>', 'credits to add, e.g. 12.50')
     .option('--reason <reason>', 'why, for the ledger', 'operator grant')
-    .action((opts: { org: string; amount: string; reason: string }) =>
+    .option('--grant-id <id>', "this grant's id: run again with it, the grant is made once (default: a new id)", grantId)
+    .action((opts: { org: string; amount: string; reason: string; grantId?: string }) =>
       withRuntime(async (rt, out) => {
         const amount = parseCredits(opts.amount);
-        const granted = await rt.ledger.grant(opts.org, amount, opts.reason);
-        out.print({ orgId: opts.org, grantId: granted.data.grantId, amount: formatCredits(amount), reason: opts.reason }, [
-          `granted ${formatCredits(amount)} credits to ${opts.org}`,
+        const { grant, alreadyGranted } = await rt.ledger.grant(opts.org, amount, opts.reason, opts.grantId);
+        const view = {
+          orgId: opts.org,
+          grantId: grant.grantId,
+          amount: formatCredits(grant.amount),
+          reason: grant.reason,
+          alreadyGranted,
+        };
+        out.print(view, [
+          alreadyGranted
+            ? `grant ${grant.grantId} was already made (${view.amount} credits to ${opts.org}, ${new Date(grant.grantedAt).toISOString()}): nothing more granted`
+            : `granted ${view.amount} credits to ${opts.org}`,
         ]);
       }),
     );

@@ -1,4 +1,4 @@
-import { AppendResult, EventStore, NewEvent, WrongExpectedRevisionError } from './event-store';
+import { EventStore, NewEvent, WrongExpectedRevisionError } from './event-store';
 
 /**
  * The rules of one kind of stream, with no I/O: what a command decides given the state, how an
@@ -14,6 +14,8 @@ export interface Decider<Command, State, Event extends NewEvent = NewEvent> {
 export interface StreamState<State> {
   state: State;
   revision: number | 'no_stream';
+  /** The log position of its last event; 0 when it has none. */
+  position: number;
 }
 
 export interface HandleOptions<State> {
@@ -30,15 +32,22 @@ export interface HandleOptions<State> {
   known?: StreamState<State>;
 }
 
-export interface Handled<Event> extends AppendResult {
-  /** The events decided and appended. */
+export interface Handled<Event, State = unknown> {
+  /** The events decided and appended; none when the decider decided none (a command already carried out). */
   events: Event[];
+  /** The stream's state they were decided on. */
+  state: State;
+  /** The stream's last revision after the command: the expected revision for the next append. */
+  nextExpectedRevision: number | 'no_stream';
+  /** The log position of the stream's last event after the command: read models hold its outcome once they reach it. */
+  position: number;
 }
 
 /** A stream the caller has just named (a fresh id): nothing to read, and it must not exist. */
 export const newStream = <State>(decider: Pick<Decider<never, State, never>, 'initialState'>): StreamState<State> => ({
   state: decider.initialState(),
   revision: 'no_stream',
+  position: 0,
 });
 
 /** Reads a stream and folds it with the decider's `evolve`. */
@@ -52,14 +61,18 @@ export async function readStreamState<State, Event extends NewEvent>(
   // The port's events are untyped. A stream holds only the events its decider decided, so they
   // are read back as the decider's events: this is the one place that assumption is made.
   for (const event of stream) state = decider.evolve(state, event as unknown as Event);
-  return { state, revision: stream.length === 0 ? 'no_stream' : stream.length - 1 };
+  const last = stream.at(-1);
+  return last === undefined
+    ? { state, revision: 'no_stream', position: 0 }
+    : { state, revision: stream.length - 1, position: last.position };
 }
 
 /**
  * Runs a command against a stream: read it, fold it, decide, and append the events with the
  * revision read as the expected revision ('no_stream' when it was empty), so that a write in
- * between is a WrongExpectedRevisionError rather than a decision on stale state. The decider's
- * errors surface as they are; conflicts are retried up to `options.retries` times.
+ * between is a WrongExpectedRevisionError rather than a decision on stale state. A decision of no
+ * events appends nothing (the command was carried out before: a retry). The decider's errors
+ * surface as they are; conflicts are retried up to `options.retries` times.
  */
 export async function handleCommand<Command, State, Event extends NewEvent>(
   store: EventStore,
@@ -67,14 +80,16 @@ export async function handleCommand<Command, State, Event extends NewEvent>(
   decider: Decider<Command, State, Event>,
   command: Command,
   options: HandleOptions<State> = {},
-): Promise<Handled<Event>> {
+): Promise<Handled<Event, State>> {
   const retries = options.retries ?? 0;
   let current = options.known ?? (await readStreamState(store, streamId, decider));
   for (let attempt = 0; ; attempt++) {
-    const events = decider.decide(command, current.state);
+    const { state, revision, position } = current;
+    const events = decider.decide(command, state);
+    if (events.length === 0) return { events, state, nextExpectedRevision: revision, position };
     try {
-      const { nextExpectedRevision, position } = await store.append(streamId, events, current.revision);
-      return { events, nextExpectedRevision, position };
+      const appended = await store.append(streamId, events, revision);
+      return { events, state, ...appended };
     } catch (error) {
       if (!(error instanceof WrongExpectedRevisionError) || attempt >= retries) throw error;
     }

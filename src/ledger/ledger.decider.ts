@@ -10,7 +10,7 @@ import {
   ReservationSettled,
   RequestRefused,
 } from './ledger.events';
-import { chargeFor, isNanoAmount, isTokenCount, MAX_NANO, TokenPrices, TokenUsage } from './money';
+import { chargeFor, formatCredits, isNanoAmount, isTokenCount, MAX_NANO, TokenPrices, TokenUsage } from './money';
 
 /** A rule of the ledger was broken; `code` says which, the message says it for people. */
 export class LedgerRuleError extends Error {
@@ -23,7 +23,8 @@ export class LedgerRuleError extends Error {
       | 'already_resolved'
       | 'not_expired'
       | 'balance_overflow'
-      | 'organization_not_found',
+      | 'organization_not_found'
+      | 'grant_conflict',
     message: string,
   ) {
     super(message);
@@ -32,30 +33,50 @@ export class LedgerRuleError extends Error {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The credit account of an organization: grants.
+// The credit account of an organization: grants, each made once per grant id.
 
 export interface CreditAccount {
   granted: number;
+  /** The grants made, by grant id: a grant asked again (a retry) is answered with the one made. */
+  grants: ReadonlyMap<string, CreditsGranted['data']>;
 }
 
-export const initialCreditAccount = (): CreditAccount => ({ granted: 0 });
+export const initialCreditAccount = (): CreditAccount => ({ granted: 0, grants: new Map() });
 
 export const evolveCreditAccount = (state: CreditAccount, event: CreditsGranted): CreditAccount => ({
   granted: state.granted + event.data.amount,
+  grants: new Map(state.grants).set(event.data.grantId, event.data),
 });
 
 export interface GrantCredits {
   type: 'GrantCredits';
   orgId: string;
+  /** The caller's id for this grant: the same id again grants nothing more. */
   grantId: string;
   amount: number;
   reason: string;
   now: number;
 }
 
+/** The grant a grant id already made, if any. */
+export const grantMade = (state: CreditAccount, grantId: string): CreditsGranted['data'] | undefined => state.grants.get(grantId);
+
+/**
+ * Grants `amount`, once per grant id: the same grant asked again decides nothing (it was made);
+ * the same id with another amount is refused, since it cannot be both grants.
+ */
 export function decideGrant(command: GrantCredits, state: CreditAccount): CreditsGranted[] {
   if (!isNanoAmount(command.amount) || command.amount === 0) {
     throw new LedgerRuleError('invalid_amount', 'a grant must be a positive amount of credits');
+  }
+  const made = grantMade(state, command.grantId);
+  if (made !== undefined) {
+    if (made.amount === command.amount) return [];
+    throw new LedgerRuleError(
+      'grant_conflict',
+      `grant ${command.grantId} was already made for ${formatCredits(made.amount)} credits, not ${formatCredits(command.amount)} credits: ` +
+        'a grant id grants once (give a new id for another grant)',
+    );
   }
   if (state.granted + command.amount > MAX_NANO) {
     throw new LedgerRuleError('balance_overflow', 'this grant would take the balance past what the ledger holds');

@@ -9,6 +9,7 @@ import type { CreditHolds } from './credit-holds';
 import { keyHold } from './key-limit';
 import {
   creditAccountDecider,
+  grantMade,
   decideRefusal,
   LedgerRuleError,
   Refuse,
@@ -63,6 +64,12 @@ export interface ReservationTicket {
 export type Admission =
   { admitted: true; ticket: ReservationTicket } | { admitted: false; available: number; keyRemaining?: number };
 
+/** A grant as the log holds it; `alreadyGranted`: its id had granted before, and nothing more was granted now. */
+export interface Granted {
+  grant: CreditsGranted['data'];
+  alreadyGranted: boolean;
+}
+
 /** A reservation's ending as the log holds it: the event, and its position (read models include it once they reach it). */
 export interface Resolution {
   event: ReservationEvent;
@@ -86,14 +93,19 @@ export class LedgerService {
     private readonly newId: () => string = uuidv7,
   ) {}
 
-  async grant(orgId: string, amount: number, reason: string, grantId = randomUUID()): Promise<CreditsGranted> {
+  /**
+   * Grants `amount` credits to an organization, once per `grantId`: a grant retried with its id
+   * (after a timeout, a lost reply) grants nothing more and answers the grant made.
+   */
+  async grant(orgId: string, amount: number, reason: string, grantId: string = randomUUID()): Promise<Granted> {
     const { state: organization } = await readStreamState(this.events, organizationStream(orgId), organizationDecider);
     if (!organization.exists) throw new LedgerRuleError('organization_not_found', `no organization ${orgId}`);
     const command = { type: 'GrantCredits' as const, orgId, grantId, amount, reason, now: this.clock() };
-    const { events } = await handleCommand(this.events, creditsStream(orgId), creditAccountDecider, command, {
+    const { events, state } = await handleCommand(this.events, creditsStream(orgId), creditAccountDecider, command, {
       retries: Infinity,
     });
-    return events[0];
+    if (events.length > 0) return { grant: events[0].data, alreadyGranted: false };
+    return { grant: grantMade(state, grantId)!, alreadyGranted: true };
   }
 
   /**

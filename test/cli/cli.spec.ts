@@ -51,6 +51,43 @@ describe('operator tool', () => {
     expect(everything).not.toContain('a long password');
   });
 
+  it('grants once per grant id: the grant run again says it was made and grants nothing more', async () => {
+    const { orgId } = await json(env, ['org', 'create', '--name', 'Retried']);
+    const grant = (amount: string) => [
+      'credits',
+      'grant',
+      '--org',
+      orgId,
+      '--amount',
+      amount,
+      '--reason',
+      'invoice 7',
+      '--grant-id',
+      'inv-7',
+    ];
+    expect(await cli(env, grant('2.5'))).toMatchObject({ code: 0, stdout: `granted 2.5 credits to ${orgId}\n` });
+    const again = await cli(env, grant('2.5'));
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(
+      new RegExp(`^grant inv-7 was already made \\(2\\.5 credits to ${orgId}, [^)]+\\): nothing more granted\\n$`),
+    );
+    expect(await json(env, grant('2.5'))).toEqual({
+      orgId,
+      grantId: 'inv-7',
+      amount: '2.5',
+      reason: 'invoice 7',
+      alreadyGranted: true,
+    });
+    const otherAmount = await cli(env, grant('3'));
+    expect(otherAmount.code).not.toBe(0);
+    expect(otherAmount.stderr).toMatch(/grant inv-7 was already made for 2\.5 credits, not 3 credits/);
+    // Without a grant id, each run is a grant of its own.
+    const fresh = await json(env, ['credits', 'grant', '--org', orgId, '--amount', '1']);
+    expect(fresh).toMatchObject({ grantId: expect.stringMatching(/^[0-9a-f-]{36}$/), alreadyGranted: false });
+    expect((await json(env, ['credits', 'grant', '--org', orgId, '--amount', '1'])).grantId).not.toBe(fresh.grantId);
+    expect((await json(env, ['credits', 'show', '--org', orgId])).granted).toBe('4.5');
+  });
+
   it("sets a key's rate limits and the organization's default", async () => {
     const { orgId } = await json(env, ['org', 'create', '--name', 'Limited']);
     const key = await json(env, ['keys', 'create', '--org', orgId, '--name', 'agent', '--rpm', '60', '--tpm', '100000']);
@@ -128,6 +165,7 @@ describe('operator tool', () => {
       [['credits', 'grant', '--org', '6f1c1f9e-0000-4000-8000-000000000000', '--amount', '1'], /no organization/],
       [['credits', 'grant', '--org', 'not-an-id', '--amount', '1'], /--org must be an id/],
       [['credits', 'grant', '--amount', '1'], /required option '--org <id>'/],
+      [['credits', 'grant', '--org', orgId, '--amount', '1', '--grant-id', 'two words'], /--grant-id must be 1 to 128 letters/],
       [['keys', 'revoke', '--key', '6f1c1f9e-0000-4000-8000-000000000000'], /no key/],
       [['org', 'create', '--name', '   '], /name must be 1 to 100 characters/],
       [['org', 'add-member', '--org', orgId, '--email', 'nobody@example.com'], /no user with email/],

@@ -14,6 +14,7 @@ interface Add {
   type: 'Add';
   by: number;
 }
+// Adding nothing decides no event: a command with nothing left to do.
 interface Counter {
   total: number;
   /** The totals `decide` was called on, in order. */
@@ -30,6 +31,7 @@ function counterDecider(): Decider<Add, Counter, Added> & { decidedOn: number[] 
     evolve: (state, event) => ({ total: state.total + event.data.by, decidedOn }),
     decide: (command, state) => {
       decidedOn.push(state.total);
+      if (command.by === 0) return [];
       if (state.total + command.by > 10) throw new LimitError(`${state.total} + ${command.by} is past 10`);
       return [{ type: 'Added', data: { by: command.by } }];
     },
@@ -96,6 +98,16 @@ describe('event-sourced command handler', () => {
       revision: 'no_stream',
       state: { total: 0 },
     });
+  });
+
+  it('appends nothing when the decider decides nothing, answering the state and the stream as they are', async () => {
+    const s = stream();
+    const { position } = await store.append(s, [added(4)], 'no_stream');
+    const { store: watched, calls } = observed(store);
+    const handled = await handleCommand(watched, s, counterDecider(), { type: 'Add', by: 0 });
+    expect(handled).toMatchObject({ events: [], state: { total: 4 }, nextExpectedRevision: 0, position });
+    expect(calls.expected).toEqual([]);
+    expect(await readStreamState(store, s, counterDecider())).toMatchObject({ revision: 0, position });
   });
 
   it('surfaces the WrongExpectedRevisionError of a conflict when no retry is allowed, and appends nothing of its own', async () => {

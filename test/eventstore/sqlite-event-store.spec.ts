@@ -36,27 +36,59 @@ function threadNiceValues(): number[] {
 );
 
 describe('SQLite commit window', () => {
-  const recordedAt = async (store: SqliteEventStore, streamId: string) => (await store.readStream(streamId))[0].recordedAt;
+  // The window runs on Jest's clock: it ends when the test moves the clock, however fast the
+  // machine commits. The writer's answers and the event loop's turns stay real.
+  beforeEach(() => jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] }));
+  afterEach(() => {
+    // A window still open (a test that failed) ends, so that its store can close.
+    jest.runOnlyPendingTimers();
+    jest.useRealTimers();
+  });
+  const tick = [{ type: 'Tick', data: {} }];
 
   it('holds an append made while the writer is idle for the window, and commits what came meanwhile with it', async () => {
-    const store = new SqliteEventStore(join(dir.path, 'window.sqlite'), { commitWindowMs: 200 });
-    const start = Date.now();
-    const first = store.append('window-a', [{ type: 'Tick', data: {} }], 'no_stream');
-    await new Promise((done) => setTimeout(done, 50));
-    await Promise.all([first, store.append('window-b', [{ type: 'Tick', data: {} }], 'no_stream')]);
-    const [a, b] = [await recordedAt(store, 'window-a'), await recordedAt(store, 'window-b')];
-    expect(a - start).toBeGreaterThanOrEqual(150);
-    expect(Math.abs(b - a)).toBeLessThan(40);
-    await store.close();
+    const file = join(dir.path, 'window.sqlite');
+    const store = new SqliteEventStore(file, { commitWindowMs: 200 });
+    const other = new SqliteEventStore(file, { commitWindowMs: 0 });
+    try {
+      const answered: string[] = [];
+      const first = store.append('window-a', tick, 'no_stream').then((result) => {
+        answered.push('a');
+        setImmediate(() => answered.push('next turn'));
+        return result;
+      });
+      jest.advanceTimersByTime(150);
+      // Another writer commits to the same file while the window is open: the first append, made before it, is still held.
+      const between = await other.append('window-other', tick, 'no_stream');
+      expect(answered).toEqual([]);
+      const second = store.append('window-b', tick, 'no_stream').then((result) => {
+        answered.push('b');
+        return result;
+      });
+      jest.advanceTimersByTime(50);
+      const [a, b] = await Promise.all([first, second]);
+      expect(between.position).toBeLessThan(a.position);
+      expect(b.position).toBe(a.position + 1);
+      // One commit: the writer answered both in one message, before the event loop turned.
+      await new Promise((done) => setImmediate(done));
+      expect(answered).toEqual(['a', 'b', 'next turn']);
+    } finally {
+      await Promise.all([store.close(), other.close()]);
+    }
   });
 
   it('does not hold what a caller appends as soon as its previous append is committed', async () => {
     const store = new SqliteEventStore(join(dir.path, 'window-chain.sqlite'), { commitWindowMs: 300 });
-    await store.append('chain', [{ type: 'Reserved', data: {} }], 'no_stream');
-    const start = Date.now();
-    await store.append('chain', [{ type: 'Settled', data: {} }], 0);
-    expect(Date.now() - start).toBeLessThan(200);
-    await store.close();
+    try {
+      const opened = store.append('chain', [{ type: 'Reserved', data: {} }], 'no_stream');
+      jest.advanceTimersByTime(300);
+      await opened;
+      // The clock stands still from here on: the append commits without any window ending.
+      await store.append('chain', [{ type: 'Settled', data: {} }], 0);
+      expect((await store.readStream('chain')).map((e) => e.type)).toEqual(['Reserved', 'Settled']);
+    } finally {
+      await store.close();
+    }
   });
 });
 

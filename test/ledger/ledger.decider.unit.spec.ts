@@ -1,9 +1,12 @@
 import {
+  CreditAccount,
   decideGrant,
   decideRefusal,
   decideReservation,
   evolveCreditAccount,
   evolveReservation,
+  GrantCredits,
+  grantMade,
   initialCreditAccount,
   initialReservation,
   LedgerRuleError,
@@ -11,8 +14,8 @@ import {
   ReservationCommand,
   Settle,
 } from '../../src/ledger/ledger.decider';
-import { ReservationEvent, settledPrices, settledUsage } from '../../src/ledger/ledger.events';
-import { chargeFor, uncachedUsage } from '../../src/ledger/money';
+import { CreditsGranted, ReservationEvent, settledPrices, settledUsage } from '../../src/ledger/ledger.events';
+import { chargeFor, MAX_NANO, uncachedUsage } from '../../src/ledger/money';
 
 const facts = { requestId: 'req-1', keyId: 'key-1', surface: 'chat-completions', model: 'openai/gpt-4o-mini' };
 const reserve = (amount = 1_000_000, now = 1_000): ReservationCommand => ({
@@ -138,8 +141,24 @@ describe('reservation decider', () => {
 });
 
 describe('credit account decider', () => {
+  const grant: GrantCredits = { type: 'GrantCredits', orgId: 'o', grantId: 'g', amount: 5, reason: 'r', now: 1 };
+
+  /** given grants, when a grant, then events (or an error code). */
+  function givenGrants(...history: CreditsGranted[]) {
+    const state = history.reduce<CreditAccount>(evolveCreditAccount, initialCreditAccount());
+    return {
+      state,
+      when: (command: GrantCredits) => {
+        try {
+          return { events: decideGrant(command, state), error: null };
+        } catch (error) {
+          return { events: [], error: (error as LedgerRuleError).code, message: (error as Error).message };
+        }
+      },
+    };
+  }
+
   it('grants positive amounts only', () => {
-    const grant = { type: 'GrantCredits' as const, orgId: 'o', grantId: 'g', amount: 5, reason: 'r', now: 1 };
     const events = decideGrant(grant, initialCreditAccount());
     expect(events).toEqual([
       { type: 'CreditsGranted', data: { orgId: 'o', grantId: 'g', amount: 5, reason: 'r', grantedAt: 1 } },
@@ -147,7 +166,37 @@ describe('credit account decider', () => {
     expect(evolveCreditAccount(initialCreditAccount(), events[0]).granted).toBe(5);
     expect(() => decideGrant({ ...grant, amount: 0 }, initialCreditAccount())).toThrow(LedgerRuleError);
     expect(() => decideGrant({ ...grant, amount: -3 }, initialCreditAccount())).toThrow(LedgerRuleError);
-    expect(() => decideGrant({ ...grant, amount: 1 }, { granted: Number.MAX_SAFE_INTEGER })).toThrow(LedgerRuleError);
+    expect(() => decideGrant({ ...grant, amount: 1 }, { ...initialCreditAccount(), granted: Number.MAX_SAFE_INTEGER })).toThrow(
+      LedgerRuleError,
+    );
+  });
+
+  it('given a grant, when the same grant id is granted again, decides nothing and keeps the grant made', () => {
+    const [made] = decideGrant(grant, initialCreditAccount());
+    const given = givenGrants(made);
+    expect(given.when({ ...grant, now: 99, reason: 'retried' })).toEqual({ events: [], error: null });
+    expect(grantMade(given.state, 'g')).toEqual(made.data);
+    expect(given.state.granted).toBe(5);
+  });
+
+  it('given a grant, when its id comes with another amount, refuses it, saying both amounts', () => {
+    const given = givenGrants(...decideGrant(grant, initialCreditAccount()));
+    const refused = given.when({ ...grant, amount: 6_000_000_000 });
+    expect(refused).toMatchObject({ events: [], error: 'grant_conflict' });
+    expect(refused.message).toMatch(/grant g was already made for 0\.000000005 credits, not 6 credits/);
+  });
+
+  it('given grants, when a new grant id is granted, grants it beside them', () => {
+    const given = givenGrants(...decideGrant(grant, initialCreditAccount()));
+    expect(given.when({ ...grant, grantId: 'g2' }).events).toEqual([
+      { type: 'CreditsGranted', data: { orgId: 'o', grantId: 'g2', amount: 5, reason: 'r', grantedAt: 1 } },
+    ]);
+  });
+
+  it("given a balance at the ledger's limit, when a grant already made is retried, answers it rather than refusing it", () => {
+    const [made] = decideGrant({ ...grant, amount: MAX_NANO }, initialCreditAccount());
+    expect(givenGrants(made).when({ ...grant, amount: MAX_NANO })).toEqual({ events: [], error: null });
+    expect(givenGrants(made).when({ ...grant, grantId: 'g2', amount: 1 }).error).toBe('balance_overflow');
   });
 });
 

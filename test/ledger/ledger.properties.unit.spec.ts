@@ -3,6 +3,7 @@ import type { RecordedEvent } from '../../src/eventstore/event-store';
 import { LogAuditor } from '../../src/audit/ledger-audit';
 import {
   decideGrant,
+  initialCreditAccount,
   decideReservation,
   evolveReservation,
   initialReservation,
@@ -67,7 +68,10 @@ async function run(ops: Op[]): Promise<void> {
         case 'grant':
           await append(
             `credits-${orgId}`,
-            decideGrant({ type: 'GrantCredits', orgId, grantId: `g${i}`, amount: o.amount, reason: 't', now }, { granted: 0 }),
+            decideGrant(
+              { type: 'GrantCredits', orgId, grantId: `g${i}`, amount: o.amount, reason: 't', now },
+              initialCreditAccount(),
+            ),
           );
           break;
         case 'reserve': {

@@ -177,6 +177,25 @@ for (const redis of [false, true]) {
       await expect(runtime.ledger.grant(orgId, -5, 'x')).rejects.toMatchObject({ code: 'invalid_amount' });
       expect(await runtime.events.readStream(`credits-${orgId}`)).toEqual([]);
     });
+
+    it('grants once per grant id: a retry, even a concurrent one, answers the grant made', async () => {
+      const { runtime } = t;
+      const orgId = await fundedOrganization(runtime, 0);
+      const first = await runtime.ledger.grant(orgId, 7_000, 'invoice 12', 'inv-12');
+      expect(first).toMatchObject({ grant: { grantId: 'inv-12', amount: 7_000, reason: 'invoice 12' }, alreadyGranted: false });
+      expect(await runtime.ledger.grant(orgId, 7_000, 'invoice 12, again', 'inv-12')).toEqual({ ...first, alreadyGranted: true });
+      await expect(runtime.ledger.grant(orgId, 8_000, 'x', 'inv-12')).rejects.toMatchObject({ code: 'grant_conflict' });
+
+      const racing = await Promise.all([1, 2, 3].map(() => runtime.ledger.grant(orgId, 5_000, 'raced', 'inv-13')));
+      expect(racing.filter((r) => !r.alreadyGranted)).toHaveLength(1);
+      expect(new Set(racing.map((r) => r.grant.grantedAt)).size).toBe(1);
+      expect((await runtime.events.readStream(`credits-${orgId}`)).map((e) => e.data)).toEqual([
+        expect.objectContaining({ grantId: 'inv-12', amount: 7_000 }),
+        expect.objectContaining({ grantId: 'inv-13', amount: 5_000 }),
+      ]);
+      await runtime.projector.catchUp();
+      expect((await runtime.projections.balance(orgId)).granted).toBe(12_000);
+    });
   });
 }
 

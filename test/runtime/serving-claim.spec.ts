@@ -1,10 +1,12 @@
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/config';
 import { openRuntime } from '../../src/runtime/runtime';
 import { ServingClaimError } from '../../src/runtime/serving-claim';
 import { ROOT } from '../support/processes';
 import { describeWithRedis, testRedisUrl, uniquePrefix } from '../support/redis';
+import { fundedOrganization } from '../support/runtime';
 import { tempDir } from '../support/temp';
 
 describe('one serving instance per log when read models are in-process', () => {
@@ -44,14 +46,27 @@ describe('one serving instance per log when read models are in-process', () => {
 });
 
 describeWithRedis('several serving instances with read models in Redis', () => {
-  it('starts them on one log', async () => {
+  it('starts them on one log: neither claims the data, and each sees what the other appends', async () => {
     const dir = tempDir('claim-redis');
-    const env = { DATA_DIR: dir.path, REDIS_URL: testRedisUrl()!, REDIS_PREFIX: uniquePrefix('claim') };
+    const env = { DATA_DIR: dir.path, REDIS_URL: testRedisUrl()!, REDIS_PREFIX: uniquePrefix('claim'), LOG_POLL_MS: '20' };
     const first = await openRuntime(loadConfig(env), { serving: true });
     const second = await openRuntime(loadConfig(env), { serving: true });
-    await second.close();
-    await first.projections.reset();
-    await first.close();
-    dir.cleanup();
+    try {
+      // Shared read models leave nothing to claim: no lock beside the log.
+      expect(existsSync(join(dir.path, 'serving.lock'))).toBe(false);
+      const orgId = await fundedOrganization(first, 2_000);
+      await second.ledger.grant(orgId, 3_000, 'from the second instance');
+      for (const instance of [first, second]) {
+        const grants = await instance.events.readStream(`credits-${orgId}`);
+        expect(grants.map((e) => (e.data as { amount: number }).amount)).toEqual([2_000, 3_000]);
+        await instance.projector.catchUp();
+        expect((await instance.projections.balance(orgId)).granted).toBe(5_000);
+      }
+    } finally {
+      await second.close();
+      await first.projections.reset();
+      await first.close();
+      dir.cleanup();
+    }
   });
 });

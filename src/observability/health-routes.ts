@@ -1,0 +1,51 @@
+import type { FastifyInstance } from 'fastify';
+import { ApiError, replyWithError } from '../http/api-error';
+import type { ErrorFormatFor } from '../http/client-errors';
+import { eventsBehind, type Lifecycle, READY_LAG_BOUND, readiness } from './health';
+
+/** What readiness looks at: the event log, how far the read models have applied it, and their store. */
+export interface HealthSources {
+  events: { headPosition(): Promise<number>; readAll(after: number, limit: number): Promise<unknown[]> };
+  /** The log position the read models have applied. */
+  applied: () => number;
+  /** Resolves when the read models' store answers. */
+  storeAnswers: () => Promise<unknown>;
+}
+
+const SHUTTING_DOWN = new ApiError('unavailable', 'the gateway is shutting down: send the request again (to another instance)');
+
+const isHealthRoute = (url: string) => url === '/health' || url.startsWith('/health/');
+
+/**
+ * GET /health (serving), /health/live (the process answers) and /health/ready (ready to serve, or
+ * why not); and, once draining, every other request answered 503 in its surface's format.
+ */
+export function serveHealth(
+  fastify: FastifyInstance,
+  sources: HealthSources,
+  lifecycle: Lifecycle,
+  formatFor: ErrorFormatFor,
+): void {
+  fastify.get('/health', (_request, reply) => void reply.send({ status: 'ok' }));
+  fastify.get('/health/live', (_request, reply) => void reply.send({ status: 'live' }));
+  fastify.get('/health/ready', async (_request, reply) => {
+    const [behind, store] = await Promise.all([
+      eventsBehind(sources.events, sources.applied(), READY_LAG_BOUND + 1).catch((error: Error) => error),
+      sources.storeAnswers().then(
+        () => null,
+        (error: Error) => error,
+      ),
+    ]);
+    const state = readiness({ draining: lifecycle.draining, behind, store });
+    return reply.code(state.ready ? 200 : 503).send(state);
+  });
+  // Shutting down: a request on a connection kept alive is answered at once, in its surface's
+  // format, and the connection closed; the health routes still say how the service is.
+  fastify.addHook('onRequest', (request, reply, done) => {
+    if (lifecycle.draining && !isHealthRoute(request.url)) {
+      void reply.header('connection', 'close');
+      return replyWithError(reply, SHUTTING_DOWN, formatFor(request.method, request.url));
+    }
+    done();
+  });
+}

@@ -1,0 +1,89 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { maskSecrets } from '../key-secret/key-secret';
+import { GatewayMetrics, type MetricSources } from './metrics';
+import { serveMetrics } from './metrics-server';
+import { factsOf, levelOf, type ObservedRequest, requestLine } from './request-facts';
+import { Tracing } from './tracing';
+
+/** The status a request's line and metrics show when its client left before its reply ended (nginx's). */
+const CLIENT_CLOSED_REQUEST = 499;
+
+export interface ObservationSettings {
+  host: string;
+  /** Prometheus metrics at GET /metrics. */
+  metrics: boolean;
+  /** A port of its own for GET /metrics; null: the service port. */
+  metricsPort: number | null;
+  /** The OTLP/HTTP collector for traces; null: no tracing. */
+  otlpEndpoint: string | null;
+}
+
+export interface ObservedSources {
+  /** Whether a line is logged per request. */
+  logging: boolean;
+  /** What the gauges read when scraped. */
+  gauges: MetricSources;
+  /** The event log, whose appends are timed. */
+  eventLog: { onAppend(listener: (seconds: number) => void): void };
+  /** Resolves when the settlements in flight are made: spans end with them. */
+  settled: () => Promise<void>;
+}
+
+/**
+ * What the service tells of each request: its one log line, its metrics and its span, when it
+ * ends — or, for a client that left mid-reply, once its settlement says what it was billed.
+ */
+export async function observeRequests(
+  fastify: FastifyInstance,
+  settings: ObservationSettings,
+  sources: ObservedSources,
+): Promise<void> {
+  fastify.decorateRequest('facts', null);
+  const metrics = settings.metrics ? new GatewayMetrics(sources.gauges) : null;
+  if (metrics) sources.eventLog.onAppend((seconds) => metrics.observeAppend(seconds));
+  const tracing = settings.otlpEndpoint === null ? null : Tracing.start(settings.otlpEndpoint);
+  if (tracing) {
+    fastify.decorate('tracing', tracing);
+    // Spans end with their settlements (a request cut at the grace period's end is settled as the
+    // server closes): wait for those, then export what is left. Errors cost traces, never the shutdown.
+    fastify.addHook('onClose', async () => {
+      await sources.settled();
+      await new Promise((resolve) => setImmediate(resolve));
+      const failure = await tracing.shutdown();
+      if (failure) fastify.log.warn(`traces not all exported at shutdown: ${failure}`);
+    });
+    // The request's span, from its arrival (continuing the client's trace); the pipeline's spans hang from it.
+    fastify.addHook('onRequest', (request, _reply, done) => {
+      factsOf(request).trace = tracing.startRequest(request.headers, request.method, maskSecrets(request.url.split('?')[0]));
+      done();
+    });
+  }
+  if (sources.logging || metrics || tracing) {
+    const requestEnded = (request: FastifyRequest, status: number, latencyMs: number) => {
+      const facts = (request as unknown as ObservedRequest).facts;
+      metrics?.observe(facts, status, latencyMs);
+      if (sources.logging)
+        request.log[levelOf(status)](requestLine(request.method, request.url, status, latencyMs, facts), 'request');
+      if (facts?.trace) facts.trace.tracing.endRequest(facts.trace, facts, request.id, status);
+    };
+    fastify.addHook('onResponse', (request, reply, done) => {
+      requestEnded(request, reply.statusCode, reply.elapsedTime);
+      done();
+    });
+    // A stream its client cuts never finishes (no onResponse): its line, with status 499 (the
+    // client closed the request), once its settlement says what it was billed.
+    fastify.addHook('onRequest', (request, reply, done) => {
+      reply.raw.once('close', () => {
+        if (reply.raw.writableFinished) return;
+        const latencyMs = reply.elapsedTime;
+        // After the other listeners of this event: the stream's own one ends the request, and says when it is settled.
+        setImmediate(() => {
+          const settled = (request as unknown as ObservedRequest).facts?.settled ?? Promise.resolve();
+          void settled.then(() => requestEnded(request, CLIENT_CLOSED_REQUEST, latencyMs));
+        });
+      });
+      done();
+    });
+  }
+  if (metrics) await serveMetrics(fastify, metrics, settings.host, settings.metricsPort);
+}
