@@ -1,8 +1,9 @@
 import { rmSync } from 'node:fs';
 import type { RecordedEvent } from '../../src/eventstore/event-store';
 import { MemoryProjectionStore } from '../../src/projections/memory-projection-store';
-import type { ProjectionStore } from '../../src/projections/projection-store';
-import { availableOf, ReadModel } from '../../src/projections/read-model';
+import type { ReadModelStore } from '../../src/projections/projection-store';
+import { ReadModel } from '../../src/projections/read-model';
+import { availableOf } from '../../src/projections/read-models';
 import { ReadModelsLostError, RedisProjectionStore } from '../../src/projections/redis-projection-store';
 import { loadConfig } from '../../src/config/config';
 import { openRuntime } from '../../src/runtime/runtime';
@@ -39,9 +40,9 @@ function sampleLog(orgId = 'org-a') {
   return log;
 }
 
-function describeProjectionStore(name: string, open: () => Promise<ProjectionStore>, enabled = true) {
+function describeProjectionStore(name: string, open: () => Promise<ReadModelStore>, enabled = true) {
   (enabled ? describe : describe.skip)(`projection store: ${name}`, () => {
-    let store: ProjectionStore;
+    let store: ReadModelStore;
     beforeEach(async () => {
       store = await open();
     });
