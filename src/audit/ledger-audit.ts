@@ -141,11 +141,7 @@ async function keySpendDifferences(
  * the read models, each organization at the same point of the log: read models behind the
  * replay are waited for, and organizations moved by requests during the audit are replayed further.
  */
-export async function auditLedger(
-  events: EventStore,
-  projections: ReadModels,
-  options: AuditOptions = {},
-): Promise<AuditReport> {
+export async function auditLedger(events: EventStore, projections: ReadModels, options: AuditOptions = {}): Promise<AuditReport> {
   const auditor = new LogAuditor();
   /** Replays the log up to `target` (or its end, if that comes first). */
   const replayTo = async (target: number, onProgress?: AuditOptions['onProgress']) => {

@@ -63,19 +63,24 @@ function endedAt(event: Logged): number {
   }
 }
 
-/** A reservation resolved: what it held returns (the event carries it, as its reservation recorded it). */
+/** A reservation resolved: what it held returns, to the organization and to its key, and it leaves the expiry index. */
 function resolved({ data }: Resolution, w: ReadModelWrites): void {
-  w.add('ledger', 'reserved', -data.held);
+  w.release('ledger', 'reserved', 'open', data.reservationId);
+  w.release('keyOpen', data.keyId, 'open', data.reservationId);
   w.set('open', data.reservationId, undefined);
   w.unschedule(data.orgId, data.reservationId);
 }
 
-/** Balance and ledger totals (granted, spent, held by recorded reservations); the open reservations and when they expire. */
+/**
+ * Balance and ledger totals (granted, spent, held by recorded reservations), and the open
+ * reservations: what each holds, what they hold together per key, when each expires.
+ */
 export const ledgerFold: Fold = {
   CreditsGranted: ({ data }, w) => w.add('ledger', 'granted', data.amount),
   CreditsReserved: ({ data }, w) => {
     w.clearPendingHold(data.reservationId);
     w.add('ledger', 'reserved', data.amount);
+    w.add('keyOpen', data.keyId, data.amount);
     w.set('open', data.reservationId, data.amount);
     w.schedule(data.orgId, data.reservationId, data.expiresAt);
   },
@@ -89,12 +94,6 @@ export const ledgerFold: Fold = {
 
 /** A request made with a key ended: when the key was last used. */
 const used = (event: Logged, w: ReadModelWrites) => w.raise('keyLastUsed', event.data.keyId, endedAt(event));
-
-/** A key's reservation resolved: its open holds give back what it held. */
-function keyResolved(event: Resolution, w: ReadModelWrites): void {
-  w.add('keyOpen', event.data.keyId, -event.data.held);
-  used(event, w);
-}
 
 const NOTHING_CLEARED: ReadonlyArray<keyof StoredKey> = [];
 
@@ -122,7 +121,7 @@ export function keyChangesOf(changes: KeyChanges): { fields: Partial<StoredKey>;
   return { fields, cleared };
 }
 
-/** Keys: their records (by hash, and the organization's list), their spend all time and per period, their open holds, their last use. */
+/** Keys: their records (by hash, and the organization's list), their spend all time and per period, their last use. */
 export const keysFold: Fold = {
   ApiKeyCreated: ({ data }, w) => {
     w.set('keys', data.keyId, data.hash);
@@ -133,16 +132,15 @@ export const keysFold: Fold = {
     w.update('keyRecords', data.hash, fields, cleared);
   },
   ApiKeyRevoked: ({ data }, w) => w.update('keyRecords', data.hash, { revokedAt: data.revokedAt }, NOTHING_CLEARED),
-  CreditsReserved: ({ data }, w) => w.add('keyOpen', data.keyId, data.amount),
   ReservationSettled: (event, w) => {
-    keyResolved(event, w);
+    used(event, w);
     const { keyId, amount, settledAt } = event.data;
     if (amount <= 0) return;
     w.add('keySpend', keyId, amount);
     for (const period of periodsOf(settledAt)) w.add('keyPeriodSpend', keySpendField(keyId, period), amount);
   },
-  ReservationReleased: keyResolved,
-  ReservationExpired: keyResolved,
+  ReservationReleased: used,
+  ReservationExpired: used,
   RequestRefused: used,
 };
 

@@ -154,25 +154,39 @@ export class ReadModel implements ReadModelWrites {
   }
 
   add<T extends CounterTable>(table: T, field: CounterTables[T], by: number): void {
+    this.addTo(table, field, by);
+  }
+
+  private addTo(table: CounterTable, field: string, by: number): void {
     if (table === 'ledger') this.current.ledger[field as LedgerField] += by;
     else {
-      const counter = this.current.counters[table as Counters];
+      const counter = this.current.counters[table];
       counter.set(field, (counter.get(field) ?? 0) + by);
     }
   }
 
+  release<T extends CounterTable>(table: T, field: CounterTables[T], _held: 'open', reservationId: string): void {
+    const held = this.current.records.open.get(reservationId);
+    if (held !== undefined) this.addTo(table, field, -held);
+  }
+
   raise<T extends CounterTable>(table: T, field: CounterTables[T], value: number): void {
-    if (table === 'ledger') {
+    const name: CounterTable = table;
+    if (name === 'ledger') {
       const ledger = this.current.ledger;
       ledger[field as LedgerField] = Math.max(ledger[field as LedgerField], value);
     } else {
-      const counter = this.current.counters[table as Counters];
+      const counter = this.current.counters[name];
       const now = counter.get(field);
       if (now === undefined || value > now) counter.set(field, value);
     }
   }
 
-  set<T extends RecordTable, F extends keyof RecordTables[T] & string>(table: T, field: F, value: RecordTables[T][F] | undefined): void {
+  set<T extends RecordTable, F extends keyof RecordTables[T] & string>(
+    table: T,
+    field: F,
+    value: RecordTables[T][F] | undefined,
+  ): void {
     const records = this.current.records[table] as Map<string, unknown>;
     if (value === undefined) records.delete(field);
     else records.set(field, value);
@@ -195,7 +209,7 @@ export class ReadModel implements ReadModelWrites {
     const record: Record<string, unknown> = { ...this.keyRecords.get(id) };
     for (const [field, value] of Object.entries(fields)) if (value !== undefined) record[field] = value;
     for (const field of cleared) delete record[field as string];
-    this.keyRecords.set(id, record as Partial<StoredKey>);
+    this.keyRecords.set(id, record);
   }
 
   include(_table: SharedSet, id: string, member: string): void {
@@ -288,7 +302,10 @@ export class ReadModel implements ReadModelWrites {
 
   /** A key's charges in `period` and its recorded holds (the in-process store adds its pending ones). */
   keyUsage(orgId: string, keyId: string, period: string): number {
-    return (this.counters(orgId, 'keyPeriodSpend').get(keySpendField(keyId, period)) ?? 0) + (this.counters(orgId, 'keyOpen').get(keyId) ?? 0);
+    return (
+      (this.counters(orgId, 'keyPeriodSpend').get(keySpendField(keyId, period)) ?? 0) +
+      (this.counters(orgId, 'keyOpen').get(keyId) ?? 0)
+    );
   }
 
   recentRequests(orgId: string, limit: number): RequestLogEntry[] {
@@ -377,7 +394,12 @@ export class ReadModel implements ReadModelWrites {
     const logs = new Map(snapshot.requests);
     for (const [orgId, saved] of snapshot.orgs) {
       const tables = new OrganizationTables(requestLogRetention);
-      Object.assign(tables.ledger, { granted: saved.granted, spent: saved.spent, reserved: saved.reserved, position: saved.position });
+      Object.assign(tables.ledger, {
+        granted: saved.granted,
+        spent: saved.spent,
+        reserved: saved.reserved,
+        position: saved.position,
+      });
       for (const table of Object.keys(tables.counters) as Counters[]) {
         for (const [field, value] of saved.counters[table]) tables.counters[table].set(field, value);
       }

@@ -7,15 +7,7 @@ import type { KeyHold } from '../ledger/key-limit';
 import { foldEvent } from './folds';
 import type { ReadModelStore } from './projection-store';
 import type { ReadModel } from './read-model';
-import type {
-  Balance,
-  KeyRecord,
-  MemberRecord,
-  OpenReservation,
-  OrgLedger,
-  OrgRecord,
-  RequestLogEntry,
-} from './read-models';
+import type { Balance, KeyRecord, MemberRecord, OpenReservation, OrgLedger, OrgRecord, RequestLogEntry } from './read-models';
 import * as lua from './redis-scripts';
 import {
   keyRecordOf,
@@ -136,11 +128,19 @@ class RedisBatch implements ReadModelWrites {
     this.script.args.push('add', this.table(table), field, by);
   }
 
+  release<T extends CounterTable>(table: T, field: CounterTables[T], held: 'open', reservationId: string): void {
+    this.script.args.push('release', this.table(table), field, this.table(held), reservationId);
+  }
+
   raise<T extends CounterTable>(table: T, field: CounterTables[T], value: number): void {
     this.script.args.push('max', this.table(table), field, value);
   }
 
-  set<T extends RecordTable, F extends keyof RecordTables[T] & string>(table: T, field: F, value: RecordTables[T][F] | undefined): void {
+  set<T extends RecordTable, F extends keyof RecordTables[T] & string>(
+    table: T,
+    field: F,
+    value: RecordTables[T][F] | undefined,
+  ): void {
     if (value === undefined) this.script.args.push('del', this.table(table), field);
     else this.script.args.push('set', this.table(table), field, encoded(value));
   }
@@ -176,7 +176,8 @@ class RedisBatch implements ReadModelWrites {
     cleared: ReadonlyArray<keyof SharedRecords[T]>,
   ): void {
     const values: Record<string, string> = {};
-    for (const [field, value] of Object.entries(fields)) if (value !== undefined && value !== null) values[field] = encoded(value);
+    for (const [field, value] of Object.entries(fields))
+      if (value !== undefined && value !== null) values[field] = encoded(value);
     const key = this.store.keyRecordKey(id);
     const client = this.store.client;
     if (Object.keys(values).length > 0) this.shared.push(() => client.hSet(key, values));
@@ -354,10 +355,13 @@ export class RedisProjectionStore implements ReadModelStore {
     if (this.appliedUpTo > 0 && !(await this.client.exists(this.checkpointKey))) throw new ReadModelsLostError();
     const batch = new RedisBatch(this, this.requestLogRetention);
     for (const event of events) foldEvent(event, batch);
-    const applied = [...batch.scripts.values()].map((script) => this.runInOrder(lua.APPLY, script.keys, RedisBatch.close(script)));
-    const orgIds = [...batch.scripts.keys()];
+    const applied = [...batch.scripts.values()].map((script) =>
+      this.runInOrder(lua.APPLY, script.keys, RedisBatch.close(script)),
+    );
     // Every organization with events: the sweeper and the audit go through them.
-    const written = [orgIds.length > 0 ? this.client.sAdd(this.orgsKey, orgIds) : null, ...batch.shared.map((write) => write())];
+    const written: Array<Promise<unknown>> =
+      batch.scripts.size > 0 ? [this.client.sAdd(this.orgsKey, [...batch.scripts.keys()])] : [];
+    for (const write of batch.shared) written.push(write());
     const [results] = await Promise.all([Promise.all(applied), Promise.all(written)]);
     if (results.includes(-1)) throw new ReadModelsLostError();
     const last = events[events.length - 1].position;
@@ -457,7 +461,9 @@ export class RedisProjectionStore implements ReadModelStore {
       this.client.hGetAll(this.tableKey(orgId, 'keySpend')),
     ]);
     const stored = await Promise.all(
-      Object.values(hashes).map(async (hash) => RedisProjectionStore.storedKey(await this.client.hGetAll(this.keyRecordKey(hash)))),
+      Object.values(hashes).map(async (hash) =>
+        RedisProjectionStore.storedKey(await this.client.hGetAll(this.keyRecordKey(hash))),
+      ),
     );
     return stored
       .filter((s): s is Partial<StoredKey> => s !== null)
@@ -583,14 +589,17 @@ export class RedisProjectionStore implements ReadModelStore {
     };
     for (const [orgId, tables] of model.tables()) {
       for (const table of Object.keys(tables.counters) as Array<keyof typeof tables.counters>) {
-        if (tables.counters[table].size > 0) writes.push(this.client.hSet(this.tableKey(orgId, table), fields(tables.counters[table])));
+        if (tables.counters[table].size > 0)
+          writes.push(this.client.hSet(this.tableKey(orgId, table), fields(tables.counters[table])));
       }
       for (const table of Object.keys(tables.records) as RecordTable[]) {
         const records = tables.records[table] as Map<string, unknown>;
         if (records.size > 0) writes.push(this.client.hSet(this.tableKey(orgId, table), fields(records)));
       }
       const k = this.org(orgId);
-      const elements = tables.requests.oldestFirst().map((entry, i) => [entry.requestId, `${i + 1} ${JSON.stringify(entry)}`]);
+      const elements = tables.requests
+        .oldestFirst()
+        .map((entry, i): [string, string] => [entry.requestId, `${i + 1} ${JSON.stringify(entry)}`]);
       if (elements.length > 0) {
         writes.push(
           this.client

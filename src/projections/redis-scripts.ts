@@ -33,7 +33,8 @@ end
  * logged); KEYS[2..]: the other keys the writes name, by their index in KEYS.
  * ARGV, for each event: its position, '1' if it creates the organization, how many arguments its
  * writes take, then its writes:
- *   add <key> <field> <by> | max <key> <field> <value> | set <key> <field> <value> | del <key> <field>
+ *   add <key> <field> <by> | release <key> <field> <open> <reservation id> | max <key> <field> <value>
+ *   set <key> <field> <value> | del <key> <field>
  *   push <log> <index> <retention> <request id> <entry JSON>
  *   hold <holds> <hold deadlines> <key pending> <hold key> <reservation id>
  * A log element is the organization's count of logged requests, a space, and the entry: elements
@@ -55,6 +56,10 @@ while i <= #ARGV do
       if op == 'add' then
         redis.call('HINCRBY', KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2], ARGV[i + 3])
         i = i + 4
+      elseif op == 'release' then
+        local held = redis.call('HGET', KEYS[tonumber(ARGV[i + 3])], ARGV[i + 4])
+        if held then redis.call('HINCRBY', KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2], '-' .. held) end
+        i = i + 5
       elseif op == 'max' then
         local key = KEYS[tonumber(ARGV[i + 1])]
         local now = redis.call('HGET', key, ARGV[i + 2])

@@ -25,10 +25,16 @@ export interface ReadModelWrites {
   // The event's organization's tables.
   /** Adds `by` (possibly negative) to a counter. */
   add<T extends CounterTable>(table: T, field: CounterTables[T], by: number): void;
+  /** Subtracts from a counter what an open reservation holds (nothing once it is gone). */
+  release<T extends CounterTable>(table: T, field: CounterTables[T], held: 'open', reservationId: string): void;
   /** Raises a counter to `value` if it is below it (a last-used time). */
   raise<T extends CounterTable>(table: T, field: CounterTables[T], value: number): void;
   /** Sets a record's field; `undefined` deletes it. */
-  set<T extends RecordTable, F extends keyof RecordTables[T] & string>(table: T, field: F, value: RecordTables[T][F] | undefined): void;
+  set<T extends RecordTable, F extends keyof RecordTables[T] & string>(
+    table: T,
+    field: F,
+    value: RecordTables[T][F] | undefined,
+  ): void;
   /** Adds an entry to the request log: newest first, kept to the retention, and found by its request id while kept. */
   push(entry: RequestLogEntry): void;
   /** The reservation's event is recorded: the hold admission took for it is no longer pending (the reservation holds it now). */
@@ -36,7 +42,12 @@ export interface ReadModelWrites {
 
   // Shared tables.
   /** Sets fields of a shared record and deletes others (a key's record, found by its hash). */
-  update<T extends SharedRecord>(table: T, id: string, fields: Partial<SharedRecords[T]>, cleared: ReadonlyArray<keyof SharedRecords[T]>): void;
+  update<T extends SharedRecord>(
+    table: T,
+    id: string,
+    fields: Partial<SharedRecords[T]>,
+    cleared: ReadonlyArray<keyof SharedRecords[T]>,
+  ): void;
   /** Adds a member to a shared set (the organizations of a user). */
   include(table: SharedSet, id: string, member: string): void;
   /** Removes a member from a shared set. */
