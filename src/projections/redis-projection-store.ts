@@ -62,7 +62,7 @@ const TABLE_KEYS: { [T in CounterTable | RecordTable]: string } = {
 /** A value as a hash field holds it: text as it is, the rest as JSON. */
 const encoded = (value: unknown): string => (typeof value === 'string' ? value : JSON.stringify(value));
 
-/** A log element (`count entry`, see redis-scripts.ts) back to its entry. */
+/** A request log element (`n entry`, see redis-scripts.ts) back to its entry. */
 const entryOf = (element: string): RequestLogEntry => JSON.parse(element.slice(element.indexOf(' ') + 1)) as RequestLogEntry;
 
 /** One organization's writes in a batch: one script, the keys it names and its arguments. */
@@ -210,6 +210,8 @@ export class RedisProjectionStore implements ReadModelStore {
   private readonly shas = new Map<string, string>();
   /** Position this instance last applied: if the checkpoint vanishes after that, Redis was emptied. */
   private appliedUpTo = 0;
+  /** The SHA of the script that applies writes (sent by SHA: it is the longest script, run per organization and batch). */
+  private applySha: string | null = null;
 
   private constructor(
     readonly client: RedisClient,
@@ -355,8 +357,27 @@ export class RedisProjectionStore implements ReadModelStore {
     if (this.appliedUpTo > 0 && !(await this.client.exists(this.checkpointKey))) throw new ReadModelsLostError();
     const batch = new RedisBatch(this, this.requestLogRetention);
     for (const event of events) foldEvent(event, batch);
+    try {
+      await this.write(batch);
+    } catch (error) {
+      if (!String((error as Error).message).includes('NOSCRIPT')) throw error;
+      // Redis lost its scripts (a restart that kept the data): the whole batch again, in order. What
+      // was applied is skipped by the guard, and the shared writes are idempotent.
+      this.applySha = await this.client.scriptLoad(lua.APPLY);
+      await this.write(batch);
+    }
+    const last = events[events.length - 1].position;
+    // Read models started here from nothing are of this schema (before the checkpoint says they exist).
+    if (this.appliedUpTo === 0) await this.client.set(this.schemaKey, READ_MODEL_SCHEMA);
+    await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [last]);
+    this.appliedUpTo = last;
+  }
+
+  private async write(batch: RedisBatch): Promise<void> {
+    this.applySha ??= await this.client.scriptLoad(lua.APPLY);
+    const sha = this.applySha;
     const applied = [...batch.scripts.values()].map((script) =>
-      this.runInOrder(lua.APPLY, script.keys, RedisBatch.close(script)),
+      this.client.evalSha(sha, { keys: script.keys, arguments: RedisBatch.close(script).map(String) }),
     );
     // Every organization with events: the sweeper and the audit go through them.
     const written: Array<Promise<unknown>> =
@@ -364,11 +385,6 @@ export class RedisProjectionStore implements ReadModelStore {
     for (const write of batch.shared) written.push(write());
     const [results] = await Promise.all([Promise.all(applied), Promise.all(written)]);
     if (results.includes(-1)) throw new ReadModelsLostError();
-    const last = events[events.length - 1].position;
-    // Read models started here from nothing are of this schema (before the checkpoint says they exist).
-    if (this.appliedUpTo === 0) await this.client.set(this.schemaKey, READ_MODEL_SCHEMA);
-    await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [last]);
-    this.appliedUpTo = last;
   }
 
   async lockRebuild(ttlMs: number): Promise<(() => Promise<void>) | null> {
@@ -511,7 +527,8 @@ export class RedisProjectionStore implements ReadModelStore {
   }
 
   async request(orgId: string, requestId: string): Promise<RequestLogEntry | null> {
-    const element = await this.client.hGet(this.org(orgId).requestIndex, requestId);
+    const k = this.org(orgId);
+    const element = (await this.run(lua.FIND_REQUEST, [k.ledger, k.requests, k.requestIndex], [requestId])) as string | null;
     return element === null ? null : entryOf(element);
   }
 
@@ -597,24 +614,25 @@ export class RedisProjectionStore implements ReadModelStore {
         if (records.size > 0) writes.push(this.client.hSet(this.tableKey(orgId, table), fields(records)));
       }
       const k = this.org(orgId);
-      const elements = tables.requests
-        .oldestFirst()
-        .map((entry, i): [string, string] => [entry.requestId, `${i + 1} ${JSON.stringify(entry)}`]);
-      if (elements.length > 0) {
+      // The log as the script writes it (see redis-scripts.ts), its elements counted from 1, oldest first.
+      const entries = tables.requests.oldestFirst();
+      if (entries.length > 0) {
+        const index: Record<string, string> = {};
+        entries.forEach((entry, i) => (index[entry.requestId] = String(i + 1)));
         writes.push(
           this.client
             .multi()
             .del([k.requests, k.requestIndex])
             .lPush(
               k.requests,
-              elements.map(([, element]) => element),
+              entries.map((entry, i) => `${i + 1} ${JSON.stringify(entry)}`),
             )
-            .hSet(k.requestIndex, Object.fromEntries(elements))
+            .hSet(k.requestIndex, index)
             .exec(),
         );
       }
       const { granted, spent, reserved, position } = tables.ledger;
-      writes.push(this.runInOrder(lua.LOAD_LEDGER, [k.ledger], [granted, spent, reserved, position, elements.length]));
+      writes.push(this.runInOrder(lua.LOAD_LEDGER, [k.ledger], [granted, spent, reserved, position, entries.length]));
       writes.push(this.client.sAdd(this.orgsKey, orgId));
       if (writes.length > 2000) await flush();
     }

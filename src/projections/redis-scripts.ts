@@ -37,8 +37,10 @@ end
  *   set <key> <field> <value> | del <key> <field>
  *   push <log> <index> <retention> <request id> <entry JSON>
  *   hold <holds> <hold deadlines> <key pending> <hold key> <reservation id>
- * A log element is the organization's count of logged requests, a space, and the entry: elements
- * are unique, and the index entry of a request id is dropped with the element it points at.
+ * The request log is a list, newest first, of elements `<n> <entry JSON>`, n counting the
+ * organization's logged requests (kept in its ledger as `logged`): the element n is at index
+ * logged - n. The index maps a request id to the n of its newest element, and loses it when that
+ * element is trimmed.
  */
 export const APPLY = `${RELEASE_PENDING_HOLD}
 local i = 1
@@ -73,13 +75,14 @@ while i <= #ARGV do
         i = i + 3
       elseif op == 'push' then
         local log, index, retention = KEYS[tonumber(ARGV[i + 1])], KEYS[tonumber(ARGV[i + 2])], tonumber(ARGV[i + 3])
-        local element = redis.call('HINCRBY', KEYS[1], 'logged', 1) .. ' ' .. ARGV[i + 5]
-        redis.call('LPUSH', log, element)
-        redis.call('HSET', index, ARGV[i + 4], element)
+        local n = redis.call('HINCRBY', KEYS[1], 'logged', 1)
+        redis.call('LPUSH', log, n .. ' ' .. ARGV[i + 5])
+        redis.call('HSET', index, ARGV[i + 4], n)
         while redis.call('LLEN', log) > retention do
           local dropped = redis.call('RPOP', log)
-          local id = cjson.decode(string.sub(dropped, string.find(dropped, ' ', 1, true) + 1)).requestId
-          if redis.call('HGET', index, id) == dropped then redis.call('HDEL', index, id) end
+          local space = string.find(dropped, ' ', 1, true)
+          local id = cjson.decode(string.sub(dropped, space + 1)).requestId
+          if redis.call('HGET', index, id) == string.sub(dropped, 1, space - 1) then redis.call('HDEL', index, id) end
         end
         i = i + 6
       elseif op == 'hold' then
@@ -146,6 +149,13 @@ if position and tonumber(position) > tonumber(ARGV[4]) then return 0 end
 redis.call('HSET', KEYS[1], 'granted', ARGV[1], 'spent', ARGV[2], 'reserved', ARGV[3], 'position', ARGV[4], 'logged', ARGV[5])
 redis.call('HSETNX', KEYS[1], 'pending', 0)
 return 1
+`;
+
+/** KEYS: ledger, request log, request index. ARGV: request id. The newest element of the request log with that id, or nil. */
+export const FIND_REQUEST = `
+local n = redis.call('HGET', KEYS[3], ARGV[1])
+if not n then return false end
+return redis.call('LINDEX', KEYS[2], tonumber(redis.call('HGET', KEYS[1], 'logged')) - tonumber(n))
 `;
 
 /** KEYS: checkpoint. ARGV: position. Moves the checkpoint forward only. */

@@ -380,6 +380,17 @@ describeWithRedis('Redis read models lost', () => {
     await store.close();
   });
 
+  it('applies what comes after Redis lost its scripts (a restart that kept the data)', async () => {
+    const store = await RedisProjectionStore.connect(testRedisUrl()!, uniquePrefix('scripts'), 5);
+    const log = sampleLog();
+    await store.apply(log.slice(0, 4));
+    await store.client.scriptFlush();
+    await store.apply(log.slice(3));
+    expect(await store.balance('org-a')).toEqual({ granted: 1_000, spent: 250, reserved: 200, pending: 0 });
+    await store.reset();
+    await store.close();
+  });
+
   it('rebuilds, at start, read models an older version of the service left (another schema: members missing)', async () => {
     const first = await openTestRuntime({ redis: true });
     const { identity, projector } = first.runtime;

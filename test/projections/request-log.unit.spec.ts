@@ -25,6 +25,9 @@ describe('an organization’s request log in this process', () => {
     expect(log.newest(10).map((e) => e.requestId)).toEqual(['q5', 'q4', 'q3']);
     expect(log.newest(2).map((e) => e.requestId)).toEqual(['q5', 'q4']);
     expect(log.oldestFirst().map((e) => e.requestId)).toEqual(['q3', 'q4', 'q5']);
+    // The first lookup finds what the ring kept, and only that.
+    expect(log.find('q2')).toBeNull();
+    expect(log.find('q3')).toMatchObject({ time: 3 });
   });
 
   it('finds an entry by its request id while it is kept, and not once it is dropped', () => {
