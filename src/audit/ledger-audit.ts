@@ -183,7 +183,7 @@ export async function auditLedger(events: EventStore, projections: ReadModels, o
     if (seen.position > auditor.model.position) {
       // A request moved this organization during the audit: replay to where the projection is.
       await replayTo(seen.position);
-      truth = auditor.model.orgs.get(orgId) ?? truth;
+      truth = auditor.model.ledger(orgId) ?? truth;
       seen = (await projections.ledgers()).get(orgId) ?? seen;
     }
     totals.granted += truth.granted;

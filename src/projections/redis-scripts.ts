@@ -151,11 +151,17 @@ redis.call('HSETNX', KEYS[1], 'pending', 0)
 return 1
 `;
 
-/** KEYS: ledger, request log, request index. ARGV: request id. The newest element of the request log with that id, or nil. */
+/**
+ * KEYS: ledger, request log, request index. ARGV: request id. The newest element of the request log
+ * with that id, or nil (also while a rebuild writes the log and its count apart).
+ */
 export const FIND_REQUEST = `
 local n = redis.call('HGET', KEYS[3], ARGV[1])
 if not n then return false end
-return redis.call('LINDEX', KEYS[2], tonumber(redis.call('HGET', KEYS[1], 'logged')) - tonumber(n))
+local logged = tonumber(redis.call('HGET', KEYS[1], 'logged') or '0')
+local element = redis.call('LINDEX', KEYS[2], logged - tonumber(n))
+if element and string.sub(element, 1, #n + 1) == n .. ' ' then return element end
+return false
 `;
 
 /** KEYS: checkpoint. ARGV: position. Moves the checkpoint forward only. */
