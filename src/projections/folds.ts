@@ -113,7 +113,7 @@ const used = (event: Logged, w: ReadModelWrites) => w.raise('keyLastUsed', event
 const NOTHING_CLEARED: ReadonlyArray<keyof StoredKey> = [];
 
 /** A key record's fields as an update leaves them: those it sets, and those it clears. */
-export function keyChangesOf(changes: KeyChanges): { fields: Partial<StoredKey>; cleared: Array<keyof StoredKey> } {
+function keyChangesOf(changes: KeyChanges): { fields: Partial<StoredKey>; cleared: Array<keyof StoredKey> } {
   const fields: Partial<StoredKey> = {};
   const cleared: Array<keyof StoredKey> = [];
   if (changes.limit !== undefined) {
@@ -247,7 +247,7 @@ export const dailySpendFold: Fold = {
   },
 };
 
-export const FOLDS: readonly Fold[] = [ledgerFold, keysFold, organizationsFold, requestLogFold, dailySpendFold];
+const FOLDS: readonly Fold[] = [ledgerFold, keysFold, organizationsFold, requestLogFold, dailySpendFold];
 
 type Handler = (event: ProjectedEvent, writes: ReadModelWrites) => void;
 
