@@ -2,8 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventStore, RecordedEvent } from '../eventstore/event-store';
 import { ReservationEvent, settledPrices, settledUsage } from '../ledger/ledger.events';
 import { chargeFor } from '../ledger/money';
-import type { ProjectionStore } from '../projections/projection-store';
 import { ReadModel } from '../projections/read-model';
+import type { ReadModels } from '../projections/read-models';
 
 export interface AuditTotals {
   granted: number;
@@ -112,7 +112,7 @@ export interface AuditOptions {
 async function keySpendDifferences(
   orgId: string,
   auditor: LogAuditor,
-  projections: ProjectionStore,
+  projections: ReadModels,
   replayTo: (target: number) => Promise<void>,
 ): Promise<string[]> {
   for (let attempt = 0; attempt < 5; attempt++) {
@@ -122,7 +122,7 @@ async function keySpendDifferences(
     if (before !== after) continue;
     await replayTo(after);
     const differences: string[] = [];
-    const replayed = [...auditor.model.keysById.values()].filter((k) => k.orgId === orgId);
+    const replayed = auditor.model.keysOf(orgId);
     const seen = new Map(keys.map((k) => [k.keyId, k.spent ?? 0]));
     for (const key of replayed) {
       const projected = seen.get(key.keyId);
@@ -141,11 +141,7 @@ async function keySpendDifferences(
  * the read models, each organization at the same point of the log: read models behind the
  * replay are waited for, and organizations moved by requests during the audit are replayed further.
  */
-export async function auditLedger(
-  events: EventStore,
-  projections: ProjectionStore,
-  options: AuditOptions = {},
-): Promise<AuditReport> {
+export async function auditLedger(events: EventStore, projections: ReadModels, options: AuditOptions = {}): Promise<AuditReport> {
   const auditor = new LogAuditor();
   /** Replays the log up to `target` (or its end, if that comes first). */
   const replayTo = async (target: number, onProgress?: AuditOptions['onProgress']) => {
@@ -187,7 +183,7 @@ export async function auditLedger(
     if (seen.position > auditor.model.position) {
       // A request moved this organization during the audit: replay to where the projection is.
       await replayTo(seen.position);
-      truth = auditor.model.orgs.get(orgId) ?? truth;
+      truth = auditor.model.ledger(orgId) ?? truth;
       seen = (await projections.ledgers()).get(orgId) ?? seen;
     }
     totals.granted += truth.granted;

@@ -14,7 +14,7 @@ import { UpdateKeyHandler } from '../keys/update/update-key.handler';
 import { LedgerRuleError } from '../ledger/ledger.decider';
 import { formatCredits, MoneyFormatError, parseCredits } from '../ledger/money';
 import { rebuildProjections } from '../projections/projector';
-import { availableOf, reservedOf } from '../projections/read-model';
+import { availableOf, reservedOf } from '../projections/read-models';
 import { openRuntime, Runtime } from '../runtime/runtime';
 
 /** A failure to report to the operator as one line, with a non-zero exit. */

@@ -1,8 +1,7 @@
 import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
 import { creditsNumber } from '../ledger/money';
-import { ProjectionStore } from '../projections/projection-store';
-import { availableOf, reservedOf } from '../projections/read-model';
-import { PROJECTIONS } from '../runtime/runtime.module';
+import { availableOf, type ReadModels, reservedOf } from '../projections/read-models';
+import { READ_MODELS } from '../runtime/runtime.module';
 import { Inject } from '@nestjs/common';
 
 /** Credits as the caller sees them: decimal credits, holds counted as reserved. */
@@ -21,10 +20,10 @@ export class GetCreditsQuery extends Query<CreditsView> {
 
 @QueryHandler(GetCreditsQuery)
 export class GetCreditsHandler implements IQueryHandler<GetCreditsQuery, CreditsView> {
-  constructor(@Inject(PROJECTIONS) private readonly projections: ProjectionStore) {}
+  constructor(@Inject(READ_MODELS) private readonly readModels: ReadModels) {}
 
   async execute({ orgId }: GetCreditsQuery): Promise<CreditsView> {
-    const balance = await this.projections.balance(orgId);
+    const balance = await this.readModels.balance(orgId);
     return {
       total_credits: creditsNumber(balance.granted),
       total_usage: creditsNumber(balance.spent),

@@ -1,7 +1,7 @@
 import type { LimitReset, RateLimits } from '../identity/identity.events';
 import { type KeyRecord, keyStatus } from '../identity/key-lookup';
 import { creditsNumber } from '../ledger/money';
-import type { RequestLogEntry } from '../projections/read-model';
+import type { RequestLogEntry } from '../projections/read-models';
 
 /** What every view of a key shows (never its secret): who it is, what it has spent, its limit, its expiry. */
 function keyBase(key: KeyRecord) {

@@ -1,7 +1,7 @@
 import { Controller, Get, Inject, Query, Req, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiError, openRouterErrors } from '../http/api-error';
-import type { ProjectionStore } from '../projections/projection-store';
-import { PROJECTIONS } from '../runtime/runtime.module';
+import type { ReadModels } from '../projections/read-models';
+import { READ_MODELS } from '../runtime/runtime.module';
 import { ApiKeyGuard, KeyedRequest } from '../surfaces/api-key.guard';
 import { periodOf } from '../ledger/key-limit';
 import type { LimitReset } from '../identity/identity.events';
@@ -13,17 +13,17 @@ import { generationView, keyView } from './key-views';
 @UseGuards(ApiKeyGuard)
 @UseFilters(openRouterErrors)
 export class KeyController {
-  constructor(@Inject(PROJECTIONS) private readonly projections: ProjectionStore) {}
+  constructor(@Inject(READ_MODELS) private readonly readModels: ReadModels) {}
 
   /** GET /api/v1/key: the calling key, its spend and its limits. */
   @Get('key')
   async key(@Req() request: KeyedRequest) {
     const { orgId, keyId } = request.apiKey;
-    const [keys, organization] = await Promise.all([this.projections.keysOf(orgId), this.projections.organization(orgId)]);
-    const key = keys.find((k) => k.keyId === keyId) ?? request.apiKey;
+    const [found, organization] = await Promise.all([this.readModels.key(orgId, keyId), this.readModels.organization(orgId)]);
+    const key = found ?? request.apiKey;
     const now = Date.now();
     const resets = ['never', 'daily', 'weekly', 'monthly'] as const;
-    const used = await Promise.all(resets.map((reset) => this.projections.keyUsage(orgId, keyId, periodOf(reset, now))));
+    const used = await Promise.all(resets.map((reset) => this.readModels.keyUsage(orgId, keyId, periodOf(reset, now))));
     const usedIn = Object.fromEntries(resets.map((reset, i) => [reset, used[i]])) as Record<LimitReset, number>;
     return { data: keyView(key, organization?.rateLimits, usedIn) };
   }
@@ -34,8 +34,7 @@ export class KeyController {
     if (typeof id !== 'string' || id === '')
       throw new ApiError('invalid_request', 'id is required: the x-request-id of a request');
     const { orgId } = request.apiKey;
-    const entries = await this.projections.recentRequests(orgId, Number.MAX_SAFE_INTEGER);
-    const entry = entries.find((e) => e.requestId === id);
+    const entry = await this.readModels.request(orgId, id);
     // Another organization's request is as unknown as one that never was.
     if (!entry)
       throw new ApiError(

@@ -3,21 +3,17 @@ import { rename, writeFile } from 'node:fs/promises';
 import type { EventStore, RecordedEvent } from '../eventstore/event-store';
 import type { HoldResult } from '../ledger/credit-holds';
 import type { KeyHold } from '../ledger/key-limit';
-import type { ProjectionStore } from './projection-store';
+import type { ReadModelStore } from './projection-store';
+import { ReadModel, ReadModelSnapshot, snapshotPieces } from './read-model';
 import {
-  asProjected,
   availableOf,
-  Balance,
-  KeyRecord,
-  MemberRecord,
-  OpenReservation,
-  OrgRecord,
-  keySpendField,
-  ReadModel,
-  ReadModelSnapshot,
-  RequestLogEntry,
-  snapshotPieces,
-} from './read-model';
+  type Balance,
+  type KeyRecord,
+  type MemberRecord,
+  type OpenReservation,
+  type OrgRecord,
+  type RequestLogEntry,
+} from './read-models';
 
 interface PendingHold {
   orgId: string;
@@ -38,7 +34,7 @@ export interface SnapshotOptions {
  * happen in one synchronous step. Suits one instance; several instances need Redis.
  * With a snapshot file, start-up loads the saved models and replays only the newer events.
  */
-export class MemoryProjectionStore implements ProjectionStore {
+export class MemoryProjectionStore implements ReadModelStore {
   readonly kind = 'memory' as const;
   private model: ReadModel;
   private readonly pending = new Map<string, PendingHold>();
@@ -55,7 +51,13 @@ export class MemoryProjectionStore implements ProjectionStore {
     private readonly requestLogRetention: number,
     private readonly snapshot: SnapshotOptions | null = null,
   ) {
-    this.model = new ReadModel(requestLogRetention);
+    this.model = this.withHolds(new ReadModel(requestLogRetention));
+  }
+
+  /** The model, telling this store when a reservation's event makes its pending hold a recorded one. */
+  private withHolds(model: ReadModel): ReadModel {
+    model.onPendingHoldCleared = (reservationId) => this.removePendingHold(reservationId);
+    return model;
   }
 
   /**
@@ -70,7 +72,7 @@ export class MemoryProjectionStore implements ProjectionStore {
     } catch {
       return false;
     }
-    if (saved.version !== 5 || !saved.last || saved.position <= 0) return false;
+    if (saved.version !== 6 || !saved.last || saved.position <= 0) return false;
     const [atPosition] = await events.readAll(saved.position - 1, 1);
     if (
       atPosition?.position !== saved.position ||
@@ -79,7 +81,7 @@ export class MemoryProjectionStore implements ProjectionStore {
     ) {
       return false;
     }
-    this.model = ReadModel.fromSnapshot(saved, this.requestLogRetention);
+    this.model = this.withHolds(ReadModel.fromSnapshot(saved, this.requestLogRetention));
     this.savedAt = saved.position;
     return true;
   }
@@ -125,7 +127,7 @@ export class MemoryProjectionStore implements ProjectionStore {
   }
 
   private balanceNow(orgId: string): Balance {
-    const ledger = this.model.orgs.get(orgId);
+    const ledger = this.model.ledger(orgId);
     return {
       granted: ledger?.granted ?? 0,
       spent: ledger?.spent ?? 0,
@@ -138,7 +140,7 @@ export class MemoryProjectionStore implements ProjectionStore {
     const available = availableOf(this.balanceNow(orgId));
     if (available < amount) return { admitted: false, available };
     if (key.limit) {
-      const used = this.usedByKey(key.keyId, key.limit.period);
+      const used = this.usedByKey(orgId, key.keyId, key.limit.period);
       if (used + amount > key.limit.amount)
         return { admitted: false, available, keyRemaining: Math.max(0, key.limit.amount - used) };
     }
@@ -179,12 +181,7 @@ export class MemoryProjectionStore implements ProjectionStore {
   }
 
   async apply(events: RecordedEvent[]): Promise<void> {
-    for (const event of events) {
-      const projected = asProjected(event);
-      // The reservation's event has landed: its pending hold becomes a recorded one.
-      if (projected.type === 'CreditsReserved') this.removePendingHold(projected.data.reservationId);
-      this.model.apply(event);
-    }
+    for (const event of events) this.model.apply(event);
     if (this.snapshot && Date.now() - this.savedTime >= this.snapshot.everyMs) this.saveInBackground();
   }
 
@@ -202,62 +199,60 @@ export class MemoryProjectionStore implements ProjectionStore {
   }
 
   async keyByHash(hash: string): Promise<KeyRecord | null> {
-    return this.model.keysByHash.get(hash) ?? null;
+    return this.model.keyByHash(hash);
+  }
+
+  async key(orgId: string, keyId: string): Promise<KeyRecord | null> {
+    return this.model.key(orgId, keyId);
   }
 
   async keysOf(orgId: string): Promise<KeyRecord[]> {
-    return [...this.model.keysById.values()].filter((k) => k.orgId === orgId).map((k) => ({ ...k, spent: k.spent ?? 0 }));
+    return this.model.keysOf(orgId);
   }
 
   async organization(orgId: string): Promise<OrgRecord | null> {
-    return this.model.orgRecords.get(orgId) ?? null;
+    return this.model.organization(orgId);
   }
 
   async recentRequests(orgId: string, limit: number): Promise<RequestLogEntry[]> {
     return this.model.recentRequests(orgId, limit);
   }
 
+  async request(orgId: string, requestId: string): Promise<RequestLogEntry | null> {
+    return this.model.request(orgId, requestId);
+  }
+
   async organizationsOf(userId: string): Promise<OrgRecord[]> {
-    const orgIds = [...(this.model.memberships.get(userId) ?? [])];
-    return orgIds.map((id) => this.model.orgRecords.get(id)).filter((r): r is OrgRecord => r !== undefined);
+    return this.model.organizationsOf(userId);
   }
 
   async membersOf(orgId: string): Promise<MemberRecord[]> {
-    return [...(this.model.members.get(orgId)?.values() ?? [])].sort((a, b) => a.addedAt - b.addedAt);
+    return this.model.membersOf(orgId);
   }
 
   async membership(orgId: string, userId: string): Promise<MemberRecord | null> {
-    return this.model.members.get(orgId)?.get(userId) ?? null;
+    return this.model.membership(orgId, userId);
   }
 
   async dailySpend(orgId: string): Promise<Map<string, number>> {
-    return new Map(this.model.dailySpend.get(orgId) ?? []);
+    return this.model.dailySpend(orgId);
   }
 
-  async keyUsage(_orgId: string, keyId: string, period: string): Promise<number> {
-    return this.usedByKey(keyId, period);
+  async keyUsage(orgId: string, keyId: string, period: string): Promise<number> {
+    return this.usedByKey(orgId, keyId, period);
   }
 
   /** What a key's limit counts: its charges in `period`, its recorded holds and its pending ones. */
-  private usedByKey(keyId: string, period: string): number {
-    return (
-      (this.model.keySpend.get(keySpendField(keyId, period)) ?? 0) +
-      (this.model.keyOpen.get(keyId) ?? 0) +
-      (this.pendingByKey.get(keyId) ?? 0)
-    );
+  private usedByKey(orgId: string, keyId: string, period: string): number {
+    return this.model.keyUsage(orgId, keyId, period) + (this.pendingByKey.get(keyId) ?? 0);
   }
 
   async openReservationCount(): Promise<number> {
-    return this.model.open.size;
+    return this.model.openReservationCount();
   }
 
   async expiredReservations(now: number, limit: number): Promise<OpenReservation[]> {
-    const expired: OpenReservation[] = [];
-    for (const open of this.model.open.values()) {
-      if (open.expiresAt <= now) expired.push(open);
-      if (expired.length >= limit) break;
-    }
-    return expired;
+    return this.model.expiredReservations(now, limit);
   }
 
   async ledgers() {
@@ -272,14 +267,14 @@ export class MemoryProjectionStore implements ProjectionStore {
     while (this.saving) await this.saving.catch(() => undefined);
     if (this.snapshot) rmSync(this.snapshot.file, { force: true });
     this.savedAt = 0;
-    this.model = new ReadModel(this.requestLogRetention);
+    this.model = this.withHolds(new ReadModel(this.requestLogRetention));
     this.pending.clear();
     this.pendingByOrg.clear();
     this.pendingByKey.clear();
   }
 
   async load(model: ReadModel): Promise<void> {
-    this.model = model;
+    this.model = this.withHolds(model);
     await this.saveNow();
   }
 

@@ -1,220 +1,71 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { RecordedEvent } from '../eventstore/event-store';
-import type {
-  MemberAdded,
-  MemberKeyAccessSet,
-  MemberRemoved,
-  MemberRole,
-  OrganizationCreated,
-  OrganizationRateLimitsSet,
-  RateLimits,
-} from '../identity/identity.events';
 import type { KeyRecord } from '../identity/key-lookup';
-import type { ApiKeyCreated, ApiKeyRevoked, ApiKeyUpdated, KeyChanges } from '../keys/api-key/api-key.events';
-import { periodsOf } from '../ledger/key-limit';
-import type {
-  CreditsGranted,
-  CreditsReserved,
-  ReservationExpired,
-  ReservationReleased,
-  ReservationSettled,
-  RequestRefused,
-} from '../ledger/ledger.events';
+import { foldEvent } from './folds';
+import type { MemberRecord, OpenReservation, OrgLedger, OrgRecord, RequestLogEntry } from './read-models';
+import { RequestLog } from './request-log';
+import {
+  keyRecordOf,
+  keySpendField,
+  type CounterTable,
+  type CounterTables,
+  type LedgerField,
+  type OrgProfile,
+  type ReadModelWrites,
+  type RecordTable,
+  type RecordTables,
+  type SharedRecords,
+  type SharedSet,
+  type StoredKey,
+  type StoredMember,
+} from './writes';
 
-/** Amounts in nano-credits. `available = granted - spent - reserved - pending`. */
-export interface Balance {
-  granted: number;
-  spent: number;
-  /** Held by reservations recorded in the log and not yet resolved. */
-  reserved: number;
-  /** Held by admissions whose reservation event has not reached the log yet. */
-  pending: number;
-}
+type Counters = Exclude<CounterTable, 'ledger'>;
+type FieldValue<T extends RecordTable> = RecordTables[T][keyof RecordTables[T]];
 
-export const availableOf = (b: Balance): number => b.granted - b.spent - b.reserved - b.pending;
-
-/** What is shown as reserved: holds recorded in the log and holds still pending, together. */
-export const reservedOf = (b: Balance): number => b.reserved + b.pending;
-
-export interface OrgLedger {
-  granted: number;
-  spent: number;
-  reserved: number;
-  /** Position of the last event applied to this organization: applying is idempotent. */
-  position: number;
-}
-
-export interface OpenReservation {
-  reservationId: string;
-  orgId: string;
-  amount: number;
-  expiresAt: number;
-  /** The key it was made with (absent in snapshots written before per-key limits). */
-  keyId?: string;
-}
-
-export type { KeyRecord };
-
-export interface RequestLogEntry {
-  requestId: string;
-  /** Null for a request refused before anything was reserved. */
-  reservationId: string | null;
-  time: number;
-  surface: string;
-  model: string;
-  host: string | null;
-  keyId: string;
-  /** Uncached input (every input token, in settlements written before the cache's classes). */
-  inputTokens: number;
-  /** Input read from the cache. */
-  cacheReadTokens: number;
-  /** Input written to the cache (for 5 minutes or an hour). */
-  cacheWriteTokens: number;
-  outputTokens: number;
-  /** Nano-credits charged (0 when released or expired). */
-  cost: number;
-  latencyMs: number | null;
-  status: string;
-}
-
-export interface OrgRecord {
-  orgId: string;
-  name: string;
-  createdAt: number;
-  /** Default rate limits of its keys that have none of their own (absent: none). */
-  rateLimits?: RateLimits;
-}
-
-/** A member of an organization, as the dashboard lists them. */
-export interface MemberRecord {
-  userId: string;
-  /** Null for members added before member events carried the email. */
-  email: string | null;
-  role: MemberRole;
-  /** A member who may manage keys (owners always may). */
-  manageKeys: boolean;
-  addedAt: number;
-}
-
-/** The member record a MemberAdded event makes. */
-export const memberRecordOf = (event: MemberAdded): MemberRecord => ({
-  userId: event.data.userId,
-  email: event.data.email ?? null,
-  role: event.data.role,
-  manageKeys: event.data.manageKeys === true,
-  addedAt: event.data.addedAt,
-});
-
-/** The organization's record with its default rate limits set, or cleared (null). */
-export function withRateLimits(record: OrgRecord, rateLimits: RateLimits | null): OrgRecord {
-  const { rateLimits: _previous, ...rest } = record;
-  return rateLimits === null ? rest : { ...rest, rateLimits };
-}
-
-type ProjectedEvent =
-  | CreditsGranted
-  | CreditsReserved
-  | ReservationSettled
-  | ReservationReleased
-  | ReservationExpired
-  | RequestRefused
-  | OrganizationCreated
-  | MemberAdded
-  | MemberRemoved
-  | MemberKeyAccessSet
-  | OrganizationRateLimitsSet
-  | ApiKeyCreated
-  | ApiKeyUpdated
-  | ApiKeyRevoked;
-
-/** A key record's fields as an update leaves them: what it sets, and (as undefined) what it clears. */
-export function keyFieldsChanged(
-  changes: KeyChanges,
-): Partial<Pick<KeyRecord, 'name' | 'rateLimits' | 'expiresAt' | 'disabled' | 'limit'>> {
-  const fields: Partial<Pick<KeyRecord, 'name' | 'rateLimits' | 'expiresAt' | 'disabled' | 'limit'>> = {};
-  if (changes.limit !== undefined) fields.limit = changes.limit ?? undefined;
-  if (changes.name !== undefined) fields.name = changes.name;
-  if (changes.rateLimits !== undefined) fields.rateLimits = changes.rateLimits ?? undefined;
-  if (changes.expiresAt !== undefined) fields.expiresAt = changes.expiresAt ?? undefined;
-  if (changes.disabled !== undefined) fields.disabled = changes.disabled || undefined;
-  return fields;
-}
-
-/** Where a key's charges in a period are kept (the same name in both stores). */
-export const keySpendField = (keyId: string, period: string): string => `${keyId}|${period}`;
-
-/** Narrows a recorded event to the ones the read models use. */
-export const asProjected = (event: RecordedEvent): ProjectedEvent => event as unknown as ProjectedEvent;
-
-/** What the request log shows of a resolved reservation or a refusal. Built field by field: this runs per event in a replay. */
-export function requestLogEntryOf(
-  event: ReservationSettled | ReservationReleased | ReservationExpired | RequestRefused,
-): RequestLogEntry {
-  const d = event.data;
-  const entry: RequestLogEntry = {
-    requestId: d.requestId,
-    reservationId: null,
-    time: 0,
-    surface: d.surface,
-    model: d.model,
-    host: null,
-    keyId: d.keyId,
-    inputTokens: 0,
-    cacheReadTokens: 0,
-    cacheWriteTokens: 0,
-    outputTokens: 0,
-    cost: 0,
-    latencyMs: null,
-    status: 'expired',
+/** One organization's tables in this process. */
+export class OrganizationTables {
+  readonly ledger: OrgLedger = { granted: 0, spent: 0, reserved: 0, position: 0 };
+  readonly counters: { [T in Counters]: Map<string, number> } = {
+    daily: new Map(),
+    keySpend: new Map(),
+    keyPeriodSpend: new Map(),
+    keyOpen: new Map(),
+    keyLastUsed: new Map(),
   };
-  switch (event.type) {
-    case 'ReservationSettled':
-      entry.reservationId = event.data.reservationId;
-      entry.time = event.data.settledAt;
-      entry.host = event.data.host;
-      entry.inputTokens = event.data.inputTokens;
-      // Absent from settlements written before the cache's classes.
-      entry.cacheReadTokens = event.data.cacheReadTokens ?? 0;
-      entry.cacheWriteTokens = (event.data.cacheWriteTokens ?? 0) + (event.data.cacheWrite1hTokens ?? 0);
-      entry.outputTokens = event.data.outputTokens;
-      entry.cost = event.data.amount;
-      entry.latencyMs = event.data.latencyMs;
-      entry.status = event.data.status;
-      break;
-    case 'ReservationReleased':
-      entry.reservationId = event.data.reservationId;
-      entry.time = event.data.releasedAt;
-      entry.host = event.data.host;
-      entry.latencyMs = event.data.latencyMs;
-      entry.status = event.data.status;
-      break;
-    case 'ReservationExpired':
-      entry.reservationId = event.data.reservationId;
-      entry.time = event.data.expiredAt;
-      break;
-    case 'RequestRefused':
-      entry.time = event.data.refusedAt;
-      entry.latencyMs = event.data.latencyMs;
-      entry.status = event.data.status;
-      break;
+  /** Values are never changed in place (a snapshot being written may hold them): a write replaces them. */
+  readonly records: { [T in RecordTable]: Map<string, FieldValue<T>> } = {
+    organization: new Map(),
+    members: new Map(),
+    keyManagers: new Map(),
+    keys: new Map(),
+    open: new Map(),
+  };
+  readonly requests: RequestLog;
+
+  constructor(requestLogRetention: number) {
+    this.requests = new RequestLog(requestLogRetention);
   }
-  return entry;
+}
+
+/** An organization's tables as saved: its ledger, then each table's fields. */
+interface OrganizationSnapshot extends OrgLedger {
+  counters: { [T in Counters]: Array<[string, number]> };
+  records: { [T in RecordTable]: Array<[string, FieldValue<T>]> };
 }
 
 /** A read model as saved to disk: plain arrays, plus the last event it includes to tie it to its log. */
 export interface ReadModelSnapshot {
-  version: 5;
+  version: 6;
   position: number;
   last: { streamId: string; revision: number } | null;
-  orgs: Array<[string, OrgLedger]>;
-  orgRecords: OrgRecord[];
-  open: OpenReservation[];
-  keys: KeyRecord[];
+  orgs: Array<[string, OrganizationSnapshot]>;
+  /** Each organization's request log, oldest first. */
   requests: Array<[string, RequestLogEntry[]]>;
-  memberships: Array<[string, string[]]>;
-  members: Array<[string, MemberRecord[]]>;
-  dailySpend: Array<[string, Array<[string, number]>]>;
-  keySpend: Array<[string, number]>;
+  keyRecords: Array<[string, Partial<StoredKey>]>;
+  userOrganizations: Array<[string, string[]]>;
+  /** Reservation id, organization, when it expires. */
+  expiry: Array<[string, string, number]>;
 }
 
 /**
@@ -250,217 +101,318 @@ export async function snapshotPieces(
   return pieces;
 }
 
-/** The UTC day of a time, as the spend-per-day read model keys it. */
-export const dayOf = (time: number): string => new Date(time).toISOString().slice(0, 10);
+const NO_COUNTS: ReadonlyMap<string, number> = new Map();
 
 /**
- * Every read model in one in-memory fold of the log. It is what the in-process store serves,
- * what a rebuild computes before writing to Redis, and what the audit replays. `apply` does no
- * I/O and skips events at or before an organization's position, so applying twice is harmless.
+ * Every read model in this process: the folds of the log (folds.ts) applied to maps as they come.
+ * It is what the in-process store serves, what a rebuild computes before writing to Redis, and what
+ * the audit replays. `apply` does no I/O.
  */
-export class ReadModel {
-  readonly orgs = new Map<string, OrgLedger>();
-  readonly orgRecords = new Map<string, OrgRecord>();
-  readonly open = new Map<string, OpenReservation>();
-  readonly keysByHash = new Map<string, KeyRecord>();
-  readonly keysById = new Map<string, KeyRecord>();
-  readonly requests = new Map<string, RequestLogEntry[]>();
-  /** User → the organizations they belong to. */
-  readonly memberships = new Map<string, Set<string>>();
-  /** Organization → user → their membership. */
-  readonly members = new Map<string, Map<string, MemberRecord>>();
-  /** Organization → UTC day → nano-credits charged that day (not bounded by the request log's retention). */
-  readonly dailySpend = new Map<string, Map<string, number>>();
-  /** `keyId|period` → nano-credits charged to the key in that period (see ledger/key-limit.ts). */
-  readonly keySpend = new Map<string, number>();
-  /** Key → nano-credits its recorded, unresolved reservations hold. */
-  readonly keyOpen = new Map<string, number>();
+export class ReadModel implements ReadModelWrites {
+  private readonly organizations = new Map<string, OrganizationTables>();
+  /** Key hash → the key's record (replaced, never changed in place). */
+  readonly keyRecords = new Map<string, Partial<StoredKey>>();
+  readonly userOrganizations = new Map<string, Set<string>>();
+  /** Open reservation → its organization and when it expires. */
+  readonly expiry = new Map<string, { orgId: string; at: number }>();
   position = 0;
   /** The last event applied, which a snapshot records to check it belongs to the log it is loaded with. */
-  last: { streamId: string; revision: number } | null = null;
+  private lastStreamId: string | null = null;
+  private lastRevision = 0;
+  /** The organization of the event being applied. */
+  private current!: OrganizationTables;
+  /** Told when an event makes admission's pending hold a recorded one (the in-process store keeps the holds). */
+  onPendingHoldCleared: ((reservationId: string) => void) | null = null;
 
   constructor(private readonly requestLogRetention: number) {}
 
+  apply(recorded: RecordedEvent): void {
+    if (recorded.position > this.position) {
+      this.position = recorded.position;
+      this.lastStreamId = recorded.streamId;
+      this.lastRevision = recorded.revision;
+    }
+    foldEvent(recorded, this);
+  }
+
+  get last(): { streamId: string; revision: number } | null {
+    return this.lastStreamId === null ? null : { streamId: this.lastStreamId, revision: this.lastRevision };
+  }
+
+  // The writes (see writes.ts), applied in place.
+
+  begin(orgId: string, position: number): boolean {
+    let tables = this.organizations.get(orgId);
+    if (tables === undefined) {
+      tables = new OrganizationTables(this.requestLogRetention);
+      this.organizations.set(orgId, tables);
+    }
+    if (position <= tables.ledger.position) return false;
+    tables.ledger.position = position;
+    this.current = tables;
+    return true;
+  }
+
+  add<T extends CounterTable>(table: T, field: CounterTables[T], by: number): void {
+    this.addTo(table, field, by);
+  }
+
+  private addTo(table: CounterTable, field: string, by: number): void {
+    if (table === 'ledger') this.current.ledger[field as LedgerField] += by;
+    else {
+      const counter = this.current.counters[table];
+      counter.set(field, (counter.get(field) ?? 0) + by);
+    }
+  }
+
+  release<T extends CounterTable>(table: T, field: CounterTables[T], _held: 'open', reservationId: string): void {
+    const held = this.current.records.open.get(reservationId);
+    if (held !== undefined) this.addTo(table, field, -held);
+  }
+
+  raise<T extends CounterTable>(table: T, field: CounterTables[T], value: number): void {
+    const name: CounterTable = table;
+    if (name === 'ledger') {
+      const ledger = this.current.ledger;
+      ledger[field as LedgerField] = Math.max(ledger[field as LedgerField], value);
+    } else {
+      const counter = this.current.counters[name];
+      const now = counter.get(field);
+      if (now === undefined || value > now) counter.set(field, value);
+    }
+  }
+
+  set<T extends RecordTable, F extends keyof RecordTables[T] & string>(
+    table: T,
+    field: F,
+    value: RecordTables[T][F] | undefined,
+  ): void {
+    const records = this.current.records[table] as Map<string, unknown>;
+    if (value === undefined) records.delete(field);
+    else records.set(field, value);
+  }
+
+  push(entry: RequestLogEntry): void {
+    this.current.requests.push(entry);
+  }
+
+  clearPendingHold(reservationId: string): void {
+    this.onPendingHoldCleared?.(reservationId);
+  }
+
+  update<T extends keyof SharedRecords>(
+    _table: T,
+    id: string,
+    fields: Partial<SharedRecords[T]>,
+    cleared: ReadonlyArray<keyof SharedRecords[T]>,
+  ): void {
+    const record: Record<string, unknown> = { ...this.keyRecords.get(id) };
+    for (const [field, value] of Object.entries(fields)) if (value !== undefined) record[field] = value;
+    for (const field of cleared) delete record[field as string];
+    this.keyRecords.set(id, record);
+  }
+
+  include(_table: SharedSet, id: string, member: string): void {
+    let members = this.userOrganizations.get(id);
+    if (members === undefined) {
+      members = new Set();
+      this.userOrganizations.set(id, members);
+    }
+    members.add(member);
+  }
+
+  exclude(_table: SharedSet, id: string, member: string): void {
+    this.userOrganizations.get(id)?.delete(member);
+  }
+
+  schedule(orgId: string, reservationId: string, at: number): void {
+    this.expiry.set(reservationId, { orgId, at });
+  }
+
+  unschedule(_orgId: string, reservationId: string): void {
+    this.expiry.delete(reservationId);
+  }
+
+  // What the read side asks (read-models.ts), from this process's maps.
+
+  /** Every organization's ledger (the live objects). */
+  get orgs(): Map<string, OrgLedger> {
+    return new Map([...this.organizations].map(([orgId, tables]) => [orgId, tables.ledger]));
+  }
+
+  ledger(orgId: string): OrgLedger | undefined {
+    return this.organizations.get(orgId)?.ledger;
+  }
+
+  counters<T extends Counters>(orgId: string, table: T): ReadonlyMap<string, number> {
+    return this.organizations.get(orgId)?.counters[table] ?? NO_COUNTS;
+  }
+
+  private records<T extends RecordTable>(orgId: string, table: T): ReadonlyMap<string, FieldValue<T>> | undefined {
+    return this.organizations.get(orgId)?.records[table];
+  }
+
+  organization(orgId: string): OrgRecord | null {
+    const record = this.records(orgId, 'organization');
+    const profile = record?.get('profile') as OrgProfile | undefined;
+    if (profile === undefined) return null;
+    const rateLimits = record!.get('rateLimits') as OrgRecord['rateLimits'];
+    return rateLimits === undefined ? { ...profile } : { ...profile, rateLimits };
+  }
+
+  organizationsOf(userId: string): OrgRecord[] {
+    const orgIds = [...(this.userOrganizations.get(userId) ?? [])];
+    return orgIds.map((orgId) => this.organization(orgId)).filter((r): r is OrgRecord => r !== null);
+  }
+
+  private memberOf(orgId: string, member: StoredMember): MemberRecord {
+    return { ...member, manageKeys: this.records(orgId, 'keyManagers')?.has(member.userId) === true };
+  }
+
+  membersOf(orgId: string): MemberRecord[] {
+    const members = [...(this.records(orgId, 'members')?.values() ?? [])];
+    return members.map((member) => this.memberOf(orgId, member)).sort((a, b) => a.addedAt - b.addedAt);
+  }
+
+  membership(orgId: string, userId: string): MemberRecord | null {
+    const member = this.records(orgId, 'members')?.get(userId);
+    return member === undefined ? null : this.memberOf(orgId, member);
+  }
+
+  keyByHash(hash: string): KeyRecord | null {
+    const stored = this.keyRecords.get(hash);
+    return stored === undefined ? null : keyRecordOf(stored);
+  }
+
+  key(orgId: string, keyId: string): KeyRecord | null {
+    const hash = this.records(orgId, 'keys')?.get(keyId);
+    const stored = hash === undefined ? undefined : this.keyRecords.get(hash);
+    if (stored === undefined) return null;
+    return keyRecordOf(
+      stored,
+      this.counters(orgId, 'keyLastUsed').get(keyId) ?? null,
+      this.counters(orgId, 'keySpend').get(keyId) ?? 0,
+    );
+  }
+
+  keysOf(orgId: string): KeyRecord[] {
+    const keyIds = [...(this.records(orgId, 'keys')?.keys() ?? [])];
+    return keyIds.map((keyId) => this.key(orgId, keyId)).filter((k): k is KeyRecord => k !== null);
+  }
+
+  /** A key's charges in `period` and its recorded holds (the in-process store adds its pending ones). */
+  keyUsage(orgId: string, keyId: string, period: string): number {
+    return (
+      (this.counters(orgId, 'keyPeriodSpend').get(keySpendField(keyId, period)) ?? 0) +
+      (this.counters(orgId, 'keyOpen').get(keyId) ?? 0)
+    );
+  }
+
+  recentRequests(orgId: string, limit: number): RequestLogEntry[] {
+    return this.organizations.get(orgId)?.requests.newest(limit) ?? [];
+  }
+
+  request(orgId: string, requestId: string): RequestLogEntry | null {
+    return this.organizations.get(orgId)?.requests.find(requestId) ?? null;
+  }
+
+  dailySpend(orgId: string): Map<string, number> {
+    return new Map(this.counters(orgId, 'daily'));
+  }
+
+  openReservationCount(): number {
+    return this.expiry.size;
+  }
+
+  expiredReservations(now: number, limit: number): OpenReservation[] {
+    const expired: OpenReservation[] = [];
+    for (const [reservationId, { orgId, at }] of this.expiry) {
+      if (expired.length >= limit) break;
+      if (at > now) continue;
+      const amount = this.records(orgId, 'open')?.get(reservationId) ?? 0;
+      expired.push({ reservationId, orgId, amount, expiresAt: at });
+    }
+    return expired;
+  }
+
+  /** Every organization's tables, for a store that writes them elsewhere (a rebuild of Redis). */
+  *tables(): Generator<[string, OrganizationTables]> {
+    yield* this.organizations;
+  }
+
   /**
-   * The models as they stand now, sharing nothing that `apply` changes later (ledgers and keys
-   * are updated in place, request logs trimmed in place; records, open reservations and log
-   * entries are never changed once made), so it can be serialized while events keep coming.
+   * The models as they stand now, sharing nothing that `apply` changes later (maps and request logs
+   * are copied; the records and log entries in them are never changed once made), so it can be
+   * serialized while events keep coming.
    */
   toSnapshot(): ReadModelSnapshot {
+    const orgs: Array<[string, OrganizationSnapshot]> = [];
+    const requests: Array<[string, RequestLogEntry[]]> = [];
+    for (const [orgId, tables] of this.organizations) {
+      const { counters: c, records: r } = tables;
+      orgs.push([
+        orgId,
+        {
+          ...tables.ledger,
+          counters: {
+            daily: [...c.daily],
+            keySpend: [...c.keySpend],
+            keyPeriodSpend: [...c.keyPeriodSpend],
+            keyOpen: [...c.keyOpen],
+            keyLastUsed: [...c.keyLastUsed],
+          },
+          records: {
+            organization: [...r.organization],
+            members: [...r.members],
+            keyManagers: [...r.keyManagers],
+            keys: [...r.keys],
+            open: [...r.open],
+          },
+        },
+      ]);
+      requests.push([orgId, tables.requests.oldestFirst()]);
+    }
     return {
-      version: 5,
+      version: 6,
       position: this.position,
       last: this.last,
-      orgs: [...this.orgs].map(([orgId, ledger]) => [orgId, { ...ledger }]),
-      orgRecords: [...this.orgRecords.values()],
-      open: [...this.open.values()],
-      keys: [...this.keysById.values()].map((key) => ({ ...key })),
-      requests: [...this.requests].map(([orgId, log]) => [orgId, log.slice()]),
-      memberships: [...this.memberships].map(([userId, orgs]) => [userId, [...orgs]]),
-      members: [...this.members].map(([orgId, members]) => [orgId, [...members.values()].map((m) => ({ ...m }))]),
-      dailySpend: [...this.dailySpend].map(([orgId, days]) => [orgId, [...days]]),
-      keySpend: [...this.keySpend],
+      orgs,
+      requests,
+      keyRecords: [...this.keyRecords],
+      userOrganizations: [...this.userOrganizations].map(([userId, orgIds]) => [userId, [...orgIds]]),
+      expiry: [...this.expiry].map(([reservationId, { orgId, at }]) => [reservationId, orgId, at]),
     };
   }
 
   static fromSnapshot(snapshot: ReadModelSnapshot, requestLogRetention: number): ReadModel {
     const model = new ReadModel(requestLogRetention);
     model.position = snapshot.position;
-    model.last = snapshot.last;
-    for (const [orgId, ledger] of snapshot.orgs) model.orgs.set(orgId, ledger);
-    for (const record of snapshot.orgRecords) model.orgRecords.set(record.orgId, record);
-    for (const open of snapshot.open) {
-      model.open.set(open.reservationId, open);
-      if (open.keyId !== undefined) model.addKeyOpen(open.keyId, open.amount);
+    if (snapshot.last) {
+      model.lastStreamId = snapshot.last.streamId;
+      model.lastRevision = snapshot.last.revision;
     }
-    for (const [field, nano] of snapshot.keySpend) model.keySpend.set(field, nano);
-    for (const key of snapshot.keys) {
-      model.keysById.set(key.keyId, key);
-      model.keysByHash.set(key.hash, key);
+    const logs = new Map(snapshot.requests);
+    for (const [orgId, saved] of snapshot.orgs) {
+      const tables = new OrganizationTables(requestLogRetention);
+      Object.assign(tables.ledger, {
+        granted: saved.granted,
+        spent: saved.spent,
+        reserved: saved.reserved,
+        position: saved.position,
+      });
+      for (const table of Object.keys(tables.counters) as Counters[]) {
+        for (const [field, value] of saved.counters[table]) tables.counters[table].set(field, value);
+      }
+      for (const table of Object.keys(tables.records) as RecordTable[]) {
+        const records = tables.records[table] as Map<string, unknown>;
+        for (const [field, value] of saved.records[table]) records.set(field, value);
+      }
+      for (const entry of (logs.get(orgId) ?? []).slice(-requestLogRetention)) tables.requests.push(entry);
+      model.organizations.set(orgId, tables);
     }
-    for (const [orgId, log] of snapshot.requests) model.requests.set(orgId, log);
-    for (const [userId, orgs] of snapshot.memberships) model.memberships.set(userId, new Set(orgs));
-    for (const [orgId, members] of snapshot.members) model.members.set(orgId, new Map(members.map((m) => [m.userId, m])));
-    for (const [orgId, days] of snapshot.dailySpend) model.dailySpend.set(orgId, new Map(days));
+    for (const [hash, record] of snapshot.keyRecords) model.keyRecords.set(hash, record);
+    for (const [userId, orgIds] of snapshot.userOrganizations) model.userOrganizations.set(userId, new Set(orgIds));
+    for (const [reservationId, orgId, at] of snapshot.expiry) model.expiry.set(reservationId, { orgId, at });
     return model;
-  }
-
-  ledgerOf(orgId: string): OrgLedger {
-    let ledger = this.orgs.get(orgId);
-    if (!ledger) {
-      ledger = { granted: 0, spent: 0, reserved: 0, position: 0 };
-      this.orgs.set(orgId, ledger);
-    }
-    return ledger;
-  }
-
-  apply(recorded: RecordedEvent): void {
-    if (recorded.position <= this.position) return;
-    this.position = recorded.position;
-    this.last = { streamId: recorded.streamId, revision: recorded.revision };
-    const event = asProjected(recorded);
-    switch (event.type) {
-      case 'OrganizationCreated':
-        this.orgRecords.set(event.data.orgId, { ...event.data });
-        this.ledgerOf(event.data.orgId);
-        return;
-      case 'OrganizationRateLimitsSet': {
-        const record = this.orgRecords.get(event.data.orgId);
-        if (record) this.orgRecords.set(record.orgId, withRateLimits(record, event.data.rateLimits));
-        return;
-      }
-      case 'MemberAdded': {
-        const orgs = this.memberships.get(event.data.userId) ?? new Set<string>();
-        orgs.add(event.data.orgId);
-        this.memberships.set(event.data.userId, orgs);
-        const members = this.members.get(event.data.orgId) ?? new Map<string, MemberRecord>();
-        members.set(event.data.userId, memberRecordOf(event));
-        this.members.set(event.data.orgId, members);
-        return;
-      }
-      case 'MemberRemoved':
-        this.memberships.get(event.data.userId)?.delete(event.data.orgId);
-        this.members.get(event.data.orgId)?.delete(event.data.userId);
-        return;
-      case 'MemberKeyAccessSet': {
-        const member = this.members.get(event.data.orgId)?.get(event.data.userId);
-        // Replaced, not changed in place: a snapshot being written may share the old record.
-        if (member) this.members.get(event.data.orgId)!.set(member.userId, { ...member, manageKeys: event.data.manageKeys });
-        return;
-      }
-      case 'ApiKeyCreated': {
-        const record: KeyRecord = { ...event.data, revokedAt: null, lastUsedAt: null };
-        this.keysByHash.set(record.hash, record);
-        this.keysById.set(record.keyId, record);
-        return;
-      }
-      case 'ApiKeyUpdated': {
-        const record = this.keysById.get(event.data.keyId) as unknown as Record<string, unknown> | undefined;
-        if (!record) return;
-        for (const [field, value] of Object.entries(keyFieldsChanged(event.data.changes))) {
-          if (value === undefined) delete record[field];
-          else record[field] = value;
-        }
-        return;
-      }
-      case 'ApiKeyRevoked': {
-        const record = this.keysById.get(event.data.keyId);
-        if (record) record.revokedAt = event.data.revokedAt;
-        return;
-      }
-      case 'CreditsGranted': {
-        const ledger = this.ledgerOf(event.data.orgId);
-        ledger.granted += event.data.amount;
-        ledger.position = recorded.position;
-        return;
-      }
-      case 'CreditsReserved': {
-        const { reservationId, orgId, amount, expiresAt } = event.data;
-        const ledger = this.ledgerOf(orgId);
-        ledger.reserved += amount;
-        ledger.position = recorded.position;
-        this.open.set(reservationId, { reservationId, orgId, amount, expiresAt, keyId: event.data.keyId });
-        this.addKeyOpen(event.data.keyId, amount);
-        return;
-      }
-      case 'ReservationSettled':
-      case 'ReservationReleased':
-      case 'ReservationExpired': {
-        const ledger = this.ledgerOf(event.data.orgId);
-        ledger.position = recorded.position;
-        const open = this.open.get(event.data.reservationId);
-        if (open) {
-          ledger.reserved -= open.amount;
-          this.open.delete(open.reservationId);
-          if (open.keyId !== undefined) this.addKeyOpen(open.keyId, -open.amount);
-        }
-        const entry = requestLogEntryOf(event);
-        if (event.type === 'ReservationSettled') {
-          ledger.spent += event.data.amount;
-          const key = this.keysById.get(event.data.keyId);
-          if (key) key.spent = (key.spent ?? 0) + event.data.amount;
-          for (const period of periodsOf(event.data.settledAt)) {
-            const field = keySpendField(event.data.keyId, period);
-            this.keySpend.set(field, (this.keySpend.get(field) ?? 0) + event.data.amount);
-          }
-          const days = this.dailySpend.get(event.data.orgId) ?? new Map<string, number>();
-          const day = dayOf(entry.time);
-          days.set(day, (days.get(day) ?? 0) + event.data.amount);
-          this.dailySpend.set(event.data.orgId, days);
-        }
-        this.logRequest(event.data.orgId, entry);
-        return;
-      }
-      case 'RequestRefused':
-        this.ledgerOf(event.data.orgId).position = recorded.position;
-        this.logRequest(event.data.orgId, requestLogEntryOf(event));
-        return;
-    }
-  }
-
-  addKeyOpen(keyId: string, delta: number): void {
-    const held = (this.keyOpen.get(keyId) ?? 0) + delta;
-    if (held === 0) this.keyOpen.delete(keyId);
-    else this.keyOpen.set(keyId, held);
-  }
-
-  private logRequest(orgId: string, entry: RequestLogEntry): void {
-    const key = this.keysById.get(entry.keyId);
-    if (key && (key.lastUsedAt === null || entry.time > key.lastUsedAt)) key.lastUsedAt = entry.time;
-    let log = this.requests.get(orgId);
-    if (!log) {
-      log = [];
-      this.requests.set(orgId, log);
-    }
-    log.push(entry);
-    // Trim in chunks so a long log is not shifted on every request.
-    if (log.length > this.requestLogRetention * 1.25) log.splice(0, log.length - this.requestLogRetention);
-  }
-
-  /** Newest first. */
-  recentRequests(orgId: string, limit: number): RequestLogEntry[] {
-    const log = this.requests.get(orgId) ?? [];
-    const newest = log.slice(Math.max(0, log.length - Math.min(limit, this.requestLogRetention)));
-    return newest.reverse();
   }
 }

@@ -1,28 +1,28 @@
 import { randomUUID } from 'node:crypto';
 import { createClient } from 'redis';
 import type { RecordedEvent } from '../eventstore/event-store';
-import type { HoldResult } from '../ledger/credit-holds';
-import type { ProjectionStore } from './projection-store';
-import {
-  asProjected,
-  Balance,
-  dayOf,
-  KeyRecord,
-  MemberRecord,
-  memberRecordOf,
-  OpenReservation,
-  OrgRecord,
-  ReadModel,
-  requestLogEntryOf,
-  RequestLogEntry,
-  withRateLimits,
-  keyFieldsChanged,
-  keySpendField,
-} from './read-model';
-import type { KeyHold } from '../ledger/key-limit';
-import { periodsOf } from '../ledger/key-limit';
 import type { KeyLimit, RateLimits } from '../identity/identity.events';
+import type { HoldResult } from '../ledger/credit-holds';
+import type { KeyHold } from '../ledger/key-limit';
+import { foldEvent } from './folds';
+import type { ReadModelStore } from './projection-store';
+import type { ReadModel } from './read-model';
+import type { Balance, KeyRecord, MemberRecord, OpenReservation, OrgLedger, OrgRecord, RequestLogEntry } from './read-models';
 import * as lua from './redis-scripts';
+import {
+  keyRecordOf,
+  keySpendField,
+  type CounterTable,
+  type CounterTables,
+  type OrgProfile,
+  type ReadModelWrites,
+  type RecordTable,
+  type RecordTables,
+  type SharedRecords,
+  type SharedSet,
+  type StoredKey,
+  type StoredMember,
+} from './writes';
 
 export type RedisClient = ReturnType<typeof createClient>;
 
@@ -36,48 +36,182 @@ export class ReadModelsLostError extends Error {
 
 const SEP = '|';
 
-/** The fields of a key's record kept in its Redis hash (its use and spend are kept per organization). */
-const KEY_HASH_FIELDS = [
-  'keyId',
-  'orgId',
-  'name',
-  'prefix',
-  'hash',
-  'createdAt',
-  'revokedAt',
-  'rateLimits',
-  'expiresAt',
-  'disabled',
-  'kind',
-  'limit',
-] as const;
+/**
+ * What the read models in Redis hold, as a number raised when a change alters what is stored
+ * (2: members; 3: the request log indexed by request id, organizations' rate limits beside their
+ * record, every write through one script per organization). Read models of another number are
+ * rebuilt from the log, as lost ones are.
+ */
+const READ_MODEL_SCHEMA = '3';
 
-/** A key's record (or the part of it an event sets) as hash fields: text as it is, the rest as JSON; absent, null and false left out. */
-function keyHashFields(key: Partial<Pick<KeyRecord, (typeof KEY_HASH_FIELDS)[number]>>): Record<string, string> {
-  const fields: Record<string, string> = {};
-  for (const name of KEY_HASH_FIELDS) {
-    const value = key[name];
-    if (value !== undefined && value !== null && value !== false)
-      fields[name] = typeof value === 'string' ? value : JSON.stringify(value);
-  }
-  return fields;
+/** Each table of an organization: its key after the organization's hash tag. */
+const TABLE_KEYS: { [T in CounterTable | RecordTable]: string } = {
+  ledger: 'ledger',
+  daily: 'daily',
+  keySpend: 'key-spend',
+  keyPeriodSpend: 'key-period-spend',
+  keyOpen: 'key-open',
+  keyLastUsed: 'key-last-used',
+  organization: 'org',
+  members: 'members',
+  keyManagers: 'key-managers',
+  keys: 'keys',
+  open: 'open',
+};
+
+/** A value as a hash field holds it: text as it is, the rest as JSON. */
+const encoded = (value: unknown): string => (typeof value === 'string' ? value : JSON.stringify(value));
+
+/** A request log element (`n entry`, see redis-scripts.ts) back to its entry. */
+const entryOf = (element: string): RequestLogEntry => JSON.parse(element.slice(element.indexOf(' ') + 1)) as RequestLogEntry;
+
+/** One organization's writes in a batch: one script, the keys it names and its arguments. */
+interface OrganizationScript {
+  keys: string[];
+  /** Key → its index in `keys`, from 1 as Lua counts. */
+  indexes: Map<string, number>;
+  args: Array<string | number>;
+  /** Where the open event's argument count goes, filled in when the next event of the organization starts or the batch ends. */
+  countAt: number;
 }
 
 /**
- * What the read models in Redis hold, as a number raised when a change needs events they were
- * built without (2: members). Read models of another number are rebuilt from the log, as lost ones are.
+ * A batch of events as Redis writes: per organization, one script's arguments (applied atomically
+ * under the position guard by `lua.APPLY`); the shared writes as single idempotent commands, in the
+ * log's order.
  */
-const READ_MODEL_SCHEMA = '2';
+class RedisBatch implements ReadModelWrites {
+  readonly scripts = new Map<string, OrganizationScript>();
+  readonly shared: Array<() => Promise<unknown>> = [];
+  private orgId = '';
+  private script!: OrganizationScript;
+
+  constructor(
+    private readonly store: RedisProjectionStore,
+    private readonly requestLogRetention: number,
+  ) {}
+
+  begin(orgId: string, position: number, creates: boolean): boolean {
+    let script = this.scripts.get(orgId);
+    if (script === undefined) {
+      const ledger = this.store.tableKey(orgId, 'ledger');
+      script = { keys: [ledger], indexes: new Map([[ledger, 1]]), args: [], countAt: -1 };
+      this.scripts.set(orgId, script);
+    } else RedisBatch.close(script);
+    script.countAt = script.args.length + 2;
+    script.args.push(position, creates ? 1 : 0, 0);
+    this.orgId = orgId;
+    this.script = script;
+    return true;
+  }
+
+  /** The script's arguments, complete. */
+  static close(script: OrganizationScript): Array<string | number> {
+    script.args[script.countAt] = script.args.length - script.countAt - 1;
+    return script.args;
+  }
+
+  private index(key: string): number {
+    let index = this.script.indexes.get(key);
+    if (index === undefined) {
+      index = this.script.keys.push(key);
+      this.script.indexes.set(key, index);
+    }
+    return index;
+  }
+
+  private table(table: CounterTable | RecordTable): number {
+    return this.index(this.store.tableKey(this.orgId, table));
+  }
+
+  add<T extends CounterTable>(table: T, field: CounterTables[T], by: number): void {
+    this.script.args.push('add', this.table(table), field, by);
+  }
+
+  release<T extends CounterTable>(table: T, field: CounterTables[T], held: 'open', reservationId: string): void {
+    this.script.args.push('release', this.table(table), field, this.table(held), reservationId);
+  }
+
+  raise<T extends CounterTable>(table: T, field: CounterTables[T], value: number): void {
+    this.script.args.push('max', this.table(table), field, value);
+  }
+
+  set<T extends RecordTable, F extends keyof RecordTables[T] & string>(
+    table: T,
+    field: F,
+    value: RecordTables[T][F] | undefined,
+  ): void {
+    if (value === undefined) this.script.args.push('del', this.table(table), field);
+    else this.script.args.push('set', this.table(table), field, encoded(value));
+  }
+
+  push(entry: RequestLogEntry): void {
+    const k = this.store.org(this.orgId);
+    this.script.args.push(
+      'push',
+      this.index(k.requests),
+      this.index(k.requestIndex),
+      this.requestLogRetention,
+      entry.requestId,
+      JSON.stringify(entry),
+    );
+  }
+
+  clearPendingHold(reservationId: string): void {
+    const k = this.store.org(this.orgId);
+    this.script.args.push(
+      'hold',
+      this.index(k.holds),
+      this.index(k.holdDeadlines),
+      this.index(k.keyPending),
+      this.index(k.holdKey),
+      reservationId,
+    );
+  }
+
+  update<T extends keyof SharedRecords>(
+    _table: T,
+    id: string,
+    fields: Partial<SharedRecords[T]>,
+    cleared: ReadonlyArray<keyof SharedRecords[T]>,
+  ): void {
+    const values: Record<string, string> = {};
+    for (const [field, value] of Object.entries(fields))
+      if (value !== undefined && value !== null) values[field] = encoded(value);
+    const key = this.store.keyRecordKey(id);
+    const client = this.store.client;
+    if (Object.keys(values).length > 0) this.shared.push(() => client.hSet(key, values));
+    if (cleared.length > 0) this.shared.push(() => client.hDel(key, cleared as string[]));
+  }
+
+  include(_table: SharedSet, id: string, member: string): void {
+    this.shared.push(() => this.store.client.sAdd(this.store.userOrgsKey(id), member));
+  }
+
+  exclude(_table: SharedSet, id: string, member: string): void {
+    this.shared.push(() => this.store.client.sRem(this.store.userOrgsKey(id), member));
+  }
+
+  schedule(orgId: string, reservationId: string, at: number): void {
+    this.shared.push(() => this.store.client.zAdd(this.store.expiryKey, { score: at, value: orgId + SEP + reservationId }));
+  }
+
+  unschedule(orgId: string, reservationId: string): void {
+    this.shared.push(() => this.store.client.zRem(this.store.expiryKey, orgId + SEP + reservationId));
+  }
+}
 
 /**
  * Read models in Redis, shared by every gateway instance and the operator tool. Every key
  * starts with `prefix`; one organization's keys share the hash tag `{org:ID}`.
  */
-export class RedisProjectionStore implements ProjectionStore {
+export class RedisProjectionStore implements ReadModelStore {
   readonly kind = 'redis' as const;
   private readonly shas = new Map<string, string>();
   /** Position this instance last applied: if the checkpoint vanishes after that, Redis was emptied. */
   private appliedUpTo = 0;
+  /** The SHA of the script that applies writes (sent by SHA: it is the longest script, run per organization and batch). */
+  private applySha: string | null = null;
 
   private constructor(
     readonly client: RedisClient,
@@ -100,39 +234,42 @@ export class RedisProjectionStore implements ProjectionStore {
     return new RedisProjectionStore(client, prefix, requestLogRetention);
   }
 
-  private org(orgId: string) {
+  /** An organization's table: its key. */
+  tableKey(orgId: string, table: CounterTable | RecordTable): string {
+    return `${this.prefix}{org:${orgId}}:${TABLE_KEYS[table]}`;
+  }
+
+  /** An organization's keys by what they hold. */
+  org(orgId: string) {
     const tag = `${this.prefix}{org:${orgId}}`;
     return {
       tag,
       ledger: `${tag}:ledger`,
       holds: `${tag}:holds`,
       holdDeadlines: `${tag}:hold-deadlines`,
-      open: `${tag}:open`,
-      requests: `${tag}:requests`,
-      keys: `${tag}:keys`,
-      keyLastUsed: `${tag}:key-last-used`,
-      keySpend: `${tag}:key-spend`,
       keyPending: `${tag}:key-pending`,
       holdKey: `${tag}:hold-key`,
       keyOpen: `${tag}:key-open`,
       keyPeriod: `${tag}:key-period-spend`,
-      daily: `${tag}:daily`,
-      record: `${tag}:org`,
-      members: `${tag}:members`,
-      keyManagers: `${tag}:key-managers`,
+      requests: `${tag}:requests`,
+      requestIndex: `${tag}:request-index`,
     };
   }
 
   /** A key's rate-limit counters, beside its organization's record (one hash tag: one script may use them all). */
   rateLimitKeys(orgId: string, keyId: string) {
-    const k = this.org(orgId);
-    return { requests: `${k.tag}:rate:${keyId}:requests`, tokens: `${k.tag}:rate:${keyId}:tokens`, organization: k.record };
+    const tag = this.org(orgId).tag;
+    return {
+      requests: `${tag}:rate:${keyId}:requests`,
+      tokens: `${tag}:rate:${keyId}:tokens`,
+      organization: this.tableKey(orgId, 'organization'),
+    };
   }
 
   private get orgsKey() {
     return `${this.prefix}orgs`;
   }
-  private get expiryKey() {
+  get expiryKey() {
     return `${this.prefix}reservations:expiry`;
   }
   private get checkpointKey() {
@@ -141,10 +278,10 @@ export class RedisProjectionStore implements ProjectionStore {
   private get schemaKey() {
     return `${this.prefix}schema`;
   }
-  private keyRecordKey(hash: string) {
+  keyRecordKey(hash: string) {
     return `${this.prefix}key:${hash}`;
   }
-  private userOrgsKey(userId: string) {
+  userOrgsKey(userId: string) {
     return `${this.prefix}user:${userId}:orgs`;
   }
 
@@ -192,10 +329,10 @@ export class RedisProjectionStore implements ProjectionStore {
       : { admitted: false, available: Number(reply[1]) };
   }
 
-  /** The keys of the scripts that end pending holds (the fourth is unused, there to keep one hash tag). */
+  /** The keys of the scripts that end pending holds. */
   private holdKeys(orgId: string): string[] {
     const k = this.org(orgId);
-    return [k.ledger, k.holds, k.holdDeadlines, k.keyOpen, k.keyPending, k.holdKey];
+    return [k.ledger, k.holds, k.holdDeadlines, k.keyPending, k.holdKey];
   }
 
   async dropHold(orgId: string, reservationId: string): Promise<void> {
@@ -211,17 +348,43 @@ export class RedisProjectionStore implements ProjectionStore {
     return swept;
   }
 
-  /** Applies a batch (pipelined); throws ReadModelsLostError if Redis lost the read models. */
+  /**
+   * Applies a batch: each organization's writes in one script, then the shared writes, all
+   * pipelined; throws ReadModelsLostError if Redis lost the read models.
+   */
   async apply(events: RecordedEvent[]): Promise<void> {
     if (events.length === 0) return;
     if (this.appliedUpTo > 0 && !(await this.client.exists(this.checkpointKey))) throw new ReadModelsLostError();
-    const results = await Promise.all(events.map((event) => this.applyOne(event)));
-    if (results.includes(-1)) throw new ReadModelsLostError();
+    const batch = new RedisBatch(this, this.requestLogRetention);
+    for (const event of events) foldEvent(event, batch);
+    try {
+      await this.write(batch);
+    } catch (error) {
+      if (!String((error as Error).message).includes('NOSCRIPT')) throw error;
+      // Redis lost its scripts (a restart that kept the data): the whole batch again, in order. What
+      // was applied is skipped by the guard, and the shared writes are idempotent.
+      this.applySha = await this.client.scriptLoad(lua.APPLY);
+      await this.write(batch);
+    }
     const last = events[events.length - 1].position;
     // Read models started here from nothing are of this schema (before the checkpoint says they exist).
     if (this.appliedUpTo === 0) await this.client.set(this.schemaKey, READ_MODEL_SCHEMA);
     await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [last]);
     this.appliedUpTo = last;
+  }
+
+  private async write(batch: RedisBatch): Promise<void> {
+    this.applySha ??= await this.client.scriptLoad(lua.APPLY);
+    const sha = this.applySha;
+    const applied = [...batch.scripts.values()].map((script) =>
+      this.client.evalSha(sha, { keys: script.keys, arguments: RedisBatch.close(script).map(String) }),
+    );
+    // Every organization with events: the sweeper and the audit go through them.
+    const written: Array<Promise<unknown>> =
+      batch.scripts.size > 0 ? [this.client.sAdd(this.orgsKey, [...batch.scripts.keys()])] : [];
+    for (const write of batch.shared) written.push(write());
+    const [results] = await Promise.all([Promise.all(applied), Promise.all(written)]);
+    if (results.includes(-1)) throw new ReadModelsLostError();
   }
 
   async lockRebuild(ttlMs: number): Promise<(() => Promise<void>) | null> {
@@ -232,133 +395,6 @@ export class RedisProjectionStore implements ProjectionStore {
     return async () => {
       await this.run(lua.RELEASE_LOCK, [key], [token]);
     };
-  }
-
-  private async applyOne(recorded: RecordedEvent): Promise<number> {
-    const event = asProjected(recorded);
-    const position = recorded.position;
-    switch (event.type) {
-      case 'OrganizationCreated': {
-        const k = this.org(event.data.orgId);
-        const record: OrgRecord = { ...event.data };
-        const [applied] = await Promise.all([
-          this.runInOrder(lua.APPLY_ORG_CREATED, [k.ledger, k.record], [position, JSON.stringify(record)]),
-          this.client.sAdd(this.orgsKey, event.data.orgId),
-        ]);
-        return Number(applied);
-      }
-      case 'ApiKeyCreated': {
-        const { keyId, orgId, hash } = event.data;
-        await Promise.all([
-          this.client.hSet(this.keyRecordKey(hash), keyHashFields(event.data)),
-          this.client.hSet(this.org(orgId).keys, keyId, hash),
-        ]);
-        return 1;
-      }
-      case 'OrganizationRateLimitsSet': {
-        // The record is rewritten whole: applying the event twice writes the same.
-        const k = this.org(event.data.orgId);
-        const json = await this.client.get(k.record);
-        if (json === null) return 1;
-        const record = JSON.parse(json) as OrgRecord;
-        await this.client.set(k.record, JSON.stringify(withRateLimits(record, event.data.rateLimits)));
-        return 1;
-      }
-      // Single commands, each setting a value: issued in the log's order, they apply in it, and twice is harmless.
-      case 'MemberAdded': {
-        const { orgId, userId } = event.data;
-        const { manageKeys, ...member } = memberRecordOf(event);
-        const k = this.org(orgId);
-        await Promise.all([
-          this.client.sAdd(this.userOrgsKey(userId), orgId),
-          this.client.hSet(k.members, userId, JSON.stringify(member)),
-          manageKeys ? this.client.hSet(k.keyManagers, userId, '1') : this.client.hDel(k.keyManagers, userId),
-        ]);
-        return 1;
-      }
-      case 'MemberRemoved': {
-        const { orgId, userId } = event.data;
-        const k = this.org(orgId);
-        await Promise.all([
-          this.client.sRem(this.userOrgsKey(userId), orgId),
-          this.client.hDel(k.members, userId),
-          this.client.hDel(k.keyManagers, userId),
-        ]);
-        return 1;
-      }
-      case 'MemberKeyAccessSet': {
-        const k = this.org(event.data.orgId);
-        await (event.data.manageKeys
-          ? this.client.hSet(k.keyManagers, event.data.userId, '1')
-          : this.client.hDel(k.keyManagers, event.data.userId));
-        return 1;
-      }
-      case 'ApiKeyUpdated': {
-        const changed = keyFieldsChanged(event.data.changes);
-        const set = keyHashFields(changed);
-        const cleared = Object.keys(changed).filter((field) => !(field in set));
-        const key = this.keyRecordKey(event.data.hash);
-        await Promise.all([
-          Object.keys(set).length > 0 ? this.client.hSet(key, set) : null,
-          cleared.length > 0 ? this.client.hDel(key, cleared) : null,
-        ]);
-        return 1;
-      }
-      case 'ApiKeyRevoked':
-        await this.client.hSet(this.keyRecordKey(event.data.hash), 'revokedAt', String(event.data.revokedAt));
-        return 1;
-      case 'CreditsGranted': {
-        const k = this.org(event.data.orgId);
-        return Number(await this.runInOrder(lua.APPLY_GRANT, [k.ledger], [position, event.data.amount]));
-      }
-      case 'CreditsReserved': {
-        const { orgId, reservationId, amount, expiresAt } = event.data;
-        const k = this.org(orgId);
-        // The expiry index is written on every delivery, not only the first: a process that died
-        // between the two writes leaves it to the next delivery (the checkpoint had not moved).
-        const [applied] = await Promise.all([
-          this.runInOrder(
-            lua.APPLY_RESERVED,
-            [k.ledger, k.holds, k.holdDeadlines, k.open, k.keyPending, k.holdKey, k.keyOpen],
-            [position, reservationId, amount, event.data.keyId],
-          ),
-          this.client.zAdd(this.expiryKey, { score: expiresAt, value: orgId + SEP + reservationId }),
-        ]);
-        return Number(applied);
-      }
-      case 'ReservationSettled':
-      case 'ReservationReleased':
-      case 'ReservationExpired':
-      case 'RequestRefused': {
-        // A refusal is logged as a resolution of no reservation that frees and charges nothing.
-        const { orgId } = event.data;
-        const k = this.org(orgId);
-        const charge = event.type === 'ReservationSettled' ? event.data.amount : 0;
-        const entry = requestLogEntryOf(event);
-        const reservationId = entry.reservationId ?? '';
-        const [applied] = await Promise.all([
-          this.runInOrder(
-            lua.APPLY_RESOLVED,
-            [k.ledger, k.open, k.requests, k.keyLastUsed, k.daily, k.keySpend, k.keyOpen, k.keyPeriod],
-            [
-              position,
-              reservationId,
-              charge,
-              JSON.stringify(entry),
-              this.requestLogRetention,
-              entry.keyId,
-              entry.time,
-              dayOf(entry.time),
-              ...(charge > 0 ? periodsOf(entry.time).map((period) => keySpendField(entry.keyId, period)) : []),
-            ],
-          ),
-          entry.reservationId === null ? null : this.client.zRem(this.expiryKey, orgId + SEP + reservationId),
-        ]);
-        return Number(applied);
-      }
-      default:
-        return 1;
-    }
   }
 
   async checkpoint(): Promise<number> {
@@ -383,7 +419,8 @@ export class RedisProjectionStore implements ProjectionStore {
     };
   }
 
-  private static toKeyRecord(fields: Record<string, string>): KeyRecord | null {
+  /** A key's record as its hash holds it (see `encoded`). */
+  private static storedKey(fields: Record<string, string>): Partial<StoredKey> | null {
     if (!fields.keyId) return null;
     return {
       keyId: fields.keyId,
@@ -392,14 +429,12 @@ export class RedisProjectionStore implements ProjectionStore {
       prefix: fields.prefix,
       hash: fields.hash,
       createdAt: Number(fields.createdAt),
-      revokedAt: fields.revokedAt ? Number(fields.revokedAt) : null,
+      ...(fields.revokedAt ? { revokedAt: Number(fields.revokedAt) } : {}),
       ...(fields.rateLimits ? { rateLimits: JSON.parse(fields.rateLimits) as RateLimits } : {}),
       ...(fields.expiresAt ? { expiresAt: Number(fields.expiresAt) } : {}),
-      ...(fields.disabled === 'true' ? { disabled: true } : {}),
+      ...(fields.disabled === 'true' ? { disabled: true as const } : {}),
       ...(fields.kind === 'management' ? { kind: 'management' as const } : {}),
       ...(fields.limit ? { limit: JSON.parse(fields.limit) as KeyLimit } : {}),
-      // Kept per organization (see keysOf): authentication does not need it.
-      lastUsedAt: null,
     };
   }
 
@@ -408,9 +443,9 @@ export class RedisProjectionStore implements ProjectionStore {
    * restarted without its data): then it is not the key that is missing, and the caller hears so.
    */
   async keyByHash(hash: string): Promise<KeyRecord | null> {
-    const record = RedisProjectionStore.toKeyRecord(await this.client.hGetAll(this.keyRecordKey(hash)));
-    if (record === null && !(await this.present())) throw new ReadModelsLostError();
-    return record;
+    const stored = RedisProjectionStore.storedKey(await this.client.hGetAll(this.keyRecordKey(hash)));
+    if (stored === null && !(await this.present())) throw new ReadModelsLostError();
+    return stored === null ? null : keyRecordOf(stored);
   }
 
   /**
@@ -423,21 +458,32 @@ export class RedisProjectionStore implements ProjectionStore {
     return checkpoint === 1 && schema === READ_MODEL_SCHEMA;
   }
 
-  async keysOf(orgId: string): Promise<KeyRecord[]> {
-    const k = this.org(orgId);
-    const [hashes, lastUsed, spent] = await Promise.all([
-      this.client.hGetAll(k.keys),
-      this.client.hGetAll(k.keyLastUsed),
-      this.client.hGetAll(k.keySpend),
+  async key(orgId: string, keyId: string): Promise<KeyRecord | null> {
+    const hash = await this.client.hGet(this.tableKey(orgId, 'keys'), keyId);
+    if (hash === null) return null;
+    const [fields, lastUsed, spent] = await Promise.all([
+      this.client.hGetAll(this.keyRecordKey(hash)),
+      this.client.hGet(this.tableKey(orgId, 'keyLastUsed'), keyId),
+      this.client.hGet(this.tableKey(orgId, 'keySpend'), keyId),
     ]);
-    const records = await Promise.all(Object.values(hashes).map((hash) => this.keyByHash(hash)));
-    return records
-      .filter((r): r is KeyRecord => r !== null)
-      .map((r) => ({
-        ...r,
-        lastUsedAt: lastUsed[r.keyId] ? Number(lastUsed[r.keyId]) : null,
-        spent: spent[r.keyId] ? Number(spent[r.keyId]) : 0,
-      }));
+    const stored = RedisProjectionStore.storedKey(fields);
+    return stored === null ? null : keyRecordOf(stored, lastUsed === null ? null : Number(lastUsed), Number(spent ?? 0));
+  }
+
+  async keysOf(orgId: string): Promise<KeyRecord[]> {
+    const [hashes, lastUsed, spent] = await Promise.all([
+      this.client.hGetAll(this.tableKey(orgId, 'keys')),
+      this.client.hGetAll(this.tableKey(orgId, 'keyLastUsed')),
+      this.client.hGetAll(this.tableKey(orgId, 'keySpend')),
+    ]);
+    const stored = await Promise.all(
+      Object.values(hashes).map(async (hash) =>
+        RedisProjectionStore.storedKey(await this.client.hGetAll(this.keyRecordKey(hash))),
+      ),
+    );
+    return stored
+      .filter((s): s is Partial<StoredKey> => s !== null)
+      .map((s) => keyRecordOf(s, lastUsed[s.keyId!] ? Number(lastUsed[s.keyId!]) : null, Number(spent[s.keyId!] ?? 0)));
   }
 
   async organizationsOf(userId: string): Promise<OrgRecord[]> {
@@ -447,36 +493,43 @@ export class RedisProjectionStore implements ProjectionStore {
   }
 
   async membersOf(orgId: string): Promise<MemberRecord[]> {
-    const k = this.org(orgId);
-    const [members, managers] = await Promise.all([this.client.hGetAll(k.members), this.client.hGetAll(k.keyManagers)]);
+    const [members, managers] = await Promise.all([
+      this.client.hGetAll(this.tableKey(orgId, 'members')),
+      this.client.hGetAll(this.tableKey(orgId, 'keyManagers')),
+    ]);
     return Object.entries(members)
-      .map(([userId, json]) => ({ ...(JSON.parse(json) as MemberRecord), manageKeys: managers[userId] === '1' }))
+      .map(([userId, json]) => ({ ...(JSON.parse(json) as StoredMember), manageKeys: managers[userId] !== undefined }))
       .sort((a, b) => a.addedAt - b.addedAt);
   }
 
   async membership(orgId: string, userId: string): Promise<MemberRecord | null> {
-    const k = this.org(orgId);
-    const [json, manager] = await Promise.all([this.client.hGet(k.members, userId), this.client.hGet(k.keyManagers, userId)]);
-    return json === null ? null : { ...(JSON.parse(json) as MemberRecord), manageKeys: manager === '1' };
+    const [json, manager] = await Promise.all([
+      this.client.hGet(this.tableKey(orgId, 'members'), userId),
+      this.client.hGet(this.tableKey(orgId, 'keyManagers'), userId),
+    ]);
+    return json === null ? null : { ...(JSON.parse(json) as StoredMember), manageKeys: manager !== null };
   }
 
   async dailySpend(orgId: string): Promise<Map<string, number>> {
-    const days = await this.client.hGetAll(this.org(orgId).daily);
+    const days = await this.client.hGetAll(this.tableKey(orgId, 'daily'));
     return new Map(Object.entries(days).map(([day, nano]) => [day, Number(nano)]));
   }
 
   async organization(orgId: string): Promise<OrgRecord | null> {
-    const json = await this.client.get(this.org(orgId).record);
-    return json ? (JSON.parse(json) as OrgRecord) : null;
+    const [profile, rateLimits] = await this.client.hmGet(this.tableKey(orgId, 'organization'), ['profile', 'rateLimits']);
+    if (profile === null) return null;
+    const record = JSON.parse(profile) as OrgProfile;
+    return rateLimits === null ? record : { ...record, rateLimits: JSON.parse(rateLimits) as RateLimits };
   }
 
   async recentRequests(orgId: string, limit: number): Promise<RequestLogEntry[]> {
-    const entries = await this.client.lRange(this.org(orgId).requests, 0, limit - 1);
-    // Entries logged before the cache's classes lack their counts: none.
-    return entries.map(
-      (json) =>
-        ({ cacheReadTokens: 0, cacheWriteTokens: 0, ...(JSON.parse(json) as Partial<RequestLogEntry>) }) as RequestLogEntry,
-    );
+    return (await this.client.lRange(this.org(orgId).requests, 0, limit - 1)).map(entryOf);
+  }
+
+  async request(orgId: string, requestId: string): Promise<RequestLogEntry | null> {
+    const k = this.org(orgId);
+    const element = (await this.run(lua.FIND_REQUEST, [k.ledger, k.requests, k.requestIndex], [requestId])) as string | null;
+    return element === null ? null : entryOf(element);
   }
 
   async keyUsage(orgId: string, keyId: string, period: string): Promise<number> {
@@ -501,7 +554,7 @@ export class RedisProjectionStore implements ProjectionStore {
     const found = await Promise.all(
       due.map(async ({ value, score }) => {
         const [orgId, reservationId] = value.split(SEP);
-        const amount = await this.client.hGet(this.org(orgId).open, reservationId);
+        const amount = await this.client.hGet(this.tableKey(orgId, 'open'), reservationId);
         if (amount === null) {
           // Already resolved; the entry outlived it (a follower applied out of turn).
           await this.client.zRem(this.expiryKey, value);
@@ -513,8 +566,8 @@ export class RedisProjectionStore implements ProjectionStore {
     return found.filter((r): r is OpenReservation => r !== null);
   }
 
-  async ledgers() {
-    const result = new Map<string, { granted: number; spent: number; reserved: number; position: number }>();
+  async ledgers(): Promise<Map<string, OrgLedger>> {
+    const result = new Map<string, OrgLedger>();
     for await (const orgIds of this.client.sScanIterator(this.orgsKey, { COUNT: 500 })) {
       const rows = await Promise.all(
         orgIds.map((orgId) => this.client.hmGet(this.org(orgId).ledger, ['granted', 'spent', 'reserved', 'position'])),
@@ -536,79 +589,65 @@ export class RedisProjectionStore implements ProjectionStore {
     }
   }
 
+  /**
+   * Writes a fold of the log, table by table. The organizations' tables go first and the key records
+   * last: other instances keep admitting while this loads, and a key that authenticates must find its
+   * limit's usage already there.
+   */
   async load(model: ReadModel): Promise<void> {
     const writes: Array<Promise<unknown>> = [];
     const flush = async () => {
       await Promise.all(writes.splice(0));
     };
-    // What keys have spent and hold goes first: other instances keep admitting while this loads, and
-    // a key that authenticates (its record, written last) must find its limit's usage already there.
-    for (const key of model.keysById.values()) {
-      if (key.spent) writes.push(this.client.hSet(this.org(key.orgId).keySpend, key.keyId, String(key.spent)));
-      const held = model.keyOpen.get(key.keyId);
-      if (held) writes.push(this.client.hSet(this.org(key.orgId).keyOpen, key.keyId, String(held)));
-      if (writes.length > 2000) await flush();
-    }
-    for (const [field, nano] of model.keySpend) {
-      const key = model.keysById.get(field.slice(0, field.indexOf('|')));
-      if (key) writes.push(this.client.hSet(this.org(key.orgId).keyPeriod, field, String(nano)));
-      if (writes.length > 2000) await flush();
-    }
-    await flush();
-    const openByOrg = new Map<string, OpenReservation[]>();
-    for (const r of model.open.values()) openByOrg.set(r.orgId, [...(openByOrg.get(r.orgId) ?? []), r]);
-    for (const [orgId, ledger] of model.orgs) {
+    const fields = (entries: Iterable<[string, unknown]>) => {
+      const values: Record<string, string> = {};
+      for (const [field, value] of entries) values[field] = encoded(value);
+      return values;
+    };
+    for (const [orgId, tables] of model.tables()) {
+      for (const table of Object.keys(tables.counters) as Array<keyof typeof tables.counters>) {
+        if (tables.counters[table].size > 0)
+          writes.push(this.client.hSet(this.tableKey(orgId, table), fields(tables.counters[table])));
+      }
+      for (const table of Object.keys(tables.records) as RecordTable[]) {
+        const records = tables.records[table] as Map<string, unknown>;
+        if (records.size > 0) writes.push(this.client.hSet(this.tableKey(orgId, table), fields(records)));
+      }
       const k = this.org(orgId);
-      const open = openByOrg.get(orgId) ?? [];
-      writes.push(
-        this.runInOrder(
-          lua.LOAD_LEDGER,
-          [k.ledger, k.open],
-          [ledger.granted, ledger.spent, ledger.reserved, ledger.position, ...open.flatMap((r) => [r.reservationId, r.amount])],
-        ),
-        this.client.sAdd(this.orgsKey, orgId),
-      );
-      for (const r of open)
-        writes.push(this.client.zAdd(this.expiryKey, { score: r.expiresAt, value: orgId + SEP + r.reservationId }));
-      const record = model.orgRecords.get(orgId);
-      if (record) writes.push(this.client.set(k.record, JSON.stringify(record)));
-      const log = model.requests.get(orgId) ?? [];
-      const kept = log.slice(Math.max(0, log.length - this.requestLogRetention));
-      if (kept.length > 0) {
+      // The log as the script writes it (see redis-scripts.ts), its elements counted from 1, oldest first.
+      const entries = tables.requests.oldestFirst();
+      if (entries.length > 0) {
+        const index: Record<string, string> = {};
+        entries.forEach((entry, i) => (index[entry.requestId] = String(i + 1)));
         writes.push(
           this.client
             .multi()
-            .del(k.requests)
+            .del([k.requests, k.requestIndex])
             .lPush(
               k.requests,
-              kept.map((e) => JSON.stringify(e)),
+              entries.map((entry, i) => `${i + 1} ${JSON.stringify(entry)}`),
             )
+            .hSet(k.requestIndex, index)
             .exec(),
         );
       }
-      const days = model.dailySpend.get(orgId);
-      if (days && days.size > 0)
-        writes.push(this.client.hSet(k.daily, Object.fromEntries([...days].map(([d, n]) => [d, String(n)]))));
+      const { granted, spent, reserved, position } = tables.ledger;
+      writes.push(this.runInOrder(lua.LOAD_LEDGER, [k.ledger], [granted, spent, reserved, position, entries.length]));
+      writes.push(this.client.sAdd(this.orgsKey, orgId));
       if (writes.length > 2000) await flush();
     }
-    for (const [userId, orgIds] of model.memberships) {
+    await flush();
+    for (const [userId, orgIds] of model.userOrganizations) {
       if (orgIds.size > 0) writes.push(this.client.sAdd(this.userOrgsKey(userId), [...orgIds]));
-    }
-    for (const [orgId, members] of model.members) {
-      const k = this.org(orgId);
-      for (const { manageKeys, ...member } of members.values()) {
-        writes.push(this.client.hSet(k.members, member.userId, JSON.stringify(member)));
-        if (manageKeys) writes.push(this.client.hSet(k.keyManagers, member.userId, '1'));
-      }
       if (writes.length > 2000) await flush();
     }
-    for (const key of model.keysById.values()) {
-      writes.push(
-        this.client.hSet(this.keyRecordKey(key.hash), keyHashFields(key)),
-        this.client.hSet(this.org(key.orgId).keys, key.keyId, key.hash),
-      );
-      if (key.lastUsedAt !== null)
-        writes.push(this.client.hSet(this.org(key.orgId).keyLastUsed, key.keyId, String(key.lastUsedAt)));
+    for (const [reservationId, { orgId, at }] of model.expiry) {
+      writes.push(this.client.zAdd(this.expiryKey, { score: at, value: orgId + SEP + reservationId }));
+      if (writes.length > 2000) await flush();
+    }
+    await flush();
+    for (const [hash, stored] of model.keyRecords) {
+      writes.push(this.client.hSet(this.keyRecordKey(hash), fields(Object.entries(stored).filter(([, v]) => v !== undefined))));
       if (writes.length > 2000) await flush();
     }
     await flush();

@@ -4,8 +4,8 @@ import { LimitState, RateLimitCheck, WINDOW_SECONDS } from './rate-limits';
 
 /**
  * The check of rate-limits.ts in one script, so that instances sharing Redis count each request
- * once: KEYS = the key's request buckets, its token buckets, its organization's record (for the
- * default); ARGV = now (ms), its own requests and tokens per minute ('' for none), '1' when it has
+ * once: KEYS = the key's request buckets, its token buckets, its organization's record (its
+ * `rateLimits` field: the default); ARGV = now (ms), its own requests and tokens per minute ('' for none), '1' when it has
  * limits of its own. Each hash's fields are epoch seconds. Replies {0} when no limits apply, else
  * {admitted, then for requests and for tokens: limit (-1: none), remaining, resetMs, retryMs}.
  */
@@ -14,12 +14,12 @@ local now = tonumber(ARGV[1])
 local rpm = tonumber(ARGV[2])
 local tpm = tonumber(ARGV[3])
 if ARGV[4] ~= '1' then
-  local json = redis.call('GET', KEYS[3])
+  local json = redis.call('HGET', KEYS[3], 'rateLimits')
   if json then
-    local ok, record = pcall(cjson.decode, json)
-    if ok and type(record.rateLimits) == 'table' then
-      rpm = tonumber(record.rateLimits.requestsPerMinute)
-      tpm = tonumber(record.rateLimits.tokensPerMinute)
+    local ok, limits = pcall(cjson.decode, json)
+    if ok and type(limits) == 'table' then
+      rpm = tonumber(limits.requestsPerMinute)
+      tpm = tonumber(limits.tokensPerMinute)
     end
   end
 end

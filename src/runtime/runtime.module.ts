@@ -5,7 +5,8 @@ import { Projector } from '../projections/projector';
 import type { Runtime } from './runtime';
 
 export const EVENTS = Symbol('EventStore');
-export const PROJECTIONS = Symbol('ProjectionStore');
+/** The read side of the read models (`ReadModels`): what every route and page reads through. */
+export const READ_MODELS = Symbol('ReadModels');
 export const CONFIG = Symbol('Config');
 export const RATE_LIMITS = Symbol('RateLimitStore');
 
@@ -17,7 +18,7 @@ export class RuntimeModule {
     const providers = [
       { provide: CONFIG, useValue: runtime.config },
       { provide: EVENTS, useValue: runtime.events },
-      { provide: PROJECTIONS, useValue: runtime.projections },
+      { provide: READ_MODELS, useValue: runtime.projections },
       { provide: LedgerService, useValue: runtime.ledger },
       { provide: IdentityService, useValue: runtime.identity },
       { provide: Projector, useValue: runtime.projector },

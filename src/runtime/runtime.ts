@@ -7,7 +7,7 @@ import { TimedEventStore } from '../eventstore/timed-event-store';
 import { IdentityService } from '../identity/identity.service';
 import { LedgerService } from '../ledger/ledger.service';
 import { MemoryProjectionStore } from '../projections/memory-projection-store';
-import type { ProjectionStore } from '../projections/projection-store';
+import type { ReadModelStore } from '../projections/projection-store';
 import { Projector } from '../projections/projector';
 import { RedisProjectionStore } from '../projections/redis-projection-store';
 import { MemoryRateLimitStore, RateLimitStore } from '../rate-limits/rate-limit-store';
@@ -22,7 +22,8 @@ export interface Runtime {
   config: Config;
   /** The event log, its appends timed for the metrics. */
   events: TimedEventStore;
-  projections: ProjectionStore;
+  /** The read models: followed by the projector, read through their read side (`ReadModels`). */
+  projections: ReadModelStore;
   projector: Projector;
   ledger: LedgerService;
   identity: IdentityService;
@@ -42,7 +43,7 @@ export async function openEventStore(config: Config): Promise<EventStore> {
   return new SqliteEventStore(join(config.dataDir, 'events.sqlite'), { pollIntervalMs: config.logPollMs });
 }
 
-export async function openProjectionStore(config: Config, events: EventStore): Promise<ProjectionStore> {
+export async function openProjectionStore(config: Config, events: EventStore): Promise<ReadModelStore> {
   if (config.redisUrl) return RedisProjectionStore.connect(config.redisUrl, config.redisPrefix, config.requestLogRetention);
   mkdirSync(config.dataDir, { recursive: true });
   const store = new MemoryProjectionStore(config.requestLogRetention, {
@@ -71,7 +72,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     claim?.release();
     throw error;
   }
-  let projections: ProjectionStore;
+  let projections: ReadModelStore;
   try {
     projections = await openProjectionStore(config, events);
   } catch (error) {

@@ -3,7 +3,7 @@ import { auditLedger } from '../../src/audit/ledger-audit';
 import { loadConfig } from '../../src/config/config';
 import { rebuildProjections } from '../../src/projections/projector';
 import { RedisProjectionStore } from '../../src/projections/redis-projection-store';
-import { availableOf } from '../../src/projections/read-model';
+import { availableOf } from '../../src/projections/read-models';
 import { openRuntime } from '../../src/runtime/runtime';
 import { Child, eventually, ROOT, startNode } from '../support/processes';
 import { describeWithRedis } from '../support/redis';

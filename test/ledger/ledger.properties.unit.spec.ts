@@ -12,7 +12,8 @@ import {
 } from '../../src/ledger/ledger.decider';
 import type { LedgerEvent } from '../../src/ledger/ledger.events';
 import { MemoryProjectionStore } from '../../src/projections/memory-projection-store';
-import { availableOf, ReadModel } from '../../src/projections/read-model';
+import { ReadModel } from '../../src/projections/read-model';
+import { availableOf } from '../../src/projections/read-models';
 import { pricesOf } from '../support/ledger';
 
 /**

@@ -1,7 +1,7 @@
 import { auditLedger } from '../../src/audit/ledger-audit';
 import { AppendOutcomeUnknownError, EventStore, WrongExpectedRevisionError } from '../../src/eventstore/event-store';
 import { LedgerService } from '../../src/ledger/ledger.service';
-import { availableOf } from '../../src/projections/read-model';
+import { availableOf } from '../../src/projections/read-models';
 import { eventually } from '../support/processes';
 import { testRedisUrl } from '../support/redis';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';

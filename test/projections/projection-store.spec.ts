@@ -1,8 +1,9 @@
 import { rmSync } from 'node:fs';
 import type { RecordedEvent } from '../../src/eventstore/event-store';
 import { MemoryProjectionStore } from '../../src/projections/memory-projection-store';
-import type { ProjectionStore } from '../../src/projections/projection-store';
-import { availableOf, ReadModel } from '../../src/projections/read-model';
+import type { ReadModelStore } from '../../src/projections/projection-store';
+import { ReadModel } from '../../src/projections/read-model';
+import { availableOf } from '../../src/projections/read-models';
 import { ReadModelsLostError, RedisProjectionStore } from '../../src/projections/redis-projection-store';
 import { loadConfig } from '../../src/config/config';
 import { openRuntime } from '../../src/runtime/runtime';
@@ -39,9 +40,9 @@ function sampleLog(orgId = 'org-a') {
   return log;
 }
 
-function describeProjectionStore(name: string, open: () => Promise<ProjectionStore>, enabled = true) {
+function describeProjectionStore(name: string, open: () => Promise<ReadModelStore>, enabled = true) {
   (enabled ? describe : describe.skip)(`projection store: ${name}`, () => {
-    let store: ProjectionStore;
+    let store: ReadModelStore;
     beforeEach(async () => {
       store = await open();
     });
@@ -283,6 +284,68 @@ function describeProjectionStore(name: string, open: () => Promise<ProjectionSto
       expect(recent.map((r) => r.requestId)).toEqual(['q7', 'q6', 'q5', 'q4', 'q3'].slice(0, recent.length));
     });
 
+    it('finds a request by its id while the log keeps it (the newest, when a client used its id twice), as after a rebuild', async () => {
+      const log = sampleLog().slice(0, 3);
+      const released = (requestId: string, n: number) => {
+        const facts = { requestId, keyId: 'k1', surface: 's', model: 'm', orgId: 'org-a', reservationId: `z${n}` };
+        log.push(
+          {
+            type: 'CreditsReserved',
+            data: { ...facts, amount: 1, reservedAt: 1, expiresAt: 9 },
+            streamId: `z${n}`,
+            revision: 0,
+            position: log.length + 1,
+            recordedAt: 0,
+          },
+          {
+            type: 'ReservationReleased',
+            data: { ...facts, host: null, held: 1, reason: 'x', status: 'provider_error', latencyMs: 1, releasedAt: 100 + n },
+            streamId: `z${n}`,
+            revision: 1,
+            position: log.length + 2,
+            recordedAt: 0,
+          },
+        );
+      };
+      ['q0', 'q1', 'q2', 'q3', 'q4', 'q5', 'q3'].forEach(released);
+      await store.apply(log);
+      // Kept (retention 5): q2, q3, q4, q5, q3 again.
+      expect(await store.request('org-a', 'q3')).toMatchObject({ requestId: 'q3', reservationId: 'z6', time: 106 });
+      expect(await store.request('org-a', 'q2')).toMatchObject({ reservationId: 'z2' });
+      expect(await store.request('org-a', 'q1')).toBeNull();
+      expect(await store.request('org-b', 'q3')).toBeNull();
+      // Three more: the older q3 and q2 leave the log, the newer q3 stays.
+      const more = log.length;
+      ['x7', 'x8', 'x9'].forEach((id, i) => released(id, 7 + i));
+      await store.apply(log.slice(more));
+      expect(await store.request('org-a', 'q2')).toBeNull();
+      expect(await store.request('org-a', 'q3')).toMatchObject({ reservationId: 'z6' });
+      expect((await store.recentRequests('org-a', 10)).map((e) => e.requestId)).toEqual(['x9', 'x8', 'x7', 'q3', 'q5']);
+
+      const model = new ReadModel(5);
+      log.forEach((e) => model.apply(e));
+      await store.reset();
+      await store.load(model);
+      expect(await store.request('org-a', 'q3')).toMatchObject({ reservationId: 'z6' });
+      expect(await store.request('org-a', 'q4')).toBeNull();
+      expect((await store.recentRequests('org-a', 10)).map((e) => e.requestId)).toEqual(['x9', 'x8', 'x7', 'q3', 'q5']);
+      // Logged after the rebuild: the log goes on from what was loaded.
+      const after = log.length;
+      released('q3', 10);
+      await store.apply(log.slice(after));
+      expect(await store.request('org-a', 'q3')).toMatchObject({ reservationId: 'z10' });
+      expect((await store.recentRequests('org-a', 10)).map((e) => e.requestId)).toEqual(['q3', 'x9', 'x8', 'x7', 'q3']);
+    });
+
+    it('reads one key of an organization, with its spend and last use', async () => {
+      await store.apply(sampleLog());
+      const key = await store.key('org-a', 'k1');
+      expect(key).toMatchObject({ keyId: 'k1', orgId: 'org-a', name: 'ci', spent: 250, lastUsedAt: 6, revokedAt: 7 });
+      expect(key).toEqual((await store.keysOf('org-a'))[0]);
+      expect(await store.key('org-a', 'k2')).toBeNull();
+      expect(await store.key('org-b', 'k1')).toBeNull();
+    });
+
     it('reloads to the same state from a fold of the log', async () => {
       const log = sampleLog();
       await store.apply(log);
@@ -314,6 +377,17 @@ describeWithRedis('Redis read models lost', () => {
     await store.apply(log.slice(0, 4));
     await store.reset(); // as if someone emptied Redis
     await expect(store.apply(log.slice(4))).rejects.toBeInstanceOf(ReadModelsLostError);
+    await store.close();
+  });
+
+  it('applies what comes after Redis lost its scripts (a restart that kept the data)', async () => {
+    const store = await RedisProjectionStore.connect(testRedisUrl()!, uniquePrefix('scripts'), 5);
+    const log = sampleLog();
+    await store.apply(log.slice(0, 4));
+    await store.client.scriptFlush();
+    await store.apply(log.slice(3));
+    expect(await store.balance('org-a')).toEqual({ granted: 1_000, spent: 250, reserved: 200, pending: 0 });
+    await store.reset();
     await store.close();
   });
 

@@ -1,5 +1,6 @@
 import { RecordedEvent } from '../../src/eventstore/event-store';
-import { ReadModel, ReadModelSnapshot, RequestLogEntry, snapshotPieces } from '../../src/projections/read-model';
+import { ReadModel, ReadModelSnapshot, snapshotPieces } from '../../src/projections/read-model';
+import type { RequestLogEntry } from '../../src/projections/read-models';
 
 let position = 0;
 const recorded = (streamId: string, type: string, data: object): RecordedEvent => {

@@ -11,7 +11,7 @@ import { eventually } from './processes';
 import { testRedisUrl } from './redis';
 import { FakeUpstream, startFakeUpstream } from './fake-upstream';
 import { fundedOrganization, openTestRuntime, TestRuntime } from './runtime';
-import type { RequestLogEntry } from '../../src/projections/read-model';
+import type { RequestLogEntry } from '../../src/projections/read-models';
 import type { LogStream } from '../../src/observability/logging';
 import { SecretScan } from './log-capture';
 import { createKey } from './keys';

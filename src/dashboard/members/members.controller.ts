@@ -2,10 +2,10 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, UseFilters } from
 import { IdentityService } from '../../identity/identity.service';
 import { mayManageKeys } from '../../identity/organization.decider';
 import { bodyValidation } from '../../http/validation';
-import type { ProjectionStore } from '../../projections/projection-store';
-import type { MemberRecord } from '../../projections/read-model';
+import type { ReadModels } from '../../projections/read-models';
+import type { MemberRecord } from '../../projections/read-models';
 import { Projector } from '../../projections/projector';
-import { PROJECTIONS } from '../../runtime/runtime.module';
+import { READ_MODELS } from '../../runtime/runtime.module';
 import { dashboardErrors } from '../dashboard-error';
 import { ActiveOrgId, CurrentSession, SignedIn } from '../session/session.guard';
 import type { Session } from '../session/sessions';
@@ -22,13 +22,13 @@ import { AddMemberDto, KeyAccessDto } from './members.dto';
 export class MembersController {
   constructor(
     private readonly identity: IdentityService,
-    @Inject(PROJECTIONS) private readonly projections: ProjectionStore,
+    @Inject(READ_MODELS) private readonly readModels: ReadModels,
     private readonly projector: Projector,
   ) {}
 
   @Get()
   async list(@ActiveOrgId() orgId: string, @CurrentSession() session: Session) {
-    return { data: (await this.projections.membersOf(orgId)).map((m) => memberView(m, session)) };
+    return { data: (await this.readModels.membersOf(orgId)).map((m) => memberView(m, session)) };
   }
 
   @Post()
@@ -64,7 +64,7 @@ export class MembersController {
   /** The member as the read models show them once they have caught up with the change. */
   private async shown(orgId: string, userId: string, session: Session) {
     await this.projector.catchUp();
-    const member = await this.projections.membership(orgId, userId);
+    const member = await this.readModels.membership(orgId, userId);
     return member ? memberView(member, session) : { userId };
   }
 }

@@ -3,9 +3,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../http/api-error';
 import { bodyValidation } from '../../http/validation';
 import { IdentityService } from '../../identity/identity.service';
-import type { ProjectionStore } from '../../projections/projection-store';
+import type { ReadModels } from '../../projections/read-models';
 import { Projector } from '../../projections/projector';
-import { PROJECTIONS } from '../../runtime/runtime.module';
+import { READ_MODELS } from '../../runtime/runtime.module';
 import { dashboardErrors } from '../dashboard-error';
 import { CurrentSession, SignedIn } from '../session/session.guard';
 import { setSessionCookie } from '../session/session-cookie';
@@ -25,7 +25,7 @@ export class OrganizationsController {
     private readonly identity: IdentityService,
     private readonly tokens: SessionTokens,
     private readonly projector: Projector,
-    @Inject(PROJECTIONS) private readonly projections: ProjectionStore,
+    @Inject(READ_MODELS) private readonly readModels: ReadModels,
   ) {}
 
   @Post()
@@ -51,10 +51,10 @@ export class OrganizationsController {
     @Req() request: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const orgs = await this.projections.organizationsOf(session.userId);
+    const orgs = await this.readModels.organizationsOf(session.userId);
     if (!orgs.some((o) => o.orgId === body.orgId)) throw new ApiError('not_found', 'no such organization');
     setSessionCookie(request, reply, this.tokens.withActiveOrg(session, body.orgId));
-    return sessionView(this.projections, { ...session, activeOrgId: body.orgId });
+    return sessionView(this.readModels, { ...session, activeOrgId: body.orgId });
   }
 
   /**

@@ -1,18 +1,17 @@
 import { creditsNumber } from '../../ledger/money';
 import { mayManageKeys } from '../../identity/organization.decider';
-import type { ProjectionStore } from '../../projections/projection-store';
-import { availableOf, reservedOf } from '../../projections/read-model';
+import { availableOf, type ReadModels, reservedOf } from '../../projections/read-models';
 import type { Session } from './sessions';
 
 /** What the web app knows of the person signed in: who, their organizations, the active one's credits. */
-export async function sessionView(projections: ProjectionStore, session: Session) {
-  const organizations = (await projections.organizationsOf(session.userId)).sort((a, b) => a.createdAt - b.createdAt);
+export async function sessionView(readModels: ReadModels, session: Session) {
+  const organizations = (await readModels.organizationsOf(session.userId)).sort((a, b) => a.createdAt - b.createdAt);
   const active = organizations.find((o) => o.orgId === session.activeOrgId) ?? null;
   let activeOrg = null;
   if (active) {
     const [b, member] = await Promise.all([
-      projections.balance(active.orgId),
-      projections.membership(active.orgId, session.userId),
+      readModels.balance(active.orgId),
+      readModels.membership(active.orgId, session.userId),
     ]);
     activeOrg = {
       id: active.orgId,

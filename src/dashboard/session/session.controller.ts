@@ -3,8 +3,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../http/api-error';
 import { bodyValidation } from '../../http/validation';
 import type { Config } from '../../config/config';
-import type { ProjectionStore } from '../../projections/projection-store';
-import { CONFIG, PROJECTIONS } from '../../runtime/runtime.module';
+import type { ReadModels } from '../../projections/read-models';
+import { CONFIG, READ_MODELS } from '../../runtime/runtime.module';
 import { dashboardErrors } from '../dashboard-error';
 import { DASHBOARD_SETTINGS, type DashboardSettings } from './dashboard-settings';
 import { CurrentSession, SignedIn } from './session.guard';
@@ -22,7 +22,7 @@ export class SessionController {
     private readonly signIn: SignIn,
     private readonly signUp: SignUp,
     private readonly tokens: SessionTokens,
-    @Inject(PROJECTIONS) private readonly projections: ProjectionStore,
+    @Inject(READ_MODELS) private readonly readModels: ReadModels,
     @Inject(DASHBOARD_SETTINGS) private readonly settings: DashboardSettings,
     @Inject(CONFIG) private readonly configuration: Config,
   ) {}
@@ -76,7 +76,7 @@ export class SessionController {
   @Get('session')
   @SignedIn()
   async current(@CurrentSession() session: Session) {
-    return sessionView(this.projections, session);
+    return sessionView(this.readModels, session);
   }
 }
 

@@ -12,8 +12,8 @@ import { Reflector } from '@nestjs/core';
 import { parse as parseCookies } from 'cookie';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../../http/api-error';
-import type { ProjectionStore } from '../../projections/projection-store';
-import { PROJECTIONS } from '../../runtime/runtime.module';
+import type { ReadModels } from '../../projections/read-models';
+import { READ_MODELS } from '../../runtime/runtime.module';
 import { sameSecret } from './same-secret';
 import { Session, SESSION_COOKIE, SessionTokens } from './sessions';
 
@@ -34,7 +34,7 @@ export class SessionGuard implements CanActivate {
   constructor(
     private readonly tokens: SessionTokens,
     private readonly reflector: Reflector,
-    @Inject(PROJECTIONS) private readonly projections: ProjectionStore,
+    @Inject(READ_MODELS) private readonly readModels: ReadModels,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -54,7 +54,7 @@ export class SessionGuard implements CanActivate {
 
   /** The active organization, if the user (still) belongs to it. */
   private async activeOrg(session: Session): Promise<string> {
-    const orgs = await this.projections.organizationsOf(session.userId);
+    const orgs = await this.readModels.organizationsOf(session.userId);
     if (!session.activeOrgId || !orgs.some((o) => o.orgId === session.activeOrgId)) {
       throw new ApiError('not_found', 'no active organization: create one or pick one');
     }

@@ -3,9 +3,9 @@ import { ApiError } from '../../http/api-error';
 import { IdentityRuleError } from '../../identity/identity-rule-error';
 import { IdentityService } from '../../identity/identity.service';
 import { hashPassword, verifyPassword } from '../../identity/secrets';
-import type { ProjectionStore } from '../../projections/projection-store';
+import type { ReadModels } from '../../projections/read-models';
 import { maskSecrets } from '../../key-secret/key-secret';
-import { PROJECTIONS } from '../../runtime/runtime.module';
+import { READ_MODELS } from '../../runtime/runtime.module';
 import { AttemptLimit, SIGN_UP_PER_ADDRESS, SignInThrottles } from './sign-in-throttle';
 
 /** The 429 for an attempt that must wait, with the seconds to wait (also in Retry-After). */
@@ -27,7 +27,7 @@ export class SignIn {
 
   constructor(
     private readonly identity: IdentityService,
-    @Inject(PROJECTIONS) private readonly projections: ProjectionStore,
+    @Inject(READ_MODELS) private readonly readModels: ReadModels,
   ) {}
 
   /** The user and the organization the session starts in; a wrong email or password is a 401 either way, too many a 429. */
@@ -42,7 +42,7 @@ export class SignIn {
     const valid = await verifyPassword(password, user.exists ? user.passwordHash : await this.decoyHash);
     if (!user.exists || !valid) throw new ApiError('invalid_api_key', 'wrong email or password');
     this.throttles.succeeded(email, address);
-    const orgs = await this.projections.organizationsOf(user.userId);
+    const orgs = await this.readModels.organizationsOf(user.userId);
     return { userId: user.userId, email: user.email, activeOrgId: orgs[0]?.orgId ?? null };
   }
 }

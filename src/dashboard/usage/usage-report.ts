@@ -1,7 +1,7 @@
 import { ApiError } from '../../http/api-error';
 import { maskSecrets } from '../../key-secret/key-secret';
 import { creditsNumber } from '../../ledger/money';
-import { dayOf, type KeyRecord, type RequestLogEntry } from '../../projections/read-model';
+import { dayOf, type KeyRecord, type RequestLogEntry } from '../../projections/read-models';
 import { PLAYGROUND_KEY } from '../playground/playground-inference';
 
 /** The usage page's query string, as Fastify hands it over. */

@@ -1,7 +1,7 @@
 import { Controller, Get, Inject, Query, UseFilters } from '@nestjs/common';
 import type { Config } from '../../config/config';
-import type { ProjectionStore } from '../../projections/projection-store';
-import { CONFIG, PROJECTIONS } from '../../runtime/runtime.module';
+import type { ReadModels } from '../../projections/read-models';
+import { CONFIG, READ_MODELS } from '../../runtime/runtime.module';
 import { dashboardErrors } from '../dashboard-error';
 import { ActiveOrgId, SignedIn } from '../session/session.guard';
 import { usageFilterOf, type UsageQuery, usageReport } from './usage-report';
@@ -12,7 +12,7 @@ import { usageFilterOf, type UsageQuery, usageReport } from './usage-report';
 @SignedIn({ activeOrg: true })
 export class UsageController {
   constructor(
-    @Inject(PROJECTIONS) private readonly projections: ProjectionStore,
+    @Inject(READ_MODELS) private readonly readModels: ReadModels,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -20,9 +20,9 @@ export class UsageController {
   async usage(@ActiveOrgId() orgId: string, @Query() query: UsageQuery) {
     const filter = usageFilterOf(query, Date.now());
     const [log, keys, daily] = await Promise.all([
-      this.projections.recentRequests(orgId, this.config.requestLogRetention),
-      this.projections.keysOf(orgId),
-      this.projections.dailySpend(orgId),
+      this.readModels.recentRequests(orgId, this.config.requestLogRetention),
+      this.readModels.keysOf(orgId),
+      this.readModels.dailySpend(orgId),
     ]);
     return usageReport(filter, log, keys, daily);
   }

@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { ProjectionStore } from '../../projections/projection-store';
 import { Projector } from '../../projections/projector';
-import { PROJECTIONS } from '../../runtime/runtime.module';
-import { keyNotFound } from '../api-key/api-key.decider';
-import { type ListKeysQuery, type ShownKey, visibleKeys, withLimitUsage } from '../list/list-keys.handler';
+import type { ReadModels } from '../../projections/read-models';
+import { READ_MODELS } from '../../runtime/runtime.module';
+import { keyNotFound, keyVisibleTo } from '../api-key/api-key.decider';
+import { type ListKeysQuery, reached, type ShownKey, withLimitUsage } from '../list/list-keys.handler';
 
 export type ReadKeyQuery = ListKeysQuery & { keyId: string };
 
@@ -11,13 +11,14 @@ export type ReadKeyQuery = ListKeysQuery & { keyId: string };
 @Injectable()
 export class ReadKeyHandler {
   constructor(
-    @Inject(PROJECTIONS) private readonly projections: ProjectionStore,
+    @Inject(READ_MODELS) private readonly readModels: ReadModels,
     private readonly projector: Projector,
   ) {}
 
   async execute({ keyId, ...asked }: ReadKeyQuery): Promise<ShownKey> {
-    const key = (await visibleKeys(this.projections, this.projector, asked)).find((k) => k.keyId === keyId);
-    if (!key) throw keyNotFound(asked, keyId);
-    return asked.limitUsage ? withLimitUsage(this.projections, key, Date.now()) : key;
+    await reached(this.projector, asked.after);
+    const key = await this.readModels.key(asked.orgId, keyId);
+    if (!key || !keyVisibleTo({ actor: asked.actor, orgId: asked.orgId }, key)) throw keyNotFound(asked, keyId);
+    return asked.limitUsage ? withLimitUsage(this.readModels, key, Date.now()) : key;
   }
 }

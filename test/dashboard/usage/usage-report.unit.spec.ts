@@ -1,6 +1,6 @@
 import { spendPerDay, usageFilterOf, usageReport } from '../../../src/dashboard/usage/usage-report';
 import { ApiError } from '../../../src/http/api-error';
-import type { RequestLogEntry } from '../../../src/projections/read-model';
+import type { RequestLogEntry } from '../../../src/projections/read-models';
 
 const at = (iso: string) => Date.parse(iso);
 const NOW = at('2025-03-20T15:00:00Z');
