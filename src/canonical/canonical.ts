@@ -103,7 +103,9 @@ export interface Usage {
  * (`signature`, when the host signs it, closes one block of reasoning); `tool_call`: a piece of a tool call (`index` identifies the call
  * within the reply; `id` and `name` come with its first piece); `finish`: why the reply ended;
  * `usage`: tokens as the host has counted them so far, before or after `finish`; a later one
- * replaces an earlier (a host may count input at the start and output only at the end).
+ * replaces an earlier (a host may count input at the start and output only at the end);
+ * `upstream_id`: the host's own id for a reply passed whole, which its client sees (recorded with
+ * the settlement, so the request can be found by it; not sent on).
  * Failures are the Observable's error (a HostError).
  */
 export type CanonicalEvent =
@@ -113,6 +115,7 @@ export type CanonicalEvent =
   | { type: 'tool_call'; index: number; id?: string; name?: string; argumentsDelta: string }
   | { type: 'finish'; reason: FinishReason; stopSequence?: string }
   | { type: 'usage'; usage: Usage }
+  | { type: 'upstream_id'; id: string }
   | PassThrough;
 
 /**
@@ -126,6 +129,10 @@ export interface PassThrough {
   event?: string;
   data: Record<string, unknown>;
 }
+
+/** A host's id for its reply as an event, when it is one (visible ASCII, at most 256 characters): hosts send what they like. */
+export const upstreamIdOf = (value: unknown): CanonicalEvent | null =>
+  typeof value === 'string' && /^[\x21-\x7e]{1,256}$/.test(value) ? { type: 'upstream_id', id: value } : null;
 
 /** Whether an event is output the client sees (no fallback once some went out, and a cut bills it). */
 export const isOutput = (event: CanonicalEvent): boolean =>

@@ -52,6 +52,8 @@ export interface AttemptState {
   deliveredChars: number;
   /** Usage as the host serving has reported it so far, if it has. */
   usage: Usage | null;
+  /** The serving host's own id for its reply, once it has said it. */
+  upstreamId: string | null;
   /** How the request ended, once it has. */
   ending: Ending | null;
 }
@@ -63,6 +65,7 @@ export const initialAttempt = (hostCount: number): AttemptState => ({
   produced: false,
   deliveredChars: 0,
   usage: null,
+  upstreamId: null,
   ending: null,
 });
 
@@ -94,14 +97,18 @@ export function attemptStep(state: AttemptState, input: AttemptInput): EventActi
     case 'usage':
       state.usage = input.usage;
       return 'forward';
+    case 'upstream_id':
+      state.upstreamId = input.id;
+      return 'skip';
     case 'finish':
     case 'pass_through':
       return 'forward';
     case 'host_failed':
       if (!state.produced && input.error.retryable && state.hostIndex < state.hostCount - 1) {
         state.hostIndex += 1;
-        // What the failed host counted is not the next one's to bill.
+        // What the failed host counted is not the next one's to bill, nor its reply's id the served one's.
         state.usage = null;
+        state.upstreamId = null;
         return 'next_host';
       }
       return end(state, { kind: 'failed', error: input.error });

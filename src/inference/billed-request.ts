@@ -3,6 +3,7 @@ import type { HostError } from '../canonical/canonical';
 import { Catalogue, CatalogueModel, ModelHost } from '../catalogue/catalogue';
 import type { Config } from '../config/config';
 import { ApiError } from '../http/api-error';
+import { maskSecrets } from '../key-secret/key-secret';
 import { invalidApiKey, ordinaryKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
 import { LedgerService, ReservationTicket, Resolution } from '../ledger/ledger.service';
@@ -231,7 +232,11 @@ export class BilledRequests {
       );
     }
     const latencyMs = Math.round(performance.now() - request.started);
-    const resolved = this.traced(request.facts, 'settlement', this.resolve(request, served, settlement, latencyMs));
+    const resolved = this.traced(
+      request.facts,
+      'settlement',
+      this.resolve(request, served, settlement, latencyMs, ended.upstreamId ?? null),
+    );
     const told = resolved.then(
       (resolution) => this.tell(request, ended, resolution, listener),
       () => this.tell(request, ended, undefined, listener),
@@ -301,6 +306,7 @@ export class BilledRequests {
     served: ModelHost,
     settlement: Settlement,
     latencyMs: number,
+    upstreamId: string | null,
   ): Promise<Resolution | null> {
     if (settlement.action === 'none') return null;
     let resolution: Resolution;
@@ -318,6 +324,8 @@ export class BilledRequests {
           status,
           latencyMs,
           ...(flag === null ? {} : { usageFlag: flag }),
+          // A host's text may hold a key (ours or its own): masked before it is recorded.
+          ...(upstreamId === null ? {} : { upstreamId: maskSecrets(upstreamId) }),
         };
         resolution = await this.ledger.recordSettlement(request.ticket, outcome);
         if (request.tokensLimited) this.countTokens(request.tokensLimited, usage);

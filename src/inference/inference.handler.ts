@@ -162,6 +162,12 @@ export class InferenceHandler
   private ended(plan: AdmissionPlan, attempt: AttemptState, ending: Ending): CallEnded {
     const limits = usageLimits(plan.model.contextLength, plan.estimate.inputTokens, plan.request);
     const settlement = settlementFor(ending, attempt, limits);
-    return { served: plan.hosts[attempt.hostIndex], fallback: attempt.hostIndex > 0, ending, settlement };
+    return {
+      served: plan.hosts[attempt.hostIndex],
+      fallback: attempt.hostIndex > 0,
+      ending,
+      settlement,
+      upstreamId: attempt.upstreamId,
+    };
   }
 }

@@ -35,6 +35,8 @@ export interface CallEnded {
   fallback: boolean;
   ending: Ending;
   settlement: Settlement;
+  /** The serving host's own id for its reply, when it gave one (a client of its format sees it). */
+  upstreamId?: string | null;
 }
 
 const NOTHING: Settlement = { action: 'none' };

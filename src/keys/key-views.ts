@@ -83,6 +83,17 @@ export const generationView = (e: RequestLogEntry) => ({
   tokens: { input: e.inputTokens, cache_read: e.cacheReadTokens, cache_write: e.cacheWriteTokens, output: e.outputTokens },
   cost: creditsNumber(e.cost),
   cost_nano: e.cost,
-  /** OpenRouter's name for what the request cost, in credits. */
+  // OpenRouter's names for what the request log knows.
   total_cost: creditsNumber(e.cost),
+  usage: creditsNumber(e.cost),
+  request_id: e.requestId,
+  upstream_id: e.upstreamId ?? null,
+  provider_name: e.host,
+  latency: e.latencyMs,
+  tokens_prompt: e.inputTokens + e.cacheReadTokens + e.cacheWriteTokens,
+  tokens_completion: e.outputTokens,
+  native_tokens_prompt: e.inputTokens + e.cacheReadTokens + e.cacheWriteTokens,
+  native_tokens_completion: e.outputTokens,
+  native_tokens_cached: e.cacheReadTokens,
+  is_byok: false,
 });

@@ -2,6 +2,7 @@ import { Controller, Get, Inject, Query, Req, UseFilters, UseGuards } from '@nes
 import { ApiError, openRouterErrors } from '../http/api-error';
 import type { ReadModels } from '../projections/read-models';
 import { READ_MODELS } from '../runtime/runtime.module';
+import { requestIdsOf } from '../surfaces/reply-id';
 import { ApiKeyGuard, KeyedRequest } from '../surfaces/api-key.guard';
 import { periodOf } from '../ledger/key-limit';
 import type { LimitReset } from '../identity/identity.events';
@@ -28,13 +29,17 @@ export class KeyController {
     return { data: keyView(key, organization?.rateLimits, usedIn) };
   }
 
-  /** GET /api/v1/generation?id=<x-request-id>: one request of the caller's organization, from its request log. */
+  /**
+   * GET /api/v1/generation?id=…: one request of the caller's organization, from its request log, by
+   * its x-request-id or the id its reply carried (ours, or the host's for a reply passed whole).
+   */
   @Get('generation')
   async generation(@Req() request: KeyedRequest, @Query('id') id: unknown) {
     if (typeof id !== 'string' || id === '')
-      throw new ApiError('invalid_request', 'id is required: the x-request-id of a request');
+      throw new ApiError('invalid_request', 'id is required: the x-request-id of a request, or the id of its reply');
     const { orgId } = request.apiKey;
-    const entry = await this.readModels.request(orgId, id);
+    let entry = await this.readModels.request(orgId, id);
+    for (const requestId of requestIdsOf(id)) entry ??= await this.readModels.request(orgId, requestId);
     // Another organization's request is as unknown as one that never was.
     if (!entry)
       throw new ApiError(

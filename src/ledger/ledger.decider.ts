@@ -124,6 +124,8 @@ export interface Settle extends RequestOutcome {
   hostModel: string;
   /** Why some of the tokens are the gateway's own count, not the host's; absent when all are the host's. */
   usageFlag?: string;
+  /** The host's own id for its reply, when it gave one. */
+  upstreamId?: string;
   now: number;
 }
 
@@ -227,6 +229,7 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
         },
       };
       if (command.usageFlag !== undefined) event.data.usageFlag = command.usageFlag;
+      if (command.upstreamId !== undefined) event.data.upstreamId = command.upstreamId;
       return [event];
     }
     case 'Release': {

@@ -64,6 +64,12 @@ export interface ReservationSettled {
        * is the host's. The charge is recomputed from the tokens either way.
        */
       usageFlag?: string;
+      /**
+       * The host's own id for its reply (`chatcmpl-…`, `msg_…`): what a client of the host's format,
+       * passed the reply whole, sees as its id. Absent when the host gave none, and from events
+       * written before it was recorded.
+       */
+      upstreamId?: string;
     };
 }
 

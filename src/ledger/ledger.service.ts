@@ -40,6 +40,7 @@ const settleCommand = (s: Omit<Settle, 'type' | 'now'>, now: number): Settle => 
   status: s.status,
   latencyMs: s.latencyMs,
   ...(s.usageFlag === undefined ? {} : { usageFlag: s.usageFlag }),
+  ...(s.upstreamId === undefined ? {} : { upstreamId: s.upstreamId }),
   now,
 });
 

@@ -272,6 +272,17 @@ const generation = object({
   cost: number,
   cost_nano: integer,
   total_cost: number,
+  usage: number,
+  request_id: string,
+  upstream_id: nullable(string),
+  provider_name: nullable(string),
+  latency: nullable(integer),
+  tokens_prompt: integer,
+  tokens_completion: integer,
+  native_tokens_prompt: integer,
+  native_tokens_completion: integer,
+  native_tokens_cached: integer,
+  is_byok: boolean,
 });
 
 export const REPLY_SCHEMAS = {

@@ -209,6 +209,7 @@ export function requestLogEntryOf(event: Logged): RequestLogEntry {
       entry.cost = event.data.amount;
       entry.latencyMs = event.data.latencyMs;
       entry.status = event.data.status;
+      if (event.data.upstreamId !== undefined) entry.upstreamId = event.data.upstreamId;
       break;
     case 'ReservationReleased':
       entry.reservationId = event.data.reservationId;

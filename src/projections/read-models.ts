@@ -23,7 +23,7 @@ export interface ReadModels {
   keyUsage(orgId: string, keyId: string, period: string): Promise<number>;
   /** Newest first, at most `limit` (and never more than the retention). */
   recentRequests(orgId: string, limit: number): Promise<RequestLogEntry[]>;
-  /** The newest request of the request log with this id, while the log keeps it; else null. */
+  /** The newest request of the request log with this id (its request id, or its host's id for the reply), while the log keeps it; else null. */
   request(orgId: string, requestId: string): Promise<RequestLogEntry | null>;
   /** Nano-credits charged per UTC day (`YYYY-MM-DD`), for every day with a charge. */
   dailySpend(orgId: string): Promise<Map<string, number>>;
@@ -85,6 +85,8 @@ export interface RequestLogEntry {
   cost: number;
   latencyMs: number | null;
   status: string;
+  /** The serving host's own id for its reply, when it gave one (what a client passed the reply whole sees). */
+  upstreamId?: string;
 }
 
 export interface OrgRecord {

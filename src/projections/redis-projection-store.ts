@@ -153,6 +153,7 @@ class RedisBatch implements ReadModelWrites {
       this.index(k.requestIndex),
       this.requestLogRetention,
       entry.requestId,
+      entry.upstreamId ?? '',
       JSON.stringify(entry),
     );
   }
@@ -618,7 +619,10 @@ export class RedisProjectionStore implements ReadModelStore {
       const entries = tables.requests.oldestFirst();
       if (entries.length > 0) {
         const index: Record<string, string> = {};
-        entries.forEach((entry, i) => (index[entry.requestId] = String(i + 1)));
+        entries.forEach((entry, i) => {
+          index[entry.requestId] = String(i + 1);
+          if (entry.upstreamId !== undefined) index[entry.upstreamId] = String(i + 1);
+        });
         writes.push(
           this.client
             .multi()

@@ -35,12 +35,12 @@ end
  * writes take, then its writes:
  *   add <key> <field> <by> | release <key> <field> <open> <reservation id> | max <key> <field> <value>
  *   set <key> <field> <value> | del <key> <field>
- *   push <log> <index> <retention> <request id> <entry JSON>
+ *   push <log> <index> <retention> <request id> <host's reply id, or ''> <entry JSON>
  *   hold <holds> <hold deadlines> <key pending> <hold key> <reservation id>
  * The request log is a list, newest first, of elements `<n> <entry JSON>`, n counting the
  * organization's logged requests (kept in its ledger as `logged`): the element n is at index
- * logged - n. The index maps a request id to the n of its newest element, and loses it when that
- * element is trimmed.
+ * logged - n. The index maps a request id (and a host's reply id) to the n of its newest element,
+ * and loses it when that element is trimmed.
  */
 export const APPLY = `${RELEASE_PENDING_HOLD}
 local i = 1
@@ -76,15 +76,20 @@ while i <= #ARGV do
       elseif op == 'push' then
         local log, index, retention = KEYS[tonumber(ARGV[i + 1])], KEYS[tonumber(ARGV[i + 2])], tonumber(ARGV[i + 3])
         local n = redis.call('HINCRBY', KEYS[1], 'logged', 1)
-        redis.call('LPUSH', log, n .. ' ' .. ARGV[i + 5])
+        redis.call('LPUSH', log, n .. ' ' .. ARGV[i + 6])
         redis.call('HSET', index, ARGV[i + 4], n)
+        if ARGV[i + 5] ~= '' then redis.call('HSET', index, ARGV[i + 5], n) end
         while redis.call('LLEN', log) > retention do
           local dropped = redis.call('RPOP', log)
           local space = string.find(dropped, ' ', 1, true)
-          local id = cjson.decode(string.sub(dropped, space + 1)).requestId
-          if redis.call('HGET', index, id) == string.sub(dropped, 1, space - 1) then redis.call('HDEL', index, id) end
+          local entry = cjson.decode(string.sub(dropped, space + 1))
+          local m = string.sub(dropped, 1, space - 1)
+          if redis.call('HGET', index, entry.requestId) == m then redis.call('HDEL', index, entry.requestId) end
+          if entry.upstreamId and redis.call('HGET', index, entry.upstreamId) == m then
+            redis.call('HDEL', index, entry.upstreamId)
+          end
         end
-        i = i + 6
+        i = i + 7
       elseif op == 'hold' then
         releasePendingHold(KEYS[1], KEYS[tonumber(ARGV[i + 1])], KEYS[tonumber(ARGV[i + 2])],
           KEYS[tonumber(ARGV[i + 3])], KEYS[tonumber(ARGV[i + 4])], ARGV[i + 5])

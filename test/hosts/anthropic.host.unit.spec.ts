@@ -668,6 +668,8 @@ describe('anthropicHost, a messages body passed whole', () => {
     const start = messageStart();
     expect(decoder.push(start)).toEqual([
       { type: 'pass_through', event: 'message_start', data: JSON.parse(start.data) },
+      // The reply keeps the host's id: the client may look the request up by it.
+      { type: 'upstream_id', id: 'msg_01' },
       counted({ inputTokens: 25, outputTokens: 1 }),
     ]);
     const reply = {

@@ -44,6 +44,9 @@ function malformation(event: CanonicalEvent): string | null {
       return USAGE_FIELDS.every((f) => typeof event.usage[f] === 'number') && isCount(event.usage.reasoningTokens)
         ? null
         : 'usage with a count that is not a number';
+    case 'upstream_id':
+      // What any host's reply carries as its id is recorded: a short string of visible characters only.
+      return /^[\x21-\x7e]{1,256}$/.test(event.id) ? null : 'upstream id that is not a short visible string';
     case 'pass_through':
       return typeof event.data === 'object' && event.data !== null && optionalString(event.event)
         ? null

@@ -257,6 +257,13 @@ describe('openAiHost, a chat-completions body passed whole', () => {
     const chunk = { id: 'c1', choices: [{ index: 0, delta: { reasoning_content: 'Hmm.' }, finish_reason: null }] };
     expect(decoder.push({ data: JSON.stringify(chunk) })).toEqual([
       { type: 'pass_through', data: chunk },
+      // The reply keeps the host's id (the first chunk's): the client may look the request up by it.
+      { type: 'upstream_id', id: 'c1' },
+      { type: 'reasoning', text: 'Hmm.' },
+    ]);
+    // Said once: every chunk repeats it.
+    expect(decoder.push({ data: JSON.stringify(chunk) })).toEqual([
+      { type: 'pass_through', data: chunk },
       { type: 'reasoning', text: 'Hmm.' },
     ]);
     expect(openAiHost.decoder().push({ data: JSON.stringify({ choices: [{ delta: { reasoning: 'So.' } }] }) })).toEqual([

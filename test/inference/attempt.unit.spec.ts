@@ -32,6 +32,7 @@ describe('the attempt', () => {
       produced: false,
       deliveredChars: 0,
       usage: null,
+      upstreamId: null,
       ending: null,
     });
   });
@@ -134,5 +135,17 @@ describe('the attempt', () => {
       expect(action).toBe('ignore');
       expect(state).toMatchObject({ ending: { kind: 'complete' }, deliveredChars: 2, hostIndex: 0 });
     });
+  });
+});
+
+describe("the attempt, given a host's id for its reply", () => {
+  it('keeps it unforwarded, and forgets a failed host’s when the next serves', () => {
+    const attempt = initialAttempt(2);
+    expect(attemptStep(attempt, { type: 'upstream_id', id: 'msg_first' })).toBe('skip');
+    expect(attempt.upstreamId).toBe('msg_first');
+    expect(attemptStep(attempt, hostFailed(new HostError('status', 'overloaded', 529)))).toBe('next_host');
+    expect(attempt.upstreamId).toBeNull();
+    attemptStep(attempt, { type: 'upstream_id', id: 'msg_second' });
+    expect(attempt.upstreamId).toBe('msg_second');
   });
 });

@@ -111,7 +111,8 @@ function suite(name: string, redis: boolean) {
     it("GET /api/v1/generation: a request of the caller's organization by its id; another organization's is not found", async () => {
       const res = await chat(g.key);
       expect(res.status).toBe(200);
-      await res.text();
+      // Passed whole from a chat-completions host: the reply's id is the host's own.
+      const replyId = ((await res.json()) as { id: string }).id;
       const id = res.headers.get('x-request-id')!;
       const entry = await g.logged(id);
       const found = await get(`/api/v1/generation?id=${id}`, g.key);
@@ -130,6 +131,17 @@ function suite(name: string, redis: boolean) {
           cost: entry.cost / 1e9,
           cost_nano: entry.cost,
           total_cost: entry.cost / 1e9,
+          usage: entry.cost / 1e9,
+          request_id: id,
+          upstream_id: replyId,
+          provider_name: 'fake-openai',
+          latency: entry.latencyMs,
+          tokens_prompt: 20,
+          tokens_completion: 10,
+          native_tokens_prompt: 20,
+          native_tokens_completion: 10,
+          native_tokens_cached: 0,
+          is_byok: false,
         },
       });
       const otherOrg = await fundedOrganization(g.t.runtime, 1);
@@ -139,6 +151,29 @@ function suite(name: string, redis: boolean) {
       expect(hidden.status).toBe(404);
       expect(await hidden.json()).toEqual({ error: { code: 404, message: expect.stringMatching(/^no request /) } });
       expect((await get('/api/v1/generation', g.key)).status).toBe(400);
+    });
+
+    it('GET /api/v1/generation: a request found by the id its client saw in the reply, ours or the host’s', async () => {
+      g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: 'Hi.', usage: { input: 9, output: 3 } } });
+      // Translated (a chat client on a messages host): the reply's id is ours, made from the request's.
+      const translated = await chatCompletion(g.baseUrl, g.key, { model: M.claude.slug, max_tokens: 20 });
+      expect(translated.status).toBe(200);
+      const ours = ((await translated.json()) as { id: string }).id;
+      expect(ours).toMatch(/^chatcmpl-/);
+      // Passed whole (a chat client on a chat host, streamed): the reply's id is the host's.
+      const streamed = await chatCompletion(g.baseUrl, g.key, { stream: true, max_tokens: 20 });
+      const hostId = /"id":"(chatcmpl-[^"]+)"/.exec(await streamed.text())![1];
+      for (const [reply, res] of [
+        [ours, translated],
+        [hostId, streamed],
+      ] as const) {
+        const requestId = res.headers.get('x-request-id')!;
+        await g.logged(requestId);
+        const found = await get(`/api/v1/generation?id=${encodeURIComponent(reply)}`, g.key);
+        expect(found.status).toBe(200);
+        expect(((await found.json()) as { data: { id: string } }).data.id).toBe(requestId);
+      }
+      expect((await get('/api/v1/generation?id=chatcmpl-none', g.key)).status).toBe(404);
     });
   });
 }

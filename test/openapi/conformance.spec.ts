@@ -31,17 +31,16 @@ const DEVIATIONS: Deviation[] = [
   {
     document: 'openrouter',
     at: '/components/schemas/GenerationResponse/properties/data',
-    // What is sent: id, created_at, model, total_cost (and the request log's own fields beside them).
+    // What is sent: the request log's line, with OpenRouter's names for what it knows.
     omits: [
-      ...['upstream_id', 'cache_discount', 'upstream_inference_cost', 'app_id', 'streamed', 'cancelled', 'provider_name'],
-      ...['latency', 'moderation_latency', 'generation_time', 'finish_reason', 'service_tier', 'tokens_prompt'],
-      ...['tokens_completion', 'native_tokens_prompt', 'native_tokens_completion', 'native_tokens_completion_images'],
-      ...['native_tokens_reasoning', 'native_tokens_cached', 'num_media_prompt', 'num_input_audio_prompt'],
-      ...['num_media_completion', 'num_search_results', 'num_fetches', 'web_search_engine', 'origin', 'usage', 'is_byok'],
+      ...['cache_discount', 'upstream_inference_cost', 'app_id', 'streamed', 'cancelled'],
+      ...['moderation_latency', 'generation_time', 'finish_reason', 'service_tier'],
+      ...['native_tokens_completion_images', 'native_tokens_reasoning', 'num_media_prompt', 'num_input_audio_prompt'],
+      ...['num_media_completion', 'num_search_results', 'num_fetches', 'web_search_engine', 'origin'],
       ...['native_finish_reason', 'external_user', 'api_type', 'preset_id', 'router', 'provider_responses', 'user_agent'],
       ...['http_referer', 'data_region', 'workspace_id'],
     ],
-    why: 'a generation is a line of the request log, in its own fields (host, latency_ms, tokens, cost); of OpenRouter’s, only total_cost is given so far',
+    why: 'a generation is a line of the request log: what it does not record (finish reason, streaming, media, the client app) is not given',
   },
   ...['KeyCreatedResponse/properties/data', 'KeyListResponse/properties/data/items', 'KeyResponse/properties/data'].map(
     (at): Deviation => ({

@@ -337,6 +337,66 @@ function describeProjectionStore(name: string, open: () => Promise<ReadModelStor
       expect((await store.recentRequests('org-a', 10)).map((e) => e.requestId)).toEqual(['q3', 'x9', 'x8', 'x7', 'q3']);
     });
 
+    it("finds a request by its host's id for a reply passed whole while the log keeps it, as after a rebuild", async () => {
+      const log = sampleLog().slice(0, 3);
+      const settled = (requestId: string, n: number, upstreamId?: string) => {
+        const facts = { requestId, keyId: 'k1', surface: 's', model: 'm', orgId: 'org-a', reservationId: `u${n}` };
+        const prices = { input: 1_000, output: 1_000 };
+        log.push(
+          {
+            type: 'CreditsReserved',
+            data: { ...facts, amount: 1, reservedAt: 1, expiresAt: 9 },
+            streamId: `u${n}`,
+            revision: 0,
+            position: log.length + 1,
+            recordedAt: 0,
+          },
+          {
+            type: 'ReservationSettled',
+            data: {
+              ...facts,
+              host: 'h',
+              hostModel: 'hm',
+              inputTokens: 1,
+              outputTokens: 1,
+              prices,
+              amount: 1,
+              held: 1,
+              status: 'ok',
+              latencyMs: 1,
+              settledAt: 100 + n,
+              ...(upstreamId === undefined ? {} : { upstreamId }),
+            },
+            streamId: `u${n}`,
+            revision: 1,
+            position: log.length + 2,
+            recordedAt: 0,
+          },
+        );
+      };
+      settled('q1', 1, 'chatcmpl-host1');
+      settled('q2', 2);
+      settled('q3', 3, 'msg_host3');
+      await store.apply(log);
+      expect(await store.request('org-a', 'chatcmpl-host1')).toMatchObject({ requestId: 'q1', upstreamId: 'chatcmpl-host1' });
+      expect(await store.request('org-a', 'msg_host3')).toMatchObject({ requestId: 'q3' });
+      expect(await store.request('org-a', 'q2')).not.toHaveProperty('upstreamId');
+      expect(await store.request('org-b', 'msg_host3')).toBeNull();
+      // Three more (retention 5): q1 leaves the log, and its host's id with it.
+      const more = log.length;
+      ['x4', 'x5', 'x6'].forEach((id, i) => settled(id, 4 + i));
+      await store.apply(log.slice(more));
+      expect(await store.request('org-a', 'chatcmpl-host1')).toBeNull();
+      expect(await store.request('org-a', 'msg_host3')).toMatchObject({ requestId: 'q3' });
+
+      const model = new ReadModel(5);
+      log.forEach((e) => model.apply(e));
+      await store.reset();
+      await store.load(model);
+      expect(await store.request('org-a', 'msg_host3')).toMatchObject({ requestId: 'q3' });
+      expect(await store.request('org-a', 'chatcmpl-host1')).toBeNull();
+    });
+
     it('reads one key of an organization, with its spend and last use', async () => {
       await store.apply(sampleLog());
       const key = await store.key('org-a', 'k1');

@@ -51,4 +51,15 @@ describe('an organization’s request log in this process', () => {
     log.push(entry('other', 4));
     expect(log.find('same')).toBeNull();
   });
+
+  it("finds an entry by its host's id for the reply too, and forgets both ids when it is dropped", () => {
+    const log = new RequestLog(2);
+    log.push({ ...entry('q1', 1), upstreamId: 'msg_1' });
+    log.push(entry('q2', 2));
+    expect(log.find('msg_1')).toMatchObject({ requestId: 'q1' });
+    log.push({ ...entry('q3', 3), upstreamId: 'chatcmpl-3' });
+    expect(log.find('msg_1')).toBeNull();
+    expect(log.find('q1')).toBeNull();
+    expect(log.find('chatcmpl-3')).toMatchObject({ requestId: 'q3' });
+  });
 });

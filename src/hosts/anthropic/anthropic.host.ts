@@ -8,6 +8,7 @@ import {
   HostError,
   isOutput,
   ReasoningEffort,
+  upstreamIdOf,
   Usage,
 } from '../../canonical/canonical';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
@@ -48,7 +49,7 @@ interface WireUsage {
 interface WireEvent {
   type?: string;
   index?: number;
-  message?: { usage?: WireUsage };
+  message?: { id?: unknown; usage?: WireUsage };
   content_block?: { type?: string; id?: unknown; name?: unknown };
   delta?: {
     type?: string;
@@ -65,6 +66,7 @@ interface WireEvent {
 
 /** The fields of a whole (non-streamed) reply this reads. */
 interface WireMessage {
+  id?: unknown;
   type?: string;
   content?: unknown;
   stop_reason?: unknown;
@@ -340,6 +342,9 @@ function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
   if (reply.type === 'error') throw new HostError('upstream_error', errorReason(reply.error));
   if (!Array.isArray(reply.content)) throw new HostError('malformed', 'upstream reply without content');
   const events: CanonicalEvent[] = [];
+  // Passed whole, the reply keeps the host's id: it is recorded, so the client can look the request up by it.
+  const id = passThrough && upstreamIdOf(reply.id);
+  if (id) events.push(id);
   let toolCalls = 0;
   for (const block of reply.content as Array<Record<string, unknown>>) {
     if (block?.type === 'text') {
@@ -388,10 +393,12 @@ class AnthropicDecoder implements StreamDecoder {
     switch (type) {
       case 'message_start': {
         // The input's classes are known from here; the output count comes with message_delta.
+        const id = this.passThrough && upstreamIdOf(data.message?.id);
+        const identified: CanonicalEvent[] = id ? [id] : [];
         const usage = data.message?.usage;
-        if (!isObject(usage)) return [];
+        if (!isObject(usage)) return identified;
         this.startUsage = usage;
-        return [{ type: 'usage', usage: usageOf(usage) }];
+        return [...identified, { type: 'usage', usage: usageOf(usage) }];
       }
       case 'content_block_start': {
         // Thinking comes in its deltas; other blocks (redacted thinking, server tools and their

@@ -6,7 +6,7 @@ import type {
   ReasoningEffort,
   Usage,
 } from '../../canonical/canonical';
-import { HostError, isOutput } from '../../canonical/canonical';
+import { HostError, isOutput, upstreamIdOf } from '../../canonical/canonical';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
 import { openAiEmbeddingsRequest } from './openai.embeddings';
 
@@ -158,6 +158,9 @@ function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
     throw new HostError('malformed', 'upstream sent a reply without choices');
   const { choice, part: message } = firstChoice(parsed, 'message');
   const events: CanonicalEvent[] = [];
+  // Passed whole, the reply keeps the host's id: it is recorded, so the client can look the request up by it.
+  const id = passThrough && upstreamIdOf(parsed.id);
+  if (id) events.push(id);
   const reasoning = reasoningOf(message);
   if (reasoning !== '') events.push({ type: 'reasoning', text: reasoning });
   const content = str(message.content);
@@ -177,6 +180,8 @@ function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
 class OpenAiDecoder implements StreamDecoder {
   done = false;
   private produced = false;
+  /** Whether the reply's id has been told (every chunk repeats it); only when passed whole, as the client then sees it. */
+  private identified = false;
 
   constructor(private readonly passThrough: boolean) {}
 
@@ -196,6 +201,11 @@ class OpenAiDecoder implements StreamDecoder {
     if (parsed.error) throw new HostError('upstream_error', errorText(parsed.error), null, !this.produced);
     const events: CanonicalEvent[] = [];
     if (this.passThrough) events.push({ type: 'pass_through', data: parsed });
+    if (this.passThrough && !this.identified) {
+      const id = upstreamIdOf(parsed.id);
+      if (id) events.push(id);
+      this.identified = true;
+    }
     const { choice, part: delta } = firstChoice(parsed, 'delta');
     const reasoning = reasoningOf(delta);
     if (reasoning !== '') events.push({ type: 'reasoning', text: reasoning });

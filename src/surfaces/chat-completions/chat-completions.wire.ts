@@ -1,3 +1,4 @@
+import { replyIdOf } from '../reply-id';
 import { API_ERRORS, ApiError, chatCompletionsError } from '../../http/api-error';
 import { creditsNumber } from '../../ledger/money';
 import type { CanonicalMessage, CanonicalRequest, FinishReason, ReasoningEffort } from '../../canonical/canonical';
@@ -106,7 +107,7 @@ const FINISH: Record<FinishReason, string> = {
   content_filter: 'content_filter',
 };
 
-const completionId = (result: InferenceResult) => `chatcmpl-${result.requestId.replace(/^req_/, '')}`;
+const completionId = (result: InferenceResult) => replyIdOf('chatcmpl-', result.requestId);
 
 /** Every input token in `prompt_tokens`, the cache's share of them in its details. */
 function usageOf(reply: Pick<Reply, 'billed' | 'usage'>) {

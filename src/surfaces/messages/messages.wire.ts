@@ -1,3 +1,4 @@
+import { replyIdOf } from '../reply-id';
 import { ApiError, ApiErrorCode } from '../../http/api-error';
 import type {
   CanonicalImage,
@@ -143,7 +144,7 @@ const STOP_REASON: Record<FinishReason, string> = {
   content_filter: 'refusal',
 };
 
-const messageId = (result: InferenceResult) => `msg_${result.requestId.replace(/^req_/, '')}`;
+const messageId = (result: InferenceResult) => replyIdOf('msg_', result.requestId);
 
 /** Tool arguments as the `input` object the format wants; arguments that are not a JSON object become {}. */
 function inputOf(args: string): Record<string, unknown> {

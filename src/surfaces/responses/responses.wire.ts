@@ -1,3 +1,4 @@
+import { replyIdOf } from '../reply-id';
 import { ApiError, chatCompletionsError } from '../../http/api-error';
 import { creditsNumber } from '../../ledger/money';
 import type {
@@ -264,7 +265,7 @@ export const replyContextOf = (body: ResponsesRequest): ReplyContext => ({ echo:
 /** Why a reply is incomplete, for the finishes that make it so. */
 const INCOMPLETE: Partial<Record<FinishReason, string>> = { length: 'max_output_tokens', content_filter: 'content_filter' };
 
-const responseId = (result: InferenceResult) => `resp_${result.requestId.replace(/^req_/, '')}`;
+const responseId = (result: InferenceResult) => replyIdOf('resp_', result.requestId);
 const itemId = (result: InferenceResult, prefix: string, index: number) =>
   `${prefix}_${result.requestId.replace(/^req_/, '')}_${index}`;
 
