@@ -1,3 +1,4 @@
+import { maskSecrets } from '../key-secret/key-secret';
 import type { OnApplicationShutdown } from '@nestjs/common';
 import { TextDecoder } from 'node:util';
 import { createParser, type EventSourceParser } from 'eventsource-parser';
@@ -113,11 +114,14 @@ export class HostTransport implements OnApplicationShutdown {
     } catch (error) {
       throw toHostError(error, true);
     }
-    if (status >= 400) throw new HostError('status', kind.errorMessage(status, body), status);
+    if (status >= 400) throw toHostError(new HostError('status', kind.errorMessage(status, body), status), true);
     try {
       return JSON.parse(body) as unknown;
     } catch {
-      throw new HostError('malformed', `upstream answered with a body that is not JSON: ${body.slice(0, 100)}`);
+      throw toHostError(
+        new HostError('malformed', `upstream answered with a body that is not JSON: ${body.slice(0, 100)}`),
+        true,
+      );
     }
   }
 
@@ -306,12 +310,16 @@ function unreadableReply(error: unknown, beforeOutput: boolean): HostError {
   return new HostError('malformed', `upstream sent a reply that could not be read: ${message}`, null, beforeOutput);
 }
 
+/**
+ * Every failure a call raises, as a HostError whose text holds no secret: an upstream's text may echo
+ * a key (ours or the host's), and it goes on to logs, the ledger and the client.
+ */
 function toHostError(error: unknown, beforeOutput: boolean): HostError {
   if (error instanceof HostError)
-    return new HostError(error.kind, error.message, error.status, beforeOutput && error.beforeOutput);
+    return new HostError(error.kind, maskSecrets(error.message), error.status, beforeOutput && error.beforeOutput);
   if (error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError) {
     return new HostError('timeout', 'upstream did not answer in time', null, beforeOutput);
   }
   const message = (error as Error)?.message ?? String(error);
-  return new HostError('connection', `upstream connection failed: ${message}`, null, beforeOutput);
+  return new HostError('connection', `upstream connection failed: ${maskSecrets(message)}`, null, beforeOutput);
 }

@@ -9,7 +9,6 @@ import type { Config } from '../config/config';
 import { HOST_KINDS } from '../hosts/hosts';
 import { HostTransport } from '../hosts/transport';
 import type { ApiError } from '../http/api-error';
-import { maskSecrets } from '../key-secret/key-secret';
 import { failed, GATEWAY, GEN_AI, usageAttributes } from '../observability/tracing';
 import { CONFIG } from '../runtime/runtime.module';
 import { AdmissionPlan, insufficientCredits, planAdmission, Refusal } from './admission';
@@ -113,9 +112,8 @@ export class InferenceHandler
           subscriber.next(event);
         }
       },
-      error: (failure: HostError) => {
-        // An upstream's text may echo a key (ours or the host's): masked before it is logged, recorded or answered.
-        const error = new HostError(failure.kind, maskSecrets(failure.message), failure.status, failure.beforeOutput);
+      // The transport's failures hold no secret (it masks an upstream's text before raising it).
+      error: (error: HostError) => {
         const action = attemptStep(attempt, hostFailed(error));
         if (action === 'next_host') {
           if (callSpan) failed(callSpan, error.message);

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { connect } from 'node:net';
-import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { startGateway, TEST_EMBEDDING_MODELS, TEST_MODELS, TestGateway } from '../support/gateway';
 import { nested } from '../support/fuzz';
 
 const M = TEST_MODELS;
@@ -167,6 +167,23 @@ describe('API surfaces: bad input is a 4xx, and secrets are masked before they a
       for (const secret of [PASTED.slice(7), HOST_KEY, 'x'.repeat(30)]) expect(log).not.toContain(secret);
     },
   );
+
+  it('masks our key secrets and the host key in an upstream error message on embeddings too, to the client and in the log', async () => {
+    g.fake.on(TEST_EMBEDDING_MODELS.embed.hostModel, {
+      kind: 'status',
+      status: 500,
+      body: JSON.stringify({ error: { message: `key ${PASTED} rejected; we got ${HOST_KEY}`, type: 'server_error' } }),
+    });
+    const res = await post('/embeddings', { model: TEST_EMBEDDING_MODELS.embed.slug, input: 'hello' });
+    const text = await res.text();
+    expect(res.status).toBe(502);
+    expect(text).toContain('sk-svc-…');
+    expect(text).toContain('[host key]');
+    for (const secret of [PASTED.slice(7), HOST_KEY]) expect(text).not.toContain(secret);
+    await g.logged(res.headers.get('x-request-id')!);
+    const log = await logText(g);
+    for (const secret of [PASTED.slice(7), HOST_KEY]) expect(log).not.toContain(secret);
+  });
 
   it('does not take a client request id that holds a secret', async () => {
     const res = await post('/chat/completions', { model: 'nobody/nothing', messages: hello }, { 'x-request-id': PASTED });
