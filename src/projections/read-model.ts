@@ -112,6 +112,8 @@ export class ReadModel implements ReadModelWrites {
   private readonly organizations = new Map<string, OrganizationTables>();
   /** Key hash → the key's record (replaced, never changed in place). */
   readonly keyRecords = new Map<string, Partial<StoredKey>>();
+  /** The records authentication reads, made once per change of a key (every request reads one). */
+  private readonly keysForAuthentication = new Map<string, KeyRecord>();
   readonly userOrganizations = new Map<string, Set<string>>();
   /** Open reservation → its organization and when it expires. */
   readonly expiry = new Map<string, { orgId: string; at: number }>();
@@ -210,6 +212,7 @@ export class ReadModel implements ReadModelWrites {
     for (const [field, value] of Object.entries(fields)) if (value !== undefined) record[field] = value;
     for (const field of cleared) delete record[field as string];
     this.keyRecords.set(id, record);
+    this.keysForAuthentication.delete(id);
   }
 
   include(_table: SharedSet, id: string, member: string): void {
@@ -280,8 +283,14 @@ export class ReadModel implements ReadModelWrites {
   }
 
   keyByHash(hash: string): KeyRecord | null {
-    const stored = this.keyRecords.get(hash);
-    return stored === undefined ? null : keyRecordOf(stored);
+    let key = this.keysForAuthentication.get(hash);
+    if (key === undefined) {
+      const stored = this.keyRecords.get(hash);
+      if (stored === undefined) return null;
+      key = keyRecordOf(stored);
+      this.keysForAuthentication.set(hash, key);
+    }
+    return key;
   }
 
   key(orgId: string, keyId: string): KeyRecord | null {
