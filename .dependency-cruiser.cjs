@@ -6,12 +6,20 @@
  */
 
 /** The pure rules: deciders and decision files, events, money. They decide; they do no I/O. */
-const PURE_RULES = ['\\.(decider|decisions|events)\\.ts$', '^src/ledger/money\\.ts$'];
+const PURE_RULES = [
+  '\\.(decider|decisions|events)\\.ts$',
+  '^src/ledger/money\\.ts$',
+  // The pipeline's pure decisions: what to hold, how the attempt goes, what to bill.
+  '^src/inference/(admission|attempt|settlement|usage-check|tokens)\\.ts$',
+  // The read models' folds: events to writes, no store.
+  '^src/projections/(folds|writes)\\.ts$',
+];
 
 /** What does I/O or frames it: the log's and read models' stores, the network, the disk, Nest. */
 const ADAPTERS = [
   '^src/eventstore/(sqlite|eventstoredb|timed-event-store)',
-  '^src/projections/',
+  // The stores and the projector; the folds, their writes and the read side's types are pure.
+  '^src/projections/(?!(folds|writes|read-models)\\.ts$)',
   '^src/.+/redis[^/]*$',
   '^src/hosts/transport',
   '^src/http/http-adapter',
