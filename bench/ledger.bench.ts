@@ -278,8 +278,8 @@ async function main(): Promise<void> {
   await events.close();
   console.log('');
 
-  row(`start-up with ${fmt(EVENTS)} events in the log`, 'seconds until read models are current', '');
-  row('---', '---:', '');
+  row(`start-up with ${fmt(EVENTS)} events in the log`, 'seconds until read models are current');
+  row('---', '---:');
   const snapshot = join(dir.path, 'read-models.snapshot.json');
   const startup = async (env: Record<string, string>, fresh = false) => {
     const runs: number[] = [];
@@ -296,15 +296,10 @@ async function main(): Promise<void> {
   row(
     'baseline: in-process read models, no saved state (replays the whole log)',
     (await startup({ REDIS_URL: '' }, true)).toFixed(3),
-    '',
   );
-  row(
-    'in-process read models from their saved state (replays only newer events)',
-    (await startup({ REDIS_URL: '' })).toFixed(3),
-    '',
-  );
+  row('in-process read models from their saved state (replays only newer events)', (await startup({ REDIS_URL: '' })).toFixed(3));
   if (withRedis) {
-    row('Redis read models with a checkpoint (no replay)', (await startup({ REDIS_URL, REDIS_PREFIX: PREFIX })).toFixed(3), '');
+    row('Redis read models with a checkpoint (no replay)', (await startup({ REDIS_URL, REDIS_PREFIX: PREFIX })).toFixed(3));
     const store = await redisStore();
     await store.reset();
     await store.close();
