@@ -10,14 +10,14 @@ import { join } from 'node:path';
  */
 export interface SmallDisk {
   path: string;
-  /** Writes a file until the disk has no room left (ENOSPC); returns its path. */
-  fill(): string;
+  /** Writes a file until the disk has no room left (ENOSPC). */
+  fill(): void;
   /** Removes what `fill` wrote: the disk has room again. */
   free(): void;
   unmount(): void;
 }
 
-/** Mounts a tmpfs of `sizeMb` on a fresh directory (unmount it once nothing holds files on it). */
+/** Mounts a tmpfs of `sizeMb` on a fresh directory. */
 export function mountSmallDisk(label: string, sizeMb: number): SmallDisk {
   const path = mkdtempSync(join(tmpdir(), `mg-${label}-`));
   try {
@@ -39,11 +39,11 @@ export function mountSmallDisk(label: string, sizeMb: number): SmallDisk {
       } finally {
         closeSync(fd);
       }
-      return filler;
     },
     free: () => rmSync(filler, { force: true }),
     unmount() {
-      execFileSync('umount', [path], { stdio: 'pipe' });
+      // Lazily: a test that failed may have left a file open on it; the disk goes once that closes.
+      execFileSync('umount', ['--lazy', path], { stdio: 'pipe' });
       rmdirSync(path);
     },
   };
