@@ -78,13 +78,19 @@ async function start(): Promise<void> {
     await app.close().catch((error: Error) => logger.error(`closing the server: ${error.message}`));
     clearTimeout(cut);
     clearInterval(idle);
-    await runtime.close();
+    // Read models that cannot be saved (a full disk) are only logged: the log closes all the same.
+    // Exit 1 only when closing the log itself failed.
+    let code = 0;
+    await runtime.close().catch((error: Error) => {
+      logger.error(`closing the event log: ${error.message}`);
+      code = 1;
+    });
     await simulated?.close();
-    logger.info('model gateway stopped');
+    logger.info(code === 0 ? 'model gateway stopped (event log closed)' : 'model gateway stopped');
     // pino writes synchronously to stdout; a pretty transport (a worker) is flushed before exit.
     const flushable = logger as typeof logger & { flush?: (done: () => void) => void };
-    if (flushable.flush) flushable.flush(() => process.exit(0));
-    else process.exit(0);
+    if (flushable.flush) flushable.flush(() => process.exit(code));
+    else process.exit(code);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));

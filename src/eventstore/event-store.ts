@@ -74,5 +74,12 @@ export interface EventStore {
    * (by this process or any other), in batches, in log order. Ends when `signal` aborts.
    */
   subscribe(after: number, signal: AbortSignal): AsyncIterable<RecordedEvent[]>;
+  /**
+   * Why the log takes no appends now, or null when it does. Null until an append fails for a reason
+   * of the store itself (a full disk, a server that does not answer; never a conflict); from then
+   * on each call tries a small write of the store's own, and null again once that write or an
+   * append succeeds. Readiness asks it: an instance whose log refuses appends serves nothing.
+   */
+  appendFailure(): Promise<Error | null>;
   close(): Promise<void>;
 }

@@ -63,6 +63,14 @@ export interface EventStoreDbOptions {
   retryDelaysMs?: number[];
 }
 
+/**
+ * Where the write probe appends while appends fail: one `WriteProbed` event per probe that goes
+ * through (one per recovery). No fold reads it; it is the gateway's, not the ledger's.
+ */
+export const WRITE_PROBE_STREAM = 'gateway-write-probe';
+/** A probe waits no longer than this for the server: readiness answers within it. */
+const PROBE_DEADLINE_MS = 2_000;
+
 /** Records the server writes for itself ($stats, stream metadata, projection links...), not part of our log. */
 const isSystemEvent = (event: EsdbRecordedEvent): boolean => event.type.startsWith('$') || event.streamId.startsWith('$');
 
@@ -87,6 +95,14 @@ const isRefusal = (error: unknown): boolean =>
   error instanceof InvalidTransactionError ||
   error instanceof NotLeaderError;
 
+/**
+ * Failures that say the server takes no appends now, whatever the append: none arrived (outcome
+ * unknown after the retries), the credentials may not write, the node is no leader. A conflict, a
+ * deleted stream or an append too large are that append's own.
+ */
+const isStoreFailure = (error: unknown): error is Error =>
+  error instanceof AppendOutcomeUnknownError || error instanceof AccessDeniedError || error instanceof NotLeaderError;
+
 /** Iterates a read. When the caller stops early, destroying the Node stream alone would leave the call open. */
 async function* eventsOf<E>(read: StreamingRead<E>): AsyncGenerator<E> {
   try {
@@ -106,6 +122,10 @@ export class EventStoreDbEventStore implements EventStore {
   private closed = false;
   private readonly known = new KnownPositions();
   private readonly retryDelaysMs: number[];
+  /** Why the last append failed for a reason of the server, until an append or a probe succeeds. */
+  private failure: Error | null = null;
+  /** The probe in flight, shared by whoever asks meanwhile. */
+  private probing: Promise<Error | null> | null = null;
 
   private constructor(
     private readonly client: EsdbClient,
@@ -157,6 +177,19 @@ export class EventStoreDbEventStore implements EventStore {
    * call per append instead: each append's failure is its own.
    */
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    try {
+      const result = await this.appendWithRetries(streamId, events, expected);
+      this.failure = null;
+      return result;
+    } catch (error) {
+      if (isStoreFailure(error)) this.failure = error;
+      // The server answered: it takes appends.
+      else if (error instanceof WrongExpectedRevisionError) this.failure = null;
+      throw error;
+    }
+  }
+
+  private async appendWithRetries(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     if (events.length === 0) throw new Error('append needs at least one event');
     if (this.closed) throw new Error('event store is closed');
     // The client serialises data with JSON.stringify, like the SQLite log; its JSONType is narrower.
@@ -325,6 +358,33 @@ export class EventStoreDbEventStore implements EventStore {
     }
     // Consumers rely on the subscription lasting until they abort it.
     if (!signal.aborted && !this.closed) throw new Error('EventStoreDB ended the subscription');
+  }
+
+  /**
+   * Null while appends succeed. After one failed for a reason of the server (see isStoreFailure),
+   * each call appends a `WriteProbed` event to WRITE_PROBE_STREAM, once, within PROBE_DEADLINE_MS
+   * (one probe at a time, shared by concurrent callers): null again as soon as the server takes it.
+   */
+  async appendFailure(): Promise<Error | null> {
+    if (this.failure === null || this.closed) return this.failure;
+    this.probing ??= this.probe().finally(() => (this.probing = null));
+    return this.probing;
+  }
+
+  private async probe(): Promise<Error | null> {
+    const event = jsonEvent({ id: randomUUID(), type: 'WriteProbed', data: { probedAt: Date.now() } });
+    try {
+      await this.client.appendToStream(WRITE_PROBE_STREAM, event, {
+        expectedRevision: ANY,
+        credentials: this.options.appendCredentials,
+        deadline: PROBE_DEADLINE_MS,
+      });
+      this.failure = null;
+    } catch (raw) {
+      const error: unknown = raw instanceof Error ? convertToCommandError(raw) : raw;
+      this.failure = error instanceof Error ? error : new Error(String(error));
+    }
+    return this.failure;
   }
 
   /** Disposing cancels every open call, which also ends running subscriptions. */

@@ -78,6 +78,13 @@ export class SqliteEventStore implements EventStore {
   private readonly pollIntervalMs: number;
   private readonly commitWindowMs: number;
   private closed = false;
+  /** Why the last append the writer answered failed (not a conflict), until an append or a probe succeeds. */
+  private failure: Error | null = null;
+  /** Why the writer thread stopped, once it has: nothing sent to it will be answered. */
+  private writerStopped: Error | null = null;
+  /** The probe in flight, shared by whoever asks meanwhile, and where its answer goes. */
+  private probing: Promise<Error | null> | null = null;
+  private probeAnswered: ((reason: string | null) => void) | null = null;
   private readonly statements: {
     readStream: Database.Statement<[string], EventRow>;
     readAll: Database.Statement<[number, number], EventRow>;
@@ -115,6 +122,7 @@ export class SqliteEventStore implements EventStore {
     this.writer = startWriter({ path, groupCommit: options.groupCommit ?? true });
     this.writer.on('message', (results: FromWriter) => {
       if (results === 'closed') return;
+      if (!Array.isArray(results)) return this.probeAnswered?.(results.probe);
       this.unanswered -= results.length;
       this.resolveAppends(results);
       if (this.unanswered > 0) return;
@@ -124,6 +132,9 @@ export class SqliteEventStore implements EventStore {
       else this.scheduleSend(0);
     });
     const failAll = (error: Error) => {
+      this.writerStopped = error;
+      this.failure = error;
+      this.probeAnswered?.(error.message);
       for (const [id, pending] of this.pending) {
         this.pending.delete(id);
         pending.reject(error);
@@ -135,6 +146,7 @@ export class SqliteEventStore implements EventStore {
 
   append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new Error('event store is closed'));
+    if (this.writerStopped) return Promise.reject(this.writerStopped);
     if (events.length === 0) return Promise.reject(new Error('append needs at least one event'));
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
@@ -172,11 +184,17 @@ export class SqliteEventStore implements EventStore {
       if (!pending) continue;
       this.pending.delete(result.id);
       if ('ok' in result) {
+        this.failure = null;
         this.remember(pending, result.ok, result.recordedAt);
         pending.resolve(result.ok);
-      } else if ('conflict' in result)
+      } else if ('conflict' in result) {
+        // The writer's transaction went through: a conflict says nothing against the store.
+        this.failure = null;
         pending.reject(new WrongExpectedRevisionError(pending.streamId, pending.expected, result.conflict));
-      else pending.reject(new Error(`append to ${pending.streamId} failed: ${result.error}`));
+      } else {
+        this.failure = new Error(result.error);
+        pending.reject(new Error(`append to ${pending.streamId} failed: ${result.error}`));
+      }
     }
     this.appended.emit('append');
   }
@@ -285,18 +303,39 @@ export class SqliteEventStore implements EventStore {
     });
   }
 
+  /**
+   * Null while appends succeed. After an append failed for a reason of the store (SQLITE_FULL on a
+   * full disk, an I/O error, the writer stopped), the writer tries a small write of its own on each
+   * call (one at a time, shared by concurrent callers), so that the answer turns null again as soon
+   * as there is room, without an append having to succeed first.
+   */
+  async appendFailure(): Promise<Error | null> {
+    if (this.failure === null || this.closed || this.writerStopped) return this.failure;
+    this.probing ??= new Promise<Error | null>((resolve) => {
+      this.probeAnswered = (reason) => {
+        this.probeAnswered = null;
+        this.probing = null;
+        this.failure = reason === null ? null : new Error(reason);
+        resolve(this.failure);
+      };
+      this.writer.postMessage('probe');
+    });
+    return this.probing;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    // The writer commits what it was given, then closes its connection.
+    // The writer commits what it was given, then closes its connection (unless it has stopped already).
     this.send();
-    await new Promise<void>((resolve) => {
-      this.writer.on('message', (message: FromWriter) => message === 'closed' && resolve());
-      this.writer.on('exit', () => resolve());
-      this.writer.postMessage('close');
-      // Do not wait forever for a writer that is stuck or gone.
-      setTimeout(resolve, 10_000).unref();
-    });
+    if (this.writerStopped === null)
+      await new Promise<void>((resolve) => {
+        this.writer.on('message', (message: FromWriter) => message === 'closed' && resolve());
+        this.writer.on('exit', () => resolve());
+        this.writer.postMessage('close');
+        // Do not wait forever for a writer that is stuck or gone.
+        setTimeout(resolve, 10_000).unref();
+      });
     await this.writer.terminate();
     this.appended.emit('append');
     this.db.close();

@@ -26,9 +26,15 @@ export type WriterResult =
 
 /**
  * To the writer: the appends gathered since its last answer (one message per turn of the
- * sender's event loop), or 'close' (commit what it holds, close the connection, answer 'closed').
+ * sender's event loop), 'probe' (try a small write of its own and say how it went: whether the
+ * log takes appends now), or 'close' (commit what it holds, close the connection, answer 'closed').
  */
-export type ToWriter = WriterAppend[] | 'close';
+export type ToWriter = WriterAppend[] | 'probe' | 'close';
 
-/** From the writer: the results of the appends it committed together, or 'closed'. */
-export type FromWriter = WriterResult[] | 'closed';
+/** Why the probe's write failed (the database's message), or null when it succeeded. */
+export interface ProbeResult {
+  probe: string | null;
+}
+
+/** From the writer: the results of the appends it committed together, a probe's result, or 'closed'. */
+export type FromWriter = WriterResult[] | ProbeResult | 'closed';

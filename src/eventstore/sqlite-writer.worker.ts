@@ -72,7 +72,28 @@ function flush(): void {
   reply(results);
 }
 
+/**
+ * A write transaction on a table of the writer's own, made only to learn whether the log takes
+ * writes now: on a full disk it fails as an append would (SQLITE_FULL), once there is room again it
+ * succeeds. It never touches the events.
+ */
+function probe(): string | null {
+  try {
+    db.transaction(() => {
+      db.exec('CREATE TABLE IF NOT EXISTS write_probe (id INTEGER PRIMARY KEY, probed_at INTEGER NOT NULL)');
+      db.prepare('INSERT OR REPLACE INTO write_probe (id, probed_at) VALUES (1, ?)').run(Date.now());
+    }).immediate();
+    return null;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+}
+
 port.on('message', (message: ToWriter) => {
+  if (message === 'probe') {
+    reply({ probe: probe() });
+    return;
+  }
   if (message === 'close') {
     flush();
     db.close();

@@ -41,6 +41,10 @@ export class TimedEventStore implements EventStore {
     return this.inner.subscribe(after, signal);
   }
 
+  appendFailure(): Promise<Error | null> {
+    return this.inner.appendFailure();
+  }
+
   close(): Promise<void> {
     return this.inner.close();
   }

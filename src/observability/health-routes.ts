@@ -3,9 +3,13 @@ import { ApiError, replyWithError } from '../http/api-error';
 import type { ErrorFormatFor } from '../http/client-errors';
 import { eventsBehind, type Lifecycle, READY_LAG_BOUND, readiness } from './health';
 
-/** What readiness looks at: the event log, how far the read models have applied it, and their store. */
+/** What readiness looks at: the event log (and whether it takes appends), how far the read models have applied it, and their store. */
 export interface HealthSources {
-  events: { headPosition(): Promise<number>; readAll(after: number, limit: number): Promise<unknown[]> };
+  events: {
+    headPosition(): Promise<number>;
+    readAll(after: number, limit: number): Promise<unknown[]>;
+    appendFailure(): Promise<Error | null>;
+  };
   /** The log position the read models have applied. */
   applied: () => number;
   /** Resolves when the read models' store answers. */
@@ -29,14 +33,16 @@ export function serveHealth(
   fastify.get('/health', (_request, reply) => void reply.send({ status: 'ok' }));
   fastify.get('/health/live', (_request, reply) => void reply.send({ status: 'live' }));
   fastify.get('/health/ready', async (_request, reply) => {
-    const [behind, store] = await Promise.all([
+    const [behind, appends, store] = await Promise.all([
       eventsBehind(sources.events, sources.applied(), READY_LAG_BOUND + 1).catch((error: Error) => error),
+      // After an append failed for a reason of the log, this tries a write of its own: ready again once there is room.
+      sources.events.appendFailure().catch((error: Error) => error),
       sources.storeAnswers().then(
         () => null,
         (error: Error) => error,
       ),
     ]);
-    const state = readiness({ draining: lifecycle.draining, behind, store });
+    const state = readiness({ draining: lifecycle.draining, behind, appends, store });
     return reply.code(state.ready ? 200 : 503).send(state);
   });
   // Shutting down: a request on a connection kept alive is answered at once, in its surface's

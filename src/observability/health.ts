@@ -10,6 +10,8 @@ export interface ReadinessFacts {
   draining: boolean;
   /** Events in the log the read models have not applied (counted up to past the bound), or the log's error. */
   behind: number | Error;
+  /** Why the log takes no appends (a full disk: every billed request would be refused), or null. */
+  appends: Error | null;
   /** Whether the read models' store answers (Redis, when configured): null, or the error asking gave. */
   store: Error | null;
 }
@@ -19,11 +21,15 @@ export interface Readiness {
   reasons: string[];
 }
 
-/** Ready: not draining, the event log and the read models' store answer, and the read models are within the bound of the log. */
+/**
+ * Ready: not draining, the event log answers and takes appends, the read models' store answers, and
+ * the read models are within the bound of the log.
+ */
 export function readiness(facts: ReadinessFacts): Readiness {
   const reasons: string[] = [];
   if (facts.draining) reasons.push('draining: the service is shutting down');
   if (facts.behind instanceof Error) reasons.push(`event log: ${facts.behind.message}`);
+  if (facts.appends !== null) reasons.push(`event log: it takes no appends (${facts.appends.message})`);
   if (facts.store !== null) reasons.push(`read models: their store does not answer (${facts.store.message})`);
   else if (!(facts.behind instanceof Error) && facts.behind > READY_LAG_BOUND) {
     reasons.push(`read models: more than ${READY_LAG_BOUND} events behind the log`);

@@ -1,5 +1,5 @@
 import { readFileSync, rmSync } from 'node:fs';
-import { rename, writeFile } from 'node:fs/promises';
+import { rename, rm, writeFile } from 'node:fs/promises';
 import type { EventStore, RecordedEvent } from '../eventstore/event-store';
 import type { HoldResult } from '../ledger/credit-holds';
 import type { KeyHold } from '../ledger/key-limit';
@@ -89,7 +89,8 @@ export class MemoryProjectionStore implements ReadModelStore {
   /**
    * Writes the model with its checkpoint: a consistent view taken at once and serialized in
    * slices between requests, the file written off the event loop, aside and then renamed, so a
-   * reader (or a crash) never sees half a file.
+   * reader (or a crash) never sees half a file. A write that fails (a full disk) removes what it
+   * wrote: the last save stays, and start-up replays the log from it.
    */
   private async write(): Promise<void> {
     if (!this.snapshot || this.model.position === this.savedAt) return;
@@ -97,9 +98,14 @@ export class MemoryProjectionStore implements ReadModelStore {
     const partial = `${file}.${process.pid}.partial`;
     const position = this.model.position;
     this.savedTime = Date.now();
-    // Written piece by piece: no string of the whole snapshot is built.
-    await writeFile(partial, await snapshotPieces(this.model.toSnapshot()));
-    await rename(partial, file);
+    try {
+      // Written piece by piece: no string of the whole snapshot is built.
+      await writeFile(partial, await snapshotPieces(this.model.toSnapshot()));
+      await rename(partial, file);
+    } catch (error) {
+      await rm(partial, { force: true });
+      throw error;
+    }
     this.savedAt = position;
   }
 
@@ -278,7 +284,15 @@ export class MemoryProjectionStore implements ReadModelStore {
     await this.saveNow();
   }
 
+  /** Saves the read models for the next start; a save that fails is an error saying what it costs (nothing is lost). */
   async close(): Promise<void> {
-    await this.saveNow();
+    try {
+      await this.saveNow();
+    } catch (error) {
+      throw new Error(
+        `read models not saved (${(error as Error).message}): the next start replays the log from their last save`,
+        { cause: error },
+      );
+    }
   }
 }

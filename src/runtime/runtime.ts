@@ -118,7 +118,8 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
       if (sweeper) clearInterval(sweeper);
       await sweeping;
       await projector.stop();
-      await projections.close();
+      // A save that fails (a full disk) costs time at the next start, nothing else: the log closes all the same.
+      await projections.close().catch((error: Error) => log(error.message));
       await events.close();
       claim?.release();
     },

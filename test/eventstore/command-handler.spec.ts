@@ -63,6 +63,7 @@ function observed(store: EventStore, races = 0) {
     readAll: (after, limit) => store.readAll(after, limit),
     headPosition: () => store.headPosition(),
     subscribe: (after, signal) => store.subscribe(after, signal),
+    appendFailure: () => store.appendFailure(),
     close: () => store.close(),
   };
   return { store: wrapped, calls };

@@ -47,6 +47,14 @@ export function describeEventStoreContract(name: string, open: () => Promise<Eve
       expect(await store.readStream(s)).toHaveLength(1);
     });
 
+    it('says it takes appends (no failure) while they succeed, and after a conflict, which is no failure of the store', async () => {
+      const s = stream();
+      expect(await store.appendFailure()).toBeNull();
+      await store.append(s, [ev(1)], 'no_stream');
+      await expect(store.append(s, [ev(2)], 'no_stream')).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+      expect(await store.appendFailure()).toBeNull();
+    });
+
     it("appends with 'any' whatever the stream holds", async () => {
       const s = stream();
       await store.append(s, [ev(1)], 'any');

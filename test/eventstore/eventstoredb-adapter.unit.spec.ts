@@ -1,6 +1,6 @@
 import { EventStoreDBClient, jsonEvent } from '@eventstore/db-client';
 import { AppendOutcomeUnknownError, WrongExpectedRevisionError } from '../../src/eventstore/event-store';
-import { EventStoreDbEventStore } from '../../src/eventstore/eventstoredb-event-store';
+import { EventStoreDbEventStore, WRITE_PROBE_STREAM } from '../../src/eventstore/eventstoredb-event-store';
 import { EventStorePositionError } from '../../src/eventstore/eventstoredb-positions';
 import { SimulatedEventStoreDb } from '../support/simulated-eventstoredb';
 import { describeEventStoreContract } from './event-store.contract';
@@ -133,6 +133,41 @@ describe('EventStoreDB adapter (simulated server)', () => {
     server.faults.push('too-large');
     await expect(store.append('a', [ev(2)], 0)).rejects.toThrow("larger than EventStoreDB's maximum append size (1048576 bytes");
     expect(server.appends).toHaveLength(5);
+  });
+
+  it('takes no appends after one failed for a reason of the server, until a probe (one write of its own) or an append goes through', async () => {
+    const probes = () => server.appends.filter((a) => a.streamId === WRITE_PROBE_STREAM).length;
+    await store.append('a', [ev(1)], 'no_stream');
+    expect(await store.appendFailure()).toBeNull();
+    expect(probes()).toBe(0);
+
+    // The server does not answer: the append's outcome stays unknown after its retries.
+    server.faults.push(...Array(4).fill('unknown-before-commit'));
+    await expect(store.append('a', [ev(2)], 0)).rejects.toBeInstanceOf(AppendOutcomeUnknownError);
+    server.faults.push('unknown-before-commit');
+    expect((await store.appendFailure())?.message).toContain('connection lost');
+    expect(await store.appendFailure()).toBeNull();
+    expect(probes()).toBe(2);
+    // Only the probe that went through wrote: one event, in the probe's stream, read by no fold.
+    expect(server.log.filter((e) => e.streamId === WRITE_PROBE_STREAM).map((e) => e.type)).toEqual(['WriteProbed']);
+
+    // Credentials that may not write: the probe's write is refused too; an append that goes through clears it.
+    server.faults.push('access-denied', 'access-denied');
+    await expect(store.append('a', [ev(2)], 0)).rejects.toThrow('access denied');
+    expect((await store.appendFailure())?.message).toBe('access denied');
+    expect(probes()).toBe(3);
+    await store.append('a', [ev(2)], 0);
+    expect(await store.appendFailure()).toBeNull();
+    expect(probes()).toBe(3);
+  });
+
+  it("counts an append's own refusal (a conflict, too large) as no failure of the server", async () => {
+    await store.append('a', [ev(1)], 'no_stream');
+    await expect(store.append('a', [ev(2)], 'no_stream')).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+    server.faults.push('too-large');
+    await expect(store.append('a', [ev(2)], 0)).rejects.toThrow('maximum append size');
+    expect(await store.appendFailure()).toBeNull();
+    expect(server.appends.filter((a) => a.streamId === WRITE_PROBE_STREAM)).toEqual([]);
   });
 
   it('sends credentials with every append: client 6.2.1 then makes one call per append, not a batch append', async () => {

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { DeadlineExceededError, EventStoreDBClient } from '@eventstore/db-client';
+import { DeadlineExceededError, EventStoreDBClient, UnavailableError } from '@eventstore/db-client';
 import { EVENTSTORE_SCHEMES, parseEventStoreUrl } from '../../src/eventstore/eventstoredb-connection';
-import { EsdbClient, EventStoreDbEventStore } from '../../src/eventstore/eventstoredb-event-store';
+import { AppendOutcomeUnknownError } from '../../src/eventstore/event-store';
+import { EsdbClient, EventStoreDbEventStore, WRITE_PROBE_STREAM } from '../../src/eventstore/eventstoredb-event-store';
 import { describeEventStoreContract } from './event-store.contract';
 
 // No EventStoreDB server can run on the development machine; docker-compose.yml starts one, and
@@ -71,6 +72,37 @@ describeEventStoreContract('EventStoreDB', async () => EventStoreDbEventStore.co
       expect(read.map((e) => (e.data as { n: number }).n)).toEqual([1, 2, 3]);
       expect(first).toEqual({ nextExpectedRevision: 1, position: read[1].position });
       expect(second).toEqual({ nextExpectedRevision: 2, position: read[2].position });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('takes no appends while none reaches the server; its probe, one event of its own the server takes, says when it does again', async () => {
+    const connection = parseEventStoreUrl(url!);
+    const real = EventStoreDBClient.connectionString(connection.connectionString);
+    let unreachable = true;
+    // The server out of reach for appends (as when it is down or its disk is full), then back.
+    const client: EsdbClient = {
+      appendToStream: async (...args: Parameters<EsdbClient['appendToStream']>) => {
+        if (unreachable) throw new UnavailableError(undefined, 'server unavailable');
+        return real.appendToStream(...args);
+      },
+      readStream: real.readStream.bind(real),
+      readAll: real.readAll.bind(real),
+      subscribeToAll: real.subscribeToAll.bind(real),
+      dispose: () => real.dispose(),
+    };
+    const store = EventStoreDbEventStore.withClient(client, {
+      appendCredentials: connection.credentials ?? { username: 'insecure', password: 'insecure' },
+      retryDelaysMs: [0],
+    });
+    try {
+      await expect(store.append(stream(), [ev(1)], 'no_stream')).rejects.toBeInstanceOf(AppendOutcomeUnknownError);
+      expect((await store.appendFailure())?.message).toContain('server unavailable');
+      unreachable = false;
+      expect(await store.appendFailure()).toBeNull();
+      const [probe] = (await store.readStream(WRITE_PROBE_STREAM)).slice(-1);
+      expect(probe.type).toBe('WriteProbed');
     } finally {
       await store.close();
     }

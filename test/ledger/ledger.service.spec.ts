@@ -146,6 +146,7 @@ for (const redis of [false, true]) {
         readAll: (after, limit) => runtime.events.readAll(after, limit),
         headPosition: () => runtime.events.headPosition(),
         subscribe: (after, signal) => runtime.events.subscribe(after, signal),
+        appendFailure: () => runtime.events.appendFailure(),
         close: () => runtime.events.close(),
         append: async (streamId, events, expected) => {
           if (written) await runtime.events.append(streamId, events, expected);

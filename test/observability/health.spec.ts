@@ -7,7 +7,7 @@ import { openTestRuntime } from '../support/runtime';
 
 describe('readiness, decided', () => {
   it('is ready only when not draining, the log answers and the read models are within the bound', () => {
-    const facts = { draining: false, behind: 0, store: null };
+    const facts = { draining: false, behind: 0, appends: null, store: null };
     expect(readiness(facts)).toEqual({ ready: true, reasons: [] });
     expect(readiness({ ...facts, draining: true }).reasons).toEqual(['draining: the service is shutting down']);
     expect(readiness({ ...facts, behind: new Error('closed') }).reasons).toEqual(['event log: closed']);
