@@ -41,7 +41,12 @@ function keepTail(child: ChildProcess): () => string {
   return () => tail;
 }
 
-function launch(name: string, args: string[], env: NodeJS.ProcessEnv, options: { ipc?: boolean; cwd?: string } = {}): Child {
+export function launch(
+  name: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  options: { ipc?: boolean; cwd?: string } = {},
+): Child {
   const ipc = options.ipc ?? false;
   const process_ = spawn(process.execPath, args, {
     cwd: options.cwd ?? ROOT,
@@ -54,14 +59,14 @@ function launch(name: string, args: string[], env: NodeJS.ProcessEnv, options: {
   return child;
 }
 
-const alive = (child: Child) => child.process.exitCode === null && child.process.signalCode === null;
+export const alive = (child: Child) => child.process.exitCode === null && child.process.signalCode === null;
 
-function exited(child: Child): Promise<void> {
+export function exited(child: Child): Promise<void> {
   return alive(child) ? new Promise((done) => child.process.once('exit', () => done())) : Promise.resolve();
 }
 
 /** Waits for `ready` unless the child exits first or time runs out. */
-async function startedOrFailed<T>(child: Child, ready: Promise<T>, timeoutMs: number): Promise<T> {
+export async function startedOrFailed<T>(child: Child, ready: Promise<T>, timeoutMs: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const failed = new Promise<never>((_, reject) => {
     child.process.once('exit', (code, signal) =>
@@ -200,7 +205,7 @@ export function describeCheckout(root: string): string {
 }
 
 /** The checkout's operator tool (`bin/model-gateway.js --json …`): its last line of output, parsed. */
-function operator(root: string, args: string[], env: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
+export function operator(root: string, args: string[], env: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
   return new Promise((done, fail) =>
     execFile(
       process.execPath,
