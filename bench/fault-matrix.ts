@@ -316,6 +316,7 @@ const COLUMNS = [
   'complete replies unbilled',
   'streams cut with text delivered',
   'cut streams unbilled (delivered tokens)',
+  'cut streams billed: output tokens charged / delivered',
   'cut streams with text and no reservation',
   '401 for a valid key',
   '`ledger audit`',
@@ -342,6 +343,7 @@ function tally(outcomes: Outcome[], booked: Map<string, Booked>) {
   const unbilledComplete = complete.filter((o) => booked.get(o.id)?.charged == null);
   const cut = outcomes.filter(isCut);
   const cutUnbilled = cut.filter((o) => booked.get(o.id)?.charged == null);
+  const cutBilled = cut.filter((o) => booked.get(o.id)?.charged != null);
   const cutUnreserved = cut.filter((o) => !booked.get(o.id)?.reserved);
   const byKind = (list: Outcome[]) => {
     const kinds = new Map<string, number>();
@@ -368,6 +370,8 @@ function tally(outcomes: Outcome[], booked: Map<string, Booked>) {
     unbilledComplete.length === 0 ? '0' : `**${count(unbilledComplete.length)}**`,
     count(cut.length),
     `${count(cutUnbilled.length)} (${count(cutUnbilled.reduce((n, o) => n + deliveredTokens(o), 0))} tokens)`,
+    `${count(cutBilled.length)}: ${count(cutBilled.reduce((n, o) => n + (booked.get(o.id)?.outputTokens ?? 0), 0))} / ` +
+      `${count(cutBilled.reduce((n, o) => n + deliveredTokens(o), 0))}`,
     count(cutUnreserved.length),
     count(byStatus.get('401') ?? 0),
   ];

@@ -14,8 +14,8 @@ export interface Booked {
   reserved: boolean;
   /** The charge of its settlement (nano-credits); null: never settled. */
   charged: number | null;
-  /** How it was settled (`ok`, `client_abort`, …). */
-  settledStatus: string | null;
+  /** The output tokens its settlement charged. */
+  outputTokens: number;
   released: boolean;
   expired: boolean;
 }
@@ -25,7 +25,7 @@ const RESERVATION_EVENTS = ['CreditsReserved', 'ReservationSettled', 'Reservatio
 interface ReservationData {
   requestId: string;
   amount?: number;
-  status?: string;
+  outputTokens?: number;
 }
 
 /** Every reservation event of the log in `dataDir`, folded by request id. */
@@ -43,7 +43,7 @@ export function readLedger(dataDir: string): Map<string, Booked> {
       const entry = booked.get(d.requestId) ?? {
         reserved: false,
         charged: null,
-        settledStatus: null,
+        outputTokens: 0,
         released: false,
         expired: false,
       };
@@ -51,7 +51,7 @@ export function readLedger(dataDir: string): Map<string, Booked> {
       if (type === 'CreditsReserved') entry.reserved = true;
       else if (type === 'ReservationSettled') {
         entry.charged = d.amount ?? 0;
-        entry.settledStatus = d.status ?? null;
+        entry.outputTokens = d.outputTokens ?? 0;
       } else if (type === 'ReservationReleased') entry.released = true;
       else entry.expired = true;
     }
