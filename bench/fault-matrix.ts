@@ -153,13 +153,17 @@ async function serve(gateway: Gateway, name: string): Promise<void> {
   await startedOrFailed(child, ready, 60_000);
 }
 
-async function kill(gateway: Gateway, signal: 'SIGKILL' | 'SIGTERM'): Promise<void> {
+/** Stops the gateway's process with `signal`; says how it ended (an exit code, or the signal). */
+async function kill(gateway: Gateway, signal: 'SIGKILL' | 'SIGTERM'): Promise<string> {
   const child = gateway.process;
-  if (!child || !alive(child)) return;
-  child.process.kill(signal);
-  const force = setTimeout(() => alive(child) && child.process.kill('SIGKILL'), 10_000);
-  await exited(child);
-  clearTimeout(force);
+  if (!child) return 'not started';
+  if (alive(child)) {
+    child.process.kill(signal);
+    const force = setTimeout(() => alive(child) && child.process.kill('SIGKILL'), 10_000);
+    await exited(child);
+    clearTimeout(force);
+  }
+  return child.process.signalCode ?? `exit ${child.process.exitCode}`;
 }
 
 const redisServers = new Set<ChildProcess>();
@@ -348,7 +352,10 @@ function tally(outcomes: Outcome[], booked: Map<string, Booked>) {
   const byKind = (list: Outcome[]) => {
     const kinds = new Map<string, number>();
     for (const o of list) kinds.set(kindName(o.kind), (kinds.get(kindName(o.kind)) ?? 0) + 1);
-    return [...kinds].map(([k, n]) => `${k} ${count(n)}`).join(', ');
+    return [...kinds]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, n]) => `${k} ${count(n)}`)
+      .join(', ');
   };
   const notes: string[] = [];
   if (unbilledComplete.length > 0) notes.push(`complete replies unbilled, by kind: ${byKind(unbilledComplete)}`);
@@ -392,8 +399,17 @@ async function finish(scenario: string, gateway: Gateway, outcomes: Outcome[], n
   const dataDir = String(gateway.env.DATA_DIR);
   const open = await resolved(dataDir, 60_000);
   if (open > 0) notes.push(`${count(open)} reservation(s) still unresolved after 60 s`);
+  // A gateway that died by itself (an uncaught error) is part of the picture.
+  const child = gateway.process;
+  const diedEarly = child !== null && !alive(child);
+  if (diedEarly)
+    notes.push(`the gateway ended by itself (${await kill(gateway, 'SIGTERM')}): ${child.output().trim().slice(-300)}`);
   const audit = await auditLedger(gateway.env);
-  await kill(gateway, 'SIGTERM');
+  if (!diedEarly) {
+    const stopped = await kill(gateway, 'SIGTERM');
+    if (stopped !== 'exit 0')
+      notes.push(`SIGTERM at the end: ${stopped}; its last output: ${child?.output().trim().slice(-300)}`);
+  }
   const { cells, notes: more } = tally(outcomes, readLedger(dataDir));
   return { scenario, cells: [scenario, ...cells, audit.summary], notes: [...notes, ...more] };
 }
@@ -406,17 +422,17 @@ async function sigkill(upstream: Upstream, redisUrl: string): Promise<Row> {
   const load = new MixedLoad(gateway, 'sigkill');
   const notes: string[] = [];
   for (const round of [1, 2]) {
-    await sleep(3000);
+    await sleep(4000);
     const before = load.outcomes.length;
     await kill(gateway, 'SIGKILL');
     progress(`  SIGKILL ${round} after ${count(before)} replies`);
     await sleep(300);
     await serve(gateway, `gateway (restart ${round})`);
   }
-  await sleep(3000);
+  await sleep(4000);
   const outcomes = await load.stop();
   notes.push(
-    `killed twice, 3 s apart, each time restarted on the same DATA_DIR and port; ${count(load.refused)} attempts refused while no gateway listened (not counted)`,
+    `killed twice, after 4 s of load each time, each time restarted on the same DATA_DIR and port; ${count(load.refused)} attempts refused while no gateway listened (not counted)`,
   );
   return finish('SIGKILL ×2 under load', gateway, outcomes, notes);
 }
