@@ -1,5 +1,5 @@
 /**
- * Fault matrix: `npm run bench:faults [-- --out FILE]` (not part of the tests; about 2 to 3 minutes).
+ * Fault matrix: `npm run bench:faults [-- --out FILE]` (not part of the tests; about a minute, well under five).
  *
  * The built gateway (dist/, started as `npm start` runs it) in processes of its own, on a SQLite
  * log and Redis read models, in front of a fake provider speaking the real wire formats on an
