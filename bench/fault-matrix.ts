@@ -365,6 +365,13 @@ function tally(outcomes: Outcome[], booked: Map<string, Booked>) {
     notes.push(
       `streams with an error event after their terminal event: ${count(completeWithError.length)} (${byKind(completeWithError)})`,
     );
+  // Answers the README promises for none of these faults (a 401 for a valid key, a 500): what the first said.
+  for (const status of [...byStatus.keys()].filter((s) => !['200', '503', 'no answer'].includes(s)).sort()) {
+    const first = outcomes.find((o) => String(o.status) === status);
+    notes.push(
+      `${status}: ${count(byStatus.get(status) ?? 0)}, the first (${first ? kindName(first.kind) : ''}) answered ${first?.errorBody ?? ''}`,
+    );
+  }
   const costless = complete.length - costed.length;
   if (costless > 0)
     notes.push(`complete replies showing no cost: ${count(costless)} (${byKind(complete.filter((o) => o.costNano === null))})`);

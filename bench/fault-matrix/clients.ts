@@ -51,6 +51,8 @@ export interface Outcome {
   deliveredChars: number;
   /** Why the request ended without a complete reply (a connection error, an abort). */
   failure: string | null;
+  /** The start of an error reply's body (a status other than 200). */
+  errorBody: string | null;
   /** No process was listening (the gateway killed, not yet restarted): the request never reached a gateway. */
   refused: boolean;
 }
@@ -251,6 +253,7 @@ export async function send(dispatcher: Dispatcher, options: SendOptions): Promis
     costNano: null,
     deliveredChars: 0,
     failure: null,
+    errorBody: null,
     refused: false,
   };
   let reader: StreamReader | null = null;
@@ -268,6 +271,7 @@ export async function send(dispatcher: Dispatcher, options: SendOptions): Promis
     outcome.status = response.statusCode;
     if (response.statusCode !== 200 || !kind.streamed) {
       const text = await response.body.text();
+      if (response.statusCode !== 200) outcome.errorBody = text.slice(0, 200);
       if (response.statusCode === 200) {
         const body = parse(text);
         if (isObject(body)) {
