@@ -192,6 +192,10 @@ async function stopRedis(child: ChildProcess): Promise<void> {
   await gone;
 }
 
+const mounted = new Set<string>();
+// Unmounted whatever ends the bench (Ctrl-C skips the row's own clean-up); lazily, as a killed gateway may hold a file open on it.
+process.on('exit', () => mounted.forEach((path) => execFileSync('umount', ['--lazy', path], { stdio: 'ignore' })));
+
 /** A tmpfs of `sizeMb` on a fresh directory (as test/support/small-disk.ts), or why it cannot be mounted. */
 function mountSmallDisk(sizeMb: number): { path: string; fill(): void; free(): void; unmount(): void } | string {
   const path = mkdtempSync(join(tmpdir(), 'mg-faults-disk-'));
@@ -202,6 +206,7 @@ function mountSmallDisk(sizeMb: number): { path: string; fill(): void; free(): v
     const { stderr, message } = error as { stderr?: Buffer; message: string };
     return stderr?.toString().trim() || message;
   }
+  mounted.add(path);
   const filler = join(path, 'filler');
   return {
     path,
@@ -219,6 +224,7 @@ function mountSmallDisk(sizeMb: number): { path: string; fill(): void; free(): v
     free: () => rmSync(filler, { force: true }),
     unmount() {
       execFileSync('umount', ['--lazy', path], { stdio: 'pipe' });
+      mounted.delete(path);
       rmdirSync(path);
     },
   };
