@@ -19,13 +19,14 @@
  * REDIS_URL (default redis://127.0.0.1:6379) under a key prefix of the run's own, removed at the
  * end. Each row ends once every reservation of its log is resolved, with what the clients got
  * (their own x-request-id on every request) beside what the log holds for the same requests, and
- * the operator tool's `ledger audit`. FAULTS_SCENARIOS (a comma list) runs some of them.
+ * the operator tool's `ledger audit`. FAULTS_SCENARIOS (a comma list) runs some of them;
+ * FAULTS_LOG_DIR keeps each gateway process's whole output there (LOG_LEVEL, default warn, sets how much).
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, rmdirSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, createWriteStream, mkdtempSync, openSync, rmdirSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { arch, cpus, loadavg, platform, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { Agent, request } from 'undici';
 import { deliveredTokens, HOSTS, Kind, KINDS, kindName, Outcome, PRICES, send, slugOf } from './fault-matrix/clients';
 import { auditLedger, Booked, openReservations, readLedger, redisAnswers, removeKeys } from './fault-matrix/ledger';
@@ -55,6 +56,8 @@ const DISCONNECTS = 1000;
 const SHORT_HOLDS = { REQUEST_TIMEOUT_MS: '2000', RESERVATION_TTL_MS: '2500', PENDING_HOLD_MS: '2500', SWEEP_INTERVAL_MS: '50' };
 
 const RUN = randomBytes(3).toString('hex');
+/** Where each gateway process's output is written in full, when set. */
+const LOG_DIR = process.env.FAULTS_LOG_DIR;
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 const progress = (line: string) => process.stderr.write(`${line}\n`);
 const count = (n: number) => n.toLocaleString('en-US');
@@ -124,7 +127,7 @@ async function prepareGateway(
     CATALOGUE_PATH: cataloguePath,
     SIMULATED_HOST_PORT: 'off',
     NODE_ENV: 'production',
-    LOG_LEVEL: 'warn',
+    LOG_LEVEL: process.env.LOG_LEVEL || 'warn',
     SHUTDOWN_GRACE_MS: '3000',
     ...options.env,
   };
@@ -138,6 +141,12 @@ async function prepareGateway(
 async function serve(gateway: Gateway, name: string): Promise<void> {
   const child = launch(name, startArgs(ROOT), gateway.env);
   gateway.process = child;
+  if (LOG_DIR) {
+    // Each process's log whole, to look into a row's findings (its request ids are the clients' own).
+    const file = createWriteStream(join(LOG_DIR, `${basename(String(gateway.env.DATA_DIR))}-${child.pid}.log`));
+    child.process.stdout?.pipe(file);
+    child.process.stderr?.pipe(file);
+  }
   const ready = (async () => {
     while (alive(child)) {
       try {
