@@ -81,5 +81,11 @@ export interface EventStore {
    * append succeeds. Readiness asks it: an instance whose log refuses appends serves nothing.
    */
   appendFailure(): Promise<Error | null>;
+  /**
+   * The log's identity: a random id written into the log when it is first opened, the same for
+   * every process on it and for a copy of it (a backup restored), another for another log. Read
+   * models record it beside their checkpoint, so that they are never trusted on a log they are not of.
+   */
+  logId(): Promise<string>;
   close(): Promise<void>;
 }

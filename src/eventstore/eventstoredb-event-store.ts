@@ -68,6 +68,12 @@ export interface EventStoreDbOptions {
  * through (one per recovery). No fold reads it; it is the gateway's, not the ledger's.
  */
 export const WRITE_PROBE_STREAM = 'gateway-write-probe';
+/**
+ * The log's identity: the first event of this stream (`LogIdentified`, holding a random `logId`),
+ * appended by whichever process first opens the log. No fold reads it.
+ */
+export const LOG_IDENTITY_STREAM = 'gateway-log-identity';
+
 /** A probe waits no longer than this for the server: readiness answers within it. */
 const PROBE_DEADLINE_MS = 2_000;
 
@@ -385,6 +391,30 @@ export class EventStoreDbEventStore implements EventStore {
       this.failure = error instanceof Error ? error : new Error(String(error));
     }
     return this.failure;
+  }
+
+  /**
+   * The first `LogIdentified` event's id, written now if the log has none. Read each time it is
+   * asked (at start and when the read models are checked again), so that a client pointed at another
+   * database answers that database's. Two processes identifying a new log at once: one append wins
+   * (the stream must not exist), and both read the winner's.
+   */
+  async logId(): Promise<string> {
+    const first = async () => ((await this.readStream(LOG_IDENTITY_STREAM))[0]?.data as { logId?: string } | undefined)?.logId;
+    const found = await first();
+    if (found !== undefined) return found;
+    try {
+      await this.append(
+        LOG_IDENTITY_STREAM,
+        [{ type: 'LogIdentified', data: { logId: randomUUID(), identifiedAt: Date.now() } }],
+        'no_stream',
+      );
+    } catch (error) {
+      if (!(error instanceof WrongExpectedRevisionError)) throw error;
+    }
+    const identity = await first();
+    if (identity === undefined) throw new Error(`the stream ${LOG_IDENTITY_STREAM} holds no log identity`);
+    return identity;
   }
 
   /** Disposing cancels every open call, which also ends running subscriptions. */

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -77,6 +78,8 @@ export class SqliteEventStore implements EventStore {
   private readonly cursors = new Set<{ position: number }>();
   private readonly pollIntervalMs: number;
   private readonly commitWindowMs: number;
+  /** The log's identity (the one row of `log_identity`): it never changes for a file. */
+  private readonly identity: string;
   private closed = false;
   /** Why the last append the writer answered failed (not a conflict), until an append or a probe succeeds. */
   private failure: Error | null = null;
@@ -108,7 +111,21 @@ export class SqliteEventStore implements EventStore {
         recorded_at INTEGER NOT NULL,
         UNIQUE (stream_id, revision)
       );
+      CREATE TABLE IF NOT EXISTS log_identity (
+        id         INTEGER PRIMARY KEY CHECK (id = 1),
+        log_id     TEXT    NOT NULL,
+        created_at INTEGER NOT NULL
+      );
     `);
+    // The log's identity, made with the log (or on the first open of a log older than it). Two
+    // processes opening a new log at once both insert; the one row kept is the one both read.
+    const identity = this.db.prepare<[], { log_id: string }>('SELECT log_id FROM log_identity WHERE id = 1');
+    if (identity.get() === undefined) {
+      this.db
+        .prepare('INSERT OR IGNORE INTO log_identity (id, log_id, created_at) VALUES (1, ?, ?)')
+        .run(randomUUID(), Date.now());
+    }
+    this.identity = identity.get()!.log_id;
     this.appended.setMaxListeners(0);
     this.statements = {
       readStream: this.db
@@ -321,6 +338,10 @@ export class SqliteEventStore implements EventStore {
       this.writer.postMessage('probe');
     });
     return this.probing;
+  }
+
+  async logId(): Promise<string> {
+    return this.identity;
   }
 
   async close(): Promise<void> {

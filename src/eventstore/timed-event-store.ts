@@ -45,6 +45,10 @@ export class TimedEventStore implements EventStore {
     return this.inner.appendFailure();
   }
 
+  logId(): Promise<string> {
+    return this.inner.logId();
+  }
+
   close(): Promise<void> {
     return this.inner.close();
   }

@@ -68,7 +68,7 @@ function unknownRoute(message: string): string {
 
 /**
  * Errors of the stores' clients that mean a store cannot be reached now — Redis offline or
- * reconnecting (node-redis's classes), its read models lost and being rebuilt — answered 503:
+ * reconnecting (node-redis's classes) — answered 503:
  * the request may succeed in a moment, and nothing was held or billed.
  */
 const STORE_UNAVAILABLE = new Set([
@@ -78,11 +78,14 @@ const STORE_UNAVAILABLE = new Set([
   'SocketClosedUnexpectedlyError',
   'SocketTimeoutError',
   'ReconnectStrategyError',
-  'ReadModelsLostError',
 ]);
 
 const storeUnavailable = (error: unknown): boolean =>
   typeof error === 'object' && error !== null && STORE_UNAVAILABLE.has(error.constructor.name);
+
+/** The read models are gone (Redis emptied) or being rebuilt from the log: they cannot say whether a key or a balance exists. */
+const readModelsRebuilding = (error: unknown): boolean =>
+  typeof error === 'object' && error !== null && error.constructor.name === 'ReadModelsLostError';
 
 /** What a caller sees of a rule of identity their input broke (a blank name, a duplicate, a revoked key): never a 500. */
 function identityRefusal(error: IdentityRuleError): ApiError {
@@ -110,6 +113,12 @@ export function toApiError(error: unknown): ApiError {
   if (error instanceof IdentityRuleError) return identityRefusal(error);
   if (error instanceof WrongExpectedRevisionError) {
     return new ApiError('conflict', 'changed by another request at the same moment: try again');
+  }
+  if (readModelsRebuilding(error)) {
+    return new ApiError(
+      'unavailable',
+      "the gateway's balances and keys are being rebuilt from its event log; nothing was billed; try again",
+    );
   }
   if (storeUnavailable(error)) {
     return new ApiError(

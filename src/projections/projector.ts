@@ -6,6 +6,8 @@ import { ReadModelsLostError } from './redis-projection-store';
 
 const FOLD_BATCH = 5000;
 const REBUILD_LOCK_MS = 10 * 60_000;
+/** How long start-up may take to catch up with the log (a replay from a snapshot's position). */
+const START_CATCH_UP_MS = 10 * 60_000;
 /** After the log or the read models failed, how long to wait before following again. */
 const RETRY_MS = 500;
 /** While another instance rebuilds the read models, how often to try applying again. */
@@ -40,6 +42,14 @@ export async function foldLog(
   return model;
 }
 
+/** Another instance (or the operator tool) holds the rebuild lock. */
+export class RebuildRunningError extends Error {
+  constructor() {
+    super('another rebuild is running');
+    this.name = 'RebuildRunningError';
+  }
+}
+
 /**
  * Drops every read model and rebuilds it from the log, holding the rebuild lock so that
  * instances following the log wait instead of applying events to half-written models.
@@ -51,7 +61,7 @@ export async function rebuildProjections(
   onProgress?: (progress: RebuildProgress) => void,
 ): Promise<{ events: number; position: number }> {
   const unlock = await store.lockRebuild(REBUILD_LOCK_MS);
-  if (!unlock) throw new Error('another rebuild is running');
+  if (!unlock) throw new RebuildRunningError();
   try {
     await store.reset();
     let count = 0;
@@ -107,17 +117,32 @@ export class Projector {
     return this.applied;
   }
 
+  /**
+   * Makes the read models whole before anything reads them: built from the log when they are not
+   * there (an empty Redis, another schema), then caught up with the log as it is now, so that no
+   * key or balance of the log is missing once the service answers.
+   */
   async start(): Promise<void> {
+    await this.buildIfMissing();
     this.applied = await this.store.checkpoint();
-    // Read models left by a version of the service with another schema are rebuilt before serving.
-    if (this.applied > 0 && !(await this.store.present())) {
-      await this.rebuildIfLost();
-      this.applied = await this.store.checkpoint();
-    }
     this.running = this.follow();
     // Redis may lose the read models while no event arrives to reveal it: look now and then.
     this.probe = setInterval(() => void this.rebuildIfLost(), PRESENCE_PROBE_MS);
     this.probe.unref();
+    await this.catchUp(START_CATCH_UP_MS);
+  }
+
+  /** Builds the read models from the log unless they are there, or waits for the instance building them. */
+  private async buildIfMissing(): Promise<void> {
+    while (!(await this.store.present())) {
+      try {
+        const rebuilt = await rebuildProjections(this.events, this.store, this.requestLogRetention);
+        this.log(`projector: no read models (or of another schema): built from ${rebuilt.events} events of the log`);
+      } catch (error) {
+        if (!(error instanceof RebuildRunningError)) throw error;
+        await sleep(REBUILD_WAIT_MS, undefined, { signal: this.abort.signal });
+      }
+    }
   }
 
   /** Rebuilds the read models from the log when they are gone (one probe at a time; a failed one is retried by the next). */

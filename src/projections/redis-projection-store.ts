@@ -209,8 +209,8 @@ class RedisBatch implements ReadModelWrites {
 export class RedisProjectionStore implements ReadModelStore {
   readonly kind = 'redis' as const;
   private readonly shas = new Map<string, string>();
-  /** Position this instance last applied: if the checkpoint vanishes after that, Redis was emptied. */
-  private appliedUpTo = 0;
+  /** Whether this instance has seen the read models built (a checkpoint): if it vanishes after that, Redis was emptied. */
+  private built = false;
   /** The SHA of the script that applies writes (sent by SHA: it is the longest script, run per organization and batch). */
   private applySha: string | null = null;
 
@@ -325,6 +325,8 @@ export class RedisProjectionStore implements ReadModelStore {
       ],
     )) as number[];
     if (reply[0] === 1) return { admitted: true };
+    // The organization's ledger is not there: an organization unknown to the log holds nothing.
+    if (reply[0] === -1) return this.nothingFound({ admitted: false, available: 0 });
     return reply.length > 2
       ? { admitted: false, available: Number(reply[1]), keyRemaining: Number(reply[2]) }
       : { admitted: false, available: Number(reply[1]) };
@@ -355,7 +357,7 @@ export class RedisProjectionStore implements ReadModelStore {
    */
   async apply(events: RecordedEvent[]): Promise<void> {
     if (events.length === 0) return;
-    if (this.appliedUpTo > 0 && !(await this.client.exists(this.checkpointKey))) throw new ReadModelsLostError();
+    if (this.built && !(await this.client.exists(this.checkpointKey))) throw new ReadModelsLostError();
     const batch = new RedisBatch(this, this.requestLogRetention);
     for (const event of events) foldEvent(event, batch);
     try {
@@ -369,9 +371,9 @@ export class RedisProjectionStore implements ReadModelStore {
     }
     const last = events[events.length - 1].position;
     // Read models started here from nothing are of this schema (before the checkpoint says they exist).
-    if (this.appliedUpTo === 0) await this.client.set(this.schemaKey, READ_MODEL_SCHEMA);
+    if (!this.built) await this.client.set(this.schemaKey, READ_MODEL_SCHEMA);
     await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [last]);
-    this.appliedUpTo = last;
+    this.built = true;
   }
 
   private async write(batch: RedisBatch): Promise<void> {
@@ -399,19 +401,31 @@ export class RedisProjectionStore implements ReadModelStore {
   }
 
   async checkpoint(): Promise<number> {
-    const position = Number((await this.client.get(this.checkpointKey)) ?? 0);
-    // Read models seen up to here: if the checkpoint vanishes later, Redis lost them.
-    if (position > this.appliedUpTo) this.appliedUpTo = position;
-    return position;
+    const position = await this.client.get(this.checkpointKey);
+    // Read models seen: if the checkpoint vanishes later, Redis lost them.
+    if (position !== null) this.built = true;
+    return Number(position ?? 0);
+  }
+
+  /**
+   * What a read found nothing of is unknown to the log only while the read models are here: emptied
+   * (Redis restarted without its data) or being rebuilt, they do not know, and the caller hears so
+   * (a 503) rather than "no such key" or "no credit".
+   */
+  private async nothingFound<T>(answer: T): Promise<T> {
+    if (!(await this.present())) throw new ReadModelsLostError();
+    return answer;
   }
 
   async balance(orgId: string): Promise<Balance> {
-    const [granted, spent, reserved, pending] = await this.client.hmGet(this.org(orgId).ledger, [
+    const [granted, spent, reserved, pending, position] = await this.client.hmGet(this.org(orgId).ledger, [
       'granted',
       'spent',
       'reserved',
       'pending',
+      'position',
     ]);
+    if (position === null) await this.nothingFound(null);
     return {
       granted: Number(granted ?? 0),
       spent: Number(spent ?? 0),
@@ -445,23 +459,22 @@ export class RedisProjectionStore implements ReadModelStore {
    */
   async keyByHash(hash: string): Promise<KeyRecord | null> {
     const stored = RedisProjectionStore.storedKey(await this.client.hGetAll(this.keyRecordKey(hash)));
-    if (stored === null && !(await this.present())) throw new ReadModelsLostError();
-    return stored === null ? null : keyRecordOf(stored);
+    return stored === null ? this.nothingFound(null) : keyRecordOf(stored);
   }
 
   /**
-   * Whether the read models are here: false once this instance had applied some (or found some) and
-   * the checkpoint is gone, or when they were built by a version of the service with another schema.
+   * Whether the read models are here and complete: their checkpoint is written last when they are
+   * built and dropped first when they are reset, so it is missing while Redis is empty or a rebuild
+   * runs; and they must be of this version's schema.
    */
   async present(): Promise<boolean> {
-    if (this.appliedUpTo === 0) return true;
     const [checkpoint, schema] = await Promise.all([this.client.exists(this.checkpointKey), this.client.get(this.schemaKey)]);
     return checkpoint === 1 && schema === READ_MODEL_SCHEMA;
   }
 
   async key(orgId: string, keyId: string): Promise<KeyRecord | null> {
     const hash = await this.client.hGet(this.tableKey(orgId, 'keys'), keyId);
-    if (hash === null) return null;
+    if (hash === null) return this.nothingFound(null);
     const [fields, lastUsed, spent] = await Promise.all([
       this.client.hGetAll(this.keyRecordKey(hash)),
       this.client.hGet(this.tableKey(orgId, 'keyLastUsed'), keyId),
@@ -508,7 +521,7 @@ export class RedisProjectionStore implements ReadModelStore {
       this.client.hGet(this.tableKey(orgId, 'members'), userId),
       this.client.hGet(this.tableKey(orgId, 'keyManagers'), userId),
     ]);
-    return json === null ? null : { ...(JSON.parse(json) as StoredMember), manageKeys: manager !== null };
+    return json === null ? this.nothingFound(null) : { ...(JSON.parse(json) as StoredMember), manageKeys: manager !== null };
   }
 
   async dailySpend(orgId: string): Promise<Map<string, number>> {
@@ -518,7 +531,7 @@ export class RedisProjectionStore implements ReadModelStore {
 
   async organization(orgId: string): Promise<OrgRecord | null> {
     const [profile, rateLimits] = await this.client.hmGet(this.tableKey(orgId, 'organization'), ['profile', 'rateLimits']);
-    if (profile === null) return null;
+    if (profile === null) return this.nothingFound(null);
     const record = JSON.parse(profile) as OrgProfile;
     return rateLimits === null ? record : { ...record, rateLimits: JSON.parse(rateLimits) as RateLimits };
   }
@@ -530,7 +543,7 @@ export class RedisProjectionStore implements ReadModelStore {
   async request(orgId: string, requestId: string): Promise<RequestLogEntry | null> {
     const k = this.org(orgId);
     const element = (await this.run(lua.FIND_REQUEST, [k.ledger, k.requests, k.requestIndex], [requestId])) as string | null;
-    return element === null ? null : entryOf(element);
+    return element === null ? this.nothingFound(null) : entryOf(element);
   }
 
   async keyUsage(orgId: string, keyId: string, period: string): Promise<number> {
@@ -582,7 +595,9 @@ export class RedisProjectionStore implements ReadModelStore {
   }
 
   async reset(): Promise<void> {
-    this.appliedUpTo = 0;
+    this.built = false;
+    // The checkpoint first: from now on every instance knows the read models are not complete.
+    await this.client.del(this.checkpointKey);
     for await (const keys of this.client.scanIterator({ MATCH: `${this.prefix}*`, COUNT: 1000 })) {
       const lock = `${this.prefix}rebuild-lock`;
       const doomed = keys.filter((key) => key !== lock);
@@ -657,7 +672,7 @@ export class RedisProjectionStore implements ReadModelStore {
     await flush();
     await this.client.set(this.schemaKey, READ_MODEL_SCHEMA);
     await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [model.position]);
-    this.appliedUpTo = Math.max(this.appliedUpTo, model.position);
+    this.built = true;
   }
 
   async close(): Promise<void> {

@@ -107,10 +107,12 @@ return 1
  * Admission. KEYS: ledger, holds, hold deadlines, key pending, hold key, key open, key period spend.
  * ARGV: reservation id, amount, pending-until, key id, the key's limit ('' for none), its period's spend field.
  * Returns {1} when held, {0, available} when the balance does not cover the amount, {0, available,
- * key remaining} when the key's limit does not.
+ * key remaining} when the key's limit does not, {-1} when the organization has no ledger (unknown to
+ * the log, or the read models are gone: the caller tells which).
  */
 export const HOLD = `
-local l = redis.call('HMGET', KEYS[1], 'granted', 'spent', 'reserved', 'pending')
+local l = redis.call('HMGET', KEYS[1], 'granted', 'spent', 'reserved', 'pending', 'position')
+if not l[5] then return {-1} end
 local available = (tonumber(l[1]) or 0) - (tonumber(l[2]) or 0) - (tonumber(l[3]) or 0) - (tonumber(l[4]) or 0)
 local amount = tonumber(ARGV[2])
 if available < amount then return {0, available} end
@@ -169,10 +171,10 @@ if element and string.sub(element, 1, #n + 1) == n .. ' ' then return element en
 return false
 `;
 
-/** KEYS: checkpoint. ARGV: position. Moves the checkpoint forward only. */
+/** KEYS: checkpoint. ARGV: position. Writes the checkpoint if there is none, else moves it forward only. */
 export const ADVANCE_CHECKPOINT = `
-local current = tonumber(redis.call('GET', KEYS[1]) or '0')
-if tonumber(ARGV[1]) > current then redis.call('SET', KEYS[1], ARGV[1]) end
+local current = redis.call('GET', KEYS[1])
+if not current or tonumber(ARGV[1]) > tonumber(current) then redis.call('SET', KEYS[1], ARGV[1]) end
 return 1
 `;
 

@@ -64,6 +64,7 @@ function observed(store: EventStore, races = 0) {
     headPosition: () => store.headPosition(),
     subscribe: (after, signal) => store.subscribe(after, signal),
     appendFailure: () => store.appendFailure(),
+    logId: () => store.logId(),
     close: () => store.close(),
   };
   return { store: wrapped, calls };

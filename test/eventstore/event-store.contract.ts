@@ -34,6 +34,14 @@ export function describeEventStoreContract(name: string, open: () => Promise<Eve
       expect(Math.abs(read[0].recordedAt - Date.now())).toBeLessThan(60_000);
     });
 
+    it('has an identity: the same however often and however concurrently it is asked, whatever is appended', async () => {
+      const [first, second] = await Promise.all([store.logId(), store.logId()]);
+      expect(first).toMatch(/^[0-9a-f-]{36}$/);
+      expect(second).toBe(first);
+      await store.append(stream(), [ev(1)], 'no_stream');
+      expect(await store.logId()).toBe(first);
+    });
+
     it('reads an unknown stream as empty', async () => {
       expect(await store.readStream(stream())).toEqual([]);
     });

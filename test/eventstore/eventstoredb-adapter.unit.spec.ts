@@ -1,6 +1,6 @@
 import { EventStoreDBClient, jsonEvent } from '@eventstore/db-client';
 import { AppendOutcomeUnknownError, WrongExpectedRevisionError } from '../../src/eventstore/event-store';
-import { EventStoreDbEventStore, WRITE_PROBE_STREAM } from '../../src/eventstore/eventstoredb-event-store';
+import { EventStoreDbEventStore, LOG_IDENTITY_STREAM, WRITE_PROBE_STREAM } from '../../src/eventstore/eventstoredb-event-store';
 import { EventStorePositionError } from '../../src/eventstore/eventstoredb-positions';
 import { SimulatedEventStoreDb } from '../support/simulated-eventstoredb';
 import { describeEventStoreContract } from './event-store.contract';
@@ -48,6 +48,17 @@ describe('EventStoreDB adapter (simulated server)', () => {
     expect(numbers(await fresh.readAll(3, 10))).toEqual([1, 2, 3]);
     expect(await fresh.readAll(third.position + 1, 10)).toEqual([]);
     await fresh.close();
+  });
+
+  it('identifies the log once: every process on it (two at once on a new log) reads the same identity; another server is another log', async () => {
+    const other = over(server);
+    const [mine, theirs] = await Promise.all([store.logId(), other.logId()]);
+    expect(theirs).toBe(mine);
+    expect((await store.readStream(LOG_IDENTITY_STREAM)).map((e) => e.type)).toEqual(['LogIdentified']);
+    expect(await over(server).logId()).toBe(mine);
+    const elsewhere = over(new SimulatedEventStoreDb());
+    expect(await elsewhere.logId()).not.toBe(mine);
+    await Promise.all([other.close(), elsewhere.close()]);
   });
 
   it('resumes from a position it has seen without searching for it', async () => {

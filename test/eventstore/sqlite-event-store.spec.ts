@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, readdirSync, readFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { join } from 'node:path';
 import { SqliteEventStore } from '../../src/eventstore/sqlite-event-store';
@@ -34,6 +34,30 @@ function threadNiceValues(): number[] {
     await store.close();
   },
 );
+
+describe('SQLite log identity', () => {
+  it('is made with the log: the same for every process on the file and for a copy of it (a backup), another for another file', async () => {
+    const file = join(dir.path, 'identity.sqlite');
+    const [one, two] = [new SqliteEventStore(file), new SqliteEventStore(file)];
+    const id = await one.logId();
+    expect(await two.logId()).toBe(id);
+    await one.append('identity-1', [{ type: 'Tick', data: {} }], 'no_stream');
+    await Promise.all([one.close(), two.close()]);
+    copyFileSync(file, join(dir.path, 'identity-backup.sqlite'));
+    const [reopened, restored, other] = [
+      file,
+      join(dir.path, 'identity-backup.sqlite'),
+      join(dir.path, 'identity-other.sqlite'),
+    ].map((path) => new SqliteEventStore(path));
+    try {
+      expect(await reopened.logId()).toBe(id);
+      expect(await restored.logId()).toBe(id);
+      expect(await other.logId()).not.toBe(id);
+    } finally {
+      await Promise.all([reopened.close(), restored.close(), other.close()]);
+    }
+  });
+});
 
 describe('SQLite commit window', () => {
   // The window runs on Jest's clock: it ends when the test moves the clock, however fast the

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { auditLedger } from '../../src/audit/ledger-audit';
 import { loadConfig } from '../../src/config/config';
 import { rebuildProjections } from '../../src/projections/projector';
-import { RedisProjectionStore } from '../../src/projections/redis-projection-store';
+import { ReadModelsLostError, RedisProjectionStore } from '../../src/projections/redis-projection-store';
 import { availableOf } from '../../src/projections/read-models';
 import { openRuntime } from '../../src/runtime/runtime';
 import { Child, eventually, ROOT, startNode } from '../support/processes';
@@ -98,7 +98,8 @@ describeWithRedis('ledger across processes', () => {
 
       // Empty Redis under the running instance (only this test's keys: never a FLUSHALL).
       await (runtime.projections as RedisProjectionStore).reset();
-      expect((await runtime.projections.balance(orgId)).granted).toBe(0);
+      // Read models gone are not read as an empty balance: the read is refused (a 503 to a client).
+      await expect(runtime.projections.balance(orgId)).rejects.toBeInstanceOf(ReadModelsLostError);
 
       // The next event it follows reveals the loss; it rebuilds and applies the new grant on top.
       await runtime.ledger.grant(orgId, 7_000_000, 'after the flush');
