@@ -80,8 +80,17 @@ const STORE_UNAVAILABLE = new Set([
   'ReconnectStrategyError',
 ]);
 
+/**
+ * A store's socket that failed under a command in flight (Redis killed: node-redis rejects the
+ * commands waiting for a reply with the socket's own error). A host's socket errors never get here:
+ * the transport turns them into HostErrors.
+ */
+const CONNECTION_LOST = new Set(['ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+
 const storeUnavailable = (error: unknown): boolean =>
-  typeof error === 'object' && error !== null && STORE_UNAVAILABLE.has(error.constructor.name);
+  typeof error === 'object' &&
+  error !== null &&
+  (STORE_UNAVAILABLE.has(error.constructor.name) || CONNECTION_LOST.has(String((error as { code?: unknown }).code)));
 
 /** The read models are gone (Redis emptied) or being rebuilt from the log: they cannot say whether a key or a balance exists. */
 const readModelsRebuilding = (error: unknown): boolean =>

@@ -1,0 +1,21 @@
+import { toApiError } from '../../src/http/api-error';
+
+/** The error node-redis rejects its commands in flight with when Redis dies under them: the socket's own. */
+const socketError = (code: string) => Object.assign(new Error(`read ${code}`), { code, errno: -104, syscall: 'read' });
+
+describe('toApiError', () => {
+  it.each(['ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'ETIMEDOUT'])(
+    'answers a store connection lost under a request in flight (%s) with 503, not 500',
+    (code) => {
+      const error = toApiError(socketError(code));
+      expect(error.status).toBe(503);
+      expect(error.code).toBe('unavailable');
+    },
+  );
+
+  it('still answers what it cannot name with 500 and no detail', () => {
+    const error = toApiError(Object.assign(new Error('boom at /secret/path'), { code: 'EWHATEVER' }));
+    expect(error.status).toBe(500);
+    expect(error.message).toBe('internal error');
+  });
+});
