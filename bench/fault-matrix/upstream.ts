@@ -7,8 +7,8 @@
  *
  *   node dist/bench/fault-matrix/upstream.js
  *
- * Host models (the same on either format): each replies `word1 word2 …`, one word a piece, and
- * reports REPORTED_INPUT input tokens and one output token a word.
+ * Host models (the same on either format): each replies `word1 word2 …`, one word a piece (the
+ * first with the headers), and reports REPORTED_INPUT input tokens and one output token a word.
  *   fm-paced   STREAM_WORDS words, a piece every 15 ms: streams in flight when a fault strikes
  *   fm-slow    100 words, a piece every 200 ms: streams held open until their clients leave
  *
@@ -174,9 +174,10 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   }
   const { head, pieces, tail } = format === openai ? openai.stream(reply, body) : anthropic.stream(reply);
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...ids });
-  res.write(head.join(''));
-  // One piece every gap until the reply is out, or the client (the gateway) has gone.
-  for (const piece of pieces) {
+  // The first word at once, as a host that starts at once (its reservation may not yet be in the
+  // gateway's log); then one every gap until the reply is out, or the client (the gateway) has gone.
+  res.write(head.join('') + pieces[0]);
+  for (const piece of pieces.slice(1)) {
     await new Promise((done) => setTimeout(done, pace.gapMs));
     if (res.destroyed) return;
     res.write(piece);
