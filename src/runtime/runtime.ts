@@ -85,7 +85,16 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     throw error;
   }
   const projector = new Projector(events, projections, config.requestLogRetention, log);
-  await projector.start();
+  try {
+    await projector.start();
+  } catch (error) {
+    // Read models that may not be served from and could not be rebuilt: nothing starts.
+    await projector.stop();
+    await projections.close().catch(() => undefined);
+    await events.close();
+    claim?.release();
+    throw error;
+  }
   const ledger = new LedgerService(events, projections, {
     reservationTtlMs: config.reservationTtlMs,
     pendingHoldMs: config.pendingHoldMs,

@@ -3,11 +3,14 @@ import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createApp } from '../../src/app';
 import { loadConfig } from '../../src/config/config';
+import { hashKeySecret } from '../../src/identity/secrets';
+import { RedisProjectionStore } from '../../src/projections/redis-projection-store';
 import { openRuntime, Runtime } from '../../src/runtime/runtime';
 import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
 import { OperatorAudit, TEST_MODELS, testCatalogue } from '../support/gateway';
 import { createKey } from '../support/keys';
 import { operatorTool } from '../support/operator-tool';
+import { eventually } from '../support/processes';
 import { describeWithRedis, testRedisUrl, uniquePrefix } from '../support/redis';
 import { fundedOrganization } from '../support/runtime';
 import { tempDir } from '../support/temp';
@@ -165,6 +168,37 @@ describeWithRedis('read models in Redis of another log', () => {
       await b?.close();
       dirA.cleanup();
       dirB.cleanup();
+    }
+  });
+
+  it('while serving, read models found to be of another log (Redis reached again, holding others) answer 503, then are rebuilt by themselves', async () => {
+    const dir = tempDir('swapped');
+    const prefix = uniquePrefix('swapped');
+    const env = { DATA_DIR: dir.path, REDIS_URL: testRedisUrl()!, REDIS_PREFIX: prefix, LOG_POLL_MS: '20' };
+    const g = await serve(env);
+    try {
+      const { key } = await customer(g);
+      expect(await chats(g, key, 1)).toEqual([200]);
+      const logId = await g.runtime.events.logId();
+      // As if the Redis reached now held the read models of another log (a key of this log is not in them).
+      const store = g.runtime.projections as RedisProjectionStore;
+      await store.client.set(`${prefix}log`, 'another-log');
+      await store.client.del(`${prefix}key:${hashKeySecret(key)}`);
+      const statuses: number[] = [];
+      await eventually(async () => {
+        const [status] = await chats(g, key, 1);
+        statuses.push(status);
+        return status === 200;
+      });
+      expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
+      expect(g.lines).toContain(`projector: read models are of another log (another-log; this log is ${logId}): rebuilding`);
+      await g.runtime.projector.catchUp();
+      const audit = await operatorAudit(env);
+      expect(audit.report.differences).toEqual([]);
+    } finally {
+      await g.runtime.projections.reset();
+      await g.close();
+      dir.cleanup();
     }
   });
 
