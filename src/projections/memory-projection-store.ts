@@ -1,10 +1,11 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { rename, rm, writeFile } from 'node:fs/promises';
-import type { EventStore, RecordedEvent } from '../eventstore/event-store';
+import type { RecordedEvent } from '../eventstore/event-store';
 import type { HoldResult } from '../ledger/credit-holds';
 import type { KeyHold } from '../ledger/key-limit';
 import type { ReadModelStore } from './projection-store';
 import { ReadModel, ReadModelSnapshot, snapshotPieces } from './read-model';
+import type { ReadModelOrigin } from './read-model-trust';
 import {
   availableOf,
   type Balance,
@@ -27,6 +28,8 @@ export interface SnapshotOptions {
   file: string;
   /** Save at most this often while events are applied (and always on close). */
   everyMs: number;
+  /** The identity of the log the read models follow, saved with them. */
+  logId: string;
 }
 
 /**
@@ -43,6 +46,8 @@ export class MemoryProjectionStore implements ReadModelStore {
   private readonly pendingByKey = new Map<string, number>();
 
   private savedAt = 0;
+  /** What the saved copy loaded at start says it reflects, until the model moves on from it. */
+  private loaded: ReadModelOrigin | null = null;
   private savedTime = Date.now();
   /** The save writing its file: one at a time. */
   private saving: Promise<void> | null = null;
@@ -61,10 +66,11 @@ export class MemoryProjectionStore implements ReadModelStore {
   }
 
   /**
-   * Loads the saved read models if they belong to this log: the event they end with must be
-   * in the log at the same position. Anything else (another log, a damaged file) is ignored.
+   * Loads the saved read models, saying which log and position they reflect (`origin`): whether
+   * they may be served from is the projector's to decide at start (read-model-trust.ts). A damaged
+   * file, or one of another version, is ignored.
    */
-  async loadSnapshot(events: EventStore): Promise<boolean> {
+  loadSnapshot(): boolean {
     if (!this.snapshot) return false;
     let saved: ReadModelSnapshot;
     try {
@@ -73,16 +79,9 @@ export class MemoryProjectionStore implements ReadModelStore {
       return false;
     }
     if (saved.version !== 6 || !saved.last || saved.position <= 0) return false;
-    const [atPosition] = await events.readAll(saved.position - 1, 1);
-    if (
-      atPosition?.position !== saved.position ||
-      atPosition.streamId !== saved.last.streamId ||
-      atPosition.revision !== saved.last.revision
-    ) {
-      return false;
-    }
     this.model = this.withHolds(ReadModel.fromSnapshot(saved, this.requestLogRetention));
     this.savedAt = saved.position;
+    this.loaded = { logId: saved.logId ?? null, position: saved.position, ofThisVersion: true, last: saved.last };
     return true;
   }
 
@@ -100,7 +99,7 @@ export class MemoryProjectionStore implements ReadModelStore {
     this.savedTime = Date.now();
     try {
       // Written piece by piece: no string of the whole snapshot is built.
-      await writeFile(partial, await snapshotPieces(this.model.toSnapshot()));
+      await writeFile(partial, await snapshotPieces({ ...this.model.toSnapshot(), logId: this.snapshot.logId }));
       await rename(partial, file);
     } catch (error) {
       await rm(partial, { force: true });
@@ -187,6 +186,7 @@ export class MemoryProjectionStore implements ReadModelStore {
   }
 
   async apply(events: RecordedEvent[]): Promise<void> {
+    if (events.length > 0) this.loaded = null;
     for (const event of events) this.model.apply(event);
     if (this.snapshot && Date.now() - this.savedTime >= this.snapshot.everyMs) this.saveInBackground();
   }
@@ -195,9 +195,25 @@ export class MemoryProjectionStore implements ReadModelStore {
     return this.model.position;
   }
 
+  /** The saved copy loaded at start, as it was saved; else what this process folded, of the log it follows. */
+  async origin(): Promise<ReadModelOrigin | null> {
+    if (this.loaded !== null) return this.loaded;
+    if (this.model.position === 0) return null;
+    return {
+      logId: this.snapshot?.logId ?? null,
+      position: this.model.position,
+      ofThisVersion: true,
+      last: this.model.last ?? undefined,
+    };
+  }
+
   /** In this process, nothing can take them away. */
   async present(): Promise<boolean> {
     return true;
+  }
+
+  reconnected(): boolean {
+    return false;
   }
 
   async balance(orgId: string): Promise<Balance> {
@@ -273,6 +289,7 @@ export class MemoryProjectionStore implements ReadModelStore {
     while (this.saving) await this.saving.catch(() => undefined);
     if (this.snapshot) rmSync(this.snapshot.file, { force: true });
     this.savedAt = 0;
+    this.loaded = null;
     this.model = this.withHolds(new ReadModel(this.requestLogRetention));
     this.pending.clear();
     this.pendingByOrg.clear();
@@ -280,6 +297,7 @@ export class MemoryProjectionStore implements ReadModelStore {
   }
 
   async load(model: ReadModel): Promise<void> {
+    this.loaded = null;
     this.model = this.withHolds(model);
     await this.saveNow();
   }

@@ -2,6 +2,7 @@ import type { RecordedEvent } from '../eventstore/event-store';
 import type { KeyLookup } from '../identity/key-lookup';
 import type { CreditHolds } from '../ledger/credit-holds';
 import type { ReadModel } from './read-model';
+import type { ReadModelOrigin } from './read-model-trust';
 import type { ReadModels } from './read-models';
 
 /**
@@ -21,8 +22,15 @@ export interface ProjectionStore extends CreditHolds, KeyLookup {
   apply(events: RecordedEvent[]): Promise<void>;
   /** The position up to which every event has been applied. */
   checkpoint(): Promise<number>;
-  /** Whether the read models are still there (Redis can lose them): if not, they must be rebuilt. */
+  /** Which log and which position of it the read models say they reflect; null when there are none. */
+  origin(): Promise<ReadModelOrigin | null>;
+  /**
+   * Whether the read models are still there, complete and of this log (Redis can lose them, or come
+   * back with others): if not, they must be rebuilt.
+   */
   present(): Promise<boolean>;
+  /** Whether the store's connection was made again since last asked (what it holds may have changed meanwhile). */
+  reconnected(): boolean;
 
   /** Takes the rebuild lock (one rebuild at a time across instances); null when another holds it. */
   lockRebuild(ttlMs: number): Promise<(() => Promise<void>) | null>;

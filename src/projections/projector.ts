@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventStore } from '../eventstore/event-store';
 import type { ProjectionStore } from './projection-store';
 import { ReadModel } from './read-model';
+import { trustReadModels, type Verdict } from './read-model-trust';
 import { ReadModelsLostError } from './redis-projection-store';
 
 const FOLD_BATCH = 5000;
@@ -118,12 +119,12 @@ export class Projector {
   }
 
   /**
-   * Makes the read models whole before anything reads them: built from the log when they are not
-   * there (an empty Redis, another schema), then caught up with the log as it is now, so that no
-   * key or balance of the log is missing once the service answers.
+   * Makes the read models whole before anything reads them: rebuilt from the log unless they are of
+   * this log and no further on than it (read-model-trust.ts), then caught up with the log as it is
+   * now, so that no key or balance of the log is missing once the service answers.
    */
   async start(): Promise<void> {
-    await this.buildIfMissing();
+    await this.trustOrRebuild();
     this.applied = await this.store.checkpoint();
     this.running = this.follow();
     // Redis may lose the read models while no event arrives to reveal it: look now and then.
@@ -132,32 +133,61 @@ export class Projector {
     await this.catchUp(START_CATCH_UP_MS);
   }
 
-  /** Builds the read models from the log unless they are there, or waits for the instance building them. */
-  private async buildIfMissing(): Promise<void> {
-    while (!(await this.store.present())) {
+  /** What the read models say they reflect, judged against the log as it is now. */
+  private async verdict(): Promise<Verdict> {
+    const origin = await this.store.origin();
+    // Read after the origin: the log's head only grows, so a checkpoint read before it is never wrongly past it.
+    const logId = await this.events.logId();
+    const head = await this.events.headPosition();
+    let atCheckpoint;
+    if (origin?.last !== undefined && origin.position > 0) {
+      const [event] = await this.events.readAll(origin.position - 1, 1);
+      atCheckpoint = event?.position === origin.position ? { streamId: event.streamId, revision: event.revision } : null;
+    }
+    return trustReadModels(origin, { logId, head, atCheckpoint, applied: this.applied });
+  }
+
+  /**
+   * Rebuilds the read models from the log unless they may be trusted, or waits for the instance
+   * rebuilding them; says why. If they cannot be rebuilt, fails naming the mismatch.
+   */
+  private async trustOrRebuild(): Promise<void> {
+    let said = '';
+    for (;;) {
+      const verdict = await this.verdict();
+      if (verdict.trust) return;
+      if (verdict.reason !== said) this.log(`projector: ${verdict.reason}: rebuilding`);
+      said = verdict.reason;
       try {
         const rebuilt = await rebuildProjections(this.events, this.store, this.requestLogRetention);
-        this.log(`projector: no read models (or of another schema): built from ${rebuilt.events} events of the log`);
+        this.log(`projector: rebuilt from ${rebuilt.events} events`);
+        return;
       } catch (error) {
-        if (!(error instanceof RebuildRunningError)) throw error;
+        if (!(error instanceof RebuildRunningError)) {
+          throw new Error(`${verdict.reason}, and they could not be rebuilt from the log: ${(error as Error).message}`, {
+            cause: error,
+          });
+        }
+        // Another instance (or the operator tool) is rebuilding them: look again once it has.
         await sleep(REBUILD_WAIT_MS, undefined, { signal: this.abort.signal });
       }
     }
   }
 
-  /** Rebuilds the read models from the log when they are gone (one probe at a time; a failed one is retried by the next). */
+  /**
+   * Rebuilds the read models from the log when they are gone, or when their store came back and
+   * what it holds is not to be trusted (one probe at a time; a failed one is retried by the next).
+   */
   private async rebuildIfLost(): Promise<void> {
     if (this.probing) return;
     this.probing = true;
     try {
       await this.inTurn(async () => {
-        if (await this.store.present()) return;
-        this.log('projector: read models missing in Redis; rebuilding from the log');
-        const rebuilt = await rebuildProjections(this.events, this.store, this.requestLogRetention);
-        this.log(`projector: rebuilt from ${rebuilt.events} events`);
+        if (!this.store.reconnected() && (await this.store.present())) return;
+        await this.trustOrRebuild();
       });
     } catch {
-      // Redis still away, or another instance rebuilding: the next probe looks again.
+      // Redis still away: the next probe looks again.
     } finally {
       this.probing = false;
     }

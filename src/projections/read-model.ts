@@ -57,6 +57,8 @@ interface OrganizationSnapshot extends OrgLedger {
 /** A read model as saved to disk: plain arrays, plus the last event it includes to tie it to its log. */
 export interface ReadModelSnapshot {
   version: 6;
+  /** The identity of the log it was folded from (absent in copies saved before logs had one). */
+  logId?: string;
   position: number;
   last: { streamId: string; revision: number } | null;
   orgs: Array<[string, OrganizationSnapshot]>;

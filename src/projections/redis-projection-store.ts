@@ -7,6 +7,7 @@ import type { KeyHold } from '../ledger/key-limit';
 import { foldEvent } from './folds';
 import type { ReadModelStore } from './projection-store';
 import type { ReadModel } from './read-model';
+import type { ReadModelOrigin } from './read-model-trust';
 import type { Balance, KeyRecord, MemberRecord, OpenReservation, OrgLedger, OrgRecord, RequestLogEntry } from './read-models';
 import * as lua from './redis-scripts';
 import {
@@ -213,14 +214,19 @@ export class RedisProjectionStore implements ReadModelStore {
   private built = false;
   /** The SHA of the script that applies writes (sent by SHA: it is the longest script, run per organization and batch). */
   private applySha: string | null = null;
+  /** Set when the client connects again after losing Redis: what Redis holds may have changed meanwhile. */
+  private connectedAgain = false;
 
   private constructor(
     readonly client: RedisClient,
     private readonly prefix: string,
     private readonly requestLogRetention: number,
+    /** The identity of the log this instance follows: read models of another are not present. */
+    private readonly logId: string,
   ) {}
 
-  static async connect(url: string, prefix: string, requestLogRetention: number): Promise<RedisProjectionStore> {
+  /** `logId`: the identity of the log the read models follow, recorded with them. */
+  static async connect(url: string, prefix: string, requestLogRetention: number, logId: string): Promise<RedisProjectionStore> {
     const client = createClient({
       url,
       // While Redis is away, commands fail at once (a 503 for the request) instead of waiting in
@@ -232,7 +238,9 @@ export class RedisProjectionStore implements ReadModelStore {
       // Reconnection is automatic; commands issued meanwhile fail and callers report that.
     });
     await client.connect();
-    return new RedisProjectionStore(client, prefix, requestLogRetention);
+    const store = new RedisProjectionStore(client, prefix, requestLogRetention, logId);
+    client.on('ready', () => (store.connectedAgain = true));
+    return store;
   }
 
   /** An organization's table: its key. */
@@ -278,6 +286,10 @@ export class RedisProjectionStore implements ReadModelStore {
   }
   private get schemaKey() {
     return `${this.prefix}schema`;
+  }
+  /** The identity of the log the read models were folded from (see EventStore.logId). */
+  private get logIdKey() {
+    return `${this.prefix}log`;
   }
   keyRecordKey(hash: string) {
     return `${this.prefix}key:${hash}`;
@@ -370,8 +382,9 @@ export class RedisProjectionStore implements ReadModelStore {
       await this.write(batch);
     }
     const last = events[events.length - 1].position;
-    // Read models started here from nothing are of this schema (before the checkpoint says they exist).
-    if (!this.built) await this.client.set(this.schemaKey, READ_MODEL_SCHEMA);
+    // Read models started here from nothing are of this schema and this log (before the checkpoint says they exist).
+    if (!this.built)
+      await Promise.all([this.client.set(this.schemaKey, READ_MODEL_SCHEMA), this.client.set(this.logIdKey, this.logId)]);
     await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [last]);
     this.built = true;
   }
@@ -398,6 +411,23 @@ export class RedisProjectionStore implements ReadModelStore {
     return async () => {
       await this.run(lua.RELEASE_LOCK, [key], [token]);
     };
+  }
+
+  async origin(): Promise<ReadModelOrigin | null> {
+    const [position, schema, logId] = await Promise.all([
+      this.client.get(this.checkpointKey),
+      this.client.get(this.schemaKey),
+      this.client.get(this.logIdKey),
+    ]);
+    if (position === null) return null;
+    this.built = true;
+    return { logId, position: Number(position), ofThisVersion: schema === READ_MODEL_SCHEMA };
+  }
+
+  reconnected(): boolean {
+    const again = this.connectedAgain;
+    this.connectedAgain = false;
+    return again;
   }
 
   async checkpoint(): Promise<number> {
@@ -465,11 +495,15 @@ export class RedisProjectionStore implements ReadModelStore {
   /**
    * Whether the read models are here and complete: their checkpoint is written last when they are
    * built and dropped first when they are reset, so it is missing while Redis is empty or a rebuild
-   * runs; and they must be of this version's schema.
+   * runs; and they must be of this version's schema and of this log.
    */
   async present(): Promise<boolean> {
-    const [checkpoint, schema] = await Promise.all([this.client.exists(this.checkpointKey), this.client.get(this.schemaKey)]);
-    return checkpoint === 1 && schema === READ_MODEL_SCHEMA;
+    const [checkpoint, schema, logId] = await Promise.all([
+      this.client.exists(this.checkpointKey),
+      this.client.get(this.schemaKey),
+      this.client.get(this.logIdKey),
+    ]);
+    return checkpoint === 1 && schema === READ_MODEL_SCHEMA && logId === this.logId;
   }
 
   async key(orgId: string, keyId: string): Promise<KeyRecord | null> {
@@ -670,7 +704,7 @@ export class RedisProjectionStore implements ReadModelStore {
       if (writes.length > 2000) await flush();
     }
     await flush();
-    await this.client.set(this.schemaKey, READ_MODEL_SCHEMA);
+    await Promise.all([this.client.set(this.schemaKey, READ_MODEL_SCHEMA), this.client.set(this.logIdKey, this.logId)]);
     await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [model.position]);
     this.built = true;
   }

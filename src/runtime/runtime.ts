@@ -43,14 +43,18 @@ export async function openEventStore(config: Config): Promise<EventStore> {
   return new SqliteEventStore(join(config.dataDir, 'events.sqlite'), { pollIntervalMs: config.logPollMs });
 }
 
+/** The read models' store, told which log they follow (whether what it holds is of that log is the projector's to check). */
 export async function openProjectionStore(config: Config, events: EventStore): Promise<ReadModelStore> {
-  if (config.redisUrl) return RedisProjectionStore.connect(config.redisUrl, config.redisPrefix, config.requestLogRetention);
+  const logId = await events.logId();
+  if (config.redisUrl)
+    return RedisProjectionStore.connect(config.redisUrl, config.redisPrefix, config.requestLogRetention, logId);
   mkdirSync(config.dataDir, { recursive: true });
   const store = new MemoryProjectionStore(config.requestLogRetention, {
     file: join(config.dataDir, 'read-models.snapshot.json'),
     everyMs: 30_000,
+    logId,
   });
-  await store.loadSnapshot(events);
+  store.loadSnapshot();
   return store;
 }
 
@@ -81,7 +85,16 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     throw error;
   }
   const projector = new Projector(events, projections, config.requestLogRetention, log);
-  await projector.start();
+  try {
+    await projector.start();
+  } catch (error) {
+    // Read models that may not be served from and could not be rebuilt: nothing starts.
+    await projector.stop();
+    await projections.close().catch(() => undefined);
+    await events.close();
+    claim?.release();
+    throw error;
+  }
   const ledger = new LedgerService(events, projections, {
     reservationTtlMs: config.reservationTtlMs,
     pendingHoldMs: config.pendingHoldMs,

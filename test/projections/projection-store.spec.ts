@@ -428,13 +428,13 @@ function describeProjectionStore(name: string, open: () => Promise<ReadModelStor
 describeProjectionStore('in-process', async () => new MemoryProjectionStore(5));
 describeProjectionStore(
   'Redis',
-  async () => RedisProjectionStore.connect(testRedisUrl()!, uniquePrefix('projections'), 5),
+  async () => RedisProjectionStore.connect(testRedisUrl()!, uniquePrefix('projections'), 5, 'test-log'),
   Boolean(testRedisUrl()),
 );
 
 describeWithRedis('Redis read models lost', () => {
   it('notices when Redis was emptied under it', async () => {
-    const store = await RedisProjectionStore.connect(testRedisUrl()!, uniquePrefix('lost'), 5);
+    const store = await RedisProjectionStore.connect(testRedisUrl()!, uniquePrefix('lost'), 5, 'test-log');
     const log = sampleLog();
     await store.apply(log.slice(0, 4));
     await store.reset(); // as if someone emptied Redis
@@ -444,7 +444,7 @@ describeWithRedis('Redis read models lost', () => {
 
   it('while emptied or being rebuilt, answers no read with "nothing there": a key, a balance, a hold, an organization', async () => {
     const prefix = uniquePrefix('emptied');
-    const store = await RedisProjectionStore.connect(testRedisUrl()!, prefix, 5);
+    const store = await RedisProjectionStore.connect(testRedisUrl()!, prefix, 5, 'test-log');
     const log = sampleLog();
     await store.apply(log.slice(0, 3));
     expect(await store.keyByHash('hash-org-a')).toMatchObject({ keyId: 'k1' });
@@ -473,7 +473,7 @@ describeWithRedis('Redis read models lost', () => {
   });
 
   it('applies what comes after Redis lost its scripts (a restart that kept the data)', async () => {
-    const store = await RedisProjectionStore.connect(testRedisUrl()!, uniquePrefix('scripts'), 5);
+    const store = await RedisProjectionStore.connect(testRedisUrl()!, uniquePrefix('scripts'), 5, 'test-log');
     const log = sampleLog();
     await store.apply(log.slice(0, 4));
     await store.client.scriptFlush();

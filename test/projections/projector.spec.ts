@@ -80,3 +80,25 @@ it('applies no batch while it rebuilds the read models; what arrived meanwhile i
     dir.cleanup();
   }
 });
+
+it('refuses to start, naming the mismatch, when read models of another log cannot be rebuilt', async () => {
+  const dir = tempDir('projector-refuses');
+  const events = new SqliteEventStore(join(dir.path, 'events.sqlite'));
+  const store = Object.assign(new MemoryProjectionStore(10), {
+    origin: async () => ({ logId: 'another-log', position: 3, ofThisVersion: true }),
+    load: async () => {
+      throw new Error('ENOSPC: no space left on device');
+    },
+  });
+  const projector = new Projector(events, store, 10);
+  try {
+    await events.append('org-a', [{ type: 'OrganizationCreated', data: { orgId: 'a', name: 'a', createdAt: 1 } }], 'no_stream');
+    await expect(projector.start()).rejects.toThrow(
+      `read models are of another log (another-log; this log is ${await events.logId()}), and they could not be rebuilt from the log: ENOSPC: no space left on device`,
+    );
+  } finally {
+    await projector.stop();
+    await events.close();
+    dir.cleanup();
+  }
+});

@@ -26,7 +26,7 @@ describeWithSmallDisk('in-process read models saved on a full disk', () => {
   afterAll(() => disk?.unmount());
 
   it('a periodic save that fails removes what it wrote', async () => {
-    const store = new MemoryProjectionStore(10, { file: file(), everyMs: 0 });
+    const store = new MemoryProjectionStore(10, { file: file(), everyMs: 0, logId: 'test-log' });
     disk.fill();
     await store.apply([grant(1)]);
     // Waits for the save in flight (and writes nothing itself).
@@ -35,7 +35,7 @@ describeWithSmallDisk('in-process read models saved on a full disk', () => {
   });
 
   it('the save on close fails with what it costs (the next start replays the log), removes what it wrote, and leaves the last save; with room, it saves', async () => {
-    const store = new MemoryProjectionStore(10, { file: file(), everyMs: 60_000 });
+    const store = new MemoryProjectionStore(10, { file: file(), everyMs: 60_000, logId: 'test-log' });
     await store.apply([grant(1)]);
     await store.close();
     expect(savedPosition()).toBe(1);

@@ -32,7 +32,7 @@ describe('in-process read models saved with their checkpoint', () => {
     }
   });
 
-  it('ignores a saved state that belongs to another log', async () => {
+  it('rebuilds, saying why, from a saved state that belongs to another log, even one as long', async () => {
     const a = tempDir('snapshot-a');
     try {
       const runtime = await openRuntime(loadConfig({ DATA_DIR: a.path, REDIS_URL: '' }));
@@ -42,10 +42,13 @@ describe('in-process read models saved with their checkpoint', () => {
       for (const f of ['events.sqlite', 'events.sqlite-wal', 'events.sqlite-shm']) rmSync(join(a.path, f), { force: true });
       const other = new SqliteEventStore(join(a.path, 'events.sqlite'));
       for (let i = 0; i < 5; i++) await other.append(`other-${i}`, [{ type: 'Unrelated', data: {} }], 'no_stream');
-      const store = new MemoryProjectionStore(10, { file: join(a.path, 'read-models.snapshot.json'), everyMs: 1000 });
-      expect(await store.loadSnapshot(other)).toBe(false);
-      expect(await store.checkpoint()).toBe(0);
       await other.close();
+      const lines: string[] = [];
+      const again = await openRuntime(loadConfig({ DATA_DIR: a.path, REDIS_URL: '' }), { log: (line) => lines.push(line) });
+      expect(lines[0]).toMatch(/^projector: read models are of another log \(.+\): rebuilding$/);
+      expect(await again.projections.ledgers()).toEqual(new Map());
+      expect(await again.projections.checkpoint()).toBe(5);
+      await again.close();
     } finally {
       a.cleanup();
     }
@@ -55,7 +58,7 @@ describe('in-process read models saved with their checkpoint', () => {
     const dir = tempDir('snapshot-periodic');
     try {
       const file = join(dir.path, 'read-models.snapshot.json');
-      const store = new MemoryProjectionStore(10, { file, everyMs: 0 });
+      const store = new MemoryProjectionStore(10, { file, everyMs: 0, logId: 'test-log' });
       const grant = (position: number) => ({
         streamId: 'credits-org-1',
         revision: position - 1,
