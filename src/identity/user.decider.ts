@@ -1,4 +1,5 @@
 import type { Decider } from '../eventstore/command-handler';
+import { wellFormed } from './checks';
 import { IdentityRuleError } from './identity-rule-error';
 import type { UserRegistered } from './identity.events';
 
@@ -25,7 +26,7 @@ export interface RegisterUser {
 
 export function decideUser(command: RegisterUser, state: User): UserRegistered[] {
   const email = normalizeEmail(command.email);
-  if (!EMAIL.test(email) || email.length > 254) {
+  if (!EMAIL.test(email) || email.length > 254 || !wellFormed(email)) {
     throw new IdentityRuleError('invalid_email', `"${command.email}" is not an email address`);
   }
   if (state.exists) throw new IdentityRuleError('user_exists', `a user with email ${email} already exists`);
