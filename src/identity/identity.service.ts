@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { handleCommand, newStream, readStreamState, StreamState } from '../eventstore/command-handler';
 import type { EventStore } from '../eventstore/event-store';
+import { maskSecrets } from '../key-secret/key-secret';
 import { wellFormed } from './checks';
 import { IdentityRuleError } from './identity-rule-error';
 import {
@@ -43,7 +44,8 @@ export class IdentityService {
 
   async createOrganization(name: string): Promise<{ orgId: string; name: string }> {
     const orgId = randomUUID();
-    const command = { type: 'CreateOrganization' as const, orgId, name, now: this.clock() };
+    // A secret pasted into the name is masked before the name is stored (and shown).
+    const command = { type: 'CreateOrganization' as const, orgId, name: maskSecrets(name), now: this.clock() };
     const { events } = await handleCommand(this.events, organizationStream(orgId), organizationDecider, command, {
       known: newStream(organizationDecider),
     });
