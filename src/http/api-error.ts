@@ -24,7 +24,11 @@ export const API_ERRORS = {
 
 export type ApiErrorCode = keyof typeof API_ERRORS;
 
-/** A failure to report to the caller; each surface renders it in its own wire format. */
+/**
+ * A failure to report to the caller; each surface renders it in its own wire format. Its message
+ * is masked here, once for every route: it often echoes what the client sent (a model, a path, a
+ * field's name, a parser's excerpt of the body), and an error never carries a secret.
+ */
 export class ApiError extends Error {
   constructor(
     readonly code: ApiErrorCode,
@@ -36,7 +40,7 @@ export class ApiError extends Error {
     /** What the logs, metrics and request log call it, when finer than its code (a key's limit, not the balance). */
     readonly outcome: string = code,
   ) {
-    super(message);
+    super(maskSecrets(message));
     this.name = 'ApiError';
   }
 
@@ -59,11 +63,11 @@ export class ApiError extends Error {
 
 /**
  * Nest says "Cannot GET /path?query": name the method and path so a wrong verb is obvious; not the
- * query, and no key pasted into the path (an error never carries a secret).
+ * query (ApiError masks a key pasted into the path).
  */
 function unknownRoute(message: string): string {
   const match = /^Cannot (\w+) ([^?\s]{1,200})/.exec(message);
-  return match ? `no such route: ${match[1]} ${maskSecrets(match[2])}` : 'no such route';
+  return match ? `no such route: ${match[1]} ${match[2]}` : 'no such route';
 }
 
 /**
@@ -98,7 +102,7 @@ const readModelsRebuilding = (error: unknown): boolean =>
 
 /** What a caller sees of a rule of identity their input broke (a blank name, a duplicate, a revoked key): never a 500. */
 function identityRefusal(error: IdentityRuleError): ApiError {
-  return new ApiError(IDENTITY_REFUSALS[error.code] ?? 'invalid_request', maskSecrets(error.message));
+  return new ApiError(IDENTITY_REFUSALS[error.code] ?? 'invalid_request', error.message);
 }
 
 const IDENTITY_REFUSALS: Partial<Record<IdentityRuleError['code'], ApiErrorCode>> = {

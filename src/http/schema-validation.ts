@@ -1,5 +1,6 @@
 import type { PipeTransform } from '@nestjs/common';
 import Ajv, { ErrorObject } from 'ajv';
+import { maskSecrets } from '../key-secret/key-secret';
 import { ApiError } from './api-error';
 
 /**
@@ -21,7 +22,8 @@ function paramOf(error: ErrorObject): string | null {
     .slice(1)
     .replace(/\/(\d+)(?=\/|$)/g, '[$1]')
     .replace(/\//g, '.');
-  return path === '' ? null : path;
+  // The path holds the client's field names: masked like the message that names it.
+  return path === '' ? null : maskSecrets(path);
 }
 
 /** Failures whose own message says more than what the schema expects as a whole. */

@@ -5,12 +5,23 @@ import type { RateLimits } from './identity.events';
 
 const MAX_NAME = 100;
 
-/** A name as given, trimmed: 1 to 100 characters. `what`: whose name, for the message. */
+/** A UTF-16 surrogate standing alone (with the `u` flag, a pair is one code point and does not match). */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * Whether text is well-formed Unicode. JSON can carry a lone surrogate (`"\ud800"`), which no
+ * UTF-8 store, digest or URI encoder takes as it is: some throw, others turn it into U+FFFD, so
+ * that two different texts become one. Such text is refused where it enters.
+ */
+export const wellFormed = (text: string): boolean => !LONE_SURROGATE.test(text);
+
+/** A name as given, trimmed: 1 to 100 characters of well-formed text. `what`: whose name, for the message. */
 export function checkName(what: string, name: string): string {
   const trimmed = name.trim();
   if (trimmed.length === 0 || trimmed.length > MAX_NAME) {
     throw new IdentityRuleError('invalid_name', `${what} name must be 1 to ${MAX_NAME} characters`);
   }
+  if (!wellFormed(trimmed)) throw new IdentityRuleError('invalid_name', `${what} name must be well-formed text`);
   return trimmed;
 }
 

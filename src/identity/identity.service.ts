@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { handleCommand, newStream, readStreamState, StreamState } from '../eventstore/command-handler';
 import type { EventStore } from '../eventstore/event-store';
+import { maskSecrets } from '../key-secret/key-secret';
+import { wellFormed } from './checks';
 import { IdentityRuleError } from './identity-rule-error';
 import {
   MemberRole,
@@ -42,7 +44,8 @@ export class IdentityService {
 
   async createOrganization(name: string): Promise<{ orgId: string; name: string }> {
     const orgId = randomUUID();
-    const command = { type: 'CreateOrganization' as const, orgId, name, now: this.clock() };
+    // A secret pasted into the name is masked before the name is stored (and shown).
+    const command = { type: 'CreateOrganization' as const, orgId, name: maskSecrets(name), now: this.clock() };
     const { events } = await handleCommand(this.events, organizationStream(orgId), organizationDecider, command, {
       known: newStream(organizationDecider),
     });
@@ -55,6 +58,8 @@ export class IdentityService {
 
   async registerUser(email: string, password: string): Promise<{ userId: string; email: string }> {
     if (password.length < 8) throw new IdentityRuleError('invalid_password', 'password must be at least 8 characters');
+    // Hashed as UTF-8, a lone surrogate would become U+FFFD: two different passwords would be one.
+    if (!wellFormed(password)) throw new IdentityRuleError('invalid_password', 'password must be well-formed text');
     const known = await this.user(email);
     const userId = randomUUID();
     // Decide before hashing so a duplicate email fails fast; the append re-checks it.

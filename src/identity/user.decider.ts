@@ -1,4 +1,6 @@
 import type { Decider } from '../eventstore/command-handler';
+import { maskSecrets } from '../key-secret/key-secret';
+import { wellFormed } from './checks';
 import { IdentityRuleError } from './identity-rule-error';
 import type { UserRegistered } from './identity.events';
 
@@ -25,9 +27,11 @@ export interface RegisterUser {
 
 export function decideUser(command: RegisterUser, state: User): UserRegistered[] {
   const email = normalizeEmail(command.email);
-  if (!EMAIL.test(email) || email.length > 254) {
+  if (!EMAIL.test(email) || email.length > 254 || !wellFormed(email)) {
     throw new IdentityRuleError('invalid_email', `"${command.email}" is not an email address`);
   }
+  // An email is who someone is (the stream is named by it): one holding a key secret is refused, not masked.
+  if (maskSecrets(email) !== email) throw new IdentityRuleError('invalid_email', 'an email address must not hold an API key');
   if (state.exists) throw new IdentityRuleError('user_exists', `a user with email ${email} already exists`);
   return [
     {

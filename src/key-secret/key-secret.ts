@@ -7,9 +7,14 @@ export const KEY_SECRET_PREFIX = 'sk-svc-';
 
 /**
  * Our key secrets (cut to their prefix), and provider-style keys (`sk-…`, `sk-ant-…`, `sk-proj-…`)
- * an upstream or a client may paste into text. Masking twice changes nothing.
+ * an upstream or a client may paste into text. Our prefix is matched at a word's start, or anywhere
+ * when a secret's worth of characters follows: names such as "Risk-svc-team" are left alone.
+ * Masking twice changes nothing.
  */
-const KEY_SECRETS_IN_TEXT = new RegExp(`${KEY_SECRET_PREFIX}[\\w-]*…?|\\bsk-(?!svc-)[\\w-]{12,}`, 'g');
+const KEY_SECRETS_IN_TEXT = new RegExp(
+  `\\b${KEY_SECRET_PREFIX}[\\w-]*…?|${KEY_SECRET_PREFIX}[\\w-]{16,}…?|\\bsk-(?!svc-)[\\w-]{12,}`,
+  'g',
+);
 
 /** The keys this process sends to hosts (read from the environment by the catalogue). */
 const hostKeys = new Set<string>();

@@ -5,6 +5,7 @@ import { AppendOutcomeUnknownError, EventStore, WrongExpectedRevisionError } fro
 import { organizationDecider } from '../identity/organization.decider';
 import { organizationStream } from '../identity/identity.events';
 import type { KeyLimit } from '../identity/identity.events';
+import { maskSecrets } from '../key-secret/key-secret';
 import type { CreditHolds } from './credit-holds';
 import { keyHold } from './key-limit';
 import {
@@ -101,7 +102,8 @@ export class LedgerService {
   async grant(orgId: string, amount: number, reason: string, grantId: string = randomUUID()): Promise<Granted> {
     const { state: organization } = await readStreamState(this.events, organizationStream(orgId), organizationDecider);
     if (!organization.exists) throw new LedgerRuleError('organization_not_found', `no organization ${orgId}`);
-    const command = { type: 'GrantCredits' as const, orgId, grantId, amount, reason, now: this.clock() };
+    // The operator's reason is stored: a secret pasted into it is masked first.
+    const command = { type: 'GrantCredits' as const, orgId, grantId, amount, reason: maskSecrets(reason), now: this.clock() };
     const { events, state } = await handleCommand(this.events, creditsStream(orgId), creditAccountDecider, command, {
       retries: Infinity,
     });

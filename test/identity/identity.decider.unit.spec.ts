@@ -47,6 +47,24 @@ describe('identity deciders', () => {
     );
   });
 
+  it('refuses names and emails that are not well-formed text (a lone surrogate), and takes pairs', () => {
+    for (const name of ['Acme \ud800', '\udfff', 'a\udc00\ud800b']) {
+      expect(
+        codeOf(() => decideOrganization({ type: 'CreateOrganization', orgId: 'o', name, now: 1 }, initialOrganization())),
+      ).toBe('invalid_name');
+    }
+    const [emoji] = decideOrganization(
+      { type: 'CreateOrganization', orgId: 'o', name: 'Acme \ud83d\ude80', now: 1 },
+      initialOrganization(),
+    );
+    expect(emoji.data).toMatchObject({ name: 'Acme 🚀' });
+    expect(
+      codeOf(() =>
+        decideUser({ type: 'RegisterUser', userId: 'u', email: 'a\ud800@x.com', passwordHash: 'h', now: 1 }, initialUser()),
+      ),
+    ).toBe('invalid_email');
+  });
+
   const add = (userId: string, role: 'owner' | 'member', extra: { by?: string; manageKeys?: boolean } = {}) => ({
     type: 'AddMember' as const,
     orgId: 'o1',

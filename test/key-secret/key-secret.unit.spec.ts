@@ -10,6 +10,10 @@ describe('maskSecrets', () => {
     expect(maskSecrets('sk-ant-api03-abcdefghijklmnop')).toBe('sk-…');
     // ordinary text is left alone
     expect(maskSecrets('ask-me anything; task-list; sk-short')).toBe('ask-me anything; task-list; sk-short');
+    // names that merely contain the prefix's letters, as names are masked before they are stored
+    expect(maskSecrets('Risk-svc-team, task-svc-ops@example.com')).toBe('Risk-svc-team, task-svc-ops@example.com');
+    expect(maskSecrets(`team ${ours}`)).toBe('team sk-svc-…');
+    expect(maskSecrets(`team-${ours}, key=${ours}, glued${ours}`)).toBe('team-sk-svc-…, key=sk-svc-…, gluedsk-svc-…');
   });
 
   it('replaces the keys this process sends to hosts, wherever they appear', () => {

@@ -4,7 +4,6 @@ import { IdentityRuleError } from '../../identity/identity-rule-error';
 import { IdentityService } from '../../identity/identity.service';
 import { hashPassword, verifyPassword } from '../../identity/secrets';
 import type { ReadModels } from '../../projections/read-models';
-import { maskSecrets } from '../../key-secret/key-secret';
 import { READ_MODELS } from '../../runtime/runtime.module';
 import { AttemptLimit, SIGN_UP_PER_ADDRESS, SignInThrottles } from './sign-in-throttle';
 
@@ -68,7 +67,7 @@ export class SignUp {
         await hashPassword(password);
         return;
       }
-      if (error instanceof IdentityRuleError) throw new ApiError('invalid_request', maskSecrets(error.message));
+      if (error instanceof IdentityRuleError) throw new ApiError('invalid_request', error.message);
       throw error;
     }
   }

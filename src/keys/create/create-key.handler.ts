@@ -3,6 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { EventStore } from '../../eventstore/event-store';
 import type { KeyLimit, RateLimits } from '../../identity/identity.events';
 import { hashKeySecret, keyPrefixOf, newKeySecret } from '../../identity/secrets';
+import { maskSecrets } from '../../key-secret/key-secret';
 import { EVENTS } from '../../runtime/runtime.module';
 import { handleKeyCommand } from '../api-key/api-key.commands';
 import type { KeyActor } from '../api-key/api-key.decider';
@@ -52,7 +53,8 @@ export class CreateKeyHandler {
       keyId,
       orgId,
       actor,
-      name,
+      // A secret pasted into the name is masked before the name is stored (and shown).
+      name: maskSecrets(name),
       hash: hashKeySecret(secret),
       prefix,
       ...settings,

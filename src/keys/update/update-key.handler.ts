@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { EventStore } from '../../eventstore/event-store';
+import { maskSecrets } from '../../key-secret/key-secret';
 import { EVENTS } from '../../runtime/runtime.module';
 import { handleKeyCommand } from '../api-key/api-key.commands';
 import type { KeyActor, KeyChangesAsked } from '../api-key/api-key.decider';
@@ -30,8 +31,16 @@ export class UpdateKeyHandler {
   constructor(@Inject(EVENTS) private readonly events: EventStore) {}
 
   async execute(command: UpdateKeyCommand): Promise<UpdatedKey> {
-    const { events, position } = await handleKeyCommand(this.events, { type: 'UpdateApiKey', ...command, now: Date.now() });
-    const { orgId, changes } = (events[0] as ApiKeyUpdated).data;
-    return { keyId: command.keyId, orgId, changes, position };
+    // A secret pasted into a new name is masked before the name is stored (and shown).
+    const changes =
+      command.changes.name === undefined ? command.changes : { ...command.changes, name: maskSecrets(command.changes.name) };
+    const { events, position } = await handleKeyCommand(this.events, {
+      type: 'UpdateApiKey',
+      ...command,
+      changes,
+      now: Date.now(),
+    });
+    const { orgId, changes: made } = (events[0] as ApiKeyUpdated).data;
+    return { keyId: command.keyId, orgId, changes: made, position };
   }
 }

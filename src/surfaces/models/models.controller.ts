@@ -44,7 +44,8 @@ export class ModelsController {
   retrieve(@Param('*') ref: string) {
     const model = this.catalogue.find(ref);
     if (!model || !model.hosts.some((h) => h.host.usable)) {
-      throw new ApiError('not_found', `model "${ref}" is not in the catalogue (GET /api/v1/models lists them)`);
+      // Echoed bounded (and masked, as every error is): a key pasted into the path is not sent back.
+      throw new ApiError('not_found', `model "${ref.slice(0, 256)}" is not in the catalogue (GET /api/v1/models lists them)`);
     }
     return describe(model);
   }
