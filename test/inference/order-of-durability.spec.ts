@@ -96,6 +96,21 @@ const CASES = SURFACES.flatMap((surface) => HOSTS.flatMap((host) => [false, true
 const caseName = ({ surface, host, stream }: (typeof CASES)[number]) =>
   `${surface.name} on an ${host.kind} host, ${stream ? 'streamed' : 'whole'}`;
 
+/** A reply's body read as it arrives: what has come so far, and its end. */
+function reading(res: Response) {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  const body = { seen: '', ended: Promise.resolve('') };
+  body.ended = (async () => {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return body.seen;
+      body.seen += decoder.decode(value, { stream: true });
+    }
+  })();
+  return body;
+}
+
 /** The log, wrapped: appends of the chosen event types held at a gate, or refused (as a full disk would). */
 function interpose(g: TestGateway) {
   const events = g.t.runtime.events;
@@ -206,4 +221,88 @@ describe('the host is called only once the reservation is in the log', () => {
       expect(await g.t.runtime.projections.balance(g.orgId)).toMatchObject({ reserved: 0, pending: 0 });
     },
   );
+});
+
+describe("a reply's end leaves only once its settlement is in the log", () => {
+  let g: TestGateway;
+  let log: ReturnType<typeof interpose>;
+
+  beforeAll(async () => {
+    // Short reservations, swept often: the holds of replies withdrawn expire within the tests.
+    g = await startGateway({
+      sweep: true,
+      env: { REQUEST_TIMEOUT_MS: '2000', RESERVATION_TTL_MS: '2500', SWEEP_INTERVAL_MS: '50' },
+    });
+    log = interpose(g);
+  });
+  afterEach(() => log.stop());
+  afterAll(() => auditThenClose(g));
+
+  const ENDINGS = [
+    ...CASES.map((c) => ({
+      name: caseName(c),
+      stream: c.stream,
+      hostModel: c.host.hostModel,
+      send: () => c.surface.send(g, c.host.slug, c.stream),
+      terminal: c.surface.terminal,
+      streamError: c.surface.streamError,
+      errorBody: c.surface.errorBody,
+    })),
+    {
+      name: 'embeddings',
+      stream: false,
+      hostModel: E.embed.hostModel,
+      send: () => post(g, 'embeddings', { model: E.embed.slug, input: 'x' }, bearer(g)),
+      terminal: [],
+      streamError: '',
+      errorBody: unavailable,
+    },
+  ];
+
+  it.each(ENDINGS)('$name: nothing of its end reaches the client while the settlement is being written', async (c) => {
+    g.fake.on(c.hostModel, { kind: 'reply', reply: { text: 'Hello there, reader.' } });
+    const settlement = log.intercept(['ReservationSettled'], 'hold');
+    const sent = c.send();
+    if (!c.stream) {
+      await log.held.entered.opened;
+      // The whole reply is its end: it would be answered at once if it could be.
+      expect(await within(sent, WAIT_MS)).toBe('not yet');
+      settlement.open();
+      const res = await sent;
+      expect(res.status).toBe(200);
+      await res.json();
+      expect(log.held.order).toEqual(['ReservationSettled appending', 'ReservationSettled in the log']);
+      return;
+    }
+    const body = reading(await sent);
+    await log.held.entered.opened;
+    // The text is the client's already; the end would follow at once if it could.
+    expect(await within(body.ended, WAIT_MS)).toBe('not yet');
+    expect(body.seen).toContain('there');
+    for (const marker of c.terminal) expect(body.seen).not.toContain(marker);
+    const beforeSettled = body.seen.length;
+    settlement.open();
+    const whole = await body.ended;
+    for (const marker of c.terminal) expect(whole.indexOf(marker)).toBeGreaterThanOrEqual(beforeSettled);
+    expect(log.held.order).toEqual(['ReservationSettled appending', 'ReservationSettled in the log']);
+  });
+
+  it.each(ENDINGS)('$name: a settlement the log refuses withdraws the reply, its end never sent', async (c) => {
+    g.fake.on(c.hostModel, { kind: 'reply', reply: { text: 'Hello there, reader.' } });
+    const refusal = log.intercept(['ReservationSettled'], 'refuse');
+    const sent = c.send();
+    await log.held.entered.opened;
+    refusal.open();
+    const res = await sent;
+    if (!c.stream) {
+      expect(res.status).toBe(503);
+      expect(await res.json()).toMatchObject(c.errorBody);
+      return;
+    }
+    expect(res.status).toBe(200);
+    const whole = await res.text();
+    expect(whole).toContain('there');
+    expect(whole).toContain(c.streamError);
+    for (const marker of c.terminal) expect(whole).not.toContain(marker);
+  });
 });
