@@ -28,9 +28,10 @@ export interface SqliteEventStoreOptions {
   /** Commit appends that arrive together in one transaction (default). Off: one commit per append. */
   groupCommit?: boolean;
   /**
-   * How long an append opening a stream, made while the writer is idle, waits for others to share its commit
-   * (default 1 ms; 0: the next loop turn). Besides fewer commits, the writer's wake-up and fsync
-   * then fall after the upstream call a request makes right after reserving, not on top of it.
+   * How long an append opening a stream, made while the writer is idle, waits for others to share
+   * its commit (default 0: the next loop turn, with whatever was appended in the same turn). A
+   * request waits for its reservation before calling its host, so a window would be on its path;
+   * appends made while a commit is under way travel together in the next one whatever the window.
    */
   commitWindowMs?: number;
 }
@@ -97,7 +98,7 @@ export class SqliteEventStore implements EventStore {
   constructor(path: string, options: SqliteEventStoreOptions = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.pollIntervalMs = options.pollIntervalMs ?? 100;
-    this.commitWindowMs = options.commitWindowMs ?? 1;
+    this.commitWindowMs = options.commitWindowMs ?? 0;
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('busy_timeout = 10000');
@@ -169,8 +170,8 @@ export class SqliteEventStore implements EventStore {
       const id = this.nextId++;
       this.pending.set(id, { streamId, expected, events, resolve, reject });
       this.outgoing.push({ id, streamId, expected, events: events.map((e) => ({ type: e.type, data: JSON.stringify(e.data) })) });
-      // A stream's first event (a reservation, made as work begins) waits for company; one that
-      // continues a stream (a settlement, which a reply's end awaits) goes at the next loop turn.
+      // A stream's first event (a reservation) waits the window for company, if one is set; one
+      // that continues a stream (a settlement, which a reply's end awaits) goes at the next loop turn.
       if (this.unanswered === 0) this.scheduleSend(expected === 'no_stream' ? this.commitWindowMs : 0);
     });
   }

@@ -161,3 +161,7 @@ export function insufficientCredits(available: number, estimate: TokenEstimate, 
       : `insufficient credits: ${balance}, not enough for this request's input; add credits`,
   );
 }
+
+/** The reservation the log did not take: the host is not called, nothing is held or billed. */
+export const reservationNotRecorded = () =>
+  new ApiError('unavailable', 'the reservation could not be recorded in the event log; nothing was billed; try again');

@@ -12,24 +12,20 @@ export type Ending =
   | { readonly kind: 'complete' }
   | { readonly kind: 'abort' }
   | { readonly kind: 'timeout' }
-  | { readonly kind: 'failed'; readonly error: HostError }
-  /** The reservation event could not be written: nothing can be billed, so nothing is served. */
-  | { readonly kind: 'unrecorded' };
+  | { readonly kind: 'failed'; readonly error: HostError };
 
 /** What the attempt hears besides the host's own events. */
 export type AttemptSignal =
   | { readonly type: 'host_failed'; readonly error: HostError }
   | { readonly type: 'host_complete' }
   | { readonly type: 'deadline' }
-  | { readonly type: 'abort' }
-  | { readonly type: 'unrecorded' };
+  | { readonly type: 'abort' };
 
 export type AttemptInput = CanonicalEvent | AttemptSignal;
 
 export const HOST_COMPLETE: AttemptSignal = { type: 'host_complete' };
 export const DEADLINE: AttemptSignal = { type: 'deadline' };
 export const ABORT: AttemptSignal = { type: 'abort' };
-export const UNRECORDED: AttemptSignal = { type: 'unrecorded' };
 export const hostFailed = (error: HostError): AttemptSignal => ({ type: 'host_failed', error });
 
 /**
@@ -72,9 +68,8 @@ export const initialAttempt = (hostCount: number): AttemptState => ({
 const COMPLETE: Ending = { kind: 'complete' };
 const TIMEOUT: Ending = { kind: 'timeout' };
 const ABORTED: Ending = { kind: 'abort' };
-const NOT_RECORDED: Ending = { kind: 'unrecorded' };
 
-/** One step of the attempt: a host event, or a signal (a host's failure or completion, the deadline, an abort, an unrecorded reservation). */
+/** One step of the attempt: a host event, or a signal (a host's failure or completion, the deadline, an abort). */
 export function attemptStep(state: AttemptState, input: CanonicalEvent): EventAction;
 export function attemptStep(state: AttemptState, input: AttemptSignal): SignalAction;
 export function attemptStep(state: AttemptState, input: AttemptInput): EventAction | SignalAction;
@@ -118,8 +113,6 @@ export function attemptStep(state: AttemptState, input: AttemptInput): EventActi
       return end(state, TIMEOUT);
     case 'abort':
       return end(state, ABORTED);
-    case 'unrecorded':
-      return end(state, NOT_RECORDED);
   }
 }
 

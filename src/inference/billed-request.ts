@@ -6,14 +6,14 @@ import { ApiError } from '../http/api-error';
 import { maskSecrets } from '../key-secret/key-secret';
 import { invalidApiKey, ordinaryKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
-import { LedgerService, ReservationTicket, Resolution } from '../ledger/ledger.service';
+import { LedgerService, ReservationNotRecordedError, ReservationTicket, Resolution } from '../ledger/ledger.service';
 import type { TokenUsage } from '../ledger/money';
 import type { RequestFacts } from '../observability/request-facts';
 import { failed } from '../observability/tracing';
 import type { RateLimitStore } from '../rate-limits/rate-limit-store';
 import { rateLimited, rateLimitHeaders, totalTokens } from '../rate-limits/rate-limits';
 import { CONFIG, RATE_LIMITS } from '../runtime/runtime.module';
-import { ledgerRefusal, Refusal } from './admission';
+import { ledgerRefusal, Refusal, reservationNotRecorded } from './admission';
 import type { Ending } from './attempt';
 import { describeEnding, describeRefusal } from './facts';
 import { InFlightSettlements } from './in-flight';
@@ -89,14 +89,6 @@ export interface WholeReply<Plan extends BilledPlan, Reply> {
 }
 
 const COMPLETE: Ending = { kind: 'complete' };
-const NOT_RECORDED = { kind: 'unrecorded' } as const;
-
-/** Whether the reservation event reached the log. */
-const wasRecorded = (ticket: ReservationTicket): Promise<boolean> =>
-  ticket.recorded.then(
-    () => true,
-    () => false,
-  );
 
 @Injectable()
 export class BilledRequests {
@@ -146,15 +138,22 @@ export class BilledRequests {
       const plan = useCase.plan(ask, this.catalogue.find(ask.model));
       if (plan.kind === 'refuse') throw this.refuse(surface, ask, key, started, plan.model, plan.error.withHeaders(headers));
       if (facts) facts.model = plan.model.slug;
-      const admission = await this.ledger.admit({
-        requestId: ask.requestId,
-        keyId: key.keyId,
-        surface,
-        model: plan.model.slug,
-        orgId: key.orgId,
-        amount: plan.amount,
-        keyLimit: apiKey?.limit,
-      });
+      const admission = await this.ledger
+        .admit({
+          requestId: ask.requestId,
+          keyId: key.keyId,
+          surface,
+          model: plan.model.slug,
+          orgId: key.orgId,
+          amount: plan.amount,
+          keyLimit: apiKey?.limit,
+        })
+        .catch((error: unknown) => {
+          if (!(error instanceof ReservationNotRecordedError)) throw error;
+          // The host is called only once the reservation is durable: without it, nothing goes on.
+          this.logger.error(`request ${ask.requestId}: ${error.message}`);
+          throw reservationNotRecorded().withHeaders(headers);
+        });
       if (!admission.admitted) {
         const refusal = ledgerRefusal(admission, apiKey?.limit, plan.amount, (available) =>
           useCase.insufficient(plan, available),
@@ -171,9 +170,8 @@ export class BilledRequests {
   }
 
   /**
-   * A use case answered in one piece: admitted, its hosts called while the reservation is written
-   * (nothing is answered before it is in the log), then settled from the reply's usage or released.
-   * Errors after admission carry the rate-limit headers.
+   * A use case answered in one piece: admitted (its reservation in the log), its hosts called,
+   * then settled from the reply's usage or released. Errors after admission carry the rate-limit headers.
    */
   async serve<Ask extends BilledAsk, Plan extends BilledPlan, Reply>(
     surface: SurfaceName,
@@ -182,13 +180,13 @@ export class BilledRequests {
   ): Promise<WholeReply<Plan, Reply>> {
     const request = await this.admit(surface, ask, useCase);
     try {
-      const [called, recorded] = await Promise.all([useCase.call(request), wasRecorded(request.ticket)]);
+      const called = await useCase.call(request);
       if (request.facts) request.facts.upstreamMs = called.upstreamMs;
       const billed = await new Promise<Billed | null>((resolve, reject) => {
         let charged: Billed | null = null;
         const listener: Listener = { next: (b) => (charged = b), complete: () => resolve(charged), error: reject };
         try {
-          this.end(request, this.wholeEnded(request, useCase, called, recorded), listener);
+          this.end(request, this.wholeEnded(request, useCase, called), listener);
         } catch (error) {
           this.abandon(request, called.served, error, listener);
         }
@@ -205,10 +203,8 @@ export class BilledRequests {
     request: Admitted<Plan>,
     useCase: WholeReplyUseCase<Ask, Plan, Reply>,
     called: HostsCalled<Reply>,
-    recorded: boolean,
   ): CallEnded {
     const { served, fallback } = called;
-    if (!recorded) return { served, fallback, ending: NOT_RECORDED, settlement: nothingDelivered(NOT_RECORDED) };
     if (called.kind === 'failed') {
       const ending = { kind: 'failed', error: called.error } as const;
       return { served, fallback, ending, settlement: nothingDelivered(ending) };
@@ -280,12 +276,7 @@ export class BilledRequests {
   }
 
   /** The ledger has answered (`resolution`; undefined: the log did not take it): the facts filled in, the client told. */
-  private tell(
-    request: Admitted<BilledPlan>,
-    ended: CallEnded,
-    resolution: Resolution | null | undefined,
-    listener: Listener,
-  ): void {
+  private tell(request: Admitted<BilledPlan>, ended: CallEnded, resolution: Resolution | undefined, listener: Listener): void {
     const { served, ending } = ended;
     const error = answerAtEnd(ending, served.host.id, this.config.requestTimeoutMs, resolution !== undefined);
     if (request.facts) describeEnding(request.facts, ended, error, resolution ?? null);
@@ -307,8 +298,7 @@ export class BilledRequests {
     settlement: Settlement,
     latencyMs: number,
     upstreamId: string | null,
-  ): Promise<Resolution | null> {
-    if (settlement.action === 'none') return null;
+  ): Promise<Resolution> {
     let resolution: Resolution;
     try {
       if (settlement.action === 'release') {

@@ -27,7 +27,7 @@ export function describeEnding(
 ): void {
   facts.host = served.host.id;
   facts.fallback = fallback;
-  if (settlement.action !== 'none') facts.outcome = settlement.status;
+  facts.outcome = settlement.status;
   if (told) facts.error = told.message;
   if (settlement.action === 'settle' && resolution?.event.type === 'ReservationSettled') {
     facts.usage = settlement.usage;

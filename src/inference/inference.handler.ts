@@ -22,7 +22,6 @@ import {
   hostFailed,
   initialAttempt,
   attemptStep,
-  UNRECORDED,
 } from './attempt';
 import { Admitted, BilledRequests, BilledUseCase } from './billed-request';
 import { InferenceCommand, InferenceInput, InferenceResult, PipelineEvent } from './inference.command';
@@ -70,7 +69,7 @@ export class InferenceHandler
 
   /**
    * One subscription to an admitted request: feeds the attempt the host's events, its failures,
-   * the deadline, an unrecorded reservation and the client's leaving, and does what it says.
+   * the deadline and the client's leaving, and does what it says.
    * Returns the teardown (the client unsubscribing is an abort).
    */
   private run(admitted: Admitted<AdmissionPlan>, subscriber: Subscriber<PipelineEvent>): () => void {
@@ -151,7 +150,6 @@ export class InferenceHandler
         .subscribe(host);
     };
     const deadline = setTimeout(signal, this.config.requestTimeoutMs, DEADLINE);
-    admitted.ticket.recorded.catch(() => signal(UNRECORDED));
     call();
     return () => signal(ABORT);
   }

@@ -22,9 +22,7 @@ export type Settlement =
    */
   | { action: 'settle'; status: SettlementStatus; usage: TokenUsage; flag: string | null }
   /** Nothing was delivered: the whole hold returns. */
-  | { action: 'release'; status: Exclude<SettlementStatus, 'ok'>; reason: string }
-  /** The reservation was never recorded: there is nothing to resolve. */
-  | { action: 'none' };
+  | { action: 'release'; status: Exclude<SettlementStatus, 'ok'>; reason: string };
 
 /** What was delivered, as the attempt counted it. */
 export type Delivered = Pick<AttemptState, 'produced' | 'usage' | 'deliveredChars'>;
@@ -38,8 +36,6 @@ export interface CallEnded {
   /** The serving host's own id for its reply, when it gave one (a client of its format sees it). */
   upstreamId?: string | null;
 }
-
-const NOTHING: Settlement = { action: 'none' };
 
 type Unfinished = Extract<Ending, { kind: 'abort' | 'timeout' | 'failed' }>;
 
@@ -57,17 +53,15 @@ const unfinishedStatus = (ending: Unfinished): Exclude<SettlementStatus, 'ok'> =
  */
 export function settlementFor(ending: Ending, delivered: Delivered, limits: UsageLimits): Settlement {
   if (ending.kind === 'complete') return { action: 'settle', status: 'ok', ...checked(delivered, limits, true) };
-  if (ending.kind === 'unrecorded' || !delivered.produced) return nothingDelivered(ending);
+  if (!delivered.produced) return nothingDelivered(ending);
   return { action: 'settle', status: unfinishedStatus(ending), ...checked(delivered, limits, false) };
 }
 
 /**
  * A request that did not complete and delivered nothing (a reply answered in one piece delivers
- * nothing before it completes): its hold released in full, or nothing to resolve when the
- * reservation was never recorded.
+ * nothing before it completes): its hold released in full.
  */
 export function nothingDelivered(ending: Exclude<Ending, { kind: 'complete' }>): Settlement {
-  if (ending.kind === 'unrecorded') return NOTHING;
   const status = unfinishedStatus(ending);
   return { action: 'release', status, reason: ending.kind === 'failed' ? ending.error.message : status };
 }
@@ -84,8 +78,6 @@ export function endingError(ending: Ending, hostId: string, requestTimeoutMs: nu
     case 'complete':
     case 'abort':
       return null;
-    case 'unrecorded':
-      return new ApiError('unavailable', 'the reservation could not be recorded in the event log; nothing was billed; try again');
     case 'timeout':
       return new ApiError('provider_timeout', `the provider did not finish within ${requestTimeoutMs} ms`);
     case 'failed':

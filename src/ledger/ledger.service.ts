@@ -59,8 +59,17 @@ export interface ReservationTicket {
   amount: number;
   state: Reservation;
   revision: number;
-  /** Resolves when the reservation event is in the log (durable); rejects if it could not be written. */
-  recorded: Promise<void>;
+}
+
+/**
+ * The reservation event could not be written (the log refused it, or its outcome is unknown):
+ * the request must not go on, since nothing it delivered could be billed.
+ */
+export class ReservationNotRecordedError extends Error {
+  constructor(cause: unknown) {
+    super(`the reservation could not be recorded: ${(cause as Error)?.message ?? String(cause)}`);
+    this.name = 'ReservationNotRecordedError';
+  }
 }
 
 export type Admission =
@@ -112,9 +121,10 @@ export class LedgerService {
   }
 
   /**
-   * Admits a request if the organization's available balance covers `amount`: the atomic hold
-   * is taken before this returns; the reservation event is written meanwhile (`ticket.recorded`),
-   * so a caller can start its upstream call without waiting for the disk.
+   * Admits a request if the organization's available balance covers `amount`: the atomic hold,
+   * then the reservation event, durable in the log before this resolves, so that nothing a host
+   * delivers can outlive a crash without its reservation. Rejects with ReservationNotRecordedError
+   * when the log did not take the event.
    */
   async admit(request: RequestFacts & { orgId: string; amount: number; keyLimit?: KeyLimit }): Promise<Admission> {
     const reservationId = this.newId();
@@ -143,18 +153,15 @@ export class LedgerService {
       keyHold(request.keyId, request.keyLimit, now),
     );
     if (!admission.admitted) return admission;
-    const recorded = this.events.append(reservationStream(reservationId), [event], 'no_stream').then(
-      () => undefined,
-      async (error: unknown) => {
-        // An append that may have landed keeps its hold: if the event is in the log, applying it
-        // turns the hold into a recorded reservation (which expires unless settled); if not, the
-        // hold is swept after pendingHoldMs. Dropping it could let the balance be spent twice.
-        if (!(error instanceof AppendOutcomeUnknownError)) await this.holds.dropHold(request.orgId, reservationId);
-        throw error;
-      },
-    );
-    // Whoever settles awaits it; this only keeps a failure nobody awaited from going unhandled.
-    recorded.catch(() => undefined);
+    try {
+      await this.events.append(reservationStream(reservationId), [event], 'no_stream');
+    } catch (error) {
+      // An append that may have landed keeps its hold: if the event is in the log, applying it
+      // turns the hold into a recorded reservation (which expires unless settled); if not, the
+      // hold is swept after pendingHoldMs. Dropping it could let the balance be spent twice.
+      if (!(error instanceof AppendOutcomeUnknownError)) await this.holds.dropHold(request.orgId, reservationId);
+      throw new ReservationNotRecordedError(error);
+    }
     return {
       admitted: true,
       ticket: {
@@ -163,7 +170,6 @@ export class LedgerService {
         amount: request.amount,
         state: reservationDecider.evolve(none, event),
         revision: 0,
-        recorded,
       },
     };
   }
@@ -214,7 +220,6 @@ export class LedgerService {
    * again on what the stream holds, once.
    */
   private async resolve(ticket: ReservationTicket, command: ReservationCommand): Promise<Resolution> {
-    await ticket.recorded;
     const [decided] = reservationDecider.decide(command, ticket.state);
     try {
       const { position } = await this.events.append(reservationStream(ticket.reservationId), [decided], ticket.revision);

@@ -1,7 +1,6 @@
 import { auditLedger } from '../../src/audit/ledger-audit';
 import { Projector } from '../../src/projections/projector';
 import { fundedOrganization, openTestRuntime } from '../support/runtime';
-import { reserve } from '../support/ledger';
 import { describeWithRedis } from '../support/redis';
 import type { RedisProjectionStore } from '../../src/projections/redis-projection-store';
 import { createKey } from '../support/keys';
@@ -15,7 +14,7 @@ describe('ledger audit while requests append', () => {
       const orgId = await fundedOrganization(runtime, 1_000_000_000);
       // The log moves on while the read models stand still: a reservation they have not applied.
       await runtime.projector.stop();
-      const admission = await reserve(runtime.ledger, {
+      const admission = await runtime.ledger.admit({
         requestId: 'q1',
         keyId: 'k',
         surface: 'native',

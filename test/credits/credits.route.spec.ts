@@ -7,7 +7,7 @@ import { eventually } from '../support/processes';
 import { testRedisUrl } from '../support/redis';
 import { openTestRuntime, TestRuntime } from '../support/runtime';
 import { uncachedUsage } from '../../src/ledger/money';
-import { pricesOf, reserve } from '../support/ledger';
+import { pricesOf } from '../support/ledger';
 import { createKey, revokeKey } from '../support/keys';
 
 for (const redis of [false, true]) {
@@ -25,7 +25,7 @@ for (const redis of [false, true]) {
       await t.runtime.ledger.grant(orgId, 12_500_000_000, 'welcome');
       ({ secret, keyId } = await createKey(t.runtime, orgId, 'ci'));
       await t.runtime.projector.catchUp();
-      const admission = await reserve(t.runtime.ledger, {
+      const admission = await t.runtime.ledger.admit({
         requestId: 'q',
         keyId,
         surface: 's',
@@ -42,7 +42,7 @@ for (const redis of [false, true]) {
         status: 'ok',
         latencyMs: 5,
       });
-      await reserve(t.runtime.ledger, { requestId: 'q2', keyId, surface: 's', model: 'm', orgId, amount: 1_000_000_000 });
+      await t.runtime.ledger.admit({ requestId: 'q2', keyId, surface: 's', model: 'm', orgId, amount: 1_000_000_000 });
       await t.runtime.projector.catchUp();
     });
     afterAll(async () => {

@@ -7,7 +7,6 @@ import {
   HOST_COMPLETE,
   hostFailed,
   initialAttempt,
-  UNRECORDED,
 } from '../../src/inference/attempt';
 import { usage } from '../support/usage';
 
@@ -114,7 +113,6 @@ describe('the attempt', () => {
       ['the host completing', HOST_COMPLETE, 'complete'],
       ['the deadline', DEADLINE, 'timeout'],
       ['the client leaving', ABORT, 'abort'],
-      ['the reservation not recorded', UNRECORDED, 'unrecorded'],
     ])('%s ends the request (%s)', (_name, signal, kind) => {
       const { action, state } = given(2, ready, text('Hi')).when(signal);
       expect(action).toBe('end');
@@ -128,7 +126,6 @@ describe('the attempt', () => {
       ['a late failure', hostFailed(unavailable)],
       ['the deadline', DEADLINE],
       ['the client leaving', ABORT],
-      ['an unrecorded reservation', UNRECORDED],
       ['another completion', HOST_COMPLETE],
     ])('given an ended request, %s is ignored', (_name, input) => {
       const { action, state } = given(2, ready, text('Hi'), HOST_COMPLETE).when(input);

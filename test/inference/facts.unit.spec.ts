@@ -79,17 +79,4 @@ describe("what a request's log line, metrics and trace show of its end", () => {
     describeEnding(facts, ended, withdrawn, null);
     expect(facts).toEqual({ host: 'b', fallback: false, outcome: 'ok', error: withdrawn.message });
   });
-
-  it('given a reservation never recorded: the host and the error, no status (the ledger has none)', () => {
-    const facts: RequestFacts = {};
-    const unrecorded = new ApiError('unavailable', 'the reservation could not be recorded in the event log');
-    const ended: CallEnded = {
-      served: modelHost('b'),
-      fallback: false,
-      ending: { kind: 'unrecorded' },
-      settlement: { action: 'none' },
-    };
-    describeEnding(facts, ended, unrecorded, null);
-    expect(facts).toEqual({ host: 'b', fallback: false, error: unrecorded.message });
-  });
 });

@@ -110,10 +110,6 @@ describe('the settlement', () => {
     });
   });
 
-  it('given a reservation that was never recorded, resolves nothing', () => {
-    expect(settlementFor({ kind: 'unrecorded' }, partial, LIMITS)).toEqual({ action: 'none' });
-  });
-
   it('bills reported usage over the estimate', () => {
     expect(settlementFor({ kind: 'complete' }, reported, LIMITS)).toMatchObject({ usage: reported.usage, flag: null });
     expect(settlementFor({ kind: 'abort' }, reported, LIMITS)).toMatchObject({ usage: reported.usage, flag: null });
@@ -128,17 +124,12 @@ describe('the settlement of a reply answered in one piece (nothing delivered bef
     expect(nothingDelivered(ending)).toEqual({ action: 'release', status, reason });
     expect(nothingDelivered(ending)).toEqual(settlementFor(ending, nothing, LIMITS));
   });
-
-  it('given a reservation that was never recorded, resolves nothing', () => {
-    expect(nothingDelivered({ kind: 'unrecorded' })).toEqual({ action: 'none' });
-  });
 });
 
 describe('what the client is told once the ledger has answered', () => {
   it('the ending as it is, when the log took the settlement or release', () => {
     expect(answerAtEnd({ kind: 'complete' }, 'host-a', 600_000, true)).toBeNull();
     expect(answerAtEnd(failed(connection), 'host-a', 600_000, true)).toEqual(providerFailure(connection, 'host-a'));
-    expect(answerAtEnd({ kind: 'unrecorded' }, 'host-a', 600_000, true)).toMatchObject({ code: 'unavailable', status: 503 });
   });
 
   it('a completed reply whose charge the log did not take: withdrawn, a 503', () => {
@@ -170,13 +161,6 @@ describe('what the client is told', () => {
     expect(endingError({ kind: 'timeout' }, 'host-a', 600_000)).toMatchObject({
       code: 'provider_timeout',
       message: 'the provider did not finish within 600000 ms',
-    });
-  });
-
-  it('a 503 when the reservation could not be recorded', () => {
-    expect(endingError({ kind: 'unrecorded' }, 'host-a', 600_000)).toMatchObject({
-      code: 'unavailable',
-      message: 'the reservation could not be recorded in the event log; nothing was billed; try again',
     });
   });
 

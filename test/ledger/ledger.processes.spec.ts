@@ -9,7 +9,7 @@ import { Child, eventually, ROOT, startNode } from '../support/processes';
 import { describeWithRedis } from '../support/redis';
 import { fundedOrganization, openTestRuntime } from '../support/runtime';
 import { uncachedUsage } from '../../src/ledger/money';
-import { pricesOf, reserve } from '../support/ledger';
+import { pricesOf } from '../support/ledger';
 
 const WORKER = join(ROOT, 'test/support/workers/ledger-worker.js');
 
@@ -74,7 +74,7 @@ describeWithRedis('ledger across processes', () => {
       const { runtime } = t;
       const orgId = await fundedOrganization(runtime, 50_000_000);
       for (let i = 0; i < 5; i++) {
-        const a = await reserve(runtime.ledger, {
+        const a = await runtime.ledger.admit({
           requestId: `q${i}`,
           keyId: 'k',
           surface: 's',

@@ -334,7 +334,7 @@ describe('a reservation the log cannot take', () => {
       expect(embedded.status).toBe(503);
       expect(await embedded.json()).toMatchObject({ error: notRecorded });
 
-      // The chat host never answers: the unrecorded reservation alone ends the request.
+      // The chat host would never answer: the request ends before the host is called.
       failing.fake.on(M.gpt.hostModel, { kind: 'hang' });
       const chat = await post('chat/completions', { model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }] });
       expect(chat.status).toBe(503);

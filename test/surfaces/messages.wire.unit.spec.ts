@@ -1,4 +1,7 @@
-import { betasOf, toCanonical } from '../../src/surfaces/messages/messages.wire';
+import { ApiError } from '../../src/http/api-error';
+import type { InferenceResult } from '../../src/inference/inference.command';
+import { uncachedUsage } from '../../src/ledger/money';
+import { betasOf, eventSerializer, toCanonical } from '../../src/surfaces/messages/messages.wire';
 
 describe('messages wire: the anthropic-beta header', () => {
   it('reads comma-separated names, sent once or more, each kept once in order', () => {
@@ -84,5 +87,38 @@ describe('messages wire: reasoning and images, for hosts of the other format', (
   it('keeps the body itself, for a host of this format', () => {
     const body = { model: 'vendor/model', max_tokens: 100, messages: [{ role: 'user' as const, content: 'Hi' }] };
     expect(toCanonical(body, []).original).toEqual({ format: 'messages', body });
+  });
+});
+
+describe('messages wire: a stream passed whole ends once it is billed', () => {
+  const result = { requestId: 'req-1', model: { slug: 'test/claude' }, created: 0, stream: true } as unknown as InferenceResult;
+  const passed = (event: string, data: Record<string, unknown>) => ({ type: 'pass_through', event, data }) as const;
+
+  it("holds the host's message_delta and message_stop until the close, and sends its other events as they come", () => {
+    const serializer = eventSerializer(result);
+    const start = serializer.event(
+      passed('message_start', { type: 'message_start', message: { id: 'msg_1', model: 'host-model' } }),
+    );
+    expect(start).toContain('"model":"test/claude"');
+    expect(serializer.event(passed('content_block_delta', { type: 'content_block_delta', delta: { text: 'Hi' } }))).toContain(
+      'event: content_block_delta',
+    );
+    expect(serializer.event(passed('message_delta', { type: 'message_delta', usage: { output_tokens: 1 } }))).toBe('');
+    expect(serializer.event(passed('message_stop', { type: 'message_stop' }))).toBe('');
+    expect(serializer.event({ type: 'billed', usage: uncachedUsage(12, 1), cost: 51_000, host: 'h' })).toBe('');
+    expect(serializer.close()).toBe(
+      'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":1}}\n\n' +
+        'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+    );
+  });
+
+  it('never sends them when the settlement is refused: the error takes their place', () => {
+    const serializer = eventSerializer(result);
+    serializer.event(passed('message_start', { type: 'message_start', message: { id: 'msg_1' } }));
+    expect(serializer.event(passed('message_delta', { type: 'message_delta' }))).toBe('');
+    expect(serializer.event(passed('message_stop', { type: 'message_stop' }))).toBe('');
+    const error = serializer.error(new ApiError('unavailable', 'the charge for this reply could not be recorded'));
+    expect(error).toContain('event: error');
+    expect(error).not.toContain('message_stop');
   });
 });

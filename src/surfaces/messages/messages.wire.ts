@@ -244,7 +244,8 @@ export const messagesError = (error: ApiError, requestId: string) => ({
  * blocks with input_json_delta), then message_delta with the stop reason and usage, then
  * message_stop. The usage in message_start is the host's count so far; message_delta's is
  * cumulative and final. A host speaking this format has its own events sent on instead, each as
- * it came (the model named by its slug).
+ * it came (the model named by its slug), but for its end (message_delta, message_stop), which
+ * waits for the stream's close, as the translation's does: a reply ends once it is billed.
  */
 export function eventSerializer(result: InferenceResult): StreamSerializer {
   let blockIndex = -1;
@@ -255,6 +256,11 @@ export function eventSerializer(result: InferenceResult): StreamSerializer {
   let billed: Reply['billed'] = null;
   /** The host's events are being sent on: the translation is not written. */
   let passingThrough = false;
+  /**
+   * The host's own end (its message_delta, message_stop and whatever follows), held until the
+   * stream closes: it goes out only once the settlement is in the log, and never if it is refused.
+   */
+  let hostEnd = '';
 
   const closeBlock = () => {
     if (openBlock === null) return '';
@@ -331,6 +337,10 @@ export function eventSerializer(result: InferenceResult): StreamSerializer {
             typeof message === 'object' && message !== null
               ? { ...data, message: { ...message, model: result.model.slug } }
               : data;
+          if (hostEnd !== '' || event.event === 'message_delta' || event.event === 'message_stop') {
+            hostEnd += sseData(named, event.event);
+            return '';
+          }
           return sseData(named, event.event);
         }
         case 'usage':
@@ -345,7 +355,7 @@ export function eventSerializer(result: InferenceResult): StreamSerializer {
     },
     close: () =>
       passingThrough
-        ? ''
+        ? hostEnd
         : closeBlock() +
           sseData(
             {

@@ -9,13 +9,6 @@ const { openRuntime } = require('../../../dist/src/runtime/runtime');
 
 const facts = (i) => ({ requestId: `w${process.pid}-${i}`, keyId: 'worker', surface: 'test', model: 'test/model' });
 
-/** Admits a request and waits until its reservation is in the log. */
-async function reserve(ledger, request) {
-  const admission = await ledger.admit(request);
-  if (admission.admitted) await admission.ticket.recorded;
-  return admission;
-}
-
 async function main() {
   const [mode, orgId, a, b] = process.argv.slice(2);
   const runtime = await openRuntime(loadConfig());
@@ -26,7 +19,7 @@ async function main() {
     const amount = Number(b);
     await new Promise((resolve) => process.stdin.once('data', resolve));
     const results = await Promise.all(
-      Array.from({ length: count }, (_, i) => reserve(runtime.ledger, { ...facts(i), orgId, amount })),
+      Array.from({ length: count }, (_, i) => runtime.ledger.admit({ ...facts(i), orgId, amount })),
     );
     const admitted = results.filter((r) => r.admitted).length;
     process.stdout.write(`${JSON.stringify({ admitted, refused: count - admitted })}\n`);
@@ -37,7 +30,7 @@ async function main() {
   let i = 0;
   const one = async () => {
     const n = i++;
-    const admission = await reserve(runtime.ledger, { ...facts(n), orgId, amount });
+    const admission = await runtime.ledger.admit({ ...facts(n), orgId, amount });
     if (admission.admitted && n % 2 === 0) {
       await runtime.ledger.recordSettlement(admission.ticket, {
         usage: { inputTokens: 10, cacheReadTokens: 40, cacheWriteTokens: 5, cacheWrite1hTokens: 0, outputTokens: 10 },
