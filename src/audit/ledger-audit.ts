@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventStore, RecordedEvent } from '../eventstore/event-store';
-import { ReservationEvent, settledPrices, settledUsage } from '../ledger/ledger.events';
-import { chargeFor } from '../ledger/money';
+import { ReservationEvent, settledCharge } from '../ledger/ledger.events';
 import { ReadModel } from '../projections/read-model';
 import type { ReadModels } from '../projections/read-models';
 
@@ -62,6 +61,15 @@ export class LogAuditor {
           resolution: null,
         });
         break;
+      case 'ReservationProgress': {
+        const tracked = this.reservations.get(event.data.reservationId);
+        if (!tracked) this.differences.push(`${where}: progress of unknown reservation ${event.data.reservationId}`);
+        else if (tracked.resolution) {
+          this.differences.push(`${where}: progress of reservation ${event.data.reservationId}, already ${tracked.resolution}`);
+        } else if (tracked.orgId !== event.data.orgId)
+          this.differences.push(`${where}: organization differs from its reservation`);
+        break;
+      }
       case 'ReservationSettled':
       case 'ReservationReleased':
       case 'ReservationExpired': {
@@ -69,7 +77,7 @@ export class LogAuditor {
           this.counts.settlements += 1;
           const d = event.data;
           if (d.usageFlag !== undefined) this.counts.flaggedSettlements += 1;
-          const recomputed = chargeFor(settledUsage(d), settledPrices(d));
+          const recomputed = settledCharge(d);
           if (recomputed !== d.amount) {
             this.differences.push(`${where}: charge ${d.amount} but tokens × prices give ${recomputed}`);
           }

@@ -39,6 +39,8 @@ export interface Config {
   reservationTtlMs: number;
   pendingHoldMs: number;
   sweepIntervalMs: number;
+  /** How often a stream delivering output records its progress in the log (what a crash then still bills). */
+  progressIntervalMs: number;
   requestLogRetention: number;
   /** How often a follower of the SQLite log looks for events appended by other processes. */
   logPollMs: number;
@@ -164,6 +166,7 @@ export function loadConfig(env: Env = process.env): Config {
     reservationTtlMs,
     pendingHoldMs: integer(env, 'PENDING_HOLD_MS', 60_000, 100, 3_600_000),
     sweepIntervalMs: integer(env, 'SWEEP_INTERVAL_MS', 1_000, 10, 600_000),
+    progressIntervalMs: integer(env, 'PROGRESS_INTERVAL_MS', 2_000, 100, 600_000),
     requestLogRetention: integer(env, 'REQUEST_LOG_RETENTION', 10_000, 1, 10_000_000),
     logPollMs: integer(env, 'LOG_POLL_MS', 100, 5, 10_000),
     cataloguePath: resolve(env.CATALOGUE_PATH?.trim() || DEFAULT_CATALOGUE),

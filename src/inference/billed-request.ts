@@ -19,6 +19,7 @@ import { describeEnding, describeRefusal } from './facts';
 import { InFlightSettlements } from './in-flight';
 import type { Billed, InferenceCaller, SurfaceName } from './inference.command';
 import { RequestRecord } from './request-record';
+import type { CheckedUsage } from './usage-check';
 import { answerAtEnd, billedOf, CallEnded, nothingDelivered, Settlement } from './settlement';
 
 /**
@@ -240,6 +241,31 @@ export class BilledRequests {
     // A request whose client has gone is logged once its settlement is known.
     const settled = this.inFlight.track(told);
     if (request.facts) request.facts.settled = settled;
+  }
+
+  /**
+   * Records in the log what a stream has delivered so far (its tokens as a cut now would bill
+   * them, at the serving host's prices), for its reservation's expiry to bill if the request never
+   * ends (a crash). Resolves once written; a failure is logged, not the request's: its settlement
+   * will meet the same log.
+   */
+  recordProgress(
+    request: Admitted<BilledPlan>,
+    served: ModelHost,
+    progress: CheckedUsage,
+    deliveredChars: number,
+  ): Promise<void> {
+    const { usage, flag } = progress;
+    return this.ledger
+      .recordProgress(request.ticket, {
+        usage,
+        prices: served.prices,
+        host: served.host.id,
+        hostModel: served.model,
+        deliveredChars,
+        ...(flag === null ? {} : { usageFlag: flag }),
+      })
+      .catch((error: Error) => this.logger.warn(`progress of ${request.requestId} not recorded: ${error.message}`));
   }
 
   /**

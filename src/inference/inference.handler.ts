@@ -25,7 +25,7 @@ import {
 } from './attempt';
 import { Admitted, BilledRequests, BilledUseCase } from './billed-request';
 import { InferenceCommand, InferenceInput, InferenceResult, PipelineEvent } from './inference.command';
-import { CallEnded, settlementFor } from './settlement';
+import { CallEnded, progressOf, settlementFor } from './settlement';
 import { usageLimits } from './usage-check';
 
 /**
@@ -80,8 +80,23 @@ export class InferenceHandler
     let upstreamStarted = 0;
     // The current host call's span, when the request is traced.
     let callSpan: Span | undefined;
+    // A stream records what it has delivered at intervals, so that a crash still bills it.
+    let recorded = { chars: 0, usage: attempt.usage };
+    let recording = false;
+    const recordProgress = () => {
+      if (!attempt.produced || attempt.ending !== null || recording) return;
+      if (attempt.deliveredChars === recorded.chars && attempt.usage === recorded.usage) return;
+      recorded = { chars: attempt.deliveredChars, usage: attempt.usage };
+      recording = true;
+      const progress = progressOf(attempt, this.limitsOf(admitted.plan));
+      void this.requests
+        .recordProgress(admitted, hosts[attempt.hostIndex], progress, attempt.deliveredChars)
+        .then(() => (recording = false));
+    };
+    const progress = request.stream ? setInterval(recordProgress, this.config.progressIntervalMs) : undefined;
     const end = () => {
       clearTimeout(deadline);
+      clearInterval(progress);
       upstream?.unsubscribe();
       if (facts) facts.upstreamMs = Math.round(performance.now() - upstreamStarted);
       if (callSpan) {
@@ -156,8 +171,7 @@ export class InferenceHandler
 
   /** The attempt has ended: the host that served last, and what it delivered billed or released. */
   private ended(plan: AdmissionPlan, attempt: AttemptState, ending: Ending): CallEnded {
-    const limits = usageLimits(plan.model.contextLength, plan.estimate.inputTokens, plan.request);
-    const settlement = settlementFor(ending, attempt, limits);
+    const settlement = settlementFor(ending, attempt, this.limitsOf(plan));
     return {
       served: plan.hosts[attempt.hostIndex],
       fallback: attempt.hostIndex > 0,
@@ -165,5 +179,10 @@ export class InferenceHandler
       settlement,
       upstreamId: attempt.upstreamId,
     };
+  }
+
+  /** What the usage of a request on this plan is checked against. */
+  private limitsOf(plan: AdmissionPlan) {
+    return usageLimits(plan.model.contextLength, plan.estimate.inputTokens, plan.request);
   }
 }

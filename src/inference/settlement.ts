@@ -66,6 +66,12 @@ export function nothingDelivered(ending: Exclude<Ending, { kind: 'complete' }>):
   return { action: 'release', status, reason: ending.kind === 'failed' ? ending.error.message : status };
 }
 
+/**
+ * What a stream has delivered so far, billed as a cut at this moment would be: recorded at
+ * intervals, so that a crash that stops it still bills it (up to its last record).
+ */
+export const progressOf = (delivered: Delivered, limits: UsageLimits) => checked(delivered, limits, false);
+
 const checked = (delivered: Delivered, limits: UsageLimits, complete: boolean) =>
   checkedUsage(delivered.usage, delivered.deliveredChars, limits, complete);
 

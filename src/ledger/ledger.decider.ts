@@ -6,9 +6,11 @@ import {
   RequestOutcome,
   ReservationEvent,
   ReservationExpired,
+  ReservationProgress,
   ReservationReleased,
   ReservationSettled,
   RequestRefused,
+  settledCharge,
 } from './ledger.events';
 import { chargeFor, formatCredits, isNanoAmount, isTokenCount, MAX_NANO, TokenPrices, TokenUsage } from './money';
 
@@ -94,16 +96,23 @@ export const creditAccountDecider: Decider<GrantCredits, CreditAccount, CreditsG
 // ---------------------------------------------------------------------------------------------
 // A reservation: a pending charge, resolved exactly once (settled, released or expired).
 
+/** A reservation's resolutions: each ends it. */
+type Resolution = Exclude<ReservationEvent, CreditsReserved | ReservationProgress>['type'];
+
 export type Reservation =
   | { status: 'none' }
-  | { status: 'open'; reserved: CreditsReserved['data'] }
-  | { status: 'resolved'; reserved: CreditsReserved['data']; resolution: ReservationEvent['type'] };
+  /** Open; `progress`: what its stream had delivered when last recorded, if it has been. */
+  | { status: 'open'; reserved: CreditsReserved['data']; progress?: ReservationProgress['data'] }
+  | { status: 'resolved'; reserved: CreditsReserved['data']; resolution: Resolution };
 
 export const initialReservation = (): Reservation => ({ status: 'none' });
 
 export function evolveReservation(state: Reservation, event: ReservationEvent): Reservation {
   if (event.type === 'CreditsReserved') return { status: 'open', reserved: event.data };
   if (state.status === 'none') return state;
+  if (event.type === 'ReservationProgress') {
+    return state.status === 'open' ? { status: 'open', reserved: state.reserved, progress: event.data } : state;
+  }
   return { status: 'resolved', reserved: state.reserved, resolution: event.type };
 }
 
@@ -129,6 +138,18 @@ export interface Settle extends RequestOutcome {
   now: number;
 }
 
+/** What a stream has delivered so far, as a cut would bill it (see ReservationProgress). */
+export interface RecordProgress {
+  type: 'RecordProgress';
+  usage: TokenUsage;
+  prices: TokenPrices;
+  host: string;
+  hostModel: string;
+  usageFlag?: string;
+  deliveredChars: number;
+  now: number;
+}
+
 export interface Release extends RequestOutcome {
   type: 'Release';
   reason: string;
@@ -141,7 +162,7 @@ export interface Expire {
   now: number;
 }
 
-export type ReservationCommand = Reserve | Settle | Release | Expire;
+export type ReservationCommand = Reserve | RecordProgress | Settle | Release | Expire;
 
 function openReservation(state: Reservation): CreditsReserved['data'] {
   if (state.status === 'none') throw new LedgerRuleError('reservation_not_found', 'no such reservation');
@@ -177,27 +198,44 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
       };
       return [event];
     }
+    case 'RecordProgress': {
+      const reserved = openReservation(state);
+      const { usage, prices } = command;
+      checkUsage(usage, prices);
+      const event: ReservationProgress = {
+        type: 'ReservationProgress',
+        data: {
+          requestId: reserved.requestId,
+          keyId: reserved.keyId,
+          surface: reserved.surface,
+          model: reserved.model,
+          reservationId: reserved.reservationId,
+          orgId: reserved.orgId,
+          host: command.host,
+          hostModel: command.hostModel,
+          inputTokens: usage.inputTokens,
+          cacheReadTokens: usage.cacheReadTokens,
+          cacheWriteTokens: usage.cacheWriteTokens,
+          cacheWrite1hTokens: usage.cacheWrite1hTokens,
+          outputTokens: usage.outputTokens,
+          prices: {
+            input: prices.input,
+            cacheRead: prices.cacheRead,
+            cacheWrite: prices.cacheWrite,
+            cacheWrite1h: prices.cacheWrite1h,
+            output: prices.output,
+          },
+          deliveredChars: command.deliveredChars,
+          recordedAt: command.now,
+        },
+      };
+      if (command.usageFlag !== undefined) event.data.usageFlag = command.usageFlag;
+      return [event];
+    }
     case 'Settle': {
       const reserved = openReservation(state);
       const { usage, prices } = command;
-      if (
-        !isTokenCount(usage.inputTokens) ||
-        !isTokenCount(usage.cacheReadTokens) ||
-        !isTokenCount(usage.cacheWriteTokens) ||
-        !isTokenCount(usage.cacheWrite1hTokens) ||
-        !isTokenCount(usage.outputTokens)
-      ) {
-        throw new LedgerRuleError('invalid_usage', 'token counts must be non-negative integers');
-      }
-      if (
-        !isNanoAmount(prices.input) ||
-        !isNanoAmount(prices.cacheRead) ||
-        !isNanoAmount(prices.cacheWrite) ||
-        !isNanoAmount(prices.cacheWrite1h) ||
-        !isNanoAmount(prices.output)
-      ) {
-        throw new LedgerRuleError('invalid_usage', 'prices must be non-negative integers');
-      }
+      checkUsage(usage, prices);
       const event: ReservationSettled = {
         type: 'ReservationSettled',
         data: {
@@ -258,6 +296,9 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
       if (command.now < reserved.expiresAt) {
         throw new LedgerRuleError('not_expired', `reservation expires at ${new Date(reserved.expiresAt).toISOString()}`);
       }
+      // A stream that recorded its progress and never ended (a crash) is billed what it had delivered.
+      if (state.status === 'open' && state.progress !== undefined)
+        return [interruptedSettlement(reserved, state.progress, command.now)];
       const event: ReservationExpired = {
         type: 'ReservationExpired',
         data: {
@@ -274,6 +315,64 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
       return [event];
     }
   }
+}
+
+function checkUsage(usage: TokenUsage, prices: TokenPrices): void {
+  if (
+    !isTokenCount(usage.inputTokens) ||
+    !isTokenCount(usage.cacheReadTokens) ||
+    !isTokenCount(usage.cacheWriteTokens) ||
+    !isTokenCount(usage.cacheWrite1hTokens) ||
+    !isTokenCount(usage.outputTokens)
+  ) {
+    throw new LedgerRuleError('invalid_usage', 'token counts must be non-negative integers');
+  }
+  if (
+    !isNanoAmount(prices.input) ||
+    !isNanoAmount(prices.cacheRead) ||
+    !isNanoAmount(prices.cacheWrite) ||
+    !isNanoAmount(prices.cacheWrite1h) ||
+    !isNanoAmount(prices.output)
+  ) {
+    throw new LedgerRuleError('invalid_usage', 'prices must be non-negative integers');
+  }
+}
+
+/**
+ * The settlement of a reservation that expired with its stream's progress recorded: what the last
+ * progress says was delivered, at its host's prices, never more than was held. Output delivered
+ * after that progress (at most one interval's) goes unbilled.
+ */
+function interruptedSettlement(
+  reserved: CreditsReserved['data'],
+  progress: ReservationProgress['data'],
+  now: number,
+): ReservationSettled {
+  const data: ReservationSettled['data'] = {
+    requestId: reserved.requestId,
+    keyId: reserved.keyId,
+    surface: reserved.surface,
+    model: reserved.model,
+    reservationId: reserved.reservationId,
+    orgId: reserved.orgId,
+    host: progress.host,
+    hostModel: progress.hostModel,
+    inputTokens: progress.inputTokens,
+    cacheReadTokens: progress.cacheReadTokens,
+    cacheWriteTokens: progress.cacheWriteTokens,
+    cacheWrite1hTokens: progress.cacheWrite1hTokens,
+    outputTokens: progress.outputTokens,
+    prices: { ...progress.prices },
+    amount: 0,
+    held: reserved.amount,
+    status: 'interrupted',
+    latencyMs: progress.recordedAt - reserved.reservedAt,
+    settledAt: now,
+    interrupted: { progressAt: progress.recordedAt, deliveredChars: progress.deliveredChars },
+  };
+  if (progress.usageFlag !== undefined) data.usageFlag = progress.usageFlag;
+  data.amount = settledCharge(data);
+  return { type: 'ReservationSettled', data };
 }
 
 export const reservationDecider: Decider<ReservationCommand, Reservation, ReservationEvent> = {

@@ -1,4 +1,4 @@
-import type { TokenPrices, TokenUsage } from './money';
+import { chargeFor, type TokenPrices, type TokenUsage } from './money';
 
 /**
  * Ledger events. Amounts are nano-credits, prices nano-credits per million tokens.
@@ -52,7 +52,7 @@ export interface ReservationSettled {
       outputTokens: number;
       /** The price of each class; the cache's are absent from events written before them. */
       prices: Pick<TokenPrices, 'input' | 'output'> & Partial<TokenPrices>;
-      /** The charge: ceil(Σ tokens of a class × its price / 1e6), see chargeFor. */
+      /** The charge: ceil(Σ tokens of a class × its price / 1e6), see chargeFor (an interrupted one: at most `held`, see settledCharge). */
       amount: number;
       /** What the reservation held; the difference returns to the balance. */
       held: number;
@@ -70,7 +70,40 @@ export interface ReservationSettled {
        * written before it was recorded.
        */
       upstreamId?: string;
+      /**
+       * Present when the request never ended on its own (the gateway was killed mid-stream) and its
+       * reservation's expiry billed it from the last progress recorded (see ReservationProgress):
+       * when that was, and the characters delivered by then. Its charge is never more than was held.
+       */
+      interrupted?: { progressAt: number; deliveredChars: number };
     };
+}
+
+/**
+ * What a stream has delivered so far, recorded at intervals while it delivers (PROGRESS_INTERVAL_MS)
+ * on its reservation's stream: the tokens a cut at that moment would bill, by class, with the host
+ * that served and its prices. It moves no credits; if the request is never settled (a crash), the
+ * reservation's expiry bills the last one instead of releasing the hold.
+ */
+export interface ReservationProgress {
+  type: 'ReservationProgress';
+  data: RequestFacts & {
+    reservationId: string;
+    orgId: string;
+    host: string;
+    hostModel: string;
+    inputTokens: number;
+    cacheReadTokens: number;
+    cacheWriteTokens: number;
+    cacheWrite1hTokens: number;
+    outputTokens: number;
+    prices: TokenPrices;
+    /** Why some of the tokens are the gateway's own count (as on a settlement); absent when all are the host's. */
+    usageFlag?: string;
+    /** Characters of text, reasoning and tool calls delivered so far. */
+    deliveredChars: number;
+    recordedAt: number;
+  };
 }
 
 /** A settlement's tokens by class, whenever it was written: classes an older event lacks had no tokens. */
@@ -90,6 +123,15 @@ export const settledPrices = ({ prices }: ReservationSettled['data']): TokenPric
   cacheWrite1h: prices.cacheWrite1h ?? 0,
   output: prices.output,
 });
+
+/**
+ * A settlement's charge, recomputed from its event alone: its tokens at its prices (ceil, once);
+ * for one billed from an interrupted stream's last progress, never more than its reservation held.
+ */
+export const settledCharge = (d: ReservationSettled['data']): number => {
+  const charge = chargeFor(settledUsage(d), settledPrices(d));
+  return d.interrupted === undefined ? charge : Math.min(charge, d.held);
+};
 
 export interface ReservationReleased {
   type: 'ReservationReleased';
@@ -125,7 +167,8 @@ export interface RequestRefused {
     };
 }
 
-export type ReservationEvent = CreditsReserved | ReservationSettled | ReservationReleased | ReservationExpired;
+export type ReservationEvent =
+  CreditsReserved | ReservationProgress | ReservationSettled | ReservationReleased | ReservationExpired;
 export type LedgerEvent = CreditsGranted | ReservationEvent | RequestRefused;
 
 export const creditsStream = (orgId: string) => `credits-${orgId}`;

@@ -15,6 +15,7 @@ import {
   LedgerRuleError,
   Refuse,
   Release,
+  RecordProgress,
   Reservation,
   ReservationCommand,
   reservationDecider,
@@ -59,6 +60,8 @@ export interface ReservationTicket {
   amount: number;
   state: Reservation;
   revision: number;
+  /** The progress being written, if any: a resolution waits for it, so as to append after it. */
+  progress: Promise<void> | null;
 }
 
 /**
@@ -170,6 +173,7 @@ export class LedgerService {
         amount: request.amount,
         state: reservationDecider.evolve(none, event),
         revision: 0,
+        progress: null,
       },
     };
   }
@@ -177,6 +181,27 @@ export class LedgerService {
   /** Settles the reservation at the charge its usage gives; resolves once the settlement is in the log. */
   async recordSettlement(ticket: ReservationTicket, settlement: Omit<Settle, 'type' | 'now'>): Promise<Resolution> {
     return this.resolve(ticket, settleCommand(settlement, this.clock()));
+  }
+
+  /**
+   * Records what the reservation's stream has delivered so far; resolves once it is in the log. One
+   * at a time per reservation: a caller skips a record while the last is being written.
+   */
+  async recordProgress(ticket: ReservationTicket, progress: Omit<RecordProgress, 'type' | 'now'>): Promise<void> {
+    const [event] = reservationDecider.decide({ type: 'RecordProgress', ...progress, now: this.clock() }, ticket.state);
+    const written = this.events.append(reservationStream(ticket.reservationId), [event], ticket.revision).then((result) => {
+      ticket.revision = result.nextExpectedRevision;
+      ticket.state = reservationDecider.evolve(ticket.state, event);
+    });
+    const settled: Promise<void> = written.then(
+      () => undefined,
+      () => undefined,
+    );
+    ticket.progress = settled;
+    void settled.then(() => {
+      if (ticket.progress === settled) ticket.progress = null;
+    });
+    await written;
   }
 
   /** Releases the reservation's hold in full; resolves once the release is in the log. */
@@ -220,6 +245,7 @@ export class LedgerService {
    * again on what the stream holds, once.
    */
   private async resolve(ticket: ReservationTicket, command: ReservationCommand): Promise<Resolution> {
+    if (ticket.progress) await ticket.progress;
     const [decided] = reservationDecider.decide(command, ticket.state);
     try {
       const { position } = await this.events.append(reservationStream(ticket.reservationId), [decided], ticket.revision);

@@ -12,6 +12,7 @@ import type {
   CreditsGranted,
   CreditsReserved,
   ReservationExpired,
+  ReservationProgress,
   ReservationReleased,
   ReservationSettled,
   RequestRefused,
@@ -28,6 +29,7 @@ import { keySpendField, type ReadModelWrites, type StoredKey } from './writes';
 export type ProjectedEvent =
   | CreditsGranted
   | CreditsReserved
+  | ReservationProgress
   | ReservationSettled
   | ReservationReleased
   | ReservationExpired
@@ -154,6 +156,8 @@ export const keysFold: Fold = {
     w.add('keySpend', keyId, amount);
     for (const period of calendarOf(settledAt).periods) w.add('keyPeriodSpend', keySpendField(keyId, period), amount);
   },
+  // A stream still delivering: its key is in use.
+  ReservationProgress: ({ data }, w) => w.raise('keyLastUsed', data.keyId, data.recordedAt),
   ReservationReleased: used,
   ReservationExpired: used,
   RequestRefused: used,

@@ -5,6 +5,7 @@ import {
   billedOf,
   endingError,
   nothingDelivered,
+  progressOf,
   providerFailure,
   settlementFor,
 } from '../../src/inference/settlement';
@@ -223,5 +224,15 @@ describe('the billed event', () => {
       data: { ...facts, status: 'ok', latencyMs: 5, host: 'host-a', held: 100, reason: 'x', releasedAt: 1 },
     };
     expect(billedOf(released, 'host-a')).toBeNull();
+  });
+});
+
+describe("a stream's progress", () => {
+  it('is what a cut at that moment would bill: the usage so far, delivered output counted', () => {
+    for (const delivered of [partial, reported]) {
+      const cut = settlementFor({ kind: 'abort' }, delivered, LIMITS);
+      if (cut.action !== 'settle') throw new Error('expected a settlement');
+      expect(progressOf(delivered, LIMITS)).toEqual({ usage: cut.usage, flag: cut.flag });
+    }
   });
 });

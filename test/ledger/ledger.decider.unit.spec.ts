@@ -10,11 +10,12 @@ import {
   initialCreditAccount,
   initialReservation,
   LedgerRuleError,
+  RecordProgress,
   Reservation,
   ReservationCommand,
   Settle,
 } from '../../src/ledger/ledger.decider';
-import { CreditsGranted, ReservationEvent, settledPrices, settledUsage } from '../../src/ledger/ledger.events';
+import { CreditsGranted, ReservationEvent, settledCharge, settledPrices, settledUsage } from '../../src/ledger/ledger.events';
 import { chargeFor, MAX_NANO, uncachedUsage } from '../../src/ledger/money';
 
 const facts = { requestId: 'req-1', keyId: 'key-1', surface: 'chat-completions', model: 'openai/gpt-4o-mini' };
@@ -124,6 +125,78 @@ describe('reservation decider', () => {
     expect(given(reserved).when({ type: 'Expire', now: 61_000 }).events[0]).toMatchObject({
       type: 'ReservationExpired',
       data: { held: 1_000_000, expiredAt: 61_000 },
+    });
+  });
+
+  describe("a stream's progress, and a crash that stops it", () => {
+    const progress = (outputTokens: number, now: number, deliveredChars = outputTokens * 4): RecordProgress => ({
+      type: 'RecordProgress',
+      usage: { ...settle.usage, outputTokens },
+      prices: settle.prices,
+      host: 'openai',
+      hostModel: 'gpt-4o-mini',
+      deliveredChars,
+      now,
+    });
+
+    it('records what was delivered so far, moving no credits; the reservation stays open', () => {
+      const [first] = given(reserved).when(progress(40, 3_000)).events;
+      expect(first).toEqual({
+        type: 'ReservationProgress',
+        data: {
+          ...facts,
+          reservationId: 'r-1',
+          orgId: 'org-1',
+          host: 'openai',
+          hostModel: 'gpt-4o-mini',
+          ...settle.usage,
+          outputTokens: 40,
+          prices: settle.prices,
+          deliveredChars: 160,
+          recordedAt: 3_000,
+        },
+      });
+      // Settled as usual once the stream ends: progress changes nothing of a settlement.
+      expect(given(reserved, first).when(settle).events).toEqual(given(reserved).when(settle).events);
+    });
+
+    it('given progress and no settlement, the expiry bills the last progress: interrupted, recomputable from its event', () => {
+      const [first] = given(reserved).when(progress(40, 3_000)).events;
+      const [last] = given(reserved, first).when(progress(90, 5_000)).events;
+      expect(given(reserved, first, last).when({ type: 'Expire', now: 60_999 }).error).toBe('not_expired');
+      const [expired] = given(reserved, first, last).when({ type: 'Expire', now: 61_000 }).events;
+      if (expired.type !== 'ReservationSettled') throw new Error(`expected a settlement, got ${expired.type}`);
+      const usage = { ...settle.usage, outputTokens: 90 };
+      expect(expired.data).toMatchObject({
+        ...facts,
+        host: 'openai',
+        hostModel: 'gpt-4o-mini',
+        ...usage,
+        amount: chargeFor(usage, settle.prices),
+        held: 1_000_000,
+        status: 'interrupted',
+        latencyMs: 5_000 - 1_000,
+        settledAt: 61_000,
+        interrupted: { progressAt: 5_000, deliveredChars: 360 },
+      });
+      expect(settledCharge(expired.data)).toBe(expired.data.amount);
+      expect(given(reserved, first, last, expired).when(settle).error).toBe('already_resolved');
+    });
+
+    it('never bills an interrupted stream more than its reservation held', () => {
+      const [huge] = given(reserved).when(progress(1_000_000, 3_000)).events;
+      const [expired] = given(reserved, huge).when({ type: 'Expire', now: 61_000 }).events;
+      if (expired.type !== 'ReservationSettled') throw new Error(`expected a settlement, got ${expired.type}`);
+      expect(chargeFor(settledUsage(expired.data), settledPrices(expired.data))).toBeGreaterThan(1_000_000);
+      expect(expired.data.amount).toBe(1_000_000);
+      expect(settledCharge(expired.data)).toBe(1_000_000);
+    });
+
+    it('records progress only of an open reservation, with counts and prices that are integers', () => {
+      const [settled] = given(reserved).when(settle).events;
+      expect(given().when(progress(1, 2)).error).toBe('reservation_not_found');
+      expect(given(reserved, settled).when(progress(1, 2)).error).toBe('already_resolved');
+      expect(given(reserved).when({ ...progress(1, 2), usage: uncachedUsage(1.5, 0) }).error).toBe('invalid_usage');
     });
   });
 
