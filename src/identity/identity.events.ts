@@ -36,6 +36,27 @@ export interface UserRegistered {
   data: { userId: string; email: string; passwordHash: string; registeredAt: number };
 }
 
+/** One dashboard session signed out: it ends on every instance (the user's other sessions go on). */
+export interface SignedOut {
+  type: 'SignedOut';
+  data: { userId: string; sessionId: string; signedOutAt: number };
+}
+
+/** A new password (a salted scrypt hash): every session from before ends. */
+export interface PasswordChanged {
+  type: 'PasswordChanged';
+  data: { userId: string; passwordHash: string; changedAt: number };
+}
+
+/** Every session of the user ends: they were removed from organization `orgId`. */
+export interface SessionsEnded {
+  type: 'SessionsEnded';
+  data: { userId: string; orgId: string; reason: 'member_removed'; endedAt: number };
+}
+
+/** A user's stream: registration, then the ends of their sessions. */
+export type UserEvent = UserRegistered | SignedOut | PasswordChanged | SessionsEnded;
+
 /** Requests and tokens a key (or, by default, each key of an organization) may use in any 60 seconds. */
 export interface RateLimits {
   requestsPerMinute?: number;
@@ -59,7 +80,7 @@ export interface OrganizationRateLimitsSet {
 
 export type OrganizationEvent =
   OrganizationCreated | MemberAdded | MemberRemoved | MemberKeyAccessSet | OrganizationRateLimitsSet;
-export type IdentityEvent = OrganizationEvent | UserRegistered;
+export type IdentityEvent = OrganizationEvent | UserEvent;
 
 export const organizationStream = (orgId: string) => `org-${orgId}`;
 /** A user's stream is named by a digest of the email, which makes emails unique. */

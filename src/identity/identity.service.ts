@@ -11,11 +11,12 @@ import {
   organizationStream,
   RateLimits,
   userStream,
+  type UserRegistered,
 } from './identity.events';
 import { type KeyLookup, type KeyRecord, keyStatus } from './key-lookup';
 import { Organization, organizationDecider } from './organization.decider';
 import { emailDigest, hashKeySecret, hashPassword, looksLikeKeySecret } from './secrets';
-import { normalizeEmail, User, userDecider } from './user.decider';
+import { evolveUser, normalizeEmail, SessionClaim, sessionLive, User, userDecider } from './user.decider';
 
 type Clock = () => number;
 
@@ -57,9 +58,7 @@ export class IdentityService {
   }
 
   async registerUser(email: string, password: string): Promise<{ userId: string; email: string }> {
-    if (password.length < 8) throw new IdentityRuleError('invalid_password', 'password must be at least 8 characters');
-    // Hashed as UTF-8, a lone surrogate would become U+FFFD: two different passwords would be one.
-    if (!wellFormed(password)) throw new IdentityRuleError('invalid_password', 'password must be well-formed text');
+    checkPassword(password);
     const known = await this.user(email);
     const userId = randomUUID();
     // Decide before hashing so a duplicate email fails fast; the append re-checks it.
@@ -67,7 +66,34 @@ export class IdentityService {
     const passwordHash = await hashPassword(password);
     const command = { type: 'RegisterUser' as const, userId, email, passwordHash, now: this.clock() };
     const { events } = await handleCommand(this.events, userStreamOf(email), userDecider, command, { known });
-    return { userId, email: events[0].data.email };
+    return { userId, email: (events[0] as UserRegistered).data.email };
+  }
+
+  /**
+   * Whether a dashboard session is still live, as the user's stream has it now: read from the log
+   * (a handful of events), so that a session ended on any instance is refused on every other at once.
+   */
+  async sessionLive(email: string, session: SessionClaim): Promise<boolean> {
+    return sessionLive((await this.user(email)).state, session);
+  }
+
+  /** Ends one session, everywhere. */
+  async signOut(email: string, session: SessionClaim): Promise<void> {
+    const command = { type: 'SignOut' as const, session, now: this.clock() };
+    await handleCommand(this.events, userStreamOf(email), userDecider, command, CONCURRENT);
+  }
+
+  /**
+   * A new password for the user: every session from before ends, everywhere. Returns the session
+   * generation that starts (the one who changed it is issued a session in it).
+   */
+  async changePassword(email: string, userId: string, password: string): Promise<{ sessionGeneration: number }> {
+    checkPassword(password);
+    const passwordHash = await hashPassword(password);
+    const command = { type: 'ChangePassword' as const, userId, passwordHash, now: this.clock() };
+    const { state, events } = await handleCommand(this.events, userStreamOf(email), userDecider, command, CONCURRENT);
+    const changed = events.reduce(evolveUser, state);
+    return { sessionGeneration: changed.exists ? changed.sessionGeneration : 0 };
   }
 
   /**
@@ -95,10 +121,19 @@ export class IdentityService {
     return { userId: user.userId, email: user.email };
   }
 
-  /** Removes a member (never the last owner). `by`: the owner asking, absent for the operator. */
+  /**
+   * Removes a member (never the last owner), and ends their dashboard sessions everywhere. `by`:
+   * the owner asking, absent for the operator.
+   */
   async removeMember(orgId: string, userId: string, by?: string): Promise<void> {
     const command = { type: 'RemoveMember' as const, orgId, userId, by, now: this.clock() };
-    await handleCommand(this.events, organizationStream(orgId), organizationDecider, command, CONCURRENT);
+    const { state } = await handleCommand(this.events, organizationStream(orgId), organizationDecider, command, CONCURRENT);
+    // Two streams, so two appends: were the second lost, the removed user's sessions would still
+    // be refused this organization (the dashboard checks membership on every request).
+    const email = state.members.get(userId)?.email;
+    if (email === undefined) return;
+    const end = { type: 'EndSessions' as const, userId, orgId, now: this.clock() };
+    await handleCommand(this.events, userStreamOf(email), userDecider, end, CONCURRENT);
   }
 
   /** Whether a member (not an owner) may manage keys. `by`: the owner asking, absent for the operator. */
@@ -120,4 +155,10 @@ export class IdentityService {
     const key = await this.keys.keyByHash(hashKeySecret(secret));
     return key && keyStatus(key, this.clock()) === 'active' ? key : null;
   }
+}
+
+/** At least 8 characters of well-formed text (hashed as UTF-8, a lone surrogate would become U+FFFD: two passwords would be one). */
+function checkPassword(password: string): void {
+  if (password.length < 8) throw new IdentityRuleError('invalid_password', 'password must be at least 8 characters');
+  if (!wellFormed(password)) throw new IdentityRuleError('invalid_password', 'password must be well-formed text');
 }

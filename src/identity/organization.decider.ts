@@ -17,6 +17,8 @@ import {
 export interface Membership {
   role: MemberRole;
   manageKeys: boolean;
+  /** The user's email, whose stream ends their sessions when they are removed (absent in events from before members were listed). */
+  email?: string;
 }
 
 export interface Organization {
@@ -28,7 +30,7 @@ export interface Organization {
 export const initialOrganization = (): Organization => ({ exists: false, name: '', members: new Map() });
 
 /** Owners manage everything; a member manages keys only when an owner allowed it. */
-export const mayManageKeys = (member: Membership | undefined): boolean =>
+export const mayManageKeys = (member: Pick<Membership, 'role' | 'manageKeys'> | undefined): boolean =>
   member !== undefined && (member.role === 'owner' || member.manageKeys);
 
 function withMember(state: Organization, userId: string, member: Membership | null): Organization {
@@ -43,7 +45,11 @@ export function evolveOrganization(state: Organization, event: OrganizationEvent
     case 'OrganizationCreated':
       return { exists: true, name: event.data.name, members: state.members };
     case 'MemberAdded':
-      return withMember(state, event.data.userId, { role: event.data.role, manageKeys: event.data.manageKeys === true });
+      return withMember(state, event.data.userId, {
+        role: event.data.role,
+        manageKeys: event.data.manageKeys === true,
+        ...(event.data.email === undefined ? {} : { email: event.data.email }),
+      });
     case 'MemberRemoved':
       return withMember(state, event.data.userId, null);
     case 'MemberKeyAccessSet': {

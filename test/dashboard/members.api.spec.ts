@@ -65,8 +65,11 @@ it('owners add members by email, choose who manages keys, and remove them; membe
   await owner.post(`/members/${devId}/key-access`, { manageKeys: false }).expect(200);
   await owner.post(`/members/${ownerId}/key-access`, { manageKeys: true }).expect(400);
   await owner.post(`/members/${devId}/remove`).expect(200);
-  await dev.get('/keys').expect(404);
-  expect((await dev.get('/session').expect(200)).body.organizations).toEqual([]);
+  // Their sessions end with it; signed in again, they see the organization no more.
+  await dev.get('/keys').expect(401);
+  await dev.get('/session').expect(401);
+  const devAgain = await person(g, 'dev@example.com');
+  expect((await devAgain.get('/session').expect(200)).body.organizations).toEqual([]);
   await owner.post(`/members/${devId}/remove`).expect(404);
   await owner.post('/members', { email: 'other@example.com', role: 'owner' }).expect(201);
   await other.post('/organizations/active', { orgId: org.body.id }).expect(200);

@@ -5,7 +5,7 @@ import {
   initialOrganization,
   mayManageKeys,
 } from '../../src/identity/organization.decider';
-import { decideUser, initialUser } from '../../src/identity/user.decider';
+import { decideUser, evolveUser, initialUser, sessionLive, type UserCommand } from '../../src/identity/user.decider';
 import { decideApiKey, evolveApiKey, initialApiKey, OPERATOR } from '../../src/keys/api-key/api-key.decider';
 import {
   hashKeySecret,
@@ -89,7 +89,11 @@ describe('identity deciders', () => {
     expect(codeOf(() => decideOrganization(add('u2', 'owner', { by: 'u9' }), withMember))).toBe('not_owner');
     const withTwo = apply(withMember, add('u2', 'member', { by: 'u1' }));
     expect(codeOf(() => decideOrganization(add('u3', 'member', { by: 'u2' }), withTwo))).toBe('not_owner');
-    expect(apply(withTwo, add('u3', 'owner')).members.get('u3')).toEqual({ role: 'owner', manageKeys: false });
+    expect(apply(withTwo, add('u3', 'owner')).members.get('u3')).toEqual({
+      role: 'owner',
+      manageKeys: false,
+      email: 'u3@example.com',
+    });
   });
 
   it('owners choose which members manage keys; owners always do', () => {
@@ -127,10 +131,54 @@ describe('identity deciders', () => {
       { type: 'RegisterUser', userId: 'u1', email: ' Ada@Example.COM ', passwordHash: 'h', now: 1 },
       initialUser(),
     );
-    expect(registered.data.email).toBe('ada@example.com');
+    expect(registered).toMatchObject({ type: 'UserRegistered', data: { email: 'ada@example.com' } });
     expect(
       codeOf(() => decideUser({ type: 'RegisterUser', userId: 'u', email: 'nope', passwordHash: 'h', now: 1 }, initialUser())),
     ).toBe('invalid_email');
+  });
+
+  describe('sessions end through the user stream', () => {
+    const registered = decideUser(
+      { type: 'RegisterUser', userId: 'u1', email: 'ada@example.com', passwordHash: 'h', now: 1 },
+      initialUser(),
+    );
+    const given = (...commands: UserCommand[]) =>
+      commands.reduce(
+        (state, command) => decideUser(command, state).reduce(evolveUser, state),
+        registered.reduce(evolveUser, initialUser()),
+      );
+    const laptop = { userId: 'u1', sessionId: 'laptop', generation: 0 };
+    const phone = { userId: 'u1', sessionId: 'phone', generation: 0 };
+
+    it("a new user's sessions of generation 0 are live; no other user's, no other generation", () => {
+      const ada = given();
+      expect(sessionLive(ada, laptop)).toBe(true);
+      expect(sessionLive(ada, { ...laptop, userId: 'u2' })).toBe(false);
+      expect(sessionLive(ada, { ...laptop, generation: 1 })).toBe(false);
+      expect(sessionLive(initialUser(), laptop)).toBe(false);
+    });
+
+    it('signing out ends that session only, once', () => {
+      const ada = given({ type: 'SignOut', session: laptop, now: 2 });
+      expect(sessionLive(ada, laptop)).toBe(false);
+      expect(sessionLive(ada, phone)).toBe(true);
+      expect(decideUser({ type: 'SignOut', session: laptop, now: 3 }, ada)).toEqual([]);
+    });
+
+    it('a password change or a removal ends every session from before; sessions issued after live', () => {
+      for (const ending of [
+        { type: 'ChangePassword' as const, userId: 'u1', passwordHash: 'h2', now: 2 },
+        { type: 'EndSessions' as const, userId: 'u1', orgId: 'o1', now: 2 },
+      ]) {
+        const ada = given({ type: 'SignOut', session: laptop, now: 1 }, ending);
+        expect(sessionLive(ada, phone)).toBe(false);
+        expect(sessionLive(ada, { ...laptop, generation: 1 })).toBe(true);
+        expect(ada).toMatchObject({ sessionGeneration: 1, passwordHash: ending.type === 'ChangePassword' ? 'h2' : 'h' });
+      }
+      expect(codeOf(() => decideUser({ type: 'EndSessions', userId: 'u2', orgId: 'o1', now: 2 }, given()))).toBe(
+        'user_not_found',
+      );
+    });
   });
 
   it('creates and revokes keys once, only for existing organizations', () => {

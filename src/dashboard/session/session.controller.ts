@@ -1,6 +1,7 @@
 import { Body, Controller, Get, HttpCode, Inject, Post, Req, Res, UseFilters } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../http/api-error';
+import { IdentityService } from '../../identity/identity.service';
 import { bodyValidation } from '../../http/validation';
 import type { Config } from '../../config/config';
 import type { ReadModels } from '../../projections/read-models';
@@ -8,7 +9,7 @@ import { CONFIG, READ_MODELS } from '../../runtime/runtime.module';
 import { dashboardErrors } from '../dashboard-error';
 import { DASHBOARD_SETTINGS, type DashboardSettings } from './dashboard-settings';
 import { CurrentSession, SignedIn } from './session.guard';
-import { CredentialsDto } from './session.dto';
+import { CredentialsDto, PasswordChangeDto } from './session.dto';
 import { setSessionCookie } from './session-cookie';
 import { sessionView } from './session-view';
 import { type Session, SessionTokens } from './sessions';
@@ -22,6 +23,7 @@ export class SessionController {
     private readonly signIn: SignIn,
     private readonly signUp: SignUp,
     private readonly tokens: SessionTokens,
+    private readonly identity: IdentityService,
     @Inject(READ_MODELS) private readonly readModels: ReadModels,
     @Inject(DASHBOARD_SETTINGS) private readonly settings: DashboardSettings,
     @Inject(CONFIG) private readonly configuration: Config,
@@ -61,16 +63,42 @@ export class SessionController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
     const user = await withRetryAfter(reply, this.signIn.check(body.email, body.password, request.ip));
-    const { token, session } = this.tokens.issue(user.userId, user.email, user.activeOrgId);
+    const { token, session } = this.tokens.issue(user, user.activeOrgId);
     setSessionCookie(request, reply, token);
     return { user: { id: user.userId, email: user.email }, csrf: session.csrf };
   }
 
+  /** Ends this session on every instance (the cookie is recorded as signed out in the log), not only in this browser. */
   @Post('signout')
   @HttpCode(204)
   @SignedIn()
-  signout(@Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): void {
+  async signout(
+    @CurrentSession() session: Session,
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<void> {
+    await this.identity.signOut(session.email, session);
     setSessionCookie(request, reply, null);
+  }
+
+  /**
+   * A new password, with the current one (checked and throttled as a sign-in): every session of the
+   * user ends, everywhere; this one goes on in a new session (a new cookie and CSRF token).
+   */
+  @Post('password')
+  @HttpCode(200)
+  @SignedIn()
+  async changePassword(
+    @Body(bodyValidation) body: PasswordChangeDto,
+    @CurrentSession() session: Session,
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    await withRetryAfter(reply, this.signIn.confirm(session.email, body.currentPassword, request.ip));
+    const { sessionGeneration } = await this.identity.changePassword(session.email, session.userId, body.newPassword);
+    const renewed = this.tokens.issue({ ...session, sessionGeneration }, session.activeOrgId);
+    setSessionCookie(request, reply, renewed.token);
+    return { csrf: renewed.session.csrf };
   }
 
   @Get('session')

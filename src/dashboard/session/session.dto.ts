@@ -12,3 +12,16 @@ export class CredentialsDto {
   @MaxLength(1024)
   password: string;
 }
+
+/** A new password, given with the current one. */
+export class PasswordChangeDto {
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(1024)
+  currentPassword: string;
+
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(1024)
+  newPassword: string;
+}

@@ -12,6 +12,7 @@ import { Reflector } from '@nestjs/core';
 import { parse as parseCookies } from 'cookie';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../../http/api-error';
+import { IdentityService } from '../../identity/identity.service';
 import type { ReadModels } from '../../projections/read-models';
 import { READ_MODELS } from '../../runtime/runtime.module';
 import { sameSecret } from './same-secret';
@@ -25,7 +26,8 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const signedIn = new WeakMap<FastifyRequest, { session: Session; activeOrgId: string | null }>();
 
 /**
- * The dashboard's one door: a signed session cookie (never an API key), else 401; on a
+ * The dashboard's one door: a signed session cookie (never an API key) that is still live (not
+ * signed out, not ended by a password change or a removal: read from the log), else 401; on a
  * state-changing request the session's CSRF token in `x-csrf-token`, else 403; and, for the routes
  * that work on the active organization, one the user (still) belongs to, else 404. In that order.
  */
@@ -34,6 +36,7 @@ export class SessionGuard implements CanActivate {
   constructor(
     private readonly tokens: SessionTokens,
     private readonly reflector: Reflector,
+    private readonly identity: IdentityService,
     @Inject(READ_MODELS) private readonly readModels: ReadModels,
   ) {}
 
@@ -41,6 +44,9 @@ export class SessionGuard implements CanActivate {
     const request = context.switchToHttp().getRequest<FastifyRequest>();
     const session = this.tokens.verify(parseCookies(request.headers.cookie ?? '')[SESSION_COOKIE]);
     if (!session) throw new ApiError('invalid_api_key', 'not signed in');
+    if (!(await this.identity.sessionLive(session.email, session))) {
+      throw new ApiError('invalid_api_key', 'this session has ended: sign in again');
+    }
     if (!SAFE_METHODS.has(request.method) && !sameSecret(String(request.headers['x-csrf-token'] ?? ''), session.csrf)) {
       throw new ApiError('forbidden', 'missing or wrong x-csrf-token header');
     }

@@ -5,6 +5,7 @@ import { IdentityService } from '../../identity/identity.service';
 import { hashPassword, verifyPassword } from '../../identity/secrets';
 import type { ReadModels } from '../../projections/read-models';
 import { READ_MODELS } from '../../runtime/runtime.module';
+import type { SessionUser } from './sessions';
 import { AttemptLimit, SIGN_UP_PER_ADDRESS, SignInThrottles } from './sign-in-throttle';
 
 /** The 429 for an attempt that must wait, with the seconds to wait (also in Retry-After). */
@@ -30,11 +31,7 @@ export class SignIn {
   ) {}
 
   /** The user and the organization the session starts in; a wrong email or password is a 401 either way, too many a 429. */
-  async check(
-    email: string,
-    password: string,
-    address: string,
-  ): Promise<{ userId: string; email: string; activeOrgId: string | null }> {
+  async check(email: string, password: string, address: string): Promise<SessionUser & { activeOrgId: string | null }> {
     const waitMs = this.throttles.take(email, address);
     if (waitMs > 0) throw tooManyAttempts('failed sign-ins', waitMs);
     const { state: user } = await this.identity.user(email);
@@ -42,7 +39,23 @@ export class SignIn {
     if (!user.exists || !valid) throw new ApiError('invalid_api_key', 'wrong email or password');
     this.throttles.succeeded(email, address);
     const orgs = await this.readModels.organizationsOf(user.userId);
-    return { userId: user.userId, email: user.email, activeOrgId: orgs[0]?.orgId ?? null };
+    return {
+      userId: user.userId,
+      email: user.email,
+      sessionGeneration: user.sessionGeneration,
+      activeOrgId: orgs[0]?.orgId ?? null,
+    };
+  }
+
+  /** The signed-in person's password, checked (and throttled) as a sign-in: a wrong one is a 403 (they are signed in). */
+  async confirm(email: string, password: string, address: string): Promise<void> {
+    try {
+      await this.check(email, password, address);
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'invalid_api_key')
+        throw new ApiError('forbidden', 'wrong current password');
+      throw error;
+    }
   }
 }
 
