@@ -384,9 +384,8 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
       }),
     );
 
-  program
-    .command('users')
-    .description('dashboard users')
+  const users = program.command('users').description('dashboard users');
+  users
     .command('create')
     .requiredOption('--email <email>', 'email, used to sign in')
     .requiredOption('--password-stdin', 'read the password from standard input')
@@ -395,6 +394,21 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
         const password = await readStdin();
         const user = await rt.identity.registerUser(opts.email, password);
         out.print(user, [user.userId]);
+      }),
+    );
+  users
+    .command('set-password')
+    .description("sets a user's password (one forgotten, or known to others): every session of theirs ends")
+    .requiredOption('--email <email>', "the user's email")
+    .requiredOption('--password-stdin', 'read the new password from standard input')
+    .action((opts: { email: string }) =>
+      withRuntime(async (rt, out) => {
+        const { state: user } = await rt.identity.user(opts.email);
+        if (!user.exists) throw new OperatorError(`no user with email ${opts.email}`);
+        await rt.identity.changePassword(opts.email, user.userId, await readStdin());
+        out.print({ userId: user.userId, passwordChanged: true }, [
+          `set the password of ${user.email}: their sessions have ended`,
+        ]);
       }),
     );
 

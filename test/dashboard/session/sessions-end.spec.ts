@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { operatorToolJson } from '../../support/operator-tool';
 import { startGateway, startOtherInstance, TestGateway, type OtherInstance } from '../../support/gateway';
 
 const PASSWORD = 'correct horse battery';
@@ -114,5 +115,20 @@ describe('dashboard sessions end everywhere', () => {
     // The renewed session signs out like any other.
     await post(renewed, '/signout').expect(204);
     expect(await statuses(renewed)).toEqual([401, 401]);
+  });
+
+  it("the operator setting a user's password ends every session of theirs", async () => {
+    await signUp('ed@example.com');
+    const here = await signIn('ed@example.com');
+    const there = await signIn('ed@example.com', PASSWORD, other.url);
+    const set = await operatorToolJson(
+      g.t.env,
+      ['users', 'set-password', '--email', 'ed@example.com', '--password-stdin'],
+      'set by ops 1',
+    );
+    expect(set).toMatchObject({ passwordChanged: true });
+    expect(await statuses(here)).toEqual([401, 401]);
+    expect(await statuses(there)).toEqual([401, 401]);
+    expect(await statuses(await signIn('ed@example.com', 'set by ops 1'))).toEqual([200, 200]);
   });
 });
