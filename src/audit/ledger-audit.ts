@@ -18,6 +18,8 @@ export interface AuditReport {
   settlements: number;
   /** Settlements whose host's usage was not billed as reported (see `usageFlag`): counted, not differences. */
   flaggedSettlements: number;
+  /** Settlements of streams a crash cut, billed at their expiry from their last recorded progress (see `interrupted`). */
+  interruptedSettlements: number;
   releases: number;
   expiries: number;
   totals: AuditTotals;
@@ -39,7 +41,15 @@ export class LogAuditor {
   readonly model: ReadModel;
   readonly differences: string[] = [];
   private readonly reservations = new Map<string, Tracked>();
-  counts = { events: 0, reservations: 0, settlements: 0, flaggedSettlements: 0, releases: 0, expiries: 0 };
+  counts = {
+    events: 0,
+    reservations: 0,
+    settlements: 0,
+    flaggedSettlements: 0,
+    interruptedSettlements: 0,
+    releases: 0,
+    expiries: 0,
+  };
 
   constructor(requestLogRetention = 1) {
     this.model = new ReadModel(requestLogRetention);
@@ -77,6 +87,7 @@ export class LogAuditor {
           this.counts.settlements += 1;
           const d = event.data;
           if (d.usageFlag !== undefined) this.counts.flaggedSettlements += 1;
+          if (d.interrupted !== undefined) this.counts.interruptedSettlements += 1;
           const recomputed = settledCharge(d);
           if (recomputed !== d.amount) {
             this.differences.push(`${where}: charge ${d.amount} but tokens × prices give ${recomputed}`);

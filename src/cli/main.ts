@@ -433,7 +433,7 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
         };
         out.print({ ...report, totals, clean: report.differences.length === 0 }, [
           `events ${report.events}, organizations ${report.organizations}, reservations ${report.reservations}`,
-          `settled ${report.settlements} (${report.flaggedSettlements} flagged: host usage not believed), released ${report.releases}, expired ${report.expiries}`,
+          `settled ${report.settlements} (${report.flaggedSettlements} flagged: host usage not believed; ${report.interruptedSettlements} interrupted: billed from their last progress), released ${report.releases}, expired ${report.expiries}`,
           `granted ${totals.granted}, spent ${totals.spent}, reserved ${totals.reserved}`,
           ...report.differences.map((d) => `DIFFERENCE ${d}`),
           report.differences.length === 0 ? 'clean' : `${report.differences.length} difference(s)`,

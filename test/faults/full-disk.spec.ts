@@ -36,6 +36,13 @@ describeWithSmallDisk('the gateway on a full disk', () => {
 
   const ready = () => fetch(`${base}/health/ready`, { signal: AbortSignal.timeout(NO_HANG_MS) });
   const ask = (stream = false) => chatCompletion(base, secret, { stream }, { signal: AbortSignal.timeout(NO_HANG_MS) });
+  const askMessages = () =>
+    fetch(`${base}/api/v1/messages`, {
+      method: 'POST',
+      signal: AbortSignal.timeout(NO_HANG_MS),
+      headers: { 'content-type': 'application/json', 'x-api-key': secret, 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: M.claude.slug, max_tokens: 50, messages: [{ role: 'user', content: 'Hi' }], stream: true }),
+    });
   const partials = () => readdirSync(disk.path).filter((f) => f.endsWith('.partial'));
   const askBilled = async () => {
     expect((await ask()).status).toBe(200);
@@ -54,6 +61,7 @@ describeWithSmallDisk('the gateway on a full disk', () => {
     await operator.close();
     ({ service, base } = await startService(env));
     fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Room to write.' } });
+    fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: 'Room to write.' } });
   });
   afterAll(async () => {
     if (service) {
@@ -70,8 +78,10 @@ describeWithSmallDisk('the gateway on a full disk', () => {
     await askBilled();
     disk.fill();
 
-    // A whole reply: a 503. A stream: a 503, or, when it began before the log refused its
-    // reservation, an in-stream 503 error in place of its end ([DONE]). Never a hang, never a 500.
+    // A whole reply: a 503. A stream: a 503, or, when its reservation still fitted and its
+    // settlement did not, an in-stream 503 error in place of its end ([DONE]; a messages stream
+    // passed whole from an anthropic host: the host's message_delta and message_stop). Never a
+    // hang, never a 500.
     for (const stream of [false, true, false, true]) {
       const reply = await ask(stream);
       const body = await reply.text();
@@ -80,6 +90,15 @@ describeWithSmallDisk('the gateway on a full disk', () => {
         expect({ stream, status: reply.status }).toEqual({ stream: true, status: 200 });
         expect(body).toContain('"error":{"code":503');
         expect(body).not.toContain('[DONE]');
+      }
+      const passed = await askMessages();
+      const events = await passed.text();
+      if (passed.status === 503) expect(JSON.parse(events)).toMatchObject({ error: { type: 'overloaded_error' } });
+      else {
+        expect(passed.status).toBe(200);
+        expect(events).toContain('event: error');
+        expect(events).not.toContain('message_delta');
+        expect(events).not.toContain('message_stop');
       }
     }
     const unready = await ready();

@@ -166,6 +166,7 @@ it('a stream that delivered text for several intervals, then SIGKILL: after a re
     expect(logged).toMatchObject({ status: 'interrupted', cost: settled.amount, outputTokens: last.outputTokens });
     const report = await auditLedger(reader.events, reader.projections);
     expect(report.differences).toEqual([]);
+    expect(report.interruptedSettlements).toBe(1);
   } finally {
     await reader.close();
   }

@@ -6,7 +6,8 @@ import { eventually } from '../support/processes';
 /**
  * A stream records what it has delivered at intervals (ReservationProgress), on its reservation's
  * stream, and still settles once as usual when it ends: completed, or cut by its client. Replies
- * answered whole record none. Read models in Redis (when the tests have one), the audit at the end.
+ * answered whole record none. A settlement the log refuses leaves the expiry to bill the last
+ * progress. Read models in Redis (when the tests have one), the audit at the end.
  */
 
 const M = TEST_MODELS;
@@ -91,5 +92,57 @@ describe("a stream's progress", () => {
     await g.settled();
     const types = (await eventsOf(res.headers.get('x-request-id')!)).map((e) => e.type);
     expect(types).toEqual(['CreditsReserved', 'ReservationSettled']);
+  });
+});
+
+describe('a stream whose settlement the log refuses, after progress', () => {
+  let refusing: TestGateway;
+  let refuse = false;
+
+  beforeAll(async () => {
+    // Short reservations, swept often: the hold left by the refused settlement expires within the test.
+    refusing = await startGateway({
+      sweep: true,
+      env: {
+        PROGRESS_INTERVAL_MS: String(INTERVAL_MS),
+        REQUEST_TIMEOUT_MS: '2000',
+        RESERVATION_TTL_MS: '2500',
+        SWEEP_INTERVAL_MS: '50',
+      },
+    });
+    const events = refusing.t.runtime.events;
+    const append = events.append.bind(events);
+    events.append = (stream, batch, expected) =>
+      refuse && batch.some((e) => e.type === 'ReservationSettled' && (e.data as { status: string }).status !== 'interrupted')
+        ? Promise.reject(new Error('SQLITE_FULL: database or disk is full'))
+        : append(stream, batch, expected);
+  });
+  afterAll(() => auditThenClose(refusing));
+
+  it('is withdrawn (an in-stream error, no end), and its expiry bills what its last progress recorded', async () => {
+    refusing.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: TEXT }, chunkDelayMs: 25 });
+    refuse = true;
+    const res = await fetch(`${refusing.baseUrl}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${refusing.key}` },
+      body: JSON.stringify({ model: M.gpt.slug, messages: ask, stream: true }),
+    });
+    const requestId = res.headers.get('x-request-id')!;
+    const body = await res.text();
+    expect(body).toContain('could not be recorded');
+    expect(body).not.toContain('[DONE]');
+    refuse = false;
+    await refusing.settled();
+    const events = (await refusing.t.runtime.events.readAll(0, 100_000)).filter(
+      (e) => (e.data as { requestId?: string }).requestId === requestId,
+    );
+    const progress = events.filter((e) => e.type === 'ReservationProgress').map((e) => e.data as ReservationProgress['data']);
+    expect(progress.length).toBeGreaterThanOrEqual(2);
+    const last = progress[progress.length - 1];
+    expect(events[events.length - 1].data).toMatchObject({
+      status: 'interrupted',
+      outputTokens: last.outputTokens,
+      interrupted: { progressAt: last.recordedAt, deliveredChars: last.deliveredChars },
+    });
   });
 });

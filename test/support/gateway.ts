@@ -191,6 +191,7 @@ export interface OperatorAudit {
   reservations: number;
   settlements: number;
   flaggedSettlements: number;
+  interruptedSettlements: number;
   releases: number;
   expiries: number;
 }
