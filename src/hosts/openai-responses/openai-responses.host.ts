@@ -8,7 +8,6 @@ import type {
 } from '../../canonical/canonical';
 import { HostError, isOutput } from '../../canonical/canonical';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
-import { openAiHost } from '../openai/openai.host';
 
 /** Responses hosts: OpenAI's `POST /responses`, for the models and features only it serves. */
 
@@ -268,6 +267,16 @@ export const openAiResponsesHost: HostKind<'openai-responses'> = {
 
   decodeReply: (body: string) => decodeReply(body),
 
-  // The same error bodies as OpenAI's other endpoints.
-  errorMessage: (status: number, body: string) => openAiHost.errorMessage(status, body),
+  /** OpenAI's error body (`{"error": {"message": …}}`), or its text when it is not JSON (a proxy's page). */
+  errorMessage(status: number, body: string): string {
+    try {
+      const parsed = JSON.parse(body) as { error?: { message?: string } | string; message?: string };
+      const message = typeof parsed.error === 'string' ? parsed.error : (parsed.error?.message ?? parsed.message);
+      if (message) return message;
+    } catch {
+      // not JSON: fall through to the text
+    }
+    const text = body.trim().slice(0, 300);
+    return text || `upstream answered ${status}`;
+  },
 };
