@@ -125,6 +125,47 @@ describe('openAiResponsesHost.buildRequest', () => {
   });
 });
 
+describe('openAiResponsesHost, a Responses client’s body', () => {
+  const original = { model: 'test/slug', input: 'Hi', max_output_tokens: 5000, include: ['reasoning.encrypted_content'], x: 1 };
+
+  it('is sent whole, the model renamed and the cap lowered to the model’s', () => {
+    const upstream = host.buildRequest(
+      request({ maxTokens: 1000, original: { format: 'responses', body: original } }),
+      'gpt-x',
+      'k',
+    );
+    expect(upstream).toMatchObject({ path: '/responses', passThrough: true });
+    expect(upstream.body).toEqual({ ...original, model: 'gpt-x', max_output_tokens: 1000 });
+    const lower = host.buildRequest(
+      request({ maxTokens: 1000, original: { format: 'responses', body: { ...original, max_output_tokens: 10 } } }),
+      'gpt-x',
+      'k',
+    );
+    expect(lower.body).toMatchObject({ max_output_tokens: 10 });
+  });
+
+  it('has its reply and each stream event passed back beside their canonical events, with the host’s id', () => {
+    const reply = { id: 'resp_9', status: 'completed', output: [], usage: wireUsage(3, 0, 1, 0) };
+    expect(host.decodeReply(JSON.stringify(reply), true)).toEqual([
+      { type: 'upstream_id', id: 'resp_9' },
+      { type: 'finish', reason: 'stop' },
+      counted({ inputTokens: 3, outputTokens: 1 }),
+      { type: 'pass_through', data: reply },
+    ]);
+    const decoder = host.decoder(true);
+    const created = { type: 'response.created', response: { id: 'resp_9' }, sequence_number: 0 };
+    const delta = { type: 'response.output_text.delta', delta: 'Hi', sequence_number: 1 };
+    expect(decoder.push({ event: created.type, data: JSON.stringify(created) })).toEqual([
+      { type: 'pass_through', event: 'response.created', data: created },
+      { type: 'upstream_id', id: 'resp_9' },
+    ]);
+    expect(decoder.push({ event: delta.type, data: JSON.stringify(delta) })).toEqual([
+      { type: 'pass_through', event: 'response.output_text.delta', data: delta },
+      { type: 'text', text: 'Hi' },
+    ]);
+  });
+});
+
 describe('openAiResponsesHost.decodeReply', () => {
   const response = (over: Record<string, unknown>) =>
     JSON.stringify({ id: 'resp_1', object: 'response', status: 'completed', incomplete_details: null, error: null, ...over });

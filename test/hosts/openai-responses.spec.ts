@@ -264,6 +264,15 @@ describe.each(SURFACES)('the $name surface on an openai-responses host', (surfac
       const upstream = sent(RESPONSES.hostModel);
       expect(upstream.path).toBe('/v1/responses');
       expect(upstream.headers.authorization).toBe('Bearer upstream-openai-key');
+      if (surface.name === 'responses') {
+        // The client's own body, whole: only the model renamed and the cap set to the model's.
+        expect(upstream.body).toEqual({
+          ...surface.body(RESPONSES.slug, stream, false),
+          model: RESPONSES.hostModel,
+          max_output_tokens: 1000,
+        });
+        return;
+      }
       expect(upstream.body).toMatchObject({ stream, store: false, max_output_tokens: 1000 });
       expect(upstream.body.input).toEqual([{ role: 'user', content: 'Hello' }]);
       if (surface.name !== 'native') expect(upstream.body.instructions).toBe('Be brief.');
@@ -279,7 +288,8 @@ describe.each(SURFACES)('the $name surface on an openai-responses host', (surfac
         expect(out.reasoning).toBe(THINKING);
         const upstream = sent(RESPONSES.hostModel).body;
         expect(upstream.tools).toEqual([{ type: 'function', ...WEATHER, strict: false }]);
-        expect(upstream.reasoning).toMatchObject({ effort: 'low' });
+        if (surface.name === 'responses') expect(upstream.reasoning).toEqual({ effort: 'low' });
+        else expect(upstream.reasoning).toEqual({ effort: 'low', summary: 'auto' });
       });
     }
 
@@ -338,6 +348,66 @@ describe.each(SURFACES)('the $name surface on an openai-responses host', (surfac
     expect(settled.outputTokens).toBe(Math.ceil(TEXT.length / 4));
     expect(settled.inputTokens).toBe(12);
   });
+});
+
+describe('a Responses client on an openai-responses host, passed whole', () => {
+  const body = (stream: boolean) => ({
+    model: RESPONSES.slug,
+    stream,
+    input: 'Hello',
+    store: false,
+    reasoning: { effort: 'low', summary: 'auto' },
+    include: ['reasoning.encrypted_content'],
+    some_future_field: { kept: true },
+  });
+
+  it.each([false, true])(
+    'gets the host’s response as it was, under the slug, with the cost in its usage (streamed: %s)',
+    async (stream) => {
+      g.fake.on(RESPONSES.hostModel, {
+        kind: 'reply',
+        reply: { thinking: THINKING, text: TEXT, usage: { input: 100, cacheRead: 20_000, output: 500, reasoning: 200 } },
+      });
+      const res = await fetch(`${g.baseUrl}/api/v1/responses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${g.key}` },
+        body: JSON.stringify(body(stream)),
+      });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      expect(sent(RESPONSES.hostModel).body).toEqual({ ...body(stream), model: RESPONSES.hostModel, max_output_tokens: 1000 });
+      let response: any;
+      if (stream) {
+        const events = sseEvents(text);
+        // Every event the host sent, in its order, its sequence numbers kept.
+        expect(events.map((e) => e.data.sequence_number)).toEqual(events.map((_, i) => i));
+        expect(events.every((e) => e.event === e.data.type)).toBe(true);
+        expect(events.map((e) => e.event)).toContain('response.reasoning_summary_text.delta');
+        expect(events[0].data.response.model).toBe(RESPONSES.slug);
+        response = events.at(-1)!.data.response;
+        expect(events.at(-1)!.event).toBe('response.completed');
+      } else response = JSON.parse(text);
+      expect(response.id).toMatch(/^resp_/);
+      expect(response.model).toBe(RESPONSES.slug);
+      // The reasoning item's encrypted content, which only a host of this format can give back.
+      expect(response.output[0]).toMatchObject({
+        type: 'reasoning',
+        summary: [{ type: 'summary_text', text: THINKING }],
+        encrypted_content: expect.any(String),
+      });
+      expect(response.output[1].content[0].text).toBe(TEXT);
+      // 6,100,000 nano-credits, as billed by class above.
+      expect(response.usage).toEqual({
+        input_tokens: 20_100,
+        input_tokens_details: { cached_tokens: 20_000 },
+        output_tokens: 500,
+        output_tokens_details: { reasoning_tokens: 200 },
+        total_tokens: 20_600,
+        cost: 0.0061,
+      });
+      expect(await settlementOf(res)).toMatchObject({ cacheReadTokens: 20_000, inputTokens: 100, amount: 6_100_000 });
+    },
+  );
 });
 
 describe('a Responses reply', () => {

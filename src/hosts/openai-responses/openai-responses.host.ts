@@ -6,7 +6,7 @@ import type {
   ReasoningEffort,
   Usage,
 } from '../../canonical/canonical';
-import { HostError, isOutput } from '../../canonical/canonical';
+import { HostError, isOutput, upstreamIdOf } from '../../canonical/canonical';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
 
 /** Responses hosts: OpenAI's `POST /responses`, for the models and features only it serves. */
@@ -123,7 +123,8 @@ function messageTextOf(item: Record<string, unknown>): string {
   return parts.map((part) => (part.type === 'refusal' ? str(part.refusal) : str(part.text))).join('');
 }
 
-function decodeReply(body: string): CanonicalEvent[] {
+/** A whole response: its reasoning, text and calls in order, how it ended, its usage (and itself, passed through, with its id). */
+function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
@@ -135,6 +136,9 @@ function decodeReply(body: string): CanonicalEvent[] {
   if (parsed.status === 'failed') throw new HostError('upstream_error', 'upstream reported its response failed');
   if (!Array.isArray(parsed.output)) throw new HostError('malformed', 'upstream sent a response without output');
   const events: CanonicalEvent[] = [];
+  // Passed whole, the reply keeps the host's id: it is recorded, so the client can look the request up by it.
+  const id = passThrough && upstreamIdOf(parsed.id);
+  if (id) events.push(id);
   let calls = 0;
   for (const item of parsed.output.filter(isObject)) {
     if (item.type === 'reasoning') {
@@ -153,7 +157,9 @@ function decodeReply(body: string): CanonicalEvent[] {
       });
     }
   }
-  return [...events, ...ending(parsed, calls > 0)];
+  events.push(...ending(parsed, calls > 0));
+  if (passThrough) events.push({ type: 'pass_through', data: parsed });
+  return events;
 }
 
 /** Stream events whose deltas are reasoning: the summaries OpenAI's models give, the full text open-weight ones do. */
@@ -170,6 +176,8 @@ class ResponsesDecoder implements StreamDecoder {
   /** Tool call indexes by the output index of their item, in the order the calls came. */
   private readonly calls = new Map<number, number>();
 
+  constructor(private readonly passThrough: boolean) {}
+
   push(message: SseMessage): CanonicalEvent[] {
     let parsed: unknown;
     try {
@@ -181,7 +189,10 @@ class ResponsesDecoder implements StreamDecoder {
       throw new HostError('malformed', 'upstream sent a stream event that is not an object', null, !this.produced);
     const events = this.decode(parsed);
     if (events.some(isOutput)) this.produced = true;
-    return events;
+    if (!this.passThrough) return events;
+    // Passed whole: the message itself goes first, and the response's id with the event that opens it.
+    const opening = parsed.type === 'response.created' && isObject(parsed.response) && upstreamIdOf(parsed.response.id);
+    return [{ type: 'pass_through', event: str(parsed.type), data: parsed }, ...(opening ? [opening] : []), ...events];
   }
 
   private decode(event: Record<string, unknown>): CanonicalEvent[] {
@@ -223,6 +234,15 @@ class ResponsesDecoder implements StreamDecoder {
   }
 }
 
+/** The client's own Responses body, whole: the host's model in place of the slug, and a cap the pipeline lowered to the model's limit. */
+function passThroughBody(request: CanonicalRequest, original: Record<string, unknown>, hostModel: string) {
+  const body: Record<string, unknown> = { ...original, model: hostModel };
+  const asked = original.max_output_tokens;
+  if (request.maxTokens !== undefined && (typeof asked !== 'number' || request.maxTokens < asked))
+    body.max_output_tokens = request.maxTokens;
+  return body;
+}
+
 export const openAiResponsesHost: HostKind<'openai-responses'> = {
   name: 'openai-responses',
 
@@ -232,6 +252,8 @@ export const openAiResponsesHost: HostKind<'openai-responses'> = {
       accept: request.stream ? 'text/event-stream' : 'application/json',
     };
     if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+    if (request.original?.format === 'responses')
+      return { path: '/responses', headers, body: passThroughBody(request, request.original.body, hostModel), passThrough: true };
     const body: Record<string, unknown> = {
       model: hostModel,
       input: request.messages.flatMap(inputItems),
@@ -263,9 +285,9 @@ export const openAiResponsesHost: HostKind<'openai-responses'> = {
     return { path: '/responses', headers, body };
   },
 
-  decoder: () => new ResponsesDecoder(),
+  decoder: (passThrough = false) => new ResponsesDecoder(passThrough),
 
-  decodeReply: (body: string) => decodeReply(body),
+  decodeReply,
 
   /** OpenAI's error body (`{"error": {"message": …}}`), or its text when it is not JSON (a proxy's page). */
   errorMessage(status: number, body: string): string {
