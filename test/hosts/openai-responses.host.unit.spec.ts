@@ -174,7 +174,15 @@ describe('openAiResponsesHost.decodeReply', () => {
     const events = host.decodeReply(
       response({
         output: [
-          { id: 'rs_1', type: 'reasoning', summary: [{ type: 'summary_text', text: 'Thinking.' }], encrypted_content: 'opaque' },
+          {
+            id: 'rs_1',
+            type: 'reasoning',
+            summary: [
+              { type: 'summary_text', text: 'Thinking.' },
+              { type: 'summary_text', text: 'More.' },
+            ],
+            encrypted_content: 'opaque',
+          },
           {
             id: 'msg_1',
             type: 'message',
@@ -187,7 +195,7 @@ describe('openAiResponsesHost.decodeReply', () => {
       }),
     );
     expect(events).toEqual([
-      { type: 'reasoning', text: 'Thinking.' },
+      { type: 'reasoning', text: 'Thinking.\n\nMore.' },
       { type: 'text', text: 'Hello.' },
       { type: 'tool_call', index: 0, id: 'call_1', name: 'lookup', argumentsDelta: '{"q":1}' },
       { type: 'finish', reason: 'tool_calls' },
@@ -244,6 +252,7 @@ describe('openAiResponsesHost.decoder', () => {
       frame('response.reasoning_summary_part.added', { output_index: 0, summary_index: 0 }),
       frame('response.reasoning_summary_text.delta', { output_index: 0, delta: 'Think' }),
       frame('response.reasoning_summary_text.done', { output_index: 0, text: 'Think' }),
+      frame('response.reasoning_summary_part.added', { output_index: 0, summary_index: 1 }),
       frame('response.reasoning_text.delta', { output_index: 0, delta: 'ing.' }),
       frame('response.output_item.done', { output_index: 0, item: { type: 'reasoning', encrypted_content: 'opaque' } }),
       frame('response.output_item.added', { output_index: 1, item: { type: 'message', content: [] } }),
@@ -263,6 +272,7 @@ describe('openAiResponsesHost.decoder', () => {
     expect(done).toBe(true);
     expect(events).toEqual([
       { type: 'reasoning', text: 'Think' },
+      { type: 'reasoning', text: '\n\n' },
       { type: 'reasoning', text: 'ing.' },
       { type: 'text', text: 'Hel' },
       { type: 'text', text: 'lo.' },

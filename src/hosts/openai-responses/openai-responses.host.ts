@@ -105,7 +105,7 @@ function ending(response: Record<string, unknown>, called: boolean): CanonicalEv
   return events;
 }
 
-/** A reasoning item's text: its summary, or (open-weight models) its reasoning text, parts run together. */
+/** A reasoning item's text: its summary, or (open-weight models) its reasoning text; a blank line between parts, as between paragraphs. */
 function reasoningOf(item: Record<string, unknown>): string {
   const parts: unknown[] = [
     ...(Array.isArray(item.summary) ? (item.summary as unknown[]) : []),
@@ -114,7 +114,7 @@ function reasoningOf(item: Record<string, unknown>): string {
   return parts
     .filter(isObject)
     .map((part) => str(part.text))
-    .join('');
+    .join('\n\n');
 }
 
 /** A message item's text: its output text and refusals, run together. */
@@ -199,6 +199,9 @@ class ResponsesDecoder implements StreamDecoder {
     const type = str(event.type);
     if (REASONING_DELTAS.has(type)) return str(event.delta) === '' ? [] : [{ type: 'reasoning', text: str(event.delta) }];
     switch (type) {
+      case 'response.reasoning_summary_part.added':
+        // A summary's later parts are its next paragraphs.
+        return typeof event.summary_index === 'number' && event.summary_index > 0 ? [{ type: 'reasoning', text: '\n\n' }] : [];
       case 'response.output_text.delta':
       case 'response.refusal.delta':
         return str(event.delta) === '' ? [] : [{ type: 'text', text: str(event.delta) }];
