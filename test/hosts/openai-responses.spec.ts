@@ -312,8 +312,8 @@ describe.each(SURFACES)('the $name surface on an openai-responses host', (surfac
       });
     });
 
-    it('falls back to the next host on a 429 or a 500 before output', async () => {
-      for (const status of [429, 500]) {
+    it('falls back to the next host on a 429, a 5xx or a 401 before output', async () => {
+      for (const status of [429, 500, 503, 401]) {
         g.fake.on('fake-responses-first', { kind: 'status', status });
         g.fake.on(FALLBACK.hostModel, { kind: 'reply', reply: { text: TEXT, usage: { input: 1000, output: 1000 } } });
         const { res, text } = await call(surface, FALLBACK.slug, stream);
@@ -333,6 +333,16 @@ describe.each(SURFACES)('the $name surface on an openai-responses host', (surfac
     const settled = await settlementOf(res);
     // Nothing reported by the host: the gateway's count of the three words delivered (4 characters a token).
     expect(settled.outputTokens).toBe(Math.ceil('one two three'.length / 4));
+    expect(settled.amount).toBeGreaterThan(0);
+  });
+
+  it('fails a stream whose host reports an error after output, billing what was delivered', async () => {
+    g.fake.on(RESPONSES.hostModel, { kind: 'stream_error', afterPieces: 2 });
+    const { res, text } = await call(surface, RESPONSES.slug, true);
+    expect(res.status).toBe(200);
+    expect(text).toMatch(/error/);
+    const settled = await settlementOf(res);
+    expect(settled.outputTokens).toBeGreaterThan(0);
     expect(settled.amount).toBeGreaterThan(0);
   });
 
