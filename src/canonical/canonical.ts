@@ -79,7 +79,7 @@ export interface CanonicalRequest {
 export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high';
 
 /** The wire formats clients and hosts speak, by name. */
-export type WireFormat = 'chat-completions' | 'messages';
+export type WireFormat = 'chat-completions' | 'messages' | 'responses';
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'stop_sequence' | 'content_filter';
 

@@ -63,7 +63,7 @@ export class CatalogueError extends Error {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SLUG = /^[a-z0-9][\w.-]*\/[\w.:-]+$/i;
 const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
-/** '"kind" must be "openai" or "anthropic"': the kinds hosts/ knows. */
+/** '"kind" must be "openai" or "anthropic" or …': the kinds hosts/ knows. */
 const KIND_EXPECTED = `"kind" must be ${HOST_KIND_NAMES.map((name) => `"${name}"`).join(' or ')}`;
 
 type Raw = Record<string, unknown>;

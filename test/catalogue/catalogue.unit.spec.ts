@@ -135,6 +135,31 @@ describe("catalogue: the cache's prices where an entry states none", () => {
   });
 });
 
+describe('catalogue: an openai-responses host', () => {
+  it('is accepted, its cached input at the stated read price, else (named for a warning) at the input price', () => {
+    const file_ = (pricing: Record<string, string>) =>
+      file([host({ kind: 'openai-responses' })], [model({ hosts: [{ host: 'up', model: 'gpt-x', pricing }] })]);
+    const stated = Catalogue.parse(file_({ input: '1.25', output: '10.00', cacheRead: '0.125' }), {});
+    expect(stated.models[0].hosts[0].host.kind).toBe('openai-responses');
+    expect(stated.models[0].hosts[0].prices).toMatchObject({
+      input: 1_250_000_000,
+      cacheRead: 125_000_000,
+      output: 10_000_000_000,
+    });
+    const unstated = Catalogue.parse(file_({ input: '1.25', output: '10.00' }), {});
+    expect(unstated.models[0].hosts[0].prices).toMatchObject({ cacheRead: 1_250_000_000 });
+    expect(unstated.cachePricesAssumed()).toEqual(['vendor/model-a']);
+  });
+
+  it('serves no embedding model (its upstream has no /embeddings here)', () => {
+    const json = file(
+      [host({ kind: 'openai-responses' })],
+      [model({ kind: 'embedding', maxOutputTokens: undefined, hosts: [{ host: 'up', model: 'e', pricing: { input: '0.02' } }] })],
+    );
+    expect(() => Catalogue.parse(json, {})).toThrow(/"openai-responses" hosts do not/);
+  });
+});
+
 describe('catalogue: a bad file stops start-up with a message naming the entry', () => {
   it.each([
     ['not the expected shape', [], 'catalogue: file: expected {"hosts": [...], "models": [...]}'],

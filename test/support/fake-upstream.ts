@@ -1,5 +1,5 @@
 // A fake model provider for the gateway's tests: plain node:http speaking the real wire formats
-// of OpenAI chat completions (/v1/chat/completions) and embeddings (/v1/embeddings), and Anthropic
+// of OpenAI chat completions (/v1/chat/completions), Responses (/v1/responses) and embeddings (/v1/embeddings), and Anthropic
 // Messages (/v1/messages, and /v1/messages/count_tokens), streamed (SSE) and not, plus the failure modes a real upstream shows (errors, hangs, cut
 // sockets, garbage, in-stream errors). Everything is event-driven; no polling.
 import { randomBytes } from 'node:crypto';
@@ -98,7 +98,7 @@ export const DEFAULT_REPLY: FakeReply = { text: 'Hello from the fake upstream.',
 const withUsage = (r: FakeReply): FakeReply =>
   r.usage === undefined && r.wireUsage === undefined ? { ...r, usage: DEFAULT_USAGE } : r;
 
-type Api = 'openai' | 'anthropic';
+type Api = 'openai' | 'anthropic' | 'responses';
 type Finish = NonNullable<FakeReply['finish']>;
 interface Frame {
   event?: string;
@@ -366,15 +366,166 @@ function anthropicError(status: number, message?: string) {
   };
 }
 
+// ---- OpenAI Responses ----
+
+/** Responses usage: `input_tokens` includes the cached ones; the format has no cache write fields. */
+function responsesUsage(u: FakeUsage) {
+  if (u.cacheWrite || u.cacheWrite1h) throw new Error('Responses usage has no cache writes');
+  const { cacheRead = 0, reasoning = 0 } = u;
+  const input = u.input + cacheRead;
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: cacheRead },
+    output_tokens: u.output,
+    output_tokens_details: { reasoning_tokens: reasoning },
+    total_tokens: input + u.output,
+  };
+}
+
+/** A reasoning item's encrypted content (opaque on the real API): one per summary, so tests can expect it. */
+export const encryptedReasoningOf = (summary: string) => Buffer.from(`encrypted:${summary}`).toString('base64');
+
+/** The output items of a reply, complete; `include` as the request asked (`reasoning.encrypted_content`). */
+function responsesItems(req: any, reply: FakeReply) {
+  const encrypted = Array.isArray(req.include) && req.include.includes('reasoning.encrypted_content');
+  const items: any[] = [];
+  if (reply.thinking)
+    items.push({
+      id: newId('rs_'),
+      type: 'reasoning',
+      summary: [{ type: 'summary_text', text: reply.thinking }],
+      ...(encrypted ? { encrypted_content: encryptedReasoningOf(reply.thinking) } : {}),
+    });
+  if (reply.text || !reply.toolCalls?.length)
+    items.push({
+      id: newId('msg_'),
+      type: 'message',
+      status: 'completed',
+      role: 'assistant',
+      content: [{ type: 'output_text', text: reply.text ?? '', annotations: [], logprobs: [] }],
+    });
+  for (const c of reply.toolCalls ?? [])
+    items.push({
+      id: newId('fc_'),
+      type: 'function_call',
+      status: 'completed',
+      arguments: c.arguments,
+      call_id: c.id,
+      name: c.name,
+    });
+  return items;
+}
+
+/** The response object, as the real API returns it (and as its stream's first and last events carry it). */
+function responsesObject(req: any, reply: FakeReply, id: string, state: 'in_progress' | 'final') {
+  const length = finishOf(reply) === 'length';
+  const status = state === 'in_progress' ? 'in_progress' : length ? 'incomplete' : 'completed';
+  return {
+    id,
+    object: 'response',
+    created_at: now(),
+    status,
+    background: false,
+    error: null,
+    incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
+    instructions: req.instructions ?? null,
+    max_output_tokens: req.max_output_tokens ?? null,
+    max_tool_calls: null,
+    model: req.model,
+    output: state === 'in_progress' ? [] : responsesItems(req, reply),
+    parallel_tool_calls: true,
+    previous_response_id: null,
+    prompt_cache_key: null,
+    reasoning: { effort: req.reasoning?.effort ?? null, summary: req.reasoning?.summary ?? null },
+    safety_identifier: null,
+    service_tier: 'default',
+    store: req.store ?? true,
+    temperature: req.temperature ?? 1,
+    text: { format: { type: 'text' }, verbosity: 'medium' },
+    tool_choice: req.tool_choice ?? 'auto',
+    tools: req.tools ?? [],
+    top_logprobs: 0,
+    top_p: req.top_p ?? 1,
+    truncation: 'disabled',
+    usage:
+      state === 'in_progress'
+        ? null
+        : reply.wireUsage !== undefined
+          ? WIRE_USAGE
+          : reply.usage
+            ? responsesUsage(reply.usage)
+            : null,
+    user: null,
+    metadata: {},
+  };
+}
+
+/** A Responses stream with every event the real API sends for such a reply, each with its `sequence_number`. */
+function responsesStream(req: any, reply: FakeReply, pieces?: number): Stream {
+  let sequence = 0;
+  const ev = (type: string, payload: object, piece = false): Frame => ({
+    event: type,
+    data: JSON.stringify({ type, ...payload, sequence_number: sequence++ }),
+    piece,
+  });
+  const id = newId('resp_');
+  const head = [
+    ev('response.created', { response: responsesObject(req, reply, id, 'in_progress') }),
+    ev('response.in_progress', { response: responsesObject(req, reply, id, 'in_progress') }),
+  ];
+  const body: Frame[] = [];
+  responsesItems(req, reply).forEach((item, output_index) => {
+    const item_id = item.id;
+    if (item.type === 'reasoning') {
+      const text = item.summary[0].text;
+      const { encrypted_content, ...rest } = item;
+      body.push(ev('response.output_item.added', { output_index, item: { ...rest, summary: [] } }));
+      const at = { item_id, output_index, summary_index: 0 };
+      body.push(ev('response.reasoning_summary_part.added', { ...at, part: { type: 'summary_text', text: '' } }));
+      for (const delta of splitText(text)) body.push(ev('response.reasoning_summary_text.delta', { ...at, delta }, true));
+      body.push(ev('response.reasoning_summary_text.done', { ...at, text }));
+      body.push(ev('response.reasoning_summary_part.done', { ...at, part: { type: 'summary_text', text } }));
+      body.push(
+        ev('response.output_item.done', { output_index, item: { ...rest, ...(encrypted_content ? { encrypted_content } : {}) } }),
+      );
+    } else if (item.type === 'message') {
+      const text = item.content[0].text;
+      body.push(ev('response.output_item.added', { output_index, item: { ...item, status: 'in_progress', content: [] } }));
+      const at = { item_id, output_index, content_index: 0 };
+      body.push(
+        ev('response.content_part.added', { ...at, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } }),
+      );
+      for (const delta of splitText(text, pieces))
+        body.push(ev('response.output_text.delta', { ...at, delta, logprobs: [] }, true));
+      body.push(ev('response.output_text.done', { ...at, text, logprobs: [] }));
+      body.push(ev('response.content_part.done', { ...at, part: item.content[0] }));
+      body.push(ev('response.output_item.done', { output_index, item }));
+    } else {
+      body.push(ev('response.output_item.added', { output_index, item: { ...item, status: 'in_progress', arguments: '' } }));
+      for (const delta of halves(item.arguments))
+        body.push(ev('response.function_call_arguments.delta', { item_id, output_index, delta }, true));
+      body.push(ev('response.function_call_arguments.done', { item_id, output_index, arguments: item.arguments }));
+      body.push(ev('response.output_item.done', { output_index, item }));
+    }
+  });
+  const final = responsesObject(req, reply, id, 'final');
+  const tail = [ev(final.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: final })];
+  return { head, body, tail };
+}
+
+const responsesMessage = (req: any, reply: FakeReply) => responsesObject(req, reply, newId('resp_'), 'final');
+
 const FORMATS = {
   openai: { stream: openaiStream, message: openaiMessage, error: openaiError, requestIdHeader: 'x-request-id' },
   anthropic: { stream: anthropicStream, message: anthropicMessage, error: anthropicError, requestIdHeader: 'request-id' },
+  responses: { stream: responsesStream, message: responsesMessage, error: openaiError, requestIdHeader: 'x-request-id' },
 };
 
 /** The frame a decoder must reject: an event whose data is truncated JSON. */
 const MALFORMED: Record<Api, string> = {
   openai: 'data: {"choices":[{"index":0,"delta":{"content":"trunc\n\n',
   anthropic: 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":\n\n',
+  responses: 'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":\n\n',
 };
 
 /** How real upstreams report a failure after the 200 has gone out. */
@@ -383,6 +534,17 @@ const STREAM_ERROR: Record<Api, string> = {
   anthropic: sse({
     event: 'error',
     data: JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }),
+  }),
+  // The Responses stream's error event (its sequence number past any frame the fake plays before it).
+  responses: sse({
+    event: 'error',
+    data: JSON.stringify({
+      type: 'error',
+      code: 'server_error',
+      message: 'The server had an error while processing your request.',
+      param: null,
+      sequence_number: 999,
+    }),
   }),
 };
 
@@ -491,7 +653,14 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     if (path === '/v1/messages/count_tokens' && req.method === 'POST')
       return countTokens(res, body, behaviours.get(body?.model), received);
     if (path === '/v1/embeddings' && req.method === 'POST') return embeddings(res, body, behaviours.get(body?.model), received);
-    const api: Api | null = path === '/v1/chat/completions' ? 'openai' : path === '/v1/messages' ? 'anthropic' : null;
+    const api: Api | null =
+      path === '/v1/chat/completions'
+        ? 'openai'
+        : path === '/v1/messages'
+          ? 'anthropic'
+          : path === '/v1/responses'
+            ? 'responses'
+            : null;
     if (!api || req.method !== 'POST') {
       return send(res, 404, openaiError(404, `Invalid URL (${req.method} ${path})`));
     }

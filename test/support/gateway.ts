@@ -227,6 +227,8 @@ export async function startGateway(
     sweep?: boolean;
     /** The gateway's log lines go here (none are written without it). */
     logStream?: LogStream;
+    /** The catalogue file served, given the fake (default: testCatalogueFile), read with TEST_HOST_KEYS. */
+    catalogue?: (fake: FakeUpstream) => unknown;
   } = {},
 ): Promise<TestGateway> {
   const fake = await startFakeUpstream();
@@ -240,7 +242,7 @@ export async function startGateway(
   const app = await createApp(t.runtime, {
     logger: false,
     logStream: options.logStream ?? scan!,
-    catalogue: testCatalogue(fake),
+    catalogue: options.catalogue ? Catalogue.parse(options.catalogue(fake), TEST_HOST_KEYS) : testCatalogue(fake),
   });
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };

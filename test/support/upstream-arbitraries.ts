@@ -152,6 +152,79 @@ const anthropicReply = optional({
   error: v,
 });
 
+/** A Responses usage object with adversarial counts, or any value where usage goes. */
+const responsesUsage = fc.oneof(
+  optional({
+    input_tokens: v,
+    output_tokens: v,
+    total_tokens: v,
+    input_tokens_details: fc.oneof(v, optional({ cached_tokens: v })),
+    output_tokens_details: fc.oneof(v, optional({ reasoning_tokens: v })),
+  }),
+  v,
+);
+
+/** A Responses output item: a message, reasoning or a function call, with adversarial fields. */
+const responsesItem = fc.oneof(
+  optional({
+    type: fc.oneof(fc.constantFrom('message', 'reasoning', 'function_call'), v),
+    id: v,
+    call_id: v,
+    name: v,
+    arguments: v,
+    summary: fc.oneof(v, fc.array(fc.oneof(optional({ type: v, text: v }), v), { maxLength: 2 })),
+    content: fc.oneof(
+      v,
+      fc.array(fc.oneof(optional({ type: fc.oneof(fc.constantFrom('output_text', 'refusal'), v), text: v, refusal: v }), v), {
+        maxLength: 2,
+      }),
+    ),
+    encrypted_content: v,
+  }),
+  v,
+);
+
+/** A Responses response object: a whole reply, or what a stream's first and last events carry. */
+const responsesObject = optional({
+  id: v,
+  object: v,
+  status: fc.oneof(fc.constantFrom('completed', 'incomplete', 'failed', 'in_progress'), v),
+  incomplete_details: fc.oneof(v, optional({ reason: fc.oneof(fc.constantFrom('max_output_tokens', 'content_filter'), v) })),
+  output: fc.oneof(v, fc.array(responsesItem, { maxLength: 3 })),
+  usage: responsesUsage,
+  error: fc.oneof(v, optional({ code: v, message: v })),
+});
+
+const RESPONSES_EVENT_TYPES = [
+  'response.created',
+  'response.in_progress',
+  'response.output_item.added',
+  'response.output_item.done',
+  'response.content_part.added',
+  'response.output_text.delta',
+  'response.refusal.delta',
+  'response.reasoning_summary_text.delta',
+  'response.reasoning_text.delta',
+  'response.function_call_arguments.delta',
+  'response.completed',
+  'response.incomplete',
+  'response.failed',
+  'error',
+] as const;
+
+/** A Responses stream event's data. */
+const responsesEvent = optional({
+  type: fc.oneof(fc.constantFrom(...RESPONSES_EVENT_TYPES), v),
+  sequence_number: v,
+  output_index: fc.oneof(fc.nat(3), v),
+  item_id: v,
+  delta: v,
+  item: responsesItem,
+  response: fc.oneof(v, responsesObject),
+  code: v,
+  message: v,
+});
+
 /** JSON text of a value, with the number literals put in as written. */
 const toJson = (value: unknown): string =>
   JSON.stringify(value).replace(new RegExp(`"${LITERAL}([^"]*)"`, 'g'), (_match, literal: string) => literal);
@@ -165,7 +238,7 @@ const dataOf = (shaped: fc.Arbitrary<unknown>): fc.Arbitrary<string> =>
     { weight: 1, arbitrary: fc.constantFrom('[DONE]', '{', 'null', '"text"', '[]', '{"type":"message_stop"}') },
   );
 
-export type HostKindName = 'openai' | 'anthropic';
+export type HostKindName = 'openai' | 'anthropic' | 'openai-responses';
 
 /** One stream message: an optional event name and its data. */
 export interface FuzzMessage {
@@ -178,21 +251,32 @@ export const streamMessages = (kind: HostKindName): fc.Arbitrary<FuzzMessage[]> 
     kind === 'openai'
       ? fc.record({ data: dataOf(openaiObject('delta')) })
       : fc.record(
-          { event: fc.oneof(fc.constantFrom(...EVENT_TYPES), fc.string({ maxLength: 10 })), data: dataOf(anthropicEvent) },
+          kind === 'anthropic'
+            ? { event: fc.oneof(fc.constantFrom(...EVENT_TYPES), fc.string({ maxLength: 10 })), data: dataOf(anthropicEvent) }
+            : {
+                event: fc.oneof(fc.constantFrom(...RESPONSES_EVENT_TYPES), fc.string({ maxLength: 10 })),
+                data: dataOf(responsesEvent),
+              },
           { requiredKeys: ['data'] },
         ),
     { maxLength: 12 },
   );
 
 export const wholeReply = (kind: HostKindName): fc.Arbitrary<string> =>
-  dataOf(kind === 'openai' ? openaiObject('message') : anthropicReply);
+  dataOf(kind === 'openai' ? openaiObject('message') : kind === 'anthropic' ? anthropicReply : responsesObject);
+
+/** How each format ends a stream. */
+const TERMINATORS: Record<HostKindName, string> = {
+  openai: 'data: [DONE]\n\n',
+  anthropic: 'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+  'openai-responses': 'event: response.completed\ndata: {"type":"response.completed","response":{"status":"completed"}}\n\n',
+};
 
 /** A stream as SSE text; `terminated` ends it as the format does (so that some streams complete). */
 export const sseText = (messages: FuzzMessage[], kind: HostKindName, terminated: boolean): string =>
   messages
     .map((m) => `${m.event !== undefined ? `event: ${m.event.replace(/[\r\n]/g, '')}\n` : ''}${sseDataLines(m.data)}\n`)
-    .join('') +
-  (terminated ? (kind === 'openai' ? 'data: [DONE]\n\n' : 'event: message_stop\ndata: {"type":"message_stop"}\n\n') : '');
+    .join('') + (terminated ? TERMINATORS[kind] : '');
 
 /** Data as SSE lines (a line break inside data starts another `data:` line, as the format has it). */
 const sseDataLines = (data: string): string =>

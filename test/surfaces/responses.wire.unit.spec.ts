@@ -56,6 +56,8 @@ describe('Responses request → canonical request', () => {
       topP: undefined,
       stop: [],
       stream: false,
+      // For a host speaking this format, which is sent the body whole.
+      original: { format: 'responses', body: { model: 'm', input: 'hi', instructions: 'Be brief.' } },
     });
   });
 
@@ -101,6 +103,7 @@ describe('Responses request → canonical request', () => {
       text: { format: { type: 'json_object' } },
     });
     expect(request).toEqual({
+      original: { format: 'responses', body: expect.objectContaining({ model: 'm', parallel_tool_calls: false }) },
       system: ['Top', 'Dev first'],
       messages: [
         { role: 'user', content: 'Weather?', images: [{ url: 'data:image/png;base64,AAAA' }] },
@@ -221,7 +224,7 @@ describe('Responses request → canonical request', () => {
       expect.objectContaining({ type: 'function_call', call_id: 'c2', name: 'spawn', namespace: 'agents' }),
       expect.not.objectContaining({ namespace: expect.anything() }),
     ]);
-    expect(reply.output[1]).toMatchObject({ call_id: 'c3', name: 'exec_command' });
+    expect((reply.output as unknown[])[1]).toMatchObject({ call_id: 'c3', name: 'exec_command' });
     expect(
       refusal({ model: 'm', input: 'hi', tools: [{ type: 'namespace', name: 'n', tools: [{ type: 'custom', name: 'patch' }] }] })
         .message,
@@ -348,7 +351,6 @@ describe('Responses stream', () => {
       { type: 'tool_call', index: 1, id: 'call_b', name: 'g', argumentsDelta: '{"x"' },
       { type: 'tool_call', index: 0, argumentsDelta: '{}' },
       { type: 'tool_call', index: 1, argumentsDelta: ':1}' },
-      { type: 'pass_through', data: { ignored: true } },
       { type: 'finish', reason: 'tool_calls' },
       { type: 'usage', usage: usage({ inputTokens: 10, outputTokens: 5, reasoningTokens: 2 }) },
       billed(25_000),

@@ -221,6 +221,7 @@ export function toCanonical(body: ResponsesRequest): CanonicalRequest {
     stop: [],
     stream: body.stream === true,
     ...(effort != null ? { reasoning: { effort } } : {}),
+    original: { format: 'responses', body: body as unknown as Record<string, unknown> },
   };
 }
 
@@ -344,8 +345,28 @@ function responseObject(result: InferenceResult, echo: Echo, ending: Ending) {
   };
 }
 
+/**
+ * A host's own response object, passed through (a host speaking this format): under the slug, with
+ * the cost added to its usage.
+ */
+function passedResponse(
+  response: Record<string, unknown>,
+  result: InferenceResult,
+  reply: Pick<Reply, 'billed'>,
+): Record<string, unknown> {
+  const usage = response.usage;
+  return {
+    ...response,
+    model: result.model.slug,
+    ...(typeof usage === 'object' && usage !== null && reply.billed
+      ? { usage: { ...usage, cost: creditsNumber(reply.billed.cost) } }
+      : {}),
+  };
+}
+
 /** A whole reply: its reasoning, its text (or an empty message when there is nothing else), its function calls. */
 export function responseBody(result: InferenceResult, reply: Reply, { echo, names }: ReplyContext) {
+  if (reply.passThrough) return passedResponse(reply.passThrough, result, reply);
   const incomplete = INCOMPLETE[reply.finish] !== undefined;
   const output: unknown[] = [];
   if (reply.reasoning !== '') output.push(reasoningItem(itemId(result, 'rs', output.length), reply.reasoning));
@@ -393,6 +414,10 @@ export function eventSerializer(result: InferenceResult, { echo, names }: ReplyC
   let finish: FinishReason | undefined;
   let usage: Reply['usage'] = null;
   let billed: Reply['billed'] = null;
+  /** The host speaks this format: its own events go out (under the slug), none of the translation. */
+  let passingThrough = false;
+  /** The host's closing event (response.completed or .incomplete), held until the reply is billed, for its cost. */
+  let hostEnd: { event?: string; data: Record<string, unknown> } | null = null;
 
   const emit = (type: string, payload: Record<string, unknown>) =>
     sseData({ type, sequence_number: sequence++, ...payload }, type);
@@ -476,9 +501,31 @@ export function eventSerializer(result: InferenceResult, { echo, names }: ReplyC
     return text;
   };
 
+  /** One of the host's own events, under the slug; its sequence number followed by any event added here. */
+  const passed = (event: { event?: string; data: Record<string, unknown> }) => {
+    const { data } = event;
+    if (typeof data.sequence_number === 'number') sequence = data.sequence_number + 1;
+    const response = data.response;
+    const named =
+      typeof response === 'object' && response !== null
+        ? { ...data, response: passedResponse(response as Record<string, unknown>, result, { billed }) }
+        : data;
+    return sseData(named, event.event);
+  };
+
   return {
-    open: preamble,
+    open: () => (passingThrough ? '' : preamble()),
     event(event: PipelineEvent) {
+      if (event.type === 'pass_through') {
+        passingThrough = true;
+        const type = event.data.type;
+        if (type === 'response.completed' || type === 'response.incomplete') {
+          hostEnd = event;
+          return '';
+        }
+        return passed(event);
+      }
+      if (passingThrough && event.type !== 'usage' && event.type !== 'billed') return '';
       switch (event.type) {
         case 'reasoning': {
           if (event.text === '') return '';
@@ -530,11 +577,12 @@ export function eventSerializer(result: InferenceResult, { echo, names }: ReplyC
           billed = event;
           return '';
         default:
-          // `ready` opens the stream's headers only; `pass_through` is for hosts speaking the client's format, and none speaks this one.
+          // `ready` opens the stream's headers only.
           return '';
       }
     },
     close() {
+      if (passingThrough) return hostEnd ? passed(hostEnd) : '';
       const incomplete = finish !== undefined && INCOMPLETE[finish] !== undefined;
       const head = preamble();
       const closing = closeAll(incomplete ? 'incomplete' : 'completed');
@@ -549,6 +597,7 @@ export function eventSerializer(result: InferenceResult, { echo, names }: ReplyC
       return head + closing + empty + emit(`response.${status}`, { response });
     },
     error(error: ApiError) {
+      if (passingThrough) return emit('error', { code: error.code, message: error.message, param: null });
       const head = preamble();
       const response = snapshot('failed', {
         usage: usage ? usageOf({ billed: null, usage }) : null,

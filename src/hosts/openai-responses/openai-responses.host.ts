@@ -1,0 +1,307 @@
+import type {
+  CanonicalEvent,
+  CanonicalMessage,
+  CanonicalRequest,
+  FinishReason,
+  ReasoningEffort,
+  Usage,
+} from '../../canonical/canonical';
+import { HostError, isOutput, upstreamIdOf } from '../../canonical/canonical';
+import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
+
+/** Responses hosts: OpenAI's `POST /responses`, for the models and features only it serves. */
+
+/** A thinking budget as an effort: up to these many tokens is low, then medium; more is high. */
+const LOW_BUDGET = 4096;
+const MEDIUM_BUDGET = 16384;
+
+function effortOf(reasoning: CanonicalRequest['reasoning']): ReasoningEffort | undefined {
+  if (reasoning?.effort !== undefined) return reasoning.effort;
+  const budget = reasoning?.budgetTokens;
+  if (budget === undefined) return undefined;
+  return budget <= LOW_BUDGET ? 'low' : budget <= MEDIUM_BUDGET ? 'medium' : 'high';
+}
+
+/** A canonical message as the Responses input items it becomes (an assistant turn: its text, then one item per call). */
+function inputItems(message: CanonicalMessage): Record<string, unknown>[] {
+  switch (message.role) {
+    case 'system':
+      // Instructions given mid-conversation: the format's developer messages.
+      return [{ role: 'developer', content: message.content }];
+    case 'user':
+      return [
+        message.images === undefined || message.images.length === 0
+          ? { role: 'user', content: message.content }
+          : {
+              role: 'user',
+              content: [
+                ...message.images.map((image) => ({ type: 'input_image', image_url: image.url, detail: 'auto' })),
+                ...(message.content === '' ? [] : [{ type: 'input_text', text: message.content }]),
+              ],
+            },
+      ];
+    case 'assistant':
+      return [
+        ...(message.content === '' ? [] : [{ role: 'assistant', content: message.content }]),
+        ...message.toolCalls.map((c) => ({ type: 'function_call', call_id: c.id, name: c.name, arguments: c.arguments })),
+      ];
+    case 'tool':
+      return [{ type: 'function_call_output', call_id: message.toolCallId, output: message.content }];
+  }
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const str = (value: unknown): string => (typeof value === 'string' ? value : '');
+
+/** An upstream's error message, when its error object has one. */
+const errorText = (error: unknown): string =>
+  isObject(error) && typeof error.message === 'string' ? error.message : 'upstream reported an error';
+
+/** A count as the host wrote it, for the pipeline to check (see inference/usage-check.ts), as the openai kind reads it. */
+const count = (value: unknown, absent: number): number =>
+  typeof value === 'number' ? value : value === undefined || value === null ? absent : NaN;
+
+/** A count shown to clients but never billed (reasoning, within the output): a whole number ≥ 0, else 0. */
+const shownCount = (value: unknown): number => (Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : 0);
+
+/**
+ * Tokens by class: `input_tokens` includes the cached ones, taken out here; the format reports no
+ * cache writes. `output_tokens` includes reasoning. Without the two required counts, NaN.
+ */
+function usageOf(usage: Record<string, unknown>): Usage {
+  const input = isObject(usage.input_tokens_details) ? usage.input_tokens_details : {};
+  const output = isObject(usage.output_tokens_details) ? usage.output_tokens_details : {};
+  const reads = count(input.cached_tokens, 0);
+  return {
+    inputTokens: count(usage.input_tokens, NaN) - reads,
+    cacheReadTokens: reads,
+    cacheWriteTokens: 0,
+    cacheWrite1hTokens: 0,
+    outputTokens: count(usage.output_tokens, NaN),
+    reasoningTokens: shownCount(output.reasoning_tokens),
+  };
+}
+
+/** The response's `incomplete_details.reason` as a finish reason (`max_output_tokens`: the cap was reached). */
+const INCOMPLETE: Record<string, FinishReason> = { max_output_tokens: 'length', content_filter: 'content_filter' };
+
+/**
+ * How a response object ended, for a response that is over: a call made is `tool_calls`; an
+ * incomplete one says why; else `stop`.
+ */
+function finishOf(response: Record<string, unknown>, called: boolean): FinishReason {
+  if (called) return 'tool_calls';
+  if (response.status !== 'incomplete') return 'stop';
+  const reason = isObject(response.incomplete_details) ? str(response.incomplete_details.reason) : '';
+  return Object.hasOwn(INCOMPLETE, reason) ? INCOMPLETE[reason] : 'length';
+}
+
+/** The finish and usage events closing a response (no usage event when the response has none). */
+function ending(response: Record<string, unknown>, called: boolean): CanonicalEvent[] {
+  const events: CanonicalEvent[] = [{ type: 'finish', reason: finishOf(response, called) }];
+  if (isObject(response.usage)) events.push({ type: 'usage', usage: usageOf(response.usage) });
+  return events;
+}
+
+/** A reasoning item's text: its summary, or (open-weight models) its reasoning text; a blank line between parts, as between paragraphs. */
+function reasoningOf(item: Record<string, unknown>): string {
+  const parts: unknown[] = [
+    ...(Array.isArray(item.summary) ? (item.summary as unknown[]) : []),
+    ...(Array.isArray(item.content) ? (item.content as unknown[]) : []),
+  ];
+  return parts
+    .filter(isObject)
+    .map((part) => str(part.text))
+    .join('\n\n');
+}
+
+/** A message item's text: its output text and refusals, run together. */
+function messageTextOf(item: Record<string, unknown>): string {
+  const parts = Array.isArray(item.content) ? item.content.filter(isObject) : [];
+  return parts.map((part) => (part.type === 'refusal' ? str(part.refusal) : str(part.text))).join('');
+}
+
+/** A whole response: its reasoning, text and calls in order, how it ended, its usage (and itself, passed through, with its id). */
+function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    throw new HostError('malformed', 'upstream sent a reply that is not JSON');
+  }
+  if (!isObject(parsed)) throw new HostError('malformed', 'upstream sent a reply that is not a JSON object');
+  if (parsed.error) throw new HostError('upstream_error', errorText(parsed.error));
+  if (parsed.status === 'failed') throw new HostError('upstream_error', 'upstream reported its response failed');
+  if (!Array.isArray(parsed.output)) throw new HostError('malformed', 'upstream sent a response without output');
+  const events: CanonicalEvent[] = [];
+  // Passed whole, the reply keeps the host's id: it is recorded, so the client can look the request up by it.
+  const id = passThrough && upstreamIdOf(parsed.id);
+  if (id) events.push(id);
+  let calls = 0;
+  for (const item of parsed.output.filter(isObject)) {
+    if (item.type === 'reasoning') {
+      const text = reasoningOf(item);
+      if (text !== '') events.push({ type: 'reasoning', text });
+    } else if (item.type === 'message') {
+      const text = messageTextOf(item);
+      if (text !== '') events.push({ type: 'text', text });
+    } else if (item.type === 'function_call') {
+      events.push({
+        type: 'tool_call',
+        index: calls++,
+        id: str(item.call_id),
+        name: str(item.name),
+        argumentsDelta: str(item.arguments),
+      });
+    }
+  }
+  events.push(...ending(parsed, calls > 0));
+  if (passThrough) events.push({ type: 'pass_through', data: parsed });
+  return events;
+}
+
+/** Stream events whose deltas are reasoning: the summaries OpenAI's models give, the full text open-weight ones do. */
+const REASONING_DELTAS = new Set(['response.reasoning_summary_text.delta', 'response.reasoning_text.delta']);
+
+/**
+ * A Responses stream: each event's `type` (in its data, as the `event:` line repeats it) says what
+ * it is. Deltas carry text, reasoning and call arguments; the response's end (`completed` or
+ * `incomplete`) carries the usage; `response.failed` and `error` are failures.
+ */
+class ResponsesDecoder implements StreamDecoder {
+  done = false;
+  private produced = false;
+  /** Tool call indexes by the output index of their item, in the order the calls came. */
+  private readonly calls = new Map<number, number>();
+
+  constructor(private readonly passThrough: boolean) {}
+
+  push(message: SseMessage): CanonicalEvent[] {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(message.data);
+    } catch {
+      throw new HostError('malformed', 'upstream sent a stream event that is not JSON', null, !this.produced);
+    }
+    if (!isObject(parsed))
+      throw new HostError('malformed', 'upstream sent a stream event that is not an object', null, !this.produced);
+    const events = this.decode(parsed);
+    if (events.some(isOutput)) this.produced = true;
+    if (!this.passThrough) return events;
+    // Passed whole: the message itself goes first, and the response's id with the event that opens it.
+    const opening = parsed.type === 'response.created' && isObject(parsed.response) && upstreamIdOf(parsed.response.id);
+    return [{ type: 'pass_through', event: str(parsed.type), data: parsed }, ...(opening ? [opening] : []), ...events];
+  }
+
+  private decode(event: Record<string, unknown>): CanonicalEvent[] {
+    const type = str(event.type);
+    if (REASONING_DELTAS.has(type)) return str(event.delta) === '' ? [] : [{ type: 'reasoning', text: str(event.delta) }];
+    switch (type) {
+      case 'response.reasoning_summary_part.added':
+        // A summary's later parts are its next paragraphs.
+        return typeof event.summary_index === 'number' && event.summary_index > 0 ? [{ type: 'reasoning', text: '\n\n' }] : [];
+      case 'response.output_text.delta':
+      case 'response.refusal.delta':
+        return str(event.delta) === '' ? [] : [{ type: 'text', text: str(event.delta) }];
+      case 'response.output_item.added': {
+        const item = isObject(event.item) ? event.item : {};
+        if (item.type !== 'function_call') return [];
+        const index = this.calls.size;
+        this.calls.set(Number(event.output_index), index);
+        return [{ type: 'tool_call', index, id: str(item.call_id), name: str(item.name), argumentsDelta: str(item.arguments) }];
+      }
+      case 'response.function_call_arguments.delta': {
+        const index = this.calls.get(Number(event.output_index));
+        if (index === undefined)
+          throw new HostError('malformed', 'upstream streamed arguments for a call it had not begun', null, !this.produced);
+        return [{ type: 'tool_call', index, argumentsDelta: str(event.delta) }];
+      }
+      case 'response.completed':
+      case 'response.incomplete': {
+        this.done = true;
+        return ending(isObject(event.response) ? event.response : {}, this.calls.size > 0);
+      }
+      case 'response.failed': {
+        const response = isObject(event.response) ? event.response : {};
+        throw new HostError('upstream_error', errorText(response.error), null, !this.produced);
+      }
+      case 'error':
+        throw new HostError('upstream_error', errorText(event), null, !this.produced);
+      default:
+        // The stream's other events (created, in_progress, parts and items opened and closed, the
+        // `.done` events repeating what the deltas gave) add nothing the deltas did not.
+        return [];
+    }
+  }
+}
+
+/** The client's own Responses body, whole: the host's model in place of the slug, and a cap the pipeline lowered to the model's limit. */
+function passThroughBody(request: CanonicalRequest, original: Record<string, unknown>, hostModel: string) {
+  const body: Record<string, unknown> = { ...original, model: hostModel };
+  const asked = original.max_output_tokens;
+  if (request.maxTokens !== undefined && (typeof asked !== 'number' || request.maxTokens < asked))
+    body.max_output_tokens = request.maxTokens;
+  return body;
+}
+
+export const openAiResponsesHost: HostKind<'openai-responses'> = {
+  name: 'openai-responses',
+
+  buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: request.stream ? 'text/event-stream' : 'application/json',
+    };
+    if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+    if (request.original?.format === 'responses')
+      return { path: '/responses', headers, body: passThroughBody(request, request.original.body, hostModel), passThrough: true };
+    const body: Record<string, unknown> = {
+      model: hostModel,
+      input: request.messages.flatMap(inputItems),
+      stream: request.stream,
+      // Nothing is kept upstream: each request carries its whole conversation, as on every other kind.
+      store: false,
+    };
+    if (request.system.length > 0) body.instructions = request.system.join('\n\n');
+    if (request.maxTokens !== undefined) body.max_output_tokens = request.maxTokens;
+    if (request.temperature !== undefined) body.temperature = request.temperature;
+    if (request.topP !== undefined) body.top_p = request.topP;
+    // The format has no stop sequences and no top_k: they are not sent.
+    if (request.tools.length > 0) {
+      body.tools = request.tools.map((t) => ({
+        type: 'function',
+        name: t.name,
+        ...(t.description ? { description: t.description } : {}),
+        parameters: t.parameters,
+        strict: false,
+      }));
+    }
+    if (request.toolChoice !== undefined) {
+      body.tool_choice =
+        typeof request.toolChoice === 'string' ? request.toolChoice : { type: 'function', name: request.toolChoice.name };
+    }
+    const effort = effortOf(request.reasoning);
+    // A summary asked for, so that the reasoning is shown as it is on the other kinds.
+    if (effort !== undefined) body.reasoning = effort === 'none' ? { effort } : { effort, summary: 'auto' };
+    return { path: '/responses', headers, body };
+  },
+
+  decoder: (passThrough = false) => new ResponsesDecoder(passThrough),
+
+  decodeReply,
+
+  /** OpenAI's error body (`{"error": {"message": …}}`), or its text when it is not JSON (a proxy's page). */
+  errorMessage(status: number, body: string): string {
+    try {
+      const parsed = JSON.parse(body) as { error?: { message?: string } | string; message?: string };
+      const message = typeof parsed.error === 'string' ? parsed.error : (parsed.error?.message ?? parsed.message);
+      if (message) return message;
+    } catch {
+      // not JSON: fall through to the text
+    }
+    const text = body.trim().slice(0, 300);
+    return text || `upstream answered ${status}`;
+  },
+};

@@ -1,0 +1,439 @@
+import type { ReservationSettled } from '../../src/ledger/ledger.events';
+import type { FakeReply, FakeUpstream } from '../support/fake-upstream';
+import { auditThenClose, startGateway, testCatalogueFile, TestGateway } from '../support/gateway';
+
+/**
+ * A model on an `openai-responses` host, through every client surface, whole and streamed: what
+ * the host replies (text, reasoning, a call with its arguments streamed) reaches the client, its
+ * usage is billed by class at the catalogue's prices, a cut stream is billed for what was
+ * delivered, a failure before output falls back, and absurd usage is not believed.
+ */
+
+/** $1/M input, $0.25/M cached input, $2/M output. */
+const RESPONSES = { slug: 'test/responses', id: '99999999-9999-4999-8999-999999999999', hostModel: 'fake-responses' };
+/** Two hosts: the first (`fake-responses-first`, at $9/M) fails before output; the second serves at $0.50/M and $0.75/M. */
+const FALLBACK = {
+  slug: 'test/responses-fallback',
+  id: 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
+  hostModel: 'fake-responses-second',
+};
+
+const model = (m: typeof RESPONSES, hosts: unknown[]) => ({
+  slug: m.slug,
+  id: m.id,
+  name: m.slug,
+  contextLength: 128_000,
+  maxOutputTokens: 1000,
+  reasoning: true,
+  hosts,
+});
+
+function catalogue(fake: FakeUpstream) {
+  const file = testCatalogueFile(fake);
+  return {
+    hosts: [
+      ...file.hosts,
+      { id: 'fake-responses', kind: 'openai-responses', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
+      { id: 'fake-responses-flaky', kind: 'openai-responses', baseUrl: `${fake.url}/v1` },
+    ],
+    models: [
+      ...file.models,
+      model(RESPONSES, [
+        {
+          host: 'fake-responses',
+          model: RESPONSES.hostModel,
+          pricing: { input: '1.00', cacheRead: '0.25', output: '2.00' },
+        },
+      ]),
+      model(FALLBACK, [
+        { host: 'fake-responses-flaky', model: 'fake-responses-first', pricing: { input: '9.00', output: '9.00' } },
+        { host: 'fake-responses', model: FALLBACK.hostModel, pricing: { input: '0.50', output: '0.75' } },
+      ]),
+    ],
+  };
+}
+
+const WEATHER = {
+  name: 'get_weather',
+  description: 'Weather in a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
+
+/** What a client got, whatever its surface: text, reasoning, calls with their whole arguments. */
+interface Got {
+  text: string;
+  reasoning: string;
+  calls: Array<{ id: string; name: string; arguments: string }>;
+}
+
+/** The `data:` payloads of a server-sent event stream, with their event names. */
+function sseEvents(text: string): Array<{ event?: string; data: any }> {
+  return text
+    .split('\n\n')
+    .filter((block) => block.includes('data: '))
+    .map((block) => {
+      const event = /^event: (.*)$/m.exec(block)?.[1];
+      const data = /^data: (.*)$/m.exec(block)![1];
+      return { event, data: data === '[DONE]' ? data : JSON.parse(data) };
+    });
+}
+
+interface Surface {
+  name: string;
+  /** The surface carries tool calls and reasoning (native carries text only). */
+  tools: boolean;
+  path(slug: string): string;
+  headers(key: string): Record<string, string>;
+  body(slug: string, stream: boolean, withTools: boolean): Record<string, unknown>;
+  read(body: string, stream: boolean): Got;
+}
+
+const got = (): Got => ({ text: '', reasoning: '', calls: [] });
+
+const SURFACES: Surface[] = [
+  {
+    name: 'chat-completions',
+    tools: true,
+    path: () => 'chat/completions',
+    headers: (key) => ({ authorization: `Bearer ${key}` }),
+    body: (slug, stream, withTools) => ({
+      model: slug,
+      stream,
+      reasoning_effort: 'low',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Hello' },
+      ],
+      ...(withTools ? { tools: [{ type: 'function', function: WEATHER }] } : {}),
+    }),
+    read(body, stream) {
+      const out = got();
+      const parts = stream
+        ? sseEvents(body)
+            .filter((e) => e.data !== '[DONE]')
+            .map((e) => e.data.choices?.[0]?.delta ?? {})
+        : [JSON.parse(body).choices[0].message];
+      for (const part of parts) {
+        out.text += part.content ?? '';
+        out.reasoning += part.reasoning_content ?? '';
+        for (const [i, call] of (part.tool_calls ?? []).entries()) {
+          const index = call.index ?? i;
+          out.calls[index] ??= { id: call.id, name: call.function.name, arguments: '' };
+          out.calls[index].arguments += call.function.arguments ?? '';
+        }
+      }
+      return out;
+    },
+  },
+  {
+    name: 'messages',
+    tools: true,
+    path: () => 'messages',
+    headers: (key) => ({ 'x-api-key': key, 'anthropic-version': '2023-06-01' }),
+    body: (slug, stream, withTools) => ({
+      model: slug,
+      stream,
+      max_tokens: 1000,
+      thinking: { type: 'enabled', budget_tokens: 2048 },
+      system: 'Be brief.',
+      messages: [{ role: 'user', content: 'Hello' }],
+      ...(withTools
+        ? { tools: [{ name: WEATHER.name, description: WEATHER.description, input_schema: WEATHER.parameters }] }
+        : {}),
+    }),
+    read(body, stream) {
+      const out = got();
+      if (!stream) {
+        for (const block of JSON.parse(body).content) {
+          if (block.type === 'text') out.text += block.text;
+          if (block.type === 'thinking') out.reasoning += block.thinking;
+          if (block.type === 'tool_use')
+            out.calls.push({ id: block.id, name: block.name, arguments: JSON.stringify(block.input) });
+        }
+        return out;
+      }
+      const calls = new Map<number, Got['calls'][number]>();
+      for (const { data } of sseEvents(body)) {
+        if (data.type === 'content_block_start' && data.content_block.type === 'tool_use') {
+          calls.set(data.index, { id: data.content_block.id, name: data.content_block.name, arguments: '' });
+          out.calls.push(calls.get(data.index)!);
+        }
+        if (data.type !== 'content_block_delta') continue;
+        out.text += data.delta.text ?? '';
+        out.reasoning += data.delta.thinking ?? '';
+        if (data.delta.type === 'input_json_delta') calls.get(data.index)!.arguments += data.delta.partial_json;
+      }
+      return out;
+    },
+  },
+  {
+    name: 'responses',
+    tools: true,
+    path: () => 'responses',
+    headers: (key) => ({ authorization: `Bearer ${key}` }),
+    body: (slug, stream, withTools) => ({
+      model: slug,
+      stream,
+      instructions: 'Be brief.',
+      input: 'Hello',
+      reasoning: { effort: 'low' },
+      ...(withTools ? { tools: [{ type: 'function', ...WEATHER, strict: false }] } : {}),
+    }),
+    read(body, stream) {
+      const out = got();
+      const items: any[] = stream
+        ? sseEvents(body)
+            .filter((e) => e.data.type === 'response.output_item.done')
+            .map((e) => e.data.item)
+        : JSON.parse(body).output;
+      if (stream) {
+        // The deltas must add up to what the items say.
+        const deltas = sseEvents(body).filter((e) => e.data.type === 'response.function_call_arguments.delta');
+        expect(deltas.map((e) => e.data.delta).join('')).toBe(
+          items
+            .filter((i) => i.type === 'function_call')
+            .map((i) => i.arguments as string)
+            .join(''),
+        );
+      }
+      for (const item of items) {
+        if (item.type === 'message') out.text += item.content.map((c: any) => c.text).join('');
+        if (item.type === 'reasoning')
+          out.reasoning += [...item.summary, ...(item.content ?? [])].map((c: any) => c.text).join('');
+        if (item.type === 'function_call') out.calls.push({ id: item.call_id, name: item.name, arguments: item.arguments });
+      }
+      return out;
+    },
+  },
+  {
+    name: 'native',
+    tools: false,
+    path: (slug) => `models/${slug}/chat`,
+    headers: (key) => ({ authorization: `Bearer ${key}` }),
+    body: (_slug, stream) => ({ stream, messages: [{ role: 'user', content: 'Hello' }] }),
+    read(body, stream) {
+      const out = got();
+      if (!stream) out.text = JSON.parse(body).text;
+      else for (const e of sseEvents(body).filter((e) => e.event === 'delta')) out.text += e.data.text;
+      return out;
+    },
+  },
+];
+
+let g: TestGateway;
+beforeAll(async () => {
+  g = await startGateway({ catalogue });
+});
+afterAll(async () => {
+  await auditThenClose(g);
+});
+
+async function call(surface: Surface, slug: string, stream: boolean, withTools = false) {
+  const res = await fetch(`${g.baseUrl}/api/v1/${surface.path(slug)}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...surface.headers(g.key) },
+    body: JSON.stringify(surface.body(slug, stream, withTools)),
+  });
+  return { res, text: await res.text() };
+}
+
+/** The settlement of the request the response names. */
+async function settlementOf(res: Response): Promise<ReservationSettled['data']> {
+  const requestId = res.headers.get('x-request-id')!;
+  await g.logged(requestId);
+  await g.settled();
+  const log = await g.t.runtime.events.readAll(0, 100_000);
+  const settled = log.find((e) => e.type === 'ReservationSettled' && (e.data as { requestId: string }).requestId === requestId);
+  return settled!.data as ReservationSettled['data'];
+}
+
+/** The last request the host was sent, for a host model. */
+const sent = (hostModel: string) => g.fake.requests.filter((r) => r.body?.model === hostModel).at(-1)!;
+
+const TEXT = 'Sunny in Paris today.';
+const THINKING = 'The user wants the weather.';
+const CALL = { id: 'call_weather_1', name: 'get_weather', arguments: '{"city":"Paris"}' };
+
+describe.each(SURFACES)('the $name surface on an openai-responses host', (surface) => {
+  describe.each([false, true])('streamed: %s', (stream) => {
+    it('is sent as a Responses request with the key, and gets the text back', async () => {
+      g.fake.on(RESPONSES.hostModel, { kind: 'reply', reply: { text: TEXT } });
+      const { res, text } = await call(surface, RESPONSES.slug, stream);
+      expect(res.status).toBe(200);
+      expect(surface.read(text, stream).text).toBe(TEXT);
+      const upstream = sent(RESPONSES.hostModel);
+      expect(upstream.path).toBe('/v1/responses');
+      expect(upstream.headers.authorization).toBe('Bearer upstream-openai-key');
+      if (surface.name === 'responses') {
+        // The client's own body, whole: only the model renamed and the cap set to the model's.
+        expect(upstream.body).toEqual({
+          ...surface.body(RESPONSES.slug, stream, false),
+          model: RESPONSES.hostModel,
+          max_output_tokens: 1000,
+        });
+        return;
+      }
+      expect(upstream.body).toMatchObject({ stream, store: false, max_output_tokens: 1000 });
+      expect(upstream.body.input).toEqual([{ role: 'user', content: 'Hello' }]);
+      if (surface.name !== 'native') expect(upstream.body.instructions).toBe('Be brief.');
+    });
+
+    if (surface.tools) {
+      it('carries a tool call with its arguments, and the reasoning before it', async () => {
+        g.fake.on(RESPONSES.hostModel, { kind: 'reply', reply: { thinking: THINKING, toolCalls: [CALL] } });
+        const { res, text } = await call(surface, RESPONSES.slug, stream, true);
+        expect(res.status).toBe(200);
+        const out = surface.read(text, stream);
+        expect(out.calls).toEqual([CALL]);
+        expect(out.reasoning).toBe(THINKING);
+        const upstream = sent(RESPONSES.hostModel).body;
+        expect(upstream.tools).toEqual([{ type: 'function', ...WEATHER, strict: false }]);
+        if (surface.name === 'responses') expect(upstream.reasoning).toEqual({ effort: 'low' });
+        else expect(upstream.reasoning).toEqual({ effort: 'low', summary: 'auto' });
+      });
+    }
+
+    it('bills every token class at its price', async () => {
+      // input_tokens 20,100 of which 20,000 cached; 500 output tokens, 200 of them reasoning.
+      g.fake.on(RESPONSES.hostModel, {
+        kind: 'reply',
+        reply: { text: TEXT, usage: { input: 100, cacheRead: 20_000, output: 500, reasoning: 200 } },
+      });
+      const { res } = await call(surface, RESPONSES.slug, stream);
+      expect(res.status).toBe(200);
+      // 100 × $1 + 20,000 × $0.25 + 500 × $2 = 100 + 5,000 + 1,000 = $6,100 per million = 6,100,000 nano-credits
+      expect(await settlementOf(res)).toMatchObject({
+        host: 'fake-responses',
+        inputTokens: 100,
+        cacheReadTokens: 20_000,
+        cacheWriteTokens: 0,
+        outputTokens: 500,
+        amount: 6_100_000,
+      });
+    });
+
+    it('falls back to the next host on a 429, a 5xx or a 401 before output', async () => {
+      for (const status of [429, 500, 503, 401]) {
+        g.fake.on('fake-responses-first', { kind: 'status', status });
+        g.fake.on(FALLBACK.hostModel, { kind: 'reply', reply: { text: TEXT, usage: { input: 1000, output: 1000 } } });
+        const { res, text } = await call(surface, FALLBACK.slug, stream);
+        expect(res.status).toBe(200);
+        expect(surface.read(text, stream).text).toBe(TEXT);
+        // 1,000 × $0.50 + 1,000 × $0.75 = $1,250 per million
+        expect(await settlementOf(res)).toMatchObject({ host: 'fake-responses', amount: 1_250_000 });
+      }
+    });
+  });
+
+  it('bills a cut stream for what was delivered', async () => {
+    g.fake.on(RESPONSES.hostModel, { kind: 'cut', reply: { text: 'one two three four five six' }, afterPieces: 3 });
+    const { res, text } = await call(surface, RESPONSES.slug, true);
+    expect(res.status).toBe(200);
+    expect(text).toContain('three');
+    const settled = await settlementOf(res);
+    // Nothing reported by the host: the gateway's count of the three words delivered (4 characters a token).
+    expect(settled.outputTokens).toBe(Math.ceil('one two three'.length / 4));
+    expect(settled.amount).toBeGreaterThan(0);
+  });
+
+  it('fails a stream whose host reports an error after output, billing what was delivered', async () => {
+    g.fake.on(RESPONSES.hostModel, { kind: 'stream_error', afterPieces: 2 });
+    const { res, text } = await call(surface, RESPONSES.slug, true);
+    expect(res.status).toBe(200);
+    expect(text).toMatch(/error/);
+    const settled = await settlementOf(res);
+    expect(settled.outputTokens).toBeGreaterThan(0);
+    expect(settled.amount).toBeGreaterThan(0);
+  });
+
+  it('does not believe absurd usage', async () => {
+    g.fake.on(RESPONSES.hostModel, {
+      kind: 'reply',
+      reply: { text: TEXT, wireUsage: '{"input_tokens":12,"input_tokens_details":{"cached_tokens":0},"output_tokens":1e12}' },
+    });
+    const { res } = await call(surface, RESPONSES.slug, false);
+    expect(res.status).toBe(200);
+    const settled = await settlementOf(res);
+    // The cap is 1,000: 10^12 output tokens is not believed, the delivered text is counted instead.
+    expect(settled.outputTokens).toBe(Math.ceil(TEXT.length / 4));
+    expect(settled.inputTokens).toBe(12);
+  });
+});
+
+describe('a Responses client on an openai-responses host, passed whole', () => {
+  const body = (stream: boolean) => ({
+    model: RESPONSES.slug,
+    stream,
+    input: 'Hello',
+    store: false,
+    reasoning: { effort: 'low', summary: 'auto' },
+    include: ['reasoning.encrypted_content'],
+    some_future_field: { kept: true },
+  });
+
+  it.each([false, true])(
+    'gets the host’s response as it was, under the slug, with the cost in its usage (streamed: %s)',
+    async (stream) => {
+      g.fake.on(RESPONSES.hostModel, {
+        kind: 'reply',
+        reply: { thinking: THINKING, text: TEXT, usage: { input: 100, cacheRead: 20_000, output: 500, reasoning: 200 } },
+      });
+      const res = await fetch(`${g.baseUrl}/api/v1/responses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${g.key}` },
+        body: JSON.stringify(body(stream)),
+      });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      expect(sent(RESPONSES.hostModel).body).toEqual({ ...body(stream), model: RESPONSES.hostModel, max_output_tokens: 1000 });
+      let response: any;
+      if (stream) {
+        const events = sseEvents(text);
+        // Every event the host sent, in its order, its sequence numbers kept.
+        expect(events.map((e) => e.data.sequence_number)).toEqual(events.map((_, i) => i));
+        expect(events.every((e) => e.event === e.data.type)).toBe(true);
+        expect(events.map((e) => e.event)).toContain('response.reasoning_summary_text.delta');
+        expect(events[0].data.response.model).toBe(RESPONSES.slug);
+        response = events.at(-1)!.data.response;
+        expect(events.at(-1)!.event).toBe('response.completed');
+      } else response = JSON.parse(text);
+      expect(response.id).toMatch(/^resp_/);
+      expect(response.model).toBe(RESPONSES.slug);
+      // The reasoning item's encrypted content, which only a host of this format can give back.
+      expect(response.output[0]).toMatchObject({
+        type: 'reasoning',
+        summary: [{ type: 'summary_text', text: THINKING }],
+        encrypted_content: expect.any(String),
+      });
+      expect(response.output[1].content[0].text).toBe(TEXT);
+      // 6,100,000 nano-credits, as billed by class above.
+      expect(response.usage).toEqual({
+        input_tokens: 20_100,
+        input_tokens_details: { cached_tokens: 20_000 },
+        output_tokens: 500,
+        output_tokens_details: { reasoning_tokens: 200 },
+        total_tokens: 20_600,
+        cost: 0.0061,
+      });
+      expect(await settlementOf(res)).toMatchObject({ cacheReadTokens: 20_000, inputTokens: 100, amount: 6_100_000 });
+    },
+  );
+});
+
+describe('a Responses reply', () => {
+  it('that stopped at max_output_tokens finishes as a length', async () => {
+    const reply: FakeReply = { text: TEXT, finish: 'length' };
+    g.fake.on(RESPONSES.hostModel, { kind: 'reply', reply });
+    for (const stream of [false, true]) {
+      const { res, text } = await call(SURFACES[0], RESPONSES.slug, stream);
+      expect(res.status).toBe(200);
+      const finish = stream
+        ? sseEvents(text)
+            .filter((e) => e.data !== '[DONE]')
+            .map((e) => e.data.choices?.[0]?.finish_reason)
+            .find(Boolean)
+        : JSON.parse(text).choices[0].finish_reason;
+      expect(finish).toBe('length');
+    }
+  });
+});
