@@ -74,6 +74,8 @@ export interface CanonicalRequest {
    * changed, and its reply goes back whole; other hosts get the translation of the fields above.
    */
   original?: { format: WireFormat; body: Record<string, unknown> };
+  /** Hosted tools the client offered that no serving host runs, left out of the call (hosted-tools.ts): the reply names them. */
+  omittedTools?: string[];
 }
 
 export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high';

@@ -4,6 +4,7 @@ import { SpanKind, type Span } from '@opentelemetry/api';
 import { ATTR_SERVER_ADDRESS } from '@opentelemetry/semantic-conventions';
 import { Observable, type Observer, type Subscriber, type Subscription } from 'rxjs';
 import { type CanonicalEvent, HostError } from '../canonical/canonical';
+import { OMITTED_TOOLS_HEADER } from '../canonical/hosted-tools';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import type { Config } from '../config/config';
 import { HOST_KINDS } from '../hosts/hosts';
@@ -47,11 +48,13 @@ export class InferenceHandler
   ) {}
 
   async execute({ input }: InferenceCommand): Promise<InferenceResult> {
+    const omitted = input.request.omittedTools ?? [];
+    if (omitted.length > 0 && input.facts) input.facts.omittedTools = omitted;
     const admitted = await this.requests.admit(input.surface, input, this);
     const { plan } = admitted;
     return {
       requestId: input.requestId,
-      headers: admitted.headers,
+      headers: omitted.length > 0 ? { ...admitted.headers, [OMITTED_TOOLS_HEADER]: omitted.join(', ') } : admitted.headers,
       model: plan.model,
       created: Math.floor(Date.now() / 1000),
       stream: plan.request.stream,

@@ -45,6 +45,8 @@ export interface RequestFacts {
   trace?: RequestTrace;
   /** Resolves when the request's reservation is settled or released (a cut stream's line waits for it). */
   settled?: Promise<void>;
+  /** Hosted tools the client offered that were left out of the call (no serving host runs them). */
+  omittedTools?: string[];
   /** Why the request was refused or failed, as the client was told. */
   error?: string;
 }
@@ -100,6 +102,7 @@ export function requestLine(
   }
   if (facts.ttftMs !== undefined) line.ttftMs = facts.ttftMs;
   line.fallback = facts.fallback === true;
+  if (facts.omittedTools !== undefined) line.omittedTools = facts.omittedTools;
   if (facts.error !== undefined) line.error = facts.error;
   return line;
 }

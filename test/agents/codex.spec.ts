@@ -1,22 +1,26 @@
 import type { ReceivedRequest } from '../support/fake-upstream';
 import { AgentRun, CODEX, codexExec } from '../support/agents';
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { LogCapture } from '../support/log-capture';
 import { tempDir } from '../support/temp';
 
 // Codex CLI as users run it: `codex exec`, unmodified, with a custom model provider set up as its
 // docs say (base_url = "{base}/api/v1", wire_api = "responses", env_key), against the gateway's
 // Responses route; the fake upstream plays the model behind an openai or an anthropic host.
 // Codex is not among the dev dependencies yet: without it, these tests are skipped, saying so.
+// Its configuration is the default one: the hosted web search it offers is left out, and the
+// request's log line says so.
 const M = TEST_MODELS;
 const REPLY = 'Hello from the model, through the gateway.';
 const MISSING = CODEX === null ? ' [skipped: @openai/codex is not installed: npm install --save-dev @openai/codex]' : '';
 
 let g: TestGateway;
 const tmp = tempDir('codex');
+const log = new LogCapture();
 
 beforeAll(async () => {
   if (CODEX === null) return;
-  g = await startGateway();
+  g = await startGateway({ logStream: log });
 });
 afterAll(async () => {
   tmp.cleanup();
@@ -71,6 +75,9 @@ const hosts: Array<[string, { slug: string; hostModel: string }, string]> = [
       await g.settled();
       const [entry] = await g.t.runtime.projections.recentRequests(g.orgId, 1);
       expect(entry).toMatchObject({ surface: 'responses', model: model.slug, status: 'ok', inputTokens: 12, outputTokens: 6 });
+      // Its hosted web search, offered by default, left out of the call and announced.
+      expect(text).not.toContain('web_search');
+      expect(await log.request(entry.requestId)).toMatchObject({ status: 200, omittedTools: ['web_search'] });
     }, 90_000);
 
     it('completes a tool-using turn: the model calls exec_command, Codex runs it and sends the output back', async () => {

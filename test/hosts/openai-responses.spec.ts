@@ -418,6 +418,29 @@ describe('a Responses client on an openai-responses host, passed whole', () => {
       expect(await settlementOf(res)).toMatchObject({ cacheReadTokens: 20_000, inputTokens: 100, amount: 6_100_000 });
     },
   );
+
+  it('leaves out the hosted tools it announces as left out: the host gets only the client’s own tools', async () => {
+    g.fake.on(RESPONSES.hostModel, { kind: 'reply', reply: { text: TEXT } });
+    const fn = { type: 'function', ...WEATHER };
+    const res = await fetch(`${g.baseUrl}/api/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${g.key}` },
+      body: JSON.stringify({ ...body(false), tools: [{ type: 'web_search' }, fn], tool_choice: 'auto' }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-gateway-omitted-tools')).toBe('web_search');
+    expect(sent(RESPONSES.hostModel).body).toMatchObject({ tools: [fn], tool_choice: 'auto' });
+
+    // With no tool left, no tool_choice either (hosts refuse one without tools).
+    const alone = await fetch(`${g.baseUrl}/api/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${g.key}` },
+      body: JSON.stringify({ ...body(false), tools: [{ type: 'web_search' }], tool_choice: 'auto' }),
+    });
+    expect(alone.status).toBe(200);
+    expect(sent(RESPONSES.hostModel).body).not.toHaveProperty('tools');
+    expect(sent(RESPONSES.hostModel).body).not.toHaveProperty('tool_choice');
+  });
 });
 
 describe('a Responses reply', () => {

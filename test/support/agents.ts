@@ -174,8 +174,6 @@ export function codexExec(
     [
       `model = ${JSON.stringify(model)}`,
       'model_provider = "gateway"',
-      // Codex offers the model its hosted web search by default: a tool the gateway has no counterpart for (and refuses).
-      'web_search = "disabled"',
       '',
       '[model_providers.gateway]',
       'name = "Model Gateway"',

@@ -237,11 +237,19 @@ export async function startGateway(
     sweep: options.sweep,
     env: { SIMULATED_HOST_PORT: 'off', ...options.env },
   });
-  // Without a stream of the test's own, the log is searched for secrets (see SecretScan), checked at close.
-  const scan = options.logStream ? null : new SecretScan(Object.values(TEST_HOST_KEYS));
+  // The log is searched for secrets (see SecretScan), checked at close; a stream of the test's own gets every line too.
+  const scan = new SecretScan(Object.values(TEST_HOST_KEYS));
+  const own = options.logStream;
   const app = await createApp(t.runtime, {
     logger: false,
-    logStream: options.logStream ?? scan!,
+    logStream: own
+      ? {
+          write: (chunk: string) => {
+            scan.write(chunk);
+            own.write(chunk);
+          },
+        }
+      : scan,
     catalogue: options.catalogue ? Catalogue.parse(options.catalogue(fake), TEST_HOST_KEYS) : testCatalogue(fake),
   });
   await app.listen(0, '127.0.0.1');
@@ -291,7 +299,7 @@ export async function startGateway(
       await app.close();
       await fake.close();
       await t.cleanup();
-      if (scan && scan.leaks.length > 0) throw new Error(`secrets in the gateway's log:\n${scan.leaks.join('')}`);
+      if (scan.leaks.length > 0) throw new Error(`secrets in the gateway's log:\n${scan.leaks.join('')}`);
     },
   };
 }

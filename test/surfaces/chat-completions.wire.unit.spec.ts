@@ -68,4 +68,15 @@ describe('chat-completions system and developer messages', () => {
       { role: 'user', content: 'Again' },
     ]);
   });
+
+  it('leaves out web_search_options (a hosted web search), of the body a chat-completions host gets whole too, and names it', () => {
+    const request = toCanonical({
+      model: 'vendor/model',
+      messages: [{ role: 'user', content: 'What is new today?' }],
+      web_search_options: { search_context_size: 'low' },
+    });
+    expect(request.omittedTools).toEqual(['web_search']);
+    expect(request.original!.body).not.toHaveProperty('web_search_options');
+    expect(toCanonical({ model: 'vendor/model', messages: [{ role: 'user', content: 'Hi' }] }).omittedTools).toBeUndefined();
+  });
 });

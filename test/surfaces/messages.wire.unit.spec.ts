@@ -121,4 +121,44 @@ describe('messages wire: a stream passed whole ends once it is billed', () => {
     expect(error).toContain('event: error');
     expect(error).not.toContain('message_stop');
   });
+
+  describe('server tools (run by the host)', () => {
+    const weather = { name: 'get_weather', input_schema: { type: 'object', properties: {} } };
+    const search = { type: 'web_search_20250305', name: 'web_search', max_uses: 5 };
+    const fetch = { type: 'web_fetch_20250910', name: 'web_fetch' };
+    const ask = (extra: Record<string, unknown>) =>
+      toCanonical({ model: 'vendor/model', max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }], ...extra }, []);
+
+    it('are left out of the call, and of the body a messages host gets whole, each type named once', () => {
+      const request = ask({ tools: [search, weather, fetch], tool_choice: { type: 'any' } });
+      expect(request.tools.map((t) => t.name)).toEqual(['get_weather']);
+      expect(request.toolChoice).toBe('required');
+      expect(request.omittedTools).toEqual(['web_search_20250305', 'web_fetch_20250910']);
+      expect(request.original!.body).toMatchObject({ tools: [weather], tool_choice: { type: 'any' } });
+      // Alone: no tools and no tool_choice reach the host (it refuses a choice without tools).
+      const alone = ask({ tools: [search], tool_choice: { type: 'auto' } });
+      expect(alone).toMatchObject({ tools: [], omittedTools: ['web_search_20250305'] });
+      expect(alone.toolChoice).toBeUndefined();
+      expect(alone.original!.body).not.toHaveProperty('tools');
+      expect(alone.original!.body).not.toHaveProperty('tool_choice');
+    });
+
+    it('required by tool_choice, or as the only tools with "any", are refused naming them', () => {
+      const refusal = (extra: Record<string, unknown>): string => {
+        try {
+          ask(extra);
+        } catch (error) {
+          expect(error).toBeInstanceOf(ApiError);
+          return (error as ApiError).message;
+        }
+        throw new Error('expected a refusal');
+      };
+      expect(refusal({ tools: [search, weather], tool_choice: { type: 'tool', name: 'web_search' } })).toMatch(
+        /^tool_choice requires the hosted tool "web_search_20250305", which no model of this gateway can run yet/,
+      );
+      expect(refusal({ tools: [search], tool_choice: { type: 'any' } })).toMatch(
+        /only tools offered are hosted ones \("web_search_20250305"\)/,
+      );
+    });
+  });
 });

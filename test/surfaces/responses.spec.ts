@@ -387,17 +387,17 @@ describe('POST /responses failures, in the Responses error format', () => {
     }
   });
 
-  it('400: tools other than functions are refused, naming them', async () => {
+  it('400: client-run tools other than functions are refused, naming them', async () => {
     const error = await failure(
       client.responses.create({
         ...ask,
-        tools: [{ type: 'web_search' }, weather, { type: 'code_interpreter', container: { type: 'auto' } }],
+        tools: [{ type: 'custom', name: 'apply_patch' }, weather, { type: 'local_shell' }],
       }),
       400,
       'invalid_request',
     );
     expect((error.error as { message: string }).message).toBe(
-      'tools of type "web_search", "code_interpreter" are not supported: the gateway serves function tools (alone or in namespaces) only',
+      'tools of type "custom", "local_shell" are not supported: the gateway serves function tools (alone or in namespaces), and leaves out hosted tools no model of it can run',
     );
     expect(error.param).toBe('tools');
   });

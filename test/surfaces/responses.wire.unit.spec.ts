@@ -157,20 +157,58 @@ describe('Responses request → canonical request', () => {
     });
   });
 
-  it('refuses tools other than functions, naming each type once', () => {
+  it('leaves out hosted tools that are only offered, naming each type once; refuses the client-run types it has no translation for', () => {
+    const request = canonical({
+      model: 'm',
+      input: 'hi',
+      tools: [{ type: 'web_search' }, { type: 'function', name: 'f' }, { type: 'image_generation' }, { type: 'web_search' }],
+      tool_choice: 'required',
+    });
+    expect(request.tools.map((t) => t.name)).toEqual(['f']);
+    expect(request.toolChoice).toBe('required');
+    expect(request.omittedTools).toEqual(['web_search', 'image_generation']);
+    // Hosted tools alone, the choice the model's: the call goes on without tools (and without a choice to make).
+    const alone = canonical({ model: 'm', input: 'hi', tools: [{ type: 'web_search' }], tool_choice: 'auto' });
+    expect(alone).toMatchObject({ tools: [], omittedTools: ['web_search'] });
+    expect(alone.toolChoice).toBeUndefined();
+    // Nothing left out: no omittedTools at all.
+    expect(canonical({ model: 'm', input: 'hi', tools: [{ type: 'function', name: 'f' }] }).omittedTools).toBeUndefined();
+
     const error = refusal({
       model: 'm',
       input: 'hi',
-      tools: [{ type: 'web_search' }, { type: 'function', name: 'f' }, { type: 'file_search' }, { type: 'web_search' }],
+      tools: [{ type: 'custom', name: 'apply_patch' }, { type: 'computer_use_preview' }],
     });
     expect(error.message).toBe(
-      'tools of type "web_search", "file_search" are not supported: the gateway serves function tools (alone or in namespaces) only',
+      'tools of type "custom", "computer_use_preview" are not supported: the gateway serves function tools (alone or in namespaces), and leaves out hosted tools no model of it can run',
     );
     expect(responsesError(error).error.param).toBe('tools');
-    expect(refusal({ model: 'm', input: 'hi', tool_choice: { type: 'web_search_preview' } }).message).toMatch(
-      /tool_choice of type "web_search_preview" is not supported/,
+    expect(refusal({ model: 'm', input: 'hi', tool_choice: { type: 'custom', name: 'apply_patch' } }).message).toMatch(
+      /tool_choice of type "custom" is not supported/,
     );
     expect(refusal({ model: 'm', input: 'hi', tool_choice: { type: 'function' } }).message).toMatch(/needs a "name"/);
+  });
+
+  it('refuses a request requiring a hosted tool, naming it', () => {
+    const required = refusal({
+      model: 'm',
+      input: 'hi',
+      tools: [{ type: 'web_search_preview' }],
+      tool_choice: { type: 'web_search_preview' },
+    });
+    expect(required.message).toMatch(
+      /^tool_choice requires the hosted tool "web_search_preview", which no model of this gateway can run yet/,
+    );
+    expect(responsesError(required).error).toMatchObject({ type: 'invalid_request_error', param: 'tool_choice' });
+    const any = refusal({
+      model: 'm',
+      input: 'hi',
+      tools: [{ type: 'web_search' }, { type: 'file_search' }],
+      tool_choice: 'required',
+    });
+    expect(any.message).toMatch(
+      /only tools offered are hosted ones \("web_search", "file_search"\), which no model of this gateway can run yet/,
+    );
   });
 
   it("takes a namespace's functions as tools named namespace__function, and its calls back under their namespace", () => {

@@ -40,6 +40,8 @@ export interface ChatCompletionRequest {
   stream?: boolean | null;
   stream_options?: { include_usage?: boolean | null } | null;
   reasoning_effort?: string | null;
+  /** Hosted web search (search models): no serving host runs it, so it is left out, and the reply says so. */
+  web_search_options?: Record<string, unknown> | null;
 }
 
 const contentPart = {
@@ -128,5 +130,6 @@ export const chatCompletionRequestSchema = {
     logprobs: optionalBoolean,
     response_format: { type: ['object', 'null'] },
     reasoning_effort: { type: ['string', 'null'] },
+    web_search_options: { type: ['object', 'null'] },
   },
 };

@@ -1,3 +1,4 @@
+import { HOSTED_TOOL_TYPE } from '../../canonical/hosted-tools';
 import {
   integerFrom,
   modelReference,
@@ -45,7 +46,8 @@ export interface MessagesRequest {
   max_tokens: number;
   messages: MessageParam[];
   system?: string | TextBlock[] | null;
-  tools?: Array<{ name: string; description?: string; input_schema: Record<string, unknown> }>;
+  /** The client's tools (with a schema), and server tools (a `type` such as `web_search_20250305`, run by the host). */
+  tools?: Array<{ type?: string; name: string; description?: string; input_schema?: Record<string, unknown> }>;
   tool_choice?: { type: 'auto' | 'any' | 'tool' | 'none'; name?: string } | null;
   stop_sequences?: string[] | null;
   temperature?: number | null;
@@ -139,8 +141,11 @@ export const countTokensRequestSchema = {
       maxItems: 128,
       items: {
         type: 'object',
-        required: ['name', 'input_schema'],
-        properties: { name: nonEmptyString, description: { type: 'string' }, input_schema: object },
+        required: ['name'],
+        properties: { type: { type: 'string' }, name: nonEmptyString, description: { type: 'string' }, input_schema: object },
+        // A server tool has no schema (its host knows it); the client's own tools need one.
+        if: { required: ['type'], properties: { type: { type: 'string', pattern: HOSTED_TOOL_TYPE } } },
+        else: { required: ['input_schema'], properties: { input_schema: object } },
       },
     },
     tool_choice: {

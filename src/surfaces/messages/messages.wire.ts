@@ -1,4 +1,5 @@
 import { replyIdOf } from '../reply-id';
+import { decideHostedTools, isHostedTool } from '../../canonical/hosted-tools';
 import { ApiError, ApiErrorCode } from '../../http/api-error';
 import type {
   CanonicalImage,
@@ -77,11 +78,43 @@ export function betasOf(header: string | string[] | undefined): string[] {
   return [...new Set(names.filter((name) => name !== ''))];
 }
 
+type Tool = NonNullable<MessagesRequest['tools']>[number];
+
+const isServerTool = (tool: Tool) => tool.type !== undefined && isHostedTool(tool.type);
+
+/**
+ * The server tools offered (`web_search_20250305`…), as the one decision rules on them: those no
+ * host runs are left out (also of the body a host of this format is sent whole), and a request
+ * requiring one (`tool_choice` naming it) is refused.
+ */
+function withoutServerTools<Body extends Pick<MessagesRequest, 'tools' | 'tool_choice'>>(
+  body: Body,
+): { body: Body; omittedTools: string[] } {
+  const tools = body.tools ?? [];
+  const choice = body.tool_choice;
+  const named = choice?.type === 'tool' ? tools.find((t) => t.name === choice.name && isServerTool(t)) : undefined;
+  const decision = decideHostedTools({
+    hosted: tools.filter(isServerTool).map((t) => t.type!),
+    clientTools: tools.some((t) => !isServerTool(t)),
+    required: choice?.type === 'any' ? 'any' : named ? { hosted: named.type! } : null,
+  });
+  if ('refused' in decision) throw new ApiError('invalid_request', decision.refused);
+  if (decision.omitted.length === 0) return { body, omittedTools: [] };
+  const carried: Body = { ...body, tools: tools.filter((t) => !isServerTool(t) || !decision.omitted.includes(t.type!)) };
+  if (carried.tools!.length === 0) {
+    // Hosts refuse a tool_choice without tools.
+    delete carried.tools;
+    delete carried.tool_choice;
+  }
+  return { body: carried, omittedTools: decision.omitted };
+}
+
 /** A message request (or a count_tokens body, which has no cap and no stream) and its betas, as a canonical request. */
 export function toCanonical(
-  body: CountTokensRequest & Partial<Pick<MessagesRequest, 'max_tokens' | 'stream'>>,
+  asked: CountTokensRequest & Partial<Pick<MessagesRequest, 'max_tokens' | 'stream'>>,
   betas: string[],
 ): CanonicalRequest {
+  const { body, omittedTools } = withoutServerTools(asked);
   const system = body.system == null ? [] : typeof body.system === 'string' ? [body.system] : [textOfBlocks(body.system)];
   const messages: CanonicalMessage[] = [];
   for (const message of body.messages) {
@@ -121,7 +154,8 @@ export function toCanonical(
   return {
     system: system.filter((s) => s !== ''),
     messages,
-    tools: (body.tools ?? []).map((t) => ({ name: t.name, description: t.description, parameters: t.input_schema })),
+    // Left with the client's own tools, which have a schema (messages.schema.ts).
+    tools: (body.tools ?? []).map((t) => ({ name: t.name, description: t.description, parameters: t.input_schema! })),
     toolChoice: choice == null ? undefined : choice.type === 'tool' ? { name: choice.name! } : CHOICE[choice.type],
     maxTokens: body.max_tokens,
     // null is "not given" (some clients send it): the host's default applies.
@@ -133,6 +167,7 @@ export function toCanonical(
     betas,
     reasoning: reasoningOf(body),
     original: { format: 'messages', body: body as unknown as Record<string, unknown> },
+    ...(omittedTools.length > 0 ? { omittedTools } : {}),
   };
 }
 

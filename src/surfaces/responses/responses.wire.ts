@@ -1,4 +1,5 @@
 import { replyIdOf } from '../reply-id';
+import { decideHostedTools, isHostedTool } from '../../canonical/hosted-tools';
 import { ApiError, chatCompletionsError } from '../../http/api-error';
 import { creditsNumber } from '../../ledger/money';
 import type {
@@ -129,6 +130,41 @@ function addItem(item: InputItem, at: string, system: string[], messages: Canoni
   }
 }
 
+/**
+ * The hosted tools offered (`web_search`, `image_generation`…), as the one decision rules on them:
+ * those no host runs are left out, and a request requiring one is refused (400).
+ */
+function omittedToolsOf(body: ResponsesRequest): string[] {
+  const tools = body.tools ?? [];
+  const choice = body.tool_choice;
+  const decision = decideHostedTools({
+    hosted: tools.map((t) => t.type).filter(isHostedTool),
+    clientTools: tools.some((t) => !isHostedTool(t.type)),
+    required:
+      choice === 'required'
+        ? 'any'
+        : typeof choice === 'object' && choice != null && isHostedTool(choice.type)
+          ? { hosted: choice.type }
+          : null,
+  });
+  if ('refused' in decision) throw invalid(decision.refused, 'tool_choice');
+  return decision.omitted;
+}
+
+/**
+ * The body a host of this format is sent whole: without the hosted tools left out (they are
+ * announced as left out, so no host may run them unbilled), nor a tool_choice once no tool is left.
+ */
+function withoutTools(body: ResponsesRequest, omitted: string[]): ResponsesRequest {
+  if (omitted.length === 0) return body;
+  const carried: ResponsesRequest = { ...body, tools: (body.tools ?? []).filter((t) => !omitted.includes(t.type)) };
+  if (carried.tools!.length === 0) {
+    delete carried.tools;
+    delete carried.tool_choice;
+  }
+  return carried;
+}
+
 function toolChoiceOf(choice: ResponsesRequest['tool_choice']): CanonicalToolChoice | undefined {
   if (choice == null) return undefined;
   if (typeof choice === 'string') return choice;
@@ -158,7 +194,8 @@ const canonicalTool = (tool: FunctionTool, name: string, namespace?: NamespaceTo
 
 /**
  * Function tools, and the functions of namespace tools under a joined name (which the reply splits
- * back into `namespace` and `name`). Other types are refused, each named once.
+ * back into `namespace` and `name`). Hosted tools are left to omittedToolsOf; other types are
+ * refused, each named once.
  */
 function toolsOf(body: ResponsesRequest): { tools: CanonicalTool[]; names: ToolNames } {
   const tools: CanonicalTool[] = [];
@@ -177,11 +214,11 @@ function toolsOf(body: ResponsesRequest): { tools: CanonicalTool[]; names: ToolN
         names.set(joined, { namespace: namespace.name, name: inner.name });
         tools.push(canonicalTool(inner as FunctionTool, joined, namespace));
       }
-    } else others.add(`"${tool.type}"`);
+    } else if (!isHostedTool(tool.type)) others.add(`"${tool.type}"`);
   }
   if (others.size > 0) {
     throw invalid(
-      `tools of type ${[...others].join(', ')} are not supported: the gateway serves function tools (alone or in namespaces) only`,
+      `tools of type ${[...others].join(', ')} are not supported: the gateway serves function tools (alone or in namespaces), and leaves out hosted tools no model of it can run`,
       'tools',
     );
   }
@@ -202,6 +239,7 @@ const hostName = (name: string, namespace?: string | null) => (namespace ? `${na
 
 export function toCanonical(body: ResponsesRequest): CanonicalRequest {
   refuseStateful(body);
+  const omittedTools = omittedToolsOf(body);
   const { tools } = toolsOf(body);
   const system = body.instructions ? [body.instructions] : [];
   const messages: CanonicalMessage[] = [];
@@ -213,7 +251,8 @@ export function toCanonical(body: ResponsesRequest): CanonicalRequest {
     system: system.filter((s) => s !== ''),
     messages,
     tools,
-    toolChoice: toolChoiceOf(body.tool_choice),
+    // With every tool left out there is no choice to make (hosts refuse a tool_choice without tools).
+    toolChoice: tools.length === 0 && omittedTools.length > 0 ? undefined : toolChoiceOf(body.tool_choice),
     // null is "not given" (some clients send it): the model's default applies.
     maxTokens: body.max_output_tokens ?? undefined,
     temperature: body.temperature ?? undefined,
@@ -221,7 +260,8 @@ export function toCanonical(body: ResponsesRequest): CanonicalRequest {
     stop: [],
     stream: body.stream === true,
     ...(effort != null ? { reasoning: { effort } } : {}),
-    original: { format: 'responses', body: body as unknown as Record<string, unknown> },
+    original: { format: 'responses', body: withoutTools(body, omittedTools) as unknown as Record<string, unknown> },
+    ...(omittedTools.length > 0 ? { omittedTools } : {}),
   };
 }
 

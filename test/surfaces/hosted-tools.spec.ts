@@ -1,0 +1,129 @@
+import request from 'supertest';
+import { OMITTED_TOOLS_HEADER } from '../../src/canonical/hosted-tools';
+import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { LogCapture } from '../support/log-capture';
+
+// Hosted tools (run by a model's provider) that no host of the gateway runs, on each surface: only
+// offered, they are left out of the call, and the reply's header and the request's log line name
+// them; required, the request is refused in the surface's format, naming the tool.
+const M = TEST_MODELS;
+let g: TestGateway;
+const log = new LogCapture();
+
+beforeAll(async () => {
+  g = await startGateway({ logStream: log });
+});
+afterAll(async () => {
+  await g.settled();
+  const report = await g.audit();
+  expect(report.differences).toEqual([]);
+  await g.close();
+});
+
+const post = (path: string, body: Record<string, unknown>) => {
+  const call = request(g.baseUrl).post(`/api/v1/${path}`).set('Authorization', `Bearer ${g.key}`);
+  return (path === 'messages' ? call.set('anthropic-version', '2023-06-01') : call).send(body);
+};
+const lastSent = () => g.fake.requests[g.fake.requests.length - 1];
+
+const weather = {
+  name: 'get_weather',
+  description: 'Weather in a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } } },
+};
+
+const surfaces: Array<{
+  surface: string;
+  path: string;
+  offered: Record<string, unknown>;
+  named: string;
+  /** A request requiring a hosted tool (null: the format has no way to). */
+  required: Record<string, unknown> | null;
+  error: (body: any) => { message: string; type: string };
+}> = [
+  {
+    surface: 'responses',
+    path: 'responses',
+    offered: {
+      input: 'hi',
+      tools: [{ type: 'web_search' }, { type: 'function', ...weather }, { type: 'image_generation' }],
+      stream: true,
+    },
+    named: 'web_search, image_generation',
+    required: { input: 'hi', tools: [{ type: 'web_search' }], tool_choice: { type: 'web_search' } },
+    error: (body) => body.error,
+  },
+  {
+    surface: 'messages',
+    path: 'messages',
+    offered: {
+      max_tokens: 50,
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [
+        { type: 'web_search_20250305', name: 'web_search', max_uses: 3 },
+        { name: weather.name, input_schema: weather.parameters },
+      ],
+    },
+    named: 'web_search_20250305',
+    required: {
+      max_tokens: 50,
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [{ type: 'web_search_20250305', name: 'web_search' }],
+      tool_choice: { type: 'tool', name: 'web_search' },
+    },
+    error: (body) => body.error,
+  },
+  {
+    surface: 'chat-completions',
+    path: 'chat/completions',
+    offered: { messages: [{ role: 'user', content: 'hi' }], web_search_options: {} },
+    named: 'web_search',
+    required: null,
+    error: (body) => body.error,
+  },
+];
+
+describe.each(surfaces)('hosted tools on the $surface surface', ({ surface, path, offered, named }) => {
+  it.each([
+    ['a model on an openai host', M.gpt],
+    ['a model on an anthropic host', M.claude],
+  ])('only offered, on %s: left out of the call, named in the header and the log line', async (_where, model) => {
+    g.fake.on(model.hostModel, { kind: 'reply', reply: { text: 'Sunny.' } });
+    const res = await post(path, { model: model.slug, ...offered });
+    expect(res.status).toBe(200);
+    expect(res.headers[OMITTED_TOOLS_HEADER]).toBe(named);
+    const sent = JSON.stringify(lastSent().body);
+    expect(sent).not.toMatch(/web_search|image_generation/);
+    if (surface !== 'chat-completions') expect(sent).toContain('get_weather');
+    const line = await log.request(res.headers['x-request-id']);
+    expect(line).toMatchObject({ status: 200, surface, omittedTools: named.split(', ') });
+  });
+
+  it('nothing hosted offered: no header, no omittedTools in the log line', async () => {
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hi.' } });
+    const res = await post(path, {
+      model: M.gpt.slug,
+      ...(surface === 'responses' ? { input: 'hi' } : { messages: [{ role: 'user', content: 'hi' }] }),
+      ...(surface === 'messages' ? { max_tokens: 50 } : {}),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers[OMITTED_TOOLS_HEADER]).toBeUndefined();
+    expect(await log.request(res.headers['x-request-id'])).not.toHaveProperty('omittedTools');
+  });
+});
+
+describe.each(surfaces.filter((s) => s.required !== null))(
+  'a hosted tool required on the $surface surface',
+  ({ path, required, error }) => {
+    it('is refused 400 in the surface format, naming the tool; the host is not called', async () => {
+      const before = g.fake.requests.length;
+      const res = await post(path, { model: M.gpt.slug, ...required });
+      expect(res.status).toBe(400);
+      expect(error(res.body)).toMatchObject({ type: 'invalid_request_error' });
+      expect(error(res.body).message).toMatch(
+        /^tool_choice requires the hosted tool "web_search(_20250305)?", which no model of this gateway can run yet/,
+      );
+      expect(g.fake.requests.length).toBe(before);
+    });
+  },
+);
