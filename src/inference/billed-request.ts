@@ -6,6 +6,7 @@ import { ApiError } from '../http/api-error';
 import { maskSecrets } from '../key-secret/key-secret';
 import { invalidApiKey, ordinaryKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
+import { MAX_OMITTED_TOOLS, MAX_TOOL_TYPE_LENGTH } from '../ledger/ledger.decider';
 import { LedgerService, ReservationNotRecordedError, ReservationTicket, Resolution } from '../ledger/ledger.service';
 import type { TokenUsage } from '../ledger/money';
 import type { RequestFacts } from '../observability/request-facts';
@@ -31,7 +32,13 @@ import { answerAtEnd, billedOf, CallEnded, nothingDelivered, Settlement } from '
  */
 
 /** What every billed request carries: who pays, the model asked for (a slug or UUID), its id, its facts (absent: not logged). */
-export type BilledAsk = InferenceCaller & { model: string; requestId: string; facts?: RequestFacts };
+export type BilledAsk = InferenceCaller & {
+  model: string;
+  requestId: string;
+  facts?: RequestFacts;
+  /** The hosted tools left out of the call (see OMITTED_TOOLS_HEADER), recorded with the request; absent when none. */
+  omittedTools?: string[];
+};
 
 /** What a use case's plan says to the ledger: the model serving and the nano-credits to hold. */
 export interface BilledPlan {
@@ -145,6 +152,14 @@ export class BilledRequests {
           keyId: key.keyId,
           surface,
           model: plan.model.slug,
+          // Client-named types (a hosted tool's prefix and any tail): bounded and masked for the log.
+          ...(ask.omittedTools === undefined
+            ? {}
+            : {
+                omittedTools: ask.omittedTools
+                  .slice(0, MAX_OMITTED_TOOLS)
+                  .map((type) => maskSecrets(type.slice(0, MAX_TOOL_TYPE_LENGTH))),
+              }),
           orgId: key.orgId,
           amount: plan.amount,
           keyLimit: apiKey?.limit,

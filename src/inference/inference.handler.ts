@@ -50,7 +50,11 @@ export class InferenceHandler
   async execute({ input }: InferenceCommand): Promise<InferenceResult> {
     const omitted = input.request.omittedTools ?? [];
     if (omitted.length > 0 && input.facts) input.facts.omittedTools = omitted;
-    const admitted = await this.requests.admit(input.surface, input, this);
+    const admitted = await this.requests.admit(
+      input.surface,
+      omitted.length > 0 ? { ...input, omittedTools: omitted } : input,
+      this,
+    );
     const { plan } = admitted;
     return {
       requestId: input.requestId,

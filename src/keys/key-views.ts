@@ -88,6 +88,8 @@ export const generationView = (e: RequestLogEntry) => ({
   usage: creditsNumber(e.cost),
   request_id: e.requestId,
   upstream_id: e.upstreamId ?? null,
+  // Hosted tools left out of the call, no serving host running them: [] when none.
+  omitted_tools: e.omittedTools ?? [],
   provider_name: e.host,
   latency: e.latencyMs,
   tokens_prompt: e.inputTokens + e.cacheReadTokens + e.cacheWriteTokens,

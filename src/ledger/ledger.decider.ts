@@ -20,6 +20,7 @@ export class LedgerRuleError extends Error {
     readonly code:
       | 'invalid_amount'
       | 'invalid_usage'
+      | 'invalid_omitted_tools'
       | 'reservation_exists'
       | 'reservation_not_found'
       | 'already_resolved'
@@ -196,6 +197,10 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
           expiresAt: command.now + command.ttlMs,
         },
       };
+      if (command.omittedTools !== undefined) {
+        checkOmittedTools(command.omittedTools);
+        event.data.omittedTools = command.omittedTools;
+      }
       return [event];
     }
     case 'RecordProgress': {
@@ -268,6 +273,7 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
       };
       if (command.usageFlag !== undefined) event.data.usageFlag = command.usageFlag;
       if (command.upstreamId !== undefined) event.data.upstreamId = command.upstreamId;
+      if (reserved.omittedTools !== undefined) event.data.omittedTools = reserved.omittedTools;
       return [event];
     }
     case 'Release': {
@@ -289,6 +295,7 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
           releasedAt: command.now,
         },
       };
+      if (reserved.omittedTools !== undefined) event.data.omittedTools = reserved.omittedTools;
       return [event];
     }
     case 'Expire': {
@@ -312,6 +319,7 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
           expiredAt: command.now,
         },
       };
+      if (reserved.omittedTools !== undefined) event.data.omittedTools = reserved.omittedTools;
       return [event];
     }
   }
@@ -335,6 +343,21 @@ function checkUsage(usage: TokenUsage, prices: TokenPrices): void {
     !isNanoAmount(prices.output)
   ) {
     throw new LedgerRuleError('invalid_usage', 'prices must be non-negative integers');
+  }
+}
+
+/** Hosted tools' types as the request log keeps them: a few short names, none empty. */
+export const MAX_OMITTED_TOOLS = 16;
+export const MAX_TOOL_TYPE_LENGTH = 64;
+
+function checkOmittedTools(types: string[]): void {
+  if (
+    !Array.isArray(types) ||
+    types.length === 0 ||
+    types.length > MAX_OMITTED_TOOLS ||
+    !types.every((t) => typeof t === 'string' && t.length > 0 && t.length <= MAX_TOOL_TYPE_LENGTH)
+  ) {
+    throw new LedgerRuleError('invalid_omitted_tools', `omitted tools must be 1 to ${MAX_OMITTED_TOOLS} tool types`);
   }
 }
 
@@ -371,6 +394,7 @@ function interruptedSettlement(
     interrupted: { progressAt: progress.recordedAt, deliveredChars: progress.deliveredChars },
   };
   if (progress.usageFlag !== undefined) data.usageFlag = progress.usageFlag;
+  if (reserved.omittedTools !== undefined) data.omittedTools = reserved.omittedTools;
   data.amount = settledCharge(data);
   return { type: 'ReservationSettled', data };
 }

@@ -15,6 +15,11 @@ export interface RequestFacts {
   keyId: string;
   surface: string;
   model: string;
+  /**
+   * The hosted tools offered and left out of the call, no serving host running them (by type,
+   * each once, masked). Absent when none, and from events written before they were recorded.
+   */
+  omittedTools?: string[];
 }
 
 export interface CreditsReserved {

@@ -143,6 +143,7 @@ export class LedgerService {
         keyId: request.keyId,
         surface: request.surface,
         model: request.model,
+        ...(request.omittedTools === undefined ? {} : { omittedTools: request.omittedTools }),
         ttlMs: this.settings.reservationTtlMs,
         now,
       },

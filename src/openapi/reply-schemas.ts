@@ -275,6 +275,7 @@ const generation = object({
   usage: number,
   request_id: string,
   upstream_id: nullable(string),
+  omitted_tools: { type: 'array', items: string },
   provider_name: nullable(string),
   latency: nullable(integer),
   tokens_prompt: integer,

@@ -200,6 +200,7 @@ export function requestLogEntryOf(event: Logged): RequestLogEntry {
     latencyMs: null,
     status: 'expired',
   };
+  if (d.omittedTools !== undefined) entry.omittedTools = d.omittedTools;
   switch (event.type) {
     case 'ReservationSettled':
       entry.reservationId = event.data.reservationId;

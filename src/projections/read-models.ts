@@ -87,6 +87,8 @@ export interface RequestLogEntry {
   status: string;
   /** The serving host's own id for its reply, when it gave one (what a client passed the reply whole sees). */
   upstreamId?: string;
+  /** The hosted tools offered and left out of the call (see OMITTED_TOOLS_HEADER); absent when none. */
+  omittedTools?: string[];
 }
 
 export interface OrgRecord {

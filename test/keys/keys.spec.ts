@@ -134,6 +134,7 @@ function suite(name: string, redis: boolean) {
           usage: entry.cost / 1e9,
           request_id: id,
           upstream_id: replyId,
+          omitted_tools: [],
           provider_name: 'fake-openai',
           latency: entry.latencyMs,
           tokens_prompt: 20,
@@ -174,6 +175,21 @@ function suite(name: string, redis: boolean) {
         expect(((await found.json()) as { data: { id: string } }).data.id).toBe(requestId);
       }
       expect((await get('/api/v1/generation?id=chatcmpl-none', g.key)).status).toBe(404);
+    });
+
+    it('GET /api/v1/generation: the hosted tools left out of the call, recorded with the request', async () => {
+      // Codex's default: web search offered on the Responses surface, to a model whose host runs none.
+      const res = await fetch(`${g.baseUrl}/api/v1/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${g.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: M.gpt.slug, input: 'hi', tools: [{ type: 'web_search' }] }),
+      });
+      expect(res.status).toBe(200);
+      await res.text();
+      const id = res.headers.get('x-request-id')!;
+      expect((await g.logged(id)).omittedTools).toEqual(['web_search']);
+      const found = (await (await get(`/api/v1/generation?id=${id}`, g.key)).json()) as { data: Record<string, unknown> };
+      expect(found.data).toMatchObject({ id, surface: 'responses', status: 'ok', omitted_tools: ['web_search'] });
     });
   });
 }

@@ -12,6 +12,7 @@ import {
   LedgerRuleError,
   RecordProgress,
   Reservation,
+  Reserve,
   ReservationCommand,
   Settle,
 } from '../../src/ledger/ledger.decider';
@@ -198,6 +199,28 @@ describe('reservation decider', () => {
       expect(given(reserved, settled).when(progress(1, 2)).error).toBe('already_resolved');
       expect(given(reserved).when({ ...progress(1, 2), usage: uncachedUsage(1.5, 0) }).error).toBe('invalid_usage');
     });
+  });
+
+  it('carries the hosted tools left out of the call from the reservation to its resolution, whichever it is', () => {
+    const omittedTools = ['web_search', 'image_generation'];
+    const reserveWith = (types: string[]): Reserve => ({ ...(reserve() as Reserve), omittedTools: types });
+    const [withTools] = decideReservation(reserveWith(omittedTools), initialReservation());
+    expect(withTools.data).toMatchObject({ omittedTools });
+    const { usage, prices, host, hostModel } = settle;
+    const progressed: RecordProgress = { type: 'RecordProgress', usage, prices, host, hostModel, deliveredChars: 4, now: 1_500 };
+    const [progress] = given(withTools).when(progressed).events;
+    for (const resolved of [
+      given(withTools).when(settle).events[0],
+      given(withTools).when({ type: 'Release', reason: 'x', host: null, status: 'provider_error', latencyMs: 1, now: 2 })
+        .events[0],
+      given(withTools).when({ type: 'Expire', now: 61_000 }).events[0],
+      given(withTools, progress).when({ type: 'Expire', now: 61_000 }).events[0],
+    ])
+      expect(resolved.data).toMatchObject({ omittedTools });
+    // None left out: no field at all (the events' shape before it).
+    expect(given(reserved).when(settle).events[0].data).not.toHaveProperty('omittedTools');
+    for (const bad of [[], [''], ['x'.repeat(65)], Array.from({ length: 17 }, (_, i) => `t${i}`)])
+      expect(given().when(reserveWith(bad)).error).toBe('invalid_omitted_tools');
   });
 
   it('refuses unknown, duplicate and malformed reservations', () => {

@@ -279,6 +279,19 @@ describe('the request log fold', () => {
       ['push', expect.objectContaining({ ...nothing, reservationId: null, status: 'insufficient_credits', latencyMs: 1 })],
     ]);
   });
+  it('logs the hosted tools left out of the call with the request, however it ended; absent when none', () => {
+    const omittedTools = ['web_search', 'image_generation'];
+    for (const [type, data] of [
+      ['ReservationSettled', settled(250)],
+      ['ReservationReleased', released],
+      ['ReservationExpired', expired],
+    ] as const) {
+      expect(writesOf(requestLogFold, type, { ...data, omittedTools })).toEqual([
+        ['push', expect.objectContaining({ omittedTools })],
+      ]);
+      expect(writesOf(requestLogFold, type, data)[0][1]).not.toHaveProperty('omittedTools');
+    }
+  });
 });
 
 describe('the daily spend fold', () => {

@@ -93,6 +93,7 @@ export function usageReport(
       costNano: e.cost,
       latencyMs: e.latencyMs,
       status: e.status,
+      omittedTools: e.omittedTools ?? [],
     })),
     page,
     pageSize,
