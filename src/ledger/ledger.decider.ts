@@ -210,26 +210,10 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
       const event: ReservationProgress = {
         type: 'ReservationProgress',
         data: {
-          requestId: reserved.requestId,
-          keyId: reserved.keyId,
-          surface: reserved.surface,
-          model: reserved.model,
-          reservationId: reserved.reservationId,
-          orgId: reserved.orgId,
+          ...requestOf(reserved),
           host: command.host,
           hostModel: command.hostModel,
-          inputTokens: usage.inputTokens,
-          cacheReadTokens: usage.cacheReadTokens,
-          cacheWriteTokens: usage.cacheWriteTokens,
-          cacheWrite1hTokens: usage.cacheWrite1hTokens,
-          outputTokens: usage.outputTokens,
-          prices: {
-            input: prices.input,
-            cacheRead: prices.cacheRead,
-            cacheWrite: prices.cacheWrite,
-            cacheWrite1h: prices.cacheWrite1h,
-            output: prices.output,
-          },
+          ...billedAt(usage, prices),
           deliveredChars: command.deliveredChars,
           recordedAt: command.now,
         },
@@ -244,26 +228,10 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
       const event: ReservationSettled = {
         type: 'ReservationSettled',
         data: {
-          requestId: reserved.requestId,
-          keyId: reserved.keyId,
-          surface: reserved.surface,
-          model: reserved.model,
-          reservationId: reserved.reservationId,
-          orgId: reserved.orgId,
+          ...requestOf(reserved),
           host: command.host,
           hostModel: command.hostModel,
-          inputTokens: usage.inputTokens,
-          cacheReadTokens: usage.cacheReadTokens,
-          cacheWriteTokens: usage.cacheWriteTokens,
-          cacheWrite1hTokens: usage.cacheWrite1hTokens,
-          outputTokens: usage.outputTokens,
-          prices: {
-            input: prices.input,
-            cacheRead: prices.cacheRead,
-            cacheWrite: prices.cacheWrite,
-            cacheWrite1h: prices.cacheWrite1h,
-            output: prices.output,
-          },
+          ...billedAt(usage, prices),
           amount: chargeFor(usage, prices),
           held: reserved.amount,
           status: command.status,
@@ -281,12 +249,7 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
       const event: ReservationReleased = {
         type: 'ReservationReleased',
         data: {
-          requestId: reserved.requestId,
-          keyId: reserved.keyId,
-          surface: reserved.surface,
-          model: reserved.model,
-          reservationId: reserved.reservationId,
-          orgId: reserved.orgId,
+          ...requestOf(reserved),
           host: command.host,
           held: reserved.amount,
           reason: command.reason,
@@ -309,12 +272,7 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
       const event: ReservationExpired = {
         type: 'ReservationExpired',
         data: {
-          requestId: reserved.requestId,
-          keyId: reserved.keyId,
-          surface: reserved.surface,
-          model: reserved.model,
-          reservationId: reserved.reservationId,
-          orgId: reserved.orgId,
+          ...requestOf(reserved),
           held: reserved.amount,
           expiredAt: command.now,
         },
@@ -324,6 +282,32 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
     }
   }
 }
+
+/** What every ending of a reservation repeats of the request it held for. */
+const requestOf = (reserved: CreditsReserved['data']) => ({
+  requestId: reserved.requestId,
+  keyId: reserved.keyId,
+  surface: reserved.surface,
+  model: reserved.model,
+  reservationId: reserved.reservationId,
+  orgId: reserved.orgId,
+});
+
+/** Token counts by class and the prices they are billed at, as a settlement or a progress records them. */
+const billedAt = (usage: TokenUsage, prices: TokenPrices) => ({
+  inputTokens: usage.inputTokens,
+  cacheReadTokens: usage.cacheReadTokens,
+  cacheWriteTokens: usage.cacheWriteTokens,
+  cacheWrite1hTokens: usage.cacheWrite1hTokens,
+  outputTokens: usage.outputTokens,
+  prices: {
+    input: prices.input,
+    cacheRead: prices.cacheRead,
+    cacheWrite: prices.cacheWrite,
+    cacheWrite1h: prices.cacheWrite1h,
+    output: prices.output,
+  },
+});
 
 function checkUsage(usage: TokenUsage, prices: TokenPrices): void {
   if (
@@ -372,12 +356,7 @@ function interruptedSettlement(
   now: number,
 ): ReservationSettled {
   const data: ReservationSettled['data'] = {
-    requestId: reserved.requestId,
-    keyId: reserved.keyId,
-    surface: reserved.surface,
-    model: reserved.model,
-    reservationId: reserved.reservationId,
-    orgId: reserved.orgId,
+    ...requestOf(reserved),
     host: progress.host,
     hostModel: progress.hostModel,
     inputTokens: progress.inputTokens,
