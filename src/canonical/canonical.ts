@@ -166,3 +166,11 @@ export class HostError extends Error {
     return this.status === 429 || this.status === 404 || (this.status ?? 0) >= 500 || this.status === 401 || this.status === 403;
   }
 }
+
+/** A thinking budget as an effort, for hosts that take only an effort: up to 4,096 tokens is low, up to 16,384 medium, more high. */
+export function effortOf(reasoning: CanonicalRequest['reasoning']): ReasoningEffort | undefined {
+  if (reasoning?.effort !== undefined) return reasoning.effort;
+  const budget = reasoning?.budgetTokens;
+  if (budget === undefined) return undefined;
+  return budget <= 4096 ? 'low' : budget <= 16384 ? 'medium' : 'high';
+}

@@ -59,3 +59,19 @@ export interface HostKind<Name extends string = string> {
    */
   embeddingsRequest?(body: Record<string, unknown>, hostModel: string, apiKey: string | null): UpstreamRequest;
 }
+
+/**
+ * OpenAI's error body (`{"error": {"message": …}}`, also sent by the servers compatible with it), or
+ * its text when it is not JSON (a proxy's page): what the kinds speaking OpenAI's formats say failed.
+ */
+export function openAiErrorMessage(status: number, body: string): string {
+  try {
+    const parsed = JSON.parse(body) as { error?: { message?: string } | string; message?: string };
+    const message = typeof parsed.error === 'string' ? parsed.error : (parsed.error?.message ?? parsed.message);
+    if (message) return message;
+  } catch {
+    // not JSON: fall through to the text
+  }
+  const text = body.trim().slice(0, 300);
+  return text || `upstream answered ${status}`;
+}

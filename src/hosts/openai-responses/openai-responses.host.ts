@@ -1,26 +1,9 @@
-import type {
-  CanonicalEvent,
-  CanonicalMessage,
-  CanonicalRequest,
-  FinishReason,
-  ReasoningEffort,
-  Usage,
-} from '../../canonical/canonical';
-import { HostError, isOutput, upstreamIdOf } from '../../canonical/canonical';
+import type { CanonicalEvent, CanonicalMessage, CanonicalRequest, FinishReason, Usage } from '../../canonical/canonical';
+import { effortOf, HostError, isOutput, upstreamIdOf } from '../../canonical/canonical';
+import { openAiErrorMessage } from '../host-kind';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
 
 /** Responses hosts: OpenAI's `POST /responses`, for the models and features only it serves. */
-
-/** A thinking budget as an effort: up to these many tokens is low, then medium; more is high. */
-const LOW_BUDGET = 4096;
-const MEDIUM_BUDGET = 16384;
-
-function effortOf(reasoning: CanonicalRequest['reasoning']): ReasoningEffort | undefined {
-  if (reasoning?.effort !== undefined) return reasoning.effort;
-  const budget = reasoning?.budgetTokens;
-  if (budget === undefined) return undefined;
-  return budget <= LOW_BUDGET ? 'low' : budget <= MEDIUM_BUDGET ? 'medium' : 'high';
-}
 
 /** A canonical message as the Responses input items it becomes (an assistant turn: its text, then one item per call). */
 function inputItems(message: CanonicalMessage): Record<string, unknown>[] {
@@ -292,16 +275,5 @@ export const openAiResponsesHost: HostKind<'openai-responses'> = {
 
   decodeReply,
 
-  /** OpenAI's error body (`{"error": {"message": …}}`), or its text when it is not JSON (a proxy's page). */
-  errorMessage(status: number, body: string): string {
-    try {
-      const parsed = JSON.parse(body) as { error?: { message?: string } | string; message?: string };
-      const message = typeof parsed.error === 'string' ? parsed.error : (parsed.error?.message ?? parsed.message);
-      if (message) return message;
-    } catch {
-      // not JSON: fall through to the text
-    }
-    const text = body.trim().slice(0, 300);
-    return text || `upstream answered ${status}`;
-  },
+  errorMessage: openAiErrorMessage,
 };

@@ -1,27 +1,10 @@
-import type {
-  CanonicalEvent,
-  CanonicalMessage,
-  CanonicalRequest,
-  FinishReason,
-  ReasoningEffort,
-  Usage,
-} from '../../canonical/canonical';
-import { HostError, isOutput, upstreamIdOf } from '../../canonical/canonical';
+import type { CanonicalEvent, CanonicalMessage, CanonicalRequest, FinishReason, Usage } from '../../canonical/canonical';
+import { effortOf, HostError, isOutput, upstreamIdOf } from '../../canonical/canonical';
+import { openAiErrorMessage } from '../host-kind';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
 import { openAiEmbeddingsRequest } from './openai.embeddings';
 
 /** Chat-completions hosts: OpenAI and every compatible server (Groq, Together, vLLM, Ollama, …). */
-
-/** A thinking budget as an effort: up to these many tokens is low, then medium; more is high. */
-const LOW_BUDGET = 4096;
-const MEDIUM_BUDGET = 16384;
-
-function effortOf(reasoning: CanonicalRequest['reasoning']): ReasoningEffort | undefined {
-  if (reasoning?.effort !== undefined) return reasoning.effort;
-  const budget = reasoning?.budgetTokens;
-  if (budget === undefined) return undefined;
-  return budget <= LOW_BUDGET ? 'low' : budget <= MEDIUM_BUDGET ? 'medium' : 'high';
-}
 
 function toWireMessage(message: CanonicalMessage): Record<string, unknown> {
   switch (message.role) {
@@ -299,16 +282,6 @@ export const openAiHost: HostKind<'openai'> = {
 
   decodeReply,
 
-  errorMessage(status: number, body: string): string {
-    try {
-      const parsed = JSON.parse(body) as { error?: { message?: string } | string; message?: string };
-      const message = typeof parsed.error === 'string' ? parsed.error : (parsed.error?.message ?? parsed.message);
-      if (message) return message;
-    } catch {
-      // not JSON: fall through to the text
-    }
-    const text = body.trim().slice(0, 300);
-    return text || `upstream answered ${status}`;
-  },
+  errorMessage: openAiErrorMessage,
   embeddingsRequest: openAiEmbeddingsRequest,
 };
