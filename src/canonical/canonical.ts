@@ -97,7 +97,18 @@ export interface Usage {
   cacheWrite1hTokens: number;
   outputTokens: number;
   reasoningTokens: number;
+  /** Uses of tools the host ran itself, as the host counted them, by class: billed per use (absent: none). */
+  hostedToolUses?: HostedToolUses;
 }
+
+/**
+ * The classes of hosted-tool use a host reports and the catalogue prices per 1,000 uses, named as
+ * the catalogue's `pricing` names them: web searches (the messages format's `web_search_requests`, the
+ * Responses format's `web_search_call` items, Gemini's grounding queries), fetches, code runs, file searches, images.
+ */
+export const HOSTED_TOOL_CLASSES = ['webSearch', 'webFetch', 'codeExecution', 'fileSearch', 'imageGeneration'] as const;
+export type HostedToolClass = (typeof HOSTED_TOOL_CLASSES)[number];
+export type HostedToolUses = Partial<Record<HostedToolClass, number>>;
 
 /**
  * The canonical stream. `ready`: the upstream accepted the request (its response has started);
