@@ -74,8 +74,34 @@ export interface CanonicalRequest {
    * changed, and its reply goes back whole; other hosts get the translation of the fields above.
    */
   original?: { format: WireFormat; body: Record<string, unknown> };
-  /** Hosted tools the client offered that no serving host runs, left out of the call (hosted-tools.ts): the reply names them. */
+  /** The hosted tools the client offered, as its surface classified them (absent: none); admission decides on them (hosted-tools.ts). */
+  hostedTools?: ToolsAsked;
+  /** Decided at admission: the hosted tools carried to the serving host, by class (absent: none). */
+  carriedTools?: CarriedTools;
+  /** Hosted tools the client offered that the serving hosts do not run, left out of the call (hosted-tools.ts): the reply names them. */
   omittedTools?: string[];
+}
+
+/** A request's tools, as a surface classifies them. */
+export interface ToolsAsked {
+  /** The hosted tools offered, by type (in the client's order; repeats allowed). */
+  hosted: string[];
+  /** Whether the client offers tools of its own (functions) too. */
+  clientTools: boolean;
+  /** What the tool choice requires: one hosted tool (by type), some tool (any), or nothing. */
+  required: { hosted: string } | 'any' | null;
+}
+
+/**
+ * The hosted tools carried, by class: a host passed the client's body whole finds them in it (each
+ * bounded to `maxUses`); a host translating the request adds its own tool for each class.
+ */
+export interface CarriedTools {
+  classes: HostedToolClass[];
+  /** The most uses of each class a host may make on this request: what its reservation holds for. */
+  maxUses: number;
+  /** The class the client's tool_choice requires the model to use. */
+  required?: HostedToolClass;
 }
 
 export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high';

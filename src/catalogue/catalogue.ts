@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { HOST_KIND_NAMES, HOST_KINDS, HostKindName, isHostKindName } from '../hosts/hosts';
 import { rememberHostKey } from '../key-secret/key-secret';
-import { HOSTED_TOOL_CLASSES, type HostedToolClass } from '../canonical/canonical';
+import { HOSTED_TOOL_CLASSES, type HostedToolClass, type WireFormat } from '../canonical/canonical';
+import { hostRuns, type ServingHost } from '../canonical/hosted-tools';
 import { formatCredits, HostedToolPrices, parseCredits, scaledPrice, TokenPrices } from '../ledger/money';
 
 /**
@@ -134,6 +135,12 @@ function hostedToolPrices(pricing: Raw, where: string): HostedToolPrices | undef
 /** Every field a host's `pricing` may give: the token classes, then the hosted tools' per-use prices. */
 const PRICING_FIELDS = ['input', 'cacheRead', 'cacheWrite', 'cacheWrite1h', 'output', ...HOSTED_TOOL_CLASSES];
 
+/** A model's host as the hosted-tools decision sees it: what its kind runs, which classes its entry prices per use. */
+export const servingHostOf = (h: ModelHost): ServingHost => ({
+  runs: HOST_KINDS[h.host.kind].hostedTools,
+  priced: new Set(Object.keys(h.prices.hostedToolUses ?? {}) as HostedToolClass[]),
+});
+
 export class Catalogue {
   private readonly bySlug = new Map<string, CatalogueModel>();
   private readonly byId = new Map<string, CatalogueModel>();
@@ -157,6 +164,14 @@ export class Catalogue {
   /** Models with a host whose cached input is billed at the input price for want of a cache read price, for a start-up warning. */
   cachePricesAssumed(): string[] {
     return this.models.filter((m) => m.hosts.some((h) => h.cachePricesAssumed)).map((m) => m.slug);
+  }
+
+  /** The chat models whose every usable host runs the hosted tool `type` offered in `format`, by slug: where a request requiring it can go. */
+  modelsRunning(type: string, format: WireFormat | undefined): string[] {
+    return this.servable()
+      .filter((m) => m.kind === 'chat')
+      .filter((m) => m.hosts.filter((h) => h.host.usable).every((h) => hostRuns(servingHostOf(h), type, format)))
+      .map((m) => m.slug);
   }
 
   /** Models with at least one host able to serve, in catalogue order. */

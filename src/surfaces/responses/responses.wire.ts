@@ -1,5 +1,5 @@
 import { replyIdOf } from '../reply-id';
-import { decideHostedTools, isHostedTool } from '../../canonical/hosted-tools';
+import { isHostedTool } from '../../canonical/hosted-tools';
 import { ApiError, chatCompletionsError } from '../../http/api-error';
 import { creditsNumber } from '../../ledger/money';
 import type {
@@ -10,6 +10,7 @@ import type {
   CanonicalToolCall,
   CanonicalToolChoice,
   FinishReason,
+  ToolsAsked,
 } from '../../canonical/canonical';
 import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
 import type { Reply } from '../../inference/reduce';
@@ -131,14 +132,16 @@ function addItem(item: InputItem, at: string, system: string[], messages: Canoni
 }
 
 /**
- * The hosted tools offered (`web_search`, `image_generation`…), as the one decision rules on them:
- * those no host runs are left out, and a request requiring one is refused (400).
+ * The hosted tools offered (`web_search`, `image_generation`…) and whether `tool_choice` requires
+ * one (or any tool), for the one decision to rule on once the model's hosts are known (see hosted-tools.ts).
  */
-function omittedToolsOf(body: ResponsesRequest): string[] {
+function hostedToolsOf(body: ResponsesRequest): ToolsAsked | null {
   const tools = body.tools ?? [];
   const choice = body.tool_choice;
-  const decision = decideHostedTools({
-    hosted: tools.map((t) => t.type).filter(isHostedTool),
+  const hosted = tools.map((t) => t.type).filter(isHostedTool);
+  if (hosted.length === 0) return null;
+  return {
+    hosted,
     clientTools: tools.some((t) => !isHostedTool(t.type)),
     required:
       choice === 'required'
@@ -146,28 +149,14 @@ function omittedToolsOf(body: ResponsesRequest): string[] {
         : typeof choice === 'object' && choice != null && isHostedTool(choice.type)
           ? { hosted: choice.type }
           : null,
-  });
-  if ('refused' in decision) throw invalid(decision.refused, 'tool_choice');
-  return decision.omitted;
-}
-
-/**
- * The body a host of this format is sent whole: without the hosted tools left out (they are
- * announced as left out, so no host may run them unbilled), nor a tool_choice once no tool is left.
- */
-function withoutTools(body: ResponsesRequest, omitted: string[]): ResponsesRequest {
-  if (omitted.length === 0) return body;
-  const carried: ResponsesRequest = { ...body, tools: (body.tools ?? []).filter((t) => !omitted.includes(t.type)) };
-  if (carried.tools!.length === 0) {
-    delete carried.tools;
-    delete carried.tool_choice;
-  }
-  return carried;
+  };
 }
 
 function toolChoiceOf(choice: ResponsesRequest['tool_choice']): CanonicalToolChoice | undefined {
   if (choice == null) return undefined;
   if (typeof choice === 'string') return choice;
+  // A hosted tool required is the request's hostedTools.required.
+  if (isHostedTool(choice.type)) return undefined;
   if (choice.type === 'function' && choice.name)
     return { name: hostName(choice.name, (choice as { namespace?: string }).namespace) };
   if (choice.type === 'function') throw invalid('tool_choice of type "function" needs a "name"', 'tool_choice.name');
@@ -239,7 +228,7 @@ const hostName = (name: string, namespace?: string | null) => (namespace ? `${na
 
 export function toCanonical(body: ResponsesRequest): CanonicalRequest {
   refuseStateful(body);
-  const omittedTools = omittedToolsOf(body);
+  const hostedTools = hostedToolsOf(body);
   const { tools } = toolsOf(body);
   const system = body.instructions ? [body.instructions] : [];
   const messages: CanonicalMessage[] = [];
@@ -251,8 +240,7 @@ export function toCanonical(body: ResponsesRequest): CanonicalRequest {
     system: system.filter((s) => s !== ''),
     messages,
     tools,
-    // With every tool left out there is no choice to make (hosts refuse a tool_choice without tools).
-    toolChoice: tools.length === 0 && omittedTools.length > 0 ? undefined : toolChoiceOf(body.tool_choice),
+    toolChoice: toolChoiceOf(body.tool_choice),
     // null is "not given" (some clients send it): the model's default applies.
     maxTokens: body.max_output_tokens ?? undefined,
     temperature: body.temperature ?? undefined,
@@ -260,8 +248,8 @@ export function toCanonical(body: ResponsesRequest): CanonicalRequest {
     stop: [],
     stream: body.stream === true,
     ...(effort != null ? { reasoning: { effort } } : {}),
-    original: { format: 'responses', body: withoutTools(body, omittedTools) as unknown as Record<string, unknown> },
-    ...(omittedTools.length > 0 ? { omittedTools } : {}),
+    original: { format: 'responses', body: body as unknown as Record<string, unknown> },
+    ...(hostedTools ? { hostedTools } : {}),
   };
 }
 
