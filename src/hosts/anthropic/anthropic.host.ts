@@ -5,16 +5,36 @@ import {
   CanonicalRequest,
   CanonicalToolChoice,
   FinishReason,
+  HostedToolUses,
   HostError,
   isOutput,
   ReasoningEffort,
   upstreamIdOf,
   Usage,
 } from '../../canonical/canonical';
+import { hostedToolClassOf, type HostedToolsRun } from '../../canonical/hosted-tools';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
 
 /** The Messages API requires max_tokens; used only when the pipeline left it open. */
 const DEFAULT_MAX_TOKENS = 4096;
+
+/**
+ * The server tools this kind runs, by class, as the API counts them in `usage.server_tool_use`:
+ * web searches (`web_search_requests`) and fetches (`web_fetch_requests`), passed whole; a web
+ * search offered in another format is run by the messages format's own tool. Code execution is
+ * billed by container time, which the usage does not report: it is not run.
+ */
+const HOSTED_TOOLS: HostedToolsRun = {
+  format: 'messages',
+  whole: new Set(['webSearch', 'webFetch']),
+  translated: new Set(['webSearch']),
+};
+
+/** The web search tool a request translated from another format is given (its name is the model's, as the API has it). */
+const WEB_SEARCH_TOOL = { type: 'web_search_20250305', name: 'web_search' };
+
+/** `usage.server_tool_use`'s counts, by the class each is billed in. */
+const SERVER_TOOL_COUNTS = { webSearch: 'web_search_requests', webFetch: 'web_fetch_requests' } as const;
 
 /** The beta under which the Messages API takes `role: "system"` entries inside `messages`. */
 const MID_CONVERSATION_SYSTEM_BETA = 'mid-conversation-system-2026-04-07';
@@ -43,6 +63,8 @@ interface WireUsage {
   cache_creation_input_tokens?: unknown;
   cache_creation?: unknown;
   output_tokens?: unknown;
+  /** The server tools' requests (web searches and fetches), billed per use. */
+  server_tool_use?: unknown;
 }
 
 /** The fields of a stream event's data this decoder reads; anything else is ignored. */
@@ -216,6 +238,8 @@ function passThroughRequest(
   apiKey: string | null,
 ) {
   const body: Record<string, unknown> = { ...original, model: hostModel };
+  const bounded = boundedServerTools(original.tools, request);
+  if (bounded) body.tools = bounded;
   const cap = request.maxTokens;
   if (cap !== undefined && typeof original.max_tokens === 'number' && cap < original.max_tokens) {
     body.max_tokens = cap;
@@ -225,6 +249,22 @@ function passThroughRequest(
     }
   }
   return { path: '/messages', headers: headersFor(apiKey, request.betas), body, passThrough: true };
+}
+
+/**
+ * The client's tools with each server tool carried bounded to the uses its reservation holds for
+ * (`max_uses`, lowered when the client's is higher or absent); null when no server tool is carried.
+ */
+function boundedServerTools(tools: unknown, request: CanonicalRequest): unknown[] | null {
+  const carried = request.carriedTools;
+  if (!carried || !Array.isArray(tools)) return null;
+  return tools.map((tool: unknown) => {
+    if (!isObject(tool) || typeof tool.type !== 'string') return tool;
+    const toolClass = hostedToolClassOf(tool.type);
+    if (toolClass === null || !carried.classes.includes(toolClass)) return tool;
+    const asked = tool.max_uses;
+    return typeof asked === 'number' && asked <= carried.maxUses ? tool : { ...tool, max_uses: carried.maxUses };
+  });
 }
 
 function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
@@ -242,14 +282,19 @@ function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: stri
   if (thinking) body.thinking = thinking;
   const system = placed.system.filter((part) => part !== '').join('\n\n');
   if (system !== '') body.system = system;
-  if (request.tools.length > 0) {
-    body.tools = request.tools.map(({ name, description, parameters }) => ({
-      name,
-      ...(description === undefined ? {} : { description }),
-      input_schema: parameters,
-    }));
+  const tools: Record<string, unknown>[] = request.tools.map(({ name, description, parameters }) => ({
+    name,
+    ...(description === undefined ? {} : { description }),
+    input_schema: parameters,
+  }));
+  // A web search offered in another format, run by this format's own tool within the uses held for.
+  const carried = request.carriedTools;
+  if (carried?.classes.includes('webSearch')) tools.push({ ...WEB_SEARCH_TOOL, max_uses: carried.maxUses });
+  if (tools.length > 0) {
+    body.tools = tools;
     // Inside the branch: the API refuses tool_choice on a request without tools.
-    if (request.toolChoice !== undefined) body.tool_choice = toToolChoice(request.toolChoice);
+    if (carried?.required === 'webSearch') body.tool_choice = { type: 'tool', name: WEB_SEARCH_TOOL.name };
+    else if (request.toolChoice !== undefined) body.tool_choice = toToolChoice(request.toolChoice);
   }
   if (request.stop.length > 0) body.stop_sequences = request.stop;
   if (request.temperature !== undefined) body.temperature = request.temperature;
@@ -309,7 +354,7 @@ function usageOf(usage: WireUsage, start: WireUsage = usage): Usage {
       ? latest('cache_creation_input_tokens', 0)
       : count(split.ephemeral_5m_input_tokens, 0) + count(split.ephemeral_1h_input_tokens, 0);
   const oneHour = Math.min(written, count(split.ephemeral_1h_input_tokens, 0));
-  return {
+  const tokens: Usage = {
     inputTokens: latest('input_tokens', NaN),
     cacheReadTokens: latest('cache_read_input_tokens', 0),
     cacheWriteTokens: written - oneHour,
@@ -318,6 +363,21 @@ function usageOf(usage: WireUsage, start: WireUsage = usage): Usage {
     // Thinking is counted in output_tokens, with no count of its own.
     reasoningTokens: 0,
   };
+  const uses = serverToolUses(given(usage.server_tool_use) ? usage.server_tool_use : start.server_tool_use);
+  if (uses) tokens.hostedToolUses = uses;
+  return tokens;
+}
+
+/** The server tools' requests as the host counted them (absent or all none: null), for the pipeline to check. */
+function serverToolUses(counts: unknown): HostedToolUses | null {
+  if (!given(counts)) return null;
+  if (!isObject(counts)) return { webSearch: NaN };
+  const uses: HostedToolUses = {};
+  for (const [toolClass, field] of Object.entries(SERVER_TOOL_COUNTS)) {
+    const n = count(counts[field], 0);
+    if (n !== 0) uses[toolClass as keyof typeof SERVER_TOOL_COUNTS] = n;
+  }
+  return Object.keys(uses).length > 0 ? uses : null;
 }
 
 /** The end of a reply: why it stopped, then its usage when the host reported one. */
@@ -462,6 +522,7 @@ const countTokensRequest = (body: Record<string, unknown>, hostModel: string, ap
 
 export const anthropicHost: HostKind<'anthropic'> = {
   name: 'anthropic',
+  hostedTools: HOSTED_TOOLS,
   buildRequest,
   countTokensRequest,
   decoder: (passThrough = false) => new AnthropicDecoder(passThrough),
