@@ -35,7 +35,7 @@ export function usageLimits(contextLength: number, estimatedInput: number, reque
     estimatedInput,
     maxInput: contextLength + CHARS_PER_TOKEN * estimatedInput,
     maxOutput: request.maxTokens ?? 0,
-    maxHostedToolUses: carried ? Object.fromEntries(carried.classes.map((c) => [c, carried.maxUses])) : {},
+    ...(carried ? { maxHostedToolUses: Object.fromEntries(carried.classes.map((c) => [c, carried.maxUses])) } : {}),
   };
 }
 
@@ -137,6 +137,7 @@ export function checkedUsage(
   const flag = problems.length === 0 ? null : problems.join('; ');
   if (input === null && output === null) {
     const outputTokens = complete ? reported.outputTokens : Math.max(reported.outputTokens, counted);
+    if (flag === null && outputTokens === reported.outputTokens) return { usage: reported, flag };
     return { usage: withUses({ ...reported, outputTokens }, tools.uses), flag };
   }
   const outputTokens = output === null ? Math.max(reported.outputTokens, complete ? 0 : counted) : counted;

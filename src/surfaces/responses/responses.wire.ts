@@ -183,7 +183,7 @@ const canonicalTool = (tool: FunctionTool, name: string, namespace?: NamespaceTo
 
 /**
  * Function tools, and the functions of namespace tools under a joined name (which the reply splits
- * back into `namespace` and `name`). Hosted tools are left to omittedToolsOf; other types are
+ * back into `namespace` and `name`). Hosted tools are left to hostedToolsOf; other types are
  * refused, each named once.
  */
 function toolsOf(body: ResponsesRequest): { tools: CanonicalTool[]; names: ToolNames } {
@@ -207,7 +207,7 @@ function toolsOf(body: ResponsesRequest): { tools: CanonicalTool[]; names: ToolN
   }
   if (others.size > 0) {
     throw invalid(
-      `tools of type ${[...others].join(', ')} are not supported: the gateway serves function tools (alone or in namespaces), and leaves out hosted tools no model of it can run`,
+      `tools of type ${[...others].join(', ')} are not supported: the gateway serves function tools (alone or in namespaces), and hosted tools on the hosts that run them`,
       'tools',
     );
   }
