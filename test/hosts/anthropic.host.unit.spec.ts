@@ -681,3 +681,68 @@ describe('anthropicHost, a messages body passed whole', () => {
     expect(anthropicHost.decodeReply(JSON.stringify(reply), true).at(-1)).toEqual({ type: 'pass_through', data: reply });
   });
 });
+
+describe('anthropicHost and its server tools (hosted web search and fetch)', () => {
+  const search = { type: 'web_search_20250305', name: 'web_search', max_uses: 50 };
+  const carried = { classes: ['webSearch' as const], maxUses: 5 };
+
+  it('declares the server tools it runs: web search and fetch passed whole, web search translated', () => {
+    expect(anthropicHost.hostedTools).toEqual({
+      format: 'messages',
+      whole: new Set(['webSearch', 'webFetch']),
+      translated: new Set(['webSearch']),
+    });
+  });
+
+  it('counts web searches and fetches from usage.server_tool_use, at the end of a stream and in a whole reply', () => {
+    const final = { input_tokens: 50, output_tokens: 42, server_tool_use: { web_search_requests: 3, web_fetch_requests: 1 } };
+    expect(decode([messageStart(), messageDelta('end_turn', final)]).events.at(-1)).toEqual(
+      counted({ inputTokens: 50, outputTokens: 42, hostedToolUses: { webSearch: 3, webFetch: 1 } }),
+    );
+    const reply = {
+      type: 'message',
+      content: [
+        { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: { query: 'paris weather' } },
+        { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: [] },
+        { type: 'text', text: 'Sunny.', citations: [{ type: 'web_search_result_location', url: 'https://w.example' }] },
+      ],
+      stop_reason: 'end_turn',
+      usage: { input_tokens: 3, output_tokens: 1, server_tool_use: { web_search_requests: 1, web_fetch_requests: 0 } },
+    };
+    // The search and its results are the host's: the client sees the text.
+    expect(anthropicHost.decodeReply(JSON.stringify(reply))).toEqual([
+      { type: 'text', text: 'Sunny.' },
+      { type: 'finish', reason: 'stop' },
+      counted({ inputTokens: 3, outputTokens: 1, hostedToolUses: { webSearch: 1 } }),
+    ]);
+    // None used: no uses at all.
+    const none = { input_tokens: 3, output_tokens: 1, server_tool_use: { web_search_requests: 0, web_fetch_requests: 0 } };
+    expect(decode([messageStart(none)]).events).toEqual([counted({ inputTokens: 3, outputTokens: 1 })]);
+  });
+
+  it('passes a count that is not a number on for the pipeline to refuse', () => {
+    const odd = { input_tokens: 3, output_tokens: 1, server_tool_use: { web_search_requests: 'many' } };
+    expect(decode([messageStart(odd)]).events).toEqual([counted({ inputTokens: 3, outputTokens: 1, hostedToolUses: { webSearch: NaN } })]);
+  });
+
+  it("bounds a carried server tool of the client's body to the uses held for (max_uses), leaving a lower one", () => {
+    const original = { model: 'm', max_tokens: 100, messages: [], tools: [search, { type: 'web_fetch_20250910', name: 'web_fetch', max_uses: 2 }] };
+    const body = anthropicHost.buildRequest(
+      request({ original: { format: 'messages', body: original }, carriedTools: { classes: ['webSearch', 'webFetch'], maxUses: 5 } }),
+      'claude-x',
+      null,
+    ).body as { tools: unknown[] };
+    expect(body.tools).toEqual([{ ...search, max_uses: 5 }, { type: 'web_fetch_20250910', name: 'web_fetch', max_uses: 2 }]);
+  });
+
+  it('runs a web search offered in another format by its own tool, within the uses held for, and makes it required when asked', () => {
+    expect(bodyOf({ carriedTools: carried }).tools).toEqual([{ type: 'web_search_20250305', name: 'web_search', max_uses: 5 }]);
+    const required = bodyOf({
+      tools: [{ name: 'f', parameters: {} }],
+      carriedTools: { ...carried, required: 'webSearch' },
+    });
+    expect(required.tools).toHaveLength(2);
+    expect(required.tool_choice).toEqual({ type: 'tool', name: 'web_search' });
+    expect(bodyOf({ carriedTools: carried, toolChoice: 'required' }).tool_choice).toEqual({ type: 'any' });
+  });
+});
