@@ -258,6 +258,21 @@ describe('what is held, shown and audited', () => {
     expect(await settlementOf(res)).not.toHaveProperty('hostedToolUses');
   });
 
+  it('the metrics count the searches billed, by class, model and host, as the request log has them', async () => {
+    await g.settled();
+    const text = await fetch(`${g.baseUrl}/metrics`).then((r) => r.text());
+    const counted = [...text.matchAll(/^gateway_hosted_tool_uses_total\{([^}]*)\} (\d+)$/gm)].map(([, labels, n]) => [labels, Number(n)]);
+    const logged = (await g.t.runtime.projections.recentRequests(g.orgId, 1000)).filter((e) => e.hostedToolUses);
+    const byModel = (slug: string) => logged.filter((e) => e.model === slug).reduce((n, e) => n + (e.hostedToolUses!.webSearch ?? 0), 0);
+    expect(counted).toEqual(
+      expect.arrayContaining([
+        ['class="webSearch",model="test/responses-search",host="fake-responses"', byModel(RESPONSES.slug)],
+        ['class="webSearch",model="test/claude-search",host="fake-anthropic"', byModel(CLAUDE.slug)],
+      ]),
+    );
+    expect(byModel(RESPONSES.slug)).toBeGreaterThan(0);
+  });
+
   it('`ledger audit` recomputes every charge, searches included, and finds the ledger clean', async () => {
     const { code, report } = await g.auditWithOperatorTool();
     expect(report.differences).toEqual([]);
