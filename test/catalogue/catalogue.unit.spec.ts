@@ -82,6 +82,15 @@ describe('catalogue: a valid file', () => {
     expect(Catalogue.parse(file(), {}).hosts[0]).toMatchObject({ apiKeyEnv: null, apiKey: null, usable: true });
   });
 
+  it("the shipped catalogue prices the hosted tools at the hosts' list prices: web search $10 per 1,000 (Anthropic, OpenAI)", () => {
+    const shipped = Catalogue.load(join(__dirname, '../../catalogue/default.json'), {});
+    const perUse = (slug: string) => shipped.find(slug)!.hosts[0].prices.hostedToolUses;
+    expect(perUse('anthropic/claude-sonnet-4')).toEqual({ webSearch: 10_000_000_000, webFetch: 0 });
+    expect(perUse('anthropic/claude-3.5-haiku')).toEqual({ webSearch: 10_000_000_000, webFetch: 0 });
+    expect(perUse('openai/gpt-5')).toEqual({ webSearch: 10_000_000_000, fileSearch: 2_500_000_000 });
+    expect(shipped.find('openai/gpt-5')!.hosts[0].host.kind).toBe('openai-responses');
+  });
+
   it('the shipped catalogue is valid, and states a cache read price for every model on a chat-completions host', () => {
     const shipped = Catalogue.load(join(__dirname, '../../catalogue/default.json'), {});
     expect(shipped.find('simulated/chat')).not.toBeNull();

@@ -239,6 +239,17 @@ describe('what is held, shown and audited', () => {
     expect(settled.amount).toBeLessThanOrEqual(settled.held);
   });
 
+  it('the model list shows the per-use prices beside the token prices', async () => {
+    const model = await fetch(`${g.baseUrl}/api/v1/models/${RESPONSES.slug}`, { headers: { authorization: `Bearer ${g.key}` } }).then(
+      (r) => r.json(),
+    );
+    expect(model.hosted_tool_pricing).toEqual({ web_search: '10.00', unit: 'USD per 1,000 uses' });
+    const plain = await fetch(`${g.baseUrl}/api/v1/models/test/gpt`, { headers: { authorization: `Bearer ${g.key}` } }).then((r) =>
+      r.json(),
+    );
+    expect(plain).not.toHaveProperty('hosted_tool_pricing');
+  });
+
   it('the request log and /generation show the searches billed', async () => {
     g.fake.on(RESPONSES.hostModel, { kind: 'reply', reply: { text: TEXT, searches: SEARCHES, usage: USAGE } });
     const res = await post('responses', { model: RESPONSES.slug, input: 'Weather?', tools: [{ type: 'web_search' }] });
