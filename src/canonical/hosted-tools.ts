@@ -123,7 +123,11 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
  * are announced as left out, so no host may run them unbilled), nor a tool_choice once no tool is
  * left. Chat completions offer web search by a field of their own (`web_search_options`).
  */
-export function withoutHostedTools(format: WireFormat, body: Record<string, unknown>, omitted: string[]): Record<string, unknown> {
+export function withoutHostedTools(
+  format: WireFormat,
+  body: Record<string, unknown>,
+  omitted: string[],
+): Record<string, unknown> {
   if (omitted.length === 0) return body;
   if (format === 'chat-completions') {
     const kept = { ...body };

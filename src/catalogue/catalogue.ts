@@ -31,7 +31,9 @@ export interface ModelHost {
    * US dollars per million tokens, for the model list: as written in the catalogue, or as derived
    * for the cache's classes; per 1,000 uses of each hosted tool priced, as written.
    */
-  listPrices: Record<Exclude<keyof TokenPrices, 'hostedToolUses'>, string> & { hostedToolUses?: Partial<Record<HostedToolClass, string>> };
+  listPrices: Record<Exclude<keyof TokenPrices, 'hostedToolUses'>, string> & {
+    hostedToolUses?: Partial<Record<HostedToolClass, string>>;
+  };
   /** The catalogue gives no cache read price and the host's kind has no known one: cached input costs the input price. */
   cachePricesAssumed: boolean;
 }
@@ -109,7 +111,8 @@ const CACHE_PRICE_FRACTIONS: Partial<Record<HostKindName, Record<CachePrice, [nu
 
 function price(pricing: Raw, field: string, where: string, per = 'million tokens'): number {
   const value = pricing[field];
-  if (typeof value !== 'string') throw new CatalogueError(where, `pricing.${field} must be a decimal string of US dollars per ${per}`);
+  if (typeof value !== 'string')
+    throw new CatalogueError(where, `pricing.${field} must be a decimal string of US dollars per ${per}`);
   try {
     return parseCredits(value);
   } catch {

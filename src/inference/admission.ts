@@ -170,7 +170,10 @@ function withHostedTools(
   if (omitted.length > 0) {
     decided.omittedTools = omitted;
     if (request.original)
-      decided.original = { format: request.original.format, body: withoutHostedTools(request.original.format, request.original.body, omitted) };
+      decided.original = {
+        format: request.original.format,
+        body: withoutHostedTools(request.original.format, request.original.body, omitted),
+      };
     // With every tool left out there is no choice to make (hosts refuse a tool_choice without tools).
     if (request.tools.length === 0 && carriedTools === null) delete decided.toolChoice;
   }

@@ -158,9 +158,7 @@ export class BilledRequests {
           ...(omitted === undefined
             ? {}
             : {
-                omittedTools: omitted
-                  .slice(0, MAX_OMITTED_TOOLS)
-                  .map((type) => maskSecrets(type.slice(0, MAX_TOOL_TYPE_LENGTH))),
+                omittedTools: omitted.slice(0, MAX_OMITTED_TOOLS).map((type) => maskSecrets(type.slice(0, MAX_TOOL_TYPE_LENGTH))),
               }),
           orgId: key.orgId,
           amount: plan.amount,

@@ -1,4 +1,4 @@
-import { HOSTED_TOOL_CLASSES, type CanonicalRequest, type HostedToolClass, type Usage } from '../canonical/canonical';
+import { HOSTED_TOOL_CLASSES, type CanonicalRequest, type Usage } from '../canonical/canonical';
 import type { HostedToolCounts, TokenUsage } from '../ledger/money';
 import { CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN, tokensForChars } from './tokens';
 
@@ -77,18 +77,23 @@ function outputProblem(n: number, limits: UsageLimits, floor: number): string | 
  * a whole number ≥ 0 is billed as none; one above what the request allowed (a class it did not
  * carry allows none) is billed at that bound. The gateway cannot count a host's searches itself.
  */
-function checkedToolUses(reported: Usage['hostedToolUses'], limits: UsageLimits): { uses?: HostedToolCounts; problems: string[] } {
+function checkedToolUses(
+  reported: Usage['hostedToolUses'],
+  limits: UsageLimits,
+): { uses?: HostedToolCounts; problems: string[] } {
   if (reported === undefined) return { problems: [] };
   const uses: HostedToolCounts = {};
   const problems: string[] = [];
   for (const toolClass of HOSTED_TOOL_CLASSES) {
     const n = reported[toolClass];
     if (n === undefined) continue;
-    const most = limits.maxHostedToolUses?.[toolClass as HostedToolClass] ?? 0;
+    const most = limits.maxHostedToolUses?.[toolClass] ?? 0;
     if (!isCount(n)) problems.push(`${toolClass} uses ${shown(n)} is not a whole number ≥ 0`);
     else if (n > most)
       problems.push(
-        most === 0 ? `${n} ${toolClass} uses of a tool the request did not carry` : `${n} ${toolClass} uses exceed the bound (${most})`,
+        most === 0
+          ? `${n} ${toolClass} uses of a tool the request did not carry`
+          : `${n} ${toolClass} uses exceed the bound (${most})`,
       );
     const billed = isCount(n) ? Math.min(n, most) : 0;
     if (billed > 0) uses[toolClass] = billed;

@@ -25,7 +25,10 @@ const RESPONSES = {
 function catalogue(fake: FakeUpstream) {
   const file = testCatalogueFile(fake);
   return {
-    hosts: [...file.hosts, { id: 'fake-responses', kind: 'openai-responses', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' }],
+    hosts: [
+      ...file.hosts,
+      { id: 'fake-responses', kind: 'openai-responses', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
+    ],
     models: [
       ...file.models,
       {
@@ -157,7 +160,12 @@ const hosts: Array<[string, { slug: string; hostModel: string }, string]> = [
 
       await g.settled();
       const [entry] = await g.t.runtime.projections.recentRequests(g.orgId, 1);
-      expect(entry).toMatchObject({ surface: 'responses', model: RESPONSES.slug, status: 'ok', hostedToolUses: { webSearch: 1 } });
+      expect(entry).toMatchObject({
+        surface: 'responses',
+        model: RESPONSES.slug,
+        status: 'ok',
+        hostedToolUses: { webSearch: 1 },
+      });
       // Nothing left out, nothing announced.
       expect(entry).not.toHaveProperty('omittedTools');
       expect(await log.request(entry.requestId)).not.toHaveProperty('omittedTools');
@@ -170,7 +178,10 @@ const hosts: Array<[string, { slug: string; hostModel: string }, string]> = [
       const p = RESPONSES.pricing;
       const exact = 200n * nano(p.input) + 20n * nano(p.output) + 1n * nano(p.webSearch) * 1000n;
       expect(settled.amount).toBe(Number((exact + 999_999n) / 1_000_000n));
-      expect(settled).toMatchObject({ hostedToolUses: { webSearch: 1 }, prices: { hostedToolUses: { webSearch: 10_000_000_000 } } });
+      expect(settled).toMatchObject({
+        hostedToolUses: { webSearch: 1 },
+        prices: { hostedToolUses: { webSearch: 10_000_000_000 } },
+      });
     }, 90_000);
   },
 );

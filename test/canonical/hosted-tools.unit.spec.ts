@@ -145,7 +145,9 @@ describe('hosted tools: which are carried, which left out, which refused', () =>
       tool_choice: 'auto',
     });
     expect(withoutHostedTools('responses', { ...body, tools: [{ type: 'web_search' }] }, ['web_search'])).toEqual({ model: 'm' });
-    expect(withoutHostedTools('chat-completions', { model: 'm', web_search_options: {} }, ['web_search'])).toEqual({ model: 'm' });
+    expect(withoutHostedTools('chat-completions', { model: 'm', web_search_options: {} }, ['web_search'])).toEqual({
+      model: 'm',
+    });
     expect(withoutHostedTools('responses', body, [])).toBe(body);
   });
 });

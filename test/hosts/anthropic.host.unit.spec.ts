@@ -722,17 +722,30 @@ describe('anthropicHost and its server tools (hosted web search and fetch)', () 
 
   it('passes a count that is not a number on for the pipeline to refuse', () => {
     const odd = { input_tokens: 3, output_tokens: 1, server_tool_use: { web_search_requests: 'many' } };
-    expect(decode([messageStart(odd)]).events).toEqual([counted({ inputTokens: 3, outputTokens: 1, hostedToolUses: { webSearch: NaN } })]);
+    expect(decode([messageStart(odd)]).events).toEqual([
+      counted({ inputTokens: 3, outputTokens: 1, hostedToolUses: { webSearch: NaN } }),
+    ]);
   });
 
   it("bounds a carried server tool of the client's body to the uses held for (max_uses), leaving a lower one", () => {
-    const original = { model: 'm', max_tokens: 100, messages: [], tools: [search, { type: 'web_fetch_20250910', name: 'web_fetch', max_uses: 2 }] };
+    const original = {
+      model: 'm',
+      max_tokens: 100,
+      messages: [],
+      tools: [search, { type: 'web_fetch_20250910', name: 'web_fetch', max_uses: 2 }],
+    };
     const body = anthropicHost.buildRequest(
-      request({ original: { format: 'messages', body: original }, carriedTools: { classes: ['webSearch', 'webFetch'], maxUses: 5 } }),
+      request({
+        original: { format: 'messages', body: original },
+        carriedTools: { classes: ['webSearch', 'webFetch'], maxUses: 5 },
+      }),
       'claude-x',
       null,
     ).body as { tools: unknown[] };
-    expect(body.tools).toEqual([{ ...search, max_uses: 5 }, { type: 'web_fetch_20250910', name: 'web_fetch', max_uses: 2 }]);
+    expect(body.tools).toEqual([
+      { ...search, max_uses: 5 },
+      { type: 'web_fetch_20250910', name: 'web_fetch', max_uses: 2 },
+    ]);
   });
 
   it('runs a web search offered in another format by its own tool, within the uses held for, and makes it required when asked', () => {

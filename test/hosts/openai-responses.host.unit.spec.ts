@@ -377,14 +377,22 @@ describe('openAiResponsesHost and its hosted tools', () => {
       }),
     ]);
     // None: no uses at all.
-    expect(host.decodeReply(JSON.stringify(completed([message]))).at(-1)).toEqual(counted({ inputTokens: 100, outputTokens: 20 }));
+    expect(host.decodeReply(JSON.stringify(completed([message]))).at(-1)).toEqual(
+      counted({ inputTokens: 100, outputTokens: 20 }),
+    );
   });
 
   it("counts a stream's web_search_call items at its end, also when its closing response lists fewer", () => {
-    const frame = (type: string, payload: Record<string, unknown>) => ({ event: type, data: JSON.stringify({ type, ...payload }) });
+    const frame = (type: string, payload: Record<string, unknown>) => ({
+      event: type,
+      data: JSON.stringify({ type, ...payload }),
+    });
     const decoder = host.decoder();
     const events = [
-      frame('response.output_item.added', { output_index: 0, item: { id: 'ws_a', type: 'web_search_call', status: 'in_progress' } }),
+      frame('response.output_item.added', {
+        output_index: 0,
+        item: { id: 'ws_a', type: 'web_search_call', status: 'in_progress' },
+      }),
       frame('response.web_search_call.searching', { output_index: 0, item_id: 'ws_a' }),
       frame('response.output_item.done', { output_index: 0, item: searchCall('a') }),
       frame('response.output_item.done', { output_index: 1, item: searchCall('b') }),
@@ -407,16 +415,19 @@ describe('openAiResponsesHost and its hosted tools', () => {
     expect(sent({ ...original, max_tool_calls: 2 })).toMatchObject({ max_tool_calls: 2 });
     expect(sent({ ...original, max_tool_calls: 50 })).toMatchObject({ max_tool_calls: 5 });
     // Nothing carried: the body as it was.
-    expect(host.buildRequest(request({ original: { format: 'responses', body: original } }), 'gpt-x', null).body).not.toHaveProperty(
-      'max_tool_calls',
-    );
+    expect(
+      host.buildRequest(request({ original: { format: 'responses', body: original } }), 'gpt-x', null).body,
+    ).not.toHaveProperty('max_tool_calls');
   });
 
   it('runs a web search offered in another format by its own tool, within the uses held for, and requires it when asked', () => {
-    const body = (over: Partial<CanonicalRequest>) => host.buildRequest(request(over), 'gpt-x', null).body as Record<string, unknown>;
+    const body = (over: Partial<CanonicalRequest>) =>
+      host.buildRequest(request(over), 'gpt-x', null).body as Record<string, unknown>;
     const carried = { classes: ['webSearch' as const], maxUses: 5 };
     expect(body({ carriedTools: carried })).toMatchObject({ tools: [{ type: 'web_search' }], max_tool_calls: 5 });
-    expect(body({ tools: [{ name: 'f', parameters: {} }], carriedTools: { ...carried, required: 'webSearch' } }).tool_choice).toEqual({
+    expect(
+      body({ tools: [{ name: 'f', parameters: {} }], carriedTools: { ...carried, required: 'webSearch' } }).tool_choice,
+    ).toEqual({
       type: 'allowed_tools',
       mode: 'required',
       tools: [{ type: 'web_search' }],

@@ -150,7 +150,10 @@ describe('admission', () => {
     const offered = (required: 'any' | { hosted: string } | null = null): CanonicalRequest => ({
       ...request(100),
       tools: [{ name: 'f', parameters: {} }],
-      original: { format: 'responses', body: { tools: [{ type: 'web_search' }, { type: 'image_generation' }, { type: 'function', name: 'f' }] } },
+      original: {
+        format: 'responses',
+        body: { tools: [{ type: 'web_search' }, { type: 'image_generation' }, { type: 'function', name: 'f' }] },
+      },
       hostedTools: { hosted: ['web_search', 'image_generation'], clientTools: true, required },
     });
 

@@ -127,7 +127,10 @@ describe('reservation decider', () => {
     }).events[0];
     expect(progress.data).toMatchObject({ hostedToolUses: { webSearch: 2 } });
     const [expired] = given(reserved, progress).when({ type: 'Expire', now: 61_000 }).events;
-    expect(expired).toMatchObject({ type: 'ReservationSettled', data: { hostedToolUses: { webSearch: 2 }, status: 'interrupted' } });
+    expect(expired).toMatchObject({
+      type: 'ReservationSettled',
+      data: { hostedToolUses: { webSearch: 2 }, status: 'interrupted' },
+    });
     // Never more than was held (1,000,000): the two searches alone cost 20,000,000.
     expect((expired as { data: { amount: number } }).data.amount).toBe(1_000_000);
   });

@@ -160,7 +160,9 @@ describe('the charge with hosted-tool uses', () => {
   });
 
   it('no use, or none of a class, costs nothing; a use of a class without a price is never billed as free', () => {
-    expect(chargeFor({ ...uncachedUsage(0, 0), hostedToolUses: { webSearch: 0 } }, { ...prices, hostedToolUses: undefined })).toBe(0);
+    expect(
+      chargeFor({ ...uncachedUsage(0, 0), hostedToolUses: { webSearch: 0 } }, { ...prices, hostedToolUses: undefined }),
+    ).toBe(0);
     expect(() => chargeFor({ ...uncachedUsage(0, 0), hostedToolUses: { fileSearch: 1 } }, prices)).toThrow(
       '1 fileSearch uses have no price',
     );

@@ -46,7 +46,8 @@ export const DEFAULT_SEARCH: FakeSearch = {
 
 /** The searches a reply runs: only when the request offers the format's web search tool. */
 const searchesOf = (req: any, reply: FakeReply): FakeSearch[] => {
-  const offered = Array.isArray(req.tools) && req.tools.some((t: any) => typeof t?.type === 'string' && t.type.startsWith('web_search'));
+  const offered =
+    Array.isArray(req.tools) && req.tools.some((t: any) => typeof t?.type === 'string' && t.type.startsWith('web_search'));
   return offered ? (reply.searches ?? [DEFAULT_SEARCH]) : [];
 };
 
@@ -379,7 +380,9 @@ function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
   }
   if (reply.text || !reply.toolCalls?.length) {
     const cited = offered.length > 0;
-    body.push(ev('content_block_start', { index, content_block: { type: 'text', text: '', ...(cited ? { citations: [] } : {}) } }));
+    body.push(
+      ev('content_block_start', { index, content_block: { type: 'text', text: '', ...(cited ? { citations: [] } : {}) } }),
+    );
     if (cited)
       for (const citation of citationsOf(offered, reply.text ?? ''))
         body.push(ev('content_block_delta', { index, delta: { type: 'citations_delta', citation } }));

@@ -19,7 +19,11 @@ const PRICES = {
   responses: { input: '1.00', cacheRead: '0.25', output: '2.00', webSearch: '10.00' },
   claude: { input: '3.00', output: '15.00', webSearch: '10.00' },
 };
-const RESPONSES = { slug: 'test/responses-search', id: 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb', hostModel: 'fake-responses-search' };
+const RESPONSES = {
+  slug: 'test/responses-search',
+  id: 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb',
+  hostModel: 'fake-responses-search',
+};
 const CLAUDE = { slug: 'test/claude-search', id: 'cccccccc-cccc-4ccc-8ccc-cccccccccccc', hostModel: 'fake-claude-search' };
 /** The most searches a request may make (HOSTED_TOOL_MAX_USES): its reservation holds for them. */
 const MAX_USES = 4;
@@ -36,7 +40,10 @@ const entry = (m: typeof RESPONSES, host: string, pricing: Record<string, string
 function catalogue(fake: FakeUpstream) {
   const file = testCatalogueFile(fake);
   return {
-    hosts: [...file.hosts, { id: 'fake-responses', kind: 'openai-responses', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' }],
+    hosts: [
+      ...file.hosts,
+      { id: 'fake-responses', kind: 'openai-responses', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
+    ],
     models: [
       ...file.models,
       entry(RESPONSES, 'fake-responses', PRICES.responses),
@@ -100,7 +107,12 @@ const sseData = (text: string): any[] =>
 describe('a Responses client on an openai-responses host: its web search passed whole, billed per use', () => {
   it.each([false, true])('streamed: %s', async (stream) => {
     g.fake.on(RESPONSES.hostModel, { kind: 'reply', reply: { text: TEXT, searches: SEARCHES, usage: USAGE } });
-    const res = await post('responses', { model: RESPONSES.slug, input: 'Weather in Paris?', tools: [{ type: 'web_search' }], stream });
+    const res = await post('responses', {
+      model: RESPONSES.slug,
+      input: 'Weather in Paris?',
+      tools: [{ type: 'web_search' }],
+      stream,
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get(OMITTED_TOOLS_HEADER)).toBeNull();
     const text = await res.text();
@@ -183,7 +195,7 @@ describe('a web search offered in one format, run by a host of the other (transl
       { name: 'get_time', input_schema: { type: 'object', properties: {} } },
       { type: 'web_search_20250305', name: 'web_search', max_uses: MAX_USES },
     ]);
-    const response = await res.json();
+    const response = (await res.json()) as any;
     expect(response.output.find((item: any) => item.type === 'message').content[0].text).toBe(TEXT);
     const settled = await settlementOf(res);
     expect(settled.amount).toBe(charge(PRICES.claude, 3));
@@ -240,12 +252,12 @@ describe('what is held, shown and audited', () => {
   });
 
   it('the model list shows the per-use prices beside the token prices', async () => {
-    const model = await fetch(`${g.baseUrl}/api/v1/models/${RESPONSES.slug}`, { headers: { authorization: `Bearer ${g.key}` } }).then(
-      (r) => r.json(),
-    );
+    const model = await fetch(`${g.baseUrl}/api/v1/models/${RESPONSES.slug}`, {
+      headers: { authorization: `Bearer ${g.key}` },
+    }).then((r) => r.json() as Promise<any>);
     expect(model.hosted_tool_pricing).toEqual({ web_search: '10.00', unit: 'USD per 1,000 uses' });
-    const plain = await fetch(`${g.baseUrl}/api/v1/models/test/gpt`, { headers: { authorization: `Bearer ${g.key}` } }).then((r) =>
-      r.json(),
+    const plain = await fetch(`${g.baseUrl}/api/v1/models/test/gpt`, { headers: { authorization: `Bearer ${g.key}` } }).then(
+      (r) => r.json() as Promise<any>,
     );
     expect(plain).not.toHaveProperty('hosted_tool_pricing');
   });
@@ -257,7 +269,7 @@ describe('what is held, shown and audited', () => {
     expect((await g.logged(requestId)).hostedToolUses).toEqual({ webSearch: 3 });
     const generation = await fetch(`${g.baseUrl}/api/v1/generation?id=${requestId}`, {
       headers: { authorization: `Bearer ${g.key}` },
-    }).then((r) => r.json());
+    }).then((r) => r.json() as Promise<any>);
     expect(generation.data).toMatchObject({ hosted_tool_uses: { web_search: 3 }, cost_nano: charge(PRICES.responses, 3) });
   });
 
@@ -272,9 +284,13 @@ describe('what is held, shown and audited', () => {
   it('the metrics count the searches billed, by class, model and host, as the request log has them', async () => {
     await g.settled();
     const text = await fetch(`${g.baseUrl}/metrics`).then((r) => r.text());
-    const counted = [...text.matchAll(/^gateway_hosted_tool_uses_total\{([^}]*)\} (\d+)$/gm)].map(([, labels, n]) => [labels, Number(n)]);
+    const counted = [...text.matchAll(/^gateway_hosted_tool_uses_total\{([^}]*)\} (\d+)$/gm)].map(([, labels, n]) => [
+      labels,
+      Number(n),
+    ]);
     const logged = (await g.t.runtime.projections.recentRequests(g.orgId, 1000)).filter((e) => e.hostedToolUses);
-    const byModel = (slug: string) => logged.filter((e) => e.model === slug).reduce((n, e) => n + (e.hostedToolUses!.webSearch ?? 0), 0);
+    const byModel = (slug: string) =>
+      logged.filter((e) => e.model === slug).reduce((n, e) => n + (e.hostedToolUses!.webSearch ?? 0), 0);
     expect(counted).toEqual(
       expect.arrayContaining([
         ['class="webSearch",model="test/responses-search",host="fake-responses"', byModel(RESPONSES.slug)],

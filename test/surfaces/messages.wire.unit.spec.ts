@@ -129,7 +129,7 @@ describe('messages wire: a stream passed whole ends once it is billed', () => {
     const ask = (extra: Record<string, unknown>) =>
       toCanonical({ model: 'vendor/model', max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }], ...extra }, []);
 
-    it('are classified for admission to decide on (the body stays whole), apart from the client\'s own tools', () => {
+    it("are classified for admission to decide on (the body stays whole), apart from the client's own tools", () => {
       const request = ask({ tools: [search, weather, fetch], tool_choice: { type: 'any' } });
       expect(request.tools.map((t) => t.name)).toEqual(['get_weather']);
       expect(request.toolChoice).toBe('required');

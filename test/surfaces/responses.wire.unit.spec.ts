@@ -181,7 +181,11 @@ describe('Responses request → canonical request', () => {
       tools: [{ type: 'web_search_preview' }],
       tool_choice: { type: 'web_search_preview' },
     });
-    expect(required.hostedTools).toEqual({ hosted: ['web_search_preview'], clientTools: false, required: { hosted: 'web_search_preview' } });
+    expect(required.hostedTools).toEqual({
+      hosted: ['web_search_preview'],
+      clientTools: false,
+      required: { hosted: 'web_search_preview' },
+    });
     expect(required.toolChoice).toBeUndefined();
     // No hosted tool offered: none to decide on.
     expect(canonical({ model: 'm', input: 'hi', tools: [{ type: 'function', name: 'f' }] }).hostedTools).toBeUndefined();

@@ -333,7 +333,8 @@ export const openAiResponsesHost: HostKind<'openai-responses'> = {
     if (carried?.classes.includes('webSearch')) tools.push(WEB_SEARCH_TOOL);
     if (tools.length > 0) body.tools = tools;
     boundToolCalls(body, request);
-    if (carried?.required === 'webSearch') body.tool_choice = { type: 'allowed_tools', mode: 'required', tools: [WEB_SEARCH_TOOL] };
+    if (carried?.required === 'webSearch')
+      body.tool_choice = { type: 'allowed_tools', mode: 'required', tools: [WEB_SEARCH_TOOL] };
     else if (request.toolChoice !== undefined) {
       body.tool_choice =
         typeof request.toolChoice === 'string' ? request.toolChoice : { type: 'function', name: request.toolChoice.name };

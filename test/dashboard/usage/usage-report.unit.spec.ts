@@ -95,7 +95,12 @@ describe('usage report', () => {
   const log = [
     entry('q4', '2025-03-20T10:00:00Z', { keyId: 'playground', surface: 'playground', cost: 100 }),
     entry('q3', '2025-03-19T10:00:00Z', { keyId: 'k2', model: 'anthropic/claude', cost: 200 }),
-    entry('q2', '2025-03-18T23:59:59Z', { keyId: 'gone', cost: 300, omittedTools: ['web_search'], hostedToolUses: { fileSearch: 2 } }),
+    entry('q2', '2025-03-18T23:59:59Z', {
+      keyId: 'gone',
+      cost: 300,
+      omittedTools: ['web_search'],
+      hostedToolUses: { fileSearch: 2 },
+    }),
     entry('q1', '2025-03-01T10:00:00Z', { cost: 400 }),
   ];
   const keys = [
