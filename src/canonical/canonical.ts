@@ -144,7 +144,8 @@ export type HostedToolUses = Partial<Record<HostedToolClass, number>>;
  * `usage`: tokens as the host has counted them so far, before or after `finish`; a later one
  * replaces an earlier (a host may count input at the start and output only at the end);
  * `upstream_id`: the host's own id for a reply passed whole, which its client sees (recorded with
- * the settlement, so the request can be found by it; not sent on).
+ * the settlement, so the request can be found by it; not sent on); `citation`: a page cited for a
+ * passage of the text (see Citation).
  * Failures are the Observable's error (a HostError).
  */
 export type CanonicalEvent =
@@ -155,7 +156,21 @@ export type CanonicalEvent =
   | { type: 'finish'; reason: FinishReason; stopSequence?: string }
   | { type: 'usage'; usage: Usage }
   | { type: 'upstream_id'; id: string }
+  | Citation
   | PassThrough;
+
+/**
+ * A web page the host cites for a passage of the reply's text (a hosted web search's result):
+ * the passage is characters [start, end) of the reply's text (its text events joined, in order).
+ * It comes once the passage has. Clients of a format with citations by URL get it.
+ */
+export interface Citation {
+  type: 'citation';
+  url: string;
+  title: string;
+  start: number;
+  end: number;
+}
 
 /**
  * What the upstream sent, for a request passed through in the client's own format: each stream

@@ -704,20 +704,63 @@ describe('anthropicHost and its server tools (hosted web search and fetch)', () 
       content: [
         { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: { query: 'paris weather' } },
         { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: [] },
-        { type: 'text', text: 'Sunny.', citations: [{ type: 'web_search_result_location', url: 'https://w.example' }] },
+        {
+          type: 'text',
+          text: 'Sunny.',
+          citations: [{ type: 'web_search_result_location', url: 'https://w.example', title: 'W' }],
+        },
       ],
       stop_reason: 'end_turn',
       usage: { input_tokens: 3, output_tokens: 1, server_tool_use: { web_search_requests: 1, web_fetch_requests: 0 } },
     };
-    // The search and its results are the host's: the client sees the text.
+    // The search and its results are the host's: the client sees the text, and the page it cites.
     expect(anthropicHost.decodeReply(JSON.stringify(reply))).toEqual([
       { type: 'text', text: 'Sunny.' },
+      { type: 'citation', url: 'https://w.example', title: 'W', start: 0, end: 6 },
       { type: 'finish', reason: 'stop' },
       counted({ inputTokens: 3, outputTokens: 1, hostedToolUses: { webSearch: 1 } }),
     ]);
     // None used: no uses at all.
     const none = { input_tokens: 3, output_tokens: 1, server_tool_use: { web_search_requests: 0, web_fetch_requests: 0 } };
     expect(decode([messageStart(none)]).events).toEqual([counted({ inputTokens: 3, outputTokens: 1 })]);
+  });
+
+  it("gives a text block's web citations as citations of its passage of the reply, once the block closes", () => {
+    const cite = (url: string) => ({
+      type: 'web_search_result_location',
+      url,
+      title: url,
+      encrypted_index: 'x',
+      cited_text: '…',
+    });
+    const { events } = decode([
+      messageStart(),
+      textStart(0),
+      textDelta(0, 'Hello. '),
+      blockStop(0),
+      sse({ type: 'content_block_start', index: 1, content_block: { type: 'text', text: '', citations: [] } }),
+      sse({ type: 'content_block_delta', index: 1, delta: { type: 'citations_delta', citation: cite('https://a.example') } }),
+      textDelta(1, 'Sunny '),
+      textDelta(1, 'today.'),
+      sse({ type: 'content_block_delta', index: 1, delta: { type: 'citations_delta', citation: cite('https://b.example') } }),
+      blockStop(1),
+      // A citation of a document has no URL: no counterpart.
+      sse({
+        type: 'content_block_start',
+        index: 2,
+        content_block: { type: 'text', text: '', citations: [{ type: 'char_location' }] },
+      }),
+      textDelta(2, ' Bye.'),
+      blockStop(2),
+    ]);
+    expect(events.filter((e) => e.type === 'citation')).toEqual([
+      { type: 'citation', url: 'https://a.example', title: 'https://a.example', start: 7, end: 19 },
+      { type: 'citation', url: 'https://b.example', title: 'https://b.example', start: 7, end: 19 },
+    ]);
+    // After the passage's text.
+    expect(events.findIndex((e) => e.type === 'citation')).toBeGreaterThan(
+      events.findIndex((e) => e.type === 'text' && e.text === 'today.'),
+    );
   });
 
   it('passes a count that is not a number on for the pipeline to refuse', () => {

@@ -340,7 +340,13 @@ describe('openAiResponsesHost and its hosted tools', () => {
     type: 'message',
     status: 'completed',
     role: 'assistant',
-    content: [{ type: 'output_text', text: 'Sunny.', annotations: [{ type: 'url_citation', url: 'https://w.example' }] }],
+    content: [
+      {
+        type: 'output_text',
+        text: 'Sunny.',
+        annotations: [{ type: 'url_citation', start_index: 0, end_index: 5, url: 'https://w.example', title: 'W' }],
+      },
+    ],
   };
   const completed = (output: unknown[]) => ({
     id: 'resp_1',
@@ -369,6 +375,7 @@ describe('openAiResponsesHost and its hosted tools', () => {
     ];
     expect(host.decodeReply(JSON.stringify(completed(output)))).toEqual([
       { type: 'text', text: 'Sunny.' },
+      { type: 'citation', url: 'https://w.example', title: 'W', start: 0, end: 5 },
       { type: 'finish', reason: 'stop' },
       counted({
         inputTokens: 100,
@@ -403,6 +410,30 @@ describe('openAiResponsesHost and its hosted tools', () => {
       { type: 'text', text: 'Sunny.' },
       { type: 'finish', reason: 'stop' },
       counted({ inputTokens: 100, outputTokens: 20, hostedToolUses: { webSearch: 2 } }),
+    ]);
+  });
+
+  it("gives url_citation annotations as citations of the reply's text, offset by the text before their part", () => {
+    const frame = (type: string, payload: Record<string, unknown>) => ({
+      event: type,
+      data: JSON.stringify({ type, ...payload }),
+    });
+    const decoder = host.decoder();
+    const annotation = { type: 'url_citation', start_index: 0, end_index: 6, url: 'https://w.example', title: 'W' };
+    const events = [
+      frame('response.output_text.delta', { output_index: 0, content_index: 0, delta: 'First. ' }),
+      frame('response.content_part.added', { output_index: 2, content_index: 0, part: { type: 'output_text', text: '' } }),
+      frame('response.output_text.delta', { output_index: 2, content_index: 0, delta: 'Sunny.' }),
+      frame('response.output_text.annotation.added', { output_index: 2, content_index: 0, annotation_index: 0, annotation }),
+      frame('response.output_text.annotation.added', {
+        output_index: 2,
+        content_index: 0,
+        annotation_index: 1,
+        annotation: { type: 'file_citation', file_id: 'f', index: 0 },
+      }),
+    ].flatMap((f) => decoder.push(f));
+    expect(events.filter((e) => e.type === 'citation')).toEqual([
+      { type: 'citation', url: 'https://w.example', title: 'W', start: 7, end: 13 },
     ]);
   });
 

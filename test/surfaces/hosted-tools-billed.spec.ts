@@ -181,28 +181,78 @@ describe('a messages client on an anthropic host: its server tool passed whole, 
 });
 
 describe('a web search offered in one format, run by a host of the other (translated)', () => {
-  it("a Responses client on an anthropic host: Anthropic's web search runs it, the answer's text comes back, the searches billed", async () => {
-    g.fake.on(CLAUDE.hostModel, { kind: 'reply', reply: { text: TEXT, searches: SEARCHES, usage: USAGE } });
-    const res = await post('responses', {
-      model: CLAUDE.slug,
-      input: 'Weather in Paris?',
-      tools: [{ type: 'web_search' }, { type: 'function', name: 'get_time', parameters: { type: 'object', properties: {} } }],
-    });
-    expect(res.status).toBe(200);
-    expect(res.headers.get(OMITTED_TOOLS_HEADER)).toBeNull();
-    const body = sent(CLAUDE.hostModel).body;
-    expect(body.tools).toEqual([
-      { name: 'get_time', input_schema: { type: 'object', properties: {} } },
-      { type: 'web_search_20250305', name: 'web_search', max_uses: MAX_USES },
-    ]);
-    const response = (await res.json()) as any;
-    expect(response.output.find((item: any) => item.type === 'message').content[0].text).toBe(TEXT);
-    const settled = await settlementOf(res);
-    expect(settled.amount).toBe(charge(PRICES.claude, 3));
-    expect(settled.hostedToolUses).toEqual({ webSearch: 3 });
-  });
+  it.each([false, true])(
+    "a Responses client on an anthropic host (streamed: %s): Anthropic's web search runs it, the text comes back with its citations as url_citation annotations, the searches billed",
+    async (stream) => {
+      g.fake.on(CLAUDE.hostModel, { kind: 'reply', reply: { text: TEXT, searches: SEARCHES, usage: USAGE } });
+      const res = await post('responses', {
+        model: CLAUDE.slug,
+        input: 'Weather in Paris?',
+        tools: [{ type: 'web_search' }, { type: 'function', name: 'get_time', parameters: { type: 'object', properties: {} } }],
+        stream,
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get(OMITTED_TOOLS_HEADER)).toBeNull();
+      const body = sent(CLAUDE.hostModel).body;
+      expect(body.tools).toEqual([
+        { name: 'get_time', input_schema: { type: 'object', properties: {} } },
+        { type: 'web_search_20250305', name: 'web_search', max_uses: MAX_USES },
+      ]);
+      const text = await res.text();
+      const response = stream ? sseData(text).find((e) => e.type === 'response.completed').response : JSON.parse(text);
+      const message = response.output.find((item: any) => item.type === 'message');
+      expect(message.content[0].text).toBe(TEXT);
+      // The fake cites every page for the whole text.
+      const cited = SEARCHES.map((s) => ({
+        type: 'url_citation',
+        start_index: 0,
+        end_index: TEXT.length,
+        url: s.url,
+        title: s.title,
+      }));
+      expect(message.content[0].annotations).toEqual(cited);
+      if (stream)
+        expect(
+          sseData(text)
+            .filter((e) => e.type === 'response.output_text.annotation.added')
+            .map((e) => e.annotation),
+        ).toEqual(cited);
+      const settled = await settlementOf(res);
+      expect(settled.amount).toBe(charge(PRICES.claude, 3));
+      expect(settled.hostedToolUses).toEqual({ webSearch: 3 });
+    },
+  );
 
-  it("a messages client on an openai-responses host: OpenAI's web_search runs it, billed per web_search_call", async () => {
+  it.each([false, true])(
+    'a chat-completions client offering web_search_options on an anthropic host (streamed: %s): searched, cited, billed',
+    async (stream) => {
+      g.fake.on(CLAUDE.hostModel, { kind: 'reply', reply: { text: TEXT, searches: SEARCHES.slice(0, 1), usage: USAGE } });
+      const res = await post('chat/completions', {
+        model: CLAUDE.slug,
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+        web_search_options: {},
+        stream,
+      });
+      expect(res.status).toBe(200);
+      expect(sent(CLAUDE.hostModel).body.tools).toEqual([
+        { type: 'web_search_20250305', name: 'web_search', max_uses: MAX_USES },
+      ]);
+      const text = await res.text();
+      const annotations = stream
+        ? sseData(text).flatMap((chunk) => chunk.choices?.[0]?.delta?.annotations ?? [])
+        : JSON.parse(text).choices[0].message.annotations;
+      expect(annotations).toEqual([
+        {
+          type: 'url_citation',
+          url_citation: { start_index: 0, end_index: TEXT.length, url: SEARCHES[0].url, title: SEARCHES[0].title },
+        },
+      ]);
+      const settled = await settlementOf(res);
+      expect(settled.amount).toBe(charge(PRICES.claude, 1));
+    },
+  );
+
+  it("a messages client on an openai-responses host: OpenAI's web_search runs it, billed per web_search_call; its text comes without citations (they would need the host's encrypted indexes)", async () => {
     g.fake.on(RESPONSES.hostModel, { kind: 'reply', reply: { text: TEXT, searches: SEARCHES.slice(0, 1), usage: USAGE } });
     const res = await post('messages', {
       model: RESPONSES.slug,
@@ -216,6 +266,12 @@ describe('a web search offered in one format, run by a host of the other (transl
     expect(sent(RESPONSES.hostModel).body).toMatchObject({ tools: [{ type: 'web_search' }], max_tool_calls: MAX_USES });
     const deltas = sseData(text).filter((e) => e.type === 'content_block_delta' && e.delta.type === 'text_delta');
     expect(deltas.map((e) => e.delta.text).join('')).toBe(TEXT);
+    // Its searches counted in the format's own field; no citations (they would need the host's encrypted indexes).
+    expect(sseData(text).find((e) => e.type === 'message_delta').usage.server_tool_use).toEqual({
+      web_search_requests: 1,
+      web_fetch_requests: 0,
+    });
+    expect(text).not.toContain('web_search_result_location');
     const settled = await settlementOf(res);
     expect(settled.amount).toBe(charge(PRICES.responses, 1));
     expect(settled.hostedToolUses).toEqual({ webSearch: 1 });

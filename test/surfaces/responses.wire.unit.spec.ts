@@ -241,6 +241,7 @@ describe('Responses request → canonical request', () => {
       {
         text: '',
         reasoning: '',
+        citations: [],
         toolCalls: [
           { id: 'c2', name: 'agents__spawn', arguments: '{}' },
           { id: 'c3', name: 'exec_command', arguments: '{}' },
@@ -534,6 +535,7 @@ describe('Responses whole reply', () => {
       {
         text: 'Hi',
         reasoning: 'Because.',
+        citations: [],
         toolCalls: [{ id: 'call_1', name: 'f', arguments: '{}' }],
         finish: 'length',
         usage: usage({

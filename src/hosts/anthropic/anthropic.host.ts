@@ -11,6 +11,7 @@ import {
   ReasoningEffort,
   upstreamIdOf,
   Usage,
+  type Citation,
 } from '../../canonical/canonical';
 import { hostedToolClassOf, type HostedToolsRun } from '../../canonical/hosted-tools';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
@@ -72,9 +73,10 @@ interface WireEvent {
   type?: string;
   index?: number;
   message?: { id?: unknown; usage?: WireUsage };
-  content_block?: { type?: string; id?: unknown; name?: unknown };
+  content_block?: { type?: string; id?: unknown; name?: unknown; citations?: unknown };
   delta?: {
     type?: string;
+    citation?: unknown;
     text?: unknown;
     thinking?: unknown;
     signature?: unknown;
@@ -395,6 +397,17 @@ function ending(stopReason: unknown, stopSequence: unknown, usage: Usage | null)
   return events;
 }
 
+/**
+ * A text block's citations of web pages (a web search's results: `web_search_result_location`) as
+ * citations of the reply's characters [start, end); citations of documents (no URL) have no counterpart.
+ */
+function citationsOf(citations: unknown, start: number, end: number): Citation[] {
+  if (!Array.isArray(citations)) return [];
+  return citations
+    .filter((c): c is Record<string, unknown> => isObject(c) && typeof c.url === 'string')
+    .map((c) => ({ type: 'citation', url: c.url as string, title: typeof c.title === 'string' ? c.title : '', start, end }));
+}
+
 /** A whole Messages reply: its thinking, text and tool_use blocks in order, then its ending (and the reply itself, passed through). */
 function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
   const parsed = parseObject(body, 'reply');
@@ -406,10 +419,14 @@ function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
   const id = passThrough && upstreamIdOf(reply.id);
   if (id) events.push(id);
   let toolCalls = 0;
+  // Where the reply's text has got to, for the passages its citations cover.
+  let textLength = 0;
   for (const block of reply.content as Array<Record<string, unknown>>) {
     if (block?.type === 'text') {
       const piece = text(block.text, 'text');
       if (piece !== '') events.push({ type: 'text', text: piece });
+      events.push(...citationsOf(block.citations, textLength, textLength + piece.length));
+      textLength += piece.length;
     } else if (block?.type === 'thinking') {
       const signature = typeof block.signature === 'string' ? { signature: block.signature } : {};
       events.push({ type: 'reasoning', text: text(block.thinking, 'thinking'), ...signature });
@@ -437,6 +454,9 @@ class AnthropicDecoder implements StreamDecoder {
   private readonly toolCalls = new Map<number | undefined, number>();
   /** message_start's usage, which message_delta's completes. */
   private startUsage: WireUsage | null = null;
+  /** Characters of text so far, and the open text blocks' starts and citations (given when the block closes). */
+  private textLength = 0;
+  private readonly textBlocks = new Map<number | undefined, { start: number; citations: unknown[] }>();
 
   constructor(private readonly passThrough: boolean) {}
 
@@ -464,6 +484,11 @@ class AnthropicDecoder implements StreamDecoder {
         // Thinking comes in its deltas; other blocks (redacted thinking, server tools and their
         // results) have no canonical counterpart, and reach clients of this format passed through.
         const block = data.content_block;
+        if (block?.type === 'text') {
+          const citations = Array.isArray(block.citations) ? [...(block.citations as unknown[])] : [];
+          this.textBlocks.set(data.index, { start: this.textLength, citations });
+          return [];
+        }
         if (block?.type !== 'tool_use') return [];
         const index = this.toolCalls.size;
         this.toolCalls.set(data.index, index);
@@ -473,7 +498,15 @@ class AnthropicDecoder implements StreamDecoder {
       }
       case 'content_block_delta': {
         const delta = data.delta;
-        if (delta?.type === 'text_delta') return [{ type: 'text', text: text(delta.text, 'text') }];
+        if (delta?.type === 'text_delta') {
+          const piece = text(delta.text, 'text');
+          this.textLength += piece.length;
+          return [{ type: 'text', text: piece }];
+        }
+        if (delta?.type === 'citations_delta') {
+          this.textBlocks.get(data.index)?.citations.push(delta.citation);
+          return [];
+        }
         if (delta?.type === 'thinking_delta') return [{ type: 'reasoning', text: text(delta.thinking, 'thinking') }];
         if (delta?.type === 'signature_delta')
           return [{ type: 'reasoning', text: '', signature: text(delta.signature, 'signature') }];
@@ -483,6 +516,13 @@ class AnthropicDecoder implements StreamDecoder {
         const argumentsDelta = text(delta.partial_json, 'partial_json');
         return argumentsDelta === '' ? [] : [{ type: 'tool_call', index, argumentsDelta }];
       }
+      case 'content_block_stop': {
+        // A text block's citations cover its whole text, known once it closes.
+        const block = this.textBlocks.get(data.index);
+        if (!block) return [];
+        this.textBlocks.delete(data.index);
+        return citationsOf(block.citations, block.start, this.textLength);
+      }
       case 'message_delta':
         return this.finish(data);
       case 'message_stop':
@@ -491,7 +531,7 @@ class AnthropicDecoder implements StreamDecoder {
       case 'error':
         throw new HostError('upstream_error', errorReason(data.error), null, !this.produced);
       default:
-        // ping, content_block_stop, and event types added after this was written.
+        // ping, and event types added after this was written.
         return [];
     }
   }

@@ -1,6 +1,7 @@
 import type {
   CanonicalEvent,
   CanonicalMessage,
+  Citation,
   CanonicalRequest,
   FinishReason,
   HostedToolClass,
@@ -150,8 +151,33 @@ function reasoningOf(item: Record<string, unknown>): string {
 
 /** A message item's text: its output text and refusals, run together. */
 function messageTextOf(item: Record<string, unknown>): string {
-  const parts = Array.isArray(item.content) ? item.content.filter(isObject) : [];
-  return parts.map((part) => (part.type === 'refusal' ? str(part.refusal) : str(part.text))).join('');
+  return partsOf(item)
+    .map((part) => (part.type === 'refusal' ? str(part.refusal) : str(part.text)))
+    .join('');
+}
+
+const partsOf = (item: Record<string, unknown>) => (Array.isArray(item.content) ? item.content.filter(isObject) : []);
+
+/** A `url_citation` annotation of a text part starting at `offset` of the reply's text, as a citation; null for other annotations. */
+function citationOf(annotation: unknown, offset: number): Citation | null {
+  if (!isObject(annotation) || annotation.type !== 'url_citation' || typeof annotation.url !== 'string') return null;
+  const start = Number.isSafeInteger(annotation.start_index) ? (annotation.start_index as number) : 0;
+  const end = Number.isSafeInteger(annotation.end_index) ? (annotation.end_index as number) : start;
+  return { type: 'citation', url: annotation.url, title: str(annotation.title), start: offset + start, end: offset + end };
+}
+
+/** A message item's citations, its parts starting at `offset` of the reply's text. */
+function messageCitationsOf(item: Record<string, unknown>, offset: number): Citation[] {
+  const citations: Citation[] = [];
+  for (const part of partsOf(item)) {
+    const annotations = Array.isArray(part.annotations) ? (part.annotations as unknown[]) : [];
+    for (const annotation of annotations) {
+      const citation = citationOf(annotation, offset);
+      if (citation) citations.push(citation);
+    }
+    offset += (part.type === 'refusal' ? str(part.refusal) : str(part.text)).length;
+  }
+  return citations;
 }
 
 /** A whole response: its reasoning, text and calls in order, how it ended, its usage (and itself, passed through, with its id). */
@@ -171,6 +197,8 @@ function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
   const id = passThrough && upstreamIdOf(parsed.id);
   if (id) events.push(id);
   let calls = 0;
+  // Where the reply's text has got to, for the passages its citations cover.
+  let textLength = 0;
   for (const item of parsed.output.filter(isObject)) {
     if (item.type === 'reasoning') {
       const text = reasoningOf(item);
@@ -178,6 +206,8 @@ function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
     } else if (item.type === 'message') {
       const text = messageTextOf(item);
       if (text !== '') events.push({ type: 'text', text });
+      events.push(...messageCitationsOf(item, textLength));
+      textLength += text.length;
     } else if (item.type === 'function_call') {
       events.push({
         type: 'tool_call',
@@ -208,6 +238,9 @@ class ResponsesDecoder implements StreamDecoder {
   private readonly calls = new Map<number, number>();
   /** The output items announced done, for the uses of hosted tools among them. */
   private readonly items: unknown[] = [];
+  /** Characters of text so far, and where each text part (by output and content index) began in it. */
+  private textLength = 0;
+  private readonly partStarts = new Map<string, number>();
 
   constructor(private readonly passThrough: boolean) {}
 
@@ -236,8 +269,19 @@ class ResponsesDecoder implements StreamDecoder {
         // A summary's later parts are its next paragraphs.
         return typeof event.summary_index === 'number' && event.summary_index > 0 ? [{ type: 'reasoning', text: '\n\n' }] : [];
       case 'response.output_text.delta':
-      case 'response.refusal.delta':
-        return str(event.delta) === '' ? [] : [{ type: 'text', text: str(event.delta) }];
+      case 'response.refusal.delta': {
+        const delta = str(event.delta);
+        if (delta === '') return [];
+        const part = `${String(event.output_index)}:${String(event.content_index)}`;
+        if (!this.partStarts.has(part)) this.partStarts.set(part, this.textLength);
+        this.textLength += delta.length;
+        return [{ type: 'text', text: delta }];
+      }
+      case 'response.output_text.annotation.added': {
+        const part = `${String(event.output_index)}:${String(event.content_index)}`;
+        const citation = citationOf(event.annotation, this.partStarts.get(part) ?? this.textLength);
+        return citation ? [citation] : [];
+      }
       case 'response.output_item.added': {
         const item = isObject(event.item) ? event.item : {};
         if (item.type !== 'function_call') return [];

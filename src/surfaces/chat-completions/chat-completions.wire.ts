@@ -1,7 +1,14 @@
 import { replyIdOf } from '../reply-id';
 import { API_ERRORS, ApiError, chatCompletionsError } from '../../http/api-error';
 import { creditsNumber } from '../../ledger/money';
-import type { CanonicalMessage, CanonicalRequest, FinishReason, ReasoningEffort, ToolsAsked } from '../../canonical/canonical';
+import type {
+  CanonicalMessage,
+  CanonicalRequest,
+  Citation,
+  FinishReason,
+  ReasoningEffort,
+  ToolsAsked,
+} from '../../canonical/canonical';
 import type { Billed, InferenceResult, PipelineEvent } from '../../inference/inference.command';
 import type { Reply } from '../../inference/reduce';
 import { allInputTokens, reasoningTokens, replyTokens } from '../reply-usage';
@@ -120,6 +127,12 @@ const FINISH: Record<FinishReason, string> = {
 
 const completionId = (result: InferenceResult) => replyIdOf('chatcmpl-', result.requestId);
 
+/** A page the host cited for a passage of the text, as the format's `url_citation` annotation. */
+const annotationOf = ({ start, end, url, title }: Citation) => ({
+  type: 'url_citation',
+  url_citation: { start_index: start, end_index: end, url, title },
+});
+
 /** Every input token in `prompt_tokens`, the cache's share of them in its details. */
 function usageOf(reply: Pick<Reply, 'billed' | 'usage'>) {
   const tokens = replyTokens(reply);
@@ -158,6 +171,7 @@ export function completionBody(result: InferenceResult, reply: Reply) {
           content: reply.text === '' && reply.toolCalls.length > 0 ? null : reply.text,
           ...(reply.reasoning === '' ? {} : { reasoning_content: reply.reasoning }),
           refusal: null,
+          ...(reply.citations.length > 0 ? { annotations: reply.citations.map(annotationOf) } : {}),
           ...(reply.toolCalls.length > 0
             ? {
                 tool_calls: reply.toolCalls.map((c) => ({
@@ -267,6 +281,8 @@ export function chunkSerializer(result: InferenceResult, includeUsage: boolean):
               },
             ],
           });
+        case 'citation':
+          return chunk({ annotations: [annotationOf(event)] });
         case 'finish':
           return chunk({}, FINISH[event.reason]);
         default:

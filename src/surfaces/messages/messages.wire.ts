@@ -193,10 +193,13 @@ function inputOf(args: string): Record<string, unknown> {
 /**
  * `input_tokens` is the uncached input; the cache's reads and writes are counted apart, as the
  * format does. The format's usage names every field, null where a translated reply has nothing
- * to say (no server tools ran here; the tier, region and speed are the host's to tell).
+ * to say (the tier, region and speed are the host's to tell); the web searches and fetches a host
+ * of another format ran (a web search translated) are its `server_tool_use`.
  */
 function usageOf(reply: Pick<Reply, 'billed' | 'usage'>) {
   const tokens = replyTokens(reply);
+  const uses = tokens.hostedToolUses;
+  const searched = (uses?.webSearch ?? 0) > 0 || (uses?.webFetch ?? 0) > 0;
   return {
     input_tokens: tokens.inputTokens,
     cache_creation_input_tokens: tokens.cacheWriteTokens + tokens.cacheWrite1hTokens,
@@ -204,7 +207,7 @@ function usageOf(reply: Pick<Reply, 'billed' | 'usage'>) {
     cache_creation: { ephemeral_5m_input_tokens: tokens.cacheWriteTokens, ephemeral_1h_input_tokens: tokens.cacheWrite1hTokens },
     output_tokens: tokens.outputTokens,
     output_tokens_details: { thinking_tokens: reasoningTokens(reply) },
-    server_tool_use: null,
+    server_tool_use: searched ? { web_search_requests: uses?.webSearch ?? 0, web_fetch_requests: uses?.webFetch ?? 0 } : null,
     service_tier: null,
     inference_geo: null,
     speed: null,

@@ -9,6 +9,7 @@ import type {
   CanonicalTool,
   CanonicalToolCall,
   CanonicalToolChoice,
+  Citation,
   FinishReason,
   ToolsAsked,
 } from '../../canonical/canonical';
@@ -317,7 +318,17 @@ function usageOf(reply: Pick<Reply, 'billed' | 'usage'>) {
 
 type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
 
-const outputText = (text: string) => ({ type: 'output_text', text, annotations: [], logprobs: [] });
+const outputText = (text: string, annotations: UrlCitation[] = []) => ({ type: 'output_text', text, annotations, logprobs: [] });
+
+/** A page the host cited, as the format's annotation of a message's text (`offset`: where that text began in the reply's). */
+type UrlCitation = ReturnType<typeof urlCitation>;
+const urlCitation = (citation: Citation, offset: number) => ({
+  type: 'url_citation' as const,
+  start_index: citation.start - offset,
+  end_index: citation.end - offset,
+  url: citation.url,
+  title: citation.title,
+});
 
 const reasoningItem = (id: string, text: string) => ({
   id,
@@ -326,12 +337,12 @@ const reasoningItem = (id: string, text: string) => ({
   content: [{ type: 'reasoning_text', text }],
 });
 
-const messageItem = (id: string, text: string, status: ItemStatus) => ({
+const messageItem = (id: string, text: string, status: ItemStatus, annotations: UrlCitation[] = []) => ({
   id,
   type: 'message',
   status,
   role: 'assistant',
-  content: [outputText(text)],
+  content: [outputText(text, annotations)],
 });
 
 /** A function call; one of a namespace's functions says which namespace, under its own name. */
@@ -398,8 +409,10 @@ export function responseBody(result: InferenceResult, reply: Reply, { echo, name
   const incomplete = INCOMPLETE[reply.finish] !== undefined;
   const output: unknown[] = [];
   if (reply.reasoning !== '') output.push(reasoningItem(itemId(result, 'rs', output.length), reply.reasoning));
-  if (reply.text !== '' || reply.toolCalls.length === 0)
-    output.push(messageItem(itemId(result, 'msg', output.length), reply.text, incomplete ? 'incomplete' : 'completed'));
+  if (reply.text !== '' || reply.toolCalls.length === 0) {
+    const annotations = reply.citations.map((citation) => urlCitation(citation, 0));
+    output.push(messageItem(itemId(result, 'msg', output.length), reply.text, incomplete ? 'incomplete' : 'completed', annotations));
+  }
   for (const call of reply.toolCalls)
     output.push(functionCallItem(itemId(result, 'fc', output.length), call, 'completed', names));
   return responseObject(result, echo, {
@@ -419,6 +432,9 @@ interface StreamedItem {
   id: string;
   kind: 'reasoning' | 'message' | 'function_call';
   text: string;
+  /** A message's place in the reply's text (where its text began), and the pages cited for it. */
+  textStart: number;
+  annotations: UrlCitation[];
   call: CanonicalToolCall;
   /** Set once its done events have gone out. */
   status: ItemStatus;
@@ -439,6 +455,8 @@ export function eventSerializer(result: InferenceResult, { echo, names }: ReplyC
   /** The open reasoning or message item (function calls stay open until the reply ends: a host may interleave them). */
   let current: StreamedItem | null = null;
   const calls = new Map<number, StreamedItem>();
+  /** Characters of the reply's text so far (what citations count in). */
+  let textLength = 0;
   let finish: FinishReason | undefined;
   let usage: Reply['usage'] = null;
   let billed: Reply['billed'] = null;
@@ -453,7 +471,7 @@ export function eventSerializer(result: InferenceResult, { echo, names }: ReplyC
     item.kind === 'reasoning'
       ? reasoningItem(item.id, item.text)
       : item.kind === 'message'
-        ? messageItem(item.id, item.text, status)
+        ? messageItem(item.id, item.text, status, item.annotations)
         : functionCallItem(item.id, item.call, status, names);
   const snapshot = (status: Ending['status'], extra: Partial<Ending> = {}) =>
     responseObject(result, echo, {
@@ -477,6 +495,8 @@ export function eventSerializer(result: InferenceResult, { echo, names }: ReplyC
       id: itemId(result, prefix, index),
       kind,
       text: '',
+      textStart: textLength,
+      annotations: [],
       call: call ?? { id: '', name: '', arguments: '' },
       status: 'in_progress',
     };
@@ -506,7 +526,7 @@ export function eventSerializer(result: InferenceResult, { echo, names }: ReplyC
     } else if (item.kind === 'message') {
       text +=
         emit('response.output_text.done', { ...at, content_index: 0, text: item.text, logprobs: [] }) +
-        emit('response.content_part.done', { ...at, content_index: 0, part: outputText(item.text) });
+        emit('response.content_part.done', { ...at, content_index: 0, part: outputText(item.text, item.annotations) });
     } else {
       const name = names.get(item.call.name)?.name ?? item.call.name;
       text += emit('response.function_call_arguments.done', { ...at, name, arguments: item.call.arguments });
@@ -568,8 +588,22 @@ export function eventSerializer(result: InferenceResult, { echo, names }: ReplyC
           const head = preamble();
           const [item, opening] = currentOf('message');
           item.text += event.text;
+          textLength += event.text.length;
           const at = { item_id: item.id, output_index: item.index, content_index: 0 };
           return head + opening + emit('response.output_text.delta', { ...at, delta: event.text, logprobs: [] });
+        }
+        case 'citation': {
+          // Annotates the open message its passage is in; a message already closed has said its annotations.
+          const item = current?.kind === 'message' && current.textStart <= event.start ? current : null;
+          if (!item) return '';
+          const annotation = urlCitation(event, item.textStart);
+          item.annotations.push(annotation);
+          const at = { item_id: item.id, output_index: item.index, content_index: 0 };
+          return emit('response.output_text.annotation.added', {
+            ...at,
+            annotation_index: item.annotations.length - 1,
+            annotation,
+          });
         }
         case 'tool_call': {
           const head = preamble();
