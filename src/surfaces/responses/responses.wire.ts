@@ -411,7 +411,9 @@ export function responseBody(result: InferenceResult, reply: Reply, { echo, name
   if (reply.reasoning !== '') output.push(reasoningItem(itemId(result, 'rs', output.length), reply.reasoning));
   if (reply.text !== '' || reply.toolCalls.length === 0) {
     const annotations = reply.citations.map((citation) => urlCitation(citation, 0));
-    output.push(messageItem(itemId(result, 'msg', output.length), reply.text, incomplete ? 'incomplete' : 'completed', annotations));
+    output.push(
+      messageItem(itemId(result, 'msg', output.length), reply.text, incomplete ? 'incomplete' : 'completed', annotations),
+    );
   }
   for (const call of reply.toolCalls)
     output.push(functionCallItem(itemId(result, 'fc', output.length), call, 'completed', names));
