@@ -37,7 +37,7 @@ export function planTokenCount(
   const calls: CountingCall[] = [];
   for (const served of servable.hosts) {
     const kind: HostKind = HOST_KINDS[served.host.kind];
-    const upstream = kind.countTokensRequest?.(body, served.model, served.host.apiKey, request.betas ?? []);
+    const upstream = kind.countTokensRequest?.(body, served.model, served.host.apiKey, request.betas ?? [], served.host.settings);
     if (upstream) calls.push({ served, kind, upstream });
   }
   return calls.length > 0 ? { kind: 'hosts', calls } : { kind: 'estimate', inputTokens: estimateInputTokens(request) };
