@@ -203,7 +203,8 @@ export const RESPONSES: Surface = {
     if (!stream) {
       for (const item of JSON.parse(body).output) {
         if (item.type === 'message') out.text += item.content.map((c: any) => c.text).join('');
-        if (item.type === 'reasoning') out.reasoning += [...item.summary, ...(item.content ?? [])].map((c: any) => c.text).join('');
+        if (item.type === 'reasoning')
+          out.reasoning += [...item.summary, ...(item.content ?? [])].map((c: any) => c.text).join('');
         if (item.type === 'function_call') out.calls.push({ id: item.call_id, name: item.name, arguments: item.arguments });
       }
       return out;

@@ -75,7 +75,10 @@ export const CONTRACT_KINDS: ContractKind[] = [
     sent: {
       cap: (body) => body.max_completion_tokens ?? body.max_tokens,
       tools: (body) => (body.tools ?? []).map((t: Body) => t.function.name),
-      images: (body) => partsOf(body.messages).filter((p) => p.type === 'image_url').map((p) => p.image_url.url),
+      images: (body) =>
+        partsOf(body.messages)
+          .filter((p) => p.type === 'image_url')
+          .map((p) => p.image_url.url),
       reasoning: (body) => typeof body.reasoning_effort === 'string',
     },
   },
@@ -83,7 +86,8 @@ export const CONTRACT_KINDS: ContractKind[] = [
     kind: 'anthropic',
     host: (fake, id) => ({ id, kind: 'anthropic', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_ANTHROPIC_KEY' }),
     path: () => '/v1/messages',
-    authorized: (r) => r.headers['x-api-key'] === TEST_HOST_KEYS.FAKE_ANTHROPIC_KEY && r.headers['anthropic-version'] === '2023-06-01',
+    authorized: (r) =>
+      r.headers['x-api-key'] === TEST_HOST_KEYS.FAKE_ANTHROPIC_KEY && r.headers['anthropic-version'] === '2023-06-01',
     // Claude Haiku 4.5's list prices, the 1-hour writes at four decimals so that the rounding up shows.
     prices: { input: '1.00', cacheRead: '0.10', cacheWrite: '1.25', cacheWrite1h: '2.0001', output: '5.00' },
     usage: { input: 1_237, cacheRead: 20_011, cacheWrite: 3_003, cacheWrite1h: 1_009, output: 523 },
@@ -114,7 +118,10 @@ export const CONTRACT_KINDS: ContractKind[] = [
     sent: {
       cap: (body) => body.max_output_tokens,
       tools: (body) => (body.tools ?? []).map((t: Body) => t.name),
-      images: (body) => partsOf(body.input).filter((p) => p.type === 'input_image').map((p) => p.image_url),
+      images: (body) =>
+        partsOf(body.input)
+          .filter((p) => p.type === 'input_image')
+          .map((p) => p.image_url),
       reasoning: (body) => typeof body.reasoning?.effort === 'string',
     },
   },
