@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ReservationReleased, ReservationSettled } from '../../../src/ledger/ledger.events';
-import type { FakeUpstream, FakeUsage } from '../../support/fake-upstream';
+import type { FakeUpstream, FakeUsage, ReceivedRequest } from '../../support/fake-upstream';
 import { auditThenClose, startGateway, TestGateway } from '../../support/gateway';
 import { createKey } from '../../support/keys';
 import { eventually } from '../../support/processes';
@@ -141,18 +141,18 @@ describe.each(CONTRACT_KINDS)('the $kind host kind', (k) => {
   }
 
   /** The ledger's resolution of a request: its settlement, or its release. */
-  async function resolutionOf(requestId: string) {
-    let found: ReservationSettled | ReservationReleased | undefined;
+  async function resolutionOf(requestId: string): Promise<ReservationSettled | ReservationReleased> {
+    let found: { type: string; data: unknown } | undefined;
     await eventually(async () => {
       const log = await g.t.runtime.events.readAll(0, 1_000_000);
       found = log.find(
-        (e): e is ReservationSettled | ReservationReleased =>
+        (e) =>
           (e.type === 'ReservationSettled' || e.type === 'ReservationReleased') &&
           (e.data as { requestId: string }).requestId === requestId,
       );
       return found !== undefined;
     }, 5_000);
-    return found!;
+    return found as ReservationSettled | ReservationReleased;
   }
 
   async function settlementOf(requestId: string): Promise<ReservationSettled['data']> {
@@ -162,7 +162,8 @@ describe.each(CONTRACT_KINDS)('the $kind host kind', (k) => {
   }
 
   /** The last request the fake received for a host model. */
-  const sent = (hostModel: string) => g.fake.requests.filter((r) => r.body?.model === hostModel).at(-1)!;
+  const modelOf = k.modelOf ?? ((r: ReceivedRequest) => r.body?.model);
+  const sent = (hostModel: string) => g.fake.requests.filter((r) => modelOf(r) === hostModel).at(-1)!;
 
   it('lists prices that make the rounding up show: Σ tokens × price is not a whole million', () => {
     expect(chargeTimesMillion(tokensOf(k.usage), k.prices) % 1_000_000n).not.toBe(0n);
@@ -216,12 +217,21 @@ describe.each(CONTRACT_KINDS)('the $kind host kind', (k) => {
         const { res, requestId } = await call(surface, m.slug, stream);
         expect(res.status).toBe(200);
         const tokens = tokensOf(k.usage);
+        const amount = chargeOf(tokens, k.prices);
         expect(await settlementOf(requestId)).toMatchObject({
           status: 'ok',
           host: m.host,
           hostModel: m.hostModel,
           ...tokens,
-          amount: chargeOf(tokens, k.prices),
+          amount,
+        });
+        // The request log shows the same, the cache's writes of both lifetimes together.
+        expect(await g.logged(requestId)).toMatchObject({
+          inputTokens: tokens.inputTokens,
+          cacheReadTokens: tokens.cacheReadTokens,
+          cacheWriteTokens: tokens.cacheWriteTokens + tokens.cacheWrite1hTokens,
+          outputTokens: tokens.outputTokens,
+          cost: amount,
         });
       });
 

@@ -34,6 +34,12 @@ export interface ContractKind {
   kind: HostKindName;
   /** A catalogue host of this kind named `id`, on the fake. */
   host(fake: FakeUpstream, id: string): Record<string, unknown>;
+  /**
+   * The host model a call names, as the fake received it: the body's `model` when this is absent.
+   * A kind whose route names the model (`…/models/{model}:generateContent`) reads it from the path,
+   * and the fake keys its behaviours (`on(model, …)`) the same way.
+   */
+  modelOf?: (request: ReceivedRequest) => string | undefined;
   /** The fake's path for a call on `hostModel`. */
   path(hostModel: string, stream: boolean): string;
   /** The call carries the host's credentials, as the kind sends them. */
