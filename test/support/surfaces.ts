@@ -30,6 +30,12 @@ export interface Asked {
   maxTokens?: number;
 }
 
+/** The output tokens a reply reports to its client, and how many of them were reasoning. */
+export interface ShownUsage {
+  output: number;
+  reasoning: number;
+}
+
 /** An error answer in a surface's own format: its type and message. */
 export interface SurfaceError {
   type: string;
@@ -46,6 +52,8 @@ export interface Surface {
   headers(key: string): Record<string, string>;
   body(slug: string, stream: boolean, asked?: Asked): Record<string, unknown>;
   read(body: string, stream: boolean): Got;
+  /** The usage the reply shows (streamed: its last report); null where the surface shows none. */
+  usage(body: string, stream: boolean): ShownUsage | null;
   error(body: string): SurfaceError;
 }
 
@@ -81,6 +89,7 @@ export const CHAT_COMPLETIONS: Surface = {
     model: slug,
     stream,
     reasoning_effort: 'low',
+    ...(stream ? { stream_options: { include_usage: true } } : {}),
     messages: [
       { role: 'system', content: 'Be brief.' },
       { role: 'user', content: 'Hello' },
@@ -106,6 +115,14 @@ export const CHAT_COMPLETIONS: Surface = {
       }
     }
     return out;
+  },
+  usage(body, stream) {
+    const usage = stream
+      ? sseEvents(body)
+          .filter((e) => e.data !== '[DONE]' && e.data.usage)
+          .at(-1)?.data.usage
+      : JSON.parse(body).usage;
+    return usage ? { output: usage.completion_tokens, reasoning: usage.completion_tokens_details?.reasoning_tokens ?? 0 } : null;
   },
   error: openAiError,
 };
@@ -165,6 +182,14 @@ export const MESSAGES: Surface = {
       }
     }
     return out;
+  },
+  usage(body, stream) {
+    const usage = stream
+      ? sseEvents(body)
+          .filter((e) => e.data.type === 'message_delta')
+          .at(-1)?.data.usage
+      : JSON.parse(body).usage;
+    return usage ? { output: usage.output_tokens, reasoning: usage.output_tokens_details?.thinking_tokens ?? 0 } : null;
   },
   error(body) {
     const { type, error } = JSON.parse(body);
@@ -229,6 +254,12 @@ export const RESPONSES: Surface = {
     }
     return out;
   },
+  usage(body, stream) {
+    const usage = stream
+      ? sseEvents(body).find((e) => e.data.type === 'response.completed')?.data.response.usage
+      : JSON.parse(body).usage;
+    return usage ? { output: usage.output_tokens, reasoning: usage.output_tokens_details?.reasoning_tokens ?? 0 } : null;
+  },
   error: openAiError,
 };
 
@@ -249,6 +280,8 @@ export const NATIVE: Surface = {
     else for (const e of sseEvents(body).filter((e) => e.event === 'delta')) out.text += e.data.text;
     return out;
   },
+  // The native route reports tokens without their reasoning share.
+  usage: () => null,
   error(body) {
     const { error } = JSON.parse(body);
     return { type: error.code, message: error.message };

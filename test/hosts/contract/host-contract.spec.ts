@@ -214,8 +214,10 @@ describe.each(CONTRACT_KINDS)('the $kind host kind', (k) => {
 
       it('bills every token class the kind reports at its price: ceil(Σ tokens × price / 1e6)', async () => {
         g.fake.on(m.hostModel, { kind: 'reply', reply: { text: TEXT, usage: k.usage } });
-        const { res, requestId } = await call(surface, m.slug, stream);
+        const { res, text, requestId } = await call(surface, m.slug, stream);
         expect(res.status).toBe(200);
+        // The client is shown the output, reasoning included, and how much of it was reasoning.
+        expect(surface.usage(text, stream)).toEqual({ output: k.usage.output, reasoning: k.usage.reasoning ?? 0 });
         const tokens = tokensOf(k.usage);
         const amount = chargeOf(tokens, k.prices);
         expect(await settlementOf(requestId)).toMatchObject({
