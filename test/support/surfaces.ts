@@ -55,6 +55,8 @@ export interface Surface {
   /** The usage the reply shows (streamed: its last report); null where the surface shows none. */
   usage(body: string, stream: boolean): ShownUsage | null;
   error(body: string): SurfaceError;
+  /** The error a stream ended with, in the surface's own format; null when it ended well. */
+  streamError(body: string): SurfaceError | null;
 }
 
 /** The `data:` payloads of a server-sent event stream, with their event names. */
@@ -125,6 +127,10 @@ export const CHAT_COMPLETIONS: Surface = {
     return usage ? { output: usage.completion_tokens, reasoning: usage.completion_tokens_details?.reasoning_tokens ?? 0 } : null;
   },
   error: openAiError,
+  streamError(body) {
+    const error = sseEvents(body).find((e) => e.data !== '[DONE]' && e.data.error)?.data.error;
+    return error ? { type: error.type, message: error.message } : null;
+  },
 };
 
 export const MESSAGES: Surface = {
@@ -196,6 +202,10 @@ export const MESSAGES: Surface = {
     expect(type).toBe('error');
     return { type: error.type, message: error.message };
   },
+  streamError(body) {
+    const error = sseEvents(body).find((e) => e.data.type === 'error')?.data.error;
+    return error ? { type: error.type, message: error.message } : null;
+  },
 };
 
 export const RESPONSES: Surface = {
@@ -261,6 +271,10 @@ export const RESPONSES: Surface = {
     return usage ? { output: usage.output_tokens, reasoning: usage.output_tokens_details?.reasoning_tokens ?? 0 } : null;
   },
   error: openAiError,
+  streamError(body) {
+    const error = sseEvents(body).find((e) => e.data.type === 'error')?.data;
+    return error ? { type: error.code, message: error.message } : null;
+  },
 };
 
 export const NATIVE: Surface = {
@@ -285,6 +299,10 @@ export const NATIVE: Surface = {
   error(body) {
     const { error } = JSON.parse(body);
     return { type: error.code, message: error.message };
+  },
+  streamError(body) {
+    const error = sseEvents(body).find((e) => e.event === 'error')?.data.error;
+    return error ? { type: error.code, message: error.message } : null;
   },
 };
 

@@ -306,6 +306,21 @@ describe.each(CONTRACT_KINDS)('the $kind host kind', (k) => {
       expect(settled.amount).toBe(chargeOf(tokens, k.prices));
     });
 
+    it('ends a stream whose host fails after output with an error in the caller’s format, billing what was delivered', async () => {
+      g.fake.on(m.hostModel, { kind: 'stream_error', afterPieces: 2 });
+      const { res, text, requestId } = await call(surface, m.slug, true);
+      expect(res.status).toBe(200);
+      // The fake's default reply, cut after its first two words by the host's error event.
+      expect(surface.read(text, true).text).toBe('Hello from');
+      const error = surface.streamError(text);
+      expect(error).not.toBeNull();
+      expect(error!.type).toBe(ERROR_TYPES[surface.name].failed);
+      expect(error!.message).toContain(`provider ${m.host}`);
+      const settled = await settlementOf(requestId);
+      expect(settled.status).toBe('provider_error');
+      expect(settled.outputTokens).toBe(Math.ceil('Hello from'.length / 4));
+    });
+
     it('lowers a cap above the model’s limit to it, in the kind’s own field', async () => {
       g.fake.on(m.hostModel, { kind: 'reply', reply: { text: TEXT } });
       const { res } = await call(surface, m.slug, false, { maxTokens: 32_000 });
