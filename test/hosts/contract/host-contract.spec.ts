@@ -25,9 +25,9 @@ const CALL = { id: 'call_weather_1', name: WEATHER.name, arguments: '{"city":"Pa
 /** A 1×1 transparent PNG, inline. */
 const IMAGE =
   'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=';
-/** The error statuses a host answers with; those after the first make the gateway try the next host. */
+/** The error statuses a host answers with; all but a 400 (the request's own fault) make the gateway try the next host. */
 const STATUSES = [400, 401, 403, 404, 429, 500, 503];
-const FALLBACK_STATUSES = [429, 500, 503, 401];
+const FALLBACK_STATUSES = STATUSES.filter((status) => status !== 400);
 
 /** The contract's model on a kind: its one host, and a second model whose first host fails before the kind's host serves it. */
 const modelsOf = (k: ContractKind) => ({
@@ -283,6 +283,16 @@ describe.each(CONTRACT_KINDS)('the $kind host kind', (k) => {
           amount: chargeOf(tokens, k.prices),
         });
       }
+    });
+
+    it('does not fall back on a 400: the request itself was refused, and the next host would refuse it too', async () => {
+      g.fake.on(m.firstHostModel, { kind: 'status', status: 400 });
+      const served = g.fake.requests.filter((r) => modelOf(r) === m.secondHostModel).length;
+      const { res, text, requestId } = await call(surface, m.fallbackSlug, false);
+      expect(res.status).toBe(400);
+      expect(surface.error(text).message).toContain(`provider ${m.firstHost} rejected the request`);
+      expect(g.fake.requests.filter((r) => modelOf(r) === m.secondHostModel)).toHaveLength(served);
+      expect((await resolutionOf(requestId)).type).toBe('ReservationReleased');
     });
 
     it('bills a cut stream for what was delivered', async () => {
