@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { ReservationReleased, ReservationSettled } from '../../../src/ledger/ledger.events';
+import { ReservationReleased, ReservationSettled, settledUsage } from '../../../src/ledger/ledger.events';
+import type { TokenUsage } from '../../../src/ledger/money';
 import type { FakeUpstream, FakeUsage, ReceivedRequest } from '../../support/fake-upstream';
 import { auditThenClose, startGateway, TestGateway } from '../../support/gateway';
 import { createKey } from '../../support/keys';
@@ -71,16 +72,7 @@ function nanoPerMillion(price: string): bigint {
   return BigInt(whole) * 1_000_000_000n + BigInt(fraction.padEnd(9, '0'));
 }
 
-/** Tokens by the settlement's classes. */
-interface Tokens {
-  inputTokens: number;
-  cacheReadTokens: number;
-  cacheWriteTokens: number;
-  cacheWrite1hTokens: number;
-  outputTokens: number;
-}
-
-const tokensOf = (u: FakeUsage): Tokens => ({
+const tokensOf = (u: FakeUsage): TokenUsage => ({
   inputTokens: u.input,
   cacheReadTokens: u.cacheRead ?? 0,
   cacheWriteTokens: u.cacheWrite ?? 0,
@@ -88,7 +80,7 @@ const tokensOf = (u: FakeUsage): Tokens => ({
   outputTokens: u.output,
 });
 
-const PRICE_OF: Record<keyof Tokens, keyof ListPrices> = {
+const PRICE_OF: Record<keyof TokenUsage, keyof ListPrices> = {
   inputTokens: 'input',
   cacheReadTokens: 'cacheRead',
   cacheWriteTokens: 'cacheWrite',
@@ -97,9 +89,9 @@ const PRICE_OF: Record<keyof Tokens, keyof ListPrices> = {
 };
 
 /** Σ tokens × price (nano-credits per million), before dividing by a million; every class with tokens must have a listed price. */
-function chargeTimesMillion(tokens: Tokens, prices: ListPrices): bigint {
+function chargeTimesMillion(tokens: TokenUsage, prices: ListPrices): bigint {
   let sum = 0n;
-  for (const [cls, n] of Object.entries(tokens) as Array<[keyof Tokens, number]>) {
+  for (const [cls, n] of Object.entries(tokens) as Array<[keyof TokenUsage, number]>) {
     if (n === 0) continue;
     const price = prices[PRICE_OF[cls]];
     if (price === undefined) throw new Error(`the contract entry reports ${cls} but lists no ${PRICE_OF[cls]} price`);
@@ -109,7 +101,7 @@ function chargeTimesMillion(tokens: Tokens, prices: ListPrices): bigint {
 }
 
 /** ceil(Σ tokens × price / 1e6) nano-credits. */
-const chargeOf = (tokens: Tokens, prices: ListPrices): number => {
+const chargeOf = (tokens: TokenUsage, prices: ListPrices): number => {
   const sum = chargeTimesMillion(tokens, prices);
   return Number((sum + 999_999n) / 1_000_000n);
 };
@@ -244,7 +236,7 @@ describe.each(CONTRACT_KINDS)('the $kind host kind', (k) => {
         expect(surface.read(text, stream).text).toBe(TEXT);
         const settled = await settlementOf(requestId);
         expect(settled.usageFlag).toMatch(/exceed the cap/);
-        const tokens = { ...tokensOf({ input: 12, output: Math.ceil(TEXT.length / 4) }) };
+        const tokens = tokensOf({ input: 12, output: Math.ceil(TEXT.length / 4) });
         expect(settled).toMatchObject({ ...tokens, amount: chargeOf(tokens, k.prices) });
       });
     });
@@ -306,14 +298,7 @@ describe.each(CONTRACT_KINDS)('the $kind host kind', (k) => {
       // input the host's when it counted it up front, else the gateway's estimate; each at its price.
       expect(settled.outputTokens).toBe(Math.ceil('one two three'.length / 4));
       expect(settled.inputTokens).toBeGreaterThan(0);
-      const tokens: Tokens = {
-        inputTokens: settled.inputTokens,
-        cacheReadTokens: settled.cacheReadTokens ?? 0,
-        cacheWriteTokens: settled.cacheWriteTokens ?? 0,
-        cacheWrite1hTokens: settled.cacheWrite1hTokens ?? 0,
-        outputTokens: settled.outputTokens,
-      };
-      expect(settled.amount).toBe(chargeOf(tokens, k.prices));
+      expect(settled.amount).toBe(chargeOf(settledUsage(settled), k.prices));
     });
 
     it('ends a stream whose host fails after output with an error in the caller’s format, billing what was delivered', async () => {
