@@ -153,9 +153,10 @@ describe.each(CONTRACT_KINDS)('the $kind host kind', (k) => {
     return (resolution as ReservationSettled).data;
   }
 
-  /** The last request the fake received for a host model. */
+  /** The requests the fake received for a host model, and the last of them. */
   const modelOf = k.modelOf ?? ((r: ReceivedRequest) => r.body?.model);
-  const sent = (hostModel: string) => g.fake.requests.filter((r) => modelOf(r) === hostModel).at(-1)!;
+  const received = (hostModel: string) => g.fake.requests.filter((r) => modelOf(r) === hostModel);
+  const sent = (hostModel: string) => received(hostModel).at(-1)!;
 
   it('lists prices that make the rounding up show: Σ tokens × price is not a whole million', () => {
     expect(chargeTimesMillion(tokensOf(k.usage), k.prices) % 1_000_000n).not.toBe(0n);
@@ -262,9 +263,12 @@ describe.each(CONTRACT_KINDS)('the $kind host kind', (k) => {
       for (const stream of [false, true]) {
         g.fake.on(m.firstHostModel, { kind: 'status', status });
         g.fake.on(m.secondHostModel, { kind: 'reply', reply: { text: TEXT, usage: k.usage } });
+        const tried = received(m.firstHostModel).length;
         const { res, text, requestId } = await call(surface, m.fallbackSlug, stream);
         expect(res.status).toBe(200);
         expect(surface.read(text, stream).text).toBe(TEXT);
+        // The first host was called, once, on the kind's route.
+        expect(received(m.firstHostModel)).toHaveLength(tried + 1);
         expect(sent(m.firstHostModel).path).toBe(k.path(m.firstHostModel, stream));
         const tokens = tokensOf(k.usage);
         // Billed by the host that served, at its prices.
@@ -279,11 +283,11 @@ describe.each(CONTRACT_KINDS)('the $kind host kind', (k) => {
 
     it('does not fall back on a 400: the request itself was refused, and the next host would refuse it too', async () => {
       g.fake.on(m.firstHostModel, { kind: 'status', status: 400 });
-      const served = g.fake.requests.filter((r) => modelOf(r) === m.secondHostModel).length;
+      const served = received(m.secondHostModel).length;
       const { res, text, requestId } = await call(surface, m.fallbackSlug, false);
       expect(res.status).toBe(400);
       expect(surface.error(text).message).toContain(`provider ${m.firstHost} rejected the request`);
-      expect(g.fake.requests.filter((r) => modelOf(r) === m.secondHostModel)).toHaveLength(served);
+      expect(received(m.secondHostModel)).toHaveLength(served);
       expect((await resolutionOf(requestId)).type).toBe('ReservationReleased');
     });
 
