@@ -512,7 +512,7 @@ describe('embeddings on an azure deployment', () => {
       body: JSON.stringify(ask),
     });
     expect(res.status).toBe(200);
-    const reply = await res.json();
+    const reply = (await res.json()) as { data: Array<{ embedding: number[] }> };
     expect(reply.data[1].embedding).toEqual(fakeEmbedding('jumps', 4));
     const upstream = sent(EMBED.deployment);
     expect(upstream.path).toBe(`/openai/deployments/${EMBED.deployment}/embeddings`);
