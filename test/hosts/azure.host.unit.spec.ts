@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { CanonicalEvent, CanonicalRequest, HostError, Usage } from '../../src/canonical/canonical';
 import { Catalogue } from '../../src/catalogue/catalogue';
 import { azureHost } from '../../src/hosts/azure/azure.host';
@@ -324,5 +325,37 @@ describe('an azure host in the catalogue', () => {
     expect(() => parse({ endpoint: 'https://r.openai.azure.com', auth: 'password' })).toThrow(
       /"auth" must be "api-key" or "entra"/,
     );
+  });
+});
+
+describe('the shipped catalogue’s azure hosts', () => {
+  const shipped = (env: Record<string, string>) => Catalogue.load(join(__dirname, '../../catalogue/default.json'), env);
+
+  it('serve GPT-4.1, GPT-4o mini and its embeddings on deployments, o4-mini on the v1 Responses API, at Azure’s list prices', () => {
+    const catalogue = shipped({ AZURE_OPENAI_API_KEY: 'k', AZURE_OPENAI_ENDPOINT: 'https://contoso.openai.azure.com' });
+    const on = (slug: string) => catalogue.find(slug)!.hosts.find((h) => h.host.kind === 'azure')!;
+    expect(on('openai/gpt-4.1')).toMatchObject({
+      model: 'gpt-4.1',
+      host: { baseUrl: 'https://contoso.openai.azure.com', settings: { route: 'deployments', auth: 'api-key' } },
+      listPrices: { input: '2.00', cacheRead: '0.50', output: '8.00' },
+    });
+    expect(on('openai/gpt-4o-mini').listPrices).toMatchObject({ input: '0.15', cacheRead: '0.075', output: '0.60' });
+    expect(on('openai/o4-mini')).toMatchObject({
+      model: 'o4-mini',
+      host: { settings: { route: 'v1', api: 'responses' } },
+      listPrices: { input: '1.10', cacheRead: '0.275', output: '4.40' },
+    });
+    expect(on('openai/text-embedding-3-small').listPrices).toMatchObject({ input: '0.02' });
+    // With only Azure's key, Azure serves them all.
+    const servable = catalogue.servable().map((m) => m.slug);
+    expect(servable).toEqual(expect.arrayContaining(['openai/gpt-4.1', 'openai/gpt-4o-mini', 'openai/o4-mini']));
+  });
+
+  it('cannot serve without Azure’s key', () => {
+    expect(
+      shipped({})
+        .servable()
+        .map((m) => m.slug),
+    ).not.toContain('openai/o4-mini');
   });
 });
