@@ -82,13 +82,11 @@ function filteredCategories(body: string): string[] {
     : isObject(inner.content_filter_results)
       ? inner.content_filter_results
       : {};
-  return Object.entries(results)
-    .filter(([, result]) => isObject(result) && result.filtered === true)
-    .map(([category, result]) =>
-      typeof (result as Record<string, unknown>).severity === 'string'
-        ? `${category} (${String((result as Record<string, unknown>).severity)})`
-        : category,
-    );
+  return Object.entries(results).flatMap(([category, result]) =>
+    isObject(result) && result.filtered === true
+      ? [typeof result.severity === 'string' ? `${category} (${result.severity})` : category]
+      : [],
+  );
 }
 
 /** Azure's error body as OpenAI's is read, naming what its content filter refused a prompt for. */
