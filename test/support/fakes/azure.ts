@@ -64,51 +64,49 @@ const ACCESS_DENIED =
 /** How many seconds a 429 asks to wait. */
 export const AZURE_RETRY_AFTER_SECONDS = 2;
 
-/** Azure's error bodies: its own codes for what its front door refuses, the model service's OpenAI-style bodies otherwise. */
+/**
+ * Azure's error bodies: its own codes and sentences for what its front door refuses, the model
+ * service's OpenAI-style bodies otherwise; each sentence ends with the fake's mark, as every fake
+ * format's error does, so a test can see the host's words reach the caller.
+ */
 export function azureError(status: number, message?: string) {
-  if (status === 401) return { error: { code: '401', message: message ?? ACCESS_DENIED } };
+  const said = (azure: string) => message ?? `${azure} Fake upstream error (HTTP ${status}).`;
+  if (status === 401) return { error: { code: '401', message: said(ACCESS_DENIED) } };
   if (status === 404)
     return {
       error: {
         code: 'DeploymentNotFound',
-        message:
-          message ??
+        message: said(
           'The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again.',
+        ),
       },
     };
   if (status === 429)
     return {
       error: {
         code: '429',
-        message:
-          message ??
+        message: said(
           `Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-10-21 have exceeded token rate limit of your current AIServices S0 pricing tier. Please retry after ${AZURE_RETRY_AFTER_SECONDS} seconds.`,
+        ),
       },
     };
   if (status === 503)
     return {
       error: {
         code: 'ServiceUnavailable',
-        message: message ?? 'The service is temporarily unable to process your request. Please try again later.',
+        message: said('The service is temporarily unable to process your request. Please try again later.'),
       },
     };
   if (status >= 500)
     return {
       error: {
-        message: message ?? 'The server had an error while processing your request. Sorry about that!',
+        message: said('The server had an error while processing your request. Sorry about that!'),
         type: 'server_error',
         param: null,
         code: null,
       },
     };
-  return {
-    error: {
-      message: message ?? `Fake upstream error (HTTP ${status}).`,
-      type: 'invalid_request_error',
-      param: null,
-      code: null,
-    },
-  };
+  return { error: { message: said('The request is invalid.'), type: 'invalid_request_error', param: null, code: null } };
 }
 
 /** A 429's headers: when to try again, and the limits spent. */
