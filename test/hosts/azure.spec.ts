@@ -312,6 +312,14 @@ function chargeOf(prices: { input: string; cacheRead: string; output: string }, 
   return Number((sum + 999_999n) / 1_000_000n);
 }
 
+/** The reasoning tokens a reply's usage shows: the chat-completions and Responses surfaces' fields (a stream's usage comes only when asked for); undefined elsewhere. */
+function reasoningShown(surface: Surface, text: string, stream: boolean): number | undefined {
+  if (surface.name === 'chat-completions' && !stream) return JSON.parse(text).usage.completion_tokens_details.reasoning_tokens;
+  if (surface.name !== 'responses') return undefined;
+  const response = stream ? sseEvents(text).at(-1)!.data.response : JSON.parse(text);
+  return response.usage.output_tokens_details.reasoning_tokens;
+}
+
 const TEXT = 'Sunny in Paris today.';
 const THINKING = 'The user wants the weather.';
 const CALL = { id: 'call_weather_1', name: 'get_weather', arguments: '{"city":"Paris"}' };
@@ -370,8 +378,11 @@ describe.each(SURFACES)('the $name surface on azure hosts', (surface) => {
       ['the Responses API', RESPONSES],
     ])('bills every token class exactly, on %s', async (_api, m) => {
       g.fake.on(m.deployment, { kind: 'reply', reply: { text: TEXT, usage: USAGE } });
-      const { res } = await call(surface, m.slug, stream);
+      const { res, text } = await call(surface, m.slug, stream);
       expect(res.status).toBe(200);
+      // The reasoning tokens Azure reported, shown where the surface's usage has a field for them.
+      const shown = reasoningShown(surface, text, stream);
+      if (shown !== undefined) expect(shown).toBe(USAGE.reasoning);
       const settled = await settlementOf(res);
       expect(settled).toMatchObject({
         hostModel: m.deployment,
