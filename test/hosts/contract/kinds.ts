@@ -131,4 +131,24 @@ export const CONTRACT_KINDS: ContractKind[] = [
       reasoning: (body) => typeof body.reasoning?.effort === 'string',
     },
   },
+  {
+    kind: 'azure',
+    // A deployment on the deployments route, its key in `api-key` (never a bearer).
+    host: (fake, id) => ({ id, kind: 'azure', endpoint: fake.url, apiKeyEnv: 'FAKE_OPENAI_KEY' }),
+    path: (hostModel) => `/openai/deployments/${hostModel}/chat/completions`,
+    authorized: (r) => r.headers['api-key'] === TEST_HOST_KEYS.FAKE_OPENAI_KEY && r.headers.authorization === undefined,
+    prices: { input: '2.00', cacheRead: '0.50001', output: '8.00' },
+    usage: { input: 1_237, cacheRead: 20_011, output: 523, reasoning: 211 },
+    wireUsage: (input, output) => `{"prompt_tokens":${input},"completion_tokens":${output},"total_tokens":18}`,
+    supports: { images: true, reasoning: true, tools: true },
+    sent: {
+      cap: (body) => body.max_completion_tokens ?? body.max_tokens,
+      tools: (body) => (body.tools ?? []).map((t: Body) => t.function.name),
+      images: (body) =>
+        partsOf(body.messages)
+          .filter((p) => p.type === 'image_url')
+          .map((p) => p.image_url.url),
+      reasoning: (body) => typeof body.reasoning_effort === 'string',
+    },
+  },
 ];
