@@ -255,22 +255,43 @@ describe('@google/genai: the rest of the surface', () => {
     expect(((await forced.json()) as { error: { message: string } }).error.message).toContain('googleSearch');
   });
 
-  it('carries an inline image, a thinking budget, and shows thoughts when asked', async () => {
-    g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { thinking: 'Looking at the pixel.', text: 'A red dot.' } });
-    const response = await ai.models.generateContent({
-      model: M.claude.slug,
+  it('carries an inline image and a thinking budget (as an effort, to a chat-completions host)', async () => {
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'A red dot.' } });
+    await ai.models.generateContent({
+      model: M.gpt.slug,
       contents: [{ role: 'user', parts: [{ inlineData: { mimeType: 'image/png', data: 'iVBORw0KGgo=' } }, { text: 'What is it?' }] }],
-      config: { thinkingConfig: { thinkingBudget: 512, includeThoughts: true } },
+      config: { thinkingConfig: { thinkingBudget: 512 } },
     });
     const body = last().body as Record<string, any>;
-    expect(body.thinking).toEqual({ type: 'enabled', budget_tokens: 512 });
-    expect(JSON.stringify(body.messages)).toContain('iVBORw0KGgo=');
-    const parts = response.candidates![0].content!.parts!;
-    expect(parts[0]).toMatchObject({ text: 'Looking at the pixel.', thought: true, thoughtSignature: expect.any(String) });
-    expect(response.text).toBe('A red dot.');
-    // Without includeThoughts, the API shows none.
-    const plain = await ai.models.generateContent({ model: M.claude.slug, contents: 'again' });
-    expect(plain.candidates![0].content!.parts).toEqual([{ text: 'A red dot.' }]);
+    expect(body.reasoning_effort).toBe('low');
+    expect(body.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+          { type: 'text', text: 'What is it?' },
+        ],
+      },
+    ]);
+  });
+
+  it.each([false, true])('shows thoughts, signed, only when asked (streamed: %s)', async (streamed) => {
+    g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { thinking: 'Looking at the pixel.', text: 'A red dot.' } });
+    const partsOf = async (includeThoughts: boolean) => {
+      const ask = { model: M.claude.slug, contents: 'What is it?', config: { thinkingConfig: { includeThoughts } } };
+      if (!streamed) return (await ai.models.generateContent(ask)).candidates![0].content!.parts!;
+      const chunks = [];
+      for await (const c of await ai.models.generateContentStream(ask)) chunks.push(c);
+      return chunks.flatMap((c) => c.candidates?.[0].content?.parts ?? []);
+    };
+    const shown = await partsOf(true);
+    const thoughts = shown.filter((p) => p.thought);
+    expect(thoughts.map((p) => p.text).join('')).toBe('Looking at the pixel.');
+    expect(thoughts.some((p) => typeof p.thoughtSignature === 'string' && p.thoughtSignature !== '')).toBe(true);
+    expect(shown.filter((p) => !p.thought).map((p) => p.text).join('')).toBe('A red dot.');
+    const hidden = await partsOf(false);
+    expect(hidden.some((p) => p.thought)).toBe(false);
+    expect(hidden.map((p) => p.text).join('')).toBe('A red dot.');
   });
 });
 
