@@ -72,7 +72,10 @@ describe.each(hosts)('Gemini CLI (-p, GOOGLE_GEMINI_BASE_URL={base}/api) on %s',
                 {
                   id: 'call_shell_1',
                   name: 'run_shell_command',
-                  arguments: JSON.stringify({ command: "echo marker-from-shell | tr 'a-z' 'A-Z'", description: 'print a marker' }),
+                  arguments: JSON.stringify({
+                    command: "echo marker-from-shell | tr 'a-z' 'A-Z'",
+                    description: 'print a marker',
+                  }),
                 },
               ],
             },

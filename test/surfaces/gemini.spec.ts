@@ -60,7 +60,9 @@ describe.each(models)('@google/genai on %s', (_where, model, upstreamPath) => {
       config: { systemInstruction: 'Answer in French.', maxOutputTokens: 100, temperature: 0.5, stopSequences: ['END'] },
     });
     expect(response.text).toBe('Bonjour !');
-    expect(response.candidates).toEqual([{ content: { role: 'model', parts: [{ text: 'Bonjour !' }] }, finishReason: 'STOP', index: 0 }]);
+    expect(response.candidates).toEqual([
+      { content: { role: 'model', parts: [{ text: 'Bonjour !' }] }, finishReason: 'STOP', index: 0 },
+    ]);
     expect(response.usageMetadata).toMatchObject({ promptTokenCount: 20, candidatesTokenCount: 3, totalTokenCount: 23 });
     expect(response.modelVersion).toBe(model.slug);
     expect(response.responseId).toMatch(/^req_/);
@@ -82,7 +84,9 @@ describe.each(models)('@google/genai on %s', (_where, model, upstreamPath) => {
     expect(end.candidates?.[0].finishReason).toBe('STOP');
     expect(end.usageMetadata).toMatchObject({ promptTokenCount: 9, candidatesTokenCount: 3, totalTokenCount: 12 });
     // Only the last chunk says how it ended.
-    expect(chunks.slice(0, -1).every((c) => c.usageMetadata === undefined && c.candidates?.[0].finishReason === undefined)).toBe(true);
+    expect(chunks.slice(0, -1).every((c) => c.usageMetadata === undefined && c.candidates?.[0].finishReason === undefined)).toBe(
+      true,
+    );
   });
 
   it.each([false, true])('round-trips a function call (streamed: %s), the call forced with mode ANY', async (streamed) => {
@@ -102,7 +106,11 @@ describe.each(models)('@google/genai on %s', (_where, model, upstreamPath) => {
       for await (const c of await ai.models.generateContentStream({ model: model.slug, contents: contents as never, config }))
         chunks.push(c);
       const parts = chunks.flatMap((c) => c.candidates?.[0].content?.parts ?? []);
-      return { parts, functionCalls: chunks.flatMap((c) => c.functionCalls ?? []), text: chunks.map((c) => c.text ?? '').join('') };
+      return {
+        parts,
+        functionCalls: chunks.flatMap((c) => c.functionCalls ?? []),
+        text: chunks.map((c) => c.text ?? '').join(''),
+      };
     };
     const first = await generate([ask]);
     expect(first.functionCalls).toEqual([{ id: 'call_7', name: 'get_weather', args: { city: 'Paris' } }]);
@@ -115,7 +123,10 @@ describe.each(models)('@google/genai on %s', (_where, model, upstreamPath) => {
     const second = await generate([
       ask,
       { role: 'model', parts: [{ functionCall: { id: 'call_7', name: 'get_weather', args: { city: 'Paris' } } }] },
-      { role: 'user', parts: [{ functionResponse: { id: 'call_7', name: 'get_weather', response: { output: '{"celsius":21}' } } }] },
+      {
+        role: 'user',
+        parts: [{ functionResponse: { id: 'call_7', name: 'get_weather', response: { output: '{"celsius":21}' } } }],
+      },
     ]);
     expect(second.text).toBe('It is 21 °C in Paris.');
     const sent = JSON.stringify(last().body);
@@ -208,7 +219,11 @@ describe('@google/genai: the rest of the surface', () => {
       'responseMimeType',
     ],
     ['code execution output', { contents: [{ parts: [{ executableCode: { code: '1' } }] }] }, 'executableCode'],
-    ['a non-image inline file', { contents: [{ parts: [{ inlineData: { mimeType: 'audio/wav', data: 'AA==' } }] }] }, 'inlineData'],
+    [
+      'a non-image inline file',
+      { contents: [{ parts: [{ inlineData: { mimeType: 'audio/wav', data: 'AA==' } }] }] },
+      'inlineData',
+    ],
     ['a body that is not JSON', 'not json{', 'JSON'],
   ])('refuses %s 400 INVALID_ARGUMENT, naming it', async (_what, body, named) => {
     const before = g.fake.requests.length;
@@ -259,7 +274,9 @@ describe('@google/genai: the rest of the surface', () => {
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'A red dot.' } });
     await ai.models.generateContent({
       model: M.gpt.slug,
-      contents: [{ role: 'user', parts: [{ inlineData: { mimeType: 'image/png', data: 'iVBORw0KGgo=' } }, { text: 'What is it?' }] }],
+      contents: [
+        { role: 'user', parts: [{ inlineData: { mimeType: 'image/png', data: 'iVBORw0KGgo=' } }, { text: 'What is it?' }] },
+      ],
       config: { thinkingConfig: { thinkingBudget: 512 } },
     });
     const body = last().body as Record<string, any>;
@@ -288,7 +305,12 @@ describe('@google/genai: the rest of the surface', () => {
     const thoughts = shown.filter((p) => p.thought);
     expect(thoughts.map((p) => p.text).join('')).toBe('Looking at the pixel.');
     expect(thoughts.some((p) => typeof p.thoughtSignature === 'string' && p.thoughtSignature !== '')).toBe(true);
-    expect(shown.filter((p) => !p.thought).map((p) => p.text).join('')).toBe('A red dot.');
+    expect(
+      shown
+        .filter((p) => !p.thought)
+        .map((p) => p.text)
+        .join(''),
+    ).toBe('A red dot.');
     const hidden = await partsOf(false);
     expect(hidden.some((p) => p.thought)).toBe(false);
     expect(hidden.map((p) => p.text).join('')).toBe('A red dot.');

@@ -27,8 +27,22 @@ import { InferenceCommand } from '../../inference/inference.command';
 import { factsOf } from '../../observability/request-facts';
 import { CONFIG } from '../../runtime/runtime.module';
 import { respond } from '../respond';
-import { countTokensRequestSchema, CountTokensRequest, GenerateContentRequest, generateContentRequestSchema } from './gemini.schema';
-import { catalogueRefOf, chunkSerializer, geminiError, methodCallOf, modelOf, responseBody, showsThoughts, toCanonical } from './gemini.wire';
+import {
+  countTokensRequestSchema,
+  CountTokensRequest,
+  GenerateContentRequest,
+  generateContentRequestSchema,
+} from './gemini.schema';
+import {
+  catalogueRefOf,
+  chunkSerializer,
+  geminiError,
+  methodCallOf,
+  modelOf,
+  responseBody,
+  showsThoughts,
+  toCanonical,
+} from './gemini.wire';
 
 /** The key from `x-goog-api-key`, the `key` query parameter or `Authorization: Bearer` (a 401 without one). */
 const geminiKey = (request: FastifyRequest): string => requireKey(request, 'x-goog-api-key, key or bearer');
@@ -127,7 +141,12 @@ export class GeminiController {
   @Get()
   @UseGuards(GeminiKeyGuard)
   list() {
-    return { models: this.catalogue.servable().filter((m) => m.kind === 'chat').map(modelOf) };
+    return {
+      models: this.catalogue
+        .servable()
+        .filter((m) => m.kind === 'chat')
+        .map(modelOf),
+    };
   }
 
   @Get('*')
@@ -135,7 +154,10 @@ export class GeminiController {
   retrieve(@Param('*') path: string) {
     const model = this.catalogue.find(catalogueRefOf(path, this.catalogue.models));
     if (!model || model.kind !== 'chat' || !model.hosts.some((h) => h.host.usable))
-      throw new ApiError('not_found', `model "${path.slice(0, 256)}" is not in the catalogue (GET /api/v1beta/models lists them)`);
+      throw new ApiError(
+        'not_found',
+        `model "${path.slice(0, 256)}" is not in the catalogue (GET /api/v1beta/models lists them)`,
+      );
     return modelOf(model);
   }
 }

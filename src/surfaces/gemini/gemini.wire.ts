@@ -181,7 +181,9 @@ function toolsOf(body: GenerateContentRequest): Pick<CanonicalRequest, 'tools' |
     refuse('toolConfig.functionCallingConfig.allowedFunctionNames is taken only with mode ANY');
   for (const name of allowed)
     if (!declarations.some((d) => d.name === name))
-      refuse(`toolConfig.functionCallingConfig.allowedFunctionNames names "${name.slice(0, 64)}", which no functionDeclaration declares`);
+      refuse(
+        `toolConfig.functionCallingConfig.allowedFunctionNames names "${name.slice(0, 64)}", which no functionDeclaration declares`,
+      );
   const decision = decideHostedTools(
     {
       hosted: hosted.map((name) => name),
@@ -210,14 +212,20 @@ function toolsOf(body: GenerateContentRequest): Pick<CanonicalRequest, 'tools' |
   return { tools, toolChoice, omittedTools: 'omitted' in decision ? decision.omitted : [] };
 }
 
-const LEVELS: Record<string, Exclude<ReasoningEffort, 'none'>> = { MINIMAL: 'minimal', LOW: 'low', MEDIUM: 'medium', HIGH: 'high' };
+const LEVELS: Record<string, Exclude<ReasoningEffort, 'none'>> = {
+  MINIMAL: 'minimal',
+  LOW: 'low',
+  MEDIUM: 'medium',
+  HIGH: 'high',
+};
 
 /** `thinkingBudget` 0 is none, -1 the host's own default (the API's "dynamic"), else a budget; `thinkingLevel` an effort. */
 function reasoningOf(thinking: GenerationConfig['thinkingConfig']): CanonicalRequest['reasoning'] {
   if (thinking?.thinkingLevel !== undefined) {
     const effort = LEVELS[thinking.thinkingLevel.toUpperCase()];
     if (!effort) refuse(`generationConfig.thinkingConfig.thinkingLevel must be MINIMAL, LOW, MEDIUM or HIGH`);
-    if (thinking.thinkingBudget !== undefined) refuse('generationConfig.thinkingConfig: give thinkingBudget or thinkingLevel, not both');
+    if (thinking.thinkingBudget !== undefined)
+      refuse('generationConfig.thinkingConfig: give thinkingBudget or thinkingLevel, not both');
     return { effort };
   }
   const budget = thinking?.thinkingBudget;
@@ -229,14 +237,18 @@ function reasoningOf(thinking: GenerationConfig['thinkingConfig']): CanonicalReq
  * The generation settings, each carried or refused by name. Left out (the README says so):
  * `seed`, the penalties, `enableEnhancedCivicAnswers` and `mediaResolution`, which no host is sent.
  */
-function settingsOf(config: GenerationConfig = {}): Pick<CanonicalRequest, 'maxTokens' | 'temperature' | 'topP' | 'topK' | 'stop' | 'reasoning'> {
-  if ((config.candidateCount ?? 1) > 1) refuse('generationConfig.candidateCount above 1 is not carried: one candidate is answered');
+function settingsOf(
+  config: GenerationConfig = {},
+): Pick<CanonicalRequest, 'maxTokens' | 'temperature' | 'topP' | 'topK' | 'stop' | 'reasoning'> {
+  if ((config.candidateCount ?? 1) > 1)
+    refuse('generationConfig.candidateCount above 1 is not carried: one candidate is answered');
   const mime = config.responseMimeType;
   if (mime !== undefined && mime !== 'text/plain')
     refuse(`generationConfig.responseMimeType "${mime.slice(0, 64)}" is not carried: only text/plain (no structured output)`);
   for (const field of ['responseSchema', 'responseJsonSchema', 'speechConfig', 'imageConfig'] as const)
     if (config[field] != null) refuse(`generationConfig.${field} is not carried`);
-  if (config.responseLogprobs === true || config.logprobs != null) refuse('generationConfig.responseLogprobs and logprobs are not carried');
+  if (config.responseLogprobs === true || config.logprobs != null)
+    refuse('generationConfig.responseLogprobs and logprobs are not carried');
   const modalities = config.responseModalities ?? [];
   if (modalities.some((m) => m.toUpperCase() !== 'TEXT')) refuse('generationConfig.responseModalities: only TEXT is carried');
   return {
@@ -258,7 +270,9 @@ const systemOf = (instruction: GenerateContentRequest['systemInstruction']): str
 /** A generate request as a canonical one; `stream` from the route it came on. */
 export function toCanonical(body: GenerateContentRequest, stream: boolean): CanonicalRequest {
   if (body.cachedContent !== undefined)
-    refuse('cachedContent is not carried: the gateway keeps no cached contents (send the whole conversation; hosts cache on their own)');
+    refuse(
+      'cachedContent is not carried: the gateway keeps no cached contents (send the whole conversation; hosts cache on their own)',
+    );
   const { tools, toolChoice, omittedTools } = toolsOf(body);
   return {
     system: systemOf(body.systemInstruction),
@@ -324,10 +338,12 @@ const thoughtParts = (text: string, signature: string | undefined) => [
 const replyNames = (result: InferenceResult) => ({ modelVersion: result.model.slug, responseId: result.requestId });
 
 /** A GenerateContentResponse of one candidate. */
-const response = (result: InferenceResult, parts: unknown[], end?: { finish: FinishReason; usage: Pick<Reply, 'billed' | 'usage'> }) => ({
-  candidates: [
-    { content: { parts, role: 'model' }, ...(end ? { finishReason: FINISH[end.finish] } : {}), index: 0 },
-  ],
+const response = (
+  result: InferenceResult,
+  parts: unknown[],
+  end?: { finish: FinishReason; usage: Pick<Reply, 'billed' | 'usage'> },
+) => ({
+  candidates: [{ content: { parts, role: 'model' }, ...(end ? { finishReason: FINISH[end.finish] } : {}), index: 0 }],
   ...(end ? { usageMetadata: usageMetadataOf(end.usage) } : {}),
   ...replyNames(result),
 });
