@@ -107,8 +107,6 @@ const part = {
         name: nonEmptyString,
         response: object,
         parts: { type: 'array' },
-        willContinue: optionalBoolean,
-        scheduling: { type: 'string' },
       },
       additionalProperties: false,
     },
@@ -134,10 +132,9 @@ const functionDeclaration = {
     description: { type: 'string' },
     parameters: object,
     parametersJsonSchema: object,
-    // What the function returns: no host takes it, and it says nothing the model must obey.
+    // What the function returns: no other format takes it (left out, as the README says).
     response: object,
     responseJsonSchema: object,
-    behavior: { type: 'string' },
   },
   additionalProperties: false,
 };

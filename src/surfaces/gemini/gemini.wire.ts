@@ -62,7 +62,8 @@ function resultText(response: Record<string, unknown>): string {
 
 /**
  * The conversation. Calls without an id (the API gives none) get one from their place, and each
- * response without one answers the earliest unanswered call of its name: the order the API pairs them in.
+ * response answers the call of its id, else the earliest unanswered call of its name: the order
+ * the API pairs them in.
  */
 function messagesOf(contents: Content[]): CanonicalMessage[] {
   const messages: CanonicalMessage[] = [];
@@ -103,9 +104,10 @@ function messagesOf(contents: Content[]): CanonicalMessage[] {
       const response = part.functionResponse;
       if (response) {
         if ((response.parts ?? []).length > 0) refuse(`${at_}.functionResponse.parts is not carried: a result is text`);
+        // By id; else (no id, or one the client made up for a call that had none) by name.
         const call =
           unanswered.find((c) => response.id !== undefined && c.id === response.id) ??
-          unanswered.find((c) => response.id === undefined && c.name === response.name);
+          unanswered.find((c) => c.name === response.name);
         if (!call) refuse(`${at_}.functionResponse answers no call of "${response.name}" in the model turn before it`);
         unanswered = unanswered.filter((c) => c !== call);
         messages.push({ role: 'tool', toolCallId: call!.id, content: resultText(response.response) });
@@ -186,7 +188,7 @@ function toolsOf(body: GenerateContentRequest): Pick<CanonicalRequest, 'tools' |
       );
   const decision = decideHostedTools(
     {
-      hosted: hosted.map((name) => name),
+      hosted,
       clientTools: declarations.length > 0,
       required: mode === 'ANY' ? 'any' : null,
     },
