@@ -205,7 +205,9 @@ describe('@google/genai: the rest of the surface', () => {
     await expect(ai.models.generateContent({ model: 'nobody/nothing', contents: 'hi' })).rejects.toMatchObject({ status: 404 });
     await expect(ai.models.get({ model: 'nobody/nothing' })).rejects.toMatchObject({ status: 404 });
     const res = await post('nobody/nothing:generateContent', { contents: [{ parts: [{ text: 'hi' }] }] });
-    expect(await res.json()).toMatchObject({ error: { code: 404, status: 'NOT_FOUND' } });
+    expect(await res.json()).toMatchObject({
+      error: { code: 404, status: 'NOT_FOUND', message: expect.stringContaining('"nobody/nothing" is not in the catalogue') },
+    });
   });
 
   it.each([
