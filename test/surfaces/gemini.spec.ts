@@ -4,6 +4,8 @@ import type { ReservationSettled } from '../../src/ledger/ledger.events';
 import { toCanonical } from '../../src/surfaces/gemini/gemini.wire';
 import type { FakeUsage } from '../support/fake-upstream';
 import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { createKey } from '../support/keys';
+import { fundedOrganization } from '../support/runtime';
 
 /**
  * The Gemini surface with Google's own client, `@google/genai`, pointed at the gateway as its docs
@@ -241,6 +243,34 @@ describe('@google/genai: the rest of the surface', () => {
     const error = ((await res.json()) as { error: { code: number; status: string; message: string } }).error;
     expect(error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT' });
     expect(error.message).toContain(named);
+    expect(g.fake.requests.length).toBe(before);
+  });
+
+  it("answers a host's failure 502 INTERNAL, and a stream cut after it started with an error chunk the client throws on", async () => {
+    g.fake.on(M.gpt.hostModel, { kind: 'status', status: 500 });
+    await expect(ai.models.generateContent({ model: M.gpt.slug, contents: 'hi' })).rejects.toMatchObject({ status: 502 });
+    g.fake.on(M.claude.hostModel, { kind: 'cut', reply: { text: 'alpha beta gamma delta', usage: null }, afterPieces: 2 });
+    const received: string[] = [];
+    const reading = (async () => {
+      for await (const c of await ai.models.generateContentStream({ model: M.claude.slug, contents: 'go' }))
+        received.push(c.text ?? '');
+    })();
+    await expect(reading).rejects.toThrow(/INTERNAL/);
+    expect(received.join('')).not.toBe('');
+  });
+
+  it('refuses a key whose organization cannot pay 402 RESOURCE_EXHAUSTED, before any host is called', async () => {
+    const orgId = await fundedOrganization(g.t.runtime, 0);
+    const { secret } = await createKey(g.t.runtime, orgId, 'broke');
+    await g.t.runtime.projector.catchUp();
+    const before = g.fake.requests.length;
+    const res = await post(
+      `${M.gpt.slug}:generateContent`,
+      { contents: [{ parts: [{ text: 'hi' }] }] },
+      { 'x-goog-api-key': secret },
+    );
+    expect(res.status).toBe(402);
+    expect(await res.json()).toMatchObject({ error: { code: 402, status: 'RESOURCE_EXHAUSTED' } });
     expect(g.fake.requests.length).toBe(before);
   });
 
