@@ -166,6 +166,12 @@ describe('the Gemini wire: requests', () => {
       refusal({ contents: [{ role: 'user', parts: [{ fileData: { fileUri: 'gs://b/o', mimeType: 'image/png' } }] }] }),
     ).toContain('fileData');
     expect(refusal({ contents: [{ role: 'system', parts: [{ text: 'x' }] }] })).toContain('role');
+    const files = { fileUri: 'https://generativelanguage.googleapis.com/v1beta/files/abc', mimeType: 'image/png' };
+    expect(refusal({ contents: [{ role: 'user', parts: [{ fileData: files }] }] })).toContain('Files API');
+    const web = { fileUri: 'https://example.com/cat.png', mimeType: 'image/png' };
+    expect(canonical({ contents: [{ role: 'user', parts: [{ fileData: web }, { text: 'what?' }] }] }).messages).toEqual([
+      { role: 'user', content: 'what?', images: [{ url: 'https://example.com/cat.png' }] },
+    ]);
   });
 });
 

@@ -41,7 +41,12 @@ function imageOf(part: Part, at: string): CanonicalImage | null {
   }
   if (part.fileData) {
     const { mimeType = '', fileUri } = part.fileData;
-    if (!mimeType.startsWith('image/') || !/^https?:\/\//.test(fileUri))
+    // A Files API upload (on Google's host) is reachable only with a Google key: no other host can fetch it.
+    if (
+      !mimeType.startsWith('image/') ||
+      !/^https?:\/\//.test(fileUri) ||
+      /^https:\/\/generativelanguage\.googleapis\.com\//.test(fileUri)
+    )
       refuse(`${at}.fileData: only images at an http(s) address are carried (the Files API and gs:// URIs are not)`);
     return { url: fileUri };
   }
