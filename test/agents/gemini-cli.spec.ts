@@ -59,7 +59,7 @@ describe.each(hosts)('Gemini CLI (-p, GOOGLE_GEMINI_BASE_URL={base}/api) on %s',
     // Its system instruction (it introduces itself as an agent) and its tools (the shell among them) arrive.
     expect(textOf(main)).toContain('Gemini CLI');
     expect(textOf(main)).toContain('run_shell_command');
-  });
+  }, 90_000);
 
   it('completes a tool-using turn: the model calls the shell, Gemini CLI runs it and sends the result back', async () => {
     g.fake.on(model.hostModel, (request) =>
@@ -93,5 +93,5 @@ describe.each(hosts)('Gemini CLI (-p, GOOGLE_GEMINI_BASE_URL={base}/api) on %s',
     // The command's output, which only running it produces (the arguments hold it in lower case), answering the call by its id.
     expect(textOf(withResult!)).toContain('MARKER-FROM-SHELL');
     expect(textOf(withResult!)).toContain('call_shell_1');
-  });
+  }, 90_000);
 });

@@ -235,6 +235,6 @@ export function geminiCli(
       GEMINI_CLI_NO_RELAUNCH: 'true',
     },
     work,
-    90_000,
+    60_000,
   );
 }
