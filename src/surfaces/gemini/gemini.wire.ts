@@ -148,22 +148,19 @@ export function jsonSchemaOf(schema: unknown): unknown {
 }
 
 /**
- * The API's own tools as the hosted-tool types the one decision rules on: Google Search (and its
- * older retrieval form) is web search, URL context is web fetch. The API's other tools run things
- * no other format names (maps, a computer): refused.
+ * The API's own tools that are hosted tools of the kinds the other formats name (Google Search and
+ * its older retrieval form: web search; URL context: web fetch; code execution; file search): the
+ * one decision rules on them, by these names. None can be carried from this surface (the canonical
+ * request has no hosted tools; hosts of other formats get them only in a body passed whole), so they
+ * are left out when offered. The API's other tools (maps, a computer) are refused.
  */
-const HOSTED_TYPE: Partial<Record<(typeof GEMINI_TOOLS)[number], string>> = {
-  googleSearch: 'web_search',
-  googleSearchRetrieval: 'web_search',
-  urlContext: 'web_fetch',
-  codeExecution: 'code_execution',
-  fileSearch: 'file_search',
-};
-
-/**
- * The hosted tools a host can run for this surface: none, since the canonical request has no
- * hosted tools to carry (hosts of the other formats get them only in a body passed whole).
- */
+const HOSTED: ReadonlySet<string> = new Set([
+  'googleSearch',
+  'googleSearchRetrieval',
+  'urlContext',
+  'codeExecution',
+  'fileSearch',
+]);
 const RUN_FOR_THIS_SURFACE: ReadonlySet<string> = new Set();
 
 type Mode = 'AUTO' | 'ANY' | 'NONE';
@@ -175,7 +172,7 @@ function toolsOf(body: GenerateContentRequest): Pick<CanonicalRequest, 'tools' |
   (body.tools ?? []).forEach((tool: Tool, index) => {
     for (const name of GEMINI_TOOLS) {
       if (tool[name] === undefined) continue;
-      if (!HOSTED_TYPE[name]) refuse(`tools[${index}].${name} is not carried: no other format runs it`);
+      if (!HOSTED.has(name)) refuse(`tools[${index}].${name} is not carried: no other format runs it`);
       hosted.push(name);
     }
   });
