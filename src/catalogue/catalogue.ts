@@ -100,6 +100,9 @@ function settingsOf(raw: Raw, kind: HostKindName, where: string, env: Record<str
     const value = raw[setting.name];
     if (value === undefined && setting.default !== undefined) settings[setting.name] = setting.default;
     else settings[setting.name] = interpolate(text(raw, setting.name, where), env);
+    const allowed = setting.values;
+    if (allowed && !allowed.includes(settings[setting.name]))
+      throw new CatalogueError(where, `"${setting.name}" must be ${allowed.map((v) => `"${v}"`).join(' or ')}`);
   }
   return settings;
 }

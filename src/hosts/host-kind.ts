@@ -31,6 +31,8 @@ export interface HostSetting {
   name: string;
   /** Its value when the entry gives none; without one, the entry must give it. */
   default?: string;
+  /** The values it may take (a choice of API); any text when absent. */
+  values?: readonly string[];
 }
 
 /** What a kind knows of the catalogue host it calls: its own fields (see HostKind.settings), read once. */
