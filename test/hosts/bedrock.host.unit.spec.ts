@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
@@ -533,6 +534,24 @@ describe('a bedrock catalogue entry', () => {
       baseUrl: 'https://vpce-1.bedrock-runtime.us-west-2.vpce.amazonaws.com',
       settings: { api: 'invoke' },
     });
+  });
+
+  it('in the shipped catalogue: a host with a Bedrock API key, in AWS_REGION (us-east-1 when unset), serving Nova, Llama and Claude', () => {
+    const shipped = (env: Record<string, string>) => Catalogue.load(join(__dirname, '../../catalogue/default.json'), env);
+    const keyed = shipped({ AWS_BEARER_TOKEN_BEDROCK: 'bk', AWS_REGION: 'eu-west-1' });
+    expect(keyed.hosts.find((h) => h.kind === 'bedrock')).toMatchObject({
+      baseUrl: 'https://bedrock-runtime.eu-west-1.amazonaws.com',
+      settings: { region: 'eu-west-1', api: 'converse' },
+      usable: true,
+    });
+    expect(keyed.find('amazon/nova-pro')?.hosts[0]).toMatchObject({ model: 'amazon.nova-pro-v1:0' });
+    expect(keyed.find('anthropic/claude-sonnet-4')?.hosts.map((h) => h.host.id)).toEqual(['anthropic', 'bedrock']);
+    const unkeyed = shipped({});
+    expect(unkeyed.hosts.find((h) => h.kind === 'bedrock')).toMatchObject({
+      baseUrl: 'https://bedrock-runtime.us-east-1.amazonaws.com',
+      usable: false,
+    });
+    expect(unkeyed.servable().map((m) => m.slug)).not.toContain('amazon/nova-pro');
   });
 
   it('must name its region, and an API Bedrock has', () => {
