@@ -44,9 +44,11 @@ function messageOf(bytes: Uint8Array): SseMessage {
   throw new HostError('malformed', `event stream message of unknown type ${JSON.stringify(type)}`);
 }
 
+const NOTHING = new Uint8Array(0);
+
 export function eventStreamFraming(): StreamFraming {
   /** Bytes of a message not yet whole. */
-  let pending: Uint8Array = new Uint8Array(0);
+  let pending: Uint8Array = NOTHING;
   return {
     feed(chunk) {
       let bytes = chunk;
@@ -58,7 +60,8 @@ export function eventStreamFraming(): StreamFraming {
       const messages: SseMessage[] = [];
       let at = 0;
       while (bytes.length - at >= LENGTH_BYTES) {
-        const length = new DataView(bytes.buffer, bytes.byteOffset + at, LENGTH_BYTES).getUint32(0, false);
+        // The prelude's first field, big-endian.
+        const length = ((bytes[at] << 24) | (bytes[at + 1] << 16) | (bytes[at + 2] << 8) | bytes[at + 3]) >>> 0;
         if (length < SMALLEST || length > LARGEST)
           throw new HostError('malformed', `event stream message of impossible length ${length}`);
         if (bytes.length - at < length) break;
@@ -66,7 +69,7 @@ export function eventStreamFraming(): StreamFraming {
         at += length;
       }
       // Kept as a copy: the transport may reuse the chunk's memory once this returns.
-      pending = bytes.slice(at);
+      pending = at === bytes.length ? NOTHING : bytes.slice(at);
       return messages;
     },
   };
