@@ -1,6 +1,6 @@
 import type { ReservationSettled } from '../../src/ledger/ledger.events';
 import { signatureOf, type FakeUpstream } from '../support/fake-upstream';
-import { BEDROCK_TEST_API_KEY, BEDROCK_TEST_CREDENTIALS, rotateBedrockSecret } from '../support/fakes/bedrock';
+import { BEDROCK_TEST_API_KEY, BEDROCK_TEST_CREDENTIALS, eventMessage, rotateBedrockSecret } from '../support/fakes/bedrock';
 import { auditThenClose, startGateway, testCatalogueFile, TestGateway } from '../support/gateway';
 
 /**
@@ -422,6 +422,39 @@ describe.each(SURFACES)('the $name surface on a bedrock (Converse) host', (surfa
       expect(settled.outputTokens).toBe(Math.ceil(TEXT.length / 4));
       expect(settled.inputTokens).toBe(12);
     }
+  });
+});
+
+describe('a Converse stream', () => {
+  it('that turns unreadable (a checksum wrong) fails after the text before it, billing what was delivered', async () => {
+    g.fake.on(CONVERSE.hostModel, { kind: 'malformed', afterPieces: 2 });
+    const { res, text } = await call(SURFACES[0], CONVERSE.slug, true);
+    expect(res.status).toBe(200);
+    expect(SURFACES[0].read(text, true).text).toBe('Hello from');
+    expect(text).toMatch(/"error"/);
+    const settled = await settlementOf(res);
+    expect(settled.outputTokens).toBe(Math.ceil('Hello from'.length / 4));
+  });
+
+  it('with events and deltas this kind does not know (citations, a future event) reads the rest', async () => {
+    const usage = { inputTokens: 10, outputTokens: 4, totalTokens: 14, cacheReadInputTokens: 0, cacheWriteInputTokens: 0 };
+    const bytes = Buffer.concat(
+      [
+        eventMessage('messageStart', '{"role":"assistant"}'),
+        eventMessage('contentBlockDelta', '{"contentBlockIndex":0,"delta":{"text":"Cited"}}'),
+        eventMessage('contentBlockDelta', '{"contentBlockIndex":0,"delta":{"citation":{"title":"A source"}}}'),
+        eventMessage('someFutureEvent', '{"anything":true}'),
+        eventMessage('contentBlockStop', '{"contentBlockIndex":0}'),
+        eventMessage('messageStop', '{"stopReason":"end_turn"}'),
+        eventMessage('metadata', JSON.stringify({ usage, metrics: { latencyMs: 10 } })),
+      ].map((m) => Buffer.from(m)),
+    );
+    g.fake.on(CONVERSE.hostModel, { kind: 'verbatim', body: bytes.toString('latin1') });
+    const { res, text } = await call(SURFACES[0], CONVERSE.slug, true);
+    expect(res.status).toBe(200);
+    expect(SURFACES[0].read(text, true).text).toBe('Cited');
+    // 10 × $3 + 4 × $15 = $90 per million
+    expect(await settlementOf(res)).toMatchObject({ inputTokens: 10, outputTokens: 4, amount: 90_000 });
   });
 });
 
