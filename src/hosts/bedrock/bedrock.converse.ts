@@ -43,7 +43,8 @@ const DATA_URL = /^data:([^;,]+);base64,(.*)$/s;
  */
 function imageBlock(image: CanonicalImage): Block {
   const inline = DATA_URL.exec(image.url);
-  const format = inline ? IMAGE_FORMATS[inline[1].toLowerCase()] : undefined;
+  const type = inline?.[1].toLowerCase() ?? '';
+  const format = Object.hasOwn(IMAGE_FORMATS, type) ? IMAGE_FORMATS[type] : undefined;
   if (!inline) throw new HostError('status', 'Bedrock takes images inline (data: URLs), not by URL', 400);
   if (!format) throw new HostError('status', `Bedrock takes png, jpeg, gif or webp images, not ${inline[1]}`, 400);
   return { image: { format, source: { bytes: inline[2] } } };
@@ -140,20 +141,20 @@ export function converseBody(request: CanonicalRequest, hostModel: string): Reco
   return body;
 }
 
-const FINISH_REASONS: Record<string, FinishReason> = {
-  end_turn: 'stop',
-  tool_use: 'tool_calls',
-  max_tokens: 'length',
-  model_context_window_exceeded: 'length',
-  stop_sequence: 'stop_sequence',
-  guardrail_intervened: 'content_filter',
-  content_filtered: 'content_filter',
-};
+const FINISH_REASONS = new Map<unknown, FinishReason>([
+  ['end_turn', 'stop'],
+  ['tool_use', 'tool_calls'],
+  ['max_tokens', 'length'],
+  ['model_context_window_exceeded', 'length'],
+  ['stop_sequence', 'stop_sequence'],
+  ['guardrail_intervened', 'content_filter'],
+  ['content_filtered', 'content_filter'],
+]);
 
 /** How a reply ended: Anthropic's models say which stop sequence matched in their additional response fields. */
 function finishOf(stopReason: unknown, additional: unknown): CanonicalEvent[] {
   if (typeof stopReason !== 'string') return [];
-  const reason = FINISH_REASONS[stopReason] ?? 'stop';
+  const reason = FINISH_REASONS.get(stopReason) ?? 'stop';
   const sequence = isObject(additional) ? additional.stop_sequence : undefined;
   return [
     reason === 'stop_sequence' && typeof sequence === 'string'
