@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
@@ -130,7 +131,7 @@ describe('bedrockHost.buildRequest (Converse)', () => {
   });
 
   it('refuses an image given by URL or in a format Bedrock does not take, as a 400 the client can fix', () => {
-    for (const url of ['https://example.com/cat.png', 'data:image/tiff;base64,AAAA']) {
+    for (const url of ['https://example.com/cat.png', 'data:image/tiff;base64,AAAA', 'data:__proto__;base64,AAAA']) {
       const build = () =>
         host.buildRequest(request({ messages: [{ role: 'user', content: 'x', images: [{ url }] }] }), NOVA, null, CONVERSE);
       expect(build).toThrow(HostError);
@@ -442,6 +443,20 @@ describe('the event-stream framing', () => {
     const seen: SseMessage[] = [];
     for (const byte of message) seen.push(...framing.feed(Uint8Array.of(byte)));
     expect(seen).toEqual([{ event: 'messageStop', data: '{"stopReason":"end_turn"}' }]);
+  });
+
+  it('given any bytes, in any chunks: messages, or an error (a HostError or the codec’s), never anything else', () => {
+    fc.assert(
+      fc.property(fc.array(fc.uint8Array({ maxLength: 64 }), { maxLength: 8 }), (chunks) => {
+        const framing = host.framing!();
+        try {
+          for (const chunk of chunks) for (const message of framing.feed(chunk)) expect(typeof message.data).toBe('string');
+        } catch (error) {
+          expect(error).toBeInstanceOf(Error);
+        }
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it('reads a whole reply from the fake as the decoder does', () => {
