@@ -458,6 +458,34 @@ describe('a Converse stream', () => {
   });
 });
 
+describe('an image by URL', () => {
+  it('is refused with 400 in the client’s format, the host not called (Converse takes image bytes only)', async () => {
+    const before = g.fake.requests.length;
+    const res = await fetch(`${g.baseUrl}/api/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': g.key, 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({
+        model: CONVERSE.slug,
+        max_tokens: 100,
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'image', source: { type: 'url', url: 'https://example.com/cat.png' } },
+              { type: 'text', text: 'What is this?' },
+            ],
+          },
+        ],
+      }),
+    });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { type: string; error: { type: string; message: string } };
+    expect(body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+    expect(body.error.message).toMatch(/Bedrock takes images inline/);
+    expect(g.fake.requests.length).toBe(before);
+  });
+});
+
 describe('a signature AWS does not take (a secret key rotated away)', () => {
   it('is a 403 from the host: the model’s next host (with an API key) serves, and a model with no other host fails clearly', async () => {
     const restore = rotateBedrockSecret('a-secret-the-gateway-does-not-have');
