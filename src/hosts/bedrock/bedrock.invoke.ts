@@ -6,12 +6,12 @@ import { parseObject, streamException } from './bedrock.converse';
 /**
  * Anthropic's models through InvokeModel (`/model/{id}/invoke`, `/invoke-with-response-stream`):
  * the body is Anthropic's Messages request, so nothing is lost that Converse has no field for (cache
- * breakpoints and their 1-hour writes, betas, thinking blocks given back, server tools); a messages
- * client's own body goes whole. The translation and the decoding are the anthropic kind's own.
+ * breakpoints and their 1-hour writes, betas, thinking blocks given back); a messages client's own
+ * body goes whole. The translation and the decoding are the anthropic kind's own.
  */
 
 /** The Messages API version Bedrock takes, in the body. */
-export const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
+const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
 
 /**
  * The anthropic kind's request as Bedrock takes it: the model is in the path and the stream in the
