@@ -309,7 +309,8 @@ class ResponseReader {
     const signature = typeof part.thoughtSignature === 'string' && part.thoughtSignature !== '' ? part.thoughtSignature : null;
     const signed: CanonicalEvent[] = signature ? [{ type: 'reasoning', text: '', signature }] : [];
     if (part.thought === true) return [{ type: 'reasoning', text: str(part.text), ...(signature ? { signature } : {}) }];
-    if (typeof part.text === 'string') return [...signed, ...(part.text === '' ? [] : [{ type: 'text', text: part.text } as const])];
+    if (typeof part.text === 'string')
+      return [...signed, ...(part.text === '' ? [] : [{ type: 'text', text: part.text } as const])];
     if (isObject(part.functionCall)) {
       const call = part.functionCall;
       return [
@@ -352,14 +353,16 @@ function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
 /**
  * A Gemini stream: each message a `GenerateContentResponse` carrying the parts generated since the
  * last, and the usage so far (cumulative: the last one counts). The stream has no end marker of its
- * own: it is complete with the chunk that says why it finished and how much it used (the usage
- * comes with it), or that the prompt was blocked; the connection closing before then is a cut.
+ * own: it is complete once a chunk has said why it finished (or that the prompt was blocked) and
+ * one, that one or a later one, how much it used; the connection closing before then is a cut.
  */
 class GeminiDecoder implements StreamDecoder {
   done = false;
   private produced = false;
   private readonly reader = new ResponseReader();
   private opened = false;
+  /** A chunk said why the reply finished. */
+  private finished = false;
 
   constructor(private readonly passThrough: boolean) {}
 
@@ -374,7 +377,9 @@ class GeminiDecoder implements StreamDecoder {
     }
     const { events, ended } = read;
     if (events.some(isOutput)) this.produced = true;
-    if (ended && isObject(parsed.usageMetadata)) this.done = true;
+    // A finish may come a chunk before its usage: complete once both have come.
+    this.finished ||= ended;
+    if (this.finished && isObject(parsed.usageMetadata)) this.done = true;
     if (!this.passThrough) return events;
     // Passed whole: the chunk itself goes first, and the response's id with the first chunk.
     const id = !this.opened && upstreamIdOf(parsed.responseId);

@@ -62,7 +62,9 @@ export function geminiUsage(u: FakeUsage) {
 const groundingOf = (queries: string[]) => ({
   webSearchQueries: queries,
   searchEntryPoint: { renderedContent: `<div class="container">${queries.join(' · ')}</div>` },
-  groundingChunks: queries.map((q, i) => ({ web: { uri: `https://vertexaisearch.cloud.google.com/grounding-api-redirect/${i}`, title: q } })),
+  groundingChunks: queries.map((q, i) => ({
+    web: { uri: `https://vertexaisearch.cloud.google.com/grounding-api-redirect/${i}`, title: q },
+  })),
   groundingSupports: [],
 });
 
@@ -88,7 +90,12 @@ function partsOf(reply: FakeReply): Record<string, unknown>[] {
 }
 
 /** A `GenerateContentResponse`: one candidate, with its finish when it has one, and the usage and ids every response carries. */
-function response(req: any, parts: Record<string, unknown>[], id: string, end: { finish?: string; usage?: unknown; grounding?: object }) {
+function response(
+  req: any,
+  parts: Record<string, unknown>[],
+  id: string,
+  end: { finish?: string; usage?: unknown; grounding?: object },
+) {
   return {
     candidates: [
       {
@@ -126,7 +133,13 @@ export function geminiMessage(req: any, reply: FakeReply, slot: UsageSlot) {
  * reason, the whole usage and the grounding (the signature of a reply without calls on its empty text
  * part, as the API sends it). No end marker: the connection closes.
  */
-export function geminiStream(req: any, reply: FakeReply, slot: UsageSlot, pieces?: number, split?: (t: string, n?: number) => string[]) {
+export function geminiStream(
+  req: any,
+  reply: FakeReply,
+  slot: UsageSlot,
+  pieces?: number,
+  split?: (t: string, n?: number) => string[],
+) {
   const id = responseId();
   const whole = usageFor(reply, slot);
   const promptOnly =
