@@ -353,13 +353,14 @@ describe('geminiHost.decoder', () => {
     ]);
   });
 
-  it('is not done with a finish that has no usage yet: the usage may follow', () => {
+  it('is done with the usage that follows a finish, not before', () => {
     const decoder = host.decoder();
     decoder.push(chunk(responseOf([{ text: 'Hi' }], {}, { finishReason: 'STOP' })));
     expect(decoder.done).toBe(false);
     expect(
       decoder.push(chunk({ usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 1 }, responseId: 'resp-1' })),
     ).toEqual([{ type: 'usage', usage: usage({ inputTokens: 3, outputTokens: 1 }) }]);
+    expect(decoder.done).toBe(true);
   });
 
   it('reports grounding searches with the usage, even when they come after it', () => {
