@@ -340,7 +340,9 @@ describe.each(SURFACES)('the $name surface on a gemini host', (surface) => {
       expect(res.status).toBe(200);
       // (123 + 45) × $1.25 + 20,001 × $0.3125 + 777 × $10 = 210 + 6,250.3125 + 7,770 = $14,230.3125 per million
       // = 14,230,312.5 nano-credits, rounded up once.
+      // A stream has no end marker: its finishing chunk with the usage completes it, as a whole reply completes.
       expect(await settlementOf(res)).toMatchObject({
+        status: 'ok',
         host: 'fake-gemini',
         inputTokens: 168,
         cacheReadTokens: 20_001,
@@ -359,7 +361,7 @@ describe.each(SURFACES)('the $name surface on a gemini host', (surface) => {
         expect(res.status).toBe(200);
         expect(surface.read(text, stream).text).toBe(TEXT);
         // 1,000 × $0.50 + 1,000 × $0.75 = $1,250 per million
-        expect(await settlementOf(res)).toMatchObject({ host: 'fake-gemini', amount: 1_250_000 });
+        expect(await settlementOf(res)).toMatchObject({ status: 'ok', host: 'fake-gemini', amount: 1_250_000 });
       }
     });
   });
