@@ -90,7 +90,7 @@ describe('the fake Gemini API', () => {
       ],
     };
     fake.on('calls', { kind: 'reply', reply });
-    const whole = (await (await generate('calls', false)).json()).candidates[0].content.parts;
+    const whole = ((await (await generate('calls', false)).json()) as any).candidates[0].content.parts;
     expect(whole).toEqual([
       { text: 'Hmm.', thought: true },
       { functionCall: { name: 'f', args: { x: 1 } }, thoughtSignature: thoughtSignatureOf('Hmm.') },
