@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { azureRoute } from './fakes/azure';
 import { GEMINI_MALFORMED, GEMINI_STREAM_ERROR, geminiError, geminiMessage, geminiRoute, geminiStream } from './fakes/gemini';
 
 export interface FakeReply {
@@ -108,14 +109,14 @@ const withUsage = (r: FakeReply): FakeReply =>
 
 type Api = 'openai' | 'anthropic' | 'responses' | 'gemini';
 type Finish = NonNullable<FakeReply['finish']>;
-interface Frame {
+export interface Frame {
   event?: string;
   data: string;
   /** A content delta (text or tool arguments): what afterPieces counts. */
   piece?: boolean;
 }
 /** head: preamble; body: content blocks and their deltas; tail: finish, usage, terminator. */
-interface Stream {
+export interface Stream {
   head: Frame[];
   body: Frame[];
   tail: Frame[];
@@ -523,17 +524,19 @@ function responsesStream(req: any, reply: FakeReply, pieces?: number): Stream {
 
 const responsesMessage = (req: any, reply: FakeReply) => responsesObject(req, reply, newId('resp_'), 'final');
 
+/** One wire format's replies, streams and errors (its errors' extra headers: a 429's retry-after). */
+export interface FakeFormat {
+  stream(req: any, reply: FakeReply, pieces?: number): Stream;
+  message(req: any, reply: FakeReply): object;
+  error(status: number, message?: string): object;
+  errorHeaders?(status: number): Record<string, string>;
+  /** The header naming the request, when the API sends one. */
+  requestIdHeader: string | null;
+}
+
 const wireUsageSlot = () => WIRE_USAGE;
 
-const FORMATS: Record<
-  Api,
-  {
-    stream(req: any, reply: FakeReply, pieces?: number): Stream;
-    message(req: any, reply: FakeReply): object;
-    error(status: number, message?: string): object;
-    requestIdHeader: string | null;
-  }
-> = {
+const FORMATS: Record<'openai' | 'anthropic' | 'responses' | 'gemini', FakeFormat> = {
   openai: { stream: openaiStream, message: openaiMessage, error: openaiError, requestIdHeader: 'x-request-id' },
   anthropic: { stream: anthropicStream, message: anthropicMessage, error: anthropicError, requestIdHeader: 'request-id' },
   responses: { stream: responsesStream, message: responsesMessage, error: openaiError, requestIdHeader: 'x-request-id' },
@@ -681,8 +684,13 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     if (path === '/v1/messages/count_tokens' && req.method === 'POST')
       return countTokens(res, body, behaviours.get(body?.model), received);
     if (path === '/v1/embeddings' && req.method === 'POST') return embeddings(res, body, behaviours.get(body?.model), received);
-    const api: Api | null =
-      path === '/v1/chat/completions'
+    const azure = azureRoute(req, body, FORMATS);
+    if (azure && 'refusal' in azure) return send(res, azure.refusal.status, azure.refusal.body, azure.refusal.headers);
+    if (azure?.api === 'embeddings')
+      return embeddings(res, { ...body, model: azure.model }, behaviours.get(azure.model), received);
+    const api: Api | null = azure
+      ? azure.api
+      : path === '/v1/chat/completions'
         ? 'openai'
         : path === '/v1/messages'
           ? 'anthropic'
@@ -694,7 +702,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     if (!api || req.method !== 'POST') {
       return send(res, 404, openaiError(404, `Invalid URL (${req.method} ${path})`));
     }
-    const fmt = FORMATS[api];
+    const fmt = azure?.format ?? FORMATS[api];
     const ids: Record<string, string> = fmt.requestIdHeader ? { [fmt.requestIdHeader]: newId('req_') } : {};
     if (typeof body !== 'object' || body === null)
       return send(res, 400, fmt.error(400, 'The request body is not valid JSON.'), ids);
@@ -704,7 +712,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     // Gemini names the model in the path: the wire functions read it from the request as the others' bodies carry it.
     const request = gemini ? { ...body, model: gemini.model } : body;
 
-    const configured = behaviours.get(received.model as string);
+    const configured = behaviours.get(azure?.model ?? (received.model as string));
     const b: FakeBehaviour = (typeof configured === 'function' ? configured(received) : configured) ?? {
       kind: 'reply',
       reply: DEFAULT_REPLY,
@@ -747,7 +755,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         );
       }
       case 'status': {
-        if (b.body === undefined) return send(res, b.status, fmt.error(b.status), ids);
+        if (b.body === undefined) return send(res, b.status, fmt.error(b.status), { ...ids, ...fmt.errorHeaders?.(b.status) });
         let isJson = true;
         try {
           JSON.parse(b.body);
