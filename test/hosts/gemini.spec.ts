@@ -79,7 +79,8 @@ interface Surface {
   name: string;
   /** The surface carries tool calls, reasoning and images (native carries text only). */
   tools: boolean;
-  path(slug: string): string;
+  /** The route under `/api`. */
+  path(slug: string, stream: boolean): string;
   headers(key: string): Record<string, string>;
   body(slug: string, stream: boolean, withTools: boolean): Record<string, unknown>;
   /** A body whose user turn carries the PIXEL image inline (the surfaces that carry images to other formats). */
@@ -93,7 +94,7 @@ const SURFACES: Surface[] = [
   {
     name: 'chat-completions',
     tools: true,
-    path: () => 'chat/completions',
+    path: () => 'v1/chat/completions',
     headers: (key) => ({ authorization: `Bearer ${key}` }),
     body: (slug, stream, withTools) => ({
       model: slug,
@@ -127,7 +128,7 @@ const SURFACES: Surface[] = [
   {
     name: 'messages',
     tools: true,
-    path: () => 'messages',
+    path: () => 'v1/messages',
     headers: (key) => ({ 'x-api-key': key, 'anthropic-version': '2023-06-01' }),
     body: (slug, stream, withTools) => ({
       model: slug,
@@ -186,7 +187,7 @@ const SURFACES: Surface[] = [
   {
     name: 'responses',
     tools: true,
-    path: () => 'responses',
+    path: () => 'v1/responses',
     headers: (key) => ({ authorization: `Bearer ${key}` }),
     body: (slug, stream, withTools) => ({
       model: slug,
@@ -226,9 +227,42 @@ const SURFACES: Surface[] = [
     },
   },
   {
+    name: 'gemini',
+    tools: true,
+    path: (slug, stream) => `v1beta/models/${slug}:${stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`,
+    headers: (key) => ({ 'x-goog-api-key': key }),
+    body: (_slug, _stream, withTools) => ({
+      systemInstruction: { parts: [{ text: 'Be brief.' }] },
+      contents: [{ role: 'user', parts: [{ text: 'Hello' }] }],
+      generationConfig: { thinkingConfig: { thinkingBudget: 512, includeThoughts: true } },
+      ...(withTools
+        ? { tools: [{ functionDeclarations: [{ ...WEATHER, parameters: undefined, parametersJsonSchema: WEATHER.parameters }] }] }
+        : {}),
+    }),
+    withImage: () => ({
+      contents: [{ role: 'user', parts: [{ inlineData: { mimeType: 'image/png', data: PIXEL } }, { text: 'What is this?' }] }],
+    }),
+    read(body, stream) {
+      const out = got();
+      const responses: any[] = stream ? sseEvents(body).map((e) => e.data) : [JSON.parse(body)];
+      for (const part of responses.flatMap((r) => r.candidates?.[0]?.content?.parts ?? [])) {
+        if (part.thought) out.reasoning += part.text ?? '';
+        else if (typeof part.text === 'string') out.text += part.text;
+        out.signature += part.thoughtSignature ?? '';
+        if (part.functionCall)
+          out.calls.push({
+            id: part.functionCall.id,
+            name: part.functionCall.name,
+            arguments: JSON.stringify(part.functionCall.args),
+          });
+      }
+      return out;
+    },
+  },
+  {
     name: 'native',
     tools: false,
-    path: (slug) => `models/${slug}/chat`,
+    path: (slug) => `v1/models/${slug}/chat`,
     headers: (key) => ({ authorization: `Bearer ${key}` }),
     body: (_slug, stream) => ({ stream, messages: [{ role: 'user', content: 'Hello' }] }),
     read(body, stream) {
@@ -248,8 +282,8 @@ afterAll(async () => {
   await auditThenClose(g);
 });
 
-async function post(surface: Surface, slug: string, body: Record<string, unknown>) {
-  const res = await fetch(`${g.baseUrl}/api/v1/${surface.path(slug)}`, {
+async function post(surface: Surface, slug: string, body: Record<string, unknown>, stream: boolean) {
+  const res = await fetch(`${g.baseUrl}/api/${surface.path(slug, stream)}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...surface.headers(g.key) },
     body: JSON.stringify(body),
@@ -258,7 +292,7 @@ async function post(surface: Surface, slug: string, body: Record<string, unknown
 }
 
 const call = (surface: Surface, slug: string, stream: boolean, withTools = false) =>
-  post(surface, slug, surface.body(slug, stream, withTools));
+  post(surface, slug, surface.body(slug, stream, withTools), stream);
 
 /** The settlement of the request the response names. */
 async function settlementOf(res: Response): Promise<ReservationSettled['data']> {
@@ -310,7 +344,7 @@ describe.each(SURFACES)('the $name surface on a gemini host', (surface) => {
           },
         ]);
         expect(upstream.generationConfig.thinkingConfig).toEqual(
-          surface.name === 'messages'
+          surface.name === 'messages' || surface.name === 'gemini'
             ? { thinkingBudget: 512, includeThoughts: true }
             : // Effort low: a fifth of the 1,000-token cap.
               { thinkingBudget: 200, includeThoughts: true },
@@ -321,7 +355,7 @@ describe.each(SURFACES)('the $name surface on a gemini host', (surface) => {
       if (withImage)
         it('sends an image inline', async () => {
           g.fake.on(GEMINI.hostModel, { kind: 'reply', reply: { text: 'A pixel.' } });
-          const { res, text } = await post(surface, GEMINI.slug, withImage(GEMINI.slug, stream));
+          const { res, text } = await post(surface, GEMINI.slug, withImage(GEMINI.slug, stream), stream);
           expect(res.status).toBe(200);
           expect(surface.read(text, stream).text).toBe('A pixel.');
           expect(sent(GEMINI.hostModel).body.contents).toEqual([
@@ -419,20 +453,25 @@ describe('a thought signature', () => {
       // The client sends the turn back as it got it (thinking block, signature and call), with the call's result.
       g.fake.on(GEMINI.hostModel, { kind: 'reply', reply: { text: TEXT } });
       const body = messages.body(GEMINI.slug, stream, true);
-      const next = await post(messages, GEMINI.slug, {
-        ...body,
-        messages: [
-          ...(body.messages as unknown[]),
-          {
-            role: 'assistant',
-            content: [
-              { type: 'thinking', thinking: out.reasoning, signature: out.signature },
-              { type: 'tool_use', id: called.id, name: called.name, input: JSON.parse(called.arguments) },
-            ],
-          },
-          { role: 'user', content: [{ type: 'tool_result', tool_use_id: called.id, content: '18°C, sunny' }] },
-        ],
-      });
+      const next = await post(
+        messages,
+        GEMINI.slug,
+        {
+          ...body,
+          messages: [
+            ...(body.messages as unknown[]),
+            {
+              role: 'assistant',
+              content: [
+                { type: 'thinking', thinking: out.reasoning, signature: out.signature },
+                { type: 'tool_use', id: called.id, name: called.name, input: JSON.parse(called.arguments) },
+              ],
+            },
+            { role: 'user', content: [{ type: 'tool_result', tool_use_id: called.id, content: '18°C, sunny' }] },
+          ],
+        },
+        stream,
+      );
       expect(next.res.status).toBe(200);
       expect(messages.read(next.text, stream).text).toBe(TEXT);
       expect(sent(GEMINI.hostModel).body.contents).toEqual([
@@ -443,6 +482,47 @@ describe('a thought signature', () => {
         },
         { role: 'user', parts: [{ functionResponse: { name: CALL.name, response: { output: '18°C, sunny' } } }] },
       ]);
+    },
+  );
+});
+
+describe('a thought signature, to a Gemini client', () => {
+  const gemini = SURFACES[3];
+
+  it.each([false, true])(
+    'goes back to Gemini on the call it signed, from the turn the client sends back (streamed: %s)',
+    async (stream) => {
+      g.fake.on(GEMINI.hostModel, { kind: 'reply', reply: { thinking: THINKING, toolCalls: [{ id: 'unused', ...CALL }] } });
+      const first = await call(gemini, GEMINI.slug, stream, true);
+      expect(first.res.status).toBe(200);
+      const out = gemini.read(first.text, stream);
+      expect(out.signature).toBe(thoughtSignatureOf(THINKING));
+
+      // The client sends back the model's parts as it got them (as @google/genai's chats do), and the call's result.
+      const parts: unknown[] = (stream ? sseEvents(first.text).map((e) => e.data) : [JSON.parse(first.text)]).flatMap(
+        (r: any) => r.candidates[0].content.parts,
+      );
+      g.fake.on(GEMINI.hostModel, { kind: 'reply', reply: { text: TEXT } });
+      const body = gemini.body(GEMINI.slug, stream, true);
+      const next = await post(
+        gemini,
+        GEMINI.slug,
+        {
+          ...body,
+          contents: [
+            ...(body.contents as unknown[]),
+            { role: 'model', parts },
+            { role: 'user', parts: [{ functionResponse: { name: CALL.name, response: { output: '18°C, sunny' } } }] },
+          ],
+        },
+        stream,
+      );
+      expect(next.res.status).toBe(200);
+      expect(gemini.read(next.text, stream).text).toBe(TEXT);
+      expect(sent(GEMINI.hostModel).body.contents[1]).toEqual({
+        role: 'model',
+        parts: [{ functionCall: { name: CALL.name, args: { city: 'Paris' } }, thoughtSignature: thoughtSignatureOf(THINKING) }],
+      });
     },
   );
 });
