@@ -309,7 +309,8 @@ const sent = (hostModel: string) => g.fake.requests.filter((r) => r.model === ho
 
 const TEXT = 'Sunny in Paris today.';
 const THINKING = 'The user wants the weather.';
-const CALL = { name: 'get_weather', arguments: '{"city":"Paris"}' };
+/** Without an id, as Gemini 2.5 sends its calls: the gateway names it. */
+const CALL = { id: '', name: 'get_weather', arguments: '{"city":"Paris"}' };
 
 describe.each(SURFACES)('the $name surface on a gemini host', (surface) => {
   describe.each([false, true])('streamed: %s', (stream) => {
@@ -329,11 +330,11 @@ describe.each(SURFACES)('the $name surface on a gemini host', (surface) => {
 
     if (surface.tools) {
       it('carries a tool call with its arguments, and the thoughts before it', async () => {
-        g.fake.on(GEMINI.hostModel, { kind: 'reply', reply: { thinking: THINKING, toolCalls: [{ id: 'unused', ...CALL }] } });
+        g.fake.on(GEMINI.hostModel, { kind: 'reply', reply: { thinking: THINKING, toolCalls: [CALL] } });
         const { res, text } = await call(surface, GEMINI.slug, stream, true);
         expect(res.status).toBe(200);
         const out = surface.read(text, stream);
-        expect(out.calls).toEqual([{ id: expect.stringMatching(/^call_/), ...CALL }]);
+        expect(out.calls).toEqual([{ ...CALL, id: expect.stringMatching(/^call_[0-9a-f]{24}$/) }]);
         expect(out.reasoning).toBe(THINKING);
         const upstream = sent(GEMINI.hostModel).body;
         expect(upstream.tools).toEqual([
@@ -443,7 +444,7 @@ describe('a thought signature', () => {
   it.each([false, true])(
     'reaches a messages client and goes back to Gemini on the call it signed (streamed: %s)',
     async (stream) => {
-      g.fake.on(GEMINI.hostModel, { kind: 'reply', reply: { thinking: THINKING, toolCalls: [{ id: 'unused', ...CALL }] } });
+      g.fake.on(GEMINI.hostModel, { kind: 'reply', reply: { thinking: THINKING, toolCalls: [CALL] } });
       const first = await call(messages, GEMINI.slug, stream, true);
       expect(first.res.status).toBe(200);
       const out = messages.read(first.text, stream);
@@ -492,7 +493,7 @@ describe('a thought signature, to a Gemini client', () => {
   it.each([false, true])(
     'goes back to Gemini on the call it signed, from the turn the client sends back (streamed: %s)',
     async (stream) => {
-      g.fake.on(GEMINI.hostModel, { kind: 'reply', reply: { thinking: THINKING, toolCalls: [{ id: 'unused', ...CALL }] } });
+      g.fake.on(GEMINI.hostModel, { kind: 'reply', reply: { thinking: THINKING, toolCalls: [CALL] } });
       const first = await call(gemini, GEMINI.slug, stream, true);
       expect(first.res.status).toBe(200);
       const out = gemini.read(first.text, stream);

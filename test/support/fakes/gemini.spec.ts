@@ -93,8 +93,8 @@ describe('the fake Gemini API', () => {
     const whole = ((await (await generate('calls', false)).json()) as any).candidates[0].content.parts;
     expect(whole).toEqual([
       { text: 'Hmm.', thought: true },
-      { functionCall: { name: 'f', args: { x: 1 } }, thoughtSignature: thoughtSignatureOf('Hmm.') },
-      { functionCall: { name: 'g', args: {} } },
+      { functionCall: { id: 'a', name: 'f', args: { x: 1 } }, thoughtSignature: thoughtSignatureOf('Hmm.') },
+      { functionCall: { id: 'b', name: 'g', args: {} } },
     ]);
     const streamed = partsOf(chunks(await (await generate('calls', true)).text()));
     expect(streamed.filter((p) => p.functionCall)).toEqual(whole.slice(1));

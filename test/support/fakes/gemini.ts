@@ -68,19 +68,26 @@ const groundingOf = (queries: string[]) => ({
   groundingSupports: [],
 });
 
+/** A call as the API writes it, with its id (as Gemini 3 models give one; a call without an id is the decoder's to name). */
+const callOf = (call: { id: string; name: string; arguments: string }) => ({
+  ...(call.id ? { id: call.id } : {}),
+  name: call.name,
+  args: parseArgs(call.arguments),
+});
+
 /** Where a reply's `wireUsage` goes: the caller (fake-upstream.ts) puts the text in place of this string. */
 type UsageSlot = (reply: FakeReply) => unknown;
 
 /**
  * A reply's parts: its thoughts (summaries, `thought: true`), its text, its calls (whole: the API
- * streams no call in pieces). The thought signature goes where the API puts it: on the first call,
+ * streams no call in pieces; an empty `id` leaves the call without one, as Gemini 2.5 sends them). The thought signature goes where the API puts it: on the first call,
  * else on the last part.
  */
 function partsOf(reply: FakeReply): Record<string, unknown>[] {
   const parts: Record<string, unknown>[] = [];
   if (reply.thinking) parts.push({ text: reply.thinking, thought: true });
   if (reply.text || !reply.toolCalls?.length) parts.push({ text: reply.text ?? '' });
-  for (const call of reply.toolCalls ?? []) parts.push({ functionCall: { name: call.name, args: parseArgs(call.arguments) } });
+  for (const call of reply.toolCalls ?? []) parts.push({ functionCall: callOf(call) });
   if (reply.thinking) {
     const first = parts.findIndex((p) => 'functionCall' in p);
     const at = first === -1 ? parts.length - 1 : first;
@@ -165,7 +172,7 @@ export function geminiStream(
     body.push(
       chunk([
         {
-          functionCall: { name: call.name, args: parseArgs(call.arguments) },
+          functionCall: callOf(call),
           ...(i === 0 && signature ? { thoughtSignature: signature } : {}),
         },
       ]),
