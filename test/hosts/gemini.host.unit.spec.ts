@@ -196,12 +196,12 @@ describe('geminiHost.buildRequest', () => {
       stopSequences: ['END'],
     });
     expect(config({ reasoning: { budgetTokens: 2048 } }).thinkingConfig).toEqual({ thinkingBudget: 2048, includeThoughts: true });
-    expect(config({ maxTokens: 1000, reasoning: { effort: 'low' } }).thinkingConfig).toEqual({
-      thinkingBudget: 200,
-      includeThoughts: true,
-    });
-    // No cap to take a share of: the model decides.
-    expect(config({ reasoning: { effort: 'high' } }).thinkingConfig).toEqual({ thinkingBudget: -1, includeThoughts: true });
+    // Efforts as Google maps them: low 1,024, medium 8,192, high 24,576; minimal 512.
+    expect(
+      (['minimal', 'low', 'medium', 'high'] as const).map(
+        (effort) => config({ maxTokens: 65536, reasoning: { effort } }).thinkingConfig,
+      ),
+    ).toEqual([512, 1024, 8192, 24576].map((thinkingBudget) => ({ thinkingBudget, includeThoughts: true })));
     expect(config({ reasoning: { effort: 'none' } }).thinkingConfig).toEqual({ thinkingBudget: 0 });
   });
 });

@@ -347,8 +347,8 @@ describe.each(SURFACES)('the $name surface on a gemini host', (surface) => {
         expect(upstream.generationConfig.thinkingConfig).toEqual(
           surface.name === 'messages' || surface.name === 'gemini'
             ? { thinkingBudget: 512, includeThoughts: true }
-            : // Effort low: a fifth of the 1,000-token cap.
-              { thinkingBudget: 200, includeThoughts: true },
+            : // Effort low: Google's budget for it.
+              { thinkingBudget: 1024, includeThoughts: true },
         );
       });
 

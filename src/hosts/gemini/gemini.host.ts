@@ -141,22 +141,22 @@ function toolConfigOf(choice: CanonicalToolChoice): Record<string, unknown> {
   return { functionCallingConfig: { mode: choice === 'required' ? 'ANY' : choice === 'none' ? 'NONE' : 'AUTO' } };
 }
 
-/** The share of the output cap an effort may think with when the client gave no budget (thoughts count within the cap). */
-const THINKING_SHARE: Record<Exclude<ReasoningEffort, 'none'>, number> = { minimal: 0.1, low: 0.2, medium: 0.5, high: 0.8 };
+/**
+ * A thinking budget for each effort, as Google's own OpenAI-compatible endpoint maps
+ * `reasoning_effort` (low 1,024, medium 8,192, high 24,576: within what every 2.5 model takes);
+ * minimal the least Flash-Lite thinks with.
+ */
+const EFFORT_BUDGET: Record<Exclude<ReasoningEffort, 'none'>, number> = { minimal: 512, low: 1024, medium: 8192, high: 24576 };
 
 /**
- * Thinking for a reasoning request: its budget, or the effort's share of the cap (the model's own
- * choice, -1, when there is no cap), with the thoughts shown; `none` a budget of 0. Nothing when
- * the client said nothing: the model thinks as it does by default, its thoughts not shown.
+ * Thinking for a reasoning request: its budget, or its effort's, with the thoughts shown; `none` a
+ * budget of 0. Nothing when the client said nothing: the model thinks as it does by default, its
+ * thoughts not shown.
  */
-function thinkingConfigOf(request: CanonicalRequest): Record<string, unknown> | undefined {
-  const reasoning = request.reasoning;
+function thinkingConfigOf(reasoning: CanonicalRequest['reasoning']): Record<string, unknown> | undefined {
   if (reasoning === undefined) return undefined;
   if (reasoning.effort === 'none') return { thinkingBudget: 0 };
-  const budget =
-    reasoning.budgetTokens ??
-    (request.maxTokens === undefined ? -1 : Math.floor(request.maxTokens * THINKING_SHARE[reasoning.effort ?? 'medium']));
-  return { thinkingBudget: budget, includeThoughts: true };
+  return { thinkingBudget: reasoning.budgetTokens ?? EFFORT_BUDGET[reasoning.effort ?? 'medium'], includeThoughts: true };
 }
 
 function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
@@ -191,7 +191,7 @@ function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: stri
   if (request.topP !== undefined) config.topP = request.topP;
   if (request.topK !== undefined) config.topK = request.topK;
   if (request.stop.length > 0) config.stopSequences = request.stop;
-  const thinking = thinkingConfigOf(request);
+  const thinking = thinkingConfigOf(request.reasoning);
   if (thinking) config.thinkingConfig = thinking;
   body.generationConfig = config;
   return { path, headers, body };
