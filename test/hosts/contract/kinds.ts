@@ -157,7 +157,7 @@ export const CONTRACT_KINDS: ContractKind[] = [
     kind: 'gemini',
     host: (fake, id) => ({ id, kind: 'gemini', baseUrl: `${fake.url}/v1beta`, apiKeyEnv: 'FAKE_OPENAI_KEY' }),
     // The route names the model; the fake keys its behaviours by it.
-    modelOf: (r) => r.model as string | undefined,
+    modelOf: (r) => r.model,
     path: (hostModel, stream) => `/v1beta/models/${hostModel}:${stream ? 'streamGenerateContent' : 'generateContent'}`,
     authorized: (r) => r.headers['x-goog-api-key'] === TEST_HOST_KEYS.FAKE_OPENAI_KEY && r.headers.authorization === undefined,
     // Gemini 2.5 Flash's list prices, but cached input at four decimals so that the rounding up shows.
