@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { HostSettings } from '../hosts/host-kind';
 import { HOST_KIND_NAMES, HOST_KINDS, HostKindName, isHostKindName } from '../hosts/hosts';
 import { rememberHostKey } from '../key-secret/key-secret';
 import { HOSTED_TOOL_CLASSES, type HostedToolClass, type WireFormat } from '../canonical/canonical';
@@ -15,6 +16,8 @@ export interface CatalogueHost {
   /** Includes the version path: an openai host posts to `{baseUrl}/chat/completions`. */
   baseUrl: string;
   apiKeyEnv: string | null;
+  /** The entry's fields its kind reads (see HostKind.settings): a region, a project, an API version. */
+  settings: HostSettings;
   /** The key, read from `apiKeyEnv`; null when the host needs none or it is not set. */
   apiKey: string | null;
   /** A host whose key variable is named but unset cannot serve. */
@@ -95,6 +98,19 @@ function positiveInteger(entry: Raw, field: string, where: string): number {
   if (!Number.isSafeInteger(value) || (value as number) <= 0)
     throw new CatalogueError(where, `"${field}" must be a positive whole number`);
   return value as number;
+}
+
+/** The fields a host entry of `kind` gives besides the common ones (strings, `${VAR}` interpolated), with their defaults. */
+function settingsOf(raw: Raw, kind: HostKindName, where: string, env: Record<string, string | undefined>): HostSettings {
+  const settings: Record<string, string> = {};
+  for (const setting of HOST_KINDS[kind].settings ?? []) {
+    const value = raw[setting.name];
+    if (value === undefined && setting.default !== undefined) settings[setting.name] = setting.default;
+    else settings[setting.name] = interpolate(text(raw, setting.name, where), env);
+    if (setting.values && !setting.values.includes(settings[setting.name]))
+      throw new CatalogueError(where, `"${setting.name}" must be ${setting.values.map((v) => `"${v}"`).join(' or ')}`);
+  }
+  return settings;
 }
 
 type CachePrice = 'cacheRead' | 'cacheWrite' | 'cacheWrite1h';
@@ -195,7 +211,9 @@ export class Catalogue {
       if (hosts.has(id)) throw new CatalogueError(at, 'duplicate host id');
       const kind = raw.kind;
       if (!isHostKindName(kind)) throw new CatalogueError(at, KIND_EXPECTED);
-      const baseUrl = interpolate(text(raw, 'baseUrl', at), env).replace(/\/+$/, '');
+      const settings = settingsOf(raw, kind, at, env);
+      const derived = raw.baseUrl === undefined ? HOST_KINDS[kind].defaultBaseUrl?.(settings) : undefined;
+      const baseUrl = (derived ?? interpolate(text(raw, 'baseUrl', at), env)).replace(/\/+$/, '');
       let parsed: URL;
       try {
         parsed = new URL(baseUrl);
@@ -214,7 +232,7 @@ export class Catalogue {
       const apiKey = apiKeyEnv ? env[apiKeyEnv]?.trim() || null : null;
       // An upstream that echoes the key (in an error message) must not pass it on.
       rememberHostKey(apiKey);
-      hosts.set(id, { id, kind, baseUrl, apiKeyEnv, apiKey, usable: apiKeyEnv === null || apiKey !== null });
+      hosts.set(id, { id, kind, baseUrl, apiKeyEnv, settings, apiKey, usable: apiKeyEnv === null || apiKey !== null });
     });
 
     const slugs = new Set<string>();

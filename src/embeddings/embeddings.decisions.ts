@@ -67,7 +67,12 @@ export function planEmbeddings(
   if (servable.kind === 'refuse') return servable;
   const calls: EmbeddingsCall[] = [];
   for (const served of servable.hosts) {
-    const upstream = HOST_KINDS[served.host.kind].embeddingsRequest?.(body, served.model, served.host.apiKey);
+    const upstream = HOST_KINDS[served.host.kind].embeddingsRequest?.(
+      body,
+      served.model,
+      served.host.apiKey,
+      served.host.settings,
+    );
     // The catalogue admits embedding models on embedding hosts only: a host without the call is skipped.
     if (upstream) calls.push({ served, upstream });
   }

@@ -13,10 +13,55 @@ export interface UpstreamRequest {
   passThrough?: boolean;
 }
 
-/** One server-sent event as the SSE parser hands it over. */
+/** One server-sent event as the SSE parser hands it over (or a binary stream's message, as its kind's framing gives it). */
 export interface SseMessage {
   event?: string;
   data: string;
+}
+
+/**
+ * How a stream's bytes are cut into messages: server-sent events unless the kind says otherwise
+ * (Bedrock's binary event stream). Throws on bytes it cannot read.
+ */
+export interface StreamFraming {
+  feed(chunk: Uint8Array): SseMessage[];
+}
+
+/** A field of a host entry a kind reads besides `baseUrl` and `apiKeyEnv` (a region, a project, an API version). */
+export interface HostSetting {
+  name: string;
+  /** Its value when the entry gives none; without one, the entry must give it. */
+  default?: string;
+  /** The values it may take, when it is a choice (a route, an API); the catalogue refuses any other. */
+  values?: readonly string[];
+}
+
+/** What a kind knows of the catalogue host it calls: its own fields (see HostKind.settings), read once. */
+export type HostSettings = Readonly<Record<string, string>>;
+
+/** One call to sign or authorize, as it will go out: its method, whole URL, headers and body. */
+export interface OutgoingCall {
+  method: 'POST';
+  url: URL;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * The credential of a host whose calls need more than a static key: a token fetched and refreshed
+ * (Google, Entra ID) or a signature over the call (SigV4). Gives the headers to add to one call;
+ * fails with a message holding no secret when no credential can be had.
+ */
+export interface HostAuthorizer {
+  headers(call: OutgoingCall): Promise<Record<string, string>>;
+}
+
+/** The catalogue host a kind builds its authorizer for. */
+export interface AuthorizedHost {
+  readonly id: string;
+  readonly baseUrl: string;
+  readonly apiKey: string | null;
+  readonly settings: HostSettings;
 }
 
 /**
@@ -38,27 +83,59 @@ export interface StreamDecoder {
 export interface HostKind<Name extends string = string> {
   /** The name a catalogue host's `kind` gives (see hosts.ts, the registry of kinds). */
   readonly name: Name;
-  buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest;
+  /**
+   * `settings`: the host entry's own fields, for kinds that declare some. The path may carry a query
+   * (`?alt=sse`).
+   */
+  buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null, settings?: HostSettings): UpstreamRequest;
+  /** The host entry's own fields this kind reads (see HostSetting); none when absent. */
+  readonly settings?: readonly HostSetting[];
+  /**
+   * The base URL of an entry that gives none, from its settings (a region's endpoint); without this
+   * (or when it gives none), the entry must give `baseUrl`.
+   */
+  defaultBaseUrl?(settings: HostSettings): string | undefined;
+  /**
+   * Hosts whose calls need a token or a signature: the authorizer of one host, made once per
+   * catalogue host and kept. Absent or null: the kind's headers (with the static key) are enough.
+   */
+  authorizer?(host: AuthorizedHost): HostAuthorizer | null;
+  /** How this kind's streams are framed; server-sent events when absent. */
+  framing?(): StreamFraming;
   /**
    * Kinds whose upstream counts the input tokens of a messages-format request (the messages
    * surface's `count_tokens`): the call for the client's body as it is, on the host's model, with
    * the client's betas. The upstream answers `{"input_tokens": N}`.
    */
-  countTokensRequest?(body: Record<string, unknown>, hostModel: string, apiKey: string | null, betas: string[]): UpstreamRequest;
-  /** A decoder for one stream; `passThrough`: each message also yields its `pass_through` event, ahead of what it decodes to. */
-  decoder(passThrough?: boolean): StreamDecoder;
+  countTokensRequest?(
+    body: Record<string, unknown>,
+    hostModel: string,
+    apiKey: string | null,
+    betas: string[],
+    settings?: HostSettings,
+  ): UpstreamRequest;
+  /**
+   * A decoder for one stream; `passThrough`: each message also yields its `pass_through` event, ahead
+   * of what it decodes to. `settings`: the host's own fields (a kind speaking more than one API).
+   */
+  decoder(passThrough?: boolean, settings?: HostSettings): StreamDecoder;
   /**
    * The canonical events of a whole (non-streamed) reply body, ending with its `pass_through` event
    * when asked; throws HostError when it cannot be read.
    */
-  decodeReply(body: string, passThrough?: boolean): CanonicalEvent[];
+  decodeReply(body: string, passThrough?: boolean, settings?: HostSettings): CanonicalEvent[];
   /** A readable message from an error response body (JSON or text), for logs and clients. */
   errorMessage(status: number, body: string): string;
   /**
    * Kinds whose upstream serves embeddings (POST /embeddings): the call for the client's body
    * as it is, on the host's model. Only these may serve a catalogue's embedding models.
    */
-  embeddingsRequest?(body: Record<string, unknown>, hostModel: string, apiKey: string | null): UpstreamRequest;
+  embeddingsRequest?(
+    body: Record<string, unknown>,
+    hostModel: string,
+    apiKey: string | null,
+    settings?: HostSettings,
+  ): UpstreamRequest;
   /**
    * Kinds whose upstream runs hosted tools (web search…): which classes, passed whole in its own
    * format and translated from the others (see hosted-tools.ts). The decoder then reports each

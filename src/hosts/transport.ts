@@ -1,20 +1,31 @@
 import { maskSecrets } from '../key-secret/key-secret';
 import type { OnApplicationShutdown } from '@nestjs/common';
 import { TextDecoder } from 'node:util';
-import { createParser, type EventSourceParser } from 'eventsource-parser';
+import { createParser } from 'eventsource-parser';
 import { Observable, type Subscriber } from 'rxjs';
 import { type Dispatcher, errors as undiciErrors, Pool } from 'undici';
 import { CanonicalEvent, CanonicalRequest, HostError, isOutput, PassThrough } from '../canonical/canonical';
-import type { HostKind, StreamDecoder, UpstreamRequest } from './host-kind';
+import type {
+  HostAuthorizer,
+  HostKind,
+  HostSettings,
+  SseMessage,
+  StreamDecoder,
+  StreamFraming,
+  UpstreamRequest,
+} from './host-kind';
 
 /** Longest a pool may take to close gently at shutdown before its calls are cut. */
 const POOL_CLOSE_MS = 5_000;
 
-/** Where a host is and the key it takes: all the transport needs of a catalogue host. */
+/** Where a host is and the credential it takes: all the transport needs of a catalogue host. */
 export interface HostEndpoint {
+  readonly id: string;
   /** Includes the version path: an openai host posts to `{baseUrl}/chat/completions`. */
   readonly baseUrl: string;
   readonly apiKey: string | null;
+  /** The entry's own fields its kind reads (a region, an API version). */
+  readonly settings: HostSettings;
 }
 
 export interface TransportTimeouts {
@@ -37,6 +48,9 @@ export class HostTransport implements OnApplicationShutdown {
   private readonly pools = new Map<string, Pool>();
 
   private readonly bases = new Map<string, { origin: string; path: string }>();
+
+  /** Each catalogue host's authorizer (null: its kind needs none), made on its first call; a reloaded catalogue's hosts get new ones. */
+  private readonly authorizers = new WeakMap<HostEndpoint, HostAuthorizer | null>();
 
   constructor(private readonly timeouts: TransportTimeouts) {}
 
@@ -74,22 +88,59 @@ export class HostTransport implements OnApplicationShutdown {
     traceHeaders?: Record<string, string>,
   ): Observable<CanonicalEvent> {
     return new Observable<CanonicalEvent>((subscriber) => {
-      const upstream = kind.buildRequest(request, hostModel, host.apiKey);
-      const base = this.base(host.baseUrl);
-      const reply = new HostReply(kind, request.stream, upstream.passThrough === true, subscriber);
-      this.pool(base.origin).dispatch(
-        {
-          path: base.path + upstream.path,
-          method: 'POST',
-          headers: traceHeaders ? { ...upstream.headers, ...traceHeaders } : upstream.headers,
-          body: JSON.stringify(upstream.body),
-          headersTimeout: request.stream ? this.timeouts.firstByteMs : this.timeouts.replyMs,
-          bodyTimeout: this.timeouts.idleMs,
-        },
-        reply,
-      );
+      const upstream = kind.buildRequest(request, hostModel, host.apiKey, host.settings);
+      const reply = new HostReply(kind, host.settings, request.stream, upstream.passThrough === true, subscriber);
+      const headers = traceHeaders ? { ...upstream.headers, ...traceHeaders } : upstream.headers;
+      const dispatch = (call: PreparedCall) =>
+        this.pool(call.origin).dispatch(
+          {
+            path: call.path,
+            method: 'POST',
+            headers: call.headers,
+            body: call.body,
+            headersTimeout: request.stream ? this.timeouts.firstByteMs : this.timeouts.replyMs,
+            bodyTimeout: this.timeouts.idleMs,
+          },
+          reply,
+        );
+      const prepared = this.prepare(kind, host, upstream.path, headers, JSON.stringify(upstream.body));
+      if (!(prepared instanceof Promise)) dispatch(prepared);
+      else
+        prepared.then(
+          (call) => {
+            if (!reply.aborted) dispatch(call);
+          },
+          (error: unknown) => {
+            if (!reply.aborted) subscriber.error(toHostError(error, true));
+          },
+        );
       return () => reply.abort();
     });
+  }
+
+  /**
+   * A call ready to go: its origin, path, headers (with those of the host's authorizer, when its
+   * kind has one: a promise then) and body.
+   */
+  private prepare(
+    kind: HostKind,
+    host: HostEndpoint,
+    path: string,
+    headers: Record<string, string>,
+    body: string,
+  ): PreparedCall | Promise<PreparedCall> {
+    const base = this.base(host.baseUrl);
+    const call = { origin: base.origin, path: base.path + path, headers, body };
+    let authorizer = this.authorizers.get(host);
+    if (authorizer === undefined) {
+      authorizer = kind.authorizer?.(host) ?? null;
+      this.authorizers.set(host, authorizer);
+    }
+    if (!authorizer) return call;
+    return authorizer.headers({ method: 'POST', url: new URL(call.origin + call.path), headers, body }).then(
+      (added) => ({ ...call, headers: { ...headers, ...added } }),
+      (error: unknown) => Promise.reject(credentialFailure(error)),
+    );
   }
 
   /**
@@ -97,15 +148,15 @@ export class HostTransport implements OnApplicationShutdown {
    * a call of the pipeline would (a status, no answer within the first-byte limit, unreadable JSON).
    */
   async callForJson(kind: HostKind, host: HostEndpoint, upstream: UpstreamRequest): Promise<unknown> {
-    const base = this.base(host.baseUrl);
     let status: number;
     let body: string;
     try {
-      const response = await this.pool(base.origin).request({
-        path: base.path + upstream.path,
+      const call = await this.prepare(kind, host, upstream.path, upstream.headers, JSON.stringify(upstream.body));
+      const response = await this.pool(call.origin).request({
+        path: call.path,
         method: 'POST',
-        headers: upstream.headers,
-        body: JSON.stringify(upstream.body),
+        headers: call.headers,
+        body: call.body,
         headersTimeout: this.timeouts.firstByteMs,
         bodyTimeout: this.timeouts.idleMs,
       });
@@ -145,6 +196,35 @@ export class HostTransport implements OnApplicationShutdown {
   }
 }
 
+/** One upstream call as it goes out. */
+interface PreparedCall {
+  origin: string;
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** A host whose credential could not be had (no token, no signature): worth trying the next host. */
+function credentialFailure(error: unknown): HostError {
+  const message = (error as Error)?.message ?? String(error);
+  return new HostError('connection', `no credential for the host: ${maskSecrets(message)}`);
+}
+
+/** Server-sent events, the framing of every kind but those that say otherwise. */
+export function sseFraming(): StreamFraming {
+  const utf8 = new TextDecoder();
+  let messages: SseMessage[] = [];
+  const parser = createParser({ onEvent: (message) => messages.push({ event: message.event, data: message.data }) });
+  return {
+    feed(chunk) {
+      parser.feed(utf8.decode(chunk, { stream: true }));
+      const fed = messages;
+      messages = [];
+      return fed;
+    },
+  };
+}
+
 /** Longest error body kept for the message: enough for any provider's JSON error. */
 const ERROR_BODY_LIMIT = 64 * 1024;
 
@@ -157,7 +237,7 @@ const callerGone = () => new Error('the caller went away');
 class HostReply implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | null = null;
   /** The client went away (or a fallback moved on) before the reply was complete. */
-  private aborted = false;
+  aborted = false;
   /** The subscriber has had its ending (completion or error): nothing more reaches it. */
   private finished = false;
   /** Whether any output has been passed on (an error then is not "before output"). */
@@ -172,11 +252,11 @@ class HostReply implements Dispatcher.DispatchHandler {
   /** The body of an error status or of a whole reply, as it arrives. */
   private chunks: Buffer[] = [];
   private size = 0;
-  private stream: { decoder: StreamDecoder; parser: EventSourceParser; utf8: TextDecoder; pending: CanonicalEvent[] } | null =
-    null;
+  private stream: { decoder: StreamDecoder; framing: StreamFraming; pending: CanonicalEvent[] } | null = null;
 
   constructor(
     private readonly kind: HostKind,
+    private readonly settings: HostSettings,
     private readonly streamed: boolean,
     private readonly passThrough: boolean,
     private readonly subscriber: Subscriber<CanonicalEvent>,
@@ -201,15 +281,8 @@ class HostReply implements Dispatcher.DispatchHandler {
     if (statusCode >= 400) return;
     this.subscriber.next({ type: 'ready' });
     if (this.streamed) {
-      const pending: CanonicalEvent[] = [];
-      const decoder = this.kind.decoder(this.passThrough);
-      const parser = createParser({
-        onEvent: (message) => {
-          if (decoder.done) return;
-          for (const event of decoder.push({ event: message.event, data: message.data })) pending.push(event);
-        },
-      });
-      this.stream = { decoder, parser, utf8: new TextDecoder(), pending };
+      const framing = this.kind.framing?.() ?? sseFraming();
+      this.stream = { decoder: this.kind.decoder(this.passThrough, this.settings), framing, pending: [] };
     }
   }
 
@@ -221,10 +294,13 @@ class HostReply implements Dispatcher.DispatchHandler {
       this.size += chunk.length;
       return;
     }
-    const { decoder, parser, utf8, pending } = this.stream;
+    const { decoder, framing, pending } = this.stream;
     let unreadable: unknown = null;
     try {
-      parser.feed(utf8.decode(chunk, { stream: true }));
+      for (const message of framing.feed(chunk)) {
+        if (decoder.done) break;
+        for (const event of decoder.push(message)) pending.push(event);
+      }
     } catch (error) {
       unreadable = error;
     }
@@ -267,7 +343,7 @@ class HostReply implements Dispatcher.DispatchHandler {
       );
     let events: CanonicalEvent[];
     try {
-      events = this.kind.decodeReply(this.body(), this.passThrough);
+      events = this.kind.decodeReply(this.body(), this.passThrough, this.settings);
     } catch (error) {
       return this.fail(unreadableReply(error, true));
     }

@@ -14,7 +14,7 @@ export function modelHost(
   const prices = { input, cacheRead: input, cacheWrite: input, cacheWrite1h: input, output, ...cache };
   const listed = (nano: number) => String(nano / 1e9);
   return {
-    host: { id, kind, baseUrl: `http://${id}/v1`, apiKeyEnv: null, apiKey: `key-${id}`, usable },
+    host: { id, kind, baseUrl: `http://${id}/v1`, apiKeyEnv: null, settings: {}, apiKey: `key-${id}`, usable },
     model: `${id}-model`,
     prices,
     listPrices: {

@@ -1,10 +1,15 @@
 // A fake model provider for the gateway's tests: plain node:http speaking the real wire formats
 // of OpenAI chat completions (/v1/chat/completions), Responses (/v1/responses) and embeddings (/v1/embeddings), and Anthropic
-// Messages (/v1/messages, and /v1/messages/count_tokens), streamed (SSE) and not, plus the failure modes a real upstream shows (errors, hangs, cut
-// sockets, garbage, in-stream errors). Everything is event-driven; no polling.
+// Messages (/v1/messages, and /v1/messages/count_tokens), Amazon Bedrock Runtime (/model/{id}/converse…, /invoke…: see
+// fakes/bedrock.ts), streamed (SSE, or AWS's event stream) and not, plus the failure modes a real upstream shows (errors, hangs, cut
+// sockets, garbage, in-stream errors). Everything is event-driven; no polling. The Gemini API's wire
+// (/v1beta/models/{model}:generateContent, :streamGenerateContent) is in fakes/gemini.ts.
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { azureRoute } from './fakes/azure';
+import { bedrockRoute, serveBedrock } from './fakes/bedrock';
+import { GEMINI_MALFORMED, GEMINI_STREAM_ERROR, geminiError, geminiMessage, geminiRoute, geminiStream } from './fakes/gemini';
 
 export interface FakeReply {
   text?: string;
@@ -30,6 +35,8 @@ export interface FakeReply {
    * (chat-completions: the last chunk or the reply; messages: message_start, message_delta, the reply).
    */
   wireUsage?: string;
+  /** Gemini: the Google Search grounding queries the host ran (its `groundingMetadata.webSearchQueries`). */
+  webSearchQueries?: string[];
 }
 
 export interface FakeSearch {
@@ -52,8 +59,8 @@ const searchesOf = (req: any, reply: FakeReply): FakeSearch[] => {
 };
 
 /** Where a reply's `wireUsage` goes: a string no reply holds, replaced by the text once serialized. */
-const WIRE_USAGE = 'wire-usage-slot-5b1e';
-const wired = (json: string, reply: FakeReply): string =>
+export const WIRE_USAGE = 'wire-usage-slot-5b1e';
+export const wired = (json: string, reply: FakeReply): string =>
   reply.wireUsage === undefined ? json : json.split(JSON.stringify(WIRE_USAGE)).join(reply.wireUsage);
 
 /**
@@ -68,6 +75,8 @@ export interface FakeUsage {
   cacheWrite?: number;
   cacheWrite1h?: number;
   reasoning?: number;
+  /** Gemini's `toolUsePromptTokenCount`: input the host's own tools added to the prompt. */
+  toolPrompt?: number;
 }
 
 export type FakeBehaviour =
@@ -97,6 +106,8 @@ export interface ReceivedRequest {
   body: any;
   /** The body's bytes as they arrived. */
   raw: string;
+  /** The model, for hosts that name it in the path (Bedrock's `/model/{id}/…`, Gemini's `/models/{model}:…`); else body.model. */
+  model?: string;
 }
 
 export interface FakeUpstream {
@@ -104,7 +115,7 @@ export interface FakeUpstream {
   url: string;
   /** Every request, in arrival order, recorded before it is answered. */
   requests: ReceivedRequest[];
-  /** Behaviour for requests whose body.model equals `model`; unknown models get DEFAULT_REPLY. */
+  /** Behaviour for requests whose model (body.model; Gemini: the path's) equals `model`; unknown models get DEFAULT_REPLY. */
   on(model: string, behaviour: FakeBehaviour | ((req: ReceivedRequest) => FakeBehaviour)): void;
   /**
    * Resolves when the client closed the connection of the n-th request (0-based) before its
@@ -120,19 +131,19 @@ export interface FakeUpstream {
 const DEFAULT_USAGE = { input: 12, output: 6 };
 export const DEFAULT_REPLY: FakeReply = { text: 'Hello from the fake upstream.', usage: DEFAULT_USAGE };
 // Billing tests need usage unless they opt out, so only an explicit null means "none".
-const withUsage = (r: FakeReply): FakeReply =>
+export const withUsage = (r: FakeReply): FakeReply =>
   r.usage === undefined && r.wireUsage === undefined ? { ...r, usage: DEFAULT_USAGE } : r;
 
-type Api = 'openai' | 'anthropic' | 'responses';
-type Finish = NonNullable<FakeReply['finish']>;
-interface Frame {
+type Api = 'openai' | 'anthropic' | 'responses' | 'gemini';
+export type Finish = NonNullable<FakeReply['finish']>;
+export interface Frame {
   event?: string;
   data: string;
   /** A content delta (text or tool arguments): what afterPieces counts. */
   piece?: boolean;
 }
 /** head: preamble; body: content blocks and their deltas; tail: finish, usage, terminator. */
-interface Stream {
+export interface Stream {
   head: Frame[];
   body: Frame[];
   tail: Frame[];
@@ -141,7 +152,7 @@ interface Stream {
 const newId = (prefix: string) => prefix + randomBytes(12).toString('hex');
 const now = () => Math.floor(Date.now() / 1000);
 const sse = (f: Frame) => (f.event ? `event: ${f.event}\n` : '') + `data: ${f.data}\n\n`;
-const finishOf = (r: FakeReply): Finish => r.finish ?? (r.toolCalls?.length ? 'tool_calls' : 'stop');
+export const finishOf = (r: FakeReply): Finish => r.finish ?? (r.toolCalls?.length ? 'tool_calls' : 'stop');
 // OpenAI has no separate stop-sequence reason: a matched stop sequence is just 'stop'.
 const OPENAI_FINISH: Record<Finish, string> = { stop: 'stop', length: 'length', tool_calls: 'tool_calls', stop_sequence: 'stop' };
 const ANTHROPIC_STOP: Record<Finish, string> = {
@@ -165,7 +176,7 @@ export function splitText(text: string, pieces?: number): string[] {
 }
 
 /** Tool arguments always arrive in at least two pieces, so clients must concatenate them. */
-const halves = (s: string) => [s.slice(0, Math.ceil(s.length / 2)), s.slice(Math.ceil(s.length / 2))].filter(Boolean);
+export const halves = (s: string) => [s.slice(0, Math.ceil(s.length / 2)), s.slice(Math.ceil(s.length / 2))].filter(Boolean);
 
 const parseArgs = (s: string) => {
   try {
@@ -335,7 +346,7 @@ const citationsOf = (searches: FakeSearch[], text: string) =>
     cited_text: text,
   }));
 
-function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
+export function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
   const ev = (type: string, payload: object, piece = false): Frame => ({
     event: type,
     data: JSON.stringify({ type, ...payload }),
@@ -407,7 +418,7 @@ function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
   return { head: [ev('message_start', { message }), ev('ping', {})], body, tail };
 }
 
-function anthropicMessage(req: any, reply: FakeReply) {
+export function anthropicMessage(req: any, reply: FakeReply) {
   const stop = finishOf(reply);
   const content: object[] = reply.thinking
     ? [{ type: 'thinking', thinking: reply.thinking, signature: signatureOf(reply.thinking) }]
@@ -639,10 +650,28 @@ function responsesStream(req: any, reply: FakeReply, pieces?: number): Stream {
 
 const responsesMessage = (req: any, reply: FakeReply) => responsesObject(req, reply, newId('resp_'), 'final');
 
-const FORMATS = {
+/** One wire format's replies, streams and errors (its errors' extra headers: a 429's retry-after). */
+export interface FakeFormat {
+  stream(req: any, reply: FakeReply, pieces?: number): Stream;
+  message(req: any, reply: FakeReply): object;
+  error(status: number, message?: string): object;
+  errorHeaders?(status: number): Record<string, string>;
+  /** The header naming the request, when the API sends one. */
+  requestIdHeader: string | null;
+}
+
+const wireUsageSlot = () => WIRE_USAGE;
+
+const FORMATS: Record<'openai' | 'anthropic' | 'responses' | 'gemini', FakeFormat> = {
   openai: { stream: openaiStream, message: openaiMessage, error: openaiError, requestIdHeader: 'x-request-id' },
   anthropic: { stream: anthropicStream, message: anthropicMessage, error: anthropicError, requestIdHeader: 'request-id' },
   responses: { stream: responsesStream, message: responsesMessage, error: openaiError, requestIdHeader: 'x-request-id' },
+  gemini: {
+    stream: (req, reply, pieces) => geminiStream(req, reply, wireUsageSlot, pieces, splitText),
+    message: (req, reply) => geminiMessage(req, reply, wireUsageSlot),
+    error: geminiError,
+    requestIdHeader: null,
+  },
 };
 
 /** The frame a decoder must reject: an event whose data is truncated JSON. */
@@ -650,6 +679,7 @@ const MALFORMED: Record<Api, string> = {
   openai: 'data: {"choices":[{"index":0,"delta":{"content":"trunc\n\n',
   anthropic: 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":\n\n',
   responses: 'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":\n\n',
+  gemini: GEMINI_MALFORMED,
 };
 
 /** How real upstreams report a failure after the 200 has gone out. */
@@ -670,13 +700,15 @@ const STREAM_ERROR: Record<Api, string> = {
       sequence_number: 999,
     }),
   }),
+  gemini: GEMINI_STREAM_ERROR,
 };
 
 /** Failure modes play the default text: per word, or finer when more pieces than words are asked for. */
-const fillerPieces = (afterPieces: number) => (afterPieces < splitText(DEFAULT_REPLY.text!).length ? undefined : afterPieces + 1);
+export const fillerPieces = (afterPieces: number) =>
+  afterPieces < splitText(DEFAULT_REPLY.text!).length ? undefined : afterPieces + 1;
 
 /** Head plus body up to and including the n-th piece (n = 0: none); never the tail. */
-function upToPiece(s: Stream, n: number): Frame[] {
+export function upToPiece(s: Stream, n: number): Frame[] {
   const out = [...s.head];
   let seen = 0;
   for (const f of s.body) {
@@ -720,7 +752,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
 
   const signal = (i: number) => (closedSignals[i] ??= deferred<void>());
 
-  const nthFor = (model: string, nth: number) => requests.filter((r) => r.body?.model === model)[nth];
+  const nthFor = (model: string, nth: number) => requests.filter((r) => (r.model ?? r.body?.model) === model)[nth];
   const wakeWaiters = () => {
     for (const w of [...waiters]) {
       const hit = nthFor(w.model, w.nth);
@@ -739,8 +771,18 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     } catch {
       body = raw;
     }
-    const path = new URL(req.url ?? '/', 'http://fake').pathname;
-    const received: ReceivedRequest = { path, headers: req.headers, body, raw };
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const path = url.pathname;
+    const bedrock = bedrockRoute(path);
+    const gemini = geminiRoute(path);
+    const received: ReceivedRequest = {
+      path,
+      headers: req.headers,
+      body,
+      raw,
+      ...(bedrock && { model: bedrock.modelId }),
+      ...(gemini && { model: gemini.model }),
+    };
     const index = requests.push(received) - 1;
 
     let gone = false; // the connection closed: stop writing, drop pending timers
@@ -773,33 +815,51 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
             pending.add(t);
           });
     wakeWaiters();
+    if (bedrock && req.method === 'POST') {
+      const configured = behaviours.get(bedrock.modelId);
+      const cut = () => ((cutByUs = true), res.socket?.destroy());
+      const call = { req, res, received, pause, gone: () => gone, cut };
+      return serveBedrock(bedrock, call, typeof configured === 'function' ? configured(received) : configured);
+    }
 
     if (path === '/v1/messages/count_tokens' && req.method === 'POST')
       return countTokens(res, body, behaviours.get(body?.model), received);
     if (path === '/v1/embeddings' && req.method === 'POST') return embeddings(res, body, behaviours.get(body?.model), received);
-    const api: Api | null =
-      path === '/v1/chat/completions'
+    const azure = azureRoute(req, body, FORMATS);
+    if (azure && 'refusal' in azure) return send(res, azure.refusal.status, azure.refusal.body, azure.refusal.headers);
+    if (azure?.api === 'embeddings')
+      return embeddings(res, { ...body, model: azure.model }, behaviours.get(azure.model), received);
+    const api: Api | null = azure
+      ? azure.api
+      : path === '/v1/chat/completions'
         ? 'openai'
         : path === '/v1/messages'
           ? 'anthropic'
           : path === '/v1/responses'
             ? 'responses'
-            : null;
+            : gemini
+              ? 'gemini'
+              : null;
     if (!api || req.method !== 'POST') {
       return send(res, 404, openaiError(404, `Invalid URL (${req.method} ${path})`));
     }
-    const fmt = FORMATS[api];
-    const ids = { [fmt.requestIdHeader]: newId('req_') };
+    const fmt = azure?.format ?? FORMATS[api];
+    const ids: Record<string, string> = fmt.requestIdHeader ? { [fmt.requestIdHeader]: newId('req_') } : {};
     if (typeof body !== 'object' || body === null)
       return send(res, 400, fmt.error(400, 'The request body is not valid JSON.'), ids);
+    // The fake speaks Gemini's stream as server-sent events only (the API's other form is one JSON array).
+    if (gemini?.stream && url.searchParams.get('alt') !== 'sse')
+      return send(res, 400, geminiError(400, 'the fake streams only with alt=sse'), ids);
+    // Gemini names the model in the path: the wire functions read it from the request as the others' bodies carry it.
+    const request = gemini ? { ...body, model: gemini.model } : body;
 
-    const configured = behaviours.get(body.model);
+    const configured = behaviours.get(azure?.model ?? gemini?.model ?? body.model);
     const b: FakeBehaviour = (typeof configured === 'function' ? configured(received) : configured) ?? {
       kind: 'reply',
       reply: DEFAULT_REPLY,
     };
     const reply = 'reply' in b ? withUsage(b.reply) : DEFAULT_REPLY;
-    const streamed = body.stream === true;
+    const streamed = gemini ? gemini.stream : body.stream === true;
     const sseHead = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...ids };
     const jsonHead = { 'content-type': 'application/json', ...ids };
 
@@ -827,8 +887,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         await b.released;
         await pause(b.firstByteDelayMs);
         if (gone) return;
-        if (!streamed) return send(res, 200, wired(JSON.stringify(fmt.message(body, reply)), reply), ids);
-        const s = fmt.stream(body, reply, b.pieces);
+        if (!streamed) return send(res, 200, wired(JSON.stringify(fmt.message(request, reply)), reply), ids);
+        const s = fmt.stream(request, reply, b.pieces);
         return play(
           [...s.head, ...s.body, ...s.tail].map((f) => wired(sse(f), reply)),
           'end',
@@ -836,7 +896,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         );
       }
       case 'status': {
-        if (b.body === undefined) return send(res, b.status, fmt.error(b.status), ids);
+        if (b.body === undefined) return send(res, b.status, fmt.error(b.status), { ...ids, ...fmt.errorHeaders?.(b.status) });
         let isJson = true;
         try {
           JSON.parse(b.body);
@@ -853,15 +913,15 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       case 'cut': {
         if (!streamed) {
           // Announce the full length, send half: the client sees a truncated body.
-          const full = JSON.stringify(fmt.message(body, reply));
+          const full = JSON.stringify(fmt.message(request, reply));
           res.writeHead(200, { ...jsonHead, 'content-length': Buffer.byteLength(full) });
           return void res.write(full.slice(0, full.length >> 1), () => cut());
         }
-        return play(upToPiece(fmt.stream(body, reply), b.afterPieces).map(sse), 'cut');
+        return play(upToPiece(fmt.stream(request, reply), b.afterPieces).map(sse), 'cut');
       }
       case 'malformed': {
         if (!streamed) return send(res, 200, '{"id":"truncated",', jsonHead);
-        const frames = upToPiece(fmt.stream(body, DEFAULT_REPLY, fillerPieces(b.afterPieces)), b.afterPieces).map(sse);
+        const frames = upToPiece(fmt.stream(request, DEFAULT_REPLY, fillerPieces(b.afterPieces)), b.afterPieces).map(sse);
         return play([...frames, MALFORMED[api]], 'end');
       }
       case 'verbatim':
@@ -871,7 +931,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         return send(res, 400, fmt.error(400, 'a token count is answered on /v1/messages/count_tokens only'), ids);
       case 'stream_error': {
         if (!streamed) return send(res, 500, fmt.error(500), ids);
-        const frames = upToPiece(fmt.stream(body, DEFAULT_REPLY, fillerPieces(b.afterPieces)), b.afterPieces).map(sse);
+        const frames = upToPiece(fmt.stream(request, DEFAULT_REPLY, fillerPieces(b.afterPieces)), b.afterPieces).map(sse);
         return play([...frames, STREAM_ERROR[api]], 'end');
       }
     }

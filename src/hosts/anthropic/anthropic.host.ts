@@ -17,7 +17,7 @@ import { hostedToolClassOf, type HostedToolsRun } from '../../canonical/hosted-t
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
 
 /** The Messages API requires max_tokens; used only when the pipeline left it open. */
-const DEFAULT_MAX_TOKENS = 4096;
+export const DEFAULT_MAX_TOKENS = 4096;
 
 /**
  * The server tools this kind runs, by class, as the API counts them in `usage.server_tool_use`:
@@ -119,7 +119,7 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
  * it is replayed with {} rather than refused: the history stays acceptable, its tool result still
  * tells the model what came of it, and a client's input must not surface as a host failure.
  */
-function toolInput(args: string): Record<string, unknown> {
+export function toolInput(args: string): Record<string, unknown> {
   try {
     const parsed: unknown = JSON.parse(args);
     return isObject(parsed) ? parsed : {};
@@ -220,7 +220,7 @@ function headersFor(apiKey: string | null, betas: string[] = []): Record<string,
  * what the API takes (at least 1024 tokens, less than the cap). None when no reasoning was asked
  * for, `none` was, or the cap is too small to think within.
  */
-function thinkingFor(request: CanonicalRequest, maxTokens: number): { type: 'enabled'; budget_tokens: number } | null {
+export function thinkingFor(request: CanonicalRequest, maxTokens: number): { type: 'enabled'; budget_tokens: number } | null {
   const reasoning = request.reasoning;
   if (reasoning === undefined || reasoning.effort === 'none') return null;
   const wanted = reasoning.budgetTokens ?? Math.floor(maxTokens * THINKING_SHARE[reasoning.effort ?? 'medium']);
