@@ -102,7 +102,8 @@ export interface HostKind<Name extends string = string> {
   /**
    * Kinds whose upstream counts the input tokens of a messages-format request (the messages
    * surface's `count_tokens`): the call for the client's body as it is, on the host's model, with
-   * the client's betas. The upstream answers `{"input_tokens": N}`.
+   * the client's betas. The upstream answers `{"input_tokens": N}`. Null: this host's model cannot
+   * count (a kind serving several wires counts on some of its models only).
    */
   countTokensRequest?(
     body: Record<string, unknown>,
@@ -110,14 +111,18 @@ export interface HostKind<Name extends string = string> {
     apiKey: string | null,
     betas: string[],
     settings?: HostSettings,
-  ): UpstreamRequest;
-  /** A decoder for one stream; `passThrough`: each message also yields its `pass_through` event, ahead of what it decodes to. */
-  decoder(passThrough?: boolean): StreamDecoder;
+  ): UpstreamRequest | null;
+  /**
+   * A decoder for one stream; `passThrough`: each message also yields its `pass_through` event, ahead
+   * of what it decodes to. `hostModel`: the model called, for kinds whose wire depends on it (Vertex
+   * AI serves Claude in the Messages wire, Gemini in Google's).
+   */
+  decoder(passThrough?: boolean, hostModel?: string): StreamDecoder;
   /**
    * The canonical events of a whole (non-streamed) reply body, ending with its `pass_through` event
-   * when asked; throws HostError when it cannot be read.
+   * when asked; throws HostError when it cannot be read. `hostModel` as for `decoder`.
    */
-  decodeReply(body: string, passThrough?: boolean): CanonicalEvent[];
+  decodeReply(body: string, passThrough?: boolean, hostModel?: string): CanonicalEvent[];
   /** A readable message from an error response body (JSON or text), for logs and clients. */
   errorMessage(status: number, body: string): string;
   /**

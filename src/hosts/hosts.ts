@@ -2,12 +2,13 @@ import { anthropicHost } from './anthropic/anthropic.host';
 import type { HostKind } from './host-kind';
 import { openAiHost } from './openai/openai.host';
 import { openAiResponsesHost } from './openai-responses/openai-responses.host';
+import { vertexHost } from './vertex/vertex.host';
 
 /**
  * Every kind of host. Adding one is adding its folder and its entry here: the kind names a
  * catalogue may use (and its message for any other) are derived from this list.
  */
-const KINDS = [openAiHost, anthropicHost, openAiResponsesHost] as const;
+const KINDS = [openAiHost, anthropicHost, openAiResponsesHost, vertexHost] as const;
 
 export type HostKindName = (typeof KINDS)[number]['name'];
 
