@@ -5,6 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { FakeGoogleOAuth } from './fakes/google-oauth';
+import { googleError, vertexAnthropicProblem, vertexAuthRefusal, vertexRoute } from './fakes/vertex';
 
 export interface FakeReply {
   text?: string;
@@ -72,6 +74,8 @@ export interface ReceivedRequest {
   body: any;
   /** The body's bytes as they arrived. */
   raw: string;
+  /** The model asked for: the body's `model`, or the path's on hosts that name it there (Vertex AI). */
+  model?: string;
 }
 
 export interface FakeUpstream {
@@ -79,7 +83,7 @@ export interface FakeUpstream {
   url: string;
   /** Every request, in arrival order, recorded before it is answered. */
   requests: ReceivedRequest[];
-  /** Behaviour for requests whose body.model equals `model`; unknown models get DEFAULT_REPLY. */
+  /** Behaviour for requests for `model` (see ReceivedRequest.model); unknown models get DEFAULT_REPLY. */
   on(model: string, behaviour: FakeBehaviour | ((req: ReceivedRequest) => FakeBehaviour)): void;
   /**
    * Resolves when the client closed the connection of the n-th request (0-based) before its
@@ -90,6 +94,8 @@ export interface FakeUpstream {
   received(model: string, nth?: number): Promise<ReceivedRequest>;
   /** Closes every socket, hanging ones included, and clears every timer. */
   close(): Promise<void>;
+  /** Google's token endpoint, at POST /token: the tokens the Vertex AI routes require. */
+  googleOAuth: FakeGoogleOAuth;
 }
 
 const DEFAULT_USAGE = { input: 12, output: 6 };
@@ -596,7 +602,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
 
   const signal = (i: number) => (closedSignals[i] ??= deferred<void>());
 
-  const nthFor = (model: string, nth: number) => requests.filter((r) => r.body?.model === model)[nth];
+  const googleOAuth = new FakeGoogleOAuth();
+  const nthFor = (model: string, nth: number) => requests.filter((r) => r.model === model)[nth];
   const wakeWaiters = () => {
     for (const w of [...waiters]) {
       const hit = nthFor(w.model, w.nth);
@@ -616,7 +623,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       body = raw;
     }
     const path = new URL(req.url ?? '/', 'http://fake').pathname;
-    const received: ReceivedRequest = { path, headers: req.headers, body, raw };
+    const vertex = vertexRoute(path);
+    const model = vertex && !vertex.countTokens ? vertex.model : body?.model;
+    const received: ReceivedRequest = { path, headers: req.headers, body, raw, model };
     const index = requests.push(received) - 1;
 
     let gone = false; // the connection closed: stop writing, drop pending timers
@@ -650,11 +659,24 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
           });
     wakeWaiters();
 
-    if (path === '/v1/messages/count_tokens' && req.method === 'POST')
+    if (path === '/token' && req.method === 'POST') {
+      const answer = googleOAuth.answer(raw, req.headers['content-type']);
+      return send(res, answer.status, answer.body);
+    }
+    if (vertex) {
+      const refusal = vertexAuthRefusal(req.headers, googleOAuth);
+      if (refusal) return send(res, refusal.status, refusal.body);
+      const problem = vertexAnthropicProblem(body, vertex);
+      if (problem) return send(res, 400, anthropicError(400, problem));
+      // The wire's replies name their model, which the body does not.
+      if (!vertex.countTokens) body = { ...body, model: vertex.model };
+    }
+    if ((path === '/v1/messages/count_tokens' || vertex?.countTokens) && req.method === 'POST')
       return countTokens(res, body, behaviours.get(body?.model), received);
     if (path === '/v1/embeddings' && req.method === 'POST') return embeddings(res, body, behaviours.get(body?.model), received);
-    const api: Api | null =
-      path === '/v1/chat/completions'
+    const api: Api | null = vertex
+      ? 'anthropic'
+      : path === '/v1/chat/completions'
         ? 'openai'
         : path === '/v1/messages'
           ? 'anthropic'
@@ -664,7 +686,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     if (!api || req.method !== 'POST') {
       return send(res, 404, openaiError(404, `Invalid URL (${req.method} ${path})`));
     }
-    const fmt = FORMATS[api];
+    // Vertex AI's front end answers failures in Google's format.
+    const fmt = vertex ? { ...FORMATS[api], error: googleError } : FORMATS[api];
     const ids = { [fmt.requestIdHeader]: newId('req_') };
     if (typeof body !== 'object' || body === null)
       return send(res, 400, fmt.error(400, 'The request body is not valid JSON.'), ids);
@@ -675,7 +698,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       reply: DEFAULT_REPLY,
     };
     const reply = 'reply' in b ? withUsage(b.reply) : DEFAULT_REPLY;
-    const streamed = body.stream === true;
+    const streamed = vertex ? vertex.stream : body.stream === true;
     const sseHead = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...ids };
     const jsonHead = { 'content-type': 'application/json', ...ids };
 
@@ -775,6 +798,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       behaviours.set(model, behaviour);
     },
     closed: (index) => signal(index).promise,
+    googleOAuth,
     received(model, nth = 0) {
       const hit = nthFor(model, nth);
       if (hit) return Promise.resolve(hit);
