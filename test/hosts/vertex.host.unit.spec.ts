@@ -212,7 +212,9 @@ describe('vertexHost reading Claude’s replies', () => {
 
 describe('vertexHost.errorMessage', () => {
   it('reads Google’s error, alone or in an array, Anthropic’s, or the text', () => {
-    const google = { error: { code: 429, message: 'Quota exceeded for aiplatform.googleapis.com', status: 'RESOURCE_EXHAUSTED' } };
+    const google = {
+      error: { code: 429, message: 'Quota exceeded for aiplatform.googleapis.com', status: 'RESOURCE_EXHAUSTED' },
+    };
     expect(vertexHost.errorMessage(429, JSON.stringify(google))).toBe('Quota exceeded for aiplatform.googleapis.com');
     expect(vertexHost.errorMessage(429, JSON.stringify([google]))).toBe('Quota exceeded for aiplatform.googleapis.com');
     const anthropic = { type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: Field required' } };

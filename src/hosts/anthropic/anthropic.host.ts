@@ -228,7 +228,8 @@ function passThroughBody(request: CanonicalRequest, original: Record<string, unk
  * (`passThrough`), else translated from the canonical request.
  */
 export function messagesBody(request: CanonicalRequest): { body: Record<string, unknown>; passThrough: boolean } {
-  if (request.original?.format === 'messages') return { body: passThroughBody(request, request.original.body), passThrough: true };
+  if (request.original?.format === 'messages')
+    return { body: passThroughBody(request, request.original.body), passThrough: true };
   const placed = placeSystem(request);
   const maxTokens = request.maxTokens ?? DEFAULT_MAX_TOKENS;
   const body: Record<string, unknown> = {

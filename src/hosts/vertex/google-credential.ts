@@ -25,7 +25,9 @@ async function readKeyFile(path: string, where: string): Promise<Record<string, 
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
-    throw new Error(`the credentials file ${where} (${path}) cannot be read: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+    throw new Error(
+      `the credentials file ${where} (${path}) cannot be read: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
+    );
   }
   try {
     const parsed: unknown = JSON.parse(text);
@@ -42,7 +44,9 @@ async function readKeyFile(path: string, where: string): Promise<Record<string, 
  * naming another one (a private endpoint, a test's) is honoured here.
  */
 function tokenTransporter(key: KeyFile | null): gaxios.Gaxios {
-  const transporter = new gaxios.Gaxios({ timeout: TOKEN_TIMEOUT_MS });
+  // Node's own fetch: the library's default (node-fetch) is loaded by a dynamic import, which a
+  // runtime without ES module loading (jest's sandbox) cannot do.
+  const transporter = new gaxios.Gaxios({ timeout: TOKEN_TIMEOUT_MS, fetchImplementation: fetch });
   const tokenUri = key?.type === 'service_account' && typeof key.token_uri === 'string' ? key.token_uri : null;
   if (tokenUri && tokenUri !== GOOGLE_TOKEN_URL)
     transporter.interceptors.request.add({
@@ -61,7 +65,9 @@ function tokenTransporter(key: KeyFile | null): gaxios.Gaxios {
  */
 export function googleCredential(credentialsFile: string, env: NodeJS.ProcessEnv = process.env): HostAuthorizer {
   const named = credentialsFile !== '' ? { path: credentialsFile, where: 'named by the host' } : null;
-  const fromEnv = env.GOOGLE_APPLICATION_CREDENTIALS ? { path: env.GOOGLE_APPLICATION_CREDENTIALS, where: 'GOOGLE_APPLICATION_CREDENTIALS' } : null;
+  const fromEnv = env.GOOGLE_APPLICATION_CREDENTIALS
+    ? { path: env.GOOGLE_APPLICATION_CREDENTIALS, where: 'GOOGLE_APPLICATION_CREDENTIALS' }
+    : null;
   const file = named ?? fromEnv;
   let auth: Promise<GoogleAuth> | null = null;
   const made = async (): Promise<GoogleAuth> => {

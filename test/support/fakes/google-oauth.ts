@@ -129,7 +129,10 @@ export class FakeGoogleOAuth {
     const now = Math.floor(Date.now() / 1000);
     const { iat, exp } = claims as { iat?: unknown; exp?: unknown };
     if (typeof iat !== 'number' || typeof exp !== 'number' || iat > now + 60 || exp <= now || exp - iat > 3600)
-      return refuse('invalid_grant', 'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.');
+      return refuse(
+        'invalid_grant',
+        'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.',
+      );
     if (typeof claims.scope !== 'string' || claims.scope.trim() === '')
       return refuse('invalid_scope', 'Invalid OAuth scope or ID token audience provided.');
     const token = `ya29.fake-${randomBytes(24).toString('base64url')}`;

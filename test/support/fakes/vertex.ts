@@ -79,7 +79,10 @@ export function googleError(status: number, message?: string) {
 }
 
 /** Google's refusal of a call without a valid token (401), or with one lacking the scope (403); null when it may go on. */
-export function vertexAuthRefusal(headers: IncomingHttpHeaders, oauth: FakeGoogleOAuth): { status: number; body: unknown } | null {
+export function vertexAuthRefusal(
+  headers: IncomingHttpHeaders,
+  oauth: FakeGoogleOAuth,
+): { status: number; body: unknown } | null {
   switch (oauth.check(headers.authorization, CLOUD_PLATFORM_SCOPE)) {
     case 'valid':
       return null;

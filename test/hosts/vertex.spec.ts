@@ -1,0 +1,479 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ReservationSettled } from '../../src/ledger/ledger.events';
+import { signatureOf, type FakeUpstream } from '../support/fake-upstream';
+import { FAKE_TOKEN_LIFETIME_S, GOOGLE_TOKEN_AUDIENCE, testServiceAccount } from '../support/fakes/google-oauth';
+import { CLOUD_PLATFORM_SCOPE } from '../support/fakes/vertex';
+import { auditThenClose, startGateway, testCatalogueFile, TestGateway } from '../support/gateway';
+import { tempDir } from '../support/temp';
+
+/**
+ * Claude on a `vertex` host, through every client surface, whole and streamed: the call goes to
+ * Vertex AI's Anthropic publisher (rawPredict / streamRawPredict, the model in the path, Vertex's
+ * anthropic_version in the body) with a Google access token the host's service account got from
+ * the (fake) token endpoint once and reuses; what the host replies reaches the client; every token
+ * class is billed at the catalogue's prices; a cut stream is billed for what was delivered; a
+ * failure before output (a 429, a 5xx, a 401, no token to be had) falls back; absurd usage is not
+ * believed.
+ */
+
+const CLAUDE = {
+  slug: 'test/vertex-claude',
+  id: 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb',
+  hostModel: 'claude-sonnet-4-5@20250929',
+};
+/** Two hosts: the first (`fake-vertex-flaky`, at $9/M) fails before output; the second serves at $0.50/M and $0.75/M. */
+const FALLBACK = {
+  slug: 'test/vertex-fallback',
+  id: 'cccccccc-cccc-4ccc-8ccc-cccccccccccc',
+  firstHostModel: 'claude-first@20250101',
+  hostModel: 'claude-second@20250101',
+};
+/** Its one host's token endpoint does not answer (nothing listens there). */
+const TOKENLESS = { slug: 'test/vertex-tokenless', id: 'dddddddd-dddd-4ddd-8ddd-dddddddddddd', hostModel: 'claude-tokenless@1' };
+/** Two hosts: the first can get no token; the second serves as for `FALLBACK`. */
+const TOKENLESS_FIRST = {
+  slug: 'test/vertex-tokenless-first',
+  id: 'eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee',
+  hostModel: 'claude-after-tokenless@1',
+};
+
+/** Claude Sonnet 4.5's list prices on Vertex AI's global endpoint, per million tokens: every class stated. */
+const PRICES = { input: '3.00', output: '15.00', cacheRead: '0.30', cacheWrite: '3.75', cacheWrite1h: '6.00' };
+
+/** Each host's service account, by host: its own, so a test can count each one's token requests. */
+const accounts = new Map<string, string>();
+const files = tempDir('vertex-keys');
+
+/** A vertex host on the fake, its service account's key file written for it (token endpoint `tokenUri`, the fake's own by default). */
+function vertexHost(fake: FakeUpstream, id: string, tokenUri = `${fake.url}/token`) {
+  const { key, publicKey } = testServiceAccount(tokenUri, `${id}@test-project.iam.gserviceaccount.com`);
+  fake.googleOAuth.trust(key.client_email, publicKey);
+  accounts.set(id, key.client_email);
+  const credentialsFile = join(files.path, `${id}.json`);
+  writeFileSync(credentialsFile, JSON.stringify(key));
+  return {
+    id,
+    kind: 'vertex',
+    baseUrl: `${fake.url}/v1/projects/test-project/locations/us-east5`,
+    project: 'test-project',
+    location: 'us-east5',
+    credentialsFile,
+  };
+}
+
+const model = (m: { slug: string; id: string }, hosts: unknown[]) => ({
+  slug: m.slug,
+  id: m.id,
+  name: m.slug,
+  contextLength: 200_000,
+  // Room for a thinking budget (at least 1,024 tokens) under the cap.
+  maxOutputTokens: 8192,
+  reasoning: true,
+  hosts,
+});
+
+function catalogue(fake: FakeUpstream) {
+  const file = testCatalogueFile(fake);
+  const cheap = { input: '0.50', output: '0.75' };
+  return {
+    hosts: [
+      ...file.hosts,
+      vertexHost(fake, 'fake-vertex'),
+      vertexHost(fake, 'fake-vertex-flaky'),
+      // Port 1: nothing listens, so the token request is refused at once.
+      vertexHost(fake, 'fake-vertex-tokenless', 'http://127.0.0.1:1/token'),
+    ],
+    models: [
+      ...file.models,
+      model(CLAUDE, [{ host: 'fake-vertex', model: CLAUDE.hostModel, pricing: PRICES }]),
+      model(FALLBACK, [
+        { host: 'fake-vertex-flaky', model: FALLBACK.firstHostModel, pricing: { input: '9.00', output: '9.00' } },
+        { host: 'fake-vertex', model: FALLBACK.hostModel, pricing: cheap },
+      ]),
+      model(TOKENLESS, [{ host: 'fake-vertex-tokenless', model: TOKENLESS.hostModel, pricing: cheap }]),
+      model(TOKENLESS_FIRST, [
+        { host: 'fake-vertex-tokenless', model: 'claude-never-called@1', pricing: { input: '9.00', output: '9.00' } },
+        { host: 'fake-vertex', model: TOKENLESS_FIRST.hostModel, pricing: cheap },
+      ]),
+    ],
+  };
+}
+
+const WEATHER = {
+  name: 'get_weather',
+  description: 'Weather in a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
+
+/** What a client got, whatever its surface: text, reasoning (with its signature where the surface carries one), calls. */
+interface Got {
+  text: string;
+  reasoning: string;
+  signature?: string;
+  calls: Array<{ id: string; name: string; arguments: string }>;
+}
+
+/** The `data:` payloads of a server-sent event stream, with their event names. */
+function sseEvents(text: string): Array<{ event?: string; data: any }> {
+  return text
+    .split('\n\n')
+    .filter((block) => block.includes('data: '))
+    .map((block) => {
+      const event = /^event: (.*)$/m.exec(block)?.[1];
+      const data = /^data: (.*)$/m.exec(block)![1];
+      return { event, data: data === '[DONE]' ? data : JSON.parse(data) };
+    });
+}
+
+interface Surface {
+  name: string;
+  /** The surface carries tool calls and reasoning (native carries text only). */
+  tools: boolean;
+  path(slug: string): string;
+  headers(key: string): Record<string, string>;
+  body(slug: string, stream: boolean, withTools: boolean): Record<string, unknown>;
+  read(body: string, stream: boolean): Got;
+}
+
+const got = (): Got => ({ text: '', reasoning: '', calls: [] });
+
+const SURFACES: Surface[] = [
+  {
+    name: 'chat-completions',
+    tools: true,
+    path: () => 'chat/completions',
+    headers: (key) => ({ authorization: `Bearer ${key}` }),
+    body: (slug, stream, withTools) => ({
+      model: slug,
+      stream,
+      reasoning_effort: 'low',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Hello' },
+      ],
+      ...(withTools ? { tools: [{ type: 'function', function: WEATHER }] } : {}),
+    }),
+    read(body, stream) {
+      const out = got();
+      const parts = stream
+        ? sseEvents(body)
+            .filter((e) => e.data !== '[DONE]')
+            .map((e) => e.data.choices?.[0]?.delta ?? {})
+        : [JSON.parse(body).choices[0].message];
+      for (const part of parts) {
+        out.text += part.content ?? '';
+        out.reasoning += part.reasoning_content ?? '';
+        for (const [i, call] of (part.tool_calls ?? []).entries()) {
+          const index = call.index ?? i;
+          out.calls[index] ??= { id: call.id, name: call.function.name, arguments: '' };
+          out.calls[index].arguments += call.function.arguments ?? '';
+        }
+      }
+      return out;
+    },
+  },
+  {
+    name: 'messages',
+    tools: true,
+    path: () => 'messages',
+    headers: (key) => ({ 'x-api-key': key, 'anthropic-version': '2023-06-01' }),
+    body: (slug, stream, withTools) => ({
+      model: slug,
+      stream,
+      max_tokens: 1000,
+      thinking: { type: 'enabled', budget_tokens: 512 },
+      system: 'Be brief.',
+      messages: [{ role: 'user', content: 'Hello' }],
+      ...(withTools
+        ? { tools: [{ name: WEATHER.name, description: WEATHER.description, input_schema: WEATHER.parameters }] }
+        : {}),
+    }),
+    read(body, stream) {
+      const out = got();
+      if (!stream) {
+        for (const block of JSON.parse(body).content) {
+          if (block.type === 'text') out.text += block.text;
+          if (block.type === 'thinking') {
+            out.reasoning += block.thinking;
+            out.signature = block.signature;
+          }
+          if (block.type === 'tool_use')
+            out.calls.push({ id: block.id, name: block.name, arguments: JSON.stringify(block.input) });
+        }
+        return out;
+      }
+      const calls = new Map<number, Got['calls'][number]>();
+      for (const { data } of sseEvents(body)) {
+        if (data.type === 'content_block_start' && data.content_block.type === 'tool_use') {
+          calls.set(data.index, { id: data.content_block.id, name: data.content_block.name, arguments: '' });
+          out.calls.push(calls.get(data.index)!);
+        }
+        if (data.type !== 'content_block_delta') continue;
+        out.text += data.delta.text ?? '';
+        out.reasoning += data.delta.thinking ?? '';
+        if (data.delta.type === 'signature_delta') out.signature = data.delta.signature;
+        if (data.delta.type === 'input_json_delta') calls.get(data.index)!.arguments += data.delta.partial_json;
+      }
+      return out;
+    },
+  },
+  {
+    name: 'responses',
+    tools: true,
+    path: () => 'responses',
+    headers: (key) => ({ authorization: `Bearer ${key}` }),
+    body: (slug, stream, withTools) => ({
+      model: slug,
+      stream,
+      instructions: 'Be brief.',
+      input: 'Hello',
+      reasoning: { effort: 'low' },
+      ...(withTools ? { tools: [{ type: 'function', ...WEATHER, strict: false }] } : {}),
+    }),
+    read(body, stream) {
+      const out = got();
+      const items: any[] = stream
+        ? sseEvents(body)
+            .filter((e) => e.data.type === 'response.output_item.done')
+            .map((e) => e.data.item)
+        : JSON.parse(body).output;
+      for (const item of items) {
+        if (item.type === 'message') out.text += item.content.map((c: any) => c.text).join('');
+        if (item.type === 'reasoning')
+          out.reasoning += [...item.summary, ...(item.content ?? [])].map((c: any) => c.text).join('');
+        if (item.type === 'function_call') out.calls.push({ id: item.call_id, name: item.name, arguments: item.arguments });
+      }
+      return out;
+    },
+  },
+  {
+    name: 'native',
+    tools: false,
+    path: (slug) => `models/${slug}/chat`,
+    headers: (key) => ({ authorization: `Bearer ${key}` }),
+    body: (_slug, stream) => ({ stream, messages: [{ role: 'user', content: 'Hello' }] }),
+    read(body, stream) {
+      const out = got();
+      if (!stream) out.text = JSON.parse(body).text;
+      else for (const e of sseEvents(body).filter((e) => e.event === 'delta')) out.text += e.data.text;
+      return out;
+    },
+  },
+];
+
+let g: TestGateway;
+beforeAll(async () => {
+  g = await startGateway({ catalogue });
+});
+afterAll(async () => {
+  try {
+    await auditThenClose(g);
+  } finally {
+    files.cleanup();
+  }
+});
+
+async function call(surface: Surface, slug: string, stream: boolean, withTools = false) {
+  const res = await fetch(`${g.baseUrl}/api/v1/${surface.path(slug)}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...surface.headers(g.key) },
+    body: JSON.stringify(surface.body(slug, stream, withTools)),
+  });
+  return { res, text: await res.text() };
+}
+
+/** The settlement of the request the response names. */
+async function settlementOf(res: Response): Promise<ReservationSettled['data']> {
+  const requestId = res.headers.get('x-request-id')!;
+  await g.logged(requestId);
+  await g.settled();
+  const log = await g.t.runtime.events.readAll(0, 100_000);
+  const settled = log.find((e) => e.type === 'ReservationSettled' && (e.data as { requestId: string }).requestId === requestId);
+  return settled!.data as ReservationSettled['data'];
+}
+
+/** The last request the host was sent, for a host model. */
+const sent = (hostModel: string) => g.fake.requests.filter((r) => r.model === hostModel).at(-1)!;
+
+/** The token requests a host's service account made so far. */
+const tokenRequests = (host: string) => g.fake.googleOAuth.requests.filter((claims) => claims.iss === accounts.get(host));
+
+const TEXT = 'Sunny in Paris today.';
+const THINKING = 'The user wants the weather.';
+const CALL = { id: 'toolu_weather_1', name: 'get_weather', arguments: '{"city":"Paris"}' };
+
+describe.each(SURFACES)('the $name surface on a vertex host serving Claude', (surface) => {
+  describe.each([false, true])('streamed: %s', (stream) => {
+    it('is sent to the Anthropic publisher’s model with a Google token, and gets the text back', async () => {
+      g.fake.on(CLAUDE.hostModel, { kind: 'reply', reply: { text: TEXT } });
+      const { res, text } = await call(surface, CLAUDE.slug, stream);
+      expect(res.status).toBe(200);
+      expect(surface.read(text, stream).text).toBe(TEXT);
+      const upstream = sent(CLAUDE.hostModel);
+      expect(upstream.path).toBe(
+        `/v1/projects/test-project/locations/us-east5/publishers/anthropic/models/${CLAUDE.hostModel}:${stream ? 'streamRawPredict' : 'rawPredict'}`,
+      );
+      expect(upstream.headers.authorization).toMatch(/^Bearer ya29\.fake-/);
+      expect(upstream.headers).not.toHaveProperty('x-api-key');
+      expect(upstream.body).not.toHaveProperty('model');
+      // The Messages client's own cap, else the model's.
+      const cap = surface.name === 'messages' ? 1000 : 8192;
+      expect(upstream.body).toMatchObject({ anthropic_version: 'vertex-2023-10-16', stream, max_tokens: cap });
+      if (surface.name === 'messages') {
+        // The client's own body, whole: only the model taken out (it is in the path) and the version put in.
+        const { model: _slug, ...own } = surface.body(CLAUDE.slug, stream, false);
+        expect(upstream.body).toEqual({ anthropic_version: 'vertex-2023-10-16', ...own });
+      } else expect(upstream.body.messages).toEqual([{ role: 'user', content: 'Hello' }]);
+      if (surface.name !== 'native') expect(upstream.body.system).toBe('Be brief.');
+    });
+
+    if (surface.tools) {
+      it('carries a tool call with its arguments, and the reasoning before it (its signature to a Messages client)', async () => {
+        g.fake.on(CLAUDE.hostModel, { kind: 'reply', reply: { thinking: THINKING, toolCalls: [CALL] } });
+        const { res, text } = await call(surface, CLAUDE.slug, stream, true);
+        expect(res.status).toBe(200);
+        const out = surface.read(text, stream);
+        expect(out.calls).toEqual([CALL]);
+        expect(out.reasoning).toBe(THINKING);
+        if (surface.name === 'messages') expect(out.signature).toBe(signatureOf(THINKING));
+        const upstream = sent(CLAUDE.hostModel).body;
+        expect(upstream.tools).toEqual([
+          { name: WEATHER.name, description: WEATHER.description, input_schema: WEATHER.parameters },
+        ]);
+        expect(upstream.thinking).toMatchObject({ type: 'enabled' });
+      });
+    }
+
+    it('bills every token class at its price: ceil(Σ tokens × price / 10^6) nano-credits', async () => {
+      g.fake.on(CLAUDE.hostModel, {
+        kind: 'reply',
+        reply: { text: TEXT, usage: { input: 101, cacheRead: 20_003, cacheWrite: 1_007, cacheWrite1h: 2_011, output: 503 } },
+      });
+      const { res } = await call(surface, CLAUDE.slug, stream);
+      expect(res.status).toBe(200);
+      // In nano-credits per million tokens: $3 = 3×10^9, $0.30, $3.75, $6, $15.
+      const sum = 101 * 3e9 + 20_003 * 0.3e9 + 1_007 * 3.75e9 + 2_011 * 6e9 + 503 * 15e9;
+      expect(await settlementOf(res)).toMatchObject({
+        host: 'fake-vertex',
+        inputTokens: 101,
+        cacheReadTokens: 20_003,
+        cacheWriteTokens: 1_007,
+        cacheWrite1hTokens: 2_011,
+        outputTokens: 503,
+        amount: Math.ceil(sum / 1e6),
+      });
+    });
+
+    it('falls back to the next host on a 429, a 5xx or a 401 before output, answered in Google’s format', async () => {
+      for (const status of [429, 500, 503, 401]) {
+        g.fake.on(FALLBACK.firstHostModel, { kind: 'status', status });
+        g.fake.on(FALLBACK.hostModel, { kind: 'reply', reply: { text: TEXT, usage: { input: 1000, output: 1000 } } });
+        const { res, text } = await call(surface, FALLBACK.slug, stream);
+        expect(res.status).toBe(200);
+        expect(surface.read(text, stream).text).toBe(TEXT);
+        // 1,000 × $0.50 + 1,000 × $0.75 = $1,250 per million
+        expect(await settlementOf(res)).toMatchObject({ host: 'fake-vertex', amount: 1_250_000 });
+      }
+    });
+  });
+
+  it('bills a cut stream for what was delivered', async () => {
+    g.fake.on(CLAUDE.hostModel, { kind: 'cut', reply: { text: 'one two three four five six', usage: null }, afterPieces: 3 });
+    const { res, text } = await call(surface, CLAUDE.slug, true);
+    expect(res.status).toBe(200);
+    expect(text).toContain('three');
+    expect(text).not.toContain('four');
+    const settled = await settlementOf(res);
+    // Nothing reported by the host: the gateway's count of the three words delivered (4 characters a token).
+    expect(settled.outputTokens).toBe(Math.ceil('one two three'.length / 4));
+    expect(settled.amount).toBeGreaterThan(0);
+  });
+
+  it('fails a stream whose host reports an error after output, billing what was delivered', async () => {
+    g.fake.on(CLAUDE.hostModel, { kind: 'stream_error', afterPieces: 2 });
+    const { res, text } = await call(surface, CLAUDE.slug, true);
+    expect(res.status).toBe(200);
+    expect(text).toMatch(/error/);
+    const settled = await settlementOf(res);
+    expect(settled.outputTokens).toBeGreaterThan(0);
+    expect(settled.amount).toBeGreaterThan(0);
+  });
+
+  it('does not believe absurd usage', async () => {
+    g.fake.on(CLAUDE.hostModel, {
+      kind: 'reply',
+      reply: { text: TEXT, wireUsage: '{"input_tokens":12,"cache_read_input_tokens":0,"output_tokens":1e12}' },
+    });
+    const { res } = await call(surface, CLAUDE.slug, false);
+    expect(res.status).toBe(200);
+    const settled = await settlementOf(res);
+    // The cap is 8,192: 10^12 output tokens is not believed, the delivered text is counted instead.
+    expect(settled.outputTokens).toBe(Math.ceil(TEXT.length / 4));
+    expect(settled.inputTokens).toBe(12);
+  });
+});
+
+describe('a vertex host’s Google credential', () => {
+  it('is a token the service account got with a signed assertion for the cloud-platform scope, fetched once and reused', async () => {
+    g.fake.on(CLAUDE.hostModel, { kind: 'reply', reply: { text: TEXT } });
+    for (const surface of SURFACES) await call(surface, CLAUDE.slug, false);
+    await Promise.all(SURFACES.map((surface) => call(surface, CLAUDE.slug, true)));
+    const claims = tokenRequests('fake-vertex');
+    // One token for every call on this host (those of the tests before too), sequential or at once.
+    expect(claims).toHaveLength(1);
+    expect(claims[0]).toMatchObject({
+      iss: accounts.get('fake-vertex'),
+      aud: GOOGLE_TOKEN_AUDIENCE,
+      scope: CLOUD_PLATFORM_SCOPE,
+    });
+    expect((claims[0].exp as number) - (claims[0].iat as number)).toBeLessThanOrEqual(3600);
+    const tokens = new Set(g.fake.requests.filter((r) => r.model === CLAUDE.hostModel).map((r) => r.headers.authorization));
+    expect(tokens.size).toBe(1);
+    expect(FAKE_TOKEN_LIFETIME_S).toBeGreaterThan(300); // long enough that the library keeps it between calls
+  });
+
+  it('none to be had (the token endpoint down): a clear failure before output, worth the next host', async () => {
+    const alone = await call(SURFACES[0], TOKENLESS.slug, false);
+    expect(alone.res.status).toBe(502);
+    expect(JSON.parse(alone.text).error.message).toMatch(/no credential for the host/);
+    expect(g.fake.requests.some((r) => r.model === TOKENLESS.hostModel)).toBe(false);
+
+    g.fake.on(TOKENLESS_FIRST.hostModel, { kind: 'reply', reply: { text: TEXT, usage: { input: 1000, output: 1000 } } });
+    const { res, text } = await call(SURFACES[1], TOKENLESS_FIRST.slug, true);
+    expect(res.status).toBe(200);
+    expect(SURFACES[1].read(text, true).text).toBe(TEXT);
+    expect(await settlementOf(res)).toMatchObject({ host: 'fake-vertex', amount: 1_250_000 });
+  });
+
+  it('the fake’s Vertex AI refuses a call without a token it issued, in Google’s format', async () => {
+    const res = await fetch(
+      `${g.fake.url}/v1/projects/p/locations/l/publishers/anthropic/models/${CLAUDE.hostModel}:rawPredict`,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer ya29.forged' },
+        body: JSON.stringify({ anthropic_version: 'vertex-2023-10-16', max_tokens: 5, messages: [] }),
+      },
+    );
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({ error: { code: 401, status: 'UNAUTHENTICATED' } });
+  });
+});
+
+describe('count_tokens on a vertex host serving Claude', () => {
+  it('is counted by the count-tokens model, with the host model in the body', async () => {
+    g.fake.on(CLAUDE.hostModel, { kind: 'count', inputTokens: 4242 });
+    const body = { model: CLAUDE.slug, messages: [{ role: 'user', content: 'How many tokens?' }] };
+    const res = await fetch(`${g.baseUrl}/api/v1/messages/count_tokens`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': g.key, 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify(body),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ input_tokens: 4242 });
+    const counted = g.fake.requests.at(-1)!;
+    expect(counted.path).toBe('/v1/projects/test-project/locations/us-east5/publishers/anthropic/models/count-tokens:rawPredict');
+    expect(counted.body).toEqual({ ...body, model: CLAUDE.hostModel, anthropic_version: 'vertex-2023-10-16' });
+    expect(counted.headers.authorization).toMatch(/^Bearer ya29\.fake-/);
+  });
+});
