@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { CanonicalEvent, CanonicalRequest, HostError } from '../../src/canonical/canonical';
 import { Catalogue, CatalogueError } from '../../src/catalogue/catalogue';
 import { anthropicHost } from '../../src/hosts/anthropic/anthropic.host';
@@ -62,6 +63,33 @@ describe('vertexHost: where a host is', () => {
     expect(unset.servable()).toEqual([]);
     expect(() => Catalogue.parse(file({ location: 'us-east5' }), {})).toThrow(CatalogueError);
     expect(() => Catalogue.parse(file({ location: 'us-east5' }), {})).toThrow(/"project" must be a non-empty string/);
+  });
+});
+
+describe('the shipped catalogue’s vertex host', () => {
+  const shipped = (env: Record<string, string>) => Catalogue.load(join(__dirname, '../../catalogue/default.json'), env);
+
+  it('is Vertex AI’s global endpoint for GOOGLE_CLOUD_PROJECT (or GOOGLE_CLOUD_LOCATION’s), serving Claude Sonnet 4.5 at its list prices', () => {
+    const catalogue = shipped({ GOOGLE_CLOUD_PROJECT: 'acme' });
+    expect(catalogue.hosts.find((h) => h.id === 'vertex')).toMatchObject({
+      baseUrl: 'https://aiplatform.googleapis.com/v1/projects/acme/locations/global',
+      usable: true,
+    });
+    const sonnet = catalogue.find('anthropic/claude-sonnet-4.5')!;
+    expect(sonnet.hosts.find((h) => h.host.id === 'vertex')).toMatchObject({
+      model: 'claude-sonnet-4-5@20250929',
+      prices: { input: 3e9, output: 15e9, cacheRead: 0.3e9, cacheWrite: 3.75e9, cacheWrite1h: 6e9 },
+    });
+    expect(catalogue.cachePricesAssumed()).toEqual([]);
+    expect(
+      shipped({ GOOGLE_CLOUD_PROJECT: 'acme', GOOGLE_CLOUD_LOCATION: 'us-east5' }).hosts.find((h) => h.id === 'vertex')!.baseUrl,
+    ).toBe('https://us-east5-aiplatform.googleapis.com/v1/projects/acme/locations/us-east5');
+  });
+
+  it('without a project it cannot serve, and Claude Sonnet 4.5 is served by Anthropic alone', () => {
+    const catalogue = shipped({ ANTHROPIC_API_KEY: 'sk-ant-x' });
+    expect(catalogue.hosts.find((h) => h.id === 'vertex')!.usable).toBe(false);
+    expect(catalogue.servable().map((m) => m.slug)).toContain('anthropic/claude-sonnet-4.5');
   });
 });
 
