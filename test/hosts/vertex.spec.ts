@@ -1,5 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { lastValueFrom, tap } from 'rxjs';
+import type { CanonicalEvent, CanonicalRequest, HostError } from '../../src/canonical/canonical';
+import { HostTransport, type HostEndpoint } from '../../src/hosts/transport';
+import { googleCredential } from '../../src/hosts/vertex/google-credential';
+import { vertexHost as vertexKind } from '../../src/hosts/vertex/vertex.host';
 import type { ReservationSettled } from '../../src/ledger/ledger.events';
 import { signatureOf, type FakeUpstream } from '../support/fake-upstream';
 import { FAKE_TOKEN_LIFETIME_S, GOOGLE_TOKEN_AUDIENCE, testServiceAccount } from '../support/fakes/google-oauth';
@@ -263,8 +268,10 @@ const SURFACES: Surface[] = [
 ];
 
 let g: TestGateway;
+/** The gateway's log, to look for credentials in. */
+const logged: string[] = [];
 beforeAll(async () => {
-  g = await startGateway({ catalogue });
+  g = await startGateway({ catalogue, logStream: { write: (line: string) => void logged.push(line) } });
 });
 afterAll(async () => {
   try {
@@ -430,6 +437,10 @@ describe('a vertex host’s Google credential', () => {
     expect((claims[0].exp as number) - (claims[0].iat as number)).toBeLessThanOrEqual(3600);
     const tokens = new Set(g.fake.requests.filter((r) => r.model === CLAUDE.hostModel).map((r) => r.headers.authorization));
     expect(tokens.size).toBe(1);
+    // Neither the token nor the key it was got with is ever logged.
+    const token = [...tokens][0]!.slice('Bearer '.length);
+    expect(logged.length).toBeGreaterThan(0);
+    expect(logged.filter((line) => line.includes(token) || line.includes('PRIVATE KEY'))).toEqual([]);
     expect(FAKE_TOKEN_LIFETIME_S).toBeGreaterThan(300); // long enough that the library keeps it between calls
   });
 
@@ -444,6 +455,47 @@ describe('a vertex host’s Google credential', () => {
     expect(res.status).toBe(200);
     expect(SURFACES[1].read(text, true).text).toBe(TEXT);
     expect(await settlementOf(res)).toMatchObject({ host: 'fake-vertex', amount: 1_250_000 });
+  });
+
+  const headersFrom = (credential: ReturnType<typeof googleCredential>) =>
+    credential.headers({ method: 'POST', url: new URL(`${g.fake.url}/v1/x`), headers: {}, body: '{}' });
+
+  /** A key file for a new service account, trusted by the fake unless `untrusted`; its path, account and key. */
+  function keyFile(name: string, content?: string) {
+    const { key, publicKey } = testServiceAccount(`${g.fake.url}/token`, `${name}@test-project.iam.gserviceaccount.com`);
+    const path = join(files.path, `${name}.json`);
+    writeFileSync(path, content ?? JSON.stringify(key));
+    return { path, key, publicKey };
+  }
+
+  it('an assertion not signed by the account’s key gets no token (the endpoint checks the signature)', async () => {
+    const signer = keyFile('signer');
+    // The fake trusts another key pair for this account than the one the file signs with.
+    g.fake.googleOAuth.trust(signer.key.client_email, testServiceAccount('unused').publicKey);
+    await expect(headersFrom(googleCredential(signer.path))).rejects.toThrow(/Invalid JWT Signature/);
+    g.fake.googleOAuth.trust(signer.key.client_email, signer.publicKey);
+    expect(await headersFrom(googleCredential(signer.path))).toEqual({
+      authorization: expect.stringMatching(/^Bearer ya29\.fake-/),
+    });
+  });
+
+  it('reads the key file GOOGLE_APPLICATION_CREDENTIALS names when the host names none', async () => {
+    const file = keyFile('from-env');
+    g.fake.googleOAuth.trust(file.key.client_email, file.publicKey);
+    const credential = googleCredential('', { GOOGLE_APPLICATION_CREDENTIALS: file.path });
+    expect(await headersFrom(credential)).toEqual({ authorization: expect.stringMatching(/^Bearer ya29\.fake-/) });
+    expect(g.fake.googleOAuth.requests.at(-1)).toMatchObject({ iss: file.key.client_email });
+  });
+
+  it('a key file that cannot be read or is not JSON: a failure naming the file, never its text', async () => {
+    await expect(headersFrom(googleCredential(join(files.path, 'missing.json')))).rejects.toThrow(
+      /the credentials file named by the host \(.*missing\.json\) cannot be read: ENOENT/,
+    );
+    const secret = '-----BEGIN PRIVATE KEY-----MIIEvQIBADANBg';
+    const broken = keyFile('broken', `{"private_key": "${secret}`);
+    const failure = headersFrom(googleCredential(broken.path));
+    await expect(failure).rejects.toThrow(/is not a JSON object/);
+    await expect(failure).rejects.not.toThrow(/PRIVATE KEY|MIIE/);
   });
 
   it('the fake’s Vertex AI refuses a call without a token it issued, in Google’s format', async () => {
@@ -475,5 +527,131 @@ describe('count_tokens on a vertex host serving Claude', () => {
     expect(counted.path).toBe('/v1/projects/test-project/locations/us-east5/publishers/anthropic/models/count-tokens:rawPredict');
     expect(counted.body).toEqual({ ...body, model: CLAUDE.hostModel, anthropic_version: 'vertex-2023-10-16' });
     expect(counted.headers.authorization).toMatch(/^Bearer ya29\.fake-/);
+  });
+});
+
+describe('the vertex kind called by the transport, on every behaviour of the fake’s Anthropic publisher', () => {
+  let transport: HostTransport;
+  let endpoint: HostEndpoint;
+  beforeAll(() => {
+    // Short limits, so a host that hangs is given up quickly.
+    transport = new HostTransport({ firstByteMs: 300, replyMs: 300, idleMs: 300 });
+    const host = vertexHost(g.fake, 'fake-vertex-direct');
+    endpoint = { id: host.id, baseUrl: host.baseUrl, apiKey: null, settings: { ...host } };
+  });
+  afterAll(() => transport.onApplicationShutdown());
+
+  const request = (stream: boolean): CanonicalRequest => ({
+    system: [],
+    messages: [{ role: 'user', content: 'hi' }],
+    tools: [],
+    stop: [],
+    stream,
+    maxTokens: 100,
+  });
+
+  /** The events of one call, and the error it ended with (null: it completed). */
+  async function run(hostModel: string, stream: boolean) {
+    const events: CanonicalEvent[] = [];
+    try {
+      await lastValueFrom(transport.call(vertexKind, endpoint, hostModel, request(stream)).pipe(tap((e) => events.push(e))));
+      return { events, error: null };
+    } catch (error) {
+      return { events, error: error as HostError };
+    }
+  }
+  const textOf = (events: CanonicalEvent[]) =>
+    events
+      .filter((e) => e.type === 'text')
+      .map((e) => (e as { text: string }).text)
+      .join('');
+
+  it.each([false, true])('a reply with every usage field (streamed: %s)', async (stream) => {
+    g.fake.on('claude-direct@1', {
+      kind: 'reply',
+      reply: { thinking: THINKING, text: TEXT, usage: { input: 7, cacheRead: 11, cacheWrite: 13, cacheWrite1h: 17, output: 19 } },
+    });
+    const { events, error } = await run('claude-direct@1', stream);
+    expect(error).toBeNull();
+    expect(textOf(events)).toBe(TEXT);
+    expect(events.filter((e) => e.type === 'reasoning').at(-1)).toMatchObject({ signature: signatureOf(THINKING) });
+    expect(events.filter((e) => e.type === 'usage').at(-1)).toEqual({
+      type: 'usage',
+      usage: {
+        inputTokens: 7,
+        cacheReadTokens: 11,
+        cacheWriteTokens: 13,
+        cacheWrite1hTokens: 17,
+        outputTokens: 19,
+        reasoningTokens: 0,
+      },
+    });
+  });
+
+  it.each([false, true])('an error status in Google’s format, worth the next host (streamed: %s)', async (stream) => {
+    g.fake.on('claude-direct@1', { kind: 'status', status: 429 });
+    const { error } = await run('claude-direct@1', stream);
+    expect(error).toMatchObject({ kind: 'status', status: 429, retryable: true });
+    expect(error!.message).toMatch(/^Quota exceeded for aiplatform\.googleapis\.com/);
+  });
+
+  it.each([
+    ['hang', false],
+    ['hang', true],
+    ['hang_after_headers', true],
+  ] as const)('a host that does not answer (%s, streamed: %s): a timeout before output', async (kind, stream) => {
+    g.fake.on('claude-direct@1', { kind });
+    const { error } = await run('claude-direct@1', stream);
+    expect(error).toMatchObject({ kind: 'timeout', beforeOutput: true });
+  });
+
+  it('a stream cut after output: what came, then a connection error after output', async () => {
+    g.fake.on('claude-direct@1', { kind: 'cut', reply: { text: 'one two three four' }, afterPieces: 2 });
+    const { events, error } = await run('claude-direct@1', true);
+    expect(textOf(events)).toBe('one two');
+    expect(error).toMatchObject({ kind: 'connection', beforeOutput: false });
+  });
+
+  it.each([false, true])('an unreadable reply: malformed (streamed: %s)', async (stream) => {
+    g.fake.on('claude-direct@1', { kind: 'malformed', afterPieces: 1 });
+    const { events, error } = await run('claude-direct@1', stream);
+    expect(error).toMatchObject({ kind: 'malformed', beforeOutput: !stream });
+    if (stream) expect(textOf(events)).not.toBe('');
+  });
+
+  it('an error inside the stream after output: the publisher’s reason', async () => {
+    g.fake.on('claude-direct@1', { kind: 'stream_error', afterPieces: 1 });
+    const { error } = await run('claude-direct@1', true);
+    expect(error).toMatchObject({ kind: 'upstream_error', message: 'Overloaded', beforeOutput: false });
+  });
+
+  it('a reply exactly as Vertex AI sends it (verbatim)', async () => {
+    const reply = {
+      id: 'msg_vrtx_01AbCdEf',
+      type: 'message',
+      role: 'assistant',
+      model: 'claude-sonnet-4-5-20250929',
+      content: [{ type: 'text', text: TEXT }],
+      stop_reason: 'end_turn',
+      stop_sequence: null,
+      usage: {
+        input_tokens: 9,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 0,
+        cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+        output_tokens: 6,
+      },
+    };
+    g.fake.on('claude-direct@1', { kind: 'verbatim', body: JSON.stringify(reply) });
+    const { events, error } = await run('claude-direct@1', false);
+    expect(error).toBeNull();
+    expect(textOf(events)).toBe(TEXT);
+    expect(events).toContainEqual({ type: 'finish', reason: 'stop' });
+  });
+
+  it('a count asked on a model that is not the count-tokens one: refused (400), not retried elsewhere', async () => {
+    g.fake.on('claude-direct@1', { kind: 'count', inputTokens: 1 });
+    const { error } = await run('claude-direct@1', false);
+    expect(error).toMatchObject({ kind: 'status', status: 400, retryable: false });
   });
 });
