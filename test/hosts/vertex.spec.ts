@@ -479,6 +479,15 @@ describe('a vertex host’s Google credential', () => {
     });
   });
 
+  it('calls made at once before there is a token wait for one token request', async () => {
+    const file = keyFile('at-once');
+    g.fake.googleOAuth.trust(file.key.client_email, file.publicKey);
+    const credential = googleCredential(file.path);
+    const all = await Promise.all(Array.from({ length: 5 }, () => headersFrom(credential)));
+    expect(new Set(all.map((h) => h.authorization)).size).toBe(1);
+    expect(g.fake.googleOAuth.requests.filter((claims) => claims.iss === file.key.client_email)).toHaveLength(1);
+  });
+
   it('reads the key file GOOGLE_APPLICATION_CREDENTIALS names when the host names none', async () => {
     const file = keyFile('from-env');
     g.fake.googleOAuth.trust(file.key.client_email, file.publicKey);
