@@ -1,6 +1,7 @@
 import type { ReservationSettled } from '../../src/ledger/ledger.events';
 import type { FakeReply, FakeUpstream } from '../support/fake-upstream';
 import { auditThenClose, startGateway, testCatalogueFile, TestGateway } from '../support/gateway';
+import { callSurface, CHAT_COMPLETIONS, sseEvents, Surface, SURFACES, WEATHER } from '../support/surfaces';
 
 /**
  * A model on an `openai-responses` host, through every client surface, whole and streamed: what
@@ -53,173 +54,6 @@ function catalogue(fake: FakeUpstream) {
   };
 }
 
-const WEATHER = {
-  name: 'get_weather',
-  description: 'Weather in a city',
-  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
-};
-
-/** What a client got, whatever its surface: text, reasoning, calls with their whole arguments. */
-interface Got {
-  text: string;
-  reasoning: string;
-  calls: Array<{ id: string; name: string; arguments: string }>;
-}
-
-/** The `data:` payloads of a server-sent event stream, with their event names. */
-function sseEvents(text: string): Array<{ event?: string; data: any }> {
-  return text
-    .split('\n\n')
-    .filter((block) => block.includes('data: '))
-    .map((block) => {
-      const event = /^event: (.*)$/m.exec(block)?.[1];
-      const data = /^data: (.*)$/m.exec(block)![1];
-      return { event, data: data === '[DONE]' ? data : JSON.parse(data) };
-    });
-}
-
-interface Surface {
-  name: string;
-  /** The surface carries tool calls and reasoning (native carries text only). */
-  tools: boolean;
-  path(slug: string): string;
-  headers(key: string): Record<string, string>;
-  body(slug: string, stream: boolean, withTools: boolean): Record<string, unknown>;
-  read(body: string, stream: boolean): Got;
-}
-
-const got = (): Got => ({ text: '', reasoning: '', calls: [] });
-
-const SURFACES: Surface[] = [
-  {
-    name: 'chat-completions',
-    tools: true,
-    path: () => 'chat/completions',
-    headers: (key) => ({ authorization: `Bearer ${key}` }),
-    body: (slug, stream, withTools) => ({
-      model: slug,
-      stream,
-      reasoning_effort: 'low',
-      messages: [
-        { role: 'system', content: 'Be brief.' },
-        { role: 'user', content: 'Hello' },
-      ],
-      ...(withTools ? { tools: [{ type: 'function', function: WEATHER }] } : {}),
-    }),
-    read(body, stream) {
-      const out = got();
-      const parts = stream
-        ? sseEvents(body)
-            .filter((e) => e.data !== '[DONE]')
-            .map((e) => e.data.choices?.[0]?.delta ?? {})
-        : [JSON.parse(body).choices[0].message];
-      for (const part of parts) {
-        out.text += part.content ?? '';
-        out.reasoning += part.reasoning_content ?? '';
-        for (const [i, call] of (part.tool_calls ?? []).entries()) {
-          const index = call.index ?? i;
-          out.calls[index] ??= { id: call.id, name: call.function.name, arguments: '' };
-          out.calls[index].arguments += call.function.arguments ?? '';
-        }
-      }
-      return out;
-    },
-  },
-  {
-    name: 'messages',
-    tools: true,
-    path: () => 'messages',
-    headers: (key) => ({ 'x-api-key': key, 'anthropic-version': '2023-06-01' }),
-    body: (slug, stream, withTools) => ({
-      model: slug,
-      stream,
-      max_tokens: 1000,
-      thinking: { type: 'enabled', budget_tokens: 2048 },
-      system: 'Be brief.',
-      messages: [{ role: 'user', content: 'Hello' }],
-      ...(withTools
-        ? { tools: [{ name: WEATHER.name, description: WEATHER.description, input_schema: WEATHER.parameters }] }
-        : {}),
-    }),
-    read(body, stream) {
-      const out = got();
-      if (!stream) {
-        for (const block of JSON.parse(body).content) {
-          if (block.type === 'text') out.text += block.text;
-          if (block.type === 'thinking') out.reasoning += block.thinking;
-          if (block.type === 'tool_use')
-            out.calls.push({ id: block.id, name: block.name, arguments: JSON.stringify(block.input) });
-        }
-        return out;
-      }
-      const calls = new Map<number, Got['calls'][number]>();
-      for (const { data } of sseEvents(body)) {
-        if (data.type === 'content_block_start' && data.content_block.type === 'tool_use') {
-          calls.set(data.index, { id: data.content_block.id, name: data.content_block.name, arguments: '' });
-          out.calls.push(calls.get(data.index)!);
-        }
-        if (data.type !== 'content_block_delta') continue;
-        out.text += data.delta.text ?? '';
-        out.reasoning += data.delta.thinking ?? '';
-        if (data.delta.type === 'input_json_delta') calls.get(data.index)!.arguments += data.delta.partial_json;
-      }
-      return out;
-    },
-  },
-  {
-    name: 'responses',
-    tools: true,
-    path: () => 'responses',
-    headers: (key) => ({ authorization: `Bearer ${key}` }),
-    body: (slug, stream, withTools) => ({
-      model: slug,
-      stream,
-      instructions: 'Be brief.',
-      input: 'Hello',
-      reasoning: { effort: 'low' },
-      ...(withTools ? { tools: [{ type: 'function', ...WEATHER, strict: false }] } : {}),
-    }),
-    read(body, stream) {
-      const out = got();
-      const items: any[] = stream
-        ? sseEvents(body)
-            .filter((e) => e.data.type === 'response.output_item.done')
-            .map((e) => e.data.item)
-        : JSON.parse(body).output;
-      if (stream) {
-        // The deltas must add up to what the items say.
-        const deltas = sseEvents(body).filter((e) => e.data.type === 'response.function_call_arguments.delta');
-        expect(deltas.map((e) => e.data.delta).join('')).toBe(
-          items
-            .filter((i) => i.type === 'function_call')
-            .map((i) => i.arguments as string)
-            .join(''),
-        );
-      }
-      for (const item of items) {
-        if (item.type === 'message') out.text += item.content.map((c: any) => c.text).join('');
-        if (item.type === 'reasoning')
-          out.reasoning += [...item.summary, ...(item.content ?? [])].map((c: any) => c.text).join('');
-        if (item.type === 'function_call') out.calls.push({ id: item.call_id, name: item.name, arguments: item.arguments });
-      }
-      return out;
-    },
-  },
-  {
-    name: 'native',
-    tools: false,
-    path: (slug) => `models/${slug}/chat`,
-    headers: (key) => ({ authorization: `Bearer ${key}` }),
-    body: (_slug, stream) => ({ stream, messages: [{ role: 'user', content: 'Hello' }] }),
-    read(body, stream) {
-      const out = got();
-      if (!stream) out.text = JSON.parse(body).text;
-      else for (const e of sseEvents(body).filter((e) => e.event === 'delta')) out.text += e.data.text;
-      return out;
-    },
-  },
-];
-
 let g: TestGateway;
 beforeAll(async () => {
   g = await startGateway({ catalogue });
@@ -228,14 +62,8 @@ afterAll(async () => {
   await auditThenClose(g);
 });
 
-async function call(surface: Surface, slug: string, stream: boolean, withTools = false) {
-  const res = await fetch(`${g.baseUrl}/api/v1/${surface.path(slug)}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...surface.headers(g.key) },
-    body: JSON.stringify(surface.body(slug, stream, withTools)),
-  });
-  return { res, text: await res.text() };
-}
+const call = (surface: Surface, slug: string, stream: boolean, tools = false) =>
+  callSurface(g.baseUrl, g.key, surface, slug, stream, { tools });
 
 /** The settlement of the request the response names. */
 async function settlementOf(res: Response): Promise<ReservationSettled['data']> {
@@ -267,7 +95,7 @@ describe.each(SURFACES)('the $name surface on an openai-responses host', (surfac
       if (surface.name === 'responses') {
         // The client's own body, whole: only the model renamed and the cap set to the model's.
         expect(upstream.body).toEqual({
-          ...surface.body(RESPONSES.slug, stream, false),
+          ...surface.body(RESPONSES.slug, stream),
           model: RESPONSES.hostModel,
           max_output_tokens: 1000,
         });
@@ -448,7 +276,7 @@ describe('a Responses reply', () => {
     const reply: FakeReply = { text: TEXT, finish: 'length' };
     g.fake.on(RESPONSES.hostModel, { kind: 'reply', reply });
     for (const stream of [false, true]) {
-      const { res, text } = await call(SURFACES[0], RESPONSES.slug, stream);
+      const { res, text } = await call(CHAT_COMPLETIONS, RESPONSES.slug, stream);
       expect(res.status).toBe(200);
       const finish = stream
         ? sseEvents(text)

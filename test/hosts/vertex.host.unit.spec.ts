@@ -197,7 +197,7 @@ describe('vertexHost reading Claude’s replies', () => {
   const classes = { inputTokens: 10, cacheReadTokens: 2000, cacheWriteTokens: 100, cacheWrite1hTokens: 200 };
 
   it('decodes a Claude stream in the Messages wire, every token class counted', () => {
-    const decoder = vertexHost.decoder(false, CLAUDE);
+    const decoder = vertexHost.decoder(false, SETTINGS, CLAUDE);
     const events: CanonicalEvent[] = stream.flatMap((m) => decoder.push(m));
     expect(decoder.done).toBe(true);
     expect(events).toEqual([
@@ -221,7 +221,7 @@ describe('vertexHost reading Claude’s replies', () => {
       stop_sequence: null,
       usage: { input_tokens: 5, output_tokens: 7 },
     };
-    expect(vertexHost.decodeReply(JSON.stringify(reply), true, CLAUDE)).toEqual([
+    expect(vertexHost.decodeReply(JSON.stringify(reply), true, SETTINGS, CLAUDE)).toEqual([
       { type: 'upstream_id', id: 'msg_vrtx_02' },
       { type: 'tool_call', index: 0, id: 'toolu_1', name: 'get_weather', argumentsDelta: '{"city":"Paris"}' },
       { type: 'finish', reason: 'tool_calls' },
@@ -231,7 +231,7 @@ describe('vertexHost reading Claude’s replies', () => {
   });
 
   it('fails a stream that reports an error with the upstream’s reason', () => {
-    const decoder = vertexHost.decoder(false, CLAUDE);
+    const decoder = vertexHost.decoder(false, SETTINGS, CLAUDE);
     expect(() => decoder.push(sse({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }))).toThrow(
       new HostError('upstream_error', 'Overloaded'),
     );

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { azureRoute } from './fakes/azure';
 import { FakeGoogleOAuth } from './fakes/google-oauth';
 import { googleError, vertexAnthropicProblem, vertexAuthRefusal, vertexRoute } from './fakes/vertex';
 
@@ -106,14 +107,14 @@ const withUsage = (r: FakeReply): FakeReply =>
 
 type Api = 'openai' | 'anthropic' | 'responses';
 type Finish = NonNullable<FakeReply['finish']>;
-interface Frame {
+export interface Frame {
   event?: string;
   data: string;
   /** A content delta (text or tool arguments): what afterPieces counts. */
   piece?: boolean;
 }
 /** head: preamble; body: content blocks and their deltas; tail: finish, usage, terminator. */
-interface Stream {
+export interface Stream {
   head: Frame[];
   body: Frame[];
   tail: Frame[];
@@ -521,7 +522,16 @@ function responsesStream(req: any, reply: FakeReply, pieces?: number): Stream {
 
 const responsesMessage = (req: any, reply: FakeReply) => responsesObject(req, reply, newId('resp_'), 'final');
 
-const FORMATS = {
+/** One wire format's replies, streams and errors (its errors' extra headers: a 429's retry-after). */
+export interface FakeFormat {
+  stream(req: any, reply: FakeReply, pieces?: number): Stream;
+  message(req: any, reply: FakeReply): object;
+  error(status: number, message?: string): object;
+  errorHeaders?(status: number): Record<string, string>;
+  requestIdHeader: string;
+}
+
+const FORMATS: Record<'openai' | 'anthropic' | 'responses', FakeFormat> = {
   openai: { stream: openaiStream, message: openaiMessage, error: openaiError, requestIdHeader: 'x-request-id' },
   anthropic: { stream: anthropicStream, message: anthropicMessage, error: anthropicError, requestIdHeader: 'request-id' },
   responses: { stream: responsesStream, message: responsesMessage, error: openaiError, requestIdHeader: 'x-request-id' },
@@ -674,25 +684,31 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     if ((path === '/v1/messages/count_tokens' || vertex?.countTokens) && req.method === 'POST')
       return countTokens(res, body, behaviours.get(body?.model), received);
     if (path === '/v1/embeddings' && req.method === 'POST') return embeddings(res, body, behaviours.get(body?.model), received);
+    const azure = azureRoute(req, body, FORMATS);
+    if (azure && 'refusal' in azure) return send(res, azure.refusal.status, azure.refusal.body, azure.refusal.headers);
+    if (azure?.api === 'embeddings')
+      return embeddings(res, { ...body, model: azure.model }, behaviours.get(azure.model), received);
     const api: Api | null = vertex
       ? 'anthropic'
-      : path === '/v1/chat/completions'
-        ? 'openai'
-        : path === '/v1/messages'
-          ? 'anthropic'
-          : path === '/v1/responses'
-            ? 'responses'
-            : null;
+      : azure
+        ? azure.api
+        : path === '/v1/chat/completions'
+          ? 'openai'
+          : path === '/v1/messages'
+            ? 'anthropic'
+            : path === '/v1/responses'
+              ? 'responses'
+              : null;
     if (!api || req.method !== 'POST') {
       return send(res, 404, openaiError(404, `Invalid URL (${req.method} ${path})`));
     }
     // Vertex AI's front end answers failures in Google's format.
-    const fmt = vertex ? { ...FORMATS[api], error: googleError } : FORMATS[api];
+    const fmt = vertex ? { ...FORMATS[api], error: googleError } : (azure?.format ?? FORMATS[api]);
     const ids = { [fmt.requestIdHeader]: newId('req_') };
     if (typeof body !== 'object' || body === null)
       return send(res, 400, fmt.error(400, 'The request body is not valid JSON.'), ids);
 
-    const configured = behaviours.get(body.model);
+    const configured = behaviours.get(azure?.model ?? body.model);
     const b: FakeBehaviour = (typeof configured === 'function' ? configured(received) : configured) ?? {
       kind: 'reply',
       reply: DEFAULT_REPLY,
@@ -735,7 +751,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         );
       }
       case 'status': {
-        if (b.body === undefined) return send(res, b.status, fmt.error(b.status), ids);
+        if (b.body === undefined) return send(res, b.status, fmt.error(b.status), { ...ids, ...fmt.errorHeaders?.(b.status) });
         let isJson = true;
         try {
           JSON.parse(b.body);

@@ -229,8 +229,11 @@ export async function startGateway(
     logStream?: LogStream;
     /** The catalogue file served, given the fake (default: testCatalogueFile), read with TEST_HOST_KEYS. */
     catalogue?: (fake: FakeUpstream) => unknown;
+    /** Key variables beside TEST_HOST_KEYS (a host kind's own credentials), kept out of the log as they are. */
+    hostKeys?: Record<string, string>;
   } = {},
 ): Promise<TestGateway> {
+  const hostKeys = { ...TEST_HOST_KEYS, ...options.hostKeys };
   const fake = await startFakeUpstream();
   const t = await openTestRuntime({
     redis: options.redis === true && testRedisUrl() !== null,
@@ -238,7 +241,7 @@ export async function startGateway(
     env: { SIMULATED_HOST_PORT: 'off', ...options.env },
   });
   // The log is searched for secrets (see SecretScan), checked at close; a stream of the test's own gets every line too.
-  const scan = new SecretScan(Object.values(TEST_HOST_KEYS));
+  const scan = new SecretScan(Object.values(hostKeys));
   const own = options.logStream;
   const app = await createApp(t.runtime, {
     logger: false,
@@ -250,7 +253,7 @@ export async function startGateway(
           },
         }
       : scan,
-    catalogue: options.catalogue ? Catalogue.parse(options.catalogue(fake), TEST_HOST_KEYS) : testCatalogue(fake),
+    catalogue: options.catalogue ? Catalogue.parse(options.catalogue(fake), hostKeys) : testCatalogue(fake),
   });
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };

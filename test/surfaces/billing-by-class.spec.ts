@@ -3,6 +3,7 @@ import OpenAI from 'openai';
 import type { ReservationSettled } from '../../src/ledger/ledger.events';
 import type { FakeUsage } from '../support/fake-upstream';
 import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { sseEvents as events } from '../support/surfaces';
 
 /**
  * Billing by token class, end to end: a host reports cache reads, cache writes and reasoning in its
@@ -52,18 +53,6 @@ const CASES: Case[] = [
 
 const cacheWrites = (c: Case) => (c.usage.cacheWrite ?? 0) + (c.usage.cacheWrite1h ?? 0);
 const allInput = (c: Case) => c.usage.input + (c.usage.cacheRead ?? 0) + cacheWrites(c);
-
-/** The `data:` payloads of a server-sent event stream, with their event names. */
-function events(text: string): Array<{ event?: string; data: any }> {
-  return text
-    .split('\n\n')
-    .filter((block) => block.includes('data: '))
-    .map((block) => {
-      const event = /^event: (.*)$/m.exec(block)?.[1];
-      const data = /^data: (.*)$/m.exec(block)![1];
-      return { event, data: data === '[DONE]' ? data : JSON.parse(data) };
-    });
-}
 
 let g: TestGateway;
 beforeAll(async () => {

@@ -90,11 +90,11 @@ export const vertexHost: HostKind<'vertex'> = {
   authorizer: (host) => googleCredential(host.settings.credentialsFile),
   buildRequest,
   countTokensRequest,
-  decoder: (passThrough = false, hostModel = '') => {
+  decoder: (passThrough = false, _settings, hostModel = '') => {
     if (publisherOf(hostModel) === 'anthropic') return anthropicHost.decoder(passThrough);
     throw new HostError('malformed', `vertex: no reader for "${hostModel}"`);
   },
-  decodeReply: (body, passThrough = false, hostModel = '') => {
+  decodeReply: (body, passThrough = false, _settings, hostModel = '') => {
     if (publisherOf(hostModel) === 'anthropic') return anthropicHost.decodeReply(body, passThrough);
     throw new HostError('malformed', `vertex: no reader for "${hostModel}"`);
   },
