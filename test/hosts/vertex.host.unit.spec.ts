@@ -15,7 +15,7 @@ const request = (overrides: Partial<CanonicalRequest> = {}): CanonicalRequest =>
   ...overrides,
 });
 
-const SETTINGS = { project: 'acme-prod', location: 'us-east5', credentialsFile: '' };
+const SETTINGS = { project: 'acme-prod', location: 'us-east5', credentialsFile: '', publisher: 'auto' };
 const CLAUDE = 'claude-sonnet-4-5@20250929';
 
 const build = (overrides: Partial<CanonicalRequest> = {}, model = CLAUDE) =>
@@ -50,7 +50,7 @@ describe('vertexHost: where a host is', () => {
     expect(catalogue.hosts[0]).toMatchObject({
       kind: 'vertex',
       baseUrl: 'https://aiplatform.googleapis.com/v1/projects/acme/locations/global',
-      settings: { project: 'acme', location: 'global', credentialsFile: '' },
+      settings: { project: 'acme', location: 'global', credentialsFile: '', publisher: 'auto' },
       apiKey: null,
       usable: true,
     });
@@ -94,10 +94,20 @@ describe('the shipped catalogue’s vertex host', () => {
 });
 
 describe('vertexHost.buildRequest, for Claude (the Anthropic publisher)', () => {
-  it('knows Claude by its model name', () => {
-    expect(publisherOf(CLAUDE)).toBe('anthropic');
-    expect(publisherOf('claude-opus-4-1@20250805')).toBe('anthropic');
-    expect(publisherOf('gemini-2.5-pro')).toBe('google');
+  it('knows Claude by its model name, unless the host names its publisher', () => {
+    expect(publisherOf(CLAUDE, SETTINGS)).toBe('anthropic');
+    expect(publisherOf('claude-opus-4-1@20250805', SETTINGS)).toBe('anthropic');
+    expect(publisherOf('gemini-2.5-pro', SETTINGS)).toBe('google');
+    expect(publisherOf('my-tuned-model', { ...SETTINGS, publisher: 'anthropic' })).toBe('anthropic');
+    const named = vertexHost.buildRequest(request(), 'my-tuned-model', null, { ...SETTINGS, publisher: 'anthropic' });
+    expect(named.path).toBe('/publishers/anthropic/models/my-tuned-model:streamRawPredict');
+  });
+
+  it('a host naming another publisher is refused by the catalogue', () => {
+    const entry = { id: 'v', kind: 'vertex', project: 'p', location: 'global', publisher: 'meta' };
+    expect(() => Catalogue.parse({ hosts: [entry], models: [] }, {})).toThrow(
+      /"publisher" must be "auto" or "anthropic" or "google"/,
+    );
   });
 
   it('streams with streamRawPredict, and takes the whole reply with rawPredict, the model in the path with its @', () => {

@@ -5,9 +5,9 @@ import { googleCredential } from './google-credential';
 
 /**
  * Google Cloud's Vertex AI: Claude (Anthropic's publisher) and Gemini (Google's) in one project and
- * location, each model in its publisher's wire. The publisher is the host model's: `claude-…` is
- * Anthropic's, anything else Google's. Calls carry a Google access token (see google-credential.ts),
- * never a key.
+ * location, each model in its publisher's wire. The publisher is the host's `publisher` when it
+ * names one, else the host model's: `claude-…` is Anthropic's, anything else Google's. Calls carry a
+ * Google access token (see google-credential.ts), never a key.
  */
 
 /** The Messages API version Vertex AI takes, in the body (not a header). */
@@ -15,7 +15,14 @@ export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
 
 type Publisher = 'anthropic' | 'google';
 
-export const publisherOf = (hostModel: string): Publisher => (hostModel.startsWith('claude-') ? 'anthropic' : 'google');
+/** `auto`: the publisher is the model's, by its name. */
+const PUBLISHERS = ['auto', 'anthropic', 'google'] as const;
+
+export function publisherOf(hostModel: string, settings?: HostSettings): Publisher {
+  const named = settings?.publisher;
+  if (named === 'anthropic' || named === 'google') return named;
+  return hostModel.startsWith('claude-') ? 'anthropic' : 'google';
+}
 
 /** A model's path segment: its name as Google writes it (`claude-sonnet-4-5@20250929`, the `@` kept). */
 const segment = (hostModel: string) => encodeURIComponent(hostModel).replace(/%40/g, '@');
@@ -47,8 +54,13 @@ function anthropicRequest(request: CanonicalRequest, hostModel: string): Upstrea
   return passThrough ? { ...upstream, passThrough } : upstream;
 }
 
-function buildRequest(request: CanonicalRequest, hostModel: string): UpstreamRequest {
-  if (publisherOf(hostModel) === 'anthropic') return anthropicRequest(request, hostModel);
+function buildRequest(
+  request: CanonicalRequest,
+  hostModel: string,
+  _apiKey: string | null,
+  settings?: HostSettings,
+): UpstreamRequest {
+  if (publisherOf(hostModel, settings) === 'anthropic') return anthropicRequest(request, hostModel);
   throw new HostError('status', `vertex: "${hostModel}" is not a Claude model, and Gemini on Vertex AI is not served yet`, 404);
 }
 
@@ -56,8 +68,14 @@ function buildRequest(request: CanonicalRequest, hostModel: string): UpstreamReq
  * Claude counts on Vertex AI's count-tokens model, the host's model named in the body (as the
  * Messages API has it); Gemini's count is of another wire, so its hosts do not count.
  */
-function countTokensRequest(body: Record<string, unknown>, hostModel: string, _apiKey: string | null, betas: string[]) {
-  if (publisherOf(hostModel) !== 'anthropic') return null;
+function countTokensRequest(
+  body: Record<string, unknown>,
+  hostModel: string,
+  _apiKey: string | null,
+  betas: string[],
+  settings?: HostSettings,
+) {
+  if (publisherOf(hostModel, settings) !== 'anthropic') return null;
   return {
     path: '/publishers/anthropic/models/count-tokens:rawPredict',
     headers: anthropicHeaders(betas),
@@ -85,17 +103,22 @@ function errorMessage(status: number, body: string): string {
 
 export const vertexHost: HostKind<'vertex'> = {
   name: 'vertex',
-  settings: [{ name: 'project' }, { name: 'location' }, { name: 'credentialsFile', default: '' }],
+  settings: [
+    { name: 'project' },
+    { name: 'location' },
+    { name: 'credentialsFile', default: '' },
+    { name: 'publisher', default: 'auto', values: PUBLISHERS },
+  ],
   defaultBaseUrl,
   authorizer: (host) => googleCredential(host.settings.credentialsFile),
   buildRequest,
   countTokensRequest,
-  decoder: (passThrough = false, _settings, hostModel = '') => {
-    if (publisherOf(hostModel) === 'anthropic') return anthropicHost.decoder(passThrough);
+  decoder: (passThrough = false, settings, hostModel = '') => {
+    if (publisherOf(hostModel, settings) === 'anthropic') return anthropicHost.decoder(passThrough);
     throw new HostError('malformed', `vertex: no reader for "${hostModel}"`);
   },
-  decodeReply: (body, passThrough = false, _settings, hostModel = '') => {
-    if (publisherOf(hostModel) === 'anthropic') return anthropicHost.decodeReply(body, passThrough);
+  decodeReply: (body, passThrough = false, settings, hostModel = '') => {
+    if (publisherOf(hostModel, settings) === 'anthropic') return anthropicHost.decodeReply(body, passThrough);
     throw new HostError('malformed', `vertex: no reader for "${hostModel}"`);
   },
   errorMessage,

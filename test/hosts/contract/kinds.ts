@@ -1,4 +1,8 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { HostKindName } from '../../../src/hosts/hosts';
+import { testServiceAccount } from '../../support/fakes/google-oauth';
+import { tempDir } from '../../support/temp';
 import type { FakeUpstream, FakeUsage, ReceivedRequest } from '../../support/fake-upstream';
 import { TEST_HOST_KEYS } from '../../support/gateway';
 
@@ -62,6 +66,9 @@ export interface ContractKind {
 }
 
 const bearer = (key: string) => (r: ReceivedRequest) => r.headers.authorization === `Bearer ${key}`;
+
+/** Where the vertex entry's service-account key files are written (its setup makes it, its close removes it). */
+let vertexKeys: ReturnType<typeof tempDir> | null = null;
 
 /** Content parts of the messages of a chat-completions or Responses body, whatever their shape. */
 const partsOf = (messages: unknown): Body[] =>
@@ -149,6 +156,49 @@ export const CONTRACT_KINDS: ContractKind[] = [
           .filter((p) => p.type === 'image_url')
           .map((p) => p.image_url.url),
       reasoning: (body) => typeof body.reasoning_effort === 'string',
+    },
+  },
+  {
+    kind: 'vertex',
+    // Claude on Vertex AI (the publisher named, since the contract's host models are not called
+    // claude-…), authorized by a service account whose key file names the fake's token endpoint.
+    host: (fake, id) => {
+      const { key, publicKey } = testServiceAccount(`${fake.url}/token`, `${id}@contract-project.iam.gserviceaccount.com`);
+      fake.googleOAuth.trust(key.client_email, publicKey);
+      const credentialsFile = join(vertexKeys!.path, `${id}.json`);
+      writeFileSync(credentialsFile, JSON.stringify(key));
+      const [project, location] = ['contract-project', 'us-east5'];
+      const baseUrl = `${fake.url}/v1/projects/${project}/locations/${location}`;
+      return { id, kind: 'vertex', baseUrl, project, location, publisher: 'anthropic', credentialsFile };
+    },
+    modelOf: (r) => r.model,
+    path: (hostModel, stream) =>
+      `/v1/projects/contract-project/locations/us-east5/publishers/anthropic/models/${hostModel}:${stream ? 'streamRawPredict' : 'rawPredict'}`,
+    // A token the fake's endpoint issued (the fake refuses any other), and never a key.
+    authorized: (r) => /^Bearer ya29\.fake-/.test(r.headers.authorization ?? '') && r.headers['x-api-key'] === undefined,
+    // Claude Sonnet 4.5's list prices on the global endpoint, the 1-hour writes at four decimals so that the rounding up shows.
+    prices: { input: '3.00', cacheRead: '0.30', cacheWrite: '3.75', cacheWrite1h: '6.0001', output: '15.00' },
+    usage: { input: 1_237, cacheRead: 20_011, cacheWrite: 3_003, cacheWrite1h: 1_009, output: 523 },
+    wireUsage: (input, output) =>
+      `{"input_tokens":${input},"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":${output}}`,
+    supports: { images: true, reasoning: true, tools: true },
+    sent: {
+      cap: (body) => body.max_tokens,
+      tools: (body) => (body.tools ?? []).map((t: Body) => t.name),
+      images: (body) =>
+        partsOf(body.messages)
+          .filter((b) => b.type === 'image')
+          .map((b) => (b.source.type === 'base64' ? `data:${b.source.media_type};base64,${b.source.data}` : b.source.url)),
+      reasoning: (body) => body.thinking?.type === 'enabled',
+    },
+    async setup() {
+      vertexKeys = tempDir('contract-vertex');
+      return {
+        close: async () => {
+          vertexKeys?.cleanup();
+          vertexKeys = null;
+        },
+      };
     },
   },
 ];

@@ -67,12 +67,13 @@ const DEFAULT_MESSAGES: Record<number, string> = {
   503: 'The service is currently unavailable.',
 };
 
-/** Google's error body: `{"error": {"code", "message", "status"}}`. */
+/** Google's error body: `{"error": {"code", "message", "status"}}`, its sentence ending with the fake's mark. */
 export function googleError(status: number, message?: string) {
+  const said = DEFAULT_MESSAGES[status] ? `${DEFAULT_MESSAGES[status]} ` : '';
   return {
     error: {
       code: status,
-      message: message ?? DEFAULT_MESSAGES[status] ?? `Fake Vertex AI error (HTTP ${status}).`,
+      message: message ?? `${said}Fake upstream error (HTTP ${status}).`,
       status: STATUS_NAMES[status] ?? (status >= 500 ? 'INTERNAL' : 'FAILED_PRECONDITION'),
     },
   };
