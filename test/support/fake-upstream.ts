@@ -639,7 +639,13 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     const bedrock = bedrockRoute(path);
     const vertex = vertexRoute(path);
     const pathModel = bedrock?.modelId ?? (vertex && !vertex.countTokens ? vertex.model : undefined);
-    const received: ReceivedRequest = { path, headers: req.headers, body, raw, ...(pathModel !== undefined && { model: pathModel }) };
+    const received: ReceivedRequest = {
+      path,
+      headers: req.headers,
+      body,
+      raw,
+      ...(pathModel !== undefined && { model: pathModel }),
+    };
     const index = requests.push(received) - 1;
 
     let gone = false; // the connection closed: stop writing, drop pending timers

@@ -4,7 +4,14 @@ import type { HostKindName } from '../../../src/hosts/hosts';
 import { testServiceAccount } from '../../support/fakes/google-oauth';
 import { tempDir } from '../../support/temp';
 import type { FakeUpstream, FakeUsage, ReceivedRequest } from '../../support/fake-upstream';
+import { BEDROCK_TEST_CREDENTIALS } from '../../support/fakes/bedrock';
 import { TEST_HOST_KEYS } from '../../support/gateway';
+
+/** The AWS credentials a gateway signing Bedrock calls has, read by AWS's chain from its environment. */
+const BEDROCK_AWS_ENV = {
+  AWS_ACCESS_KEY_ID: BEDROCK_TEST_CREDENTIALS.accessKeyId,
+  AWS_SECRET_ACCESS_KEY: BEDROCK_TEST_CREDENTIALS.secretAccessKey,
+};
 
 /**
  * The host kinds the contract suite (host-contract.spec.ts) runs against, one entry each: how a
@@ -44,6 +51,8 @@ export interface ContractKind {
    * and the fake keys its behaviours (`on(model, …)`) the same way.
    */
   modelOf?: (request: ReceivedRequest) => string | undefined;
+  /** The host's name for a contract model, when the kind reads something from it (Bedrock: an Anthropic model id takes thinking). */
+  hostModel?: (name: string) => string;
   /** The fake's path for a call on `hostModel`. */
   path(hostModel: string, stream: boolean): string;
   /** The call carries the host's credentials, as the kind sends them. */
@@ -159,9 +168,45 @@ export const CONTRACT_KINDS: ContractKind[] = [
     },
   },
   {
+    kind: 'bedrock',
+    // Converse on an Anthropic model id (which takes thinking), every call signed with SigV4: the fake checks each signature.
+    host: (fake, id) => ({ id, kind: 'bedrock', baseUrl: fake.url, region: 'us-east-1' }),
+    hostModel: (name) => `us.anthropic.${name}-v1:0`,
+    modelOf: (r) => r.model,
+    path: (hostModel, stream) => `/model/${encodeURIComponent(hostModel)}/${stream ? 'converse-stream' : 'converse'}`,
+    authorized: (r) => /^AWS4-HMAC-SHA256 Credential=/.test(String(r.headers.authorization)),
+    prices: { input: '3.00', cacheRead: '0.30001', cacheWrite: '3.75', cacheWrite1h: '6.00', output: '15.00' },
+    usage: { input: 1_237, cacheRead: 20_011, cacheWrite: 3_003, cacheWrite1h: 1_001, output: 523 },
+    wireUsage: (input, output) => `{"inputTokens":${input},"outputTokens":${output},"totalTokens":18}`,
+    supports: { images: true, reasoning: true, tools: true },
+    sent: {
+      cap: (body) => body.inferenceConfig?.maxTokens,
+      tools: (body) => (body.toolConfig?.tools ?? []).map((t: Body) => t.toolSpec.name),
+      images: (body) =>
+        (body.messages ?? [])
+          .flatMap((m: Body) => m.content ?? [])
+          .filter((c: Body) => c.image)
+          .map((c: Body) => `data:image/${c.image.format};base64,${c.image.source.bytes}`),
+      reasoning: (body) => body.additionalModelRequestFields?.thinking?.type === 'enabled',
+    },
+    setup: async () => {
+      // The gateway runs in this process: AWS's chain reads the credentials from its environment.
+      const before = Object.fromEntries(Object.keys(BEDROCK_AWS_ENV).map((name) => [name, process.env[name]]));
+      Object.assign(process.env, BEDROCK_AWS_ENV);
+      return {
+        hostKeys: { ...BEDROCK_AWS_ENV },
+        close: async () => {
+          for (const [name, value] of Object.entries(before))
+            if (value === undefined) delete process.env[name];
+            else process.env[name] = value;
+        },
+      };
+    },
+  },
+  {
     kind: 'vertex',
-    // Claude on Vertex AI (the publisher named, since the contract's host models are not called
-    // claude-…), authorized by a service account whose key file names the fake's token endpoint.
+    // Claude on Vertex AI (the publisher told by the model's name, as Google names Claude), authorized
+    // by a service account whose key file names the fake's token endpoint.
     host: (fake, id) => {
       const { key, publicKey } = testServiceAccount(`${fake.url}/token`, `${id}@contract-project.iam.gserviceaccount.com`);
       fake.googleOAuth.trust(key.client_email, publicKey);
@@ -169,8 +214,9 @@ export const CONTRACT_KINDS: ContractKind[] = [
       writeFileSync(credentialsFile, JSON.stringify(key));
       const [project, location] = ['contract-project', 'us-east5'];
       const baseUrl = `${fake.url}/v1/projects/${project}/locations/${location}`;
-      return { id, kind: 'vertex', baseUrl, project, location, publisher: 'anthropic', credentialsFile };
+      return { id, kind: 'vertex', baseUrl, project, location, credentialsFile };
     },
+    hostModel: (name) => `claude-${name}@20250929`,
     modelOf: (r) => r.model,
     path: (hostModel, stream) =>
       `/v1/projects/contract-project/locations/us-east5/publishers/anthropic/models/${hostModel}:${stream ? 'streamRawPredict' : 'rawPredict'}`,
