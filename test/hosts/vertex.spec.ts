@@ -10,6 +10,7 @@ import { signatureOf, type FakeUpstream } from '../support/fake-upstream';
 import { FAKE_TOKEN_LIFETIME_S, GOOGLE_TOKEN_AUDIENCE, testServiceAccount } from '../support/fakes/google-oauth';
 import { CLOUD_PLATFORM_SCOPE } from '../support/fakes/vertex';
 import { auditThenClose, startGateway, testCatalogueFile, TestGateway } from '../support/gateway';
+import { CHAT_COMPLETIONS, callSurface, MESSAGES, sseEvents, Surface, SURFACES, WEATHER } from '../support/surfaces';
 import { tempDir } from '../support/temp';
 
 /**
@@ -105,167 +106,11 @@ function catalogue(fake: FakeUpstream) {
   };
 }
 
-const WEATHER = {
-  name: 'get_weather',
-  description: 'Weather in a city',
-  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
-};
-
-/** What a client got, whatever its surface: text, reasoning (with its signature where the surface carries one), calls. */
-interface Got {
-  text: string;
-  reasoning: string;
-  signature?: string;
-  calls: Array<{ id: string; name: string; arguments: string }>;
+/** A Messages client's thinking signature, whole or streamed. */
+function signatureIn(text: string, stream: boolean): string | undefined {
+  if (!stream) return JSON.parse(text).content.find((block: { type: string }) => block.type === 'thinking')?.signature;
+  return sseEvents(text).find((e) => e.data.delta?.type === 'signature_delta')?.data.delta.signature;
 }
-
-/** The `data:` payloads of a server-sent event stream, with their event names. */
-function sseEvents(text: string): Array<{ event?: string; data: any }> {
-  return text
-    .split('\n\n')
-    .filter((block) => block.includes('data: '))
-    .map((block) => {
-      const event = /^event: (.*)$/m.exec(block)?.[1];
-      const data = /^data: (.*)$/m.exec(block)![1];
-      return { event, data: data === '[DONE]' ? data : JSON.parse(data) };
-    });
-}
-
-interface Surface {
-  name: string;
-  /** The surface carries tool calls and reasoning (native carries text only). */
-  tools: boolean;
-  path(slug: string): string;
-  headers(key: string): Record<string, string>;
-  body(slug: string, stream: boolean, withTools: boolean): Record<string, unknown>;
-  read(body: string, stream: boolean): Got;
-}
-
-const got = (): Got => ({ text: '', reasoning: '', calls: [] });
-
-const SURFACES: Surface[] = [
-  {
-    name: 'chat-completions',
-    tools: true,
-    path: () => 'chat/completions',
-    headers: (key) => ({ authorization: `Bearer ${key}` }),
-    body: (slug, stream, withTools) => ({
-      model: slug,
-      stream,
-      reasoning_effort: 'low',
-      messages: [
-        { role: 'system', content: 'Be brief.' },
-        { role: 'user', content: 'Hello' },
-      ],
-      ...(withTools ? { tools: [{ type: 'function', function: WEATHER }] } : {}),
-    }),
-    read(body, stream) {
-      const out = got();
-      const parts = stream
-        ? sseEvents(body)
-            .filter((e) => e.data !== '[DONE]')
-            .map((e) => e.data.choices?.[0]?.delta ?? {})
-        : [JSON.parse(body).choices[0].message];
-      for (const part of parts) {
-        out.text += part.content ?? '';
-        out.reasoning += part.reasoning_content ?? '';
-        for (const [i, call] of (part.tool_calls ?? []).entries()) {
-          const index = call.index ?? i;
-          out.calls[index] ??= { id: call.id, name: call.function.name, arguments: '' };
-          out.calls[index].arguments += call.function.arguments ?? '';
-        }
-      }
-      return out;
-    },
-  },
-  {
-    name: 'messages',
-    tools: true,
-    path: () => 'messages',
-    headers: (key) => ({ 'x-api-key': key, 'anthropic-version': '2023-06-01' }),
-    body: (slug, stream, withTools) => ({
-      model: slug,
-      stream,
-      max_tokens: 1000,
-      thinking: { type: 'enabled', budget_tokens: 512 },
-      system: 'Be brief.',
-      messages: [{ role: 'user', content: 'Hello' }],
-      ...(withTools
-        ? { tools: [{ name: WEATHER.name, description: WEATHER.description, input_schema: WEATHER.parameters }] }
-        : {}),
-    }),
-    read(body, stream) {
-      const out = got();
-      if (!stream) {
-        for (const block of JSON.parse(body).content) {
-          if (block.type === 'text') out.text += block.text;
-          if (block.type === 'thinking') {
-            out.reasoning += block.thinking;
-            out.signature = block.signature;
-          }
-          if (block.type === 'tool_use')
-            out.calls.push({ id: block.id, name: block.name, arguments: JSON.stringify(block.input) });
-        }
-        return out;
-      }
-      const calls = new Map<number, Got['calls'][number]>();
-      for (const { data } of sseEvents(body)) {
-        if (data.type === 'content_block_start' && data.content_block.type === 'tool_use') {
-          calls.set(data.index, { id: data.content_block.id, name: data.content_block.name, arguments: '' });
-          out.calls.push(calls.get(data.index)!);
-        }
-        if (data.type !== 'content_block_delta') continue;
-        out.text += data.delta.text ?? '';
-        out.reasoning += data.delta.thinking ?? '';
-        if (data.delta.type === 'signature_delta') out.signature = data.delta.signature;
-        if (data.delta.type === 'input_json_delta') calls.get(data.index)!.arguments += data.delta.partial_json;
-      }
-      return out;
-    },
-  },
-  {
-    name: 'responses',
-    tools: true,
-    path: () => 'responses',
-    headers: (key) => ({ authorization: `Bearer ${key}` }),
-    body: (slug, stream, withTools) => ({
-      model: slug,
-      stream,
-      instructions: 'Be brief.',
-      input: 'Hello',
-      reasoning: { effort: 'low' },
-      ...(withTools ? { tools: [{ type: 'function', ...WEATHER, strict: false }] } : {}),
-    }),
-    read(body, stream) {
-      const out = got();
-      const items: any[] = stream
-        ? sseEvents(body)
-            .filter((e) => e.data.type === 'response.output_item.done')
-            .map((e) => e.data.item)
-        : JSON.parse(body).output;
-      for (const item of items) {
-        if (item.type === 'message') out.text += item.content.map((c: any) => c.text).join('');
-        if (item.type === 'reasoning')
-          out.reasoning += [...item.summary, ...(item.content ?? [])].map((c: any) => c.text).join('');
-        if (item.type === 'function_call') out.calls.push({ id: item.call_id, name: item.name, arguments: item.arguments });
-      }
-      return out;
-    },
-  },
-  {
-    name: 'native',
-    tools: false,
-    path: (slug) => `models/${slug}/chat`,
-    headers: (key) => ({ authorization: `Bearer ${key}` }),
-    body: (_slug, stream) => ({ stream, messages: [{ role: 'user', content: 'Hello' }] }),
-    read(body, stream) {
-      const out = got();
-      if (!stream) out.text = JSON.parse(body).text;
-      else for (const e of sseEvents(body).filter((e) => e.event === 'delta')) out.text += e.data.text;
-      return out;
-    },
-  },
-];
 
 let g: TestGateway;
 /** The gateway's log, to look for credentials in. */
@@ -281,14 +126,8 @@ afterAll(async () => {
   }
 });
 
-async function call(surface: Surface, slug: string, stream: boolean, withTools = false) {
-  const res = await fetch(`${g.baseUrl}/api/v1/${surface.path(slug)}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...surface.headers(g.key) },
-    body: JSON.stringify(surface.body(slug, stream, withTools)),
-  });
-  return { res, text: await res.text() };
-}
+const call = (surface: Surface, slug: string, stream: boolean, withTools = false) =>
+  callSurface(g.baseUrl, g.key, surface, slug, stream, { tools: withTools });
 
 /** The settlement of the request the response names. */
 async function settlementOf(res: Response): Promise<ReservationSettled['data']> {
@@ -325,11 +164,11 @@ describe.each(SURFACES)('the $name surface on a vertex host serving Claude', (su
       expect(upstream.headers).not.toHaveProperty('x-api-key');
       expect(upstream.body).not.toHaveProperty('model');
       // The Messages client's own cap, else the model's.
-      const cap = surface.name === 'messages' ? 1000 : 8192;
+      const cap = surface.name === 'messages' ? 4096 : 8192;
       expect(upstream.body).toMatchObject({ anthropic_version: 'vertex-2023-10-16', stream, max_tokens: cap });
       if (surface.name === 'messages') {
         // The client's own body, whole: only the model taken out (it is in the path) and the version put in.
-        const { model: _slug, ...own } = surface.body(CLAUDE.slug, stream, false);
+        const { model: _slug, ...own } = surface.body(CLAUDE.slug, stream);
         expect(upstream.body).toEqual({ anthropic_version: 'vertex-2023-10-16', ...own });
       } else expect(upstream.body.messages).toEqual([{ role: 'user', content: 'Hello' }]);
       if (surface.name !== 'native') expect(upstream.body.system).toBe('Be brief.');
@@ -343,7 +182,7 @@ describe.each(SURFACES)('the $name surface on a vertex host serving Claude', (su
         const out = surface.read(text, stream);
         expect(out.calls).toEqual([CALL]);
         expect(out.reasoning).toBe(THINKING);
-        if (surface.name === 'messages') expect(out.signature).toBe(signatureOf(THINKING));
+        if (surface.name === 'messages') expect(signatureIn(text, stream)).toBe(signatureOf(THINKING));
         const upstream = sent(CLAUDE.hostModel).body;
         expect(upstream.tools).toEqual([
           { name: WEATHER.name, description: WEATHER.description, input_schema: WEATHER.parameters },
@@ -445,15 +284,15 @@ describe('a vertex host’s Google credential', () => {
   });
 
   it('none to be had (the token endpoint down): a clear failure before output, worth the next host', async () => {
-    const alone = await call(SURFACES[0], TOKENLESS.slug, false);
+    const alone = await call(CHAT_COMPLETIONS, TOKENLESS.slug, false);
     expect(alone.res.status).toBe(502);
     expect(JSON.parse(alone.text).error.message).toMatch(/no credential for the host/);
     expect(g.fake.requests.some((r) => r.model === TOKENLESS.hostModel)).toBe(false);
 
     g.fake.on(TOKENLESS_FIRST.hostModel, { kind: 'reply', reply: { text: TEXT, usage: { input: 1000, output: 1000 } } });
-    const { res, text } = await call(SURFACES[1], TOKENLESS_FIRST.slug, true);
+    const { res, text } = await call(MESSAGES, TOKENLESS_FIRST.slug, true);
     expect(res.status).toBe(200);
-    expect(SURFACES[1].read(text, true).text).toBe(TEXT);
+    expect(MESSAGES.read(text, true).text).toBe(TEXT);
     expect(await settlementOf(res)).toMatchObject({ host: 'fake-vertex', amount: 1_250_000 });
   });
 
