@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { CanonicalEvent, CanonicalRequest, HostError } from '../../src/canonical/canonical';
 import { Catalogue, CatalogueError } from '../../src/catalogue/catalogue';
 import { anthropicHost } from '../../src/hosts/anthropic/anthropic.host';
+import { geminiHost } from '../../src/hosts/gemini/gemini.host';
 import type { SseMessage } from '../../src/hosts/host-kind';
 import { publisherOf, vertexHost } from '../../src/hosts/vertex/vertex.host';
 import { usage } from '../support/usage';
@@ -161,6 +162,37 @@ describe('vertexHost.buildRequest, for Claude (the Anthropic publisher)', () => 
   });
 });
 
+describe('vertexHost.buildRequest, for Gemini (Google’s publisher)', () => {
+  const GEMINI = 'gemini-2.5-pro';
+
+  it('streams with streamGenerateContent over server-sent events, and takes the whole reply with generateContent', () => {
+    expect(build({ stream: true }, GEMINI).path).toBe('/publishers/google/models/gemini-2.5-pro:streamGenerateContent?alt=sse');
+    expect(build({ stream: false }, GEMINI).path).toBe('/publishers/google/models/gemini-2.5-pro:generateContent');
+  });
+
+  it('sends the gemini kind’s body, with no key (the token is the authorizer’s)', () => {
+    const overrides: Partial<CanonicalRequest> = {
+      system: ['Be brief.'],
+      maxTokens: 2000,
+      reasoning: { effort: 'low' },
+      tools: [{ name: 'get_weather', parameters: { type: 'object' } }],
+      toolChoice: 'required',
+      messages: [{ role: 'user', content: 'Hi', images: [{ url: 'data:image/png;base64,iVBORw0KGgo=' }] }],
+    };
+    expect(build(overrides, GEMINI).body).toEqual(geminiHost.buildRequest(request(overrides), GEMINI, 'k').body);
+    expect(build(overrides, GEMINI).headers).toEqual({ 'content-type': 'application/json' });
+    // Vertex AI requires each content's role.
+    expect((build(overrides, GEMINI).body as { contents: Array<{ role: string }> }).contents.map((c) => c.role)).toEqual([
+      'user',
+    ]);
+  });
+
+  it('a host naming Google’s publisher serves any model name with it', () => {
+    const named = vertexHost.buildRequest(request(), 'claude-lookalike', null, { ...SETTINGS, publisher: 'google' });
+    expect(named.path).toBe('/publishers/google/models/claude-lookalike:streamGenerateContent?alt=sse');
+  });
+});
+
 describe('vertexHost.countTokensRequest', () => {
   it('counts Claude’s tokens on the count-tokens model, the host model named in the body, with the version and betas', () => {
     const body = { model: 'vendor/claude', messages: [{ role: 'user', content: 'Hi' }] };
@@ -248,13 +280,65 @@ describe('vertexHost reading Claude’s replies', () => {
   });
 });
 
+describe('vertexHost reading Gemini’s replies', () => {
+  const chunk = (parts: object[], extra: object = {}): SseMessage => ({
+    data: JSON.stringify({
+      candidates: [{ content: { role: 'model', parts }, index: 0, ...extra }],
+      modelVersion: 'gemini-2.5-pro',
+      createTime: '2026-11-26T11:00:00.000000Z',
+      responseId: 'vrtx-resp-1',
+    }),
+  });
+  const usageMetadata = {
+    promptTokenCount: 2_010,
+    candidatesTokenCount: 40,
+    totalTokenCount: 2_080,
+    cachedContentTokenCount: 2_000,
+    thoughtsTokenCount: 30,
+    trafficType: 'ON_DEMAND',
+    promptTokensDetails: [{ modality: 'TEXT', tokenCount: 2_010 }],
+    cacheTokensDetails: [{ modality: 'TEXT', tokenCount: 2_000 }],
+    candidatesTokensDetails: [{ modality: 'TEXT', tokenCount: 40 }],
+  };
+  const billed = usage({ inputTokens: 10, cacheReadTokens: 2_000, outputTokens: 70, reasoningTokens: 30 });
+
+  it('decodes a Gemini stream as Vertex AI sends it, every token class counted', () => {
+    const decoder = vertexHost.decoder(false, SETTINGS, 'gemini-2.5-pro');
+    const events = [
+      chunk([{ text: 'Hmm.', thought: true }]),
+      chunk([{ text: 'Hello' }]),
+      chunk([{ text: '', thoughtSignature: 'c2ln' }], { finishReason: 'STOP' }),
+    ].flatMap((m, i, all) =>
+      decoder.push(i === all.length - 1 ? { data: JSON.stringify({ ...JSON.parse(m.data), usageMetadata }) } : m),
+    );
+    expect(decoder.done).toBe(true);
+    expect(events).toEqual([
+      { type: 'reasoning', text: 'Hmm.' },
+      { type: 'text', text: 'Hello' },
+      { type: 'reasoning', text: '', signature: 'c2ln' },
+      { type: 'finish', reason: 'stop' },
+      { type: 'usage', usage: billed },
+    ]);
+  });
+
+  it('decodes a whole Gemini reply', () => {
+    const reply = { ...JSON.parse(chunk([{ text: 'Hello' }], { finishReason: 'MAX_TOKENS' }).data), usageMetadata };
+    expect(vertexHost.decodeReply(JSON.stringify(reply), false, SETTINGS, 'gemini-2.5-pro')).toEqual([
+      { type: 'text', text: 'Hello' },
+      { type: 'finish', reason: 'length' },
+      { type: 'usage', usage: billed },
+    ]);
+  });
+});
+
 describe('vertexHost.errorMessage', () => {
   it('reads Google’s error, alone or in an array, Anthropic’s, or the text', () => {
     const google = {
       error: { code: 429, message: 'Quota exceeded for aiplatform.googleapis.com', status: 'RESOURCE_EXHAUSTED' },
     };
-    expect(vertexHost.errorMessage(429, JSON.stringify(google))).toBe('Quota exceeded for aiplatform.googleapis.com');
-    expect(vertexHost.errorMessage(429, JSON.stringify([google]))).toBe('Quota exceeded for aiplatform.googleapis.com');
+    const said = 'RESOURCE_EXHAUSTED: Quota exceeded for aiplatform.googleapis.com';
+    expect(vertexHost.errorMessage(429, JSON.stringify(google))).toBe(said);
+    expect(vertexHost.errorMessage(429, JSON.stringify([google]))).toBe(said);
     const anthropic = { type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: Field required' } };
     expect(vertexHost.errorMessage(400, JSON.stringify(anthropic))).toBe('max_tokens: Field required');
     expect(vertexHost.errorMessage(502, '<html>Bad gateway</html>')).toBe('<html>Bad gateway</html>');

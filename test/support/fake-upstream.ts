@@ -11,7 +11,14 @@ import { azureRoute } from './fakes/azure';
 import { bedrockRoute, serveBedrock } from './fakes/bedrock';
 import { GEMINI_MALFORMED, GEMINI_STREAM_ERROR, geminiError, geminiMessage, geminiRoute, geminiStream } from './fakes/gemini';
 import { FakeGoogleOAuth } from './fakes/google-oauth';
-import { googleError, vertexAnthropicProblem, vertexAuthRefusal, vertexRoute } from './fakes/vertex';
+import {
+  googleError,
+  vertexAnthropicProblem,
+  vertexAuthRefusal,
+  vertexFormat,
+  vertexGoogleProblem,
+  vertexRoute,
+} from './fakes/vertex';
 
 export interface FakeReply {
   text?: string;
@@ -711,10 +718,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     if (vertex) {
       const refusal = vertexAuthRefusal(req.headers, googleOAuth);
       if (refusal) return send(res, refusal.status, refusal.body);
-      const problem = vertexAnthropicProblem(body, vertex);
-      if (problem) return send(res, 400, anthropicError(400, problem));
-      // The wire's replies name their model, which the body does not.
-      if (!vertex.countTokens) body = { ...body, model: vertex.model };
+      const claude = vertex.publisher === 'anthropic';
+      const problem = claude ? vertexAnthropicProblem(body, vertex) : vertexGoogleProblem(body);
+      if (problem) return send(res, 400, claude ? anthropicError(400, problem) : googleError(400, problem));
     }
     if ((path === '/v1/messages/count_tokens' || vertex?.countTokens) && req.method === 'POST')
       return countTokens(res, body, behaviours.get(body?.model), received);
@@ -724,7 +730,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     if (azure?.api === 'embeddings')
       return embeddings(res, { ...body, model: azure.model }, behaviours.get(azure.model), received);
     const api: Api | null = vertex
-      ? 'anthropic'
+      ? vertex.publisher === 'anthropic'
+        ? 'anthropic'
+        : 'gemini'
       : azure
         ? azure.api
         : path === '/v1/chat/completions'
@@ -739,18 +747,18 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     if (!api || req.method !== 'POST') {
       return send(res, 404, openaiError(404, `Invalid URL (${req.method} ${path})`));
     }
-    // Vertex AI's front end answers failures in Google's format.
-    const fmt = vertex ? { ...FORMATS[api], error: googleError } : (azure?.format ?? FORMATS[api]);
+    const fmt = vertex ? vertexFormat(FORMATS[api], vertex.publisher) : (azure?.format ?? FORMATS[api]);
     const ids: Record<string, string> = fmt.requestIdHeader ? { [fmt.requestIdHeader]: newId('req_') } : {};
     if (typeof body !== 'object' || body === null)
       return send(res, 400, fmt.error(400, 'The request body is not valid JSON.'), ids);
     // The fake speaks Gemini's stream as server-sent events only (the API's other form is one JSON array).
-    if (gemini?.stream && url.searchParams.get('alt') !== 'sse')
+    if ((gemini?.stream || (vertex?.publisher === 'google' && vertex.stream)) && url.searchParams.get('alt') !== 'sse')
       return send(res, 400, geminiError(400, 'the fake streams only with alt=sse'), ids);
-    // Gemini names the model in the path: the wire functions read it from the request as the others' bodies carry it.
-    const request = gemini ? { ...body, model: gemini.model } : body;
+    // Gemini and Vertex AI name the model in the path: the wire functions read it from the request as the others' bodies carry it.
+    const pathRoute = gemini ?? vertex;
+    const request = pathRoute ? { ...body, model: pathRoute.model } : body;
 
-    const configured = behaviours.get(azure?.model ?? gemini?.model ?? body.model);
+    const configured = behaviours.get(azure?.model ?? pathRoute?.model ?? body.model);
     const b: FakeBehaviour = (typeof configured === 'function' ? configured(received) : configured) ?? {
       kind: 'reply',
       reply: DEFAULT_REPLY,

@@ -1,5 +1,6 @@
-import { CanonicalRequest, HostError } from '../../canonical/canonical';
+import { CanonicalRequest } from '../../canonical/canonical';
 import { anthropicHost, messagesBody } from '../anthropic/anthropic.host';
+import { geminiHost } from '../gemini/gemini.host';
 import type { HostKind, HostSettings, UpstreamRequest } from '../host-kind';
 import { googleCredential } from './google-credential';
 
@@ -54,15 +55,29 @@ function anthropicRequest(request: CanonicalRequest, hostModel: string): Upstrea
   return passThrough ? { ...upstream, passThrough } : upstream;
 }
 
+/**
+ * Gemini on Vertex AI: the gemini kind's request (`…/models/{model}:generateContent`, or
+ * `:streamGenerateContent?alt=sse`), under Google's publisher, without a key.
+ */
+function googleRequest(request: CanonicalRequest, hostModel: string): UpstreamRequest {
+  const upstream = geminiHost.buildRequest(request, hostModel, null);
+  return { ...upstream, path: `/publishers/google${upstream.path}` };
+}
+
 function buildRequest(
   request: CanonicalRequest,
   hostModel: string,
   _apiKey: string | null,
   settings?: HostSettings,
 ): UpstreamRequest {
-  if (publisherOf(hostModel, settings) === 'anthropic') return anthropicRequest(request, hostModel);
-  throw new HostError('status', `vertex: "${hostModel}" is not a Claude model, and Gemini on Vertex AI is not served yet`, 404);
+  return publisherOf(hostModel, settings) === 'anthropic'
+    ? anthropicRequest(request, hostModel)
+    : googleRequest(request, hostModel);
 }
+
+/** The kind whose wire a model's publisher speaks, which reads its replies. */
+const wireOf = (hostModel: string, settings?: HostSettings): HostKind =>
+  publisherOf(hostModel, settings) === 'anthropic' ? anthropicHost : geminiHost;
 
 /**
  * Claude counts on Vertex AI's count-tokens model, the host's model named in the body (as the
@@ -83,24 +98,6 @@ function countTokensRequest(
   };
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
-/**
- * Google's error body (`{"error": {"code", "message", "status"}}`, sometimes inside an array) or
- * the publisher's (Anthropic's `{"type": "error", "error": {"message"}}`), or its text.
- */
-function errorMessage(status: number, body: string): string {
-  try {
-    const parsed: unknown = JSON.parse(body);
-    const error = (Array.isArray(parsed) ? parsed[0] : parsed) as unknown;
-    if (isObject(error) && isObject(error.error) && typeof error.error.message === 'string') return error.error.message;
-  } catch {
-    // Not JSON (a proxy's page): its text.
-  }
-  return body.trim().slice(0, 300) || `upstream answered ${status}`;
-}
-
 export const vertexHost: HostKind<'vertex'> = {
   name: 'vertex',
   settings: [
@@ -113,13 +110,10 @@ export const vertexHost: HostKind<'vertex'> = {
   authorizer: (host) => googleCredential(host.settings.credentialsFile),
   buildRequest,
   countTokensRequest,
-  decoder: (passThrough = false, settings, hostModel = '') => {
-    if (publisherOf(hostModel, settings) === 'anthropic') return anthropicHost.decoder(passThrough);
-    throw new HostError('malformed', `vertex: no reader for "${hostModel}"`);
-  },
-  decodeReply: (body, passThrough = false, settings, hostModel = '') => {
-    if (publisherOf(hostModel, settings) === 'anthropic') return anthropicHost.decodeReply(body, passThrough);
-    throw new HostError('malformed', `vertex: no reader for "${hostModel}"`);
-  },
-  errorMessage,
+  decoder: (passThrough = false, settings, hostModel = '') => wireOf(hostModel, settings).decoder(passThrough),
+  decodeReply: (body, passThrough = false, settings, hostModel = '') =>
+    wireOf(hostModel, settings).decodeReply(body, passThrough),
+  // Google's error body (`{"error": {"code", "message", "status"}}`, the front end's for either
+  // publisher) as the gemini kind reads it, which reads Anthropic's (`{"error": {"message"}}`) too.
+  errorMessage: (status, body) => geminiHost.errorMessage(status, body),
 };

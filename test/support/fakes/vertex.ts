@@ -2,9 +2,11 @@
 // models, `/v1/projects/{p}/locations/{l}/publishers/{publisher}/models/{model}:{method}`, as Google
 // documents them today. Every call needs an access token the fake's Google token endpoint issued
 // (see google-oauth.ts) with the cloud-platform scope. The Anthropic publisher speaks the Messages
-// wire (its model in the path, `anthropic_version` in the body); errors Google's front end answers
-// come in Google's format.
+// wire (its model in the path, `anthropic_version` in the body); Google's speaks Gemini's (as
+// fakes/gemini.ts plays it, with Vertex AI's own fields); errors Google's front end answers come in
+// Google's format.
 import type { IncomingHttpHeaders } from 'node:http';
+import type { FakeFormat } from '../fake-upstream';
 import type { FakeGoogleOAuth } from './google-oauth';
 
 export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
@@ -16,7 +18,7 @@ export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
 export interface VertexRoute {
   project: string;
   location: string;
-  publisher: 'anthropic';
+  publisher: 'anthropic' | 'google';
   model: string;
   stream: boolean;
   countTokens: boolean;
@@ -24,11 +26,14 @@ export interface VertexRoute {
 
 const METHODS: Record<VertexRoute['publisher'], Record<string, boolean>> = {
   anthropic: { rawPredict: false, streamRawPredict: true },
+  google: { generateContent: false, streamGenerateContent: true },
 };
 
 /** The route of a Vertex AI path (under the fake's /v1), or null for any other path or a method the publisher lacks. */
 export function vertexRoute(path: string): VertexRoute | null {
-  const match = /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/(anthropic)\/models\/([^/:]+):(\w+)$/.exec(path);
+  const match = /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/(anthropic|google)\/models\/([^/:]+):(\w+)$/.exec(
+    path,
+  );
   if (!match) return null;
   const [, project, location, publisher, model, method] = match;
   const stream = METHODS[publisher as VertexRoute['publisher']][method];
@@ -112,4 +117,49 @@ export function vertexAnthropicProblem(body: any, route: VertexRoute): string | 
   if ((body.stream === true) !== route.stream)
     return route.stream ? 'streamRawPredict requires "stream": true' : 'rawPredict requires a request that is not streamed';
   return null;
+}
+
+/**
+ * What Vertex AI refuses in a Gemini body (400), or null: contents, each with its role (which
+ * Vertex AI requires, unlike the Gemini API) and its parts; no model (it is in the path).
+ */
+export function vertexGoogleProblem(body: any): string | null {
+  if (typeof body !== 'object' || body === null) return 'Invalid JSON payload received.';
+  if ('model' in body) return 'Invalid JSON payload received. Unknown name "model": Cannot find field.';
+  if (!Array.isArray(body.contents) || body.contents.length === 0)
+    return 'Unable to submit request because it has an empty contents field.';
+  for (const content of body.contents) {
+    if (content?.role !== 'user' && content?.role !== 'model') return 'Please use a valid role: user, model.';
+    if (!Array.isArray(content.parts) || content.parts.length === 0)
+      return 'Unable to submit request because it must include at least one parts field.';
+  }
+  return null;
+}
+
+/** A Gemini response as Vertex AI sends it: with its creation time, and its usage's traffic type. */
+function onVertex(response: any) {
+  const usage = response.usageMetadata;
+  return {
+    ...response,
+    ...(typeof usage === 'object' && usage !== null ? { usageMetadata: { ...usage, trafficType: 'ON_DEMAND' } } : {}),
+    createTime: new Date().toISOString(),
+  };
+}
+
+/**
+ * A publisher's wire as Vertex AI serves it: its errors in Google's format (Vertex AI's front end
+ * answers them); Gemini's responses with Vertex AI's own fields.
+ */
+export function vertexFormat(format: FakeFormat, publisher: VertexRoute['publisher']): FakeFormat {
+  if (publisher === 'anthropic') return { ...format, error: googleError };
+  const onFrame = (frame: { data: string }) => ({ ...frame, data: JSON.stringify(onVertex(JSON.parse(frame.data))) });
+  return {
+    ...format,
+    error: googleError,
+    message: (req, reply) => onVertex(format.message(req, reply)),
+    stream(req, reply, pieces) {
+      const { head, body, tail } = format.stream(req, reply, pieces);
+      return { head: head.map(onFrame), body: body.map(onFrame), tail: tail.map(onFrame) };
+    },
+  };
 }
