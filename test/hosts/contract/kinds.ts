@@ -229,40 +229,50 @@ export const CONTRACT_KINDS: ContractKind[] = [
       reasoning: (body) => body.generationConfig?.thinkingConfig?.includeThoughts === true,
     },
   },
-  {
+];
+
+/** A vertex host on the fake: its service account trusted by the fake's token endpoint, its key file written for it. */
+function vertexHost(fake: FakeUpstream, id: string): Record<string, unknown> {
+  const { key, publicKey } = testServiceAccount(`${fake.url}/token`, `${id}@contract-project.iam.gserviceaccount.com`);
+  fake.googleOAuth.trust(key.client_email, publicKey);
+  const credentialsFile = join(vertexKeys!.path, `${id}.json`);
+  writeFileSync(credentialsFile, JSON.stringify(key));
+  return {
+    id,
     kind: 'vertex',
-    // Claude on Vertex AI (the publisher told by the model's name, as Google names Claude), authorized
-    // by a service account whose key file names the fake's token endpoint.
-    host: (fake, id) => {
-      const { key, publicKey } = testServiceAccount(`${fake.url}/token`, `${id}@contract-project.iam.gserviceaccount.com`);
-      fake.googleOAuth.trust(key.client_email, publicKey);
-      const credentialsFile = join(vertexKeys!.path, `${id}.json`);
-      writeFileSync(credentialsFile, JSON.stringify(key));
-      const [project, location] = ['contract-project', 'us-east5'];
-      const baseUrl = `${fake.url}/v1/projects/${project}/locations/${location}`;
-      return { id, kind: 'vertex', baseUrl, project, location, credentialsFile };
-    },
-    hostModel: (name) => `claude-${name}@20250929`,
+    baseUrl: `${fake.url}/v1/projects/contract-project/locations/us-east5`,
+    project: 'contract-project',
+    location: 'us-east5',
+    credentialsFile,
+  };
+}
+
+const VERTEX_METHODS = {
+  anthropic: { whole: 'rawPredict', stream: 'streamRawPredict' },
+  google: { whole: 'generateContent', stream: 'streamGenerateContent' },
+};
+
+/**
+ * Vertex AI serving a publisher's models (Claude: Anthropic's; Gemini: Google's), each in its wire:
+ * the kind that speaks that wire lends the entry its usage and its readers of what was sent. The
+ * publisher is told by the model's name, as Google names its models; every call carries a token the
+ * fake's endpoint issued to the host's service account (the fake refuses any other), never a key.
+ */
+function vertexEntry(publisher: 'anthropic' | 'google', wire: ContractKind, prices: ListPrices): ContractKind {
+  const methods = VERTEX_METHODS[publisher];
+  return {
+    ...wire,
+    kind: 'vertex',
+    host: vertexHost,
+    hostModel: (name) => (publisher === 'anthropic' ? `claude-${name}@20250929` : `gemini-${name}`),
     modelOf: (r) => r.model,
     path: (hostModel, stream) =>
-      `/v1/projects/contract-project/locations/us-east5/publishers/anthropic/models/${hostModel}:${stream ? 'streamRawPredict' : 'rawPredict'}`,
-    // A token the fake's endpoint issued (the fake refuses any other), and never a key.
-    authorized: (r) => /^Bearer ya29\.fake-/.test(r.headers.authorization ?? '') && r.headers['x-api-key'] === undefined,
-    // Claude Sonnet 4.5's list prices on the global endpoint, the 1-hour writes at four decimals so that the rounding up shows.
-    prices: { input: '3.00', cacheRead: '0.30', cacheWrite: '3.75', cacheWrite1h: '6.0001', output: '15.00' },
-    usage: { input: 1_237, cacheRead: 20_011, cacheWrite: 3_003, cacheWrite1h: 1_009, output: 523 },
-    wireUsage: (input, output) =>
-      `{"input_tokens":${input},"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":${output}}`,
-    supports: { images: true, reasoning: true, tools: true },
-    sent: {
-      cap: (body) => body.max_tokens,
-      tools: (body) => (body.tools ?? []).map((t: Body) => t.name),
-      images: (body) =>
-        partsOf(body.messages)
-          .filter((b) => b.type === 'image')
-          .map((b) => (b.source.type === 'base64' ? `data:${b.source.media_type};base64,${b.source.data}` : b.source.url)),
-      reasoning: (body) => body.thinking?.type === 'enabled',
-    },
+      `/v1/projects/contract-project/locations/us-east5/publishers/${publisher}/models/${hostModel}:${stream ? methods.stream : methods.whole}`,
+    authorized: (r) =>
+      /^Bearer ya29\.fake-/.test(r.headers.authorization ?? '') &&
+      r.headers['x-api-key'] === undefined &&
+      r.headers['x-goog-api-key'] === undefined,
+    prices,
     async setup() {
       vertexKeys = tempDir('contract-vertex');
       return {
@@ -272,5 +282,20 @@ export const CONTRACT_KINDS: ContractKind[] = [
         },
       };
     },
-  },
-];
+  };
+}
+
+const wireOf = (kind: HostKindName) => CONTRACT_KINDS.find((k) => k.kind === kind)!;
+
+CONTRACT_KINDS.push(
+  // Claude Sonnet 4.5's list prices on the global endpoint, the 1-hour writes at four decimals so that the rounding up shows.
+  vertexEntry('anthropic', wireOf('anthropic'), {
+    input: '3.00',
+    cacheRead: '0.30',
+    cacheWrite: '3.75',
+    cacheWrite1h: '6.0001',
+    output: '15.00',
+  }),
+  // Gemini 2.5 Pro's (up to 200,000 input tokens), cached input at four decimals so that the rounding up shows.
+  vertexEntry('google', wireOf('gemini'), { input: '1.25', cacheRead: '0.1251', output: '10.00' }),
+);
