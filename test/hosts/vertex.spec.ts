@@ -7,6 +7,7 @@ import { googleCredential } from '../../src/hosts/vertex/google-credential';
 import { vertexHost as vertexKind } from '../../src/hosts/vertex/vertex.host';
 import type { ReservationSettled } from '../../src/ledger/ledger.events';
 import { signatureOf, type FakeUpstream } from '../support/fake-upstream';
+import { thoughtSignatureOf } from '../support/fakes/gemini';
 import { FAKE_TOKEN_LIFETIME_S, GOOGLE_TOKEN_AUDIENCE, testServiceAccount } from '../support/fakes/google-oauth';
 import { CLOUD_PLATFORM_SCOPE } from '../support/fakes/vertex';
 import { auditThenClose, startGateway, testCatalogueFile, TestGateway } from '../support/gateway';
@@ -14,14 +15,25 @@ import { CHAT_COMPLETIONS, callSurface, MESSAGES, sseEvents, Surface, SURFACES, 
 import { tempDir } from '../support/temp';
 
 /**
- * Claude on a `vertex` host, through every client surface, whole and streamed: the call goes to
- * Vertex AI's Anthropic publisher (rawPredict / streamRawPredict, the model in the path, Vertex's
- * anthropic_version in the body) with a Google access token the host's service account got from
- * the (fake) token endpoint once and reuses; what the host replies reaches the client; every token
- * class is billed at the catalogue's prices; a cut stream is billed for what was delivered; a
- * failure before output (a 429, a 5xx, a 401, no token to be had) falls back; absurd usage is not
- * believed.
+ * Claude and Gemini on a `vertex` host, through every client surface, whole and streamed: the call
+ * goes to Vertex AI's Anthropic publisher (rawPredict / streamRawPredict, the model in the path,
+ * Vertex's anthropic_version in the body) or Google's (generateContent / streamGenerateContent over
+ * SSE) with a Google access token the host's service account got from the (fake) token endpoint
+ * once and reuses; what the host replies reaches the client; every token class is billed at the
+ * catalogue's prices; a cut stream is billed for what was delivered; a failure before output (a
+ * 429, a 5xx, a 401, no token to be had) falls back; absurd usage is not believed.
  */
+
+/** Gemini 2.5 Pro on Google's publisher, at its list prices up to 200,000 input tokens. */
+const GEMINI = { slug: 'test/vertex-gemini', id: 'f1f1f1f1-f1f1-4f1f-8f1f-f1f1f1f1f1f1', hostModel: 'gemini-2.5-pro' };
+const GEMINI_PRICES = { input: '1.25', cacheRead: '0.125', output: '10.00' };
+/** Two hosts: the first (`fake-vertex-flaky`) fails before output; the second serves as for FALLBACK. */
+const GEMINI_FALLBACK = {
+  slug: 'test/vertex-gemini-fallback',
+  id: 'f2f2f2f2-f2f2-4f2f-8f2f-f2f2f2f2f2f2',
+  firstHostModel: 'gemini-first',
+  hostModel: 'gemini-second',
+};
 
 const CLAUDE = {
   slug: 'test/vertex-claude',
@@ -98,6 +110,11 @@ function catalogue(fake: FakeUpstream) {
         { host: 'fake-vertex', model: FALLBACK.hostModel, pricing: cheap },
       ]),
       model(TOKENLESS, [{ host: 'fake-vertex-tokenless', model: TOKENLESS.hostModel, pricing: cheap }]),
+      model(GEMINI, [{ host: 'fake-vertex', model: GEMINI.hostModel, pricing: GEMINI_PRICES }]),
+      model(GEMINI_FALLBACK, [
+        { host: 'fake-vertex-flaky', model: GEMINI_FALLBACK.firstHostModel, pricing: { input: '9.00', output: '9.00' } },
+        { host: 'fake-vertex', model: GEMINI_FALLBACK.hostModel, pricing: cheap },
+      ]),
       model(TOKENLESS_FIRST, [
         { host: 'fake-vertex-tokenless', model: 'claude-never-called@1', pricing: { input: '9.00', output: '9.00' } },
         { host: 'fake-vertex', model: TOKENLESS_FIRST.hostModel, pricing: cheap },
@@ -260,6 +277,137 @@ describe.each(SURFACES)('the $name surface on a vertex host serving Claude', (su
   });
 });
 
+describe.each(SURFACES)('the $name surface on a vertex host serving Gemini', (surface) => {
+  describe.each([false, true])('streamed: %s', (stream) => {
+    it('is sent to Google’s publisher’s model with a Google token, and gets the text back', async () => {
+      g.fake.on(GEMINI.hostModel, { kind: 'reply', reply: { text: TEXT } });
+      const { res, text } = await call(surface, GEMINI.slug, stream);
+      expect(res.status).toBe(200);
+      expect(surface.read(text, stream).text).toBe(TEXT);
+      const upstream = sent(GEMINI.hostModel);
+      const method = stream ? 'streamGenerateContent' : 'generateContent';
+      expect(upstream.path).toBe(
+        `/v1/projects/test-project/locations/us-east5/publishers/google/models/gemini-2.5-pro:${method}`,
+      );
+      expect(upstream.headers.authorization).toMatch(/^Bearer ya29\.fake-/);
+      expect(upstream.headers).not.toHaveProperty('x-goog-api-key');
+      expect(upstream.body).not.toHaveProperty('model');
+      expect(upstream.body.contents).toEqual([{ role: 'user', parts: [{ text: 'Hello' }] }]);
+      expect(upstream.body.generationConfig).toMatchObject({ maxOutputTokens: surface.name === 'messages' ? 4096 : 8192 });
+      if (surface.name !== 'native') expect(upstream.body.systemInstruction).toEqual({ parts: [{ text: 'Be brief.' }] });
+    });
+
+    if (surface.tools) {
+      it('carries a tool call with its arguments, and the thoughts before it', async () => {
+        g.fake.on(GEMINI.hostModel, { kind: 'reply', reply: { thinking: THINKING, toolCalls: [CALL] } });
+        const { res, text } = await call(surface, GEMINI.slug, stream, true);
+        expect(res.status).toBe(200);
+        const out = surface.read(text, stream);
+        expect(out.calls.map(({ name, arguments: args }) => ({ name, arguments: JSON.parse(args) }))).toEqual([
+          { name: CALL.name, arguments: JSON.parse(CALL.arguments) },
+        ]);
+        expect(out.reasoning).toBe(THINKING);
+        const upstream = sent(GEMINI.hostModel).body;
+        expect(upstream.tools).toEqual([
+          {
+            functionDeclarations: [
+              { name: WEATHER.name, description: WEATHER.description, parametersJsonSchema: WEATHER.parameters },
+            ],
+          },
+        ]);
+        expect(upstream.generationConfig.thinkingConfig).toMatchObject({ includeThoughts: true });
+      });
+    }
+
+    it('bills every token class Gemini reports at its price: ceil(Σ tokens × price / 10^6) nano-credits', async () => {
+      // 20,011 of the prompt's tokens read from the cache; 523 output tokens, 211 of them thoughts.
+      g.fake.on(GEMINI.hostModel, {
+        kind: 'reply',
+        reply: { text: TEXT, usage: { input: 1_237, cacheRead: 20_011, output: 523, reasoning: 211 } },
+      });
+      const { res } = await call(surface, GEMINI.slug, stream);
+      expect(res.status).toBe(200);
+      // In nano-credits per million tokens: $1.25 = 1.25×10^9, $0.125, $10.
+      const sum = 1_237 * 1.25e9 + 20_011 * 0.125e9 + 523 * 10e9;
+      expect(await settlementOf(res)).toMatchObject({
+        host: 'fake-vertex',
+        inputTokens: 1_237,
+        cacheReadTokens: 20_011,
+        cacheWriteTokens: 0,
+        cacheWrite1hTokens: 0,
+        outputTokens: 523,
+        amount: Math.ceil(sum / 1e6),
+      });
+    });
+
+    it('falls back to the next host on a 429, a 5xx or a 401 before output', async () => {
+      for (const status of [429, 500, 503, 401]) {
+        g.fake.on(GEMINI_FALLBACK.firstHostModel, { kind: 'status', status });
+        g.fake.on(GEMINI_FALLBACK.hostModel, { kind: 'reply', reply: { text: TEXT, usage: { input: 1000, output: 1000 } } });
+        const { res, text } = await call(surface, GEMINI_FALLBACK.slug, stream);
+        expect(res.status).toBe(200);
+        expect(surface.read(text, stream).text).toBe(TEXT);
+        expect(await settlementOf(res)).toMatchObject({ host: 'fake-vertex', amount: 1_250_000 });
+      }
+    });
+  });
+
+  it('bills a cut stream for what was delivered', async () => {
+    g.fake.on(GEMINI.hostModel, { kind: 'cut', reply: { text: 'one two three four five six', usage: null }, afterPieces: 3 });
+    const { res, text } = await call(surface, GEMINI.slug, true);
+    expect(res.status).toBe(200);
+    expect(text).toContain('three');
+    expect(text).not.toContain('four');
+    const settled = await settlementOf(res);
+    expect(settled.outputTokens).toBe(Math.ceil('one two three'.length / 4));
+    expect(settled.amount).toBeGreaterThan(0);
+  });
+
+  it('does not believe absurd usage', async () => {
+    g.fake.on(GEMINI.hostModel, {
+      kind: 'reply',
+      reply: { text: TEXT, wireUsage: '{"promptTokenCount":12,"candidatesTokenCount":1e12,"totalTokenCount":18}' },
+    });
+    const { res } = await call(surface, GEMINI.slug, false);
+    expect(res.status).toBe(200);
+    const settled = await settlementOf(res);
+    expect(settled.outputTokens).toBe(Math.ceil(TEXT.length / 4));
+    expect(settled.inputTokens).toBe(12);
+  });
+});
+
+describe('a Gemini client on a vertex host serving Gemini', () => {
+  it.each([false, true])('gets the thoughts and their signature back, in Gemini’s wire (streamed: %s)', async (stream) => {
+    g.fake.on(GEMINI.hostModel, { kind: 'reply', reply: { thinking: THINKING, text: TEXT } });
+    const method = stream ? 'streamGenerateContent?alt=sse' : 'generateContent';
+    const res = await fetch(`${g.baseUrl}/api/v1beta/models/${GEMINI.slug}:${method}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-goog-api-key': g.key },
+      body: JSON.stringify({
+        contents: [{ role: 'user', parts: [{ text: 'Hello' }] }],
+        generationConfig: { thinkingConfig: { thinkingBudget: 1024, includeThoughts: true } },
+      }),
+    });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    const responses: any[] = stream ? sseEvents(text).map((e) => e.data) : [JSON.parse(text)];
+    const parts = responses.flatMap((r) => r.candidates?.[0]?.content?.parts ?? []);
+    expect(
+      parts
+        .filter((p) => p.thought)
+        .map((p) => p.text)
+        .join(''),
+    ).toBe(THINKING);
+    expect(
+      parts
+        .filter((p) => !p.thought && typeof p.text === 'string')
+        .map((p) => p.text)
+        .join(''),
+    ).toBe(TEXT);
+    expect(parts.map((p) => p.thoughtSignature).filter(Boolean)).toEqual([thoughtSignatureOf(THINKING)]);
+  });
+});
+
 describe('a vertex host’s Google credential', () => {
   it('is a token the service account got with a signed assertion for the cloud-platform scope, fetched once and reused', async () => {
     g.fake.on(CLAUDE.hostModel, { kind: 'reply', reply: { text: TEXT } });
@@ -378,103 +526,23 @@ describe('count_tokens on a vertex host serving Claude', () => {
   });
 });
 
-describe('the vertex kind called by the transport, on every behaviour of the fake’s Anthropic publisher', () => {
-  let transport: HostTransport;
-  let endpoint: HostEndpoint;
-  beforeAll(() => {
-    // Short limits, so a host that hangs is given up quickly.
-    transport = new HostTransport({ firstByteMs: 300, replyMs: 300, idleMs: 300 });
-    const host = vertexHost(g.fake, 'fake-vertex-direct');
-    endpoint = { id: host.id, baseUrl: host.baseUrl, apiKey: null, settings: { ...host } };
-  });
-  afterAll(() => transport.onApplicationShutdown());
-
-  const request = (stream: boolean): CanonicalRequest => ({
-    system: [],
-    messages: [{ role: 'user', content: 'hi' }],
-    tools: [],
-    stop: [],
-    stream,
-    maxTokens: 100,
-  });
-
-  /** The events of one call, and the error it ended with (null: it completed). */
-  async function run(hostModel: string, stream: boolean) {
-    const events: CanonicalEvent[] = [];
-    try {
-      await lastValueFrom(transport.call(vertexKind, endpoint, hostModel, request(stream)).pipe(tap((e) => events.push(e))));
-      return { events, error: null };
-    } catch (error) {
-      return { events, error: error as HostError };
-    }
-  }
-  const textOf = (events: CanonicalEvent[]) =>
-    events
-      .filter((e) => e.type === 'text')
-      .map((e) => (e as { text: string }).text)
-      .join('');
-
-  it.each([false, true])('a reply with every usage field (streamed: %s)', async (stream) => {
-    g.fake.on('claude-direct@1', {
-      kind: 'reply',
-      reply: { thinking: THINKING, text: TEXT, usage: { input: 7, cacheRead: 11, cacheWrite: 13, cacheWrite1h: 17, output: 19 } },
-    });
-    const { events, error } = await run('claude-direct@1', stream);
-    expect(error).toBeNull();
-    expect(textOf(events)).toBe(TEXT);
-    expect(events.filter((e) => e.type === 'reasoning').at(-1)).toMatchObject({ signature: signatureOf(THINKING) });
-    expect(events.filter((e) => e.type === 'usage').at(-1)).toEqual({
-      type: 'usage',
-      usage: {
-        inputTokens: 7,
-        cacheReadTokens: 11,
-        cacheWriteTokens: 13,
-        cacheWrite1hTokens: 17,
-        outputTokens: 19,
-        reasoningTokens: 0,
-      },
-    });
-  });
-
-  it.each([false, true])('an error status in Google’s format, worth the next host (streamed: %s)', async (stream) => {
-    g.fake.on('claude-direct@1', { kind: 'status', status: 429 });
-    const { error } = await run('claude-direct@1', stream);
-    expect(error).toMatchObject({ kind: 'status', status: 429, retryable: true });
-    expect(error!.message).toMatch(/^Quota exceeded for aiplatform\.googleapis\.com/);
-  });
-
-  it.each([
-    ['hang', false],
-    ['hang', true],
-    ['hang_after_headers', true],
-  ] as const)('a host that does not answer (%s, streamed: %s): a timeout before output', async (kind, stream) => {
-    g.fake.on('claude-direct@1', { kind });
-    const { error } = await run('claude-direct@1', stream);
-    expect(error).toMatchObject({ kind: 'timeout', beforeOutput: true });
-  });
-
-  it('a stream cut after output: what came, then a connection error after output', async () => {
-    g.fake.on('claude-direct@1', { kind: 'cut', reply: { text: 'one two three four' }, afterPieces: 2 });
-    const { events, error } = await run('claude-direct@1', true);
-    expect(textOf(events)).toBe('one two');
-    expect(error).toMatchObject({ kind: 'connection', beforeOutput: false });
-  });
-
-  it.each([false, true])('an unreadable reply: malformed (streamed: %s)', async (stream) => {
-    g.fake.on('claude-direct@1', { kind: 'malformed', afterPieces: 1 });
-    const { events, error } = await run('claude-direct@1', stream);
-    expect(error).toMatchObject({ kind: 'malformed', beforeOutput: !stream });
-    if (stream) expect(textOf(events)).not.toBe('');
-  });
-
-  it('an error inside the stream after output: the publisher’s reason', async () => {
-    g.fake.on('claude-direct@1', { kind: 'stream_error', afterPieces: 1 });
-    const { error } = await run('claude-direct@1', true);
-    expect(error).toMatchObject({ kind: 'upstream_error', message: 'Overloaded', beforeOutput: false });
-  });
-
-  it('a reply exactly as Vertex AI sends it (verbatim)', async () => {
-    const reply = {
+/** Each publisher on the fake: a model of its, every usage field it reports, and how it says it failed mid-stream. */
+const PUBLISHERS = [
+  {
+    publisher: 'anthropic',
+    model: 'claude-direct@1',
+    usage: { input: 7, cacheRead: 11, cacheWrite: 13, cacheWrite1h: 17, output: 19 },
+    billed: {
+      inputTokens: 7,
+      cacheReadTokens: 11,
+      cacheWriteTokens: 13,
+      cacheWrite1hTokens: 17,
+      outputTokens: 19,
+      reasoningTokens: 0,
+    },
+    signature: signatureOf(THINKING),
+    streamError: /^Overloaded$/,
+    verbatim: {
       id: 'msg_vrtx_01AbCdEf',
       type: 'message',
       role: 'assistant',
@@ -489,17 +557,139 @@ describe('the vertex kind called by the transport, on every behaviour of the fak
         cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
         output_tokens: 6,
       },
-    };
-    g.fake.on('claude-direct@1', { kind: 'verbatim', body: JSON.stringify(reply) });
-    const { events, error } = await run('claude-direct@1', false);
-    expect(error).toBeNull();
-    expect(textOf(events)).toBe(TEXT);
-    expect(events).toContainEqual({ type: 'finish', reason: 'stop' });
-  });
+    },
+  },
+  {
+    publisher: 'google',
+    model: 'gemini-direct',
+    usage: { input: 7, cacheRead: 11, output: 19, reasoning: 5, toolPrompt: 3 },
+    // The tool-use prompt is input; the thoughts are within the output.
+    billed: {
+      inputTokens: 10,
+      cacheReadTokens: 11,
+      cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
+      outputTokens: 19,
+      reasoningTokens: 5,
+    },
+    signature: thoughtSignatureOf(THINKING),
+    streamError: /^INTERNAL: An internal error has occurred/,
+    verbatim: {
+      candidates: [{ content: { role: 'model', parts: [{ text: TEXT }] }, finishReason: 'STOP', avgLogprobs: -0.21 }],
+      usageMetadata: {
+        promptTokenCount: 9,
+        candidatesTokenCount: 6,
+        totalTokenCount: 15,
+        trafficType: 'ON_DEMAND',
+        promptTokensDetails: [{ modality: 'TEXT', tokenCount: 9 }],
+        candidatesTokensDetails: [{ modality: 'TEXT', tokenCount: 6 }],
+      },
+      modelVersion: 'gemini-2.5-pro',
+      createTime: '2026-11-26T11:00:00.000000Z',
+      responseId: 'vrtx-resp-01',
+    },
+  },
+] as const;
 
-  it('a count asked on a model that is not the count-tokens one: refused (400), not retried elsewhere', async () => {
-    g.fake.on('claude-direct@1', { kind: 'count', inputTokens: 1 });
-    const { error } = await run('claude-direct@1', false);
-    expect(error).toMatchObject({ kind: 'status', status: 400, retryable: false });
-  });
-});
+describe.each(PUBLISHERS)(
+  'the vertex kind called by the transport, on every behaviour of the fake’s $publisher publisher',
+  (p) => {
+    let transport: HostTransport;
+    let endpoint: HostEndpoint;
+    beforeAll(() => {
+      // Short limits, so a host that hangs is given up quickly.
+      transport = new HostTransport({ firstByteMs: 300, replyMs: 300, idleMs: 300 });
+      const host = vertexHost(g.fake, `fake-vertex-direct-${p.publisher}`);
+      endpoint = { id: host.id, baseUrl: host.baseUrl, apiKey: null, settings: { ...host } };
+    });
+    afterAll(() => transport.onApplicationShutdown());
+
+    const request = (stream: boolean): CanonicalRequest => ({
+      system: [],
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [],
+      stop: [],
+      stream,
+      maxTokens: 100,
+    });
+
+    /** The events of one call, and the error it ended with (null: it completed). */
+    async function run(hostModel: string, stream: boolean) {
+      const events: CanonicalEvent[] = [];
+      try {
+        await lastValueFrom(transport.call(vertexKind, endpoint, hostModel, request(stream)).pipe(tap((e) => events.push(e))));
+        return { events, error: null };
+      } catch (error) {
+        return { events, error: error as HostError };
+      }
+    }
+    const textOf = (events: CanonicalEvent[]) =>
+      events
+        .filter((e) => e.type === 'text')
+        .map((e) => (e as { text: string }).text)
+        .join('');
+
+    it.each([false, true])('a reply with every usage field (streamed: %s)', async (stream) => {
+      g.fake.on(p.model, { kind: 'reply', reply: { thinking: THINKING, text: TEXT, usage: p.usage } });
+      const { events, error } = await run(p.model, stream);
+      expect(error).toBeNull();
+      expect(textOf(events)).toBe(TEXT);
+      expect(events.filter((e) => e.type === 'reasoning' && e.signature)).toEqual([
+        expect.objectContaining({ signature: p.signature }),
+      ]);
+      expect(events.filter((e) => e.type === 'usage').at(-1)).toEqual({ type: 'usage', usage: p.billed });
+    });
+
+    it.each([false, true])('an error status in Google’s format, worth the next host (streamed: %s)', async (stream) => {
+      g.fake.on(p.model, { kind: 'status', status: 429 });
+      const { error } = await run(p.model, stream);
+      expect(error).toMatchObject({ kind: 'status', status: 429, retryable: true });
+      expect(error!.message).toMatch(/^RESOURCE_EXHAUSTED: Quota exceeded for aiplatform\.googleapis\.com/);
+    });
+
+    it.each([
+      ['hang', false],
+      ['hang', true],
+      ['hang_after_headers', true],
+    ] as const)('a host that does not answer (%s, streamed: %s): a timeout before output', async (kind, stream) => {
+      g.fake.on(p.model, { kind });
+      const { error } = await run(p.model, stream);
+      expect(error).toMatchObject({ kind: 'timeout', beforeOutput: true });
+    });
+
+    it('a stream cut after output: what came, then a connection error after output', async () => {
+      g.fake.on(p.model, { kind: 'cut', reply: { text: 'one two three four' }, afterPieces: 2 });
+      const { events, error } = await run(p.model, true);
+      expect(textOf(events)).toBe('one two');
+      expect(error).toMatchObject({ kind: 'connection', beforeOutput: false });
+    });
+
+    it.each([false, true])('an unreadable reply: malformed (streamed: %s)', async (stream) => {
+      g.fake.on(p.model, { kind: 'malformed', afterPieces: 1 });
+      const { events, error } = await run(p.model, stream);
+      expect(error).toMatchObject({ kind: 'malformed', beforeOutput: !stream });
+      if (stream) expect(textOf(events)).not.toBe('');
+    });
+
+    it('an error inside the stream after output: the publisher’s reason', async () => {
+      g.fake.on(p.model, { kind: 'stream_error', afterPieces: 1 });
+      const { error } = await run(p.model, true);
+      expect(error).toMatchObject({ kind: 'upstream_error', beforeOutput: false });
+      expect(error!.message).toMatch(p.streamError);
+    });
+
+    it('a reply exactly as Vertex AI sends it (verbatim)', async () => {
+      g.fake.on(p.model, { kind: 'verbatim', body: JSON.stringify(p.verbatim) });
+      const { events, error } = await run(p.model, false);
+      expect(error).toBeNull();
+      expect(textOf(events)).toBe(TEXT);
+      expect(events).toContainEqual({ type: 'finish', reason: 'stop' });
+    });
+
+    it('a count asked on a model that is not the count-tokens one: refused (400), not retried elsewhere', async () => {
+      g.fake.on(p.model, { kind: 'count', inputTokens: 1 });
+      const { error } = await run(p.model, false);
+      expect(error).toMatchObject({ kind: 'status', status: 400, retryable: false });
+    });
+  },
+);
