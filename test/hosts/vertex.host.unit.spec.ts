@@ -70,7 +70,7 @@ describe('vertexHost: where a host is', () => {
 describe('the shipped catalogue’s vertex host', () => {
   const shipped = (env: Record<string, string>) => Catalogue.load(join(__dirname, '../../catalogue/default.json'), env);
 
-  it('is Vertex AI’s global endpoint for GOOGLE_CLOUD_PROJECT (or GOOGLE_CLOUD_LOCATION’s), serving Claude Sonnet 4.5 at its list prices', () => {
+  it('is Vertex AI’s global endpoint for GOOGLE_CLOUD_PROJECT (or GOOGLE_CLOUD_LOCATION’s), serving Claude Sonnet 4.5 and Gemini 2.5 Pro at their list prices', () => {
     const catalogue = shipped({ GOOGLE_CLOUD_PROJECT: 'acme' });
     expect(catalogue.hosts.find((h) => h.id === 'vertex')).toMatchObject({
       baseUrl: 'https://aiplatform.googleapis.com/v1/projects/acme/locations/global',
@@ -80,6 +80,11 @@ describe('the shipped catalogue’s vertex host', () => {
     expect(sonnet.hosts.find((h) => h.host.id === 'vertex')).toMatchObject({
       model: 'claude-sonnet-4-5@20250929',
       prices: { input: 3e9, output: 15e9, cacheRead: 0.3e9, cacheWrite: 3.75e9, cacheWrite1h: 6e9 },
+    });
+    const pro = catalogue.find('google/gemini-2.5-pro')!;
+    expect(pro.hosts.find((h) => h.host.id === 'vertex')).toMatchObject({
+      model: 'gemini-2.5-pro',
+      prices: { input: 1.25e9, output: 10e9, cacheRead: 0.125e9 },
     });
     expect(catalogue.cachePricesAssumed()).toEqual([]);
     expect(
