@@ -764,8 +764,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       reply: DEFAULT_REPLY,
     };
     const reply = 'reply' in b ? withUsage(b.reply) : DEFAULT_REPLY;
-    const routed = vertex ?? gemini;
-    const streamed = routed ? routed.stream : body.stream === true;
+    const streamed = pathRoute ? pathRoute.stream : body.stream === true;
     const sseHead = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...ids };
     const jsonHead = { 'content-type': 'application/json', ...ids };
 
