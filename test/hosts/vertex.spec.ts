@@ -475,6 +475,20 @@ describe('a vertex host’s Google credential', () => {
     expect(g.fake.googleOAuth.requests.filter((claims) => claims.iss === file.key.client_email)).toHaveLength(1);
   });
 
+  it('a token endpoint that answers an error: the failure says what it answered', async () => {
+    const file = keyFile('refused');
+    g.fake.googleOAuth.trust(file.key.client_email, file.publicKey);
+    g.fake.googleOAuth.failure = {
+      status: 503,
+      body: { error: 'temporarily_unavailable', error_description: 'Try again later.' },
+    };
+    try {
+      await expect(headersFrom(googleCredential(file.path))).rejects.toThrow(/temporarily_unavailable: Try again later/);
+    } finally {
+      g.fake.googleOAuth.failure = null;
+    }
+  });
+
   it('reads the key file GOOGLE_APPLICATION_CREDENTIALS names when the host names none', async () => {
     const file = keyFile('from-env');
     g.fake.googleOAuth.trust(file.key.client_email, file.publicKey);
