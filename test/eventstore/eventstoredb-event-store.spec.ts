@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { DeadlineExceededError, EventStoreDBClient, UnavailableError } from '@eventstore/db-client';
+import { DeadlineExceededError, EventStoreDBClient, UnavailableError, jsonEvent } from '@eventstore/db-client';
 import { EVENTSTORE_SCHEMES, parseEventStoreUrl } from '../../src/eventstore/eventstoredb-connection';
 import { AppendOutcomeUnknownError, WrongExpectedRevisionError } from '../../src/eventstore/event-store';
-import { EsdbClient, EventStoreDbEventStore, WRITE_PROBE_STREAM } from '../../src/eventstore/eventstoredb-event-store';
+import { EsdbClient, EventStoreDbEventStore, WRITE_PROBE_STREAM, eventsOf } from '../../src/eventstore/eventstoredb-event-store';
 import { EsdbServer } from '../support/esdb-server/server';
 import { describeEventStoreContract } from './event-store.contract';
 
@@ -59,6 +59,29 @@ function describeAdapter(name: string, serverUrl: () => string, enabled: boolean
       } finally {
         await store.close();
       }
+    });
+
+    it('ends a read left early whose call had completed: the client disposes at once', async () => {
+      const client = EventStoreDBClient.connectionString(parseEventStoreUrl(url).connectionString);
+      const s = stream();
+      // More events than the read holds (16 waiting to be read, 16 to be transformed), so that the
+      // call still buffers some when the reader stops; few enough that the call receives them all
+      // and its status (grpc-js gives the status once every message is taken from the connection).
+      await client.appendToStream(
+        s,
+        Array.from({ length: 40 }, (_, n) => jsonEvent({ type: 'Happened', data: { n } })),
+      );
+      const read = client.readStream(s);
+      const completed = new Promise((resolve) => read.once('pipe', (call: NodeJS.EventEmitter) => call.once('status', resolve)));
+      await completed;
+      for await (const _ of eventsOf(read)) break;
+      let timer: NodeJS.Timeout | undefined;
+      const outcome = await Promise.race([
+        client.dispose().then(() => 'disposed'),
+        new Promise((resolve) => (timer = setTimeout(() => resolve('still waiting for the read'), 5_000))),
+      ]);
+      clearTimeout(timer);
+      expect(outcome).toBe('disposed');
     });
 
     it('sends an append whose reply was lost again with the same ids, and the server writes it once', async () => {
