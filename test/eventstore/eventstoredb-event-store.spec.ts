@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { DeadlineExceededError, EventStoreDBClient, UnavailableError, jsonEvent } from '@eventstore/db-client';
 import { EVENTSTORE_SCHEMES, parseEventStoreUrl } from '../../src/eventstore/eventstoredb-connection';
 import { AppendOutcomeUnknownError, WrongExpectedRevisionError } from '../../src/eventstore/event-store';
@@ -72,7 +73,8 @@ function describeAdapter(name: string, serverUrl: () => string, enabled: boolean
         Array.from({ length: 40 }, (_, n) => jsonEvent({ type: 'Happened', data: { n } })),
       );
       const read = client.readStream(s);
-      const completed = new Promise((resolve) => read.once('pipe', (call: NodeJS.EventEmitter) => call.once('status', resolve)));
+      // The gRPC call pipes itself into the read; it reports its status once complete.
+      const completed = new Promise((resolve) => read.once('pipe', (call) => (call as Readable).once('status', resolve)));
       await completed;
       for await (const _ of eventsOf(read)) break;
       let timer: NodeJS.Timeout | undefined;
