@@ -238,6 +238,11 @@ export class EsdbServer {
     this.faults.set(kind, queue);
   }
 
+  /** Faults queued and not yet met. */
+  get pendingFaults(): number {
+    return [...this.faults.values()].reduce((sum, queue) => sum + queue.length, 0);
+  }
+
   /** Writes a record of the server's own into $all, between the clients' events. */
   writeSystemEvent(): StoredEvent {
     return this.log.write(`$stats-127.0.0.1:${this.port}`, [systemEvent('$statsCollected', { at: Date.now() })])[0];
