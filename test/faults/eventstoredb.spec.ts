@@ -76,7 +76,8 @@ describeWithRedis('billing with the log in EventStoreDB (protocol server over gR
 
   beforeAll(async () => {
     server = await EsdbServer.start({ systemEventEvery: 4 });
-    ({ g, amount } = await gatewayOn(server.url));
+    // A short deadline for appends (reads and subscriptions have none), so that a stalled one gives up soon.
+    ({ g, amount } = await gatewayOn(`${server.url}&defaultDeadline=1000`));
   });
   afterAll(async () => {
     try {
@@ -103,6 +104,22 @@ describeWithRedis('billing with the log in EventStoreDB (protocol server over gR
 
   it('the server connection dropped before an append arrived: sent again, the request served', async () => {
     server.failNext('append', 'drop');
+    const answer = await ask(g.baseUrl, g.key);
+    expect(server.pendingFaults).toBe(0);
+    expect(answer.status).toBe(200);
+    expect(await reservedBy(g, answer.requestId)).toHaveLength(1);
+  });
+
+  it('an append written but never answered (past its deadline): sent again with the same ids, written once, charged once', async () => {
+    server.failNext('append', 'stall-after-commit');
+    const answer = await ask(g.baseUrl, g.key);
+    expect(server.pendingFaults).toBe(0);
+    expect(answer.status).toBe(200);
+    expect(await reservedBy(g, answer.requestId)).toHaveLength(1);
+  });
+
+  it('an append stalled before it was written: sent again after its deadline, the request served', async () => {
+    server.failNext('append', 'stall');
     const answer = await ask(g.baseUrl, g.key);
     expect(server.pendingFaults).toBe(0);
     expect(answer.status).toBe(200);
