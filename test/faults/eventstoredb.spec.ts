@@ -1,17 +1,29 @@
+import { auditLedger } from '../../src/audit/ledger-audit';
 import type { CreditsReserved } from '../../src/ledger/ledger.events';
 import { EsdbCluster } from '../support/esdb-server/cluster';
 import { EsdbServer } from '../support/esdb-server/server';
-import { auditThenClose, OtherInstance, startGateway, startOtherInstance, TEST_MODELS, TestGateway } from '../support/gateway';
+import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
+import {
+  auditThenClose,
+  OtherInstance,
+  serviceEnv,
+  startGateway,
+  startOtherInstance,
+  TEST_MODELS,
+  TestGateway,
+} from '../support/gateway';
 import { createKey } from '../support/keys';
-import { eventually } from '../support/processes';
+import { Child, eventually, startService } from '../support/processes';
 import { describeWithRedis } from '../support/redis';
-import { fundedOrganization } from '../support/runtime';
+import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
+import { openCountingStream } from '../support/streams';
 
 /**
  * The gateway's log in EventStoreDB, reached over gRPC through the official client: the
  * protocol server of test/support/esdb-server, with records of its own between the gateway's.
- * Billing end to end, then the faults of the path: the server's connection dropped mid-append,
- * the projections' subscription cut, and a leader change in the middle of traffic.
+ * Billing end to end, then the faults of the path: the server's connection dropped and appends
+ * stalled (before and after they were written), the projections' subscription cut, a leader
+ * change in the middle of traffic, and the gateway itself SIGKILLed and started again.
  */
 
 const M = TEST_MODELS;
@@ -200,3 +212,50 @@ if (realUrl) {
     });
   });
 }
+
+describe('the gateway SIGKILLed on an EventStoreDB log (protocol server)', () => {
+  // Short reservations, swept often: the holds of the killed process's requests expire within the test.
+  const TIMING = { REQUEST_TIMEOUT_MS: '2000', RESERVATION_TTL_MS: '2500', PENDING_HOLD_MS: '2500', SWEEP_INTERVAL_MS: '50' };
+  let server: EsdbServer;
+  let fake: FakeUpstream;
+  let t: TestRuntime;
+  let service: Child | null = null;
+
+  beforeAll(async () => {
+    server = await EsdbServer.start({ systemEventEvery: 5 });
+    fake = await startFakeUpstream();
+    t = await openTestRuntime({ env: { ...TIMING, EVENTSTORE_URL: server.url } });
+  });
+  afterAll(async () => {
+    service?.process.kill('SIGKILL');
+    await service?.exited();
+    await fake.close();
+    await t.cleanup();
+    await server.close();
+  });
+
+  it('streams in flight when it dies: their connections end; restarted on the same log, every hold is released; audit clean', async () => {
+    const orgId = await fundedOrganization(t.runtime, 100_000_000_000);
+    const { secret } = await createKey(t.runtime, orgId, 'killed');
+    const env = serviceEnv(t, fake, TIMING);
+    let started = await startService(env);
+    service = started.service;
+    fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'one two three four five six seven eight' }, chunkDelayMs: 200 });
+    const open = await Promise.all(Array.from({ length: 10 }, () => openCountingStream(started.base, secret, M.gpt.slug)));
+    service.process.kill('SIGKILL');
+    await service.exited();
+    expect(await Promise.all(open.map((s) => s.ended))).toEqual(Array(10).fill('cut'));
+
+    started = await startService(env);
+    service = started.service;
+    await eventually(async () => {
+      await t.runtime.projector.catchUp();
+      const balance = await t.runtime.projections.balance(orgId);
+      return balance.reserved === 0 && balance.pending === 0;
+    }, 20_000);
+    expect((await t.runtime.projections.balance(orgId)).spent).toBe(0);
+    expect((await auditLedger(t.runtime.events, t.runtime.projections)).differences).toEqual([]);
+    fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Back.' } });
+    expect((await ask(started.base, secret)).status).toBe(200);
+  });
+});
