@@ -80,7 +80,7 @@ const DEFAULT_USERS: Record<string, TestUser> = {
 
 const SERVER_VERSION = '24.10.0';
 
-/** The server's default window of a filtered read when the client asks for `count` (32 events, modelled from the client's docs). */
+/** The window of a filtered subscription when the client asks for `count`: 32 events, the clients' documented default. */
 const DEFAULT_FILTER_WINDOW = 32;
 
 /** A status the server ends a call with (grpc-js takes an Error carrying code, details and metadata). */
@@ -333,7 +333,11 @@ export class EsdbServer {
     return info;
   }
 
-  /** The methods served, as the real server lists them (service and method names in lower case). */
+  /**
+   * The methods served, listed as the real server lists its own (names in lower case; the client
+   * compares them so). Only those served here are listed; the features named are modelled from
+   * the client's source, which reads none of them for Read or Append.
+   */
   private features(): SupportedMethods {
     const supported = new SupportedMethods();
     supported.setEventStoreServerVersion(SERVER_VERSION);
@@ -531,6 +535,7 @@ export class EsdbServer {
       seen += 1;
       if (filter && seen % filter.checkpointEvery === 0) call.write(checkpointResponse(event.position));
     };
+    // Written without waiting for the client to drain (the tests' logs are small); grpc-js buffers.
     for (let i = start; i < events.length; i++) deliver(events[i]);
     const caughtUp = new ReadResp();
     caughtUp.setCaughtUp(new ReadResp.CaughtUp());

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+
 /**
  * The data of an in-memory EventStoreDB node: its transaction log, shared by every node of a test
  * cluster (replication is instant here; what the tests look at is who takes writes).
@@ -108,7 +110,7 @@ export class TransactionLog {
 
 export function systemEvent(type: string, data: unknown): ProposedEvent {
   return {
-    id: crypto.randomUUID(),
+    id: randomUUID(),
     type,
     contentType: 'application/json',
     data: Buffer.from(JSON.stringify(data)),
