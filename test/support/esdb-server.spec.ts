@@ -18,7 +18,7 @@ import {
   streamNameFilter,
 } from '@eventstore/db-client';
 import { EsdbCluster } from './esdb-server/cluster';
-import { testCertificates } from './esdb-server/certificates';
+import { TestCertificates, testCertificates } from './esdb-server/certificates';
 import { EsdbServer } from './esdb-server/server';
 
 /** What the protocol server answers, seen through the official client (6.2.1) over gRPC. */
@@ -206,9 +206,10 @@ describe('EventStoreDB protocol server', () => {
 });
 
 describe('EventStoreDB protocol server, secure', () => {
-  const certificates = testCertificates();
+  let certificates: TestCertificates;
   let server: EsdbServer;
   beforeAll(async () => {
+    certificates = testCertificates();
     server = await EsdbServer.start({
       tls: certificates,
       users: {
