@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { DeadlineExceededError, EventStoreDBClient, UnavailableError, jsonEvent } from '@eventstore/db-client';
+import { AccessDeniedError, DeadlineExceededError, EventStoreDBClient, UnavailableError, jsonEvent } from '@eventstore/db-client';
 import { EVENTSTORE_SCHEMES, parseEventStoreUrl } from '../../src/eventstore/eventstoredb-connection';
 import { AppendOutcomeUnknownError, WrongExpectedRevisionError } from '../../src/eventstore/event-store';
 import { EsdbClient, EventStoreDbEventStore, WRITE_PROBE_STREAM, eventsOf } from '../../src/eventstore/eventstoredb-event-store';
+import { TestCertificates, testCertificates } from '../support/esdb-server/certificates';
 import { EsdbServer } from '../support/esdb-server/server';
 import { describeEventStoreContract } from './event-store.contract';
 
@@ -18,15 +19,42 @@ if (!realUrl) {
 }
 
 let protocolServer: EsdbServer;
+// A secure node: TLS (its CA given with tlsCAFile) and basic authentication, $all for admins only.
+let secureServer: EsdbServer;
+let certificates: TestCertificates;
 beforeAll(async () => {
   // Records of the server's own between ours, as a real node writes them.
   protocolServer = await EsdbServer.start({ systemEventEvery: 3 });
+  certificates = testCertificates();
+  secureServer = await EsdbServer.start({
+    systemEventEvery: 3,
+    tls: certificates,
+    users: { admin: { password: 'changeit', groups: ['$admins'] }, writer: { password: 'changeit', groups: [] } },
+  });
 });
 afterAll(async () => {
   await protocolServer.close();
+  await secureServer.close();
+  certificates.cleanup();
 });
+const secureUrl = (user: string) =>
+  `esdb://${user}@localhost:${secureServer.endpoint.port}?tlsCAFile=${encodeURIComponent(certificates.caFile)}`;
 
 describeAgainstServer('the protocol server', () => protocolServer.url);
+describeAgainstServer('the protocol server, secure', () => secureUrl('admin:changeit'));
+
+describe('EventStoreDB adapter against a secure node, as a user who may not read $all', () => {
+  it('appends to its own streams, and its reads of $all are refused: access denied, not an empty log', async () => {
+    const store = await EventStoreDbEventStore.connect(secureUrl('writer:changeit'));
+    try {
+      const appended = await store.append(`esdb-${randomUUID()}`, [{ type: 'Happened', data: {} }], 'no_stream');
+      expect(appended.nextExpectedRevision).toBe(0);
+      await expect(store.readAll(0, 10)).rejects.toBeInstanceOf(AccessDeniedError);
+    } finally {
+      await store.close();
+    }
+  });
+});
 describeAgainstServer('a real server (EVENTSTORE_URL)', () => realUrl!, Boolean(realUrl));
 
 function describeAgainstServer(name: string, serverUrl: () => string, enabled = true): void {
