@@ -8,6 +8,7 @@ import { invalidApiKey, ordinaryKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
 import { MAX_OMITTED_TOOLS, MAX_TOOL_TYPE_LENGTH } from '../ledger/ledger.decider';
 import { LedgerService, ReservationNotRecordedError, ReservationTicket, Resolution } from '../ledger/ledger.service';
+import type { HostAttempt } from '../ledger/ledger.events';
 import type { TokenUsage } from '../ledger/money';
 import type { RequestFacts } from '../observability/request-facts';
 import { failed } from '../observability/tracing';
@@ -247,7 +248,7 @@ export class BilledRequests {
     const resolved = this.traced(
       request.facts,
       'settlement',
-      this.resolve(request, served, settlement, latencyMs, ended.upstreamId ?? null),
+      this.resolve(request, served, settlement, latencyMs, ended.upstreamId ?? null, ended.attempts),
     );
     const told = resolved.then(
       (resolution) => this.tell(request, ended, resolution, listener),
@@ -339,12 +340,19 @@ export class BilledRequests {
     settlement: Settlement,
     latencyMs: number,
     upstreamId: string | null,
+    attempts: HostAttempt[] | undefined,
   ): Promise<Resolution> {
     let resolution: Resolution;
     try {
       if (settlement.action === 'release') {
         const { reason, status } = settlement;
-        resolution = await this.ledger.release(request.ticket, { reason, host: served.host.id, status, latencyMs });
+        resolution = await this.ledger.release(request.ticket, {
+          reason,
+          host: served.host.id,
+          status,
+          latencyMs,
+          ...(attempts === undefined ? {} : { attempts }),
+        });
       } else {
         const { usage, status, flag } = settlement;
         const outcome = {
@@ -357,6 +365,7 @@ export class BilledRequests {
           ...(flag === null ? {} : { usageFlag: flag }),
           // A host's text may hold a key (ours or its own): masked before it is recorded.
           ...(upstreamId === null ? {} : { upstreamId: maskSecrets(upstreamId) }),
+          ...(attempts === undefined ? {} : { attempts }),
         };
         resolution = await this.ledger.recordSettlement(request.ticket, outcome);
         if (request.tokensLimited) this.countTokens(request.tokensLimited, usage);

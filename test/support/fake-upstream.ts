@@ -55,7 +55,8 @@ export type FakeBehaviour =
       /** Answers only once this settles: the test decides when the host replies. */
       released?: Promise<unknown>;
     }
-  | { kind: 'status'; status: number; body?: string }
+  /** An error status; `headers` beside it (a 429's `Retry-After`, as real hosts send it). */
+  | { kind: 'status'; status: number; body?: string; headers?: Record<string, string> }
   | { kind: 'hang' }
   | { kind: 'hang_after_headers' }
   | { kind: 'cut'; reply: FakeReply; afterPieces: number }
@@ -67,6 +68,8 @@ export type FakeBehaviour =
   | { kind: 'count'; inputTokens: number };
 
 export interface ReceivedRequest {
+  /** When it arrived (performance.now() of this process: the gateway's timers run on the same clock). */
+  at: number;
   path: string;
   headers: IncomingHttpHeaders;
   body: any;
@@ -608,6 +611,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
   };
 
   async function handle(req: IncomingMessage, res: ServerResponse) {
+    // Arrival is when its head came, before its body is read.
+    const at = performance.now();
     const raw = await readBody(req);
     let body: any;
     try {
@@ -616,7 +621,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       body = raw;
     }
     const path = new URL(req.url ?? '/', 'http://fake').pathname;
-    const received: ReceivedRequest = { path, headers: req.headers, body, raw };
+    const received: ReceivedRequest = { at, path, headers: req.headers, body, raw };
     const index = requests.push(received) - 1;
 
     let gone = false; // the connection closed: stop writing, drop pending timers
@@ -712,14 +717,18 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         );
       }
       case 'status': {
-        if (b.body === undefined) return send(res, b.status, fmt.error(b.status), ids);
+        const head = { ...ids, ...b.headers };
+        if (b.body === undefined) return send(res, b.status, fmt.error(b.status), head);
         let isJson = true;
         try {
           JSON.parse(b.body);
         } catch {
           isJson = false; // e.g. an HTML page from a proxy: hosts must cope with non-JSON error bodies
         }
-        return send(res, b.status, b.body, { ...ids, 'content-type': isJson ? 'application/json' : 'text/plain; charset=utf-8' });
+        return send(res, b.status, b.body, {
+          ...head,
+          'content-type': isJson ? 'application/json' : 'text/plain; charset=utf-8',
+        });
       }
       case 'hang':
         return; // request read and recorded; nothing is ever sent

@@ -1,0 +1,100 @@
+import { admitCall, BreakerPhase, BreakerSettings, BreakerState, recordCall } from './breaker';
+import type { BreakerStore } from './breaker-store';
+import { CallSample, HostHealth } from './health';
+
+/** A circuit as this instance last saw it, for the metrics and /health/ready. */
+export interface CircuitView {
+  host: string;
+  model: string;
+  phase: BreakerPhase;
+  /** An open circuit: when it lets a probe through (ISO time). */
+  until?: string;
+}
+
+/**
+ * The shell around the routing decisions every host call consults: its circuit breaker (in the
+ * shared store) and the health it measures. A failing store never fails a request: the call goes
+ * (its circuit unknown), and the failure is logged.
+ */
+export class HostRouting {
+  /** Circuits this instance has seen not closed (and those since closed, until scraped as closed). */
+  private readonly seen = new Map<string, { host: string; model: string; state: BreakerState }>();
+
+  constructor(
+    private readonly breakers: BreakerStore,
+    private readonly settings: BreakerSettings,
+    readonly health: HostHealth,
+    private readonly log: (message: string) => void,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** Whether to call `hostId` for `model` now: false while its circuit is open (or its probe is out). */
+  async admit(hostId: string, model: string): Promise<boolean> {
+    if (this.settings.failures === 0) return true;
+    try {
+      const state = await this.breakers.read(hostId, model);
+      if (state.phase === 'closed') {
+        this.saw(hostId, model, state);
+        return true;
+      }
+      const now = this.clock();
+      if (!admitCall(state, now, this.settings).allowed) {
+        this.saw(hostId, model, state);
+        return false;
+      }
+      // Only one instance's call becomes the probe: the change is applied to the state as stored.
+      let allowed = false;
+      const { before, after } = await this.breakers.update(hostId, model, (current) => {
+        const decided = admitCall(current, now, this.settings);
+        allowed = decided.allowed;
+        return decided.next;
+      });
+      this.changed(hostId, model, before, after);
+      return allowed;
+    } catch (error) {
+      this.log(`circuit of host ${hostId} for ${model} unknown (${(error as Error).message}); calling it`);
+      return true;
+    }
+  }
+
+  /** A call has ended: its circuit told (`fault`: it failed by the host's fault), its health measured. Never rejects. */
+  ended(hostId: string, model: string, fault: boolean, sample: Omit<CallSample, 'at' | 'ok'>): void {
+    const now = this.clock();
+    this.health.observe(hostId, model, { ...sample, at: now, ok: !fault });
+    if (this.settings.failures === 0) return;
+    this.breakers
+      .update(hostId, model, (state) => recordCall(state, !fault, now, this.settings))
+      .then(({ before, after }) => this.changed(hostId, model, before, after))
+      .catch((error: Error) => this.log(`circuit of host ${hostId} for ${model} not updated: ${error.message}`));
+  }
+
+  /** Circuits as this instance last saw them: every one not closed, and those it saw close. */
+  circuits(): CircuitView[] {
+    return [...this.seen.values()].map(({ host, model, state }) => ({
+      host,
+      model,
+      phase: state.phase,
+      ...(state.phase === 'open' ? { until: new Date(state.until).toISOString() } : {}),
+    }));
+  }
+
+  private changed(hostId: string, model: string, before: BreakerState, after: BreakerState): void {
+    this.saw(hostId, model, after);
+    if (before.phase === after.phase) return;
+    const why =
+      after.phase === 'open'
+        ? before.phase === 'half_open'
+          ? `its probe failed; passed over for ${this.settings.cooldownMs} ms`
+          : `${this.settings.failures} failures in a row; passed over for ${this.settings.cooldownMs} ms`
+        : after.phase === 'half_open'
+          ? 'cool-down over; one probe call goes'
+          : 'its probe served';
+    this.log(`circuit of host ${hostId} for ${model}: ${before.phase} → ${after.phase} (${why})`);
+  }
+
+  private saw(hostId: string, model: string, state: BreakerState): void {
+    const key = `${hostId}\n${model}`;
+    if (state.phase === 'closed' && !this.seen.has(key)) return;
+    this.seen.set(key, { host: hostId, model, state });
+  }
+}
