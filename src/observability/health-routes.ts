@@ -15,7 +15,7 @@ export interface HealthSources {
   /** Resolves when the read models' store answers. */
   storeAnswers: () => Promise<unknown>;
   /** Hosts' circuits this instance has seen not closed (a detail: a failing host does not make the gateway unready). */
-  circuits?: () => Array<{ host: string; model: string; phase: string; until?: string }>;
+  circuits?: () => Promise<Array<{ host: string; model: string; phase: string; until?: string }>>;
 }
 
 const SHUTTING_DOWN = new ApiError('unavailable', 'the gateway is shutting down: send the request again (to another instance)');
@@ -45,7 +45,7 @@ export function serveHealth(
       ),
     ]);
     const state = readiness({ draining: lifecycle.draining, behind, appends, store });
-    const circuits = sources.circuits?.();
+    const circuits = await sources.circuits?.();
     return reply.code(state.ready ? 200 : 503).send(circuits === undefined ? state : { ...state, circuits });
   });
   // Shutting down: a request on a connection kept alive is answered at once, in its surface's

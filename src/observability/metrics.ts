@@ -13,7 +13,7 @@ export interface MetricSources {
   reservationsExpired?: () => number;
   /** Hosts' circuits as this instance saw them last, and their measured health over its window. */
   routing?: {
-    circuits(): Array<{ host: string; model: string; phase: 'closed' | 'half_open' | 'open' }>;
+    circuits(): Promise<Array<{ host: string; model: string; phase: 'closed' | 'half_open' | 'open' }>>;
     health(): Array<{
       hostId: string;
       model: string;
@@ -108,9 +108,10 @@ export class GatewayMetrics {
       help: 'A host circuit breaker for a model, as this instance last saw it: 0 closed, 1 half-open (probing), 2 open',
       labelNames,
       registers,
-      collect() {
+      async collect() {
+        const circuits = await routing.circuits();
         this.reset();
-        for (const c of routing.circuits()) this.set({ host: c.host, model: c.model }, CIRCUIT_PHASES[c.phase]);
+        for (const c of circuits) this.set({ host: c.host, model: c.model }, CIRCUIT_PHASES[c.phase]);
       },
     });
     const measured = (

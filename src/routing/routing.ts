@@ -68,14 +68,23 @@ export class HostRouting {
       .catch((error: Error) => this.log(`circuit of host ${hostId} for ${model} not updated: ${error.message}`));
   }
 
-  /** Circuits as this instance last saw them: every one not closed, and those it saw close. */
-  circuits(): CircuitView[] {
-    return [...this.seen.values()].map(({ host, model, state }) => ({
-      host,
-      model,
-      phase: state.phase,
-      ...(state.phase === 'open' ? { until: new Date(state.until).toISOString() } : {}),
-    }));
+  /**
+   * The circuits this instance has seen not closed (and those it has seen close since), as the
+   * store holds them now (another instance may have moved them); as last seen when it does not answer.
+   */
+  async circuits(): Promise<CircuitView[]> {
+    const entries = [...this.seen.values()];
+    const states = await Promise.all(entries.map(({ host, model, state }) => this.breakers.read(host, model).catch(() => state)));
+    return entries.map(({ host, model }, i) => {
+      const state = states[i];
+      this.saw(host, model, state);
+      return {
+        host,
+        model,
+        phase: state.phase,
+        ...(state.phase === 'open' ? { until: new Date(state.until).toISOString() } : {}),
+      };
+    });
   }
 
   private changed(hostId: string, model: string, before: BreakerState, after: BreakerState): void {
