@@ -180,6 +180,11 @@ describe('retries with backoff', () => {
     await res.text();
     expect(performance.now() - started).toBeLessThan(RETRY.maxMs);
     expect(g.fake.requests.filter((r) => r.body?.model === MODELS.two.firstHostModel)).toHaveLength(1);
+    const settled = await settlementOf(res.headers.get('x-request-id')!);
+    expect(settled.attempts!.map((a) => [a.host, a.status, a.reason])).toEqual([
+      ['retry-first', 429, 'rate_limited'],
+      ['retry-second', null, 'ok'],
+    ]);
   });
 
   it('a request that cannot be served (400) is not retried, and its release records the one attempt', async () => {
