@@ -45,8 +45,9 @@ export function serveHealth(
       ),
     ]);
     const state = readiness({ draining: lifecycle.draining, behind, appends, store });
-    const circuits = await sources.circuits?.();
-    return reply.code(state.ready ? 200 : 503).send(circuits === undefined ? state : { ...state, circuits });
+    // Shown once there are any: the body is as before while every host is well.
+    const circuits = (await sources.circuits?.()) ?? [];
+    return reply.code(state.ready ? 200 : 503).send(circuits.length === 0 ? state : { ...state, circuits });
   });
   // Shutting down: a request on a connection kept alive is answered at once, in its surface's
   // format, and the connection closed; the health routes still say how the service is.

@@ -62,11 +62,11 @@ const ask = (base: string, key: string, slug: string, surface: Surface = CHAT_CO
 const callsTo = (fake: FakeUpstream, hostModel: string) => fake.requests.filter((r) => r.body?.model === hostModel).length;
 
 interface Ready {
-  circuits: Array<{ host: string; model: string; phase: string; until?: string }>;
+  circuits?: Array<{ host: string; model: string; phase: string; until?: string }>;
 }
 const circuitOf = async (base: string, host: string, model: string) => {
   const ready = (await (await fetch(`${base}/health/ready`)).json()) as Ready;
-  return ready.circuits.find((c) => c.host === host && c.model === model);
+  return ready.circuits?.find((c) => c.host === host && c.model === model);
 };
 
 /** A gauge's value for `host` and `model` in a /metrics text; undefined when not shown. */

@@ -90,12 +90,18 @@ describe('spend per day', () => {
   });
 });
 
+/** A request that took two host calls: a rate limit, then the next host. */
+const TRIED = [
+  { host: 'first', credential: 'FIRST_KEY', status: 429, reason: 'rate_limited', durationMs: 4 },
+  { host: 'openai', credential: 'OPENAI_KEY', status: null, reason: 'ok', durationMs: 90 },
+];
+
 describe('usage report', () => {
   // given a log, newest first: three requests in range (two keys, two models, one from the playground) and one before it
   const log = [
     entry('q4', '2025-03-20T10:00:00Z', { keyId: 'playground', surface: 'playground', cost: 100 }),
     entry('q3', '2025-03-19T10:00:00Z', { keyId: 'k2', model: 'anthropic/claude', cost: 200 }),
-    entry('q2', '2025-03-18T23:59:59Z', { keyId: 'gone', cost: 300, omittedTools: ['web_search'] }),
+    entry('q2', '2025-03-18T23:59:59Z', { keyId: 'gone', cost: 300, omittedTools: ['web_search'], attempts: TRIED }),
     entry('q1', '2025-03-01T10:00:00Z', { cost: 400 }),
   ];
   const keys = [
@@ -129,9 +135,11 @@ describe('usage report', () => {
       latencyMs: 120,
       status: 'ok',
       omittedTools: [],
+      attempts: [],
     });
-    // The hosted tools left out of a request's call, when some were.
+    // The hosted tools left out of a request's call, when some were; its host calls, when recorded.
     expect(report.data[2].omittedTools).toEqual(['web_search']);
+    expect(report.data[2].attempts).toEqual(TRIED);
     expect(report).toMatchObject({ page: 1, pageSize: 25, total: 3, totals: { requests: 3, costNano: 600, cost: 0.0000006 } });
     expect(report.spendPerDay.map((d) => d.costNano)).toEqual([0, 200, 0]);
   });
