@@ -65,9 +65,13 @@ export interface WholeReplyUseCase<Ask extends BilledAsk, Plan extends BilledPla
 }
 
 /** A call to a plan's hosts in turn, ended: the reply of the host that served, or the failure that ended the attempt. */
-export type HostsCalled<Reply> = { served: ModelHost; fallback: boolean; upstreamMs: number } & (
-  { kind: 'replied'; reply: Reply } | { kind: 'failed'; error: HostError }
-);
+export type HostsCalled<Reply> = {
+  served: ModelHost;
+  fallback: boolean;
+  upstreamMs: number;
+  /** Every host call on the way, in order (recorded with the settlement or release). */
+  attempts?: HostAttempt[];
+} & ({ kind: 'replied'; reply: Reply } | { kind: 'failed'; error: HostError });
 
 /** An admitted request: its hold taken, to be settled or released exactly once (`end`). */
 export interface Admitted<Plan extends BilledPlan> {
@@ -221,13 +225,14 @@ export class BilledRequests {
     useCase: WholeReplyUseCase<Ask, Plan, Reply>,
     called: HostsCalled<Reply>,
   ): CallEnded {
-    const { served, fallback } = called;
+    const { served, fallback, attempts } = called;
     if (called.kind === 'failed') {
       const ending = { kind: 'failed', error: called.error } as const;
-      return { served, fallback, ending, settlement: nothingDelivered(ending) };
+      return { served, fallback, ending, settlement: nothingDelivered(ending), attempts };
     }
     const usage = useCase.usage(request, served, called.reply);
-    return { served, fallback, ending: COMPLETE, settlement: { action: 'settle', status: 'ok', usage, flag: null } };
+    const settlement = { action: 'settle', status: 'ok', usage, flag: null } as const;
+    return { served, fallback, ending: COMPLETE, settlement, attempts };
   }
 
   /**

@@ -19,6 +19,8 @@ const MODELS = {
   single: { slug: 'test/retried', hostModel: 'fake-retried' },
   /** A first host with one retry (`retry-first`, at $9/M), then `retry-second` at $0.50/M and $0.75/M. */
   two: { slug: 'test/retried-then-next', firstHostModel: 'fake-retried-first', hostModel: 'fake-retried-second' },
+  /** An embedding model on `retry-one`. */
+  embed: { slug: 'test/retried-embed', hostModel: 'fake-retried-embed' },
 } as const;
 
 function catalogue(fake: FakeUpstream) {
@@ -43,6 +45,14 @@ function catalogue(fake: FakeUpstream) {
       model(MODELS.single.slug, 'aaaaaaaa-1111-4111-8111-111111111111', [
         { host: 'retry-one', model: MODELS.single.hostModel, pricing: { input: '1.00', output: '2.00' } },
       ]),
+      {
+        slug: MODELS.embed.slug,
+        kind: 'embedding',
+        id: 'aaaaaaaa-3333-4333-8333-333333333333',
+        name: MODELS.embed.slug,
+        contextLength: 8192,
+        hosts: [{ host: 'retry-one', model: MODELS.embed.hostModel, pricing: { input: '0.10' } }],
+      },
       model(MODELS.two.slug, 'aaaaaaaa-2222-4222-8222-222222222222', [
         { host: 'retry-first', model: MODELS.two.firstHostModel, pricing: { input: '9.00', output: '9.00' } },
         { host: 'retry-second', model: MODELS.two.hostModel, pricing: { input: '0.50', output: '0.75' } },
@@ -184,6 +194,28 @@ describe('retries with backoff', () => {
     expect(settled.attempts!.map((a) => [a.host, a.status, a.reason])).toEqual([
       ['retry-first', 429, 'rate_limited'],
       ['retry-second', null, 'ok'],
+    ]);
+  });
+
+  it('embeddings too: a host rate-limiting once is called again after the wait it asked, every call on the record', async () => {
+    let calls = 0;
+    g.fake.on(MODELS.embed.hostModel, () =>
+      calls++ === 0 ? { kind: 'status', status: 429, headers: { 'retry-after': '1' } } : { kind: 'reply', reply: { text: '' } },
+    );
+    const res = await fetch(`${g.baseUrl}/api/v1/embeddings`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${g.key}` },
+      body: JSON.stringify({ model: MODELS.embed.slug, input: 'to embed' }),
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    const [gap] = gaps(g.fake, MODELS.embed.hostModel);
+    expect(gap).toBeGreaterThanOrEqual(1_000 - 5);
+    expect(gap).toBeLessThan(1_000 + LATE_MS);
+    const settled = await settlementOf(res.headers.get('x-request-id')!);
+    expect(settled.attempts!.map((a) => [a.host, a.status, a.reason])).toEqual([
+      ['retry-one', 429, 'rate_limited'],
+      ['retry-one', null, 'ok'],
     ]);
   });
 

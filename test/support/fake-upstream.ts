@@ -864,7 +864,7 @@ function embeddings(
     (typeof input === 'string' || (Array.isArray(input) && input.length > 0));
   if (!valid) return send(res, 400, openaiError(400, "'input' and 'model' are required"), ids);
   const b = typeof configured === 'function' ? configured(received) : configured;
-  if (b?.kind === 'status') return send(res, b.status, b.body ?? openaiError(b.status), ids);
+  if (b?.kind === 'status') return send(res, b.status, b.body ?? openaiError(b.status), { ...ids, ...b.headers });
   if (b?.kind === 'hang') return;
   const pieces: Array<string | number[]> = typeof input === 'string' || typeof input[0] === 'number' ? [input] : input;
   const dimensions = body.dimensions ?? FAKE_EMBEDDING_DIMENSIONS;
