@@ -142,7 +142,8 @@ export class InferenceHandler
       const ending = attempt.ending;
       if (ending?.kind === 'abort') callEnded(null, 'client_abort');
       else if (ending?.kind === 'timeout') callEnded(null, 'deadline');
-      if (facts) facts.upstreamMs = Math.round(performance.now() - upstreamStarted);
+      // Every host passed over: no call to time.
+      if (facts && upstreamStarted > 0) facts.upstreamMs = Math.round(performance.now() - upstreamStarted);
       if (callSpan) {
         if (ending?.kind === 'complete' && attempt.usage) callSpan.setAttributes(usageAttributes(attempt.usage));
         if (ending?.kind === 'failed') failed(callSpan, ending.error.message);
