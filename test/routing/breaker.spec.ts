@@ -128,6 +128,8 @@ describe('a host that keeps failing, the only host of its model (in-process circ
     expect(released.attempts).toEqual([
       { host: 'breaker-a', credential: 'FAKE_OPENAI_KEY', status: null, reason: 'circuit_open', durationMs: 0 },
     ]);
+    // The request's log line lists them too.
+    expect((await log.request(chat.headers.get('x-request-id')!)).attempts).toEqual(released.attempts);
     // Only state changes are logged: the requests passed over wrote no line of their own.
     expect(log.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('circuit of host'))).toHaveLength(1);
   });
