@@ -46,6 +46,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
       openStreams,
       reservationsHeld: () => projections.openReservationCount(),
       reservationsExpired: () => runtime.reservationsExpired,
+      routing: { circuits: () => runtime.routing.circuits(), health: () => runtime.routing.health.all() },
     },
     eventLog: events,
     settled: async () => settlements?.settled(),
@@ -53,7 +54,12 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   serveOpenApiDocument(fastify);
   serveHealth(
     fastify,
-    { events, applied: () => projector.position, storeAnswers: () => projections.checkpoint() },
+    {
+      events,
+      applied: () => projector.position,
+      storeAnswers: () => projections.checkpoint(),
+      circuits: () => runtime.routing.circuits(),
+    },
     options.lifecycle ?? { draining: false },
     errorFormatFor,
   );

@@ -207,7 +207,8 @@ export type HostFailureKind =
   | 'status' // the upstream answered with an error status
   | 'timeout' // no answer (or no first byte) in time
   | 'malformed' // the upstream's stream could not be understood
-  | 'upstream_error'; // the upstream reported an error inside its stream
+  | 'upstream_error' // the upstream reported an error inside its stream
+  | 'circuit_open'; // not called: it has been failing, and its circuit breaker lets nothing through for now
 
 export class HostError extends Error {
   constructor(
@@ -215,6 +216,8 @@ export class HostError extends Error {
     message: string,
     readonly status: number | null = null,
     readonly beforeOutput = true,
+    /** How long the upstream asked to be left alone (its `Retry-After`, in ms), when it said. */
+    readonly retryAfterMs: number | null = null,
   ) {
     super(message);
     this.name = 'HostError';

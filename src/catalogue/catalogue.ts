@@ -5,6 +5,7 @@ import { rememberHostKey } from '../key-secret/key-secret';
 import { HOSTED_TOOL_CLASSES, type HostedToolClass, type WireFormat } from '../canonical/canonical';
 import { hostRuns, type ServingHost } from '../canonical/hosted-tools';
 import { formatCredits, HostedToolPrices, parseCredits, scaledPrice, TokenPrices } from '../ledger/money';
+import { DEFAULT_RETRY, RETRY_LIMITS, RetryPolicy } from '../routing/retry';
 
 /**
  * The catalogue: provider hosts and the models they serve, with list prices. Read from a JSON
@@ -22,6 +23,8 @@ export interface CatalogueHost {
   apiKey: string | null;
   /** A host whose key variable is named but unset cannot serve. */
   usable: boolean;
+  /** How a call failing before output is tried again on this host (`retry` in the file; DEFAULT_RETRY for what it leaves out). */
+  retry: RetryPolicy;
 }
 
 export interface ModelHost {
@@ -111,6 +114,31 @@ function settingsOf(raw: Raw, kind: HostKindName, where: string, env: Record<str
       throw new CatalogueError(where, `"${setting.name}" must be ${setting.values.map((v) => `"${v}"`).join(' or ')}`);
   }
   return settings;
+}
+
+/** A host entry's `retry` ({attempts, baseMs, maxMs}, each optional): whole numbers within RETRY_LIMITS, DEFAULT_RETRY for any left out. */
+function retryOf(raw: Raw, where: string): RetryPolicy {
+  if (raw.retry === undefined) return DEFAULT_RETRY;
+  const retry = raw.retry;
+  if (!isObject(retry))
+    throw new CatalogueError(where, '"retry" must be {"attempts": n, "baseMs": ms, "maxMs": ms} (each optional)');
+  for (const field of Object.keys(retry))
+    if (!(field in DEFAULT_RETRY))
+      throw new CatalogueError(where, `"retry.${field}" is not a retry setting (attempts, baseMs, maxMs)`);
+  const field = (name: keyof RetryPolicy, most: number): number => {
+    const value = retry[name];
+    if (value === undefined) return DEFAULT_RETRY[name];
+    if (!Number.isSafeInteger(value) || (value as number) < 0 || (value as number) > most)
+      throw new CatalogueError(where, `"retry.${name}" must be a whole number from 0 to ${most}`);
+    return value as number;
+  };
+  const policy = {
+    attempts: field('attempts', RETRY_LIMITS.attempts),
+    baseMs: field('baseMs', RETRY_LIMITS.delayMs),
+    maxMs: field('maxMs', RETRY_LIMITS.delayMs),
+  };
+  if (policy.maxMs < policy.baseMs) throw new CatalogueError(where, '"retry.maxMs" must not be below "retry.baseMs"');
+  return policy;
 }
 
 type CachePrice = 'cacheRead' | 'cacheWrite' | 'cacheWrite1h';
@@ -236,7 +264,8 @@ export class Catalogue {
       // unset) makes the host unusable, as an unset key does.
       const unset = (HOST_KINDS[kind].settings ?? []).some((s) => s.default === undefined && settings[s.name] === '');
       const usable = !unset && (apiKeyEnv === null || apiKey !== null);
-      hosts.set(id, { id, kind, baseUrl, apiKeyEnv, settings, apiKey, usable });
+      const retry = retryOf(raw, at);
+      hosts.set(id, { id, kind, baseUrl, apiKeyEnv, settings, apiKey, usable, retry });
     });
 
     const slugs = new Set<string>();

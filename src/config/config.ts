@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { EventStoreUrlError, parseEventStoreUrl } from '../eventstore/eventstoredb-connection';
+import { DEFAULT_BREAKER } from '../routing/breaker';
 
 /** The catalogue that ships with the service, found from here whether running compiled (dist/) or not. */
 function shippedCatalogue(): string {
@@ -54,6 +55,10 @@ export interface Config {
   simulatedHostPort: number | null;
   /** Longest wait for a host to begin answering before trying the model's next host. */
   hostFirstByteTimeoutMs: number;
+  /** A host's failures in a row (for one model) that open its circuit; 0: circuits never open. */
+  hostBreakerFailures: number;
+  /** How long an open circuit passes its host over before one probe call goes. */
+  hostBreakerCooldownMs: number;
   /** A comment line on quiet event streams this often, so proxies keep them open. */
   sseKeepAliveMs: number;
   /** Largest request body accepted. */
@@ -178,6 +183,8 @@ export function loadConfig(env: Env = process.env): Config {
     cataloguePath: resolve(env.CATALOGUE_PATH?.trim() || DEFAULT_CATALOGUE),
     simulatedHostPort: env.SIMULATED_HOST_PORT?.trim() === 'off' ? null : integer(env, 'SIMULATED_HOST_PORT', 8091, 0, 65_535),
     hostFirstByteTimeoutMs: integer(env, 'HOST_FIRST_BYTE_TIMEOUT_MS', 120_000, 100, 3_600_000),
+    hostBreakerFailures: integer(env, 'HOST_BREAKER_FAILURES', DEFAULT_BREAKER.failures, 0, 1_000),
+    hostBreakerCooldownMs: integer(env, 'HOST_BREAKER_COOLDOWN_MS', DEFAULT_BREAKER.cooldownMs, 100, 3_600_000),
     sseKeepAliveMs: integer(env, 'SSE_KEEPALIVE_MS', 15_000, 10, 600_000),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 4 * 1024 * 1024, 1024, 512 * 1024 * 1024),
     dashboardSignup: onOff(env, 'DASHBOARD_SIGNUP', true),

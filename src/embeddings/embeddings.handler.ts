@@ -1,4 +1,4 @@
-import { Logger } from '@nestjs/common';
+import { Inject, Logger } from '@nestjs/common';
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { HostError } from '../canonical/canonical';
 import type { CatalogueModel, ModelHost } from '../catalogue/catalogue';
@@ -7,7 +7,13 @@ import { HostTransport } from '../hosts/transport';
 import type { ApiError } from '../http/api-error';
 import { insufficientCredits, Refusal } from '../inference/admission';
 import { Admitted, BilledRequests, HostsCalled, WholeReplyUseCase } from '../inference/billed-request';
+import type { Config } from '../config/config';
+import type { HostAttempt } from '../ledger/ledger.events';
 import { TokenUsage, uncachedUsage } from '../ledger/money';
+import { attemptReason, circuitOpen, hostAtFault, hostAttempt } from '../routing/attempts';
+import { retryDecision } from '../routing/retry';
+import type { HostRouting } from '../routing/routing';
+import { CONFIG, ROUTING } from '../runtime/runtime.module';
 import { EmbeddingsCommand, EmbeddingsInput, EmbeddingsResult } from './embeddings.command';
 import {
   billedEmbeddingTokens,
@@ -16,6 +22,9 @@ import {
   embeddingsReplyOf,
   planEmbeddings,
 } from './embeddings.decisions';
+
+/** An embedding call's health sample: its error counts; it streams nothing, so no first byte nor throughput is measured. */
+const NOT_MEASURED = { firstByteMs: null, outputTokens: 0, generationMs: 0 };
 
 /**
  * The embeddings use case: its plan (which hosts, what to hold for the estimated input), its call
@@ -33,6 +42,8 @@ export class EmbeddingsHandler
   constructor(
     private readonly requests: BilledRequests,
     private readonly transport: HostTransport,
+    @Inject(CONFIG) private readonly config: Config,
+    @Inject(ROUTING) private readonly routing: HostRouting,
   ) {}
 
   async execute({ input }: EmbeddingsCommand): Promise<EmbeddingsResult> {
@@ -48,22 +59,55 @@ export class EmbeddingsHandler
     return insufficientCredits(available, { inputTokens: plan.inputTokens, outputTokens: 0 }, plan.prices);
   }
 
-  /** The hosts in turn: the first reply, or the failure that ended the attempt (the last host's, or one not worth another host). */
-  async call({ plan }: Admitted<EmbeddingsPlan>): Promise<HostsCalled<EmbeddingsReply>> {
-    for (let index = 0; ; index++) {
+  /**
+   * The hosts in turn, each asked of its circuit first and called again after a backoff while its
+   * failure is transient and its retries last: the first reply, or the failure that ended the
+   * attempt (the last host's, or one not worth another host). Every call on the record.
+   */
+  async call({ plan, started }: Admitted<EmbeddingsPlan>): Promise<HostsCalled<EmbeddingsReply>> {
+    const model = plan.model.slug;
+    const deadlineAt = started + this.config.requestTimeoutMs;
+    const attempts: HostAttempt[] = [];
+    // The last failure of a host that was called: what ends a request whose last host is passed over.
+    let calledFailure: HostError | null = null;
+    let retried = 0;
+    for (let index = 0; ;) {
       const { served, upstream } = plan.calls[index];
-      const started = performance.now();
-      const upstreamMs = () => Math.round(performance.now() - started);
-      try {
-        const answer = await this.transport.callForJson(HOST_KINDS[served.host.kind], served.host, upstream);
-        return { kind: 'replied', served, fallback: index > 0, upstreamMs: upstreamMs(), reply: embeddingsReplyOf(answer) };
-      } catch (error) {
-        const failure = error instanceof HostError ? error : new HostError('connection', (error as Error).message);
-        if (!failure.retryable || index === plan.calls.length - 1) {
-          return { kind: 'failed', served, fallback: index > 0, upstreamMs: upstreamMs(), error: failure };
+      const callStarted = performance.now();
+      const upstreamMs = () => Math.round(performance.now() - callStarted);
+      const last = index === plan.calls.length - 1;
+      let failure: HostError;
+      if (!(await this.routing.admit(served.host.id, model))) {
+        attempts.push(hostAttempt(served, null, 'circuit_open', 0));
+        failure = circuitOpen(served.host.id);
+      } else {
+        try {
+          const answer = await this.transport.callForJson(HOST_KINDS[served.host.kind], served.host, upstream);
+          attempts.push(hostAttempt(served, null, 'ok', performance.now() - callStarted));
+          this.routing.ended(served.host.id, model, false, NOT_MEASURED);
+          const reply = embeddingsReplyOf(answer);
+          return { kind: 'replied', served, fallback: index > 0, upstreamMs: upstreamMs(), reply, attempts };
+        } catch (error) {
+          failure = error instanceof HostError ? error : new HostError('connection', (error as Error).message);
+          calledFailure = failure;
+          attempts.push(hostAttempt(served, failure.status, attemptReason(failure), performance.now() - callStarted));
+          this.routing.ended(served.host.id, model, hostAtFault(failure), NOT_MEASURED);
         }
-        this.logger.warn(`host ${served.host.id} failed to embed (${failure.message}); trying the next`);
       }
+      const again = retryDecision(served.host.retry, failure, retried, deadlineAt - performance.now(), Math.random());
+      if (again.retry) {
+        this.logger.warn(`host ${served.host.id} failed to embed (${failure.message}); again in ${again.delayMs} ms`);
+        retried += 1;
+        await new Promise((resolve) => setTimeout(resolve, again.delayMs));
+        continue;
+      }
+      if (!failure.retryable || last) {
+        const error = failure.kind === 'circuit_open' ? (calledFailure ?? failure) : failure;
+        return { kind: 'failed', served, fallback: index > 0, upstreamMs: upstreamMs(), error, attempts };
+      }
+      this.logger.warn(`host ${served.host.id} failed to embed (${failure.message}); trying the next`);
+      index += 1;
+      retried = 0;
     }
   }
 

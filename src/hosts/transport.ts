@@ -1,5 +1,6 @@
 import { maskSecrets } from '../key-secret/key-secret';
 import type { OnApplicationShutdown } from '@nestjs/common';
+import type { IncomingHttpHeaders } from 'node:http';
 import { TextDecoder } from 'node:util';
 import { createParser } from 'eventsource-parser';
 import { Observable, type Subscriber } from 'rxjs';
@@ -14,6 +15,7 @@ import type {
   StreamFraming,
   UpstreamRequest,
 } from './host-kind';
+import { parseRetryAfter } from './retry-after';
 
 /** Longest a pool may take to close gently at shutdown before its calls are cut. */
 const POOL_CLOSE_MS = 5_000;
@@ -150,6 +152,7 @@ export class HostTransport implements OnApplicationShutdown {
   async callForJson(kind: HostKind, host: HostEndpoint, upstream: UpstreamRequest): Promise<unknown> {
     let status: number;
     let body: string;
+    let retryAfterMs: number | null = null;
     try {
       const call = await this.prepare(kind, host, upstream.path, upstream.headers, JSON.stringify(upstream.body));
       const response = await this.pool(call.origin).request({
@@ -161,11 +164,13 @@ export class HostTransport implements OnApplicationShutdown {
         bodyTimeout: this.timeouts.idleMs,
       });
       status = response.statusCode;
+      if (status >= 400) retryAfterMs = retryAfterOf(response.headers);
       body = await response.body.text();
     } catch (error) {
       throw toHostError(error, true);
     }
-    if (status >= 400) throw toHostError(new HostError('status', kind.errorMessage(status, body), status), true);
+    if (status >= 400)
+      throw toHostError(new HostError('status', kind.errorMessage(status, body), status, true, retryAfterMs), true);
     try {
       return JSON.parse(body) as unknown;
     } catch {
@@ -225,6 +230,12 @@ export function sseFraming(): StreamFraming {
   };
 }
 
+/** An error response's `Retry-After` (seconds or an HTTP-date), in ms from now; null when it gave none that reads. */
+function retryAfterOf(headers: IncomingHttpHeaders): number | null {
+  const value: string | string[] | undefined = headers['retry-after'];
+  return parseRetryAfter(typeof value === 'string' ? value : value?.[0], Date.now());
+}
+
 /** Longest error body kept for the message: enough for any provider's JSON error. */
 const ERROR_BODY_LIMIT = 64 * 1024;
 
@@ -249,6 +260,8 @@ class HostReply implements Dispatcher.DispatchHandler {
    */
   private held: PassThrough[] = [];
   private status = 0;
+  /** An error status's `Retry-After`, in ms from its arrival, when it gave one. */
+  private retryAfterMs: number | null = null;
   /** The body of an error status or of a whole reply, as it arrives. */
   private chunks: Buffer[] = [];
   private size = 0;
@@ -276,10 +289,13 @@ class HostReply implements Dispatcher.DispatchHandler {
     if (this.aborted) controller.abort(callerGone());
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     if (statusCode < 200) return; // informational (1xx): the response proper follows
     this.status = statusCode;
-    if (statusCode >= 400) return;
+    if (statusCode >= 400) {
+      this.retryAfterMs = retryAfterOf(headers);
+      return;
+    }
     this.subscriber.next({ type: 'ready' });
     if (this.streamed) {
       const framing = this.kind.framing?.() ?? sseFraming();
@@ -337,7 +353,9 @@ class HostReply implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     if (this.finished) return;
     if (this.status >= 400)
-      return this.fail(new HostError('status', this.kind.errorMessage(this.status, this.body()), this.status));
+      return this.fail(
+        new HostError('status', this.kind.errorMessage(this.status, this.body()), this.status, true, this.retryAfterMs),
+      );
     if (this.stream)
       return this.fail(
         new HostError('connection', 'upstream ended its stream before completing the reply', null, !this.produced),
@@ -393,7 +411,13 @@ function unreadableReply(error: unknown, beforeOutput: boolean): HostError {
  */
 function toHostError(error: unknown, beforeOutput: boolean): HostError {
   if (error instanceof HostError)
-    return new HostError(error.kind, maskSecrets(error.message), error.status, beforeOutput && error.beforeOutput);
+    return new HostError(
+      error.kind,
+      maskSecrets(error.message),
+      error.status,
+      beforeOutput && error.beforeOutput,
+      error.retryAfterMs,
+    );
   if (error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError) {
     return new HostError('timeout', 'upstream did not answer in time', null, beforeOutput);
   }

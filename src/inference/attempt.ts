@@ -1,8 +1,10 @@
 import type { CanonicalEvent, HostError, Usage } from '../canonical/canonical';
+import { retryDecision, type RetryPolicy } from '../routing/retry';
 
 /**
- * The attempt: calling a model's hosts in turn (the next one while nothing was produced and the
- * failure was the host's), under one deadline, until exactly one ending. A state machine the
+ * The attempt: calling a model's hosts in turn (the same one again after a backoff while its
+ * failure is transient and its retries last, then the next one, while nothing was produced and
+ * the failure was the host's), under one deadline, until exactly one ending. A state machine the
  * shell feeds: each step updates the state the shell owns and says what to do next. Streamed
  * events only move counters (no copy of the state per token).
  */
@@ -16,7 +18,8 @@ export type Ending =
 
 /** What the attempt hears besides the host's own events. */
 export type AttemptSignal =
-  | { readonly type: 'host_failed'; readonly error: HostError }
+  /** `msLeft`: time to the request's deadline; `random`: a draw in [0, 1) for the backoff's jitter. */
+  | { readonly type: 'host_failed'; readonly error: HostError; readonly msLeft: number; readonly random: number }
   | { readonly type: 'host_complete' }
   | { readonly type: 'deadline' }
   | { readonly type: 'abort' };
@@ -26,7 +29,12 @@ export type AttemptInput = CanonicalEvent | AttemptSignal;
 export const HOST_COMPLETE: AttemptSignal = { type: 'host_complete' };
 export const DEADLINE: AttemptSignal = { type: 'deadline' };
 export const ABORT: AttemptSignal = { type: 'abort' };
-export const hostFailed = (error: HostError): AttemptSignal => ({ type: 'host_failed', error });
+export const hostFailed = (error: HostError, msLeft = Infinity, random = 0): AttemptSignal => ({
+  type: 'host_failed',
+  error,
+  msLeft,
+  random,
+});
 
 /**
  * What to do after a step. A host event is forwarded to the client, or skipped (a second
@@ -34,12 +42,23 @@ export const hostFailed = (error: HostError): AttemptSignal => ({ type: 'host_fa
  * (`state.ending` says how). Anything after the ending is ignored.
  */
 export type EventAction = 'forward' | 'skip' | 'ignore';
-export type SignalAction = 'next_host' | 'end' | 'ignore';
+export type SignalAction = 'retry_host' | 'next_host' | 'end' | 'ignore';
 
 export interface AttemptState {
   /** The host being called: an index into the admitted hosts. */
   hostIndex: number;
   readonly hostCount: number;
+  /** Each host's retries (none for a host not listed). */
+  readonly retries: readonly RetryPolicy[];
+  /** Retries made of the current host. */
+  retried: number;
+  /** After `retry_host`: how long to wait before calling the host again. */
+  retryDelayMs: number;
+  /**
+   * The last failure of a host that was called (not skipped): what a request whose last host was
+   * skipped (its circuit open) ended with, if an earlier one failed for real.
+   */
+  failure: HostError | null;
   /** `ready` has been forwarded (it is, once, whichever host sent it). */
   ready: boolean;
   /** Text, reasoning or a tool call has been forwarded: no fallback now, and a cut bills what was delivered. */
@@ -54,9 +73,13 @@ export interface AttemptState {
   ending: Ending | null;
 }
 
-export const initialAttempt = (hostCount: number): AttemptState => ({
+export const initialAttempt = (hostCount: number, retries: readonly RetryPolicy[] = []): AttemptState => ({
   hostIndex: 0,
   hostCount,
+  retries,
+  retried: 0,
+  retryDelayMs: 0,
+  failure: null,
   ready: false,
   produced: false,
   deliveredChars: 0,
@@ -99,15 +122,28 @@ export function attemptStep(state: AttemptState, input: AttemptInput): EventActi
     case 'citation':
     case 'pass_through':
       return 'forward';
-    case 'host_failed':
-      if (!state.produced && input.error.retryable && state.hostIndex < state.hostCount - 1) {
+    case 'host_failed': {
+      const { error } = input;
+      if (error.kind !== 'circuit_open') state.failure = error;
+      if (state.produced) return end(state, { kind: 'failed', error });
+      // What the failed call counted is not the next one's to bill, nor its reply's id the served one's.
+      state.usage = null;
+      state.upstreamId = null;
+      const policy = state.retries[state.hostIndex];
+      const again = policy ? retryDecision(policy, error, state.retried, input.msLeft, input.random) : null;
+      if (again?.retry) {
+        state.retried += 1;
+        state.retryDelayMs = again.delayMs;
+        return 'retry_host';
+      }
+      if (error.retryable && state.hostIndex < state.hostCount - 1) {
         state.hostIndex += 1;
-        // What the failed host counted is not the next one's to bill, nor its reply's id the served one's.
-        state.usage = null;
-        state.upstreamId = null;
+        state.retried = 0;
         return 'next_host';
       }
-      return end(state, { kind: 'failed', error: input.error });
+      // Every host skipped or failed: a real failure says more than the last host's open circuit.
+      return end(state, { kind: 'failed', error: error.kind === 'circuit_open' ? (state.failure ?? error) : error });
+    }
     case 'host_complete':
       return end(state, COMPLETE);
     case 'deadline':

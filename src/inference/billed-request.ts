@@ -8,6 +8,7 @@ import { invalidApiKey, ordinaryKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
 import { MAX_OMITTED_TOOLS, MAX_TOOL_TYPE_LENGTH } from '../ledger/ledger.decider';
 import { LedgerService, ReservationNotRecordedError, ReservationTicket, Resolution } from '../ledger/ledger.service';
+import type { HostAttempt } from '../ledger/ledger.events';
 import type { TokenUsage } from '../ledger/money';
 import type { RequestFacts } from '../observability/request-facts';
 import { failed } from '../observability/tracing';
@@ -64,9 +65,13 @@ export interface WholeReplyUseCase<Ask extends BilledAsk, Plan extends BilledPla
 }
 
 /** A call to a plan's hosts in turn, ended: the reply of the host that served, or the failure that ended the attempt. */
-export type HostsCalled<Reply> = { served: ModelHost; fallback: boolean; upstreamMs: number } & (
-  { kind: 'replied'; reply: Reply } | { kind: 'failed'; error: HostError }
-);
+export type HostsCalled<Reply> = {
+  served: ModelHost;
+  fallback: boolean;
+  upstreamMs: number;
+  /** Every host call on the way, in order (recorded with the settlement or release). */
+  attempts?: HostAttempt[];
+} & ({ kind: 'replied'; reply: Reply } | { kind: 'failed'; error: HostError });
 
 /** An admitted request: its hold taken, to be settled or released exactly once (`end`). */
 export interface Admitted<Plan extends BilledPlan> {
@@ -220,13 +225,14 @@ export class BilledRequests {
     useCase: WholeReplyUseCase<Ask, Plan, Reply>,
     called: HostsCalled<Reply>,
   ): CallEnded {
-    const { served, fallback } = called;
+    const { served, fallback, attempts } = called;
     if (called.kind === 'failed') {
       const ending = { kind: 'failed', error: called.error } as const;
-      return { served, fallback, ending, settlement: nothingDelivered(ending) };
+      return { served, fallback, ending, settlement: nothingDelivered(ending), attempts };
     }
     const usage = useCase.usage(request, served, called.reply);
-    return { served, fallback, ending: COMPLETE, settlement: { action: 'settle', status: 'ok', usage, flag: null } };
+    const settlement = { action: 'settle', status: 'ok', usage, flag: null } as const;
+    return { served, fallback, ending: COMPLETE, settlement, attempts };
   }
 
   /**
@@ -247,7 +253,7 @@ export class BilledRequests {
     const resolved = this.traced(
       request.facts,
       'settlement',
-      this.resolve(request, served, settlement, latencyMs, ended.upstreamId ?? null),
+      this.resolve(request, served, settlement, latencyMs, ended.upstreamId ?? null, ended.attempts),
     );
     const told = resolved.then(
       (resolution) => this.tell(request, ended, resolution, listener),
@@ -339,12 +345,19 @@ export class BilledRequests {
     settlement: Settlement,
     latencyMs: number,
     upstreamId: string | null,
+    attempts: HostAttempt[] | undefined,
   ): Promise<Resolution> {
     let resolution: Resolution;
     try {
       if (settlement.action === 'release') {
         const { reason, status } = settlement;
-        resolution = await this.ledger.release(request.ticket, { reason, host: served.host.id, status, latencyMs });
+        resolution = await this.ledger.release(request.ticket, {
+          reason,
+          host: served.host.id,
+          status,
+          latencyMs,
+          ...(attempts === undefined ? {} : { attempts }),
+        });
       } else {
         const { usage, status, flag } = settlement;
         const outcome = {
@@ -357,6 +370,7 @@ export class BilledRequests {
           ...(flag === null ? {} : { usageFlag: flag }),
           // A host's text may hold a key (ours or its own): masked before it is recorded.
           ...(upstreamId === null ? {} : { upstreamId: maskSecrets(upstreamId) }),
+          ...(attempts === undefined ? {} : { attempts }),
         };
         resolution = await this.ledger.recordSettlement(request.ticket, outcome);
         if (request.tokensLimited) this.countTokens(request.tokensLimited, usage);

@@ -21,12 +21,13 @@ export function describeRefusal(facts: RequestFacts, error: ApiError): void {
  */
 export function describeEnding(
   facts: RequestFacts,
-  { served, fallback, settlement }: CallEnded,
+  { served, fallback, settlement, attempts }: CallEnded,
   told: ApiError | null,
   resolution: Resolution | null,
 ): void {
   facts.host = served.host.id;
   facts.fallback = fallback;
+  if (attempts !== undefined) facts.attempts = attempts;
   facts.outcome = settlement.status;
   if (told) facts.error = told.message;
   if (settlement.action === 'settle' && resolution?.event.type === 'ReservationSettled') {

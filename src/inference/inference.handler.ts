@@ -11,7 +11,10 @@ import { HOST_KINDS } from '../hosts/hosts';
 import { HostTransport } from '../hosts/transport';
 import type { ApiError } from '../http/api-error';
 import { failed, GATEWAY, GEN_AI, usageAttributes } from '../observability/tracing';
-import { CONFIG } from '../runtime/runtime.module';
+import { HostAttempt, MAX_ATTEMPTS } from '../ledger/ledger.events';
+import { attemptReason, circuitOpen, hostAtFault, hostAttempt } from '../routing/attempts';
+import type { HostRouting } from '../routing/routing';
+import { CONFIG, ROUTING } from '../runtime/runtime.module';
 import { AdmissionPlan, insufficientCredits, planAdmission, Refusal } from './admission';
 import {
   ABORT,
@@ -46,6 +49,7 @@ export class InferenceHandler
     private readonly transport: HostTransport,
     private readonly catalogue: Catalogue,
     @Inject(CONFIG) private readonly config: Config,
+    @Inject(ROUTING) private readonly routing: HostRouting,
   ) {}
 
   async execute({ input }: InferenceCommand): Promise<InferenceResult> {
@@ -79,15 +83,26 @@ export class InferenceHandler
 
   /**
    * One subscription to an admitted request: feeds the attempt the host's events, its failures,
-   * the deadline and the client's leaving, and does what it says.
+   * the deadline and the client's leaving, and does what it says (the same host again after a
+   * backoff, the next host, or the end). Each host call is asked of its circuit first, recorded
+   * (`attempts`), and told to the circuit and the host's health when it ends.
    * Returns the teardown (the client unsubscribing is an abort).
    */
   private run(admitted: Admitted<AdmissionPlan>, subscriber: Subscriber<PipelineEvent>): () => void {
     const { hosts, request } = admitted.plan;
-    const attempt = initialAttempt(hosts.length);
+    const model = admitted.plan.model.slug;
+    const attempt = initialAttempt(
+      hosts.length,
+      hosts.map((h) => h.host.retry),
+    );
     const facts = admitted.facts;
+    const deadlineAt = performance.now() + this.config.requestTimeoutMs;
+    const attempts: HostAttempt[] = [];
     let upstream: Subscription | null = null;
     let upstreamStarted = 0;
+    // The host call in flight: when it began and when its first byte came; null between calls.
+    let current: { started: number; firstByte: number | null } | null = null;
+    let backoff: NodeJS.Timeout | undefined;
     // The current host call's span, when the request is traced.
     let callSpan: Span | undefined;
     // A stream records what it has delivered at intervals, so that a crash still bills it.
@@ -104,21 +119,43 @@ export class InferenceHandler
         .then(() => (recording = false));
     };
     const progress = request.stream ? setInterval(recordProgress, this.config.progressIntervalMs) : undefined;
+    /**
+     * The call in flight has ended (`error`: how it failed, null: it served; `reason` for an ending
+     * not the host's): on the record, and, when the host's doing, told to its circuit and health.
+     */
+    const callEnded = (error: HostError | null, reason?: 'client_abort' | 'deadline') => {
+      if (current === null) return;
+      const now = performance.now();
+      const { started, firstByte } = current;
+      current = null;
+      const served = hosts[attempt.hostIndex];
+      attempts.push(hostAttempt(served, error?.status ?? null, reason ?? (error ? attemptReason(error) : 'ok'), now - started));
+      if (reason !== undefined) return;
+      this.routing.ended(served.host.id, model, error !== null && hostAtFault(error), {
+        firstByteMs: firstByte === null ? null : firstByte - started,
+        outputTokens: error === null ? (attempt.usage?.outputTokens ?? 0) : 0,
+        generationMs: firstByte === null ? 0 : now - firstByte,
+      });
+    };
     const end = () => {
       clearTimeout(deadline);
+      clearTimeout(backoff);
       clearInterval(progress);
       upstream?.unsubscribe();
-      if (facts) facts.upstreamMs = Math.round(performance.now() - upstreamStarted);
+      const ending = attempt.ending;
+      if (ending?.kind === 'abort') callEnded(null, 'client_abort');
+      else if (ending?.kind === 'timeout') callEnded(null, 'deadline');
+      // Every host passed over: no call to time.
+      if (facts && upstreamStarted > 0) facts.upstreamMs = Math.round(performance.now() - upstreamStarted);
       if (callSpan) {
-        if (attempt.ending?.kind === 'complete' && attempt.usage) callSpan.setAttributes(usageAttributes(attempt.usage));
-        if (attempt.ending?.kind === 'failed') failed(callSpan, attempt.ending.error.message);
+        if (ending?.kind === 'complete' && attempt.usage) callSpan.setAttributes(usageAttributes(attempt.usage));
+        if (ending?.kind === 'failed') failed(callSpan, ending.error.message);
         else callSpan.end();
       }
-      const ending = attempt.ending;
       if (ending === null) return;
       // Inside the host's callbacks: nothing thrown may escape (see abandon).
       try {
-        this.requests.end(admitted, this.ended(admitted.plan, attempt, ending), subscriber);
+        this.requests.end(admitted, this.ended(admitted.plan, attempt, ending, attempts), subscriber);
       } catch (error) {
         this.requests.abandon(admitted, hosts[attempt.hostIndex], error, subscriber);
       }
@@ -126,8 +163,25 @@ export class InferenceHandler
     const signal = (input: AttemptSignal) => {
       if (attemptStep(attempt, input) === 'end') end();
     };
+    /** A host failed before it could serve (or was passed over): the same host again, the next, or the end. */
+    const hostFailedWith = (error: HostError) => {
+      const failedHost = hosts[attempt.hostIndex].host.id;
+      const action = attemptStep(attempt, hostFailed(error, deadlineAt - performance.now(), Math.random()));
+      if (action === 'end') return end();
+      if (action === 'ignore') return;
+      if (callSpan) failed(callSpan, error.message);
+      callSpan = undefined;
+      if (action === 'retry_host') {
+        this.logger.warn(`host ${failedHost} failed before output (${error.message}); again in ${attempt.retryDelayMs} ms`);
+        backoff = setTimeout(call, attempt.retryDelayMs);
+      } else {
+        this.logger.warn(`host ${failedHost} failed before output (${error.message}); trying the next`);
+        call();
+      }
+    };
     const host: Observer<CanonicalEvent> = {
       next: (event) => {
+        if (event.type === 'ready' && current !== null && current.firstByte === null) current.firstByte = performance.now();
         if (attemptStep(attempt, event) === 'forward') {
           // The first output's time, once: one comparison per event after it.
           if (facts && facts.ttftMs === undefined && attempt.produced) {
@@ -138,20 +192,29 @@ export class InferenceHandler
       },
       // The transport's failures hold no secret (it masks an upstream's text before raising it).
       error: (error: HostError) => {
-        const action = attemptStep(attempt, hostFailed(error));
-        if (action === 'next_host') {
-          if (callSpan) failed(callSpan, error.message);
-          this.logger.warn(
-            `host ${hosts[attempt.hostIndex - 1].host.id} failed before output (${error.message}); trying the next`,
-          );
-          call();
-        } else if (action === 'end') end();
+        if (attempt.ending !== null) return;
+        callEnded(error);
+        hostFailedWith(error);
       },
-      complete: () => signal(HOST_COMPLETE),
+      complete: () => {
+        if (attempt.ending === null) callEnded(null);
+        signal(HOST_COMPLETE);
+      },
     };
+    /** Calls the current host, once its circuit lets it; passes it over while its circuit is open. */
     const call = () => {
       const served = hosts[attempt.hostIndex];
+      void this.routing.admit(served.host.id, model).then((allowed) => {
+        // Ended while its circuit was asked (the client gone, the deadline).
+        if (attempt.ending !== null) return;
+        if (allowed) return dispatch(served);
+        attempts.push(hostAttempt(served, null, 'circuit_open', 0));
+        hostFailedWith(circuitOpen(served.host.id));
+      });
+    };
+    const dispatch = (served: AdmissionPlan['hosts'][number]) => {
       upstreamStarted = performance.now();
+      current = { started: upstreamStarted, firstByte: null };
       const traced = facts?.trace;
       let traceHeaders: Record<string, string> | undefined;
       if (traced) {
@@ -164,6 +227,7 @@ export class InferenceHandler
             [GEN_AI.requestModel]: served.model,
             [GEN_AI.maxTokens]: request.maxTokens ?? admitted.plan.model.maxOutputTokens,
             [GATEWAY.host]: served.host.id,
+            [GATEWAY.attempt]: attempts.length + 1,
             [ATTR_SERVER_ADDRESS]: new URL(served.host.baseUrl).hostname,
           },
           SpanKind.CLIENT,
@@ -180,7 +244,7 @@ export class InferenceHandler
   }
 
   /** The attempt has ended: the host that served last, and what it delivered billed or released. */
-  private ended(plan: AdmissionPlan, attempt: AttemptState, ending: Ending): CallEnded {
+  private ended(plan: AdmissionPlan, attempt: AttemptState, ending: Ending, attempts: HostAttempt[]): CallEnded {
     const settlement = settlementFor(ending, attempt, this.limitsOf(plan));
     return {
       served: plan.hosts[attempt.hostIndex],
@@ -188,6 +252,7 @@ export class InferenceHandler
       ending,
       settlement,
       upstreamId: attempt.upstreamId,
+      attempts: attempts.slice(0, MAX_ATTEMPTS),
     };
   }
 

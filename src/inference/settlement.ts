@@ -1,7 +1,7 @@
 import type { HostError } from '../canonical/canonical';
 import type { ModelHost } from '../catalogue/catalogue';
 import { ApiError } from '../http/api-error';
-import { ReservationEvent, settledUsage } from '../ledger/ledger.events';
+import { HostAttempt, ReservationEvent, settledUsage } from '../ledger/ledger.events';
 import type { TokenUsage } from '../ledger/money';
 import type { AttemptState, Ending } from './attempt';
 import type { Billed } from './inference.command';
@@ -35,6 +35,8 @@ export interface CallEnded {
   settlement: Settlement;
   /** The serving host's own id for its reply, when it gave one (a client of its format sees it). */
   upstreamId?: string | null;
+  /** Every host call on the way, in order (recorded with the settlement or release). */
+  attempts?: HostAttempt[];
 }
 
 type Unfinished = Extract<Ending, { kind: 'abort' | 'timeout' | 'failed' }>;
@@ -105,6 +107,9 @@ export function answerAtEnd(ending: Ending, hostId: string, requestTimeoutMs: nu
 /** A host's failure as the client sees it. */
 export function providerFailure(error: HostError, hostId: string): ApiError {
   if (error.kind === 'timeout') return new ApiError('provider_timeout', `provider ${hostId} did not answer in time`);
+  // Every host skipped: none is called while it keeps failing (see routing/breaker.ts).
+  if (error.kind === 'circuit_open')
+    return new ApiError('unavailable', "the model's hosts are failing and are passed over for now; try again shortly");
   // The upstream refused the request itself (not its own failure): the caller can fix it.
   if (error.kind === 'status' && (error.status === 400 || error.status === 413 || error.status === 422)) {
     return new ApiError('invalid_request', `provider ${hostId} rejected the request: ${error.message}`);

@@ -97,6 +97,14 @@ export const generationView = (e: RequestLogEntry) => ({
   upstream_id: e.upstreamId ?? null,
   // Hosted tools left out of the call, no serving host running them: [] when none.
   omitted_tools: e.omittedTools ?? [],
+  // Every host call on the way (retries and hosts passed over included): [] for a request recorded before them.
+  attempts: (e.attempts ?? []).map((a) => ({
+    host: a.host,
+    credential: a.credential,
+    status: a.status,
+    reason: a.reason,
+    duration_ms: a.durationMs,
+  })),
   provider_name: e.host,
   latency: e.latencyMs,
   tokens_prompt: e.inputTokens + e.cacheReadTokens + e.cacheWriteTokens,

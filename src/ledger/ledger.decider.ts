@@ -2,6 +2,8 @@ import type { Decider } from '../eventstore/command-handler';
 import {
   CreditsGranted,
   CreditsReserved,
+  HostAttempt,
+  MAX_ATTEMPTS,
   RequestFacts,
   RequestOutcome,
   ReservationEvent,
@@ -32,6 +34,7 @@ export class LedgerRuleError extends Error {
       | 'invalid_amount'
       | 'invalid_usage'
       | 'invalid_omitted_tools'
+      | 'invalid_attempts'
       | 'reservation_exists'
       | 'reservation_not_found'
       | 'already_resolved'
@@ -253,6 +256,7 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
       if (command.usageFlag !== undefined) event.data.usageFlag = command.usageFlag;
       if (command.upstreamId !== undefined) event.data.upstreamId = command.upstreamId;
       if (reserved.omittedTools !== undefined) event.data.omittedTools = reserved.omittedTools;
+      if (command.attempts !== undefined) event.data.attempts = checkedAttempts(command.attempts);
       return [event];
     }
     case 'Release': {
@@ -270,6 +274,7 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
         },
       };
       if (reserved.omittedTools !== undefined) event.data.omittedTools = reserved.omittedTools;
+      if (command.attempts !== undefined) event.data.attempts = checkedAttempts(command.attempts);
       return [event];
     }
     case 'Expire': {
@@ -384,6 +389,28 @@ function checkUsage(usage: TokenUsage, prices: TokenPrices): void {
 /** Hosted tools' types as the request log keeps them: a few short names, none empty. */
 export const MAX_OMITTED_TOOLS = 16;
 export const MAX_TOOL_TYPE_LENGTH = 64;
+
+const ATTEMPT_TEXT = /^[\w.:-]{1,128}$/;
+
+/** A request's attempts as an event may carry them: at most MAX_ATTEMPTS, each field a bounded name or number (a copy: only those fields). */
+function checkedAttempts(attempts: HostAttempt[]): HostAttempt[] {
+  const name = (v: unknown) => typeof v === 'string' && ATTEMPT_TEXT.test(v);
+  const ok =
+    Array.isArray(attempts) &&
+    attempts.length <= MAX_ATTEMPTS &&
+    attempts.every(
+      (a) =>
+        name(a.host) &&
+        (a.credential === null || name(a.credential)) &&
+        (a.status === null || (Number.isSafeInteger(a.status) && a.status >= 100 && a.status <= 599)) &&
+        name(a.reason) &&
+        Number.isSafeInteger(a.durationMs) &&
+        a.durationMs >= 0,
+    );
+  if (!ok)
+    throw new LedgerRuleError('invalid_attempts', `attempts must be at most ${MAX_ATTEMPTS} host calls, each named and timed`);
+  return attempts.map(({ host, credential, status, reason, durationMs }) => ({ host, credential, status, reason, durationMs }));
+}
 
 function checkOmittedTools(types: string[]): void {
   if (

@@ -38,7 +38,29 @@ export interface RequestOutcome {
   /** `ok`, or the error kind that ended it (`client_abort`, `provider_error`, `timeout`, …). */
   status: string;
   latencyMs: number;
+  /** Every call of a host (and every host passed over) on the way, in order; absent from events written before they were recorded. */
+  attempts?: HostAttempt[];
 }
+
+/** One call of a host, or a host passed over, on a request's way to its ending. */
+export interface HostAttempt {
+  /** The catalogue host's id. */
+  host: string;
+  /** The credential it was called with, by name (never its value); null for a host that takes none. */
+  credential: string | null;
+  /** The HTTP status the host answered with; null when it answered none (no connection, no first byte, not called). */
+  status: number | null;
+  /**
+   * `ok` (it served), or why not: `rate_limited` (429), `server_error` (5xx), `rejected` (another
+   * status), `connection`, `timeout`, `malformed`, `upstream_error` (an error in its stream),
+   * `circuit_open` (passed over), `client_abort`, `deadline`.
+   */
+  reason: string;
+  durationMs: number;
+}
+
+/** Most attempts one event carries: every host of a model, each with its retries, is far fewer. */
+export const MAX_ATTEMPTS = 64;
 
 export interface ReservationSettled {
   type: 'ReservationSettled';

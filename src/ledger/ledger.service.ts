@@ -43,6 +43,7 @@ const settleCommand = (s: Omit<Settle, 'type' | 'now'>, now: number): Settle => 
   latencyMs: s.latencyMs,
   ...(s.usageFlag === undefined ? {} : { usageFlag: s.usageFlag }),
   ...(s.upstreamId === undefined ? {} : { upstreamId: s.upstreamId }),
+  ...(s.attempts === undefined ? {} : { attempts: s.attempts }),
   now,
 });
 
@@ -207,8 +208,16 @@ export class LedgerService {
 
   /** Releases the reservation's hold in full; resolves once the release is in the log. */
   async release(ticket: ReservationTicket, release: Omit<Release, 'type' | 'now'>): Promise<Resolution> {
-    const { reason, host, status, latencyMs } = release;
-    return this.resolve(ticket, { type: 'Release', reason, host, status, latencyMs, now: this.clock() });
+    const { reason, host, status, latencyMs, attempts } = release;
+    return this.resolve(ticket, {
+      type: 'Release',
+      reason,
+      host,
+      status,
+      latencyMs,
+      ...(attempts === undefined ? {} : { attempts }),
+      now: this.clock(),
+    });
   }
 
   /** Records a request turned away before any reservation, for the request log; nothing is held or charged. */

@@ -14,6 +14,8 @@ export interface HealthSources {
   applied: () => number;
   /** Resolves when the read models' store answers. */
   storeAnswers: () => Promise<unknown>;
+  /** Hosts' circuits this instance has seen not closed (a detail: a failing host does not make the gateway unready). */
+  circuits?: () => Promise<Array<{ host: string; model: string; phase: string; until?: string }>>;
 }
 
 const SHUTTING_DOWN = new ApiError('unavailable', 'the gateway is shutting down: send the request again (to another instance)');
@@ -43,7 +45,9 @@ export function serveHealth(
       ),
     ]);
     const state = readiness({ draining: lifecycle.draining, behind, appends, store });
-    return reply.code(state.ready ? 200 : 503).send(state);
+    // Shown once there are any: the body is as before while every host is well.
+    const circuits = (await sources.circuits?.()) ?? [];
+    return reply.code(state.ready ? 200 : 503).send(circuits.length === 0 ? state : { ...state, circuits });
   });
   // Shutting down: a request on a connection kept alive is answered at once, in its surface's
   // format, and the connection closed; the health routes still say how the service is.

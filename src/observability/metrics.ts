@@ -11,7 +11,19 @@ export interface MetricSources {
   reservationsHeld?: () => Promise<number>;
   /** Reservations this instance has expired since it started. */
   reservationsExpired?: () => number;
+  /** Hosts' circuits as this instance saw them last, and their measured health over its window. */
+  routing?: {
+    circuits(): Promise<Array<{ host: string; model: string; phase: 'closed' | 'half_open' | 'open' }>>;
+    health(): Array<{
+      hostId: string;
+      model: string;
+      health: { errorRate: number; firstByteMs: number | null; outputTokensPerSecond: number | null };
+    }>;
+  };
 }
+
+/** A circuit's phase as the gauge shows it. */
+const CIRCUIT_PHASES = { closed: 0, half_open: 1, open: 2 } as const;
 
 /**
  * The service's Prometheus metrics (prom-client), fed from each request's facts when its reply
@@ -23,6 +35,7 @@ export class GatewayMetrics {
   /** What the metrics ask for only when scraped (none is on the request path). */
   constructor(sources: MetricSources = {}) {
     const registers = [this.registry];
+    if (sources.routing) this.routingGauges(sources.routing);
     if (sources.lag) {
       const lag = sources.lag;
       new Gauge({
@@ -83,6 +96,63 @@ export class GatewayMetrics {
     help: 'Time of the call to the host that served (or last failed), from its start to its end',
     labelNames: ['host'] as const,
     buckets: SECONDS,
+    registers: [this.registry],
+  });
+
+  /** Hosts' circuits and measured health, read when scraped; a host and model gone from the window is dropped. */
+  private routingGauges(routing: NonNullable<MetricSources['routing']>): void {
+    const registers = [this.registry];
+    const labelNames = ['host', 'model'] as const;
+    new Gauge({
+      name: 'gateway_host_circuit_state',
+      help: 'A host circuit breaker for a model, as this instance last saw it: 0 closed, 1 half-open (probing), 2 open',
+      labelNames,
+      registers,
+      async collect() {
+        const circuits = await routing.circuits();
+        this.reset();
+        for (const c of circuits) this.set({ host: c.host, model: c.model }, CIRCUIT_PHASES[c.phase]);
+      },
+    });
+    const measured = (
+      name: string,
+      help: string,
+      value: (h: ReturnType<typeof routing.health>[number]['health']) => number | null,
+    ) =>
+      new Gauge({
+        name,
+        help,
+        labelNames,
+        registers,
+        collect() {
+          this.reset();
+          for (const { hostId, model, health } of routing.health()) {
+            const v = value(health);
+            if (v !== null) this.set({ host: hostId, model }, v);
+          }
+        },
+      });
+    measured(
+      'gateway_host_first_byte_seconds',
+      'Mean time from a host call to its first byte, over the last 5 minutes of this instance calls',
+      (h) => (h.firstByteMs === null ? null : h.firstByteMs / 1000),
+    );
+    measured(
+      'gateway_host_output_tokens_per_second',
+      'Output tokens per second of generation, over the last 5 minutes of this instance calls',
+      (h) => h.outputTokensPerSecond,
+    );
+    measured(
+      'gateway_host_error_ratio',
+      'Share of host calls that failed by the host fault, over the last 5 minutes of this instance calls',
+      (h) => h.errorRate,
+    );
+  }
+
+  private readonly attempts = new Counter({
+    name: 'gateway_host_attempts_total',
+    help: 'Host calls (retries included) and hosts passed over, by host, model and reason (ok, rate_limited, server_error, circuit_open, …)',
+    labelNames: ['host', 'model', 'reason'] as const,
     registers: [this.registry],
   });
 
@@ -152,6 +222,8 @@ export class GatewayMetrics {
     if (facts.ttftMs !== undefined) this.ttft.observe({ host }, facts.ttftMs / 1000);
     if (facts.upstreamMs !== undefined) this.upstream.observe({ host }, facts.upstreamMs / 1000);
     if (facts.fallback === true) this.fallbacks.inc({ model });
+    if (facts.attempts !== undefined)
+      for (const a of facts.attempts) this.attempts.inc({ host: a.host, model, reason: a.reason });
     if (facts.host === undefined && facts.outcome !== undefined && status >= 400 && status < 500) {
       this.refusals.inc({ reason: facts.outcome });
     }

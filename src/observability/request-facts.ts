@@ -1,5 +1,6 @@
 import type { Attributes, Context, Span, SpanKind } from '@opentelemetry/api';
 import { maskSecrets } from '../key-secret/key-secret';
+import type { HostAttempt } from '../ledger/ledger.events';
 import type { TokenUsage } from '../ledger/money';
 
 /** What the pipeline asks of tracing (tracing.ts implements it): spans under a request's own. */
@@ -39,6 +40,8 @@ export interface RequestFacts {
   ttftMs?: number;
   /** A later host served after an earlier one failed. */
   fallback?: boolean;
+  /** Every host call on the way (retries and hosts passed over included), as the ledger records them. */
+  attempts?: HostAttempt[];
   /** Milliseconds of the last host's call, from its start to its end (or the request's). */
   upstreamMs?: number;
   /** The request's trace, when tracing is on: the pipeline's spans hang from it. */
@@ -102,6 +105,7 @@ export function requestLine(
   }
   if (facts.ttftMs !== undefined) line.ttftMs = facts.ttftMs;
   line.fallback = facts.fallback === true;
+  if (facts.attempts !== undefined) line.attempts = facts.attempts;
   if (facts.omittedTools !== undefined) line.omittedTools = facts.omittedTools;
   if (facts.error !== undefined) line.error = facts.error;
   return line;

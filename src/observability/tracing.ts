@@ -49,6 +49,8 @@ export const GATEWAY = {
   outcome: 'gateway.outcome',
   costNano: 'gateway.cost_nano_credits',
   fallback: 'gateway.fallback',
+  /** A host call's place among the request's calls (1: the first), retries included. */
+  attempt: 'gateway.attempt',
 } as const;
 
 /** GenAI usage attributes of billed tokens: input counts every class of input, as the conventions define it. */

@@ -282,6 +282,16 @@ const generation = object({
   request_id: string,
   upstream_id: nullable(string),
   omitted_tools: { type: 'array', items: string },
+  attempts: {
+    type: 'array',
+    items: object({
+      host: string,
+      credential: nullable(string),
+      status: nullable(integer),
+      reason: string,
+      duration_ms: integer,
+    }),
+  },
   provider_name: nullable(string),
   latency: nullable(integer),
   tokens_prompt: integer,

@@ -216,6 +216,7 @@ export function requestLogEntryOf(event: Logged): RequestLogEntry {
       entry.latencyMs = event.data.latencyMs;
       entry.status = event.data.status;
       if (event.data.upstreamId !== undefined) entry.upstreamId = event.data.upstreamId;
+      if (event.data.attempts !== undefined) entry.attempts = event.data.attempts;
       break;
     case 'ReservationReleased':
       entry.reservationId = event.data.reservationId;
@@ -223,6 +224,7 @@ export function requestLogEntryOf(event: Logged): RequestLogEntry {
       entry.host = event.data.host;
       entry.latencyMs = event.data.latencyMs;
       entry.status = event.data.status;
+      if (event.data.attempts !== undefined) entry.attempts = event.data.attempts;
       break;
     case 'ReservationExpired':
       entry.reservationId = event.data.reservationId;

@@ -1,6 +1,7 @@
 import type { HostedToolCounts } from '../ledger/money';
 import type { MemberRole, RateLimits } from '../identity/identity.events';
 import type { KeyRecord } from '../identity/key-lookup';
+import type { HostAttempt } from '../ledger/ledger.events';
 
 /**
  * The read side: what the read models answer, and the one way every reader asks (the API's
@@ -92,6 +93,8 @@ export interface RequestLogEntry {
   upstreamId?: string;
   /** The hosted tools offered and left out of the call (see OMITTED_TOOLS_HEADER); absent when none. */
   omittedTools?: string[];
+  /** Every host call on the way (see HostAttempt); absent from requests recorded before they were, and from refusals. */
+  attempts?: HostAttempt[];
 }
 
 export interface OrgRecord {

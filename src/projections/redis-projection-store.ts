@@ -275,6 +275,15 @@ export class RedisProjectionStore implements ReadModelStore {
     };
   }
 
+  /** A host's circuit breaker for one model (routing/breaker-store.ts): one key, tagged by its host. */
+  breakerKey(hostId: string, model: string): string {
+    return `${this.prefix}{host:${hostId}}:breaker:${model}`;
+  }
+
+  get(key: string): Promise<string | null> {
+    return this.client.get(key);
+  }
+
   private get orgsKey() {
     return `${this.prefix}orgs`;
   }

@@ -9,6 +9,8 @@ export const EVENTS = Symbol('EventStore');
 export const READ_MODELS = Symbol('ReadModels');
 export const CONFIG = Symbol('Config');
 export const RATE_LIMITS = Symbol('RateLimitStore');
+/** Hosts' circuit breakers and measured health (`HostRouting`). */
+export const ROUTING = Symbol('HostRouting');
 
 /** Makes the runtime (opened before Nest starts, shared with the operator tool) injectable. */
 @Global()
@@ -23,6 +25,7 @@ export class RuntimeModule {
       { provide: IdentityService, useValue: runtime.identity },
       { provide: Projector, useValue: runtime.projector },
       { provide: RATE_LIMITS, useValue: runtime.rateLimits },
+      { provide: ROUTING, useValue: runtime.routing },
     ];
     return { module: RuntimeModule, providers, exports: providers };
   }

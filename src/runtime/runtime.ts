@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config/config';
@@ -12,7 +13,13 @@ import { Projector } from '../projections/projector';
 import { RedisProjectionStore } from '../projections/redis-projection-store';
 import { MemoryRateLimitStore, RateLimitStore } from '../rate-limits/rate-limit-store';
 import { RedisRateLimitStore } from '../rate-limits/redis-rate-limits';
+import { MemoryBreakerStore, RedisBreakerStore } from '../routing/breaker-store';
+import { HostHealth } from '../routing/health';
+import { HostRouting } from '../routing/routing';
 import { claimServing } from './serving-claim';
+
+/** Where circuit changes are told: the service's log (Nest's logger is the service's once it runs). */
+const routingLog = new Logger('Routing');
 
 /**
  * Everything the service and the operator tool share: the event log, the read models, the
@@ -29,6 +36,8 @@ export interface Runtime {
   identity: IdentityService;
   /** Keys' requests and tokens of the last minute: in Redis when the read models are, else in this process. */
   rateLimits: RateLimitStore;
+  /** Hosts' circuit breakers (in Redis when the read models are, else in this process) and their measured health. */
+  routing: HostRouting;
   /** Reservations this process's sweeper has expired since it started. */
   readonly reservationsExpired: number;
   close(): Promise<void>;
@@ -104,6 +113,16 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     projections instanceof RedisProjectionStore
       ? new RedisRateLimitStore(projections)
       : new MemoryRateLimitStore(async (orgId) => (await projections.organization(orgId))?.rateLimits);
+  const breakerSettings = { failures: config.hostBreakerFailures, cooldownMs: config.hostBreakerCooldownMs };
+  const routing = new HostRouting(
+    projections instanceof RedisProjectionStore
+      ? // A circuit nobody has called for ten cool-downs (at least an hour) is forgotten: closed.
+        new RedisBreakerStore(projections, Math.max(10 * breakerSettings.cooldownMs, 3_600_000))
+      : new MemoryBreakerStore(),
+    breakerSettings,
+    new HostHealth(),
+    (message) => routingLog.warn(message),
+  );
 
   let sweeping: Promise<unknown> = Promise.resolve();
   let reservationsExpired = 0;
@@ -124,6 +143,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     ledger,
     identity,
     rateLimits,
+    routing,
     get reservationsExpired() {
       return reservationsExpired;
     },

@@ -328,3 +328,31 @@ describe('catalogue: embedding models', () => {
     expect(small!.hosts[0]).toMatchObject({ model: 'text-embedding-3-small', prices: { input: 20_000_000, output: 0 } });
   });
 });
+
+describe("catalogue: a host's retries", () => {
+  it('are the defaults when the entry says nothing, and take what it says field by field', () => {
+    expect(Catalogue.parse(file()).hosts[0].retry).toEqual({ attempts: 2, baseMs: 250, maxMs: 5_000 });
+    expect(Catalogue.parse(file([host({ retry: { attempts: 0 } })])).hosts[0].retry).toEqual({
+      attempts: 0,
+      baseMs: 250,
+      maxMs: 5_000,
+    });
+    expect(Catalogue.parse(file([host({ retry: { attempts: 4, baseMs: 100, maxMs: 100 } })])).hosts[0].retry).toEqual({
+      attempts: 4,
+      baseMs: 100,
+      maxMs: 100,
+    });
+  });
+
+  it.each([
+    [{ retry: 2 }, '"retry" must be {"attempts": n, "baseMs": ms, "maxMs": ms} (each optional)'],
+    [{ retry: { attempts: -1 } }, '"retry.attempts" must be a whole number from 0 to 10'],
+    [{ retry: { attempts: 11 } }, '"retry.attempts" must be a whole number from 0 to 10'],
+    [{ retry: { baseMs: 1.5 } }, '"retry.baseMs" must be a whole number from 0 to 600000'],
+    [{ retry: { maxMs: '5s' } }, '"retry.maxMs" must be a whole number from 0 to 600000'],
+    [{ retry: { baseMs: 500, maxMs: 100 } }, '"retry.maxMs" must not be below "retry.baseMs"'],
+    [{ retry: { tries: 3 } }, '"retry.tries" is not a retry setting (attempts, baseMs, maxMs)'],
+  ])('refuses %j: %s', (fields, message) => {
+    expect(failure(file([host(fields)]))).toBe(`catalogue: hosts[0] (up): ${message}`);
+  });
+});

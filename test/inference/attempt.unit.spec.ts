@@ -27,6 +27,10 @@ describe('the attempt', () => {
     expect(initialAttempt(3)).toEqual({
       hostIndex: 0,
       hostCount: 3,
+      retries: [],
+      retried: 0,
+      retryDelayMs: 0,
+      failure: null,
       ready: false,
       produced: false,
       deliveredChars: 0,
@@ -132,6 +136,61 @@ describe('the attempt', () => {
       expect(action).toBe('ignore');
       expect(state).toMatchObject({ ending: { kind: 'complete' }, deliveredChars: 2, hostIndex: 0 });
     });
+  });
+});
+
+describe('the attempt, given hosts that retry', () => {
+  const twice = { attempts: 2, baseMs: 100, maxMs: 1000 };
+  const refused = new HostError('connection', 'connection refused');
+  const open = new HostError('circuit_open', 'host a is failing; not called for now');
+
+  it('calls a host again after its transient failure, with a backoff drawn under the ceiling, until its retries are spent', () => {
+    const attempt = initialAttempt(2, [twice, twice]);
+    expect(attemptStep(attempt, hostFailed(unavailable, 10_000, 0.5))).toBe('retry_host');
+    expect(attempt).toMatchObject({ hostIndex: 0, retried: 1, retryDelayMs: 50 });
+    expect(attemptStep(attempt, hostFailed(unavailable, 10_000, 0.5))).toBe('retry_host');
+    expect(attempt).toMatchObject({ hostIndex: 0, retried: 2, retryDelayMs: 100 });
+    expect(attemptStep(attempt, hostFailed(unavailable, 10_000, 0.5))).toBe('next_host');
+    expect(attempt).toMatchObject({ hostIndex: 1, retried: 0 });
+    expect(attemptStep(attempt, hostFailed(refused, 10_000, 0.5))).toBe('retry_host');
+  });
+
+  it("waits the host's Retry-After, and leaves a host asking for longer than its cap for the next", () => {
+    const soon = new HostError('status', 'rate limited', 429, true, 300);
+    const late = new HostError('status', 'rate limited', 429, true, 5_000);
+    const attempt = initialAttempt(2, [twice, twice]);
+    expect(attemptStep(attempt, hostFailed(soon, 10_000, 0.99))).toBe('retry_host');
+    expect(attempt.retryDelayMs).toBe(300);
+    expect(attemptStep(attempt, hostFailed(late, 10_000, 0))).toBe('next_host');
+  });
+
+  it('moves on rather than wait past the deadline', () => {
+    const attempt = initialAttempt(2, [twice, twice]);
+    expect(attemptStep(attempt, hostFailed(new HostError('status', 'busy', 429, true, 300), 200, 0))).toBe('next_host');
+  });
+
+  it('does not retry what would fail the same again, nor after output', () => {
+    expect(given(2).when(hostFailed(badRequest)).action).toBe('end');
+    const forbidden = initialAttempt(2, [twice, twice]);
+    expect(attemptStep(forbidden, hostFailed(new HostError('status', 'forbidden', 403), 10_000, 0))).toBe('next_host');
+    const streaming = initialAttempt(2, [twice, twice]);
+    attemptStep(streaming, text('partial'));
+    expect(attemptStep(streaming, hostFailed(unavailable, 10_000, 0))).toBe('end');
+  });
+
+  it('passes over a host whose circuit is open without retrying it, and ends with the last real failure', () => {
+    const attempt = initialAttempt(3, [twice, twice, twice]);
+    expect(attemptStep(attempt, hostFailed(open, 10_000, 0))).toBe('next_host');
+    expect(attemptStep(attempt, hostFailed(unavailable, 0, 0))).toBe('next_host');
+    expect(attemptStep(attempt, hostFailed(open, 10_000, 0))).toBe('end');
+    expect(attempt.ending).toEqual({ kind: 'failed', error: unavailable });
+  });
+
+  it('every circuit open: ends with the open circuit', () => {
+    const attempt = initialAttempt(2, [twice, twice]);
+    attemptStep(attempt, hostFailed(open));
+    attemptStep(attempt, hostFailed(open));
+    expect(attempt.ending).toEqual({ kind: 'failed', error: open });
   });
 });
 

@@ -136,6 +136,16 @@ function suite(name: string, redis: boolean) {
           request_id: id,
           upstream_id: replyId,
           omitted_tools: [],
+          // Its one host call, the credential by its variable's name.
+          attempts: [
+            {
+              host: 'fake-openai',
+              credential: 'FAKE_OPENAI_KEY',
+              status: null,
+              reason: 'ok',
+              duration_ms: entry.attempts![0].durationMs,
+            },
+          ],
           provider_name: 'fake-openai',
           latency: entry.latencyMs,
           tokens_prompt: 20,

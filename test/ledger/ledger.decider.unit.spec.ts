@@ -275,6 +275,30 @@ describe('reservation decider', () => {
       expect(given().when(reserveWith(bad)).error).toBe('invalid_omitted_tools');
   });
 
+  it('records the attempts on the settlement or release (only their fields), and refuses malformed ones', () => {
+    const attempts = [
+      { host: 'first', credential: 'FIRST_KEY', status: 429, reason: 'rate_limited', durationMs: 3 },
+      { host: 'second', credential: null, status: null, reason: 'ok', durationMs: 40 },
+    ];
+    const release = { type: 'Release', reason: 'x', host: 'second', status: 'provider_error', latencyMs: 1, now: 2 } as const;
+    expect(given(reserved).when({ ...settle, attempts }).events[0].data).toMatchObject({ attempts });
+    expect(given(reserved).when({ ...release, attempts }).events[0].data).toMatchObject({ attempts });
+    const extra = [{ ...attempts[0], apiKey: 'sk-not-recorded' }];
+    expect(given(reserved).when({ ...settle, attempts: extra }).events[0].data).toMatchObject({ attempts: [attempts[0]] });
+    expect(JSON.stringify(given(reserved).when({ ...settle, attempts: extra }).events)).not.toContain('sk-not-recorded');
+    // None given: no field (the events' shape before attempts were recorded).
+    expect(given(reserved).when(settle).events[0].data).not.toHaveProperty('attempts');
+    for (const bad of [
+      [{ ...attempts[0], host: '' }],
+      [{ ...attempts[0], host: 'a b' }],
+      [{ ...attempts[0], status: 42 }],
+      [{ ...attempts[0], durationMs: -1 }],
+      [{ ...attempts[0], durationMs: 1.5 }],
+      Array.from({ length: 65 }, () => attempts[0]),
+    ])
+      expect(given(reserved).when({ ...settle, attempts: bad }).error).toBe('invalid_attempts');
+  });
+
   it('refuses unknown, duplicate and malformed reservations', () => {
     expect(given().when(settle).error).toBe('reservation_not_found');
     expect(given(reserved).when(reserve()).error).toBe('reservation_exists');

@@ -157,6 +157,8 @@ describe('traces (OpenTelemetry, OTLP/HTTP)', () => {
     const calls = collector.spans.filter((s) => s.parentSpanId === fallback.spanId && s.kind === SPAN_KIND.client);
     expect(calls).toHaveLength(2);
     expect(calls.filter((c) => c.status?.code === ERROR)).toHaveLength(1);
+    // One span per host call, numbered in the order they were made (retries included).
+    expect(calls.map((c) => attributesOf(c)['gateway.attempt']).sort()).toEqual([1, 2]);
 
     // No secret in any span.
     expect(JSON.stringify(collector.spans)).not.toContain(key.secret);

@@ -294,6 +294,23 @@ describe('the request log fold', () => {
   });
 });
 
+describe('the request log fold, given attempts', () => {
+  const attempts = [
+    { host: 'h0', credential: 'KEY_A', status: 503, reason: 'server_error', durationMs: 12 },
+    { host: 'h', credential: null, status: null, reason: 'ok', durationMs: 80 },
+  ];
+
+  it('logs a settlement’s and a release’s attempts; absent from events written before them', () => {
+    for (const [type, data] of [
+      ['ReservationSettled', settled(250)],
+      ['ReservationReleased', released],
+    ] as const) {
+      expect(writesOf(requestLogFold, type, { ...data, attempts })).toEqual([['push', expect.objectContaining({ attempts })]]);
+      expect(writesOf(requestLogFold, type, data)[0][1]).not.toHaveProperty('attempts');
+    }
+  });
+});
+
 describe('the daily spend fold', () => {
   it('adds a charge to its UTC day; a settlement of nothing adds nothing', () => {
     expect(writesOf(dailySpendFold, 'ReservationSettled', settled(250))).toEqual([['add', 'daily', '2026-11-24', 250]]);

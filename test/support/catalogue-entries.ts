@@ -1,6 +1,7 @@
 import type { CatalogueModel, ModelHost } from '../../src/catalogue/catalogue';
 import type { HostKindName } from '../../src/hosts/hosts';
 import type { TokenPrices } from '../../src/ledger/money';
+import { DEFAULT_RETRY } from '../../src/routing/retry';
 
 /**
  * A catalogue host entry for pure tests: prices in nano-credits per million tokens, the cache's
@@ -14,7 +15,16 @@ export function modelHost(
   const prices = { input, cacheRead: input, cacheWrite: input, cacheWrite1h: input, output, ...cache };
   const listed = (nano: number) => String(nano / 1e9);
   return {
-    host: { id, kind, baseUrl: `http://${id}/v1`, apiKeyEnv: null, settings: {}, apiKey: `key-${id}`, usable },
+    host: {
+      id,
+      kind,
+      baseUrl: `http://${id}/v1`,
+      apiKeyEnv: null,
+      settings: {},
+      apiKey: `key-${id}`,
+      usable,
+      retry: DEFAULT_RETRY,
+    },
     model: `${id}-model`,
     prices,
     listPrices: {

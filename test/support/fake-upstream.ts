@@ -98,7 +98,8 @@ export type FakeBehaviour =
       /** Answers only once this settles: the test decides when the host replies. */
       released?: Promise<unknown>;
     }
-  | { kind: 'status'; status: number; body?: string }
+  /** An error status; `headers` beside it (a 429's `Retry-After`, as real hosts send it). */
+  | { kind: 'status'; status: number; body?: string; headers?: Record<string, string> }
   | { kind: 'hang' }
   | { kind: 'hang_after_headers' }
   | { kind: 'cut'; reply: FakeReply; afterPieces: number }
@@ -110,6 +111,8 @@ export type FakeBehaviour =
   | { kind: 'count'; inputTokens: number };
 
 export interface ReceivedRequest {
+  /** When it arrived (performance.now() of this process: the gateway's timers run on the same clock). */
+  at: number;
   path: string;
   headers: IncomingHttpHeaders;
   body: any;
@@ -776,6 +779,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
   };
 
   async function handle(req: IncomingMessage, res: ServerResponse) {
+    // Arrival is when its head came, before its body is read.
+    const at = performance.now();
     const raw = await readBody(req);
     let body: any;
     try {
@@ -790,6 +795,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     const vertex = vertexRoute(path);
     const pathModel = bedrock?.modelId ?? gemini?.model ?? (vertex && !vertex.countTokens ? vertex.model : undefined);
     const received: ReceivedRequest = {
+      at,
       path,
       headers: req.headers,
       body,
@@ -925,14 +931,18 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         );
       }
       case 'status': {
-        if (b.body === undefined) return send(res, b.status, fmt.error(b.status), { ...ids, ...fmt.errorHeaders?.(b.status) });
+        const head = { ...ids, ...fmt.errorHeaders?.(b.status), ...b.headers };
+        if (b.body === undefined) return send(res, b.status, fmt.error(b.status), head);
         let isJson = true;
         try {
           JSON.parse(b.body);
         } catch {
           isJson = false; // e.g. an HTML page from a proxy: hosts must cope with non-JSON error bodies
         }
-        return send(res, b.status, b.body, { ...ids, 'content-type': isJson ? 'application/json' : 'text/plain; charset=utf-8' });
+        return send(res, b.status, b.body, {
+          ...head,
+          'content-type': isJson ? 'application/json' : 'text/plain; charset=utf-8',
+        });
       }
       case 'hang':
         return; // request read and recorded; nothing is ever sent
@@ -1069,7 +1079,7 @@ function embeddings(
     (typeof input === 'string' || (Array.isArray(input) && input.length > 0));
   if (!valid) return send(res, 400, openaiError(400, "'input' and 'model' are required"), ids);
   const b = typeof configured === 'function' ? configured(received) : configured;
-  if (b?.kind === 'status') return send(res, b.status, b.body ?? openaiError(b.status), ids);
+  if (b?.kind === 'status') return send(res, b.status, b.body ?? openaiError(b.status), { ...ids, ...b.headers });
   if (b?.kind === 'hang') return;
   const pieces: Array<string | number[]> = typeof input === 'string' || typeof input[0] === 'number' ? [input] : input;
   const dimensions = body.dimensions ?? FAKE_EMBEDDING_DIMENSIONS;

@@ -145,6 +145,7 @@ export function testCatalogueFile(fake: FakeUpstream) {
   const m = TEST_MODELS;
   const e = TEST_EMBEDDING_MODELS;
   return {
+    // Each host is called once per request: a failure moves straight on (retries are tested on their own, test/routing/).
     hosts: [
       { id: 'fake-openai', kind: 'openai', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
       { id: 'fake-anthropic', kind: 'anthropic', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_ANTHROPIC_KEY' },
@@ -153,7 +154,7 @@ export function testCatalogueFile(fake: FakeUpstream) {
       // Port 1: a privileged port nothing here listens on, so connecting is refused at once.
       { id: 'fake-down', kind: 'openai', baseUrl: 'http://127.0.0.1:1/v1' },
       { id: 'fake-unkeyed', kind: 'openai', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_KEY_NOBODY_SET' },
-    ],
+    ].map((host) => ({ ...host, retry: { attempts: 0 } })),
     models: [
       entry(m.gpt, 'Test GPT', 'fake-openai'),
       entry(m.claude, 'Test Claude', 'fake-anthropic'),
@@ -336,9 +337,14 @@ export interface OtherInstance {
   close(): Promise<void>;
 }
 
-export async function startOtherInstance(g: TestGateway): Promise<OtherInstance> {
+/** `catalogue`: the file served, given the fake (default: testCatalogueFile), as startGateway takes it. */
+export async function startOtherInstance(
+  g: TestGateway,
+  options: { catalogue?: (fake: FakeUpstream) => unknown } = {},
+): Promise<OtherInstance> {
   const runtime = await openRuntime(loadConfig(g.t.env));
-  const app = await createApp(runtime, { logger: false, catalogue: testCatalogue(g.fake) });
+  const catalogue = options.catalogue ? Catalogue.parse(options.catalogue(g.fake), TEST_HOST_KEYS) : testCatalogue(g.fake);
+  const app = await createApp(runtime, { logger: false, catalogue });
   await app.listen(0, '127.0.0.1');
   return {
     url: `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`,

@@ -20,6 +20,8 @@ export async function openTestRuntime(
   const env: Record<string, string> = {
     DATA_DIR: dir.path,
     LOG_POLL_MS: '20',
+    // Circuits never open unless a test asks: suites fail the same host on purpose, test after test.
+    HOST_BREAKER_FAILURES: '0',
     ...(options.redis ? { REDIS_URL: testRedisUrl()!, REDIS_PREFIX: uniquePrefix('rt') } : { REDIS_URL: '' }),
     ...options.env,
   };

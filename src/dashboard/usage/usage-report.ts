@@ -95,6 +95,7 @@ export function usageReport(
       latencyMs: e.latencyMs,
       status: e.status,
       omittedTools: e.omittedTools ?? [],
+      attempts: e.attempts ?? [],
     })),
     page,
     pageSize,

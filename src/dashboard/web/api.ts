@@ -80,6 +80,8 @@ export interface UsageRow {
   costNano?: number;
   latencyMs: number | null;
   status: string;
+  /** Every host call on the way (retries and hosts passed over included); absent from older servers' rows. */
+  attempts?: { host: string; credential: string | null; status: number | null; reason: string; durationMs: number }[];
 }
 export interface UsagePage {
   data: UsageRow[];

@@ -90,6 +90,12 @@ describe('spend per day', () => {
   });
 });
 
+/** A request that took two host calls: a rate limit, then the next host. */
+const TRIED = [
+  { host: 'first', credential: 'FIRST_KEY', status: 429, reason: 'rate_limited', durationMs: 4 },
+  { host: 'openai', credential: 'OPENAI_KEY', status: null, reason: 'ok', durationMs: 90 },
+];
+
 describe('usage report', () => {
   // given a log, newest first: three requests in range (two keys, two models, one from the playground) and one before it
   const log = [
@@ -100,6 +106,7 @@ describe('usage report', () => {
       cost: 300,
       omittedTools: ['web_search'],
       hostedToolUses: { fileSearch: 2 },
+      attempts: TRIED,
     }),
     entry('q1', '2025-03-01T10:00:00Z', { cost: 400 }),
   ];
@@ -135,10 +142,12 @@ describe('usage report', () => {
       latencyMs: 120,
       status: 'ok',
       omittedTools: [],
+      attempts: [],
     });
     // The hosted tools left out of a request's call, when some were; the uses billed, when there were any.
     expect(report.data[2].omittedTools).toEqual(['web_search']);
     expect(report.data[2].hostedToolUses).toEqual({ fileSearch: 2 });
+    expect(report.data[2].attempts).toEqual(TRIED);
     expect(report).toMatchObject({ page: 1, pageSize: 25, total: 3, totals: { requests: 3, costNano: 600, cost: 0.0000006 } });
     expect(report.spendPerDay.map((d) => d.costNano)).toEqual([0, 200, 0]);
   });

@@ -146,7 +146,7 @@ export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<
           h('td', { class: 'nowrap', title: r.time }, formatTime(r.time)),
           h('td', null, r.surface),
           h('td', null, h('code', null, r.model)),
-          h('td', null, r.host ?? '—'),
+          hostCell(r),
           h('td', null, r.keyName),
           h('td', { class: 'num' }, formatInt(r.inputTokens)),
           h(
@@ -246,6 +246,25 @@ function cached(r: UsageRow): string {
   return r.cacheReadTokens === 0 && r.cacheWriteTokens === 0
     ? '—'
     : `${formatInt(r.cacheReadTokens)} / ${formatInt(r.cacheWriteTokens)}`;
+}
+
+/** The host that served, and, when it took more than one call, how many, each told in the cell's title. */
+function hostCell(r: UsageRow): HTMLElement {
+  const attempts = r.attempts ?? [];
+  if (attempts.length <= 1) return h('td', null, r.host ?? '—');
+  const told = attempts
+    .map(
+      (a, i) =>
+        `${i + 1}. ${a.host}: ${a.reason.replace(/_/g, ' ')}${a.status === null ? '' : ` (${a.status})`}, ${a.durationMs} ms`,
+    )
+    .join('\n');
+  return h(
+    'td',
+    { title: told, 'data-testid': 'attempts' },
+    r.host ?? '—',
+    ' ',
+    h('span', { class: 'muted' }, `(${attempts.length} attempts)`),
+  );
 }
 
 function statusBadge(status: string): HTMLElement {
