@@ -99,6 +99,31 @@ async function timed(
   return first;
 }
 
+/** Why a target cannot be measured (a request, non-streamed or streamed, not answered 200), or null. */
+export async function probeFailure(target: Target): Promise<string | null> {
+  for (const streamed of [false, true]) {
+    const client = new Client(target.origin);
+    try {
+      const response = await client.request({
+        path: target.path,
+        method: 'POST',
+        headers: target.headers,
+        body: streamed ? target.body.streamed : target.body.plain,
+        headersTimeout: 10_000,
+        bodyTimeout: 10_000,
+      });
+      const text = (await response.body.text()).slice(0, 200);
+      if (response.statusCode !== 200)
+        return `answered ${response.statusCode} (${streamed ? 'streamed' : 'non-streamed'}): ${text.replace(/\s+/g, ' ')}`;
+    } catch (error) {
+      return `answered nothing (${streamed ? 'streamed' : 'non-streamed'}): ${(error as Error).message}`;
+    } finally {
+      await client.close();
+    }
+  }
+  return null;
+}
+
 /** `count` requests one after another on one keep-alive connection. */
 export async function sequential(target: Target, count: number, options: { streamed: boolean }): Promise<Latencies> {
   const client = new Client(target.origin, { pipelining: 1, keepAliveTimeout: 60_000 });
