@@ -5,7 +5,7 @@ import type { CanonicalEvent, CanonicalRequest } from '../canonical/canonical';
 import type { TokenUsage } from '../ledger/money';
 import type { RequestFacts } from '../observability/request-facts';
 
-export type SurfaceName = 'chat-completions' | 'messages' | 'responses' | 'native' | 'playground' | 'embeddings';
+export type SurfaceName = 'chat-completions' | 'messages' | 'responses' | 'gemini' | 'native' | 'playground' | 'embeddings';
 
 /**
  * Who pays: an API key secret as the client sent it (the surface has refused a request without
