@@ -211,7 +211,7 @@ function credentialFailure(error: unknown): HostError {
 }
 
 /** Server-sent events, the framing of every kind but those that say otherwise. */
-function sseFraming(): StreamFraming {
+export function sseFraming(): StreamFraming {
   const utf8 = new TextDecoder();
   let messages: SseMessage[] = [];
   const parser = createParser({ onEvent: (message) => messages.push({ event: message.event, data: message.data }) });

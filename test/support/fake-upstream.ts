@@ -1,11 +1,13 @@
 // A fake model provider for the gateway's tests: plain node:http speaking the real wire formats
 // of OpenAI chat completions (/v1/chat/completions), Responses (/v1/responses) and embeddings (/v1/embeddings), and Anthropic
-// Messages (/v1/messages, and /v1/messages/count_tokens), streamed (SSE) and not, plus the failure modes a real upstream shows (errors, hangs, cut
+// Messages (/v1/messages, and /v1/messages/count_tokens), Amazon Bedrock Runtime (/model/{id}/converse…, /invoke…: see
+// fakes/bedrock.ts), streamed (SSE, or AWS's event stream) and not, plus the failure modes a real upstream shows (errors, hangs, cut
 // sockets, garbage, in-stream errors). Everything is event-driven; no polling.
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { azureRoute } from './fakes/azure';
+import { bedrockRoute, serveBedrock } from './fakes/bedrock';
 
 export interface FakeReply {
   text?: string;
@@ -28,8 +30,8 @@ export interface FakeReply {
 }
 
 /** Where a reply's `wireUsage` goes: a string no reply holds, replaced by the text once serialized. */
-const WIRE_USAGE = 'wire-usage-slot-5b1e';
-const wired = (json: string, reply: FakeReply): string =>
+export const WIRE_USAGE = 'wire-usage-slot-5b1e';
+export const wired = (json: string, reply: FakeReply): string =>
   reply.wireUsage === undefined ? json : json.split(JSON.stringify(WIRE_USAGE)).join(reply.wireUsage);
 
 /**
@@ -73,6 +75,8 @@ export interface ReceivedRequest {
   body: any;
   /** The body's bytes as they arrived. */
   raw: string;
+  /** The model, for hosts that name it in the path (Bedrock's `/model/{id}/…`); else body.model. */
+  model?: string;
 }
 
 export interface FakeUpstream {
@@ -96,11 +100,11 @@ export interface FakeUpstream {
 const DEFAULT_USAGE = { input: 12, output: 6 };
 export const DEFAULT_REPLY: FakeReply = { text: 'Hello from the fake upstream.', usage: DEFAULT_USAGE };
 // Billing tests need usage unless they opt out, so only an explicit null means "none".
-const withUsage = (r: FakeReply): FakeReply =>
+export const withUsage = (r: FakeReply): FakeReply =>
   r.usage === undefined && r.wireUsage === undefined ? { ...r, usage: DEFAULT_USAGE } : r;
 
 type Api = 'openai' | 'anthropic' | 'responses';
-type Finish = NonNullable<FakeReply['finish']>;
+export type Finish = NonNullable<FakeReply['finish']>;
 export interface Frame {
   event?: string;
   data: string;
@@ -117,7 +121,7 @@ export interface Stream {
 const newId = (prefix: string) => prefix + randomBytes(12).toString('hex');
 const now = () => Math.floor(Date.now() / 1000);
 const sse = (f: Frame) => (f.event ? `event: ${f.event}\n` : '') + `data: ${f.data}\n\n`;
-const finishOf = (r: FakeReply): Finish => r.finish ?? (r.toolCalls?.length ? 'tool_calls' : 'stop');
+export const finishOf = (r: FakeReply): Finish => r.finish ?? (r.toolCalls?.length ? 'tool_calls' : 'stop');
 // OpenAI has no separate stop-sequence reason: a matched stop sequence is just 'stop'.
 const OPENAI_FINISH: Record<Finish, string> = { stop: 'stop', length: 'length', tool_calls: 'tool_calls', stop_sequence: 'stop' };
 const ANTHROPIC_STOP: Record<Finish, string> = {
@@ -141,7 +145,7 @@ export function splitText(text: string, pieces?: number): string[] {
 }
 
 /** Tool arguments always arrive in at least two pieces, so clients must concatenate them. */
-const halves = (s: string) => [s.slice(0, Math.ceil(s.length / 2)), s.slice(Math.ceil(s.length / 2))].filter(Boolean);
+export const halves = (s: string) => [s.slice(0, Math.ceil(s.length / 2)), s.slice(Math.ceil(s.length / 2))].filter(Boolean);
 
 const parseArgs = (s: string) => {
   try {
@@ -272,7 +276,7 @@ const anthropicDeltaUsage = (u: FakeUsage) => ({
   output_tokens: u.output,
 });
 
-function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
+export function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
   const ev = (type: string, payload: object, piece = false): Frame => ({
     event: type,
     data: JSON.stringify({ type, ...payload }),
@@ -327,7 +331,7 @@ function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
   return { head: [ev('message_start', { message }), ev('ping', {})], body, tail };
 }
 
-function anthropicMessage(req: any, reply: FakeReply) {
+export function anthropicMessage(req: any, reply: FakeReply) {
   const stop = finishOf(reply);
   const content: object[] = reply.thinking
     ? [{ type: 'thinking', thinking: reply.thinking, signature: signatureOf(reply.thinking) }]
@@ -559,10 +563,11 @@ const STREAM_ERROR: Record<Api, string> = {
 };
 
 /** Failure modes play the default text: per word, or finer when more pieces than words are asked for. */
-const fillerPieces = (afterPieces: number) => (afterPieces < splitText(DEFAULT_REPLY.text!).length ? undefined : afterPieces + 1);
+export const fillerPieces = (afterPieces: number) =>
+  afterPieces < splitText(DEFAULT_REPLY.text!).length ? undefined : afterPieces + 1;
 
 /** Head plus body up to and including the n-th piece (n = 0: none); never the tail. */
-function upToPiece(s: Stream, n: number): Frame[] {
+export function upToPiece(s: Stream, n: number): Frame[] {
   const out = [...s.head];
   let seen = 0;
   for (const f of s.body) {
@@ -606,7 +611,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
 
   const signal = (i: number) => (closedSignals[i] ??= deferred<void>());
 
-  const nthFor = (model: string, nth: number) => requests.filter((r) => r.body?.model === model)[nth];
+  const nthFor = (model: string, nth: number) => requests.filter((r) => (r.model ?? r.body?.model) === model)[nth];
   const wakeWaiters = () => {
     for (const w of [...waiters]) {
       const hit = nthFor(w.model, w.nth);
@@ -626,7 +631,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       body = raw;
     }
     const path = new URL(req.url ?? '/', 'http://fake').pathname;
-    const received: ReceivedRequest = { path, headers: req.headers, body, raw };
+    const bedrock = bedrockRoute(path);
+    const received: ReceivedRequest = { path, headers: req.headers, body, raw, ...(bedrock && { model: bedrock.modelId }) };
     const index = requests.push(received) - 1;
 
     let gone = false; // the connection closed: stop writing, drop pending timers
@@ -659,6 +665,12 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
             pending.add(t);
           });
     wakeWaiters();
+    if (bedrock && req.method === 'POST') {
+      const configured = behaviours.get(bedrock.modelId);
+      const cut = () => ((cutByUs = true), res.socket?.destroy());
+      const call = { req, res, received, pause, gone: () => gone, cut };
+      return serveBedrock(bedrock, call, typeof configured === 'function' ? configured(received) : configured);
+    }
 
     if (path === '/v1/messages/count_tokens' && req.method === 'POST')
       return countTokens(res, body, behaviours.get(body?.model), received);
