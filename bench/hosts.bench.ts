@@ -13,10 +13,12 @@
  *       request (from /proc). The kinds alternate within each round, over BENCH_ROUNDS rounds; the
  *       table shows medians of the rounds, and "vs openai" is the kind's figure minus the `openai`
  *       model's of the same round.
- *   (b) In this process, after (a): one SigV4 signature of a Converse call, as the bedrock kind signs
- *       it, and one ConverseStream reply of N events read from AWS's event stream (AWS's codec, as
- *       the bedrock kind's framing does) beside the same events read as server-sent events
- *       (eventsource-parser, as every other kind's are); medians of BENCH_MICRO_RUNS runs, in µs.
+ *   (b) In this process, after (a): one SigV4 signature of a Converse call by the bedrock kind's
+ *       authorizer, and one ConverseStream reply of N events cut into messages by the bedrock kind's
+ *       framing (AWS's event stream, read with AWS's codec) beside the same events as server-sent
+ *       events cut by the transport's framing (eventsource-parser), as every other kind's are;
+ *       medians of BENCH_MICRO_RUNS runs, in µs. (`npm run bench:bedrock` has more: bodies by size,
+ *       the pure-JavaScript hash, the Converse decoder.)
  *
  * A kind this checkout does not have (not in HOST_KIND_NAMES) is skipped with a line saying so, as
  * is a kind with no entry in ./hosts/kinds.ts and one whose model does not answer 200.
@@ -24,12 +26,13 @@
 import { performance } from 'node:perf_hooks';
 import { arch, cpus, loadavg, platform } from 'node:os';
 import { join } from 'node:path';
-import { Sha256 } from '@aws-crypto/sha256-js';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
-import { SignatureV4 } from '@smithy/signature-v4';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
-import { createParser } from 'eventsource-parser';
+import { bedrockHost } from '../src/hosts/bedrock/bedrock.host';
+import { signingAuthorizer } from '../src/hosts/bedrock/bedrock.signing';
+import type { StreamFraming } from '../src/hosts/host-kind';
 import { HOST_KIND_NAMES, isHostKindName } from '../src/hosts/hosts';
+import { sseFraming } from '../src/hosts/transport';
 import { Latencies, percentile, probeFailure, sequential, Target } from './gateway/load';
 import { cleanUp, cpuMs, launch, ROOT, startArgs, startedOrFailed, startGatewayWith } from './gateway/processes';
 import { BENCH_KEY, BENCH_KEY_ENV, BENCH_KINDS, BenchKind } from './hosts/kinds';
@@ -39,7 +42,7 @@ const env = (name: string, fallback: number) => {
   return Number.isFinite(value) && value > 0 ? value : fallback;
 };
 const ROUNDS = env('BENCH_ROUNDS', 5);
-const SEQUENTIAL = env('BENCH_SEQUENTIAL', 1000);
+const SEQUENTIAL = env('BENCH_SEQUENTIAL', 500);
 const MICRO_RUNS = env('BENCH_MICRO_RUNS', 2000);
 const REFERENCE = 'openai';
 
@@ -273,21 +276,13 @@ function converseBody(turns: number): string {
 
 async function signing(lines: string[]): Promise<void> {
   const credentials = { accessKeyId: 'AKIABENCHMARK0000001', secretAccessKey: 'bench/secret/key/0123456789abcdefghijklm' };
-  const signer = new SignatureV4({ credentials, region: 'us-east-1', service: 'bedrock', sha256: Sha256 });
+  // The bedrock kind's own authorizer: AWS's signer, with the credentials a provider gives.
+  const authorizer = signingAuthorizer('us-east-1', () => Promise.resolve(credentials));
   const url = new URL(
     'https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse',
   );
-  const sign = (body: string) =>
-    signer.sign({
-      method: 'POST',
-      protocol: url.protocol,
-      hostname: url.hostname,
-      path: url.pathname,
-      query: {},
-      headers: { 'content-type': 'application/json', accept: 'application/json', host: url.host },
-      body,
-    });
-  lines.push('### SigV4: one signature of a Converse call (@smithy/signature-v4, SHA-256 by @aws-crypto/sha256-js)\n');
+  const headers = { 'content-type': 'application/json', accept: 'application/json' };
+  lines.push("### SigV4: one signature of a Converse call, by the bedrock kind's authorizer (@smithy/signature-v4)\n");
   lines.push('| body | bytes | median µs |');
   lines.push('| --- | ---: | ---: |');
   for (const [label, turns] of [
@@ -296,7 +291,8 @@ async function signing(lines: string[]): Promise<void> {
     ['a conversation of 100 turns', 100],
   ] as const) {
     const body = converseBody(turns);
-    lines.push(`| ${label} | ${num(Buffer.byteLength(body), 0)} | ${num(await microseconds(MICRO_RUNS, () => sign(body)), 1)} |`);
+    const us = await microseconds(MICRO_RUNS, () => authorizer.headers({ method: 'POST', url, headers, body }));
+    lines.push(`| ${label} | ${num(Buffer.byteLength(body), 0)} | ${num(us, 1)} |`);
   }
   lines.push('');
 }
@@ -320,28 +316,16 @@ function converseEvents(deltas: number): Array<{ type: string; data: string }> {
   return events.map(([type, payload]) => ({ type, data: JSON.stringify(payload) }));
 }
 
-/** Reads an event stream's messages, one per chunk, as the bedrock kind's framing does: AWS's codec, each message whole. */
-function readEventStream(chunks: Uint8Array[]): number {
-  let read = 0;
-  for (const chunk of chunks) {
-    const { headers, body } = codec.decode(chunk);
-    if (headers[':message-type']?.value === 'event' && headers[':event-type'] !== undefined && toUtf8(body).length > 0) read += 1;
-  }
-  return read;
-}
-
-/** Reads server-sent events, one per chunk, with eventsource-parser (the transport's SSE framing). */
-function readServerSent(chunks: Uint8Array[]): number {
-  let read = 0;
-  const decoder = new TextDecoder();
-  const parser = createParser({ onEvent: (event) => void (event.event !== undefined && event.data.length > 0 && (read += 1)) });
-  for (const chunk of chunks) parser.feed(decoder.decode(chunk, { stream: true }));
-  return read;
+/** The messages a framing cuts from a stream's chunks, fed one by one as the transport feeds them. */
+function read(framing: StreamFraming, chunks: Uint8Array[]): number {
+  let messages = 0;
+  for (const chunk of chunks) messages += framing.feed(chunk).length;
+  return messages;
 }
 
 async function streams(lines: string[]): Promise<void> {
   lines.push(
-    '### One ConverseStream reply of N events, one chunk each: AWS event stream (@smithy/eventstream-codec) against the same events as SSE (eventsource-parser)\n',
+    "### One ConverseStream reply of N events, one chunk each, cut into messages: the bedrock kind's framing (AWS's event stream, @smithy/eventstream-codec) against the same events as SSE (the transport's framing, eventsource-parser)\n",
   );
   lines.push(
     '| events | event stream: µs per reply / per event | SSE: µs per reply / per event | event stream / SSE | bytes: event stream / SSE |',
@@ -356,18 +340,17 @@ async function streams(lines: string[]): Promise<void> {
       }),
     );
     const text = events.map(({ type, data }) => new TextEncoder().encode(`event: ${type}\ndata: ${data}\n\n`));
-    if (readEventStream(binary) !== events.length || readServerSent(text) !== events.length)
-      throw new Error('a reader did not read every event');
-    const runs = Math.max(20, Math.round((MICRO_RUNS * 16) / deltas));
-    const [eventStream, serverSent] = [
-      await microseconds(runs, () => readEventStream(binary)),
-      await microseconds(runs, () => readServerSent(text)),
-    ];
+    const [eventStream, serverSent] = [() => bedrockHost.framing!(), sseFraming];
+    if (read(eventStream(), binary) !== events.length || read(serverSent(), text) !== events.length)
+      throw new Error('a framing did not cut every event');
+    const runs = Math.max(100, Math.round((MICRO_RUNS * 20) / events.length));
+    const binaryUs = await microseconds(runs, () => read(eventStream(), binary));
+    const textUs = await microseconds(runs, () => read(serverSent(), text));
     const bytes = (chunks: Uint8Array[]) => chunks.reduce((n, c) => n + c.length, 0);
     const n = events.length;
     lines.push(
-      `| ${num(n, 0)} | ${num(eventStream, 1)} / ${num(eventStream / n, 2)} | ${num(serverSent, 1)} / ${num(serverSent / n, 2)} | ` +
-        `×${num(eventStream / serverSent, 2)} | ${num(bytes(binary), 0)} / ${num(bytes(text), 0)} |`,
+      `| ${num(n, 0)} | ${num(binaryUs, 1)} / ${num(binaryUs / n, 2)} | ${num(textUs, 1)} / ${num(textUs / n, 2)} | ` +
+        `×${num(binaryUs / textUs, 2)} | ${num(bytes(binary), 0)} / ${num(bytes(text), 0)} |`,
     );
   }
   lines.push('');

@@ -5,6 +5,7 @@
  * with the same key for every kind that takes one. A kind this checkout does not have is skipped by
  * the bench, with a line saying so: its entry is here so that a checkout that has it is measured.
  */
+import { BEDROCK_TEST_CREDENTIALS } from '../../test/support/fakes/bedrock';
 
 /** The variable every keyed host's `apiKeyEnv` names; its value is what the fake takes (any, for most). */
 export const BENCH_KEY_ENV = 'BENCH_HOST_KEY';
@@ -43,10 +44,14 @@ export const BENCH_KINDS: readonly BenchKind[] = [
     hostModel: 'gemini-2.5-flash',
     host: (url, id) => ({ id, kind: 'gemini', baseUrl: `${url}/v1beta`, ...keyed }),
   },
-  // Converse, every call signed with SigV4 from the AWS credentials in the environment (no API key).
+  // Converse, every call signed with SigV4 from AWS's credential chain (here the environment), no API key: the account the fake checks signatures of.
   {
     kind: 'bedrock',
     hostModel: 'anthropic.claude-3-5-haiku-20241022-v1:0',
     host: (url, id) => ({ id, kind: 'bedrock', baseUrl: url, region: 'us-east-1' }),
+    env: {
+      AWS_ACCESS_KEY_ID: BEDROCK_TEST_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: BEDROCK_TEST_CREDENTIALS.secretAccessKey,
+    },
   },
 ];
