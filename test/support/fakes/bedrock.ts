@@ -263,7 +263,8 @@ function sendError(
     'x-amzn-requestid': randomUUID(),
     'x-amzn-errortype': `${type}:http://internal.amazon.com/coral/com.amazon.bedrock/`,
   });
-  res.end(JSON.stringify({ message: message ?? ERROR_MESSAGES[type] ?? `Fake Bedrock error (HTTP ${status}).` }));
+  // The fakes' common suffix after what AWS says, so a test can tell this fake's text reached the client.
+  res.end(JSON.stringify({ message: message ?? `${ERROR_MESSAGES[type] ?? type} Fake upstream error (HTTP ${status}).` }));
 }
 
 const SIGNATURE_MISMATCH =
