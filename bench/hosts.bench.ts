@@ -1,5 +1,5 @@
 /**
- * Hosts bench: `npm run bench:hosts` (not part of the tests; about 5 minutes with the default counts).
+ * Hosts bench: `npm run bench:hosts` (not part of the tests; about 6 minutes with the default counts).
  *
  * What each host kind costs the gateway beside `openai`, and what SigV4 signing and AWS's event
  * stream cost in themselves. Two parts, in one run:
@@ -7,12 +7,14 @@
  *   (a) One gateway process (the build, started as `npm start` starts it) whose catalogue has one
  *       model per host kind (./hosts/kinds.ts), every host on one upstream process, the tests' fake
  *       provider (./hosts/fake-host.ts), which speaks each kind's wire. Through the gateway's
- *       chat-completions route, per kind: BENCH_SEQUENTIAL requests in sequence on one connection,
- *       non-streamed (p50 and p99 of the whole reply), then as many streamed (time to the first
- *       `data:` chunk), max_tokens 16; the CPU time the gateway process and the fake spent per
- *       request (from /proc). The kinds alternate within each round, over BENCH_ROUNDS rounds; the
- *       table shows medians of the rounds, and "vs openai" is the kind's figure minus the `openai`
- *       model's of the same round.
+ *       chat-completions route, max_tokens 16, each round: BENCH_SEQUENTIAL requests to each kind,
+ *       non-streamed, interleaved (request i to every kind before request i + 1 to any, one
+ *       connection each: the machine's other jobs slow every kind alike), p50 and p99 of the whole
+ *       reply; as many streamed, timed to the first `data:` chunk; then, kind by kind,
+ *       BENCH_CPU_SEQUENTIAL requests in sequence of each form, with the CPU time the gateway process
+ *       and the fake spent per request (from /proc). The kinds' order rotates each round, over
+ *       BENCH_ROUNDS rounds; the table shows medians of the rounds, and "vs openai" the median of the
+ *       rounds' differences from the `openai` model's figures of the same round.
  *   (b) In this process, after (a): one SigV4 signature of a Converse call by the bedrock kind's
  *       authorizer, and one ConverseStream reply of N events cut into messages by the bedrock kind's
  *       framing (AWS's event stream, read with AWS's codec) beside the same events as server-sent
@@ -24,6 +26,7 @@
  * is a kind with no entry in ./hosts/kinds.ts and one whose model does not answer 200.
  */
 import { performance } from 'node:perf_hooks';
+import { Client } from 'undici';
 import { arch, cpus, loadavg, platform } from 'node:os';
 import { join } from 'node:path';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
@@ -33,7 +36,7 @@ import { signingAuthorizer } from '../src/hosts/bedrock/bedrock.signing';
 import type { StreamFraming } from '../src/hosts/host-kind';
 import { HOST_KIND_NAMES, isHostKindName } from '../src/hosts/hosts';
 import { sseFraming } from '../src/hosts/transport';
-import { Latencies, percentile, probeFailure, sequential, Target } from './gateway/load';
+import { Latencies, percentile, probeFailure, recorder, sequential, Target, timed } from './gateway/load';
 import { cleanUp, cpuMs, launch, ROOT, startArgs, startedOrFailed, startGatewayWith } from './gateway/processes';
 import { BENCH_KEY, BENCH_KEY_ENV, BENCH_KINDS, BenchKind } from './hosts/kinds';
 
@@ -42,7 +45,8 @@ const env = (name: string, fallback: number) => {
   return Number.isFinite(value) && value > 0 ? value : fallback;
 };
 const ROUNDS = env('BENCH_ROUNDS', 5);
-const SEQUENTIAL = env('BENCH_SEQUENTIAL', 500);
+const SEQUENTIAL = env('BENCH_SEQUENTIAL', 400);
+const CPU_SEQUENTIAL = env('BENCH_CPU_SEQUENTIAL', 250);
 const MICRO_RUNS = env('BENCH_MICRO_RUNS', 2000);
 const REFERENCE = 'openai';
 
@@ -120,18 +124,43 @@ const newRow = (): Row => ({
   firstError: null,
 });
 
-/** `sequential`, with the CPU time the gateway and the fake spent per request over it. */
-async function measured(
+/**
+ * `count` requests to each target, interleaved: request i to every target (in the order given)
+ * before request i + 1 to any, each target on a keep-alive connection of its own. Whatever the
+ * machine's other jobs do to a stretch of the run, they do to every kind alike.
+ */
+async function interleaved(targets: Target[], count: number, streamed: boolean): Promise<Map<string, Latencies>> {
+  const clients = targets.map((target) => new Client(target.origin, { pipelining: 1, keepAliveTimeout: 60_000 }));
+  const results = targets.map(() => recorder());
+  try {
+    for (let i = 0; i < count; i++)
+      for (const [t, target] of targets.entries()) {
+        results[t].requests += 1;
+        try {
+          results[t].ms.push(await timed(clients[t], target, streamed, streamed));
+        } catch (error) {
+          results[t].fail((error as Error).message);
+        }
+      }
+  } finally {
+    await Promise.all(clients.map((client) => client.close()));
+  }
+  return new Map(targets.map((target, t) => [target.key, results[t]]));
+}
+
+/** CPU ms per request the gateway and the fake spent on `count` requests to `target` in sequence. */
+async function cpuPerRequest(
   target: Target,
   streamed: boolean,
   pids: { gateway: number; fake: number },
-): Promise<Latencies & { cpu: number; fakeCpu: number }> {
+): Promise<{ cpu: number; fakeCpu: number; errors: number; firstError: string | null }> {
   const [gateway, fake] = [cpuMs(pids.gateway), cpuMs(pids.fake)];
-  const result = await sequential(target, SEQUENTIAL, { streamed });
+  const result = await sequential(target, CPU_SEQUENTIAL, { streamed });
   return {
-    ...result,
     cpu: (cpuMs(pids.gateway) - gateway) / result.requests,
     fakeCpu: (cpuMs(pids.fake) - fake) / result.requests,
+    errors: result.errors,
+    firstError: result.firstError,
   };
 }
 
@@ -166,84 +195,70 @@ async function measureKinds(lines: string[], notes: string[]): Promise<void> {
   const width = Math.max(...targets.map((t) => t.key.length));
 
   progress('warming up (JIT, connections)…');
-  for (const target of targets) {
-    await sequential(target, 300, { streamed: false });
-    await sequential(target, 100, { streamed: true });
-  }
+  await interleaved(targets, 200, false);
+  await interleaved(targets, 100, true);
 
   const rows = new Map<string, Row>(targets.map((t) => [t.key, newRow()]));
-  /** Per round, each kind's differences from the reference's figures of that round. */
-  const versus = new Map<string, { p50: number[]; first: number[]; cpu: number[]; cpuStreamed: number[] }>(
-    targets.map((t) => [t.key, { p50: [], first: [], cpu: [], cpuStreamed: [] }]),
-  );
   for (let round = 0; round < ROUNDS; round++) {
     const order = rotate(targets, round);
     const tag = `round ${round + 1}/${ROUNDS}`;
-    const whole = new Map<string, Latencies & { cpu: number; fakeCpu: number }>();
+    const whole = await interleaved(order, SEQUENTIAL, false);
+    const streamed = await interleaved(order, SEQUENTIAL, true);
     for (const target of order) {
-      whole.set(target.key, await measured(target, false, pids));
-      progress(`${tag} whole        ${target.key.padEnd(width)} p50 ${num(percentile(whole.get(target.key)!.ms, 50), 3)} ms`);
-    }
-    const streamed = new Map<string, Latencies & { cpu: number; fakeCpu: number }>();
-    for (const target of order) {
-      // A few unmeasured first: the kind sat idle while the others ran.
-      await sequential(target, 20, { streamed: true });
-      streamed.set(target.key, await measured(target, true, pids));
-      progress(`${tag} first event  ${target.key.padEnd(width)} p50 ${num(percentile(streamed.get(target.key)!.ms, 50), 3)} ms`);
-    }
-    for (const target of targets) {
       const row = rows.get(target.key)!;
       const [w, s] = [whole.get(target.key)!, streamed.get(target.key)!];
       row.p50.push(percentile(w.ms, 50));
       row.p99.push(percentile(w.ms, 99));
       row.firstP50.push(percentile(s.ms, 50));
       row.firstP99.push(percentile(s.ms, 99));
-      row.cpu.push(w.cpu);
-      row.cpuStreamed.push(s.cpu);
-      row.fakeCpu.push((w.fakeCpu + s.fakeCpu) / 2);
-      row.errors += w.errors + s.errors;
-      row.firstError ??= w.firstError ?? s.firstError;
-    }
-    const reference = rows.get(REFERENCE)!;
-    for (const target of targets) {
-      const row = rows.get(target.key)!;
-      const v = versus.get(target.key)!;
-      v.p50.push(row.p50[round] - reference.p50[round]);
-      v.first.push(row.firstP50[round] - reference.firstP50[round]);
-      v.cpu.push(row.cpu[round] - reference.cpu[round]);
-      v.cpuStreamed.push(row.cpuStreamed[round] - reference.cpuStreamed[round]);
+      const [cw, cs] = [await cpuPerRequest(target, false, pids), await cpuPerRequest(target, true, pids)];
+      row.cpu.push(cw.cpu);
+      row.cpuStreamed.push(cs.cpu);
+      row.fakeCpu.push((cw.fakeCpu + cs.fakeCpu) / 2);
+      row.errors += w.errors + s.errors + cw.errors + cs.errors;
+      row.firstError ??= w.firstError ?? s.firstError ?? cw.firstError ?? cs.firstError;
+      progress(
+        `${tag} ${target.key.padEnd(width)} p50 whole ${num(row.p50[round], 3)} ms, first event ${num(row.firstP50[round], 3)} ms; ` +
+          `CPU ${num(cw.cpu, 2)} / ${num(cs.cpu, 2)} ms a request`,
+      );
     }
   }
   await cleanUp();
 
+  /** Each round's figure of a kind minus the reference's of that round: the median, and the lowest and highest. */
+  const versus = (row: Row, field: keyof Omit<Row, 'errors' | 'firstError'>, withRange: boolean) => {
+    const reference = rows.get(REFERENCE)![field];
+    const differences = row[field].map((x, round) => x - reference[round]);
+    const range = `(${signed(Math.min(...differences), 3)} … ${signed(Math.max(...differences), 3)})`;
+    return `${signed(median(differences), 3)}${withRange ? ` ${range}` : ''}`;
+  };
   lines.push(
-    `### Through the gateway, per host kind: chat completions, max_tokens 16, one connection, ${num(SEQUENTIAL, 0)} requests in sequence of each\n`,
+    `### Through the gateway, per host kind: chat completions, max_tokens 16, one connection each, ${num(SEQUENTIAL, 0)} requests interleaved, then ${num(CPU_SEQUENTIAL, 0)} in sequence for the CPU\n`,
   );
   lines.push(
-    '| kind | p50 whole, ms | p50 stream first event, ms | p99 whole / first event, ms | gateway CPU ms/request: whole / streamed | ' +
-      `vs \`${REFERENCE}\`: p50 whole (rounds lowest … highest) / first event, ms | vs \`${REFERENCE}\`: CPU ms/request whole / streamed | fake's CPU ms/request |`,
+    '| kind | p50 whole, ms | p50 stream first event, ms | p99 whole / first event, ms | ' +
+      `vs \`${REFERENCE}\`: p50 whole, ms (rounds lowest … highest) | vs \`${REFERENCE}\`: p50 first event, ms (rounds) | ` +
+      `gateway CPU ms/request: whole / streamed | vs \`${REFERENCE}\`: CPU ms/request whole / streamed | the fake's CPU ms/request |`,
   );
-  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const target of targets) {
     const row = rows.get(target.key)!;
-    const v = versus.get(target.key)!;
     const errors = row.errors > 0 ? ` (${row.errors} errors)` : '';
     const isReference = target.key === REFERENCE;
     lines.push(
       `| \`${target.key}\`${errors} | ${num(median(row.p50), 3)} | ${num(median(row.firstP50), 3)} | ` +
-        `${num(median(row.p99), 3)} / ${num(median(row.firstP99), 3)} | ${num(median(row.cpu), 3)} / ${num(median(row.cpuStreamed), 3)} | ` +
-        (isReference
-          ? '– | – | '
-          : `${signed(median(v.p50), 3)} (${signed(Math.min(...v.p50), 3)} … ${signed(Math.max(...v.p50), 3)}) / ${signed(median(v.first), 3)} | ` +
-            `${signed(median(v.cpu), 3)} / ${signed(median(v.cpuStreamed), 3)} | `) +
+        `${num(median(row.p99), 3)} / ${num(median(row.firstP99), 3)} | ` +
+        (isReference ? '– | – | ' : `${versus(row, 'p50', true)} | ${versus(row, 'firstP50', true)} | `) +
+        `${num(median(row.cpu), 3)} / ${num(median(row.cpuStreamed), 3)} | ` +
+        (isReference ? '– | ' : `${versus(row, 'cpu', false)} / ${versus(row, 'cpuStreamed', false)} | `) +
         `${num(median(row.fakeCpu), 3)} |`,
     );
     if (row.firstError) notes.push(`First error of \`${target.key}\`: ${row.firstError}`);
   }
   lines.push('');
   notes.push(
-    `"vs \`${REFERENCE}\`" is the median of the rounds' own differences (the kind's figure minus the \`${REFERENCE}\` model's, ` +
-      "measured in the same round); CPU is user + system time from /proc in 10 ms ticks, over each kind's run.",
+    `"vs \`${REFERENCE}\`" is the median of the rounds' own differences (the kind's figure minus the \`${REFERENCE}\` model's ` +
+      "of the same round). CPU is user + system time from /proc in 10 ms ticks, over each kind's own run.",
   );
 }
 

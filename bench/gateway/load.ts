@@ -41,7 +41,7 @@ export const percentile = (xs: number[], p: number): number => {
 
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 
-function recorder(): Latencies & { fail(reason: string): void } {
+export function recorder(): Latencies & { fail(reason: string): void } {
   const result = {
     ms: [] as number[],
     requests: 0,
@@ -60,7 +60,7 @@ function recorder(): Latencies & { fail(reason: string): void } {
  * `firstEvent`, until the first body chunk carrying an SSE `data:` line arrived, the time to
  * first byte a streaming client sees), then drains the rest of the body.
  */
-async function timed(
+export async function timed(
   dispatcher: Dispatcher,
   target: Target,
   streamed: boolean,
