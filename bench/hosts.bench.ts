@@ -25,12 +25,12 @@
  * A kind this checkout does not have (not in HOST_KIND_NAMES) is skipped with a line saying so, as
  * is a kind with no entry in ./hosts/kinds.ts and one whose model does not answer 200.
  */
-import { performance } from 'node:perf_hooks';
-import { Client } from 'undici';
 import { arch, cpus, loadavg, platform } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
+import { Client } from 'undici';
 import { bedrockHost } from '../src/hosts/bedrock/bedrock.host';
 import { signingAuthorizer } from '../src/hosts/bedrock/bedrock.signing';
 import type { StreamFraming } from '../src/hosts/host-kind';
