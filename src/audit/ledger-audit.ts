@@ -88,7 +88,13 @@ export class LogAuditor {
           const d = event.data;
           if (d.usageFlag !== undefined) this.counts.flaggedSettlements += 1;
           if (d.interrupted !== undefined) this.counts.interruptedSettlements += 1;
-          const recomputed = settledCharge(d);
+          let recomputed: number | string;
+          try {
+            recomputed = settledCharge(d);
+          } catch (error) {
+            // A use without its price (an event not written by this ledger's rules): not recomputable.
+            recomputed = (error as Error).message;
+          }
           if (recomputed !== d.amount) {
             this.differences.push(`${where}: charge ${d.amount} but tokens × prices give ${recomputed}`);
           }

@@ -83,8 +83,34 @@ export interface CanonicalRequest {
    * changed, and its reply goes back whole; other hosts get the translation of the fields above.
    */
   original?: { format: WireFormat; body: Record<string, unknown> };
-  /** Hosted tools the client offered that no serving host runs, left out of the call (hosted-tools.ts): the reply names them. */
+  /** The hosted tools the client offered, as its surface classified them (absent: none); admission decides on them (hosted-tools.ts). */
+  hostedTools?: ToolsAsked;
+  /** Decided at admission: the hosted tools carried to the serving host, by class (absent: none). */
+  carriedTools?: CarriedTools;
+  /** Hosted tools the client offered that the serving hosts do not run, left out of the call (hosted-tools.ts): the reply names them. */
   omittedTools?: string[];
+}
+
+/** A request's tools, as a surface classifies them. */
+export interface ToolsAsked {
+  /** The hosted tools offered, by type (in the client's order; repeats allowed). */
+  hosted: string[];
+  /** Whether the client offers tools of its own (functions) too. */
+  clientTools: boolean;
+  /** What the tool choice requires: one hosted tool (by type), some tool (any), or nothing. */
+  required: { hosted: string } | 'any' | null;
+}
+
+/**
+ * The hosted tools carried, by class: a host passed the client's body whole finds them in it (each
+ * bounded to `maxUses`); a host translating the request adds its own tool for each class.
+ */
+export interface CarriedTools {
+  classes: HostedToolClass[];
+  /** The most uses of each class a host may make on this request: what its reservation holds for. */
+  maxUses: number;
+  /** The class the client's tool_choice requires the model to use. */
+  required?: HostedToolClass;
 }
 
 export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high';
@@ -127,7 +153,8 @@ export type HostedToolUses = Partial<Record<HostedToolClass, number>>;
  * `usage`: tokens as the host has counted them so far, before or after `finish`; a later one
  * replaces an earlier (a host may count input at the start and output only at the end);
  * `upstream_id`: the host's own id for a reply passed whole, which its client sees (recorded with
- * the settlement, so the request can be found by it; not sent on).
+ * the settlement, so the request can be found by it; not sent on); `citation`: a page cited for a
+ * passage of the text (see Citation).
  * Failures are the Observable's error (a HostError).
  */
 export type CanonicalEvent =
@@ -138,7 +165,21 @@ export type CanonicalEvent =
   | { type: 'finish'; reason: FinishReason; stopSequence?: string }
   | { type: 'usage'; usage: Usage }
   | { type: 'upstream_id'; id: string }
+  | Citation
   | PassThrough;
+
+/**
+ * A web page the host cites for a passage of the reply's text (a hosted web search's result):
+ * the passage is characters [start, end) of the reply's text (its text events joined, in order).
+ * It comes once the passage has. Clients of a format with citations by URL get it.
+ */
+export interface Citation {
+  type: 'citation';
+  url: string;
+  title: string;
+  start: number;
+  end: number;
+}
 
 /**
  * What the upstream sent, for a request passed through in the client's own format: each stream

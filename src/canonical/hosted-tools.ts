@@ -1,8 +1,12 @@
+import type { CarriedTools, HostedToolClass, ToolsAsked, WireFormat } from './canonical';
+
 /**
  * Hosted tools: tools a host runs itself (web search, code execution, file search…), as opposed to
- * the functions a client runs. One decision for every surface: a hosted tool no serving host can
- * run is left out of the call when it is only offered (the reply names it, see
- * OMITTED_TOOLS_HEADER), and the request is refused when it requires one. Pure; no I/O.
+ * the functions a client runs. One decision for every surface, taken once the model's hosts are
+ * known: a hosted tool that every serving host runs (and prices) is carried — in the body passed
+ * whole to a host of the client's format, or translated into the host's own tool where it has a
+ * counterpart —; one they cannot run is left out of the call when it is only offered (the reply
+ * names it, see OMITTED_TOOLS_HEADER), and the request is refused when it requires one. Pure; no I/O.
  */
 
 /**
@@ -18,24 +22,55 @@ const HOSTED = new RegExp(HOSTED_TOOL_TYPE);
 export const isHostedTool = (type: string): boolean => HOSTED.test(type);
 
 /**
- * The hosted tools a serving host can run, by type. No host kind runs one yet (chat-completions and
- * messages hosts are called without them), so the set is empty for every model; a kind that runs
- * them will say which here.
+ * The class a hosted tool's uses are billed in, by its type in either format (`web_search`,
+ * `web_search_preview`, `web_search_20250305`…); null for those with no per-use class (`mcp`,
+ * `tool_search`), which no host is asked to run.
  */
-export const HOSTED_TOOLS_RUN: ReadonlySet<string> = new Set();
+export function hostedToolClassOf(type: string): HostedToolClass | null {
+  if (type.startsWith('web_search')) return 'webSearch';
+  if (type.startsWith('web_fetch')) return 'webFetch';
+  if (type.startsWith('code_execution') || type.startsWith('code_interpreter')) return 'codeExecution';
+  if (type.startsWith('file_search')) return 'fileSearch';
+  if (type.startsWith('image_generation')) return 'imageGeneration';
+  return null;
+}
+
+/**
+ * What a kind of host runs of the hosted tools, by class (declared on its HostKind): `whole`, those
+ * it runs in the body of a client of its own `format` passed to it whole; `translated`, those it
+ * runs when a client of another format offers them (it adds its own tool for the request's
+ * `carriedTools`). A kind that runs none declares nothing.
+ */
+export interface HostedToolsRun {
+  format?: WireFormat;
+  whole: ReadonlySet<HostedToolClass>;
+  translated: ReadonlySet<HostedToolClass>;
+}
+
+/** One host that may serve a request, as the decision sees it: what its kind runs, what its catalogue entry prices per use. */
+export interface ServingHost {
+  runs: HostedToolsRun | undefined;
+  priced: ReadonlySet<HostedToolClass>;
+}
+
+/**
+ * Whether a host runs a hosted tool offered in `format`: its kind runs the tool's class (whole in
+ * its own format, else translated) and its catalogue entry prices it — a use is never run unbilled.
+ */
+export function hostRuns(host: ServingHost, type: string, format: WireFormat | undefined): boolean {
+  const toolClass = hostedToolClassOf(type);
+  if (toolClass === null || host.runs === undefined || !host.priced.has(toolClass)) return false;
+  return format !== undefined && format === host.runs.format
+    ? host.runs.whole.has(toolClass)
+    : host.runs.translated.has(toolClass);
+}
+
+/** The hosted tools offered that every serving host runs (a fallback must run them too), by type. */
+export const runnableTools = (offered: string[], format: WireFormat | undefined, hosts: ServingHost[]): Set<string> =>
+  new Set(offered.filter((type) => hosts.length > 0 && hosts.every((host) => hostRuns(host, type, format))));
 
 /** The reply header naming the hosted tools left out of the call (`web_search, image_generation`). */
 export const OMITTED_TOOLS_HEADER = 'x-gateway-omitted-tools';
-
-/** A request's tools, as a surface classifies them. */
-export interface ToolsAsked {
-  /** The hosted tools offered, by type (in the client's order; repeats allowed). */
-  hosted: string[];
-  /** Whether the client offers tools of its own (functions) too. */
-  clientTools: boolean;
-  /** What the tool choice requires: one hosted tool (by type), some tool (any), or nothing. */
-  required: { hosted: string } | 'any' | null;
-}
 
 export type HostedToolsDecision =
   | { refused: string }
@@ -44,20 +79,70 @@ export type HostedToolsDecision =
 
 const named = (types: string[]) => types.map((t) => `"${t}"`).join(', ');
 
-const NO_MODEL_RUNS = 'which no model of this gateway can run yet (its hosts run no tools of their own)';
-
-export function decideHostedTools(asked: ToolsAsked, runnable: ReadonlySet<string> = HOSTED_TOOLS_RUN): HostedToolsDecision {
+/**
+ * Given the tools asked for, the types every serving host runs (`runnable`) and, for a refusal, what
+ * to say of where they run (`elsewhere`: "models that run it: …"): what is carried, left out or refused.
+ */
+export function decideHostedTools(
+  asked: ToolsAsked,
+  runnable: ReadonlySet<string>,
+  elsewhere: (types: string[]) => string = () => 'no model of this gateway runs it',
+): HostedToolsDecision {
   const offered = [...new Set(asked.hosted)];
   const omitted = offered.filter((type) => !runnable.has(type));
   const carried = offered.filter((type) => runnable.has(type));
   const { required } = asked;
   if (required !== null && required !== 'any' && !runnable.has(required.hosted))
     return {
-      refused: `tool_choice requires the hosted tool ${named([required.hosted])}, ${NO_MODEL_RUNS}: offered without being required, it is left out of the call`,
+      refused: `tool_choice requires the hosted tool ${named([required.hosted])}, which the hosts of this model do not run (${elsewhere([required.hosted])}): offered without being required, it is left out of the call`,
     };
   if (required === 'any' && !asked.clientTools && carried.length === 0 && omitted.length > 0)
     return {
-      refused: `tool_choice requires a tool, and the only tools offered are hosted ones (${named(omitted)}), ${NO_MODEL_RUNS}`,
+      refused: `tool_choice requires a tool, and the only tools offered are hosted ones (${named(omitted)}), which the hosts of this model do not run (${elsewhere(omitted)})`,
     };
   return { omitted, carried };
+}
+
+/**
+ * The hosted tools carried, by class, for a host translating the request, with the most uses of
+ * each it may make (`maxUses`, which the reservation holds for); `required`: the class the
+ * client's tool_choice names. Null when nothing is carried.
+ */
+export function carriedToolsOf(asked: ToolsAsked, carried: string[], maxUses: number): CarriedTools | null {
+  const classes = [...new Set(carried.map(hostedToolClassOf).filter((c): c is HostedToolClass => c !== null))];
+  if (classes.length === 0) return null;
+  const required = asked.required !== null && asked.required !== 'any' ? hostedToolClassOf(asked.required.hosted) : null;
+  return { classes, maxUses, ...(required !== null ? { required } : {}) };
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * A client's body as a host of its format is sent it whole: without the hosted tools left out (they
+ * are announced as left out, so no host may run them unbilled), nor a tool_choice once no tool is
+ * left. Chat completions offer web search by a field of their own (`web_search_options`).
+ */
+export function withoutHostedTools(
+  format: WireFormat,
+  body: Record<string, unknown>,
+  omitted: string[],
+): Record<string, unknown> {
+  if (omitted.length === 0) return body;
+  if (format === 'chat-completions') {
+    const kept = { ...body };
+    if (omitted.includes('web_search')) delete kept.web_search_options;
+    return kept;
+  }
+  const tools = Array.isArray(body.tools) ? (body.tools as unknown[]) : [];
+  const kept: Record<string, unknown> = {
+    ...body,
+    tools: tools.filter((t) => !(isObject(t) && typeof t.type === 'string' && omitted.includes(t.type))),
+  };
+  if ((kept.tools as unknown[]).length === 0) {
+    // Hosts refuse a tool_choice without tools.
+    delete kept.tools;
+    delete kept.tool_choice;
+  }
+  return kept;
 }

@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import type { HostSettings } from '../hosts/host-kind';
 import { HOST_KIND_NAMES, HOST_KINDS, HostKindName, isHostKindName } from '../hosts/hosts';
 import { rememberHostKey } from '../key-secret/key-secret';
-import { formatCredits, parseCredits, scaledPrice, TokenPrices } from '../ledger/money';
+import { HOSTED_TOOL_CLASSES, type HostedToolClass, type WireFormat } from '../canonical/canonical';
+import { hostRuns, type ServingHost } from '../canonical/hosted-tools';
+import { formatCredits, HostedToolPrices, parseCredits, scaledPrice, TokenPrices } from '../ledger/money';
 
 /**
  * The catalogue: provider hosts and the models they serve, with list prices. Read from a JSON
@@ -26,10 +28,15 @@ export interface ModelHost {
   host: CatalogueHost;
   /** The model's name at that host. */
   model: string;
-  /** Nano-credits per million tokens of each class. */
+  /** Nano-credits per million tokens of each class, and per 1,000 uses of each hosted tool priced. */
   prices: TokenPrices;
-  /** US dollars per million tokens, for the model list: as written in the catalogue, or as derived for the cache's classes. */
-  listPrices: Record<keyof TokenPrices, string>;
+  /**
+   * US dollars per million tokens, for the model list: as written in the catalogue, or as derived
+   * for the cache's classes; per 1,000 uses of each hosted tool priced, as written.
+   */
+  listPrices: Record<Exclude<keyof TokenPrices, 'hostedToolUses'>, string> & {
+    hostedToolUses?: Partial<Record<HostedToolClass, string>>;
+  };
   /** The catalogue gives no cache read price and the host's kind has no known one: cached input costs the input price. */
   cachePricesAssumed: boolean;
 }
@@ -118,16 +125,40 @@ const CACHE_PRICE_FRACTIONS: Partial<Record<HostKindName, Record<CachePrice, [nu
   anthropic: { cacheRead: [1, 10], cacheWrite: [5, 4], cacheWrite1h: [2, 1] },
 };
 
-function price(pricing: Raw, field: keyof TokenPrices, where: string): number {
+function price(pricing: Raw, field: string, where: string, per = 'million tokens'): number {
   const value = pricing[field];
   if (typeof value !== 'string')
-    throw new CatalogueError(where, `pricing.${field} must be a decimal string of US dollars per million tokens`);
+    throw new CatalogueError(where, `pricing.${field} must be a decimal string of US dollars per ${per}`);
   try {
     return parseCredits(value);
   } catch {
-    throw new CatalogueError(where, `pricing.${field} "${value}" is not a price (a decimal such as "0.15", at most 9 decimals)`);
+    throw new CatalogueError(
+      where,
+      `pricing.${field} "${value}" is not a price (a decimal of US dollars per ${per} such as "10.00", at most 9 decimals)`,
+    );
   }
 }
+
+/**
+ * The per-use prices a host entry gives (`"webSearch": "10.00"`: US dollars per 1,000 searches), as
+ * nano-credits per 1,000 uses. A hosted tool without one is never run on that host (see hosted-tools.ts).
+ */
+function hostedToolPrices(pricing: Raw, where: string): HostedToolPrices | undefined {
+  const prices: HostedToolPrices = {};
+  for (const toolClass of HOSTED_TOOL_CLASSES) {
+    if (pricing[toolClass] !== undefined) prices[toolClass] = price(pricing, toolClass, where, '1,000 uses');
+  }
+  return Object.keys(prices).length > 0 ? prices : undefined;
+}
+
+/** Every field a host's `pricing` may give: the token classes, then the hosted tools' per-use prices. */
+const PRICING_FIELDS = ['input', 'cacheRead', 'cacheWrite', 'cacheWrite1h', 'output', ...HOSTED_TOOL_CLASSES];
+
+/** A model's host as the hosted-tools decision sees it: what its kind runs, which classes its entry prices per use. */
+export const servingHostOf = (h: ModelHost): ServingHost => ({
+  runs: HOST_KINDS[h.host.kind].hostedTools,
+  priced: new Set(Object.keys(h.prices.hostedToolUses ?? {}) as HostedToolClass[]),
+});
 
 export class Catalogue {
   private readonly bySlug = new Map<string, CatalogueModel>();
@@ -152,6 +183,14 @@ export class Catalogue {
   /** Models with a host whose cached input is billed at the input price for want of a cache read price, for a start-up warning. */
   cachePricesAssumed(): string[] {
     return this.models.filter((m) => m.hosts.some((h) => h.cachePricesAssumed)).map((m) => m.slug);
+  }
+
+  /** The chat models whose every usable host runs the hosted tool `type` offered in `format`, by slug: where a request requiring it can go. */
+  modelsRunning(type: string, format: WireFormat | undefined): string[] {
+    return this.servable()
+      .filter((m) => m.kind === 'chat')
+      .filter((m) => m.hosts.filter((h) => h.host.usable).every((h) => hostRuns(servingHostOf(h), type, format)))
+      .map((m) => m.slug);
   }
 
   /** Models with at least one host able to serve, in catalogue order. */
@@ -229,6 +268,13 @@ export class Catalogue {
             hw,
             embedding ? '"pricing" must be {"input": "…"}' : '"pricing" must be {"input": "…", "output": "…"}',
           );
+        // A misspelt class (`websearch`) would leave its tool unpriced, and so never run: said at once.
+        const unknown = Object.keys(h.pricing).filter((field) => !PRICING_FIELDS.includes(field));
+        if (unknown.length > 0)
+          throw new CatalogueError(
+            hw,
+            `pricing has no field ${unknown.map((f) => `"${f}"`).join(', ')} (it takes ${PRICING_FIELDS.map((f) => `"${f}"`).join(', ')})`,
+          );
         // An embedding model produces no output tokens: its output price may be left out (0).
         const pricing = embedding && h.pricing.output === undefined ? { ...h.pricing, output: '0' } : h.pricing;
         const input = price(pricing, 'input', hw);
@@ -243,6 +289,8 @@ export class Catalogue {
           cacheWrite1h: cachePrice('cacheWrite1h'),
           output: price(pricing, 'output', hw),
         };
+        const perUse = hostedToolPrices(pricing, hw);
+        if (perUse !== undefined) prices.hostedToolUses = perUse;
         const listed = (field: CachePrice) =>
           typeof pricing[field] === 'string' ? pricing[field] : formatCredits(prices[field]);
         return {
@@ -255,6 +303,9 @@ export class Catalogue {
             cacheWrite: listed('cacheWrite'),
             cacheWrite1h: listed('cacheWrite1h'),
             output: String(pricing.output),
+            ...(perUse === undefined
+              ? {}
+              : { hostedToolUses: Object.fromEntries(Object.keys(perUse).map((c) => [c, String(pricing[c])])) }),
           },
           // An embedding model reads no cache: its input is all at the input price, assumed nothing.
           cachePricesAssumed: !embedding && pricing.cacheRead === undefined && fractions === undefined,

@@ -41,6 +41,11 @@ export interface Config {
   sweepIntervalMs: number;
   /** How often a stream delivering output records its progress in the log (what a crash then still bills). */
   progressIntervalMs: number;
+  /**
+   * The most uses of each hosted tool (web searches…) a request carrying it may make: its
+   * reservation holds for them, and hosts are told the bound (`max_uses`, `max_tool_calls`).
+   */
+  hostedToolMaxUses: number;
   requestLogRetention: number;
   /** How often a follower of the SQLite log looks for events appended by other processes. */
   logPollMs: number;
@@ -167,6 +172,7 @@ export function loadConfig(env: Env = process.env): Config {
     pendingHoldMs: integer(env, 'PENDING_HOLD_MS', 60_000, 100, 3_600_000),
     sweepIntervalMs: integer(env, 'SWEEP_INTERVAL_MS', 1_000, 10, 600_000),
     progressIntervalMs: integer(env, 'PROGRESS_INTERVAL_MS', 2_000, 100, 600_000),
+    hostedToolMaxUses: integer(env, 'HOSTED_TOOL_MAX_USES', 20, 1, 1_000),
     requestLogRetention: integer(env, 'REQUEST_LOG_RETENTION', 10_000, 1, 10_000_000),
     logPollMs: integer(env, 'LOG_POLL_MS', 100, 5, 10_000),
     cataloguePath: resolve(env.CATALOGUE_PATH?.trim() || DEFAULT_CATALOGUE),

@@ -1,4 +1,5 @@
 import type { CanonicalEvent, CanonicalRequest } from '../canonical/canonical';
+import type { HostedToolsRun } from '../canonical/hosted-tools';
 
 /** An upstream HTTP request, before transport: path relative to the host's baseUrl. */
 export interface UpstreamRequest {
@@ -135,6 +136,13 @@ export interface HostKind<Name extends string = string> {
     apiKey: string | null,
     settings?: HostSettings,
   ): UpstreamRequest;
+  /**
+   * Kinds whose upstream runs hosted tools (web search…): which classes, passed whole in its own
+   * format and translated from the others (see hosted-tools.ts). The decoder then reports each
+   * use in `usage.hostedToolUses`, and a body passed whole is bounded to the request's
+   * `carriedTools.maxUses`. Absent: the kind runs none, and they are left out of its calls.
+   */
+  readonly hostedTools?: HostedToolsRun;
 }
 
 /**

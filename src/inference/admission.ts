@@ -1,10 +1,11 @@
-import type { CanonicalRequest } from '../canonical/canonical';
-import type { CatalogueModel, ModelHost, ModelKind } from '../catalogue/catalogue';
+import { HOSTED_TOOL_CLASSES, type CanonicalRequest } from '../canonical/canonical';
+import { carriedToolsOf, decideHostedTools, runnableTools, withoutHostedTools } from '../canonical/hosted-tools';
+import { servingHostOf, type CatalogueModel, type ModelHost, type ModelKind } from '../catalogue/catalogue';
 import { ApiError, ApiErrorCode } from '../http/api-error';
 import { maskSecrets } from '../key-secret/key-secret';
 import type { KeyLimit, LimitReset } from '../identity/identity.events';
 import { resetsAt } from '../ledger/key-limit';
-import { formatCredits, reservationFor, TokenPrices } from '../ledger/money';
+import { formatCredits, HostedToolCounts, HostedToolPrices, reservationFor, TokenPrices } from '../ledger/money';
 import { estimateInputTokens } from './tokens';
 
 /**
@@ -15,6 +16,8 @@ import { estimateInputTokens } from './tokens';
 /** A request the ledger is asked to admit. */
 export interface AdmissionPlan {
   kind: 'reserve';
+  /** The hosted tools left out of the call (absent: none): the reply's header and the request log name them. */
+  omittedTools?: string[];
   model: CatalogueModel;
   /** The hosts that may serve, in the catalogue's order: the first is called, the rest are fallbacks. */
   hosts: ModelHost[];
@@ -23,14 +26,25 @@ export interface AdmissionPlan {
   estimate: TokenEstimate;
   /** The highest prices among the hosts: a fallback must stay covered. */
   prices: TokenPrices;
-  /** What to reserve (nano-credits): the estimated input at the dearest input price, the output cap at the output price. */
+  /**
+   * What to reserve (nano-credits): the estimated input at the dearest input price, the output cap
+   * at the output price, and the most uses of each carried hosted tool at its price.
+   */
   amount: number;
 }
 
-/** Tokens expected before the call: the input estimated from its text, the output cap. */
+/** Tokens expected before the call: the input estimated from its text, the output cap; the most hosted-tool uses held for. */
 export interface TokenEstimate {
   inputTokens: number;
   outputTokens: number;
+  hostedToolUses?: HostedToolCounts;
+}
+
+/** How admission rules on hosted tools: the most uses of each carried class a request may make, and where a refused one runs. */
+export interface HostedToolsPolicy {
+  maxUses: number;
+  /** "models that run it: …" for the types a refusal names. */
+  elsewhere?: (types: string[]) => string;
 }
 
 /** A request turned away before any reservation. */
@@ -45,13 +59,23 @@ export interface Refusal {
 export const highestPrices = (hosts: ModelHost[]): TokenPrices =>
   hosts
     .map((h) => h.prices)
-    .reduce((highest, prices) => ({
-      input: Math.max(highest.input, prices.input),
-      cacheRead: Math.max(highest.cacheRead, prices.cacheRead),
-      cacheWrite: Math.max(highest.cacheWrite, prices.cacheWrite),
-      cacheWrite1h: Math.max(highest.cacheWrite1h, prices.cacheWrite1h),
-      output: Math.max(highest.output, prices.output),
-    }));
+    .reduce((highest, prices) => {
+      const merged: TokenPrices = {
+        input: Math.max(highest.input, prices.input),
+        cacheRead: Math.max(highest.cacheRead, prices.cacheRead),
+        cacheWrite: Math.max(highest.cacheWrite, prices.cacheWrite),
+        cacheWrite1h: Math.max(highest.cacheWrite1h, prices.cacheWrite1h),
+        output: Math.max(highest.output, prices.output),
+      };
+      const perUse: HostedToolPrices = {};
+      for (const c of HOSTED_TOOL_CLASSES) {
+        const a = highest.hostedToolUses?.[c];
+        const b = prices.hostedToolUses?.[c];
+        if (a !== undefined || b !== undefined) perUse[c] = Math.max(a ?? 0, b ?? 0);
+      }
+      if (Object.keys(perUse).length > 0) merged.hostedToolUses = perUse;
+      return merged;
+    });
 
 /** The model asked for and the hosts that may serve it, in the catalogue's order. */
 export interface Servable {
@@ -101,17 +125,59 @@ export function planAdmission(
   requested: string,
   catalogued: CatalogueModel | null,
   request: CanonicalRequest,
+  policy: HostedToolsPolicy = { maxUses: 0 },
 ): AdmissionPlan | Refusal {
   const servable = servableModel(requested, catalogued);
   if (servable.kind === 'refuse') return servable;
   const { model, hosts } = servable;
+  const tooled = withHostedTools(request, hosts, policy);
+  if ('refused' in tooled) return refusal(model.slug, 'invalid_request', tooled.refused);
   const maxTokens = Math.min(request.maxTokens ?? model.maxOutputTokens, model.maxOutputTokens);
   // Reasoning asked for in another format's terms is not translated for a model that does not reason.
-  const capped: CanonicalRequest = { ...request, maxTokens, reasoning: model.reasoning ? request.reasoning : undefined };
-  const estimate: TokenEstimate = { inputTokens: estimateInputTokens(capped), outputTokens: maxTokens };
+  const capped: CanonicalRequest = { ...tooled, maxTokens, reasoning: model.reasoning ? request.reasoning : undefined };
+  const carried = capped.carriedTools;
+  const estimate: TokenEstimate = {
+    inputTokens: estimateInputTokens(capped),
+    outputTokens: maxTokens,
+    ...(carried ? { hostedToolUses: Object.fromEntries(carried.classes.map((c) => [c, carried.maxUses])) } : {}),
+  };
   const prices = highestPrices(hosts);
-  const amount = reservationFor(estimate.inputTokens, estimate.outputTokens, prices);
-  return { kind: 'reserve', model, hosts, request: capped, estimate, prices, amount };
+  const amount = reservationFor(estimate.inputTokens, estimate.outputTokens, prices, estimate.hostedToolUses);
+  const omittedTools = capped.omittedTools;
+  return { kind: 'reserve', model, hosts, request: capped, estimate, prices, amount, ...(omittedTools ? { omittedTools } : {}) };
+}
+
+/**
+ * The request with its hosted tools decided on for the hosts that may serve: those every host runs
+ * carried (bounded to the policy's uses), the others left out (and out of the body a host of the
+ * client's format is sent whole), or the refusal of a request requiring one they do not run.
+ */
+function withHostedTools(
+  request: CanonicalRequest,
+  hosts: ModelHost[],
+  policy: HostedToolsPolicy,
+): CanonicalRequest | { refused: string } {
+  const asked = request.hostedTools;
+  if (asked === undefined || asked.hosted.length === 0) return request;
+  const format = request.original?.format;
+  const runnable = runnableTools(asked.hosted, format, hosts.map(servingHostOf));
+  const decision = decideHostedTools(asked, runnable, policy.elsewhere);
+  if ('refused' in decision) return decision;
+  const carriedTools = carriedToolsOf(asked, decision.carried, policy.maxUses);
+  const { omitted } = decision;
+  const decided: CanonicalRequest = { ...request };
+  if (carriedTools) decided.carriedTools = carriedTools;
+  if (omitted.length > 0) {
+    decided.omittedTools = omitted;
+    if (request.original)
+      decided.original = {
+        format: request.original.format,
+        body: withoutHostedTools(request.original.format, request.original.body, omitted),
+      };
+    // With every tool left out there is no choice to make (hosts refuse a tool_choice without tools).
+    if (request.tools.length === 0 && carriedTools === null) delete decided.toolChoice;
+  }
+  return decided;
 }
 
 const refusal = (model: string, code: ApiErrorCode, message: string): Refusal => ({

@@ -96,6 +96,7 @@ export function attemptStep(state: AttemptState, input: AttemptInput): EventActi
       state.upstreamId = input.id;
       return 'skip';
     case 'finish':
+    case 'citation':
     case 'pass_through':
       return 'forward';
     case 'host_failed':

@@ -36,8 +36,6 @@ export type BilledAsk = InferenceCaller & {
   model: string;
   requestId: string;
   facts?: RequestFacts;
-  /** The hosted tools left out of the call (see OMITTED_TOOLS_HEADER), recorded with the request; absent when none. */
-  omittedTools?: string[];
 };
 
 /** What a use case's plan says to the ledger: the model serving and the nano-credits to hold. */
@@ -45,6 +43,8 @@ export interface BilledPlan {
   kind: 'reserve';
   model: CatalogueModel;
   amount: number;
+  /** The hosted tools left out of the call (see OMITTED_TOOLS_HEADER), recorded with the request; absent when none. */
+  omittedTools?: string[];
 }
 
 /** A use case that bills, as the shell admits it. */
@@ -146,6 +146,8 @@ export class BilledRequests {
       const plan = useCase.plan(ask, this.catalogue.find(ask.model));
       if (plan.kind === 'refuse') throw this.refuse(surface, ask, key, started, plan.model, plan.error.withHeaders(headers));
       if (facts) facts.model = plan.model.slug;
+      const omitted = plan.omittedTools;
+      if (facts && omitted !== undefined) facts.omittedTools = omitted;
       const admission = await this.ledger
         .admit({
           requestId: ask.requestId,
@@ -153,12 +155,10 @@ export class BilledRequests {
           surface,
           model: plan.model.slug,
           // Client-named types (a hosted tool's prefix and any tail): bounded and masked for the log.
-          ...(ask.omittedTools === undefined
+          ...(omitted === undefined
             ? {}
             : {
-                omittedTools: ask.omittedTools
-                  .slice(0, MAX_OMITTED_TOOLS)
-                  .map((type) => maskSecrets(type.slice(0, MAX_TOOL_TYPE_LENGTH))),
+                omittedTools: omitted.slice(0, MAX_OMITTED_TOOLS).map((type) => maskSecrets(type.slice(0, MAX_TOOL_TYPE_LENGTH))),
               }),
           orgId: key.orgId,
           amount: plan.amount,

@@ -5,7 +5,7 @@ import { ATTR_SERVER_ADDRESS } from '@opentelemetry/semantic-conventions';
 import { Observable, type Observer, type Subscriber, type Subscription } from 'rxjs';
 import { type CanonicalEvent, HostError } from '../canonical/canonical';
 import { OMITTED_TOOLS_HEADER } from '../canonical/hosted-tools';
-import type { CatalogueModel } from '../catalogue/catalogue';
+import { Catalogue, type CatalogueModel } from '../catalogue/catalogue';
 import type { Config } from '../config/config';
 import { HOST_KINDS } from '../hosts/hosts';
 import { HostTransport } from '../hosts/transport';
@@ -44,18 +44,14 @@ export class InferenceHandler
   constructor(
     private readonly requests: BilledRequests,
     private readonly transport: HostTransport,
+    private readonly catalogue: Catalogue,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
   async execute({ input }: InferenceCommand): Promise<InferenceResult> {
-    const omitted = input.request.omittedTools ?? [];
-    if (omitted.length > 0 && input.facts) input.facts.omittedTools = omitted;
-    const admitted = await this.requests.admit(
-      input.surface,
-      omitted.length > 0 ? { ...input, omittedTools: omitted } : input,
-      this,
-    );
+    const admitted = await this.requests.admit(input.surface, input, this);
     const { plan } = admitted;
+    const omitted = plan.omittedTools ?? [];
     return {
       requestId: input.requestId,
       headers: omitted.length > 0 ? { ...admitted.headers, [OMITTED_TOOLS_HEADER]: omitted.join(', ') } : admitted.headers,
@@ -67,7 +63,14 @@ export class InferenceHandler
   }
 
   plan(input: InferenceInput, catalogued: CatalogueModel | null): AdmissionPlan | Refusal {
-    return planAdmission(input.model, catalogued, input.request);
+    const format = input.request.original?.format;
+    return planAdmission(input.model, catalogued, input.request, {
+      maxUses: this.config.hostedToolMaxUses,
+      elsewhere: (types) => {
+        const models = [...new Set(types.flatMap((type) => this.catalogue.modelsRunning(type, format)))];
+        return models.length === 0 ? 'no model of this gateway runs it' : `models that run it: ${models.join(', ')}`;
+      },
+    });
   }
 
   insufficient(plan: AdmissionPlan, available: number): ApiError {

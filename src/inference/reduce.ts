@@ -1,6 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import type { Observable, Subscription } from 'rxjs';
-import type { CanonicalToolCall, FinishReason, PassThrough, Usage } from '../canonical/canonical';
+import type { CanonicalToolCall, Citation, FinishReason, PassThrough, Usage } from '../canonical/canonical';
 import type { Billed, PipelineEvent } from './inference.command';
 
 /** A whole reply: what a non-streamed response is made of. */
@@ -10,6 +10,8 @@ export interface Reply {
   reasoning: string;
   reasoningSignature?: string;
   toolCalls: CanonicalToolCall[];
+  /** Pages the host cited for passages of the text, in the order cited. */
+  citations: Citation[];
   finish: FinishReason;
   stopSequence?: string;
   /** The host's last count. */
@@ -23,6 +25,7 @@ const empty = (): Reply => ({
   text: '',
   reasoning: '',
   toolCalls: [],
+  citations: [],
   finish: 'stop',
   usage: null,
   billed: null,
@@ -48,6 +51,9 @@ function add(reply: Reply, event: PipelineEvent): Reply {
       call.arguments += event.argumentsDelta;
       break;
     }
+    case 'citation':
+      reply.citations.push(event);
+      break;
     case 'finish':
       reply.finish = event.reason;
       reply.stopSequence = event.stopSequence;

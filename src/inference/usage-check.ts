@@ -1,5 +1,5 @@
-import type { CanonicalRequest, Usage } from '../canonical/canonical';
-import type { TokenUsage } from '../ledger/money';
+import { HOSTED_TOOL_CLASSES, type CanonicalRequest, type Usage } from '../canonical/canonical';
+import type { HostedToolCounts, TokenUsage } from '../ledger/money';
 import { CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN, tokensForChars } from './tokens';
 
 /**
@@ -18,6 +18,8 @@ export interface UsageLimits {
   maxInput: number;
   /** The most output tokens: the cap the host was given (the pipeline always gives one). */
   maxOutput: number;
+  /** The most uses of each hosted tool carried (what the reservation held for); a class not carried (or none given) allows none. */
+  maxHostedToolUses?: HostedToolCounts;
 }
 
 /**
@@ -28,7 +30,13 @@ export interface UsageLimits {
  */
 export function usageLimits(contextLength: number, estimatedInput: number, request: CanonicalRequest): UsageLimits {
   // One choice: `n` is not sent to any host (the chat-completions surface drops it).
-  return { estimatedInput, maxInput: contextLength + CHARS_PER_TOKEN * estimatedInput, maxOutput: request.maxTokens ?? 0 };
+  const carried = request.carriedTools;
+  return {
+    estimatedInput,
+    maxInput: contextLength + CHARS_PER_TOKEN * estimatedInput,
+    maxOutput: request.maxTokens ?? 0,
+    ...(carried ? { maxHostedToolUses: Object.fromEntries(carried.classes.map((c) => [c, carried.maxUses])) } : {}),
+  };
 }
 
 /** What to bill of a request's usage: the tokens, and why some are the gateway's own count (null: all the host's). */
@@ -65,6 +73,41 @@ function outputProblem(n: number, limits: UsageLimits, floor: number): string | 
 }
 
 /**
+ * The hosted-tool uses to bill, and why some are not as the host counted them: a count that is not
+ * a whole number ≥ 0 is billed as none; one above what the request allowed (a class it did not
+ * carry allows none) is billed at that bound. The gateway cannot count a host's searches itself.
+ */
+function checkedToolUses(
+  reported: Usage['hostedToolUses'],
+  limits: UsageLimits,
+): { uses?: HostedToolCounts; problems: string[] } {
+  if (reported === undefined) return { problems: [] };
+  const uses: HostedToolCounts = {};
+  const problems: string[] = [];
+  for (const toolClass of HOSTED_TOOL_CLASSES) {
+    const n = reported[toolClass];
+    if (n === undefined) continue;
+    const most = limits.maxHostedToolUses?.[toolClass] ?? 0;
+    if (!isCount(n)) problems.push(`${toolClass} uses ${shown(n)} is not a whole number ≥ 0`);
+    else if (n > most)
+      problems.push(
+        most === 0
+          ? `${n} ${toolClass} uses of a tool the request did not carry`
+          : `${n} ${toolClass} uses exceed the bound (${most})`,
+      );
+    const billed = isCount(n) ? Math.min(n, most) : 0;
+    if (billed > 0) uses[toolClass] = billed;
+  }
+  return { ...(Object.keys(uses).length > 0 ? { uses } : {}), problems };
+}
+
+/** Usage with its hosted-tool uses as checked (none: the field left out). */
+function withUses(usage: TokenUsage, uses: HostedToolCounts | undefined): TokenUsage {
+  const { hostedToolUses: _reported, ...tokens } = usage;
+  return uses === undefined ? tokens : { ...tokens, hostedToolUses: uses };
+}
+
+/**
  * The usage to bill, given the host's last count (null: it reported none), the characters of
  * text, reasoning and tool calls delivered, and whether the reply completed.
  *
@@ -94,13 +137,17 @@ export function checkedUsage(
   const floor = complete ? Math.min(limits.maxOutput, Math.ceil(deliveredChars / MAX_CHARS_PER_TOKEN)) : 0;
   const input = inputProblem(reported, limits);
   const output = outputProblem(reported.outputTokens, limits, floor);
+  const tools = checkedToolUses(reported.hostedToolUses, limits);
+  const problems = [input, output, ...tools.problems].filter((problem) => problem !== null);
+  const flag = problems.length === 0 ? null : problems.join('; ');
   if (input === null && output === null) {
-    if (complete || reported.outputTokens >= counted) return { usage: reported, flag: null };
-    return { usage: { ...reported, outputTokens: counted }, flag: null };
+    const outputTokens = complete ? reported.outputTokens : Math.max(reported.outputTokens, counted);
+    if (flag === null && outputTokens === reported.outputTokens) return { usage: reported, flag };
+    return { usage: withUses({ ...reported, outputTokens }, tools.uses), flag };
   }
   const outputTokens = output === null ? Math.max(reported.outputTokens, complete ? 0 : counted) : counted;
   const usage = input === null ? { ...reported, outputTokens } : estimatedUsage(limits.estimatedInput, outputTokens);
-  return { usage, flag: [input, output].filter((problem) => problem !== null).join('; ') };
+  return { usage: withUses(usage, tools.uses), flag };
 }
 
 const estimatedUsage = (inputTokens: number, outputTokens: number): TokenUsage => ({

@@ -81,6 +81,13 @@ export const generationView = (e: RequestLogEntry) => ({
   status: e.status,
   latency_ms: e.latencyMs,
   tokens: { input: e.inputTokens, cache_read: e.cacheReadTokens, cache_write: e.cacheWriteTokens, output: e.outputTokens },
+  // Uses of tools the host ran itself, billed per use (`{"web_search": 3}`): {} when none.
+  hosted_tool_uses: Object.fromEntries(
+    Object.entries(e.hostedToolUses ?? {}).map(([toolClass, n]) => [
+      toolClass.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`),
+      n,
+    ]),
+  ),
   cost: creditsNumber(e.cost),
   cost_nano: e.cost,
   // OpenRouter's names for what the request log knows.

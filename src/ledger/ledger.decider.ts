@@ -12,7 +12,18 @@ import {
   RequestRefused,
   settledCharge,
 } from './ledger.events';
-import { chargeFor, formatCredits, isNanoAmount, isTokenCount, MAX_NANO, TokenPrices, TokenUsage } from './money';
+import { HOSTED_TOOL_CLASSES } from '../canonical/canonical';
+import {
+  chargeFor,
+  formatCredits,
+  HostedToolCounts,
+  HostedToolPrices,
+  isNanoAmount,
+  isTokenCount,
+  MAX_NANO,
+  TokenPrices,
+  TokenUsage,
+} from './money';
 
 /** A rule of the ledger was broken; `code` says which, the message says it for people. */
 export class LedgerRuleError extends Error {
@@ -293,23 +304,63 @@ const requestOf = (reserved: CreditsReserved['data']) => ({
   orgId: reserved.orgId,
 });
 
-/** Token counts by class and the prices they are billed at, as a settlement or a progress records them. */
-const billedAt = (usage: TokenUsage, prices: TokenPrices) => ({
-  inputTokens: usage.inputTokens,
-  cacheReadTokens: usage.cacheReadTokens,
-  cacheWriteTokens: usage.cacheWriteTokens,
-  cacheWrite1hTokens: usage.cacheWrite1hTokens,
-  outputTokens: usage.outputTokens,
-  prices: {
-    input: prices.input,
-    cacheRead: prices.cacheRead,
-    cacheWrite: prices.cacheWrite,
-    cacheWrite1h: prices.cacheWrite1h,
-    output: prices.output,
-  },
-});
+/**
+ * Token counts by class and the prices they are billed at, as a settlement or a progress records
+ * them; hosted-tool uses (the classes used, each with its price) only when there were any.
+ */
+function billedAt(usage: TokenUsage, prices: TokenPrices) {
+  const billed: {
+    inputTokens: number;
+    cacheReadTokens: number;
+    cacheWriteTokens: number;
+    cacheWrite1hTokens: number;
+    outputTokens: number;
+    hostedToolUses?: HostedToolCounts;
+    prices: TokenPrices;
+  } = {
+    inputTokens: usage.inputTokens,
+    cacheReadTokens: usage.cacheReadTokens,
+    cacheWriteTokens: usage.cacheWriteTokens,
+    cacheWrite1hTokens: usage.cacheWrite1hTokens,
+    outputTokens: usage.outputTokens,
+    prices: {
+      input: prices.input,
+      cacheRead: prices.cacheRead,
+      cacheWrite: prices.cacheWrite,
+      cacheWrite1h: prices.cacheWrite1h,
+      output: prices.output,
+    },
+  };
+  const uses: HostedToolCounts = {};
+  const usePrices: HostedToolPrices = {};
+  for (const toolClass of HOSTED_TOOL_CLASSES) {
+    const n = usage.hostedToolUses?.[toolClass] ?? 0;
+    if (n === 0) continue;
+    uses[toolClass] = n;
+    usePrices[toolClass] = prices.hostedToolUses![toolClass]!;
+  }
+  if (Object.keys(uses).length > 0) {
+    billed.hostedToolUses = uses;
+    billed.prices.hostedToolUses = usePrices;
+  }
+  return billed;
+}
+
+/** Hosted-tool uses: whole numbers ≥ 0 of known classes, each class used with a price. */
+function checkHostedToolUses(usage: TokenUsage, prices: TokenPrices): void {
+  const uses = usage.hostedToolUses;
+  if (uses === undefined) return;
+  for (const [toolClass, n] of Object.entries(uses)) {
+    if (!(HOSTED_TOOL_CLASSES as readonly string[]).includes(toolClass) || !isTokenCount(n))
+      throw new LedgerRuleError('invalid_usage', 'hosted-tool uses must be non-negative integers of a known class');
+    const price = prices.hostedToolUses?.[toolClass as keyof HostedToolCounts];
+    if (n > 0 && !isNanoAmount(price))
+      throw new LedgerRuleError('invalid_usage', `${n} ${toolClass} uses have no price: the host's prices must include one`);
+  }
+}
 
 function checkUsage(usage: TokenUsage, prices: TokenPrices): void {
+  checkHostedToolUses(usage, prices);
   if (
     !isTokenCount(usage.inputTokens) ||
     !isTokenCount(usage.cacheReadTokens) ||
@@ -365,6 +416,7 @@ function interruptedSettlement(
     cacheWrite1hTokens: progress.cacheWrite1hTokens,
     outputTokens: progress.outputTokens,
     prices: { ...progress.prices },
+    ...(progress.hostedToolUses === undefined ? {} : { hostedToolUses: progress.hostedToolUses }),
     amount: 0,
     held: reserved.amount,
     status: 'interrupted',

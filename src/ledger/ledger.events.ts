@@ -1,7 +1,7 @@
-import { chargeFor, type TokenPrices, type TokenUsage } from './money';
+import { chargeFor, type HostedToolCounts, type TokenPrices, type TokenUsage } from './money';
 
 /**
- * Ledger events. Amounts are nano-credits, prices nano-credits per million tokens.
+ * Ledger events. Amounts are nano-credits, prices nano-credits per million tokens (per 1,000 uses of a hosted tool).
  * A settlement carries everything needed to recompute its charge on its own.
  */
 export interface CreditsGranted {
@@ -55,9 +55,14 @@ export interface ReservationSettled {
       cacheWriteTokens?: number;
       cacheWrite1hTokens?: number;
       outputTokens: number;
+      /**
+       * Uses of tools the host ran itself, by class (webSearch…): present when there were any,
+       * each class with its price per 1,000 uses in `prices.hostedToolUses`. Absent from events written before them.
+       */
+      hostedToolUses?: HostedToolCounts;
       /** The price of each class; the cache's are absent from events written before them. */
       prices: Pick<TokenPrices, 'input' | 'output'> & Partial<TokenPrices>;
-      /** The charge: ceil(Σ tokens of a class × its price / 1e6), see chargeFor (an interrupted one: at most `held`, see settledCharge). */
+      /** The charge: ceil(Σ tokens of a class × its price / 1e6 + Σ uses × price / 1e3), see chargeFor (an interrupted one: at most `held`, see settledCharge). */
       amount: number;
       /** What the reservation held; the difference returns to the balance. */
       held: number;
@@ -102,6 +107,8 @@ export interface ReservationProgress {
     cacheWriteTokens: number;
     cacheWrite1hTokens: number;
     outputTokens: number;
+    /** As on a settlement: present when the host had run tools of its own, priced in `prices.hostedToolUses`. */
+    hostedToolUses?: HostedToolCounts;
     prices: TokenPrices;
     /** Why some of the tokens are the gateway's own count (as on a settlement); absent when all are the host's. */
     usageFlag?: string;
@@ -111,26 +118,34 @@ export interface ReservationProgress {
   };
 }
 
-/** A settlement's tokens by class, whenever it was written: classes an older event lacks had no tokens. */
-export const settledUsage = (d: ReservationSettled['data']): TokenUsage => ({
-  inputTokens: d.inputTokens,
-  cacheReadTokens: d.cacheReadTokens ?? 0,
-  cacheWriteTokens: d.cacheWriteTokens ?? 0,
-  cacheWrite1hTokens: d.cacheWrite1hTokens ?? 0,
-  outputTokens: d.outputTokens,
-});
+/** A settlement's tokens (and hosted-tool uses) by class, whenever it was written: classes an older event lacks had none. */
+export const settledUsage = (d: ReservationSettled['data']): TokenUsage => {
+  const usage: TokenUsage = {
+    inputTokens: d.inputTokens,
+    cacheReadTokens: d.cacheReadTokens ?? 0,
+    cacheWriteTokens: d.cacheWriteTokens ?? 0,
+    cacheWrite1hTokens: d.cacheWrite1hTokens ?? 0,
+    outputTokens: d.outputTokens,
+  };
+  if (d.hostedToolUses !== undefined) usage.hostedToolUses = d.hostedToolUses;
+  return usage;
+};
 
 /** A settlement's prices by class, whenever it was written (an older event's cache classes had no tokens to price). */
-export const settledPrices = ({ prices }: ReservationSettled['data']): TokenPrices => ({
-  input: prices.input,
-  cacheRead: prices.cacheRead ?? 0,
-  cacheWrite: prices.cacheWrite ?? 0,
-  cacheWrite1h: prices.cacheWrite1h ?? 0,
-  output: prices.output,
-});
+export const settledPrices = ({ prices }: ReservationSettled['data']): TokenPrices => {
+  const settled: TokenPrices = {
+    input: prices.input,
+    cacheRead: prices.cacheRead ?? 0,
+    cacheWrite: prices.cacheWrite ?? 0,
+    cacheWrite1h: prices.cacheWrite1h ?? 0,
+    output: prices.output,
+  };
+  if (prices.hostedToolUses !== undefined) settled.hostedToolUses = prices.hostedToolUses;
+  return settled;
+};
 
 /**
- * A settlement's charge, recomputed from its event alone: its tokens at its prices (ceil, once);
+ * A settlement's charge, recomputed from its event alone: its tokens and hosted-tool uses at its prices (ceil, once);
  * for one billed from an interrupted stream's last progress, never more than its reservation held.
  */
 export const settledCharge = (d: ReservationSettled['data']): number => {

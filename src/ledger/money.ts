@@ -1,7 +1,9 @@
+import { HOSTED_TOOL_CLASSES, type HostedToolClass } from '../canonical/canonical';
+
 /**
  * Money is integers: amounts are nano-credits (1 credit = 1 US dollar = 1e9 nano-credits),
- * prices are nano-credits per million tokens. Decimal text is parsed exactly, never through
- * floating point.
+ * prices are nano-credits per million tokens, or per thousand uses of a hosted tool. Decimal
+ * text is parsed exactly, never through floating point.
  */
 export const NANO_PER_CREDIT = 1_000_000_000;
 
@@ -54,7 +56,15 @@ export interface TokenPrices {
   cacheWrite1h: number;
   /** Output, reasoning included. */
   output: number;
+  /** Nano-credits per 1,000 uses of each hosted tool the host prices (absent: none priced). */
+  hostedToolUses?: HostedToolPrices;
 }
+
+/** Nano-credits per 1,000 uses, by class of hosted tool: a class left out has no price (the host is not asked to run it). */
+export type HostedToolPrices = Partial<Record<HostedToolClass, number>>;
+
+/** Uses of hosted tools by class, as billed. */
+export type HostedToolCounts = Partial<Record<HostedToolClass, number>>;
 
 /** Tokens of each class, each billed at its own price. The input classes do not overlap. */
 export interface TokenUsage {
@@ -66,6 +76,8 @@ export interface TokenUsage {
   /** Written to the cache for an hour. */
   cacheWrite1hTokens: number;
   outputTokens: number;
+  /** Uses of tools the host ran itself, by class, each billed at its price per 1,000 (absent: none). */
+  hostedToolUses?: HostedToolCounts;
 }
 
 /** Usage with no cached input: an estimate, or what a host that reports no cache counts. */
@@ -77,7 +89,7 @@ export const uncachedUsage = (inputTokens: number, outputTokens: number): TokenU
   outputTokens,
 });
 
-/** Nano-credits per million tokens, summed, as whole nano-credits: rounded up, once. */
+/** Nano-credits per million tokens (and uses × price per thousand, scaled by 1,000), summed, as whole nano-credits: rounded up, once. */
 function roundedUp(numerator: bigint): number {
   const million = 1_000_000n;
   const charge = (numerator + million - 1n) / million;
@@ -86,8 +98,27 @@ function roundedUp(numerator: bigint): number {
 }
 
 /**
- * The cost of a request, computed once and rounded up once: ceil(Σ tokens of a class × its price / 1e6)
- * over uncached input, cache reads, 5-minute and 1-hour cache writes, and output.
+ * Uses × price per 1,000 uses, over every class used, in millionths of a nano-credit (× 1,000): the
+ * same unit as tokens × price per million, so that both are summed before the one rounding. A use
+ * of a class without a price is refused (the ledger's rules check it first): never billed as free.
+ */
+function usesTimesPrices(uses: HostedToolCounts | undefined, prices: HostedToolPrices | undefined): bigint {
+  let sum = 0n;
+  if (uses === undefined) return sum;
+  for (const toolClass of HOSTED_TOOL_CLASSES) {
+    const n = uses[toolClass] ?? 0;
+    if (n === 0) continue;
+    const price = prices?.[toolClass];
+    if (price === undefined) throw new MoneyFormatError(`${n} ${toolClass} uses have no price`);
+    sum += BigInt(n) * BigInt(price) * 1_000n;
+  }
+  return sum;
+}
+
+/**
+ * The cost of a request, computed once and rounded up once:
+ * ceil(Σ tokens of a class × its price / 1e6 + Σ uses of a hosted tool × its price / 1e3)
+ * over uncached input, cache reads, 5-minute and 1-hour cache writes, output, and each class of hosted-tool use.
  */
 export const chargeFor = (usage: TokenUsage, prices: TokenPrices): number =>
   roundedUp(
@@ -95,16 +126,29 @@ export const chargeFor = (usage: TokenUsage, prices: TokenPrices): number =>
       BigInt(usage.cacheReadTokens) * BigInt(prices.cacheRead) +
       BigInt(usage.cacheWriteTokens) * BigInt(prices.cacheWrite) +
       BigInt(usage.cacheWrite1hTokens) * BigInt(prices.cacheWrite1h) +
-      BigInt(usage.outputTokens) * BigInt(prices.output),
+      BigInt(usage.outputTokens) * BigInt(prices.output) +
+      usesTimesPrices(usage.hostedToolUses, prices.hostedToolUses),
   );
 
 /** The dearest an input token can be: before the call, nobody knows which input the cache will serve or take. */
 export const dearestInputPrice = (prices: TokenPrices): number =>
   Math.max(prices.input, prices.cacheRead, prices.cacheWrite, prices.cacheWrite1h);
 
-/** What to hold for a request: its estimated input at the dearest input price, its output at the output price. */
-export const reservationFor = (inputTokens: number, outputTokens: number, prices: TokenPrices): number =>
-  roundedUp(BigInt(inputTokens) * BigInt(dearestInputPrice(prices)) + BigInt(outputTokens) * BigInt(prices.output));
+/**
+ * What to hold for a request: its estimated input at the dearest input price, its output at the
+ * output price, and the most uses its carried hosted tools may make (`hostedToolUses`) at their prices.
+ */
+export const reservationFor = (
+  inputTokens: number,
+  outputTokens: number,
+  prices: TokenPrices,
+  hostedToolUses?: HostedToolCounts,
+): number =>
+  roundedUp(
+    BigInt(inputTokens) * BigInt(dearestInputPrice(prices)) +
+      BigInt(outputTokens) * BigInt(prices.output) +
+      usesTimesPrices(hostedToolUses, prices.hostedToolUses),
+  );
 
 /**
  * A price times a fraction, rounded up to a whole nano-credit per million tokens (a price such as

@@ -117,6 +117,12 @@ export class GatewayMetrics {
     labelNames: ['class', 'model', 'host'] as const,
     registers: [this.registry],
   });
+  private readonly hostedToolUses = new Counter({
+    name: 'gateway_hosted_tool_uses_total',
+    help: 'Uses of tools hosts ran themselves (web searches…), billed per use, by class, model and host',
+    labelNames: ['class', 'model', 'host'] as const,
+    registers: [this.registry],
+  });
   private readonly credits = new Counter({
     name: 'gateway_credits_charged_nano_total',
     help: 'Nano-credits charged (the settlements amounts), by model and host',
@@ -156,6 +162,8 @@ export class GatewayMetrics {
       this.tokens.inc({ class: 'cache_write_5m', model, host }, usage.cacheWriteTokens);
       this.tokens.inc({ class: 'cache_write_1h', model, host }, usage.cacheWrite1hTokens);
       this.tokens.inc({ class: 'output', model, host }, usage.outputTokens);
+      for (const [toolClass, n] of Object.entries(usage.hostedToolUses ?? {}))
+        this.hostedToolUses.inc({ class: toolClass, model, host }, n);
     }
     if (facts.cost !== undefined) this.credits.inc({ model, host }, facts.cost);
   }

@@ -206,6 +206,8 @@ const model = object(
     context_length: integer,
     max_output_tokens: nullable(integer),
     pricing: { type: 'object' },
+    // Per-use prices of the hosted tools its host runs (`web_search`…, US dollars per 1,000 uses), when it prices any.
+    hosted_tool_pricing: { type: 'object', additionalProperties: string },
   },
   ['id', 'object', 'kind', 'name', 'uuid', 'context_length', 'pricing'],
 );
@@ -271,6 +273,8 @@ const generation = object({
   status: string,
   latency_ms: nullable(integer),
   tokens: object({ input: integer, cache_read: integer, cache_write: integer, output: integer }),
+  // Uses of hosted tools billed, by class (`web_search`…): {} when none.
+  hosted_tool_uses: { type: 'object', additionalProperties: integer },
   cost: number,
   cost_nano: integer,
   total_cost: number,

@@ -211,6 +211,7 @@ export function requestLogEntryOf(event: Logged): RequestLogEntry {
       entry.cacheReadTokens = event.data.cacheReadTokens ?? 0;
       entry.cacheWriteTokens = (event.data.cacheWriteTokens ?? 0) + (event.data.cacheWrite1hTokens ?? 0);
       entry.outputTokens = event.data.outputTokens;
+      if (event.data.hostedToolUses !== undefined) entry.hostedToolUses = event.data.hostedToolUses;
       entry.cost = event.data.amount;
       entry.latencyMs = event.data.latencyMs;
       entry.status = event.data.status;

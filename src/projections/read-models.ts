@@ -1,3 +1,4 @@
+import type { HostedToolCounts } from '../ledger/money';
 import type { MemberRole, RateLimits } from '../identity/identity.events';
 import type { KeyRecord } from '../identity/key-lookup';
 
@@ -81,6 +82,8 @@ export interface RequestLogEntry {
   /** Input written to the cache (for 5 minutes or an hour). */
   cacheWriteTokens: number;
   outputTokens: number;
+  /** Uses of tools the host ran itself (web searches…), by class, as billed; absent when none. */
+  hostedToolUses?: HostedToolCounts;
   /** Nano-credits charged (0 when released or expired). */
   cost: number;
   latencyMs: number | null;

@@ -1,6 +1,8 @@
-import type { ReceivedRequest } from '../support/fake-upstream';
+import type { ReservationSettled } from '../../src/ledger/ledger.events';
+import { parseCredits } from '../../src/ledger/money';
+import { DEFAULT_SEARCH, FakeUpstream, ReceivedRequest } from '../support/fake-upstream';
 import { AgentRun, CODEX, codexExec } from '../support/agents';
-import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { startGateway, TEST_MODELS, testCatalogueFile, TestGateway } from '../support/gateway';
 import { LogCapture } from '../support/log-capture';
 import { tempDir } from '../support/temp';
 
@@ -8,9 +10,39 @@ import { tempDir } from '../support/temp';
 // docs say (base_url = "{base}/api/v1", wire_api = "responses", env_key), against the gateway's
 // Responses route; the fake upstream plays the model behind an openai or an anthropic host.
 // Codex is not among the dev dependencies yet: without it, these tests are skipped, saying so.
-// Its configuration is the default one: the hosted web search it offers is left out, and the
-// request's log line says so.
+// Its configuration is the default one: the hosted web search it offers is carried to a model on an
+// openai-responses host (which runs it) and billed per search; on the other hosts it is left out,
+// and the request's log line says so.
 const M = TEST_MODELS;
+/** A model on an openai-responses host, its web searches at $10 per 1,000. */
+const RESPONSES = {
+  slug: 'test/codex-responses',
+  id: 'dddddddd-dddd-4ddd-8ddd-dddddddddddd',
+  hostModel: 'fake-codex-responses',
+  pricing: { input: '1.25', cacheRead: '0.125', output: '10.00', webSearch: '10.00' },
+};
+
+function catalogue(fake: FakeUpstream) {
+  const file = testCatalogueFile(fake);
+  return {
+    hosts: [
+      ...file.hosts,
+      { id: 'fake-responses', kind: 'openai-responses', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
+    ],
+    models: [
+      ...file.models,
+      {
+        slug: RESPONSES.slug,
+        id: RESPONSES.id,
+        name: 'Test Codex on Responses',
+        contextLength: 128_000,
+        maxOutputTokens: 1000,
+        reasoning: true,
+        hosts: [{ host: 'fake-responses', model: RESPONSES.hostModel, pricing: RESPONSES.pricing }],
+      },
+    ],
+  };
+}
 const REPLY = 'Hello from the model, through the gateway.';
 const MISSING = CODEX === null ? ' [skipped: @openai/codex is not installed: npm install --save-dev @openai/codex]' : '';
 
@@ -20,7 +52,7 @@ const log = new LogCapture();
 
 beforeAll(async () => {
   if (CODEX === null) return;
-  g = await startGateway({ logStream: log });
+  g = await startGateway({ logStream: log, catalogue });
 });
 afterAll(async () => {
   tmp.cleanup();
@@ -102,6 +134,54 @@ const hosts: Array<[string, { slug: string; hostModel: string }, string]> = [
       expect(withResult).toBeDefined();
       // The command's output, which only running it produces (the arguments hold `$((6 * 7))`, not 42).
       expect(JSON.stringify(withResult!.body)).toContain('42-from-shell');
+    }, 90_000);
+  },
+);
+
+(CODEX === null ? describe.skip : describe)(
+  `Codex CLI (default configuration) on a model on an openai-responses host${MISSING}`,
+  () => {
+    it('its hosted web search is carried whole, the host searches, and each search is billed at its price', async () => {
+      g.fake.on(RESPONSES.hostModel, { kind: 'reply', reply: { text: REPLY, usage: { input: 200, output: 20 } } });
+      const before = g.fake.requests.length;
+      const run = await codexExec(tmp, g, RESPONSES.slug, 'What is the weather in Paris?');
+      expect(run).toMatchObject({ code: 0 });
+      expect(agentMessages(run)).toEqual([REPLY]);
+      // Codex shows the search the host ran (its web_search_call item, passed whole).
+      const searches = eventsOf(run).filter((e) => e.type === 'item.completed' && e.item?.type === 'web_search');
+      expect(searches.map((e) => (e.item as { action?: { query?: string } }).action?.query)).toEqual([DEFAULT_SEARCH.query]);
+
+      const sent = g.fake.requests.slice(before).filter((r) => r.path === '/v1/responses');
+      expect(sent).toHaveLength(1);
+      // Codex's body passed whole: its web search among its tools, bounded to the searches held for.
+      const tools = (sent[0].body as { tools: Array<{ type: string }> }).tools;
+      expect(tools.map((t) => t.type)).toContain('web_search');
+      expect(sent[0].body).toMatchObject({ max_tool_calls: 20 });
+
+      await g.settled();
+      const [entry] = await g.t.runtime.projections.recentRequests(g.orgId, 1);
+      expect(entry).toMatchObject({
+        surface: 'responses',
+        model: RESPONSES.slug,
+        status: 'ok',
+        hostedToolUses: { webSearch: 1 },
+      });
+      // Nothing left out, nothing announced.
+      expect(entry).not.toHaveProperty('omittedTools');
+      expect(await log.request(entry.requestId)).not.toHaveProperty('omittedTools');
+      const events = await g.t.runtime.events.readAll(0, 100_000);
+      const settled = events.find(
+        (e) => e.type === 'ReservationSettled' && (e.data as { requestId: string }).requestId === entry.requestId,
+      )!.data as ReservationSettled['data'];
+      // The fake ran one search (DEFAULT_SEARCH): 200 × $1.25/M + 20 × $10/M + 1 × $10/1,000, rounded up once.
+      const nano = (dollars: string) => BigInt(parseCredits(dollars));
+      const p = RESPONSES.pricing;
+      const exact = 200n * nano(p.input) + 20n * nano(p.output) + 1n * nano(p.webSearch) * 1000n;
+      expect(settled.amount).toBe(Number((exact + 999_999n) / 1_000_000n));
+      expect(settled).toMatchObject({
+        hostedToolUses: { webSearch: 1 },
+        prices: { hostedToolUses: { webSearch: 10_000_000_000 } },
+      });
     }, 90_000);
   },
 );

@@ -1,6 +1,22 @@
-import { decideHostedTools, HOSTED_TOOLS_RUN, isHostedTool } from '../../src/canonical/hosted-tools';
+import type { HostedToolClass } from '../../src/canonical/canonical';
+import {
+  carriedToolsOf,
+  decideHostedTools,
+  hostedToolClassOf,
+  isHostedTool,
+  runnableTools,
+  ServingHost,
+  withoutHostedTools,
+} from '../../src/canonical/hosted-tools';
+import { HOST_KINDS } from '../../src/hosts/hosts';
 
-describe('hosted tools: which are left out, which refused', () => {
+/** A host of `kind` whose catalogue entry prices `priced` per use. */
+const host = (kind: keyof typeof HOST_KINDS, priced: HostedToolClass[] = ['webSearch']): ServingHost => ({
+  runs: HOST_KINDS[kind].hostedTools,
+  priced: new Set(priced),
+});
+
+describe('hosted tools: which are carried, which left out, which refused', () => {
   it("knows the hosts' own tools from the client's, in both formats' names", () => {
     for (const type of [
       'web_search',
@@ -28,37 +44,77 @@ describe('hosted tools: which are left out, which refused', () => {
       expect(isHostedTool(type)).toBe(false);
   });
 
-  it('no host kind runs a hosted tool yet', () => {
-    expect(HOSTED_TOOLS_RUN.size).toBe(0);
+  it('bills each hosted tool in its class, whatever its version; mcp and tool search have none', () => {
+    expect(['web_search', 'web_search_preview', 'web_search_20250305', 'web_search_20260209'].map(hostedToolClassOf)).toEqual(
+      Array(4).fill('webSearch'),
+    );
+    expect(hostedToolClassOf('web_fetch_20250910')).toBe('webFetch');
+    expect(hostedToolClassOf('code_interpreter')).toBe('codeExecution');
+    expect(hostedToolClassOf('code_execution_20250825')).toBe('codeExecution');
+    expect(hostedToolClassOf('file_search')).toBe('fileSearch');
+    expect(hostedToolClassOf('image_generation')).toBe('imageGeneration');
+    expect(hostedToolClassOf('mcp')).toBeNull();
+    expect(hostedToolClassOf('tool_search_tool_regex_20251119')).toBeNull();
+  });
+
+  it('a host runs what its kind runs and its entry prices: whole in its own format, web search translated from the others', () => {
+    const responses = host('openai-responses', ['webSearch', 'fileSearch']);
+    expect([...runnableTools(['web_search', 'file_search', 'image_generation', 'mcp'], 'responses', [responses])]).toEqual([
+      'web_search',
+      'file_search',
+    ]);
+    // From the messages format: its web search has a counterpart, its fetch has none.
+    expect([...runnableTools(['web_search_20250305', 'web_fetch_20250910'], 'messages', [responses])]).toEqual([
+      'web_search_20250305',
+    ]);
+    const anthropic = host('anthropic', ['webSearch', 'webFetch']);
+    expect([...runnableTools(['web_search_20250305', 'web_fetch_20250910'], 'messages', [anthropic])]).toEqual([
+      'web_search_20250305',
+      'web_fetch_20250910',
+    ]);
+    expect([...runnableTools(['web_search', 'file_search'], 'responses', [anthropic])]).toEqual(['web_search']);
+    // A chat-completions host runs none; nor does a host whose entry gives no per-use price.
+    expect(runnableTools(['web_search'], 'chat-completions', [host('openai')]).size).toBe(0);
+    expect(runnableTools(['web_search'], 'responses', [host('openai-responses', [])]).size).toBe(0);
+  });
+
+  it('a tool is carried only when every serving host runs it (a fallback must run it too)', () => {
+    expect(runnableTools(['web_search'], 'responses', [host('openai-responses'), host('anthropic')]).size).toBe(1);
+    expect(runnableTools(['web_search'], 'responses', [host('openai-responses'), host('openai')]).size).toBe(0);
+    expect(runnableTools(['web_search'], 'responses', []).size).toBe(0);
   });
 
   it('leaves out hosted tools that are only offered, each once, in the order given', () => {
+    const none = new Set<string>();
     expect(
-      decideHostedTools({ hosted: ['web_search', 'image_generation', 'web_search'], clientTools: true, required: null }),
+      decideHostedTools({ hosted: ['web_search', 'image_generation', 'web_search'], clientTools: true, required: null }, none),
     ).toEqual({ omitted: ['web_search', 'image_generation'], carried: [] });
     // Offered alone, with the choice left to the model: the call goes on without tools.
-    expect(decideHostedTools({ hosted: ['web_search'], clientTools: false, required: null })).toEqual({
+    expect(decideHostedTools({ hosted: ['web_search'], clientTools: false, required: null }, none)).toEqual({
       omitted: ['web_search'],
       carried: [],
     });
-    expect(decideHostedTools({ hosted: [], clientTools: true, required: 'any' })).toEqual({ omitted: [], carried: [] });
+    expect(decideHostedTools({ hosted: [], clientTools: true, required: 'any' }, none)).toEqual({ omitted: [], carried: [] });
   });
 
-  it('refuses a request that requires a hosted tool no host runs, naming it', () => {
-    expect(decideHostedTools({ hosted: ['web_search'], clientTools: true, required: { hosted: 'web_search' } })).toEqual({
+  it('refuses a request that requires a hosted tool its hosts do not run, naming it and where it runs', () => {
+    const elsewhere = (types: string[]) => `models that run it: openai/gpt-5 (asked: ${types.join(', ')})`;
+    expect(
+      decideHostedTools({ hosted: ['web_search'], clientTools: true, required: { hosted: 'web_search' } }, new Set(), elsewhere),
+    ).toEqual({
       refused:
-        'tool_choice requires the hosted tool "web_search", which no model of this gateway can run yet (its hosts run no tools of their own): offered without being required, it is left out of the call',
+        'tool_choice requires the hosted tool "web_search", which the hosts of this model do not run (models that run it: openai/gpt-5 (asked: web_search)): offered without being required, it is left out of the call',
     });
   });
 
-  it('refuses "any tool" when the only tools offered are hosted ones, naming them', () => {
-    const decision = decideHostedTools({ hosted: ['web_search', 'file_search'], clientTools: false, required: 'any' });
+  it('refuses "any tool" when the only tools offered are hosted ones its hosts do not run, naming them', () => {
+    const decision = decideHostedTools({ hosted: ['web_search', 'file_search'], clientTools: false, required: 'any' }, new Set());
     expect(decision).toEqual({
       refused:
-        'tool_choice requires a tool, and the only tools offered are hosted ones ("web_search", "file_search"), which no model of this gateway can run yet (its hosts run no tools of their own)',
+        'tool_choice requires a tool, and the only tools offered are hosted ones ("web_search", "file_search"), which the hosts of this model do not run (no model of this gateway runs it)',
     });
     // With a function of the client's beside them, the model can still call a tool.
-    expect(decideHostedTools({ hosted: ['web_search'], clientTools: true, required: 'any' })).toEqual({
+    expect(decideHostedTools({ hosted: ['web_search'], clientTools: true, required: 'any' }, new Set())).toEqual({
       omitted: ['web_search'],
       carried: [],
     });
@@ -66,15 +122,32 @@ describe('hosted tools: which are left out, which refused', () => {
 
   it('carries the hosted tools a serving host runs, and lets a request require them', () => {
     const runs = new Set(['web_search']);
-    expect(
-      decideHostedTools(
-        { hosted: ['web_search', 'code_interpreter'], clientTools: false, required: { hosted: 'web_search' } },
-        runs,
-      ),
-    ).toEqual({ omitted: ['code_interpreter'], carried: ['web_search'] });
+    const asked = { hosted: ['web_search', 'code_interpreter'], clientTools: false, required: { hosted: 'web_search' } };
+    expect(decideHostedTools(asked, runs)).toEqual({ omitted: ['code_interpreter'], carried: ['web_search'] });
     expect(decideHostedTools({ hosted: ['web_search'], clientTools: false, required: 'any' }, runs)).toEqual({
       omitted: [],
       carried: ['web_search'],
     });
+    // What a translating host is told: the classes carried, the uses each may make, the one required.
+    expect(carriedToolsOf(asked, ['web_search'], 20)).toEqual({ classes: ['webSearch'], maxUses: 20, required: 'webSearch' });
+    expect(carriedToolsOf(asked, [], 20)).toBeNull();
+  });
+
+  it("takes the tools left out of a client's body, and the tool_choice once none is left", () => {
+    const body = {
+      model: 'm',
+      tools: [{ type: 'web_search' }, { type: 'function', name: 'f' }],
+      tool_choice: 'auto',
+    };
+    expect(withoutHostedTools('responses', body, ['web_search'])).toEqual({
+      model: 'm',
+      tools: [{ type: 'function', name: 'f' }],
+      tool_choice: 'auto',
+    });
+    expect(withoutHostedTools('responses', { ...body, tools: [{ type: 'web_search' }] }, ['web_search'])).toEqual({ model: 'm' });
+    expect(withoutHostedTools('chat-completions', { model: 'm', web_search_options: {} }, ['web_search'])).toEqual({
+      model: 'm',
+    });
+    expect(withoutHostedTools('responses', body, [])).toBe(body);
   });
 });

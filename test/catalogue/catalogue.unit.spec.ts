@@ -43,6 +43,16 @@ describe('catalogue: a valid file', () => {
     expect(entry.created).toBe(0);
   });
 
+  it("gives a host's per-use prices of hosted tools in nano-credits per 1,000 uses, listed as written", () => {
+    const pricing = { input: '2.00', output: '8.00', cacheRead: '0.5', webSearch: '10.00', fileSearch: '2.5' };
+    const catalogue = Catalogue.parse(file(undefined, [model({ hosts: [{ host: 'up', model: 'model-a', pricing }] })]), {});
+    const [served] = catalogue.models[0].hosts;
+    expect(served.prices.hostedToolUses).toEqual({ webSearch: 10_000_000_000, fileSearch: 2_500_000_000 });
+    expect(served.listPrices.hostedToolUses).toEqual({ webSearch: '10.00', fileSearch: '2.5' });
+    // None given: no per-use price at all (its hosted tools are then never run on that host).
+    expect(Catalogue.parse(file(), {}).models[0].hosts[0].prices).not.toHaveProperty('hostedToolUses');
+  });
+
   it('finds a model by slug (any case, trimmed) or UUID, and nothing else', () => {
     const catalogue = Catalogue.parse(file(), {});
     expect(catalogue.find(' Vendor/Model-A ')?.id).toBe(MODEL_ID);
@@ -70,6 +80,15 @@ describe('catalogue: a valid file', () => {
 
   it('needs no key for a host that names no variable', () => {
     expect(Catalogue.parse(file(), {}).hosts[0]).toMatchObject({ apiKeyEnv: null, apiKey: null, usable: true });
+  });
+
+  it("the shipped catalogue prices the hosted tools at the hosts' list prices: web search $10 per 1,000 (Anthropic, OpenAI)", () => {
+    const shipped = Catalogue.load(join(__dirname, '../../catalogue/default.json'), {});
+    const perUse = (slug: string) => shipped.find(slug)!.hosts[0].prices.hostedToolUses;
+    expect(perUse('anthropic/claude-sonnet-4')).toEqual({ webSearch: 10_000_000_000, webFetch: 0 });
+    expect(perUse('anthropic/claude-3.5-haiku')).toEqual({ webSearch: 10_000_000_000, webFetch: 0 });
+    expect(perUse('openai/gpt-5')).toEqual({ webSearch: 10_000_000_000, fileSearch: 2_500_000_000 });
+    expect(shipped.find('openai/gpt-5')!.hosts[0].host.kind).toBe('openai-responses');
   });
 
   it('the shipped catalogue is valid, and states a cache read price for every model on a chat-completions host', () => {
@@ -224,6 +243,21 @@ describe('catalogue: a bad file stops start-up with a message naming the entry',
       '"maxOutputTokens" must be a positive whole number',
     ],
     ['a creation time that is negative', file(undefined, [model({ created: -1 })]), '"created" must be a positive whole number'],
+    [
+      'a per-use price that is a number',
+      file(undefined, [model({ hosts: [{ host: 'up', model: 'm', pricing: { input: '1', output: '1', webSearch: 10 } }] })]),
+      'pricing.webSearch must be a decimal string of US dollars per 1,000 uses',
+    ],
+    [
+      'a per-use price that is not a price',
+      file(undefined, [model({ hosts: [{ host: 'up', model: 'm', pricing: { input: '1', output: '1', fileSearch: '-2.5' } }] })]),
+      'pricing.fileSearch "-2.5" is not a price (a decimal of US dollars per 1,000 uses such as "10.00", at most 9 decimals)',
+    ],
+    [
+      'a pricing field it does not know (a misspelt class would never be billed)',
+      file(undefined, [model({ hosts: [{ host: 'up', model: 'm', pricing: { input: '1', output: '1', websearch: '10' } }] })]),
+      'pricing has no field "websearch" (it takes "input", "cacheRead", "cacheWrite", "cacheWrite1h", "output", "webSearch", "webFetch", "codeExecution", "fileSearch", "imageGeneration")',
+    ],
   ])('%s', (_case, json, expected) => {
     expect(failure(json)).toContain(expected);
   });

@@ -681,3 +681,124 @@ describe('anthropicHost, a messages body passed whole', () => {
     expect(anthropicHost.decodeReply(JSON.stringify(reply), true).at(-1)).toEqual({ type: 'pass_through', data: reply });
   });
 });
+
+describe('anthropicHost and its server tools (hosted web search and fetch)', () => {
+  const search = { type: 'web_search_20250305', name: 'web_search', max_uses: 50 };
+  const carried = { classes: ['webSearch' as const], maxUses: 5 };
+
+  it('declares the server tools it runs: web search and fetch passed whole, web search translated', () => {
+    expect(anthropicHost.hostedTools).toEqual({
+      format: 'messages',
+      whole: new Set(['webSearch', 'webFetch']),
+      translated: new Set(['webSearch']),
+    });
+  });
+
+  it('counts web searches and fetches from usage.server_tool_use, at the end of a stream and in a whole reply', () => {
+    const final = { input_tokens: 50, output_tokens: 42, server_tool_use: { web_search_requests: 3, web_fetch_requests: 1 } };
+    expect(decode([messageStart(), messageDelta('end_turn', final)]).events.at(-1)).toEqual(
+      counted({ inputTokens: 50, outputTokens: 42, hostedToolUses: { webSearch: 3, webFetch: 1 } }),
+    );
+    const reply = {
+      type: 'message',
+      content: [
+        { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: { query: 'paris weather' } },
+        { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: [] },
+        {
+          type: 'text',
+          text: 'Sunny.',
+          citations: [{ type: 'web_search_result_location', url: 'https://w.example', title: 'W' }],
+        },
+      ],
+      stop_reason: 'end_turn',
+      usage: { input_tokens: 3, output_tokens: 1, server_tool_use: { web_search_requests: 1, web_fetch_requests: 0 } },
+    };
+    // The search and its results are the host's: the client sees the text, and the page it cites.
+    expect(anthropicHost.decodeReply(JSON.stringify(reply))).toEqual([
+      { type: 'text', text: 'Sunny.' },
+      { type: 'citation', url: 'https://w.example', title: 'W', start: 0, end: 6 },
+      { type: 'finish', reason: 'stop' },
+      counted({ inputTokens: 3, outputTokens: 1, hostedToolUses: { webSearch: 1 } }),
+    ]);
+    // None used: no uses at all.
+    const none = { input_tokens: 3, output_tokens: 1, server_tool_use: { web_search_requests: 0, web_fetch_requests: 0 } };
+    expect(decode([messageStart(none)]).events).toEqual([counted({ inputTokens: 3, outputTokens: 1 })]);
+  });
+
+  it("gives a text block's web citations as citations of its passage of the reply, once the block closes", () => {
+    const cite = (url: string) => ({
+      type: 'web_search_result_location',
+      url,
+      title: url,
+      encrypted_index: 'x',
+      cited_text: '…',
+    });
+    const { events } = decode([
+      messageStart(),
+      textStart(0),
+      textDelta(0, 'Hello. '),
+      blockStop(0),
+      sse({ type: 'content_block_start', index: 1, content_block: { type: 'text', text: '', citations: [] } }),
+      sse({ type: 'content_block_delta', index: 1, delta: { type: 'citations_delta', citation: cite('https://a.example') } }),
+      textDelta(1, 'Sunny '),
+      textDelta(1, 'today.'),
+      sse({ type: 'content_block_delta', index: 1, delta: { type: 'citations_delta', citation: cite('https://b.example') } }),
+      blockStop(1),
+      // A citation of a document has no URL: no counterpart.
+      sse({
+        type: 'content_block_start',
+        index: 2,
+        content_block: { type: 'text', text: '', citations: [{ type: 'char_location' }] },
+      }),
+      textDelta(2, ' Bye.'),
+      blockStop(2),
+    ]);
+    expect(events.filter((e) => e.type === 'citation')).toEqual([
+      { type: 'citation', url: 'https://a.example', title: 'https://a.example', start: 7, end: 19 },
+      { type: 'citation', url: 'https://b.example', title: 'https://b.example', start: 7, end: 19 },
+    ]);
+    // After the passage's text.
+    expect(events.findIndex((e) => e.type === 'citation')).toBeGreaterThan(
+      events.findIndex((e) => e.type === 'text' && e.text === 'today.'),
+    );
+  });
+
+  it('passes a count that is not a number on for the pipeline to refuse', () => {
+    const odd = { input_tokens: 3, output_tokens: 1, server_tool_use: { web_search_requests: 'many' } };
+    expect(decode([messageStart(odd)]).events).toEqual([
+      counted({ inputTokens: 3, outputTokens: 1, hostedToolUses: { webSearch: NaN } }),
+    ]);
+  });
+
+  it("bounds a carried server tool of the client's body to the uses held for (max_uses), leaving a lower one", () => {
+    const original = {
+      model: 'm',
+      max_tokens: 100,
+      messages: [],
+      tools: [search, { type: 'web_fetch_20250910', name: 'web_fetch', max_uses: 2 }],
+    };
+    const body = anthropicHost.buildRequest(
+      request({
+        original: { format: 'messages', body: original },
+        carriedTools: { classes: ['webSearch', 'webFetch'], maxUses: 5 },
+      }),
+      'claude-x',
+      null,
+    ).body as { tools: unknown[] };
+    expect(body.tools).toEqual([
+      { ...search, max_uses: 5 },
+      { type: 'web_fetch_20250910', name: 'web_fetch', max_uses: 2 },
+    ]);
+  });
+
+  it('runs a web search offered in another format by its own tool, within the uses held for, and makes it required when asked', () => {
+    expect(bodyOf({ carriedTools: carried }).tools).toEqual([{ type: 'web_search_20250305', name: 'web_search', max_uses: 5 }]);
+    const required = bodyOf({
+      tools: [{ name: 'f', parameters: {} }],
+      carriedTools: { ...carried, required: 'webSearch' },
+    });
+    expect(required.tools).toHaveLength(2);
+    expect(required.tool_choice).toEqual({ type: 'tool', name: 'web_search' });
+    expect(bodyOf({ carriedTools: carried, toolChoice: 'required' }).tool_choice).toEqual({ type: 'any' });
+  });
+});

@@ -327,3 +327,141 @@ describe('openAiResponsesHost.errorMessage', () => {
     expect(host.errorMessage(502, '<html>Bad gateway</html>')).toBe('<html>Bad gateway</html>');
   });
 });
+
+describe('openAiResponsesHost and its hosted tools', () => {
+  const searchCall = (query: string) => ({
+    id: `ws_${query}`,
+    type: 'web_search_call',
+    status: 'completed',
+    action: { type: 'search', query },
+  });
+  const message = {
+    id: 'msg_1',
+    type: 'message',
+    status: 'completed',
+    role: 'assistant',
+    content: [
+      {
+        type: 'output_text',
+        text: 'Sunny.',
+        annotations: [{ type: 'url_citation', start_index: 0, end_index: 5, url: 'https://w.example', title: 'W' }],
+      },
+    ],
+  };
+  const completed = (output: unknown[]) => ({
+    id: 'resp_1',
+    object: 'response',
+    status: 'completed',
+    output,
+    usage: wireUsage(100, 0, 20, 0),
+  });
+
+  it('declares the tools it runs: web search, file search, code interpreter and image generation whole; web search translated', () => {
+    expect(host.hostedTools).toEqual({
+      format: 'responses',
+      whole: new Set(['webSearch', 'fileSearch', 'codeExecution', 'imageGeneration']),
+      translated: new Set(['webSearch']),
+    });
+  });
+
+  it("counts each hosted tool's calls among a whole response's output items", () => {
+    const output = [
+      searchCall('a'),
+      searchCall('b'),
+      { id: 'fs_1', type: 'file_search_call', status: 'completed', queries: ['x'], results: null },
+      { id: 'ci_1', type: 'code_interpreter_call', status: 'completed', code: '1+1', container_id: 'c', outputs: null },
+      { id: 'ig_1', type: 'image_generation_call', status: 'completed', result: 'aGk=' },
+      message,
+    ];
+    expect(host.decodeReply(JSON.stringify(completed(output)))).toEqual([
+      { type: 'text', text: 'Sunny.' },
+      { type: 'citation', url: 'https://w.example', title: 'W', start: 0, end: 5 },
+      { type: 'finish', reason: 'stop' },
+      counted({
+        inputTokens: 100,
+        outputTokens: 20,
+        hostedToolUses: { webSearch: 2, fileSearch: 1, codeExecution: 1, imageGeneration: 1 },
+      }),
+    ]);
+    // None: no uses at all.
+    expect(host.decodeReply(JSON.stringify(completed([message]))).at(-1)).toEqual(
+      counted({ inputTokens: 100, outputTokens: 20 }),
+    );
+  });
+
+  it("counts a stream's web_search_call items at its end, also when its closing response lists fewer", () => {
+    const frame = (type: string, payload: Record<string, unknown>) => ({
+      event: type,
+      data: JSON.stringify({ type, ...payload }),
+    });
+    const decoder = host.decoder();
+    const events = [
+      frame('response.output_item.added', {
+        output_index: 0,
+        item: { id: 'ws_a', type: 'web_search_call', status: 'in_progress' },
+      }),
+      frame('response.web_search_call.searching', { output_index: 0, item_id: 'ws_a' }),
+      frame('response.output_item.done', { output_index: 0, item: searchCall('a') }),
+      frame('response.output_item.done', { output_index: 1, item: searchCall('b') }),
+      frame('response.output_text.delta', { output_index: 2, delta: 'Sunny.' }),
+      frame('response.completed', { response: completed([]) }),
+    ].flatMap((f) => decoder.push(f));
+    expect(events).toEqual([
+      { type: 'text', text: 'Sunny.' },
+      { type: 'finish', reason: 'stop' },
+      counted({ inputTokens: 100, outputTokens: 20, hostedToolUses: { webSearch: 2 } }),
+    ]);
+  });
+
+  it("gives url_citation annotations as citations of the reply's text, offset by the text before their part", () => {
+    const frame = (type: string, payload: Record<string, unknown>) => ({
+      event: type,
+      data: JSON.stringify({ type, ...payload }),
+    });
+    const decoder = host.decoder();
+    const annotation = { type: 'url_citation', start_index: 0, end_index: 6, url: 'https://w.example', title: 'W' };
+    const events = [
+      frame('response.output_text.delta', { output_index: 0, content_index: 0, delta: 'First. ' }),
+      frame('response.content_part.added', { output_index: 2, content_index: 0, part: { type: 'output_text', text: '' } }),
+      frame('response.output_text.delta', { output_index: 2, content_index: 0, delta: 'Sunny.' }),
+      frame('response.output_text.annotation.added', { output_index: 2, content_index: 0, annotation_index: 0, annotation }),
+      frame('response.output_text.annotation.added', {
+        output_index: 2,
+        content_index: 0,
+        annotation_index: 1,
+        annotation: { type: 'file_citation', file_id: 'f', index: 0 },
+      }),
+    ].flatMap((f) => decoder.push(f));
+    expect(events.filter((e) => e.type === 'citation')).toEqual([
+      { type: 'citation', url: 'https://w.example', title: 'W', start: 7, end: 13 },
+    ]);
+  });
+
+  it("bounds a Responses client's body carrying hosted tools to the uses held for (max_tool_calls), leaving a lower one", () => {
+    const carried = { classes: ['webSearch' as const], maxUses: 5 };
+    const original = { model: 'vendor/m', input: 'hi', tools: [{ type: 'web_search' }] };
+    const sent = (body: Record<string, unknown>) =>
+      host.buildRequest(request({ original: { format: 'responses', body }, carriedTools: carried }), 'gpt-x', null).body;
+    expect(sent(original)).toMatchObject({ tools: [{ type: 'web_search' }], max_tool_calls: 5 });
+    expect(sent({ ...original, max_tool_calls: 2 })).toMatchObject({ max_tool_calls: 2 });
+    expect(sent({ ...original, max_tool_calls: 50 })).toMatchObject({ max_tool_calls: 5 });
+    // Nothing carried: the body as it was.
+    expect(
+      host.buildRequest(request({ original: { format: 'responses', body: original } }), 'gpt-x', null).body,
+    ).not.toHaveProperty('max_tool_calls');
+  });
+
+  it('runs a web search offered in another format by its own tool, within the uses held for, and requires it when asked', () => {
+    const body = (over: Partial<CanonicalRequest>) =>
+      host.buildRequest(request(over), 'gpt-x', null).body as Record<string, unknown>;
+    const carried = { classes: ['webSearch' as const], maxUses: 5 };
+    expect(body({ carriedTools: carried })).toMatchObject({ tools: [{ type: 'web_search' }], max_tool_calls: 5 });
+    expect(
+      body({ tools: [{ name: 'f', parameters: {} }], carriedTools: { ...carried, required: 'webSearch' } }).tool_choice,
+    ).toEqual({
+      type: 'allowed_tools',
+      mode: 'required',
+      tools: [{ type: 'web_search' }],
+    });
+  });
+});

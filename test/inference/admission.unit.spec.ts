@@ -142,6 +142,69 @@ describe('admission', () => {
     });
   });
 
+  describe('given hosted tools offered', () => {
+    /** $10 per 1,000 web searches, in nano-credits per 1,000 uses. */
+    const SEARCH = 10_000_000_000;
+    const responsesHost = (id: string, perUse: TokenPrices['hostedToolUses'] = { webSearch: SEARCH }) =>
+      modelHost(id, { kind: 'openai-responses', input: 1_000_000_000, output: 2_000_000_000, cache: { hostedToolUses: perUse } });
+    const offered = (required: 'any' | { hosted: string } | null = null): CanonicalRequest => ({
+      ...request(100),
+      tools: [{ name: 'f', parameters: {} }],
+      original: {
+        format: 'responses',
+        body: { tools: [{ type: 'web_search' }, { type: 'image_generation' }, { type: 'function', name: 'f' }] },
+      },
+      hostedTools: { hosted: ['web_search', 'image_generation'], clientTools: true, required },
+    });
+
+    it('carries those every host runs and prices, leaves out the others (also of the body passed whole), and holds for the uses allowed', () => {
+      const m = model([responsesHost('r')]);
+      const plan = planAdmission(m.slug, m, offered(), { maxUses: 5 });
+      if (plan.kind !== 'reserve') throw new Error('refused');
+      expect(plan.request.carriedTools).toEqual({ classes: ['webSearch'], maxUses: 5 });
+      expect(plan.omittedTools).toEqual(['image_generation']);
+      expect(plan.request.original!.body).toEqual({ tools: [{ type: 'web_search' }, { type: 'function', name: 'f' }] });
+      expect(plan.estimate.hostedToolUses).toEqual({ webSearch: 5 });
+      // The tokens, plus 5 searches at $10/1,000 (50,000,000 nano-credits), rounded up once.
+      const tokens = plan.estimate.inputTokens * 1_000_000_000 + 100 * 2_000_000_000;
+      expect(plan.amount).toBe(Math.ceil((tokens + 5 * SEARCH * 1000) / 1e6));
+    });
+
+    it('leaves a tool out when one of the hosts does not run it (a fallback must), or its entry gives no price', () => {
+      for (const hosts of [[responsesHost('r'), host('chat', true, 1, 1)], [responsesHost('r', {})]]) {
+        const m = model(hosts);
+        const plan = planAdmission(m.slug, m, offered(), { maxUses: 5 });
+        if (plan.kind !== 'reserve') throw new Error('refused');
+        expect(plan.request.carriedTools).toBeUndefined();
+        expect(plan.omittedTools).toEqual(['web_search', 'image_generation']);
+        expect(plan.estimate.hostedToolUses).toBeUndefined();
+      }
+    });
+
+    it('refuses a request requiring one its hosts do not run, naming it and the models that do', () => {
+      const m = model([host('chat', true, 1, 1)]);
+      const plan = planAdmission(m.slug, m, offered({ hosted: 'web_search' }), {
+        maxUses: 5,
+        elsewhere: () => 'models that run it: openai/gpt-5',
+      });
+      expect(plan).toMatchObject({
+        kind: 'refuse',
+        error: {
+          code: 'invalid_request',
+          message: expect.stringMatching(
+            /^tool_choice requires the hosted tool "web_search", which the hosts of this model do not run \(models that run it: openai\/gpt-5\)/,
+          ),
+        },
+      });
+    });
+
+    it('the highest per-use price among the hosts is held for', () => {
+      const a = responsesHost('a', { webSearch: 10 });
+      const b = responsesHost('b', { webSearch: 25, fileSearch: 3 });
+      expect(highestPrices([a, b]).hostedToolUses).toEqual({ webSearch: 25, fileSearch: 3 });
+    });
+  });
+
   it('takes the highest price of each class separately', () => {
     const a = host('a', true, 1, 9, { cacheRead: 4, cacheWrite1h: 1 });
     const b = host('b', true, 5, 2, { cacheWrite: 7 });

@@ -157,3 +157,38 @@ describe("the host's usage, checked", () => {
     );
   });
 });
+
+describe("the host's hosted-tool uses, checked", () => {
+  const carrying = usageLimits(8192, 40, request({ carriedTools: { classes: ['webSearch'], maxUses: 5 } }));
+  const withUses = (hostedToolUses: Record<string, number>) =>
+    usage({ inputTokens: 12, outputTokens: 34, hostedToolUses: hostedToolUses });
+
+  it('a request carrying a tool allows the uses its reservation held for, of that class only', () => {
+    expect(carrying.maxHostedToolUses).toEqual({ webSearch: 5 });
+    const reported = withUses({ webSearch: 3 });
+    expect(checkedUsage(reported, 100, carrying, COMPLETE)).toEqual({ usage: reported, flag: null });
+  });
+
+  it.each([
+    ['above the bound', { webSearch: 9 }, { webSearch: 5 }, '9 webSearch uses exceed the bound (5)'],
+    ['not a whole number', { webSearch: 2.5 }, undefined, 'webSearch uses 2.5 is not a whole number ≥ 0'],
+    [
+      'of a tool not carried',
+      { webSearch: 1, fileSearch: 2 },
+      { webSearch: 1 },
+      '2 fileSearch uses of a tool the request did not carry',
+    ],
+  ])('%s: billed within what the request allowed, flagged', (_case, reported, billed, flag) => {
+    const checked = checkedUsage(withUses(reported), 100, carrying, COMPLETE);
+    expect(checked.flag).toBe(flag);
+    expect(checked.usage.hostedToolUses).toEqual(billed);
+    // The tokens stand as reported: only the uses were not believed.
+    expect(checked.usage).toMatchObject({ inputTokens: 12, outputTokens: 34 });
+  });
+
+  it('a request carrying none bills none, whatever the host says', () => {
+    const checked = checkedUsage(withUses({ webSearch: 4 }), 100, LIMITS, CUT);
+    expect(checked.usage.hostedToolUses).toBeUndefined();
+    expect(checked.flag).toBe('4 webSearch uses of a tool the request did not carry');
+  });
+});

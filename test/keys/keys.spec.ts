@@ -128,6 +128,7 @@ function suite(name: string, redis: boolean) {
           status: 'ok',
           latency_ms: entry.latencyMs,
           tokens: { input: 20, cache_read: 0, cache_write: 0, output: 10 },
+          hosted_tool_uses: {},
           cost: entry.cost / 1e9,
           cost_nano: entry.cost,
           total_cost: entry.cost / 1e9,

@@ -83,6 +83,58 @@ describe('reservation decider', () => {
     expect(settled.data).toMatchObject({ host: 'openai', model: 'openai/gpt-4o-mini', held: 1_000_000, orgId: 'org-1' });
   });
 
+  it('settles hosted-tool uses with the price of each class used, the charge recomputable from the event alone', () => {
+    const perUse = { webSearch: 10_000_000_000, fileSearch: 2_500_000_000 };
+    const withUses: Settle = {
+      ...settle,
+      usage: { ...settle.usage, hostedToolUses: { webSearch: 3, fileSearch: 0 } },
+      prices: { ...settle.prices, hostedToolUses: perUse },
+    };
+    const [settled] = given(reserved).when(withUses).events;
+    if (settled.type !== 'ReservationSettled') throw new Error('expected a settlement');
+    // The tokens' 687,000 nano-credits, plus 3 searches × $10 / 1,000 = 30,000,000.
+    expect(settled.data.amount).toBe(687_000 + 30_000_000);
+    // The classes used, each with its price: a class not used is not written.
+    expect(settled.data.hostedToolUses).toEqual({ webSearch: 3 });
+    expect(settled.data.prices.hostedToolUses).toEqual({ webSearch: 10_000_000_000 });
+    expect(settledCharge(settled.data)).toBe(settled.data.amount);
+    // No use: the event's older shape, with no field for them.
+    const plain = given(reserved).when(settle).events[0];
+    expect(plain.data).not.toHaveProperty('hostedToolUses');
+    expect((plain as { data: { prices: object } }).data.prices).not.toHaveProperty('hostedToolUses');
+  });
+
+  it('refuses hosted-tool uses without a price, or that are not whole numbers of a known class', () => {
+    const uses = (hostedToolUses: Record<string, number>, perUse?: Record<string, number>): Settle => ({
+      ...settle,
+      usage: { ...settle.usage, hostedToolUses },
+      prices: { ...settle.prices, ...(perUse ? { hostedToolUses: perUse } : {}) },
+    });
+    expect(given(reserved).when(uses({ webSearch: 1 })).error).toBe('invalid_usage');
+    expect(given(reserved).when(uses({ webSearch: 1.5 }, { webSearch: 1 })).error).toBe('invalid_usage');
+    expect(given(reserved).when(uses({ teleport: 1 }, { webSearch: 1 })).error).toBe('invalid_usage');
+  });
+
+  it('an interrupted stream whose progress counted uses is billed them at expiry', () => {
+    const progress = given(reserved).when({
+      type: 'RecordProgress',
+      usage: { ...uncachedUsage(10, 10), hostedToolUses: { webSearch: 2 } },
+      prices: { ...settle.prices, hostedToolUses: { webSearch: 10_000_000_000 } },
+      host: 'openai',
+      hostModel: 'gpt-4o-mini',
+      deliveredChars: 40,
+      now: 1_500,
+    }).events[0];
+    expect(progress.data).toMatchObject({ hostedToolUses: { webSearch: 2 } });
+    const [expired] = given(reserved, progress).when({ type: 'Expire', now: 61_000 }).events;
+    expect(expired).toMatchObject({
+      type: 'ReservationSettled',
+      data: { hostedToolUses: { webSearch: 2 }, status: 'interrupted' },
+    });
+    // Never more than was held (1,000,000): the two searches alone cost 20,000,000.
+    expect((expired as { data: { amount: number } }).data.amount).toBe(1_000_000);
+  });
+
   it("marks a settlement whose host usage was not believed, and writes no mark otherwise (the event's old shape)", () => {
     const flagged = given(reserved).when({ ...settle, usageFlag: 'outputTokens -5 is not a whole number ≥ 0' }).events[0];
     expect(flagged).toMatchObject({

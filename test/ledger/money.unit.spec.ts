@@ -136,3 +136,40 @@ describe('the charge by token class', () => {
     });
   });
 });
+
+describe('the charge with hosted-tool uses', () => {
+  const prices: TokenPrices = {
+    input: 3_000_000_000,
+    cacheRead: 300_000_000,
+    cacheWrite: 3_750_000_000,
+    cacheWrite1h: 6_000_000_000,
+    output: 15_000_000_000,
+    // $10 per 1,000 web searches, $0.01 per 1,000 fetches: nano-credits per 1,000 uses.
+    hostedToolUses: { webSearch: 10_000_000_000, webFetch: 10_000_000 },
+  };
+
+  it('bills each use at its price per 1,000 beside the tokens, the exact sum rounded up once', () => {
+    // 3 searches × $10 / 1,000 = $0.03 = 30,000,000 nano-credits; no tokens.
+    expect(chargeFor({ ...uncachedUsage(0, 0), hostedToolUses: { webSearch: 3 } }, prices)).toBe(30_000_000);
+    // 7 tokens of input at 3 nano-credits per million is 0.000021 nano-credits, 1 fetch at $0.01/1,000 is
+    // 10,000 nano-credits: 10,000.000021 → 10,001 when summed first, never 10,001 + 1 (two roundings).
+    expect(chargeFor({ ...uncachedUsage(7, 0), hostedToolUses: { webFetch: 1 } }, { ...prices, input: 3 })).toBe(10_001);
+    const usage = { ...uncachedUsage(1234, 567), hostedToolUses: { webSearch: 2, webFetch: 5 } };
+    const exact = 1234n * 3_000_000_000n + 567n * 15_000_000_000n + (2n * 10_000_000_000n + 5n * 10_000_000n) * 1000n;
+    expect(chargeFor(usage, prices)).toBe(Number((exact + 999_999n) / 1_000_000n));
+  });
+
+  it('no use, or none of a class, costs nothing; a use of a class without a price is never billed as free', () => {
+    expect(
+      chargeFor({ ...uncachedUsage(0, 0), hostedToolUses: { webSearch: 0 } }, { ...prices, hostedToolUses: undefined }),
+    ).toBe(0);
+    expect(() => chargeFor({ ...uncachedUsage(0, 0), hostedToolUses: { fileSearch: 1 } }, prices)).toThrow(
+      '1 fileSearch uses have no price',
+    );
+  });
+
+  it('holds for the uses allowed at their prices with the tokens', () => {
+    expect(reservationFor(0, 0, prices, { webSearch: 20 })).toBe(200_000_000);
+    expect(reservationFor(10, 10, prices, { webSearch: 1 })).toBe(reservationFor(10, 10, prices) + 10_000_000);
+  });
+});

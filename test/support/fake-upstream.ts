@@ -24,6 +24,12 @@ export interface FakeReply {
   /** Omitted: {input: 12, output: 6}. null: report no usage at all. */
   usage?: FakeUsage | null;
   /**
+   * The web searches the host runs, when the request offers its web search tool (the Responses
+   * `web_search`, the messages `web_search_*` server tool): each with the page it finds, which the
+   * text cites. Without them, such a request gets one search (DEFAULT_SEARCH); a request without the tool, none.
+   */
+  searches?: FakeSearch[];
+  /**
    * The usage object's JSON text exactly as written here (any values: negative, fractional,
    * exponent notation, strings, 1e400), in place of `usage`'s, wherever the format carries usage
    * (chat-completions: the last chunk or the reply; messages: message_start, message_delta, the reply).
@@ -32,6 +38,25 @@ export interface FakeReply {
   /** Gemini: the Google Search grounding queries the host ran (its `groundingMetadata.webSearchQueries`). */
   webSearchQueries?: string[];
 }
+
+export interface FakeSearch {
+  query: string;
+  url: string;
+  title: string;
+}
+
+export const DEFAULT_SEARCH: FakeSearch = {
+  query: 'weather in Paris today',
+  url: 'https://weather.example/paris',
+  title: 'Paris weather',
+};
+
+/** The searches a reply runs: only when the request offers the format's web search tool. */
+const searchesOf = (req: any, reply: FakeReply): FakeSearch[] => {
+  const offered =
+    Array.isArray(req.tools) && req.tools.some((t: any) => typeof t?.type === 'string' && t.type.startsWith('web_search'));
+  return offered ? (reply.searches ?? [DEFAULT_SEARCH]) : [];
+};
 
 /** Where a reply's `wireUsage` goes: a string no reply holds, replaced by the text once serialized. */
 export const WIRE_USAGE = 'wire-usage-slot-5b1e';
@@ -264,23 +289,62 @@ function openaiError(status: number, message?: string) {
 /** A thinking block's signature (opaque base64 on the real API): one per thinking text, so tests can expect it. */
 export const signatureOf = (thinking: string) => Buffer.from(`signed:${thinking}`).toString('base64');
 
+/** The server tools' requests, as the API counts them in `usage.server_tool_use` (when the request offered one). */
+const serverToolUse = (searches: FakeSearch[] | null) =>
+  searches === null ? {} : { server_tool_use: { web_search_requests: searches.length, web_fetch_requests: 0 } };
+
 /** A whole reply's usage, or message_start's with its provisional output count. */
-const anthropicUsage = (u: FakeUsage, output = u.output) => ({
+const anthropicUsage = (u: FakeUsage, output = u.output, searches: FakeSearch[] | null = null) => ({
   input_tokens: u.input,
   cache_creation_input_tokens: (u.cacheWrite ?? 0) + (u.cacheWrite1h ?? 0),
   cache_read_input_tokens: u.cacheRead ?? 0,
   cache_creation: { ephemeral_5m_input_tokens: u.cacheWrite ?? 0, ephemeral_1h_input_tokens: u.cacheWrite1h ?? 0 },
   output_tokens: output,
+  ...serverToolUse(searches),
   service_tier: 'standard',
 });
 
 /** message_delta's usage, as the current API sends it: cumulative counts, the input's included (no 5m/1h split). */
-const anthropicDeltaUsage = (u: FakeUsage) => ({
+const anthropicDeltaUsage = (u: FakeUsage, searches: FakeSearch[] | null) => ({
   input_tokens: u.input,
   cache_creation_input_tokens: (u.cacheWrite ?? 0) + (u.cacheWrite1h ?? 0),
   cache_read_input_tokens: u.cacheRead ?? 0,
   output_tokens: u.output,
+  ...serverToolUse(searches),
 });
+
+/** A messages server tool's id (`srvtoolu_…`), one per search. */
+const serverToolId = (i: number) => `srvtoolu_fake${String(i).padStart(4, '0')}`;
+
+/** The blocks of the searches a reply ran: each a server_tool_use and its web_search_tool_result. */
+function searchBlocks(searches: FakeSearch[]): object[] {
+  return searches.flatMap((search, i) => [
+    { type: 'server_tool_use', id: serverToolId(i), name: 'web_search', input: { query: search.query } },
+    {
+      type: 'web_search_tool_result',
+      tool_use_id: serverToolId(i),
+      content: [
+        {
+          type: 'web_search_result',
+          url: search.url,
+          title: search.title,
+          encrypted_content: Buffer.from(`page:${search.url}`).toString('base64'),
+          page_age: null,
+        },
+      ],
+    },
+  ]);
+}
+
+/** A text block's citations of the searches' pages (the whole text cites them). */
+const citationsOf = (searches: FakeSearch[], text: string) =>
+  searches.map((search) => ({
+    type: 'web_search_result_location',
+    url: search.url,
+    title: search.title,
+    encrypted_index: Buffer.from(`index:${search.url}`).toString('base64'),
+    cited_text: text,
+  }));
 
 export function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
   const ev = (type: string, payload: object, piece = false): Frame => ({
@@ -289,6 +353,8 @@ export function anthropicStream(req: any, reply: FakeReply, pieces?: number): St
     piece,
   });
   const { usage } = reply;
+  const offered = searchesOf(req, reply);
+  const searches = offered.length > 0 ? offered : null;
   const message = {
     id: newId('msg_'),
     type: 'message',
@@ -314,8 +380,23 @@ export function anthropicStream(req: any, reply: FakeReply, pieces?: number): St
     body.push(ev('content_block_delta', { index, delta: { type: 'signature_delta', signature: signatureOf(reply.thinking) } }));
     body.push(ev('content_block_stop', { index: index++ }));
   }
+  // Each search: its server_tool_use (its input streamed), then its result whole, as the API streams them.
+  for (const block of searchBlocks(offered) as any[]) {
+    if (block.type === 'server_tool_use') {
+      body.push(ev('content_block_start', { index, content_block: { ...block, input: {} } }));
+      for (const partial_json of halves(JSON.stringify(block.input)))
+        body.push(ev('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json } }));
+    } else body.push(ev('content_block_start', { index, content_block: block }));
+    body.push(ev('content_block_stop', { index: index++ }));
+  }
   if (reply.text || !reply.toolCalls?.length) {
-    body.push(ev('content_block_start', { index, content_block: { type: 'text', text: '' } }));
+    const cited = offered.length > 0;
+    body.push(
+      ev('content_block_start', { index, content_block: { type: 'text', text: '', ...(cited ? { citations: [] } : {}) } }),
+    );
+    if (cited)
+      for (const citation of citationsOf(offered, reply.text ?? ''))
+        body.push(ev('content_block_delta', { index, delta: { type: 'citations_delta', citation } }));
     for (const text of splitText(reply.text ?? '', pieces))
       body.push(ev('content_block_delta', { index, delta: { type: 'text_delta', text } }, true));
     body.push(ev('content_block_stop', { index: index++ }));
@@ -330,7 +411,7 @@ export function anthropicStream(req: any, reply: FakeReply, pieces?: number): St
   const tail = [
     ev('message_delta', {
       delta: { stop_reason: ANTHROPIC_STOP[stop], stop_sequence: stop === 'stop_sequence' ? (reply.stopSequence ?? null) : null },
-      ...(reply.wireUsage !== undefined ? { usage: WIRE_USAGE } : usage ? { usage: anthropicDeltaUsage(usage) } : {}),
+      ...(reply.wireUsage !== undefined ? { usage: WIRE_USAGE } : usage ? { usage: anthropicDeltaUsage(usage, searches) } : {}),
     }),
     ev('message_stop', {}),
   ];
@@ -342,7 +423,14 @@ export function anthropicMessage(req: any, reply: FakeReply) {
   const content: object[] = reply.thinking
     ? [{ type: 'thinking', thinking: reply.thinking, signature: signatureOf(reply.thinking) }]
     : [];
-  if (reply.text || !reply.toolCalls?.length) content.push({ type: 'text', text: reply.text ?? '' });
+  const searches = searchesOf(req, reply);
+  content.push(...searchBlocks(searches));
+  if (reply.text || !reply.toolCalls?.length)
+    content.push({
+      type: 'text',
+      text: reply.text ?? '',
+      ...(searches.length > 0 ? { citations: citationsOf(searches, reply.text ?? '') } : {}),
+    });
   for (const c of reply.toolCalls ?? [])
     content.push({ type: 'tool_use', id: c.id, name: c.name, input: parseArgs(c.arguments) });
   return {
@@ -353,7 +441,11 @@ export function anthropicMessage(req: any, reply: FakeReply) {
     content,
     stop_reason: ANTHROPIC_STOP[stop],
     stop_sequence: stop === 'stop_sequence' ? (reply.stopSequence ?? null) : null,
-    ...(reply.wireUsage !== undefined ? { usage: WIRE_USAGE } : reply.usage ? { usage: anthropicUsage(reply.usage) } : {}),
+    ...(reply.wireUsage !== undefined
+      ? { usage: WIRE_USAGE }
+      : reply.usage
+        ? { usage: anthropicUsage(reply.usage, reply.usage.output, searches.length > 0 ? searches : null) }
+        : {}),
   };
 }
 
@@ -407,13 +499,36 @@ function responsesItems(req: any, reply: FakeReply) {
       summary: [{ type: 'summary_text', text: reply.thinking }],
       ...(encrypted ? { encrypted_content: encryptedReasoningOf(reply.thinking) } : {}),
     });
+  const searches = searchesOf(req, reply);
+  for (const search of searches)
+    items.push({
+      id: newId('ws_'),
+      type: 'web_search_call',
+      status: 'completed',
+      action: { type: 'search', query: search.query, sources: [{ type: 'url', url: search.url }] },
+    });
+  const text = reply.text ?? '';
   if (reply.text || !reply.toolCalls?.length)
     items.push({
       id: newId('msg_'),
       type: 'message',
       status: 'completed',
       role: 'assistant',
-      content: [{ type: 'output_text', text: reply.text ?? '', annotations: [], logprobs: [] }],
+      content: [
+        {
+          type: 'output_text',
+          text,
+          // The whole text cites each page found.
+          annotations: searches.map((search) => ({
+            type: 'url_citation',
+            start_index: 0,
+            end_index: text.length,
+            url: search.url,
+            title: search.title,
+          })),
+          logprobs: [],
+        },
+      ],
     });
   for (const c of reply.toolCalls ?? [])
     items.push({
@@ -499,6 +614,12 @@ function responsesStream(req: any, reply: FakeReply, pieces?: number): Stream {
       body.push(
         ev('response.output_item.done', { output_index, item: { ...rest, ...(encrypted_content ? { encrypted_content } : {}) } }),
       );
+    } else if (item.type === 'web_search_call') {
+      const { action: _action, ...opened } = item;
+      body.push(ev('response.output_item.added', { output_index, item: { ...opened, status: 'in_progress' } }));
+      for (const phase of ['in_progress', 'searching', 'completed'])
+        body.push(ev(`response.web_search_call.${phase}`, { item_id, output_index }));
+      body.push(ev('response.output_item.done', { output_index, item }));
     } else if (item.type === 'message') {
       const text = item.content[0].text;
       body.push(ev('response.output_item.added', { output_index, item: { ...item, status: 'in_progress', content: [] } }));
@@ -508,6 +629,9 @@ function responsesStream(req: any, reply: FakeReply, pieces?: number): Stream {
       );
       for (const delta of splitText(text, pieces))
         body.push(ev('response.output_text.delta', { ...at, delta, logprobs: [] }, true));
+      item.content[0].annotations.forEach((annotation: object, annotation_index: number) =>
+        body.push(ev('response.output_text.annotation.added', { ...at, annotation_index, annotation })),
+      );
       body.push(ev('response.output_text.done', { ...at, text, logprobs: [] }));
       body.push(ev('response.content_part.done', { ...at, part: item.content[0] }));
       body.push(ev('response.output_item.done', { output_index, item }));

@@ -69,14 +69,14 @@ describe('chat-completions system and developer messages', () => {
     ]);
   });
 
-  it('leaves out web_search_options (a hosted web search), of the body a chat-completions host gets whole too, and names it', () => {
+  it('offers web_search_options (a hosted web search) for admission to decide on, the body whole', () => {
     const request = toCanonical({
       model: 'vendor/model',
       messages: [{ role: 'user', content: 'What is new today?' }],
       web_search_options: { search_context_size: 'low' },
     });
-    expect(request.omittedTools).toEqual(['web_search']);
-    expect(request.original!.body).not.toHaveProperty('web_search_options');
-    expect(toCanonical({ model: 'vendor/model', messages: [{ role: 'user', content: 'Hi' }] }).omittedTools).toBeUndefined();
+    expect(request.hostedTools).toEqual({ hosted: ['web_search'], clientTools: false, required: null });
+    expect(request.original!.body).toHaveProperty('web_search_options');
+    expect(toCanonical({ model: 'vendor/model', messages: [{ role: 'user', content: 'Hi' }] }).hostedTools).toBeUndefined();
   });
 });

@@ -3,7 +3,7 @@ import { OMITTED_TOOLS_HEADER } from '../../src/canonical/hosted-tools';
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 import { LogCapture } from '../support/log-capture';
 
-// Hosted tools (run by a model's provider) that no host of the gateway runs, on each surface: only
+// Hosted tools (run by a model's provider) that the model's hosts do not run, on each surface: only
 // offered, they are left out of the call, and the reply's header and the request's log line name
 // them; required, the request is refused in the surface's format, naming the tool.
 const M = TEST_MODELS;
@@ -121,7 +121,7 @@ describe.each(surfaces.filter((s) => s.required !== null))(
       expect(res.status).toBe(400);
       expect(error(res.body)).toMatchObject({ type: 'invalid_request_error' });
       expect(error(res.body).message).toMatch(
-        /^tool_choice requires the hosted tool "web_search(_20250305)?", which no model of this gateway can run yet/,
+        /^tool_choice requires the hosted tool "web_search(_20250305)?", which the hosts of this model do not run \(no model of this gateway runs it\)/,
       );
       expect(g.fake.requests.length).toBe(before);
     });

@@ -168,36 +168,28 @@ describe('messages wire: a stream passed whole ends once it is billed', () => {
     const ask = (extra: Record<string, unknown>) =>
       toCanonical({ model: 'vendor/model', max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }], ...extra }, []);
 
-    it('are left out of the call, and of the body a messages host gets whole, each type named once', () => {
+    it("are classified for admission to decide on (the body stays whole), apart from the client's own tools", () => {
       const request = ask({ tools: [search, weather, fetch], tool_choice: { type: 'any' } });
       expect(request.tools.map((t) => t.name)).toEqual(['get_weather']);
       expect(request.toolChoice).toBe('required');
-      expect(request.omittedTools).toEqual(['web_search_20250305', 'web_fetch_20250910']);
-      expect(request.original!.body).toMatchObject({ tools: [weather], tool_choice: { type: 'any' } });
-      // Alone: no tools and no tool_choice reach the host (it refuses a choice without tools).
-      const alone = ask({ tools: [search], tool_choice: { type: 'auto' } });
-      expect(alone).toMatchObject({ tools: [], omittedTools: ['web_search_20250305'] });
-      expect(alone.toolChoice).toBeUndefined();
-      expect(alone.original!.body).not.toHaveProperty('tools');
-      expect(alone.original!.body).not.toHaveProperty('tool_choice');
+      expect(request.hostedTools).toEqual({
+        hosted: ['web_search_20250305', 'web_fetch_20250910'],
+        clientTools: true,
+        required: 'any',
+      });
+      expect(request.original!.body).toMatchObject({ tools: [search, weather, fetch], tool_choice: { type: 'any' } });
+      expect(request.omittedTools).toBeUndefined();
+      expect(ask({ tools: [weather] }).hostedTools).toBeUndefined();
     });
 
-    it('required by tool_choice, or as the only tools with "any", are refused naming them', () => {
-      const refusal = (extra: Record<string, unknown>): string => {
-        try {
-          ask(extra);
-        } catch (error) {
-          expect(error).toBeInstanceOf(ApiError);
-          return (error as ApiError).message;
-        }
-        throw new Error('expected a refusal');
-      };
-      expect(refusal({ tools: [search, weather], tool_choice: { type: 'tool', name: 'web_search' } })).toMatch(
-        /^tool_choice requires the hosted tool "web_search_20250305", which no model of this gateway can run yet/,
-      );
-      expect(refusal({ tools: [search], tool_choice: { type: 'any' } })).toMatch(
-        /only tools offered are hosted ones \("web_search_20250305"\)/,
-      );
+    it('one named by tool_choice is the hosted tool required, no function choice', () => {
+      const request = ask({ tools: [search, weather], tool_choice: { type: 'tool', name: 'web_search' } });
+      expect(request.hostedTools!.required).toEqual({ hosted: 'web_search_20250305' });
+      expect(request.toolChoice).toBeUndefined();
+      // A function named keeps its choice.
+      expect(ask({ tools: [search, weather], tool_choice: { type: 'tool', name: 'get_weather' } }).toolChoice).toEqual({
+        name: 'get_weather',
+      });
     });
   });
 });

@@ -397,7 +397,7 @@ describe('POST /responses failures, in the Responses error format', () => {
       'invalid_request',
     );
     expect((error.error as { message: string }).message).toBe(
-      'tools of type "custom", "local_shell" are not supported: the gateway serves function tools (alone or in namespaces), and leaves out hosted tools no model of it can run',
+      'tools of type "custom", "local_shell" are not supported: the gateway serves function tools (alone or in namespaces), and hosted tools on the hosts that run them',
     );
     expect(error.param).toBe('tools');
   });

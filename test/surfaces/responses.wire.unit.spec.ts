@@ -157,7 +157,7 @@ describe('Responses request → canonical request', () => {
     });
   });
 
-  it('leaves out hosted tools that are only offered, naming each type once; refuses the client-run types it has no translation for', () => {
+  it('classifies the hosted tools offered (each as given) for admission to decide on, the body whole; refuses the client-run types it has no translation for', () => {
     const request = canonical({
       model: 'm',
       input: 'hi',
@@ -166,13 +166,29 @@ describe('Responses request → canonical request', () => {
     });
     expect(request.tools.map((t) => t.name)).toEqual(['f']);
     expect(request.toolChoice).toBe('required');
-    expect(request.omittedTools).toEqual(['web_search', 'image_generation']);
-    // Hosted tools alone, the choice the model's: the call goes on without tools (and without a choice to make).
-    const alone = canonical({ model: 'm', input: 'hi', tools: [{ type: 'web_search' }], tool_choice: 'auto' });
-    expect(alone).toMatchObject({ tools: [], omittedTools: ['web_search'] });
-    expect(alone.toolChoice).toBeUndefined();
-    // Nothing left out: no omittedTools at all.
-    expect(canonical({ model: 'm', input: 'hi', tools: [{ type: 'function', name: 'f' }] }).omittedTools).toBeUndefined();
+    expect(request.hostedTools).toEqual({
+      hosted: ['web_search', 'image_generation', 'web_search'],
+      clientTools: true,
+      required: 'any',
+    });
+    // The body stays whole: what is left out depends on the hosts that serve (see admission).
+    expect((request.original!.body.tools as unknown[]).length).toBe(4);
+    expect(request.omittedTools).toBeUndefined();
+    // A hosted tool required: the request's hostedTools say which, no function choice is made.
+    const required = canonical({
+      model: 'm',
+      input: 'hi',
+      tools: [{ type: 'web_search_preview' }],
+      tool_choice: { type: 'web_search_preview' },
+    });
+    expect(required.hostedTools).toEqual({
+      hosted: ['web_search_preview'],
+      clientTools: false,
+      required: { hosted: 'web_search_preview' },
+    });
+    expect(required.toolChoice).toBeUndefined();
+    // No hosted tool offered: none to decide on.
+    expect(canonical({ model: 'm', input: 'hi', tools: [{ type: 'function', name: 'f' }] }).hostedTools).toBeUndefined();
 
     const error = refusal({
       model: 'm',
@@ -180,35 +196,13 @@ describe('Responses request → canonical request', () => {
       tools: [{ type: 'custom', name: 'apply_patch' }, { type: 'computer_use_preview' }],
     });
     expect(error.message).toBe(
-      'tools of type "custom", "computer_use_preview" are not supported: the gateway serves function tools (alone or in namespaces), and leaves out hosted tools no model of it can run',
+      'tools of type "custom", "computer_use_preview" are not supported: the gateway serves function tools (alone or in namespaces), and hosted tools on the hosts that run them',
     );
     expect(responsesError(error).error.param).toBe('tools');
     expect(refusal({ model: 'm', input: 'hi', tool_choice: { type: 'custom', name: 'apply_patch' } }).message).toMatch(
       /tool_choice of type "custom" is not supported/,
     );
     expect(refusal({ model: 'm', input: 'hi', tool_choice: { type: 'function' } }).message).toMatch(/needs a "name"/);
-  });
-
-  it('refuses a request requiring a hosted tool, naming it', () => {
-    const required = refusal({
-      model: 'm',
-      input: 'hi',
-      tools: [{ type: 'web_search_preview' }],
-      tool_choice: { type: 'web_search_preview' },
-    });
-    expect(required.message).toMatch(
-      /^tool_choice requires the hosted tool "web_search_preview", which no model of this gateway can run yet/,
-    );
-    expect(responsesError(required).error).toMatchObject({ type: 'invalid_request_error', param: 'tool_choice' });
-    const any = refusal({
-      model: 'm',
-      input: 'hi',
-      tools: [{ type: 'web_search' }, { type: 'file_search' }],
-      tool_choice: 'required',
-    });
-    expect(any.message).toMatch(
-      /only tools offered are hosted ones \("web_search", "file_search"\), which no model of this gateway can run yet/,
-    );
   });
 
   it("takes a namespace's functions as tools named namespace__function, and its calls back under their namespace", () => {
@@ -247,6 +241,7 @@ describe('Responses request → canonical request', () => {
       {
         text: '',
         reasoning: '',
+        citations: [],
         toolCalls: [
           { id: 'c2', name: 'agents__spawn', arguments: '{}' },
           { id: 'c3', name: 'exec_command', arguments: '{}' },
@@ -540,6 +535,7 @@ describe('Responses whole reply', () => {
       {
         text: 'Hi',
         reasoning: 'Because.',
+        citations: [],
         toolCalls: [{ id: 'call_1', name: 'f', arguments: '{}' }],
         finish: 'length',
         usage: usage({

@@ -89,6 +89,7 @@ export function usageReport(
       cacheReadTokens: e.cacheReadTokens,
       cacheWriteTokens: e.cacheWriteTokens,
       outputTokens: e.outputTokens,
+      hostedToolUses: e.hostedToolUses ?? {},
       cost: creditsNumber(e.cost),
       costNano: e.cost,
       latencyMs: e.latencyMs,

@@ -74,6 +74,8 @@ export interface UsageRow {
   cacheReadTokens: number;
   cacheWriteTokens: number;
   outputTokens: number;
+  /** Uses of tools the host ran itself, by class (`webSearch`…); absent from older servers. */
+  hostedToolUses?: Record<string, number>;
   cost: number;
   costNano?: number;
   latencyMs: number | null;

@@ -5,16 +5,37 @@ import {
   CanonicalRequest,
   CanonicalToolChoice,
   FinishReason,
+  HostedToolUses,
   HostError,
   isOutput,
   ReasoningEffort,
   upstreamIdOf,
   Usage,
+  type Citation,
 } from '../../canonical/canonical';
+import { hostedToolClassOf, type HostedToolsRun } from '../../canonical/hosted-tools';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
 
 /** The Messages API requires max_tokens; used only when the pipeline left it open. */
 export const DEFAULT_MAX_TOKENS = 4096;
+
+/**
+ * The server tools this kind runs, by class, as the API counts them in `usage.server_tool_use`:
+ * web searches (`web_search_requests`) and fetches (`web_fetch_requests`), passed whole; a web
+ * search offered in another format is run by the messages format's own tool. Code execution is
+ * billed by container time, which the usage does not report: it is not run.
+ */
+const HOSTED_TOOLS: HostedToolsRun = {
+  format: 'messages',
+  whole: new Set(['webSearch', 'webFetch']),
+  translated: new Set(['webSearch']),
+};
+
+/** The web search tool a request translated from another format is given (its name is the model's, as the API has it). */
+const WEB_SEARCH_TOOL = { type: 'web_search_20250305', name: 'web_search' };
+
+/** `usage.server_tool_use`'s counts, by the class each is billed in. */
+const SERVER_TOOL_COUNTS = { webSearch: 'web_search_requests', webFetch: 'web_fetch_requests' } as const;
 
 /** The beta under which the Messages API takes `role: "system"` entries inside `messages`. */
 const MID_CONVERSATION_SYSTEM_BETA = 'mid-conversation-system-2026-04-07';
@@ -43,6 +64,8 @@ interface WireUsage {
   cache_creation_input_tokens?: unknown;
   cache_creation?: unknown;
   output_tokens?: unknown;
+  /** The server tools' requests (web searches and fetches), billed per use. */
+  server_tool_use?: unknown;
 }
 
 /** The fields of a stream event's data this decoder reads; anything else is ignored. */
@@ -50,9 +73,10 @@ interface WireEvent {
   type?: string;
   index?: number;
   message?: { id?: unknown; usage?: WireUsage };
-  content_block?: { type?: string; id?: unknown; name?: unknown };
+  content_block?: { type?: string; id?: unknown; name?: unknown; citations?: unknown };
   delta?: {
     type?: string;
+    citation?: unknown;
     text?: unknown;
     thinking?: unknown;
     signature?: unknown;
@@ -216,6 +240,8 @@ function passThroughRequest(
   apiKey: string | null,
 ) {
   const body: Record<string, unknown> = { ...original, model: hostModel };
+  const bounded = boundedServerTools(original.tools, request);
+  if (bounded) body.tools = bounded;
   const cap = request.maxTokens;
   if (cap !== undefined && typeof original.max_tokens === 'number' && cap < original.max_tokens) {
     body.max_tokens = cap;
@@ -225,6 +251,22 @@ function passThroughRequest(
     }
   }
   return { path: '/messages', headers: headersFor(apiKey, request.betas), body, passThrough: true };
+}
+
+/**
+ * The client's tools with each server tool carried bounded to the uses its reservation holds for
+ * (`max_uses`, lowered when the client's is higher or absent); null when no server tool is carried.
+ */
+function boundedServerTools(tools: unknown, request: CanonicalRequest): unknown[] | null {
+  const carried = request.carriedTools;
+  if (!carried || !Array.isArray(tools)) return null;
+  return tools.map((tool: unknown) => {
+    if (!isObject(tool) || typeof tool.type !== 'string') return tool;
+    const toolClass = hostedToolClassOf(tool.type);
+    if (toolClass === null || !carried.classes.includes(toolClass)) return tool;
+    const asked = tool.max_uses;
+    return typeof asked === 'number' && asked <= carried.maxUses ? tool : { ...tool, max_uses: carried.maxUses };
+  });
 }
 
 function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
@@ -242,14 +284,19 @@ function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: stri
   if (thinking) body.thinking = thinking;
   const system = placed.system.filter((part) => part !== '').join('\n\n');
   if (system !== '') body.system = system;
-  if (request.tools.length > 0) {
-    body.tools = request.tools.map(({ name, description, parameters }) => ({
-      name,
-      ...(description === undefined ? {} : { description }),
-      input_schema: parameters,
-    }));
+  const tools: Record<string, unknown>[] = request.tools.map(({ name, description, parameters }) => ({
+    name,
+    ...(description === undefined ? {} : { description }),
+    input_schema: parameters,
+  }));
+  // A web search offered in another format, run by this format's own tool within the uses held for.
+  const carried = request.carriedTools;
+  if (carried?.classes.includes('webSearch')) tools.push({ ...WEB_SEARCH_TOOL, max_uses: carried.maxUses });
+  if (tools.length > 0) {
+    body.tools = tools;
     // Inside the branch: the API refuses tool_choice on a request without tools.
-    if (request.toolChoice !== undefined) body.tool_choice = toToolChoice(request.toolChoice);
+    if (carried?.required === 'webSearch') body.tool_choice = { type: 'tool', name: WEB_SEARCH_TOOL.name };
+    else if (request.toolChoice !== undefined) body.tool_choice = toToolChoice(request.toolChoice);
   }
   if (request.stop.length > 0) body.stop_sequences = request.stop;
   if (request.temperature !== undefined) body.temperature = request.temperature;
@@ -309,7 +356,7 @@ function usageOf(usage: WireUsage, start: WireUsage = usage): Usage {
       ? latest('cache_creation_input_tokens', 0)
       : count(split.ephemeral_5m_input_tokens, 0) + count(split.ephemeral_1h_input_tokens, 0);
   const oneHour = Math.min(written, count(split.ephemeral_1h_input_tokens, 0));
-  return {
+  const tokens: Usage = {
     inputTokens: latest('input_tokens', NaN),
     cacheReadTokens: latest('cache_read_input_tokens', 0),
     cacheWriteTokens: written - oneHour,
@@ -318,6 +365,21 @@ function usageOf(usage: WireUsage, start: WireUsage = usage): Usage {
     // Thinking is counted in output_tokens, with no count of its own.
     reasoningTokens: 0,
   };
+  const uses = serverToolUses(given(usage.server_tool_use) ? usage.server_tool_use : start.server_tool_use);
+  if (uses) tokens.hostedToolUses = uses;
+  return tokens;
+}
+
+/** The server tools' requests as the host counted them (absent or all none: null), for the pipeline to check. */
+function serverToolUses(counts: unknown): HostedToolUses | null {
+  if (!given(counts)) return null;
+  if (!isObject(counts)) return { webSearch: NaN };
+  const uses: HostedToolUses = {};
+  for (const [toolClass, field] of Object.entries(SERVER_TOOL_COUNTS)) {
+    const n = count(counts[field], 0);
+    if (n !== 0) uses[toolClass as keyof typeof SERVER_TOOL_COUNTS] = n;
+  }
+  return Object.keys(uses).length > 0 ? uses : null;
 }
 
 /** The end of a reply: why it stopped, then its usage when the host reported one. */
@@ -335,6 +397,17 @@ function ending(stopReason: unknown, stopSequence: unknown, usage: Usage | null)
   return events;
 }
 
+/**
+ * A text block's citations of web pages (a web search's results: `web_search_result_location`) as
+ * citations of the reply's characters [start, end); citations of documents (no URL) have no counterpart.
+ */
+function citationsOf(citations: unknown, start: number, end: number): Citation[] {
+  if (!Array.isArray(citations)) return [];
+  return citations
+    .filter((c): c is Record<string, unknown> => isObject(c) && typeof c.url === 'string')
+    .map((c) => ({ type: 'citation', url: c.url as string, title: typeof c.title === 'string' ? c.title : '', start, end }));
+}
+
 /** A whole Messages reply: its thinking, text and tool_use blocks in order, then its ending (and the reply itself, passed through). */
 function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
   const parsed = parseObject(body, 'reply');
@@ -346,10 +419,14 @@ function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
   const id = passThrough && upstreamIdOf(reply.id);
   if (id) events.push(id);
   let toolCalls = 0;
+  // Where the reply's text has got to, for the passages its citations cover.
+  let textLength = 0;
   for (const block of reply.content as Array<Record<string, unknown>>) {
     if (block?.type === 'text') {
       const piece = text(block.text, 'text');
       if (piece !== '') events.push({ type: 'text', text: piece });
+      events.push(...citationsOf(block.citations, textLength, textLength + piece.length));
+      textLength += piece.length;
     } else if (block?.type === 'thinking') {
       const signature = typeof block.signature === 'string' ? { signature: block.signature } : {};
       events.push({ type: 'reasoning', text: text(block.thinking, 'thinking'), ...signature });
@@ -377,6 +454,9 @@ class AnthropicDecoder implements StreamDecoder {
   private readonly toolCalls = new Map<number | undefined, number>();
   /** message_start's usage, which message_delta's completes. */
   private startUsage: WireUsage | null = null;
+  /** Characters of text so far, and the open text blocks' starts and citations (given when the block closes). */
+  private textLength = 0;
+  private readonly textBlocks = new Map<number | undefined, { start: number; citations: unknown[] }>();
 
   constructor(private readonly passThrough: boolean) {}
 
@@ -404,6 +484,11 @@ class AnthropicDecoder implements StreamDecoder {
         // Thinking comes in its deltas; other blocks (redacted thinking, server tools and their
         // results) have no canonical counterpart, and reach clients of this format passed through.
         const block = data.content_block;
+        if (block?.type === 'text') {
+          const citations = Array.isArray(block.citations) ? [...(block.citations as unknown[])] : [];
+          this.textBlocks.set(data.index, { start: this.textLength, citations });
+          return [];
+        }
         if (block?.type !== 'tool_use') return [];
         const index = this.toolCalls.size;
         this.toolCalls.set(data.index, index);
@@ -413,7 +498,15 @@ class AnthropicDecoder implements StreamDecoder {
       }
       case 'content_block_delta': {
         const delta = data.delta;
-        if (delta?.type === 'text_delta') return [{ type: 'text', text: text(delta.text, 'text') }];
+        if (delta?.type === 'text_delta') {
+          const piece = text(delta.text, 'text');
+          this.textLength += piece.length;
+          return [{ type: 'text', text: piece }];
+        }
+        if (delta?.type === 'citations_delta') {
+          this.textBlocks.get(data.index)?.citations.push(delta.citation);
+          return [];
+        }
         if (delta?.type === 'thinking_delta') return [{ type: 'reasoning', text: text(delta.thinking, 'thinking') }];
         if (delta?.type === 'signature_delta')
           return [{ type: 'reasoning', text: '', signature: text(delta.signature, 'signature') }];
@@ -423,6 +516,13 @@ class AnthropicDecoder implements StreamDecoder {
         const argumentsDelta = text(delta.partial_json, 'partial_json');
         return argumentsDelta === '' ? [] : [{ type: 'tool_call', index, argumentsDelta }];
       }
+      case 'content_block_stop': {
+        // A text block's citations cover its whole text, known once it closes.
+        const block = this.textBlocks.get(data.index);
+        if (!block) return [];
+        this.textBlocks.delete(data.index);
+        return citationsOf(block.citations, block.start, this.textLength);
+      }
       case 'message_delta':
         return this.finish(data);
       case 'message_stop':
@@ -431,7 +531,7 @@ class AnthropicDecoder implements StreamDecoder {
       case 'error':
         throw new HostError('upstream_error', errorReason(data.error), null, !this.produced);
       default:
-        // ping, content_block_stop, and event types added after this was written.
+        // ping, and event types added after this was written.
         return [];
     }
   }
@@ -462,6 +562,7 @@ const countTokensRequest = (body: Record<string, unknown>, hostModel: string, ap
 
 export const anthropicHost: HostKind<'anthropic'> = {
   name: 'anthropic',
+  hostedTools: HOSTED_TOOLS,
   buildRequest,
   countTokensRequest,
   decoder: (passThrough = false) => new AnthropicDecoder(passThrough),

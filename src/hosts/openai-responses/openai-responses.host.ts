@@ -1,9 +1,48 @@
-import type { CanonicalEvent, CanonicalMessage, CanonicalRequest, FinishReason, Usage } from '../../canonical/canonical';
+import type {
+  CanonicalEvent,
+  CanonicalMessage,
+  Citation,
+  CanonicalRequest,
+  FinishReason,
+  HostedToolClass,
+  HostedToolUses,
+  Usage,
+} from '../../canonical/canonical';
 import { effortOf, HostError, isOutput, upstreamIdOf } from '../../canonical/canonical';
+import type { HostedToolsRun } from '../../canonical/hosted-tools';
 import { openAiErrorMessage } from '../host-kind';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
 
 /** Responses hosts: OpenAI's `POST /responses`, for the models and features only it serves. */
+
+/**
+ * The hosted tools this kind runs, by class: each use is an output item of the response (a
+ * `web_search_call`…), counted here. A web search offered in another format is run by the
+ * format's own `web_search` tool.
+ */
+const HOSTED_TOOLS: HostedToolsRun = {
+  format: 'responses',
+  whole: new Set(['webSearch', 'fileSearch', 'codeExecution', 'imageGeneration']),
+  translated: new Set(['webSearch']),
+};
+
+/** The output items that are uses of a hosted tool, by the class each is billed in. */
+const HOSTED_TOOL_ITEMS: Record<string, HostedToolClass> = {
+  web_search_call: 'webSearch',
+  file_search_call: 'fileSearch',
+  code_interpreter_call: 'codeExecution',
+  image_generation_call: 'imageGeneration',
+};
+
+/** Hosted-tool uses by class among output items (null: none). */
+function hostedToolUsesOf(items: unknown[]): HostedToolUses | null {
+  const uses: HostedToolUses = {};
+  for (const item of items) {
+    const toolClass = isObject(item) && typeof item.type === 'string' ? HOSTED_TOOL_ITEMS[item.type] : undefined;
+    if (toolClass !== undefined) uses[toolClass] = (uses[toolClass] ?? 0) + 1;
+  }
+  return Object.keys(uses).length > 0 ? uses : null;
+}
 
 /** A canonical message as the Responses input items it becomes (an assistant turn: its text, then one item per call). */
 function inputItems(message: CanonicalMessage): Record<string, unknown>[] {
@@ -81,10 +120,20 @@ function finishOf(response: Record<string, unknown>, called: boolean): FinishRea
   return Object.hasOwn(INCOMPLETE, reason) ? INCOMPLETE[reason] : 'length';
 }
 
-/** The finish and usage events closing a response (no usage event when the response has none). */
-function ending(response: Record<string, unknown>, called: boolean): CanonicalEvent[] {
+/**
+ * The finish and usage events closing a response (no usage event when the response has none); the
+ * usage with the hosted-tool uses among its output items (`seen`: those a stream announced done,
+ * for a closing event whose response lists fewer).
+ */
+function ending(response: Record<string, unknown>, called: boolean, seen: unknown[] = []): CanonicalEvent[] {
   const events: CanonicalEvent[] = [{ type: 'finish', reason: finishOf(response, called) }];
-  if (isObject(response.usage)) events.push({ type: 'usage', usage: usageOf(response.usage) });
+  if (isObject(response.usage)) {
+    const usage = usageOf(response.usage);
+    const output = Array.isArray(response.output) ? (response.output as unknown[]) : [];
+    const uses = hostedToolUsesOf(output.length >= seen.length ? output : seen);
+    if (uses) usage.hostedToolUses = uses;
+    events.push({ type: 'usage', usage });
+  }
   return events;
 }
 
@@ -102,8 +151,33 @@ function reasoningOf(item: Record<string, unknown>): string {
 
 /** A message item's text: its output text and refusals, run together. */
 function messageTextOf(item: Record<string, unknown>): string {
-  const parts = Array.isArray(item.content) ? item.content.filter(isObject) : [];
-  return parts.map((part) => (part.type === 'refusal' ? str(part.refusal) : str(part.text))).join('');
+  return partsOf(item)
+    .map((part) => (part.type === 'refusal' ? str(part.refusal) : str(part.text)))
+    .join('');
+}
+
+const partsOf = (item: Record<string, unknown>) => (Array.isArray(item.content) ? item.content.filter(isObject) : []);
+
+/** A `url_citation` annotation of a text part starting at `offset` of the reply's text, as a citation; null for other annotations. */
+function citationOf(annotation: unknown, offset: number): Citation | null {
+  if (!isObject(annotation) || annotation.type !== 'url_citation' || typeof annotation.url !== 'string') return null;
+  const start = Number.isSafeInteger(annotation.start_index) ? (annotation.start_index as number) : 0;
+  const end = Number.isSafeInteger(annotation.end_index) ? (annotation.end_index as number) : start;
+  return { type: 'citation', url: annotation.url, title: str(annotation.title), start: offset + start, end: offset + end };
+}
+
+/** A message item's citations, its parts starting at `offset` of the reply's text. */
+function messageCitationsOf(item: Record<string, unknown>, offset: number): Citation[] {
+  const citations: Citation[] = [];
+  for (const part of partsOf(item)) {
+    const annotations = Array.isArray(part.annotations) ? (part.annotations as unknown[]) : [];
+    for (const annotation of annotations) {
+      const citation = citationOf(annotation, offset);
+      if (citation) citations.push(citation);
+    }
+    offset += (part.type === 'refusal' ? str(part.refusal) : str(part.text)).length;
+  }
+  return citations;
 }
 
 /** A whole response: its reasoning, text and calls in order, how it ended, its usage (and itself, passed through, with its id). */
@@ -123,6 +197,8 @@ function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
   const id = passThrough && upstreamIdOf(parsed.id);
   if (id) events.push(id);
   let calls = 0;
+  // Where the reply's text has got to, for the passages its citations cover.
+  let textLength = 0;
   for (const item of parsed.output.filter(isObject)) {
     if (item.type === 'reasoning') {
       const text = reasoningOf(item);
@@ -130,6 +206,8 @@ function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
     } else if (item.type === 'message') {
       const text = messageTextOf(item);
       if (text !== '') events.push({ type: 'text', text });
+      events.push(...messageCitationsOf(item, textLength));
+      textLength += text.length;
     } else if (item.type === 'function_call') {
       events.push({
         type: 'tool_call',
@@ -158,6 +236,11 @@ class ResponsesDecoder implements StreamDecoder {
   private produced = false;
   /** Tool call indexes by the output index of their item, in the order the calls came. */
   private readonly calls = new Map<number, number>();
+  /** The output items announced done, for the uses of hosted tools among them. */
+  private readonly items: unknown[] = [];
+  /** Characters of text so far, and where each text part (by output and content index) began in it. */
+  private textLength = 0;
+  private readonly partStarts = new Map<string, number>();
 
   constructor(private readonly passThrough: boolean) {}
 
@@ -186,8 +269,19 @@ class ResponsesDecoder implements StreamDecoder {
         // A summary's later parts are its next paragraphs.
         return typeof event.summary_index === 'number' && event.summary_index > 0 ? [{ type: 'reasoning', text: '\n\n' }] : [];
       case 'response.output_text.delta':
-      case 'response.refusal.delta':
-        return str(event.delta) === '' ? [] : [{ type: 'text', text: str(event.delta) }];
+      case 'response.refusal.delta': {
+        const delta = str(event.delta);
+        if (delta === '') return [];
+        const part = `${String(event.output_index)}:${String(event.content_index)}`;
+        if (!this.partStarts.has(part)) this.partStarts.set(part, this.textLength);
+        this.textLength += delta.length;
+        return [{ type: 'text', text: delta }];
+      }
+      case 'response.output_text.annotation.added': {
+        const part = `${String(event.output_index)}:${String(event.content_index)}`;
+        const citation = citationOf(event.annotation, this.partStarts.get(part) ?? this.textLength);
+        return citation ? [citation] : [];
+      }
       case 'response.output_item.added': {
         const item = isObject(event.item) ? event.item : {};
         if (item.type !== 'function_call') return [];
@@ -195,6 +289,9 @@ class ResponsesDecoder implements StreamDecoder {
         this.calls.set(Number(event.output_index), index);
         return [{ type: 'tool_call', index, id: str(item.call_id), name: str(item.name), argumentsDelta: str(item.arguments) }];
       }
+      case 'response.output_item.done':
+        this.items.push(event.item);
+        return [];
       case 'response.function_call_arguments.delta': {
         const index = this.calls.get(Number(event.output_index));
         if (index === undefined)
@@ -204,7 +301,7 @@ class ResponsesDecoder implements StreamDecoder {
       case 'response.completed':
       case 'response.incomplete': {
         this.done = true;
-        return ending(isObject(event.response) ? event.response : {}, this.calls.size > 0);
+        return ending(isObject(event.response) ? event.response : {}, this.calls.size > 0, this.items);
       }
       case 'response.failed': {
         const response = isObject(event.response) ? event.response : {};
@@ -226,11 +323,27 @@ function passThroughBody(request: CanonicalRequest, original: Record<string, unk
   const asked = original.max_output_tokens;
   if (request.maxTokens !== undefined && (typeof asked !== 'number' || request.maxTokens < asked))
     body.max_output_tokens = request.maxTokens;
+  boundToolCalls(body, request);
   return body;
 }
 
+/**
+ * A request carrying hosted tools makes at most the uses its reservation holds for: `max_tool_calls`
+ * (which bounds every hosted tool's calls together) lowered to that bound when higher or absent.
+ */
+function boundToolCalls(body: Record<string, unknown>, request: CanonicalRequest): void {
+  const carried = request.carriedTools;
+  if (!carried) return;
+  const asked = body.max_tool_calls;
+  if (typeof asked !== 'number' || asked > carried.maxUses) body.max_tool_calls = carried.maxUses;
+}
+
+/** The web search tool a request translated from another format is given. */
+const WEB_SEARCH_TOOL = { type: 'web_search' };
+
 export const openAiResponsesHost: HostKind<'openai-responses'> = {
   name: 'openai-responses',
+  hostedTools: HOSTED_TOOLS,
 
   buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
     const headers: Record<string, string> = {
@@ -252,16 +365,21 @@ export const openAiResponsesHost: HostKind<'openai-responses'> = {
     if (request.temperature !== undefined) body.temperature = request.temperature;
     if (request.topP !== undefined) body.top_p = request.topP;
     // The format has no stop sequences and no top_k: they are not sent.
-    if (request.tools.length > 0) {
-      body.tools = request.tools.map((t) => ({
-        type: 'function',
-        name: t.name,
-        ...(t.description ? { description: t.description } : {}),
-        parameters: t.parameters,
-        strict: false,
-      }));
-    }
-    if (request.toolChoice !== undefined) {
+    const tools: Record<string, unknown>[] = request.tools.map((t) => ({
+      type: 'function',
+      name: t.name,
+      ...(t.description ? { description: t.description } : {}),
+      parameters: t.parameters,
+      strict: false,
+    }));
+    // A web search offered in another format, run by this format's own tool within the uses held for.
+    const carried = request.carriedTools;
+    if (carried?.classes.includes('webSearch')) tools.push(WEB_SEARCH_TOOL);
+    if (tools.length > 0) body.tools = tools;
+    boundToolCalls(body, request);
+    if (carried?.required === 'webSearch')
+      body.tool_choice = { type: 'allowed_tools', mode: 'required', tools: [WEB_SEARCH_TOOL] };
+    else if (request.toolChoice !== undefined) {
       body.tool_choice =
         typeof request.toolChoice === 'string' ? request.toolChoice : { type: 'function', name: request.toolChoice.name };
     }

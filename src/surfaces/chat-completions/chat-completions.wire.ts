@@ -1,8 +1,14 @@
 import { replyIdOf } from '../reply-id';
-import { decideHostedTools } from '../../canonical/hosted-tools';
 import { API_ERRORS, ApiError, chatCompletionsError } from '../../http/api-error';
 import { creditsNumber } from '../../ledger/money';
-import type { CanonicalMessage, CanonicalRequest, FinishReason, ReasoningEffort } from '../../canonical/canonical';
+import type {
+  CanonicalMessage,
+  CanonicalRequest,
+  Citation,
+  FinishReason,
+  ReasoningEffort,
+  ToolsAsked,
+} from '../../canonical/canonical';
 import type { Billed, InferenceResult, PipelineEvent } from '../../inference/inference.command';
 import type { Reply } from '../../inference/reduce';
 import { allInputTokens, reasoningTokens, replyTokens } from '../reply-usage';
@@ -29,22 +35,17 @@ const textOf = (content: ChatMessage['content']): string =>
 const IGNORED_FIELDS = ['n', 'logprobs', 'top_logprobs', 'response_format'] as const;
 
 /**
- * `web_search_options` offers the hosted web search (the format has no way to require it), as the
- * one decision rules on it: left out, and named in the reply, when no host runs it.
+ * `web_search_options` offers the hosted web search (the format has no way to require it), for the
+ * one decision to rule on once the model's hosts are known (see hosted-tools.ts).
  */
-function omittedToolsOf(body: ChatCompletionRequest): string[] {
-  const decision = decideHostedTools({
-    hosted: body.web_search_options != null ? ['web_search'] : [],
-    clientTools: (body.tools ?? []).length > 0,
-    required: null,
-  });
-  return 'omitted' in decision ? decision.omitted : [];
+function hostedToolsOf(body: ChatCompletionRequest): ToolsAsked | null {
+  if (body.web_search_options == null) return null;
+  return { hosted: ['web_search'], clientTools: (body.tools ?? []).length > 0, required: null };
 }
 
-function forHosts(body: ChatCompletionRequest, omittedTools: string[]): Record<string, unknown> {
+function forHosts(body: ChatCompletionRequest): Record<string, unknown> {
   const kept: Record<string, unknown> = { ...body };
   for (const field of IGNORED_FIELDS) delete kept[field];
-  if (omittedTools.includes('web_search')) delete kept.web_search_options;
   kept.messages = body.messages.map((m) =>
     Array.isArray(m.content) && m.content.some((part) => part.type === 'image_url')
       ? { ...m, content: m.content.filter((part) => part.type !== 'image_url') }
@@ -63,7 +64,7 @@ const EFFORTS: Record<string, ReasoningEffort> = {
 };
 
 export function toCanonical(body: ChatCompletionRequest): CanonicalRequest {
-  const omittedTools = omittedToolsOf(body);
+  const hostedTools = hostedToolsOf(body);
   const system: string[] = [];
   const messages: CanonicalMessage[] = [];
   body.messages.forEach((m, i) => {
@@ -111,8 +112,8 @@ export function toCanonical(body: ChatCompletionRequest): CanonicalRequest {
     stream: body.stream === true,
     reasoning:
       body.reasoning_effort != null && EFFORTS[body.reasoning_effort] ? { effort: EFFORTS[body.reasoning_effort] } : undefined,
-    original: { format: 'chat-completions', body: forHosts(body, omittedTools) },
-    ...(omittedTools.length > 0 ? { omittedTools } : {}),
+    original: { format: 'chat-completions', body: forHosts(body) },
+    ...(hostedTools ? { hostedTools } : {}),
   };
 }
 
@@ -125,6 +126,12 @@ const FINISH: Record<FinishReason, string> = {
 };
 
 const completionId = (result: InferenceResult) => replyIdOf('chatcmpl-', result.requestId);
+
+/** A page the host cited for a passage of the text, as the format's `url_citation` annotation. */
+const annotationOf = ({ start, end, url, title }: Citation) => ({
+  type: 'url_citation',
+  url_citation: { start_index: start, end_index: end, url, title },
+});
 
 /** Every input token in `prompt_tokens`, the cache's share of them in its details. */
 function usageOf(reply: Pick<Reply, 'billed' | 'usage'>) {
@@ -164,6 +171,7 @@ export function completionBody(result: InferenceResult, reply: Reply) {
           content: reply.text === '' && reply.toolCalls.length > 0 ? null : reply.text,
           ...(reply.reasoning === '' ? {} : { reasoning_content: reply.reasoning }),
           refusal: null,
+          ...(reply.citations.length > 0 ? { annotations: reply.citations.map(annotationOf) } : {}),
           ...(reply.toolCalls.length > 0
             ? {
                 tool_calls: reply.toolCalls.map((c) => ({
@@ -273,6 +281,8 @@ export function chunkSerializer(result: InferenceResult, includeUsage: boolean):
               },
             ],
           });
+        case 'citation':
+          return chunk({ annotations: [annotationOf(event)] });
         case 'finish':
           return chunk({}, FINISH[event.reason]);
         default:

@@ -1,5 +1,5 @@
 import { replyIdOf } from '../reply-id';
-import { decideHostedTools, isHostedTool } from '../../canonical/hosted-tools';
+import { isHostedTool } from '../../canonical/hosted-tools';
 import { ApiError, ApiErrorCode } from '../../http/api-error';
 import type {
   CanonicalImage,
@@ -8,6 +8,7 @@ import type {
   CanonicalToolChoice,
   FinishReason,
   ReasoningEffort,
+  ToolsAsked,
 } from '../../canonical/canonical';
 import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
 import type { Reply } from '../../inference/reduce';
@@ -86,30 +87,23 @@ type Tool = NonNullable<MessagesRequest['tools']>[number];
 const isServerTool = (tool: Tool) => tool.type !== undefined && isHostedTool(tool.type);
 
 /**
- * The server tools offered (`web_search_20250305`…), as the one decision rules on them: those no
- * host runs are left out (also of the body a host of this format is sent whole), and a request
- * requiring one (`tool_choice` naming it) is refused.
+ * The server tools offered (`web_search_20250305`…) and whether `tool_choice` requires one (or any
+ * tool), for the one decision to rule on once the model's hosts are known (see hosted-tools.ts).
  */
-function withoutServerTools<Body extends Pick<MessagesRequest, 'tools' | 'tool_choice'>>(
-  body: Body,
-): { body: Body; omittedTools: string[] } {
+function serverToolsOf(body: Pick<MessagesRequest, 'tools' | 'tool_choice'>): { asked: ToolsAsked | null; named: boolean } {
   const tools = body.tools ?? [];
   const choice = body.tool_choice;
   const named = choice?.type === 'tool' ? tools.find((t) => t.name === choice.name && isServerTool(t)) : undefined;
-  const decision = decideHostedTools({
-    hosted: tools.filter(isServerTool).map((t) => t.type!),
-    clientTools: tools.some((t) => !isServerTool(t)),
-    required: choice?.type === 'any' ? 'any' : named ? { hosted: named.type! } : null,
-  });
-  if ('refused' in decision) throw new ApiError('invalid_request', decision.refused);
-  if (decision.omitted.length === 0) return { body, omittedTools: [] };
-  const carried: Body = { ...body, tools: tools.filter((t) => !isServerTool(t) || !decision.omitted.includes(t.type!)) };
-  if (carried.tools!.length === 0) {
-    // Hosts refuse a tool_choice without tools.
-    delete carried.tools;
-    delete carried.tool_choice;
-  }
-  return { body: carried, omittedTools: decision.omitted };
+  const hosted = tools.filter(isServerTool).map((t) => t.type!);
+  if (hosted.length === 0) return { asked: null, named: false };
+  return {
+    asked: {
+      hosted,
+      clientTools: tools.some((t) => !isServerTool(t)),
+      required: choice?.type === 'any' ? 'any' : named ? { hosted: named.type! } : null,
+    },
+    named: named !== undefined,
+  };
 }
 
 /**
@@ -132,7 +126,8 @@ export function toCanonical(
   asked: CountTokensRequest & Partial<Pick<MessagesRequest, 'max_tokens' | 'stream'>>,
   betas: string[],
 ): CanonicalRequest {
-  const { body, omittedTools } = withoutServerTools(asked);
+  const body = asked;
+  const serverTools = serverToolsOf(body);
   const system = body.system == null ? [] : typeof body.system === 'string' ? [body.system] : [textOfBlocks(body.system)];
   const messages: CanonicalMessage[] = [];
   for (const message of body.messages) {
@@ -173,9 +168,13 @@ export function toCanonical(
   return {
     system: system.filter((s) => s !== ''),
     messages,
-    // Left with the client's own tools, which have a schema (messages.schema.ts).
-    tools: (body.tools ?? []).map((t) => ({ name: t.name, description: t.description, parameters: t.input_schema! })),
-    toolChoice: choice == null ? undefined : choice.type === 'tool' ? { name: choice.name! } : CHOICE[choice.type],
+    // The client's own tools, which have a schema (messages.schema.ts); its server tools are hostedTools.
+    tools: (body.tools ?? [])
+      .filter((t) => !isServerTool(t))
+      .map((t) => ({ name: t.name, description: t.description, parameters: t.input_schema! })),
+    // A server tool named by tool_choice is the hosted tool required (hostedTools.required).
+    toolChoice:
+      choice == null || serverTools.named ? undefined : choice.type === 'tool' ? { name: choice.name! } : CHOICE[choice.type],
     maxTokens: body.max_tokens,
     // null is "not given" (some clients send it): the host's default applies.
     temperature: body.temperature ?? undefined,
@@ -186,7 +185,7 @@ export function toCanonical(
     betas,
     reasoning: reasoningOf(body),
     original: { format: 'messages', body: body as unknown as Record<string, unknown> },
-    ...(omittedTools.length > 0 ? { omittedTools } : {}),
+    ...(serverTools.asked ? { hostedTools: serverTools.asked } : {}),
   };
 }
 
@@ -213,10 +212,13 @@ function inputOf(args: string): Record<string, unknown> {
 /**
  * `input_tokens` is the uncached input; the cache's reads and writes are counted apart, as the
  * format does. The format's usage names every field, null where a translated reply has nothing
- * to say (no server tools ran here; the tier, region and speed are the host's to tell).
+ * to say (the tier, region and speed are the host's to tell); the web searches and fetches a host
+ * of another format ran (a web search translated) are its `server_tool_use`.
  */
 function usageOf(reply: Pick<Reply, 'billed' | 'usage'>) {
   const tokens = replyTokens(reply);
+  const uses = tokens.hostedToolUses;
+  const searched = (uses?.webSearch ?? 0) > 0 || (uses?.webFetch ?? 0) > 0;
   return {
     input_tokens: tokens.inputTokens,
     cache_creation_input_tokens: tokens.cacheWriteTokens + tokens.cacheWrite1hTokens,
@@ -224,7 +226,7 @@ function usageOf(reply: Pick<Reply, 'billed' | 'usage'>) {
     cache_creation: { ephemeral_5m_input_tokens: tokens.cacheWriteTokens, ephemeral_1h_input_tokens: tokens.cacheWrite1hTokens },
     output_tokens: tokens.outputTokens,
     output_tokens_details: { thinking_tokens: reasoningTokens(reply) },
-    server_tool_use: null,
+    server_tool_use: searched ? { web_search_requests: uses?.webSearch ?? 0, web_fetch_requests: uses?.webFetch ?? 0 } : null,
     service_tier: null,
     inference_geo: null,
     speed: null,

@@ -24,6 +24,20 @@ const describe = (model: CatalogueModel) => {
       cache_write_1h: host.listPrices.cacheWrite1h,
       unit: 'USD per million tokens',
     },
+    // The hosted tools its host runs and prices per use (`{"web_search": "10.00"}`), when there are any.
+    ...(host.listPrices.hostedToolUses === undefined
+      ? {}
+      : {
+          hosted_tool_pricing: {
+            ...Object.fromEntries(
+              Object.entries(host.listPrices.hostedToolUses).map(([toolClass, price]) => [
+                toolClass.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`),
+                price,
+              ]),
+            ),
+            unit: 'USD per 1,000 uses',
+          },
+        }),
   };
 };
 

@@ -1,5 +1,5 @@
 import { replyIdOf } from '../reply-id';
-import { decideHostedTools, isHostedTool } from '../../canonical/hosted-tools';
+import { isHostedTool } from '../../canonical/hosted-tools';
 import { ApiError, chatCompletionsError } from '../../http/api-error';
 import { creditsNumber } from '../../ledger/money';
 import type {
@@ -9,7 +9,9 @@ import type {
   CanonicalTool,
   CanonicalToolCall,
   CanonicalToolChoice,
+  Citation,
   FinishReason,
+  ToolsAsked,
 } from '../../canonical/canonical';
 import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
 import type { Reply } from '../../inference/reduce';
@@ -131,14 +133,16 @@ function addItem(item: InputItem, at: string, system: string[], messages: Canoni
 }
 
 /**
- * The hosted tools offered (`web_search`, `image_generation`…), as the one decision rules on them:
- * those no host runs are left out, and a request requiring one is refused (400).
+ * The hosted tools offered (`web_search`, `image_generation`…) and whether `tool_choice` requires
+ * one (or any tool), for the one decision to rule on once the model's hosts are known (see hosted-tools.ts).
  */
-function omittedToolsOf(body: ResponsesRequest): string[] {
+function hostedToolsOf(body: ResponsesRequest): ToolsAsked | null {
   const tools = body.tools ?? [];
   const choice = body.tool_choice;
-  const decision = decideHostedTools({
-    hosted: tools.map((t) => t.type).filter(isHostedTool),
+  const hosted = tools.map((t) => t.type).filter(isHostedTool);
+  if (hosted.length === 0) return null;
+  return {
+    hosted,
     clientTools: tools.some((t) => !isHostedTool(t.type)),
     required:
       choice === 'required'
@@ -146,28 +150,14 @@ function omittedToolsOf(body: ResponsesRequest): string[] {
         : typeof choice === 'object' && choice != null && isHostedTool(choice.type)
           ? { hosted: choice.type }
           : null,
-  });
-  if ('refused' in decision) throw invalid(decision.refused, 'tool_choice');
-  return decision.omitted;
-}
-
-/**
- * The body a host of this format is sent whole: without the hosted tools left out (they are
- * announced as left out, so no host may run them unbilled), nor a tool_choice once no tool is left.
- */
-function withoutTools(body: ResponsesRequest, omitted: string[]): ResponsesRequest {
-  if (omitted.length === 0) return body;
-  const carried: ResponsesRequest = { ...body, tools: (body.tools ?? []).filter((t) => !omitted.includes(t.type)) };
-  if (carried.tools!.length === 0) {
-    delete carried.tools;
-    delete carried.tool_choice;
-  }
-  return carried;
+  };
 }
 
 function toolChoiceOf(choice: ResponsesRequest['tool_choice']): CanonicalToolChoice | undefined {
   if (choice == null) return undefined;
   if (typeof choice === 'string') return choice;
+  // A hosted tool required is the request's hostedTools.required.
+  if (isHostedTool(choice.type)) return undefined;
   if (choice.type === 'function' && choice.name)
     return { name: hostName(choice.name, (choice as { namespace?: string }).namespace) };
   if (choice.type === 'function') throw invalid('tool_choice of type "function" needs a "name"', 'tool_choice.name');
@@ -194,7 +184,7 @@ const canonicalTool = (tool: FunctionTool, name: string, namespace?: NamespaceTo
 
 /**
  * Function tools, and the functions of namespace tools under a joined name (which the reply splits
- * back into `namespace` and `name`). Hosted tools are left to omittedToolsOf; other types are
+ * back into `namespace` and `name`). Hosted tools are left to hostedToolsOf; other types are
  * refused, each named once.
  */
 function toolsOf(body: ResponsesRequest): { tools: CanonicalTool[]; names: ToolNames } {
@@ -218,7 +208,7 @@ function toolsOf(body: ResponsesRequest): { tools: CanonicalTool[]; names: ToolN
   }
   if (others.size > 0) {
     throw invalid(
-      `tools of type ${[...others].join(', ')} are not supported: the gateway serves function tools (alone or in namespaces), and leaves out hosted tools no model of it can run`,
+      `tools of type ${[...others].join(', ')} are not supported: the gateway serves function tools (alone or in namespaces), and hosted tools on the hosts that run them`,
       'tools',
     );
   }
@@ -239,7 +229,7 @@ const hostName = (name: string, namespace?: string | null) => (namespace ? `${na
 
 export function toCanonical(body: ResponsesRequest): CanonicalRequest {
   refuseStateful(body);
-  const omittedTools = omittedToolsOf(body);
+  const hostedTools = hostedToolsOf(body);
   const { tools } = toolsOf(body);
   const system = body.instructions ? [body.instructions] : [];
   const messages: CanonicalMessage[] = [];
@@ -251,8 +241,7 @@ export function toCanonical(body: ResponsesRequest): CanonicalRequest {
     system: system.filter((s) => s !== ''),
     messages,
     tools,
-    // With every tool left out there is no choice to make (hosts refuse a tool_choice without tools).
-    toolChoice: tools.length === 0 && omittedTools.length > 0 ? undefined : toolChoiceOf(body.tool_choice),
+    toolChoice: toolChoiceOf(body.tool_choice),
     // null is "not given" (some clients send it): the model's default applies.
     maxTokens: body.max_output_tokens ?? undefined,
     temperature: body.temperature ?? undefined,
@@ -260,8 +249,8 @@ export function toCanonical(body: ResponsesRequest): CanonicalRequest {
     stop: [],
     stream: body.stream === true,
     ...(effort != null ? { reasoning: { effort } } : {}),
-    original: { format: 'responses', body: withoutTools(body, omittedTools) as unknown as Record<string, unknown> },
-    ...(omittedTools.length > 0 ? { omittedTools } : {}),
+    original: { format: 'responses', body: body as unknown as Record<string, unknown> },
+    ...(hostedTools ? { hostedTools } : {}),
   };
 }
 
@@ -329,7 +318,17 @@ function usageOf(reply: Pick<Reply, 'billed' | 'usage'>) {
 
 type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
 
-const outputText = (text: string) => ({ type: 'output_text', text, annotations: [], logprobs: [] });
+const outputText = (text: string, annotations: UrlCitation[] = []) => ({ type: 'output_text', text, annotations, logprobs: [] });
+
+/** A page the host cited, as the format's annotation of a message's text (`offset`: where that text began in the reply's). */
+type UrlCitation = ReturnType<typeof urlCitation>;
+const urlCitation = (citation: Citation, offset: number) => ({
+  type: 'url_citation' as const,
+  start_index: citation.start - offset,
+  end_index: citation.end - offset,
+  url: citation.url,
+  title: citation.title,
+});
 
 const reasoningItem = (id: string, text: string) => ({
   id,
@@ -338,12 +337,12 @@ const reasoningItem = (id: string, text: string) => ({
   content: [{ type: 'reasoning_text', text }],
 });
 
-const messageItem = (id: string, text: string, status: ItemStatus) => ({
+const messageItem = (id: string, text: string, status: ItemStatus, annotations: UrlCitation[] = []) => ({
   id,
   type: 'message',
   status,
   role: 'assistant',
-  content: [outputText(text)],
+  content: [outputText(text, annotations)],
 });
 
 /** A function call; one of a namespace's functions says which namespace, under its own name. */
@@ -410,8 +409,12 @@ export function responseBody(result: InferenceResult, reply: Reply, { echo, name
   const incomplete = INCOMPLETE[reply.finish] !== undefined;
   const output: unknown[] = [];
   if (reply.reasoning !== '') output.push(reasoningItem(itemId(result, 'rs', output.length), reply.reasoning));
-  if (reply.text !== '' || reply.toolCalls.length === 0)
-    output.push(messageItem(itemId(result, 'msg', output.length), reply.text, incomplete ? 'incomplete' : 'completed'));
+  if (reply.text !== '' || reply.toolCalls.length === 0) {
+    const annotations = reply.citations.map((citation) => urlCitation(citation, 0));
+    output.push(
+      messageItem(itemId(result, 'msg', output.length), reply.text, incomplete ? 'incomplete' : 'completed', annotations),
+    );
+  }
   for (const call of reply.toolCalls)
     output.push(functionCallItem(itemId(result, 'fc', output.length), call, 'completed', names));
   return responseObject(result, echo, {
@@ -431,6 +434,9 @@ interface StreamedItem {
   id: string;
   kind: 'reasoning' | 'message' | 'function_call';
   text: string;
+  /** A message's place in the reply's text (where its text began), and the pages cited for it. */
+  textStart: number;
+  annotations: UrlCitation[];
   call: CanonicalToolCall;
   /** Set once its done events have gone out. */
   status: ItemStatus;
@@ -451,6 +457,8 @@ export function eventSerializer(result: InferenceResult, { echo, names }: ReplyC
   /** The open reasoning or message item (function calls stay open until the reply ends: a host may interleave them). */
   let current: StreamedItem | null = null;
   const calls = new Map<number, StreamedItem>();
+  /** Characters of the reply's text so far (what citations count in). */
+  let textLength = 0;
   let finish: FinishReason | undefined;
   let usage: Reply['usage'] = null;
   let billed: Reply['billed'] = null;
@@ -465,7 +473,7 @@ export function eventSerializer(result: InferenceResult, { echo, names }: ReplyC
     item.kind === 'reasoning'
       ? reasoningItem(item.id, item.text)
       : item.kind === 'message'
-        ? messageItem(item.id, item.text, status)
+        ? messageItem(item.id, item.text, status, item.annotations)
         : functionCallItem(item.id, item.call, status, names);
   const snapshot = (status: Ending['status'], extra: Partial<Ending> = {}) =>
     responseObject(result, echo, {
@@ -489,6 +497,8 @@ export function eventSerializer(result: InferenceResult, { echo, names }: ReplyC
       id: itemId(result, prefix, index),
       kind,
       text: '',
+      textStart: textLength,
+      annotations: [],
       call: call ?? { id: '', name: '', arguments: '' },
       status: 'in_progress',
     };
@@ -518,7 +528,7 @@ export function eventSerializer(result: InferenceResult, { echo, names }: ReplyC
     } else if (item.kind === 'message') {
       text +=
         emit('response.output_text.done', { ...at, content_index: 0, text: item.text, logprobs: [] }) +
-        emit('response.content_part.done', { ...at, content_index: 0, part: outputText(item.text) });
+        emit('response.content_part.done', { ...at, content_index: 0, part: outputText(item.text, item.annotations) });
     } else {
       const name = names.get(item.call.name)?.name ?? item.call.name;
       text += emit('response.function_call_arguments.done', { ...at, name, arguments: item.call.arguments });
@@ -580,8 +590,22 @@ export function eventSerializer(result: InferenceResult, { echo, names }: ReplyC
           const head = preamble();
           const [item, opening] = currentOf('message');
           item.text += event.text;
+          textLength += event.text.length;
           const at = { item_id: item.id, output_index: item.index, content_index: 0 };
           return head + opening + emit('response.output_text.delta', { ...at, delta: event.text, logprobs: [] });
+        }
+        case 'citation': {
+          // Annotates the open message its passage is in; a message already closed has said its annotations.
+          const item = current?.kind === 'message' && current.textStart <= event.start ? current : null;
+          if (!item) return '';
+          const annotation = urlCitation(event, item.textStart);
+          item.annotations.push(annotation);
+          const at = { item_id: item.id, output_index: item.index, content_index: 0 };
+          return emit('response.output_text.annotation.added', {
+            ...at,
+            annotation_index: item.annotations.length - 1,
+            annotation,
+          });
         }
         case 'tool_call': {
           const head = preamble();

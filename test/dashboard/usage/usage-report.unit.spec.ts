@@ -95,7 +95,12 @@ describe('usage report', () => {
   const log = [
     entry('q4', '2025-03-20T10:00:00Z', { keyId: 'playground', surface: 'playground', cost: 100 }),
     entry('q3', '2025-03-19T10:00:00Z', { keyId: 'k2', model: 'anthropic/claude', cost: 200 }),
-    entry('q2', '2025-03-18T23:59:59Z', { keyId: 'gone', cost: 300, omittedTools: ['web_search'] }),
+    entry('q2', '2025-03-18T23:59:59Z', {
+      keyId: 'gone',
+      cost: 300,
+      omittedTools: ['web_search'],
+      hostedToolUses: { fileSearch: 2 },
+    }),
     entry('q1', '2025-03-01T10:00:00Z', { cost: 400 }),
   ];
   const keys = [
@@ -124,14 +129,16 @@ describe('usage report', () => {
       cacheReadTokens: 200,
       cacheWriteTokens: 30,
       outputTokens: 5,
+      hostedToolUses: {},
       cost: 0.0000002,
       costNano: 200,
       latencyMs: 120,
       status: 'ok',
       omittedTools: [],
     });
-    // The hosted tools left out of a request's call, when some were.
+    // The hosted tools left out of a request's call, when some were; the uses billed, when there were any.
     expect(report.data[2].omittedTools).toEqual(['web_search']);
+    expect(report.data[2].hostedToolUses).toEqual({ fileSearch: 2 });
     expect(report).toMatchObject({ page: 1, pageSize: 25, total: 3, totals: { requests: 3, costNano: 600, cost: 0.0000006 } });
     expect(report.spendPerDay.map((d) => d.costNano)).toEqual([0, 200, 0]);
   });

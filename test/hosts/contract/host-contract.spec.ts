@@ -83,7 +83,10 @@ const tokensOf = (u: FakeUsage): TokenUsage => ({
   outputTokens: u.output,
 });
 
-const PRICE_OF: Record<keyof TokenUsage, keyof ListPrices> = {
+/** The token classes (hosted-tool uses are priced per use, not here). */
+type TokenClass = Exclude<keyof TokenUsage, 'hostedToolUses'>;
+
+const PRICE_OF: Record<TokenClass, keyof ListPrices> = {
   inputTokens: 'input',
   cacheReadTokens: 'cacheRead',
   cacheWriteTokens: 'cacheWrite',
@@ -94,7 +97,7 @@ const PRICE_OF: Record<keyof TokenUsage, keyof ListPrices> = {
 /** Σ tokens × price (nano-credits per million), before dividing by a million; every class with tokens must have a listed price. */
 function chargeTimesMillion(tokens: TokenUsage, prices: ListPrices): bigint {
   let sum = 0n;
-  for (const [cls, n] of Object.entries(tokens) as Array<[keyof TokenUsage, number]>) {
+  for (const [cls, n] of Object.entries(tokens) as Array<[TokenClass, number]>) {
     if (n === 0) continue;
     const price = prices[PRICE_OF[cls]];
     if (price === undefined) throw new Error(`the contract entry reports ${cls} but lists no ${PRICE_OF[cls]} price`);

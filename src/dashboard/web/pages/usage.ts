@@ -158,7 +158,8 @@ export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<
             cached(r),
           ),
           h('td', { class: 'num' }, formatInt(r.outputTokens)),
-          h('td', { class: 'num' }, formatCost(r.cost, r.costNano)),
+          // The hosted-tool uses billed beside the tokens, when there were any.
+          h('td', { class: 'num' }, formatCost(r.cost, r.costNano), toolUses(r) && h('small', null, ` (${toolUses(r)})`)),
           h('td', { class: 'num nowrap' }, formatLatency(r.latencyMs)),
           h('td', null, statusBadge(r.status)),
         ),
@@ -219,6 +220,25 @@ async function fillFilters(
   for (const o of modelOptions) modelSelect.append(h('option', { value: o.value }, o.label));
   keySelect.value = keyId;
   modelSelect.value = model;
+}
+
+/** A hosted tool's class as people read it. */
+const TOOL_USE_NAMES: Record<string, [string, string]> = {
+  webSearch: ['web search', 'web searches'],
+  webFetch: ['web fetch', 'web fetches'],
+  codeExecution: ['code run', 'code runs'],
+  fileSearch: ['file search', 'file searches'],
+  imageGeneration: ['image', 'images'],
+};
+
+/** The hosted-tool uses billed with a request (`3 web searches`), or '' when none. */
+function toolUses(r: UsageRow): string {
+  return Object.entries(r.hostedToolUses ?? {})
+    .map(([toolClass, n]) => {
+      const [one, many] = TOOL_USE_NAMES[toolClass] ?? [toolClass, toolClass];
+      return `${formatInt(n)} ${n === 1 ? one : many}`;
+    })
+    .join(', ');
 }
 
 /** Input tokens read from the cache / written to it, or a dash when it did neither. */
