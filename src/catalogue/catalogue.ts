@@ -232,7 +232,11 @@ export class Catalogue {
       const apiKey = apiKeyEnv ? env[apiKeyEnv]?.trim() || null : null;
       // An upstream that echoes the key (in an error message) must not pass it on.
       rememberHostKey(apiKey);
-      hosts.set(id, { id, kind, baseUrl, apiKeyEnv, settings, apiKey, usable: apiKeyEnv === null || apiKey !== null });
+      // A field the kind needs left empty (`"project": "${GOOGLE_CLOUD_PROJECT}"` with the variable
+      // unset) makes the host unusable, as an unset key does.
+      const unset = (HOST_KINDS[kind].settings ?? []).some((s) => s.default === undefined && settings[s.name] === '');
+      const usable = !unset && (apiKeyEnv === null || apiKey !== null);
+      hosts.set(id, { id, kind, baseUrl, apiKeyEnv, settings, apiKey, usable });
     });
 
     const slugs = new Set<string>();

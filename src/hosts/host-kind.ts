@@ -105,7 +105,8 @@ export interface HostKind<Name extends string = string> {
   /**
    * Kinds whose upstream counts the input tokens of a messages-format request (the messages
    * surface's `count_tokens`): the call for the client's body as it is, on the host's model, with
-   * the client's betas. The upstream answers `{"input_tokens": N}`.
+   * the client's betas. The upstream answers `{"input_tokens": N}`. Null: this host's model cannot
+   * count (a kind serving several wires counts on some of its models only).
    */
   countTokensRequest?(
     body: Record<string, unknown>,
@@ -113,17 +114,19 @@ export interface HostKind<Name extends string = string> {
     apiKey: string | null,
     betas: string[],
     settings?: HostSettings,
-  ): UpstreamRequest;
+  ): UpstreamRequest | null;
   /**
    * A decoder for one stream; `passThrough`: each message also yields its `pass_through` event, ahead
-   * of what it decodes to. `settings`: the host's own fields (a kind speaking more than one API).
+   * of what it decodes to. `settings`: the host's own fields (a kind speaking more than one API);
+   * `hostModel`: the model called (a kind whose wire depends on it: Vertex AI serves Claude in the
+   * Messages wire, Gemini in Google's).
    */
-  decoder(passThrough?: boolean, settings?: HostSettings): StreamDecoder;
+  decoder(passThrough?: boolean, settings?: HostSettings, hostModel?: string): StreamDecoder;
   /**
    * The canonical events of a whole (non-streamed) reply body, ending with its `pass_through` event
-   * when asked; throws HostError when it cannot be read.
+   * when asked; throws HostError when it cannot be read. `settings` and `hostModel` as for `decoder`.
    */
-  decodeReply(body: string, passThrough?: boolean, settings?: HostSettings): CanonicalEvent[];
+  decodeReply(body: string, passThrough?: boolean, settings?: HostSettings, hostModel?: string): CanonicalEvent[];
   /** A readable message from an error response body (JSON or text), for logs and clients. */
   errorMessage(status: number, body: string): string;
   /**

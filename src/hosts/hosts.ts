@@ -5,12 +5,13 @@ import { geminiHost } from './gemini/gemini.host';
 import type { HostKind } from './host-kind';
 import { openAiHost } from './openai/openai.host';
 import { openAiResponsesHost } from './openai-responses/openai-responses.host';
+import { vertexHost } from './vertex/vertex.host';
 
 /**
  * Every kind of host. Adding one is adding its folder and its entry here: the kind names a
  * catalogue may use (and its message for any other) are derived from this list.
  */
-const KINDS = [openAiHost, anthropicHost, openAiResponsesHost, azureHost, bedrockHost, geminiHost] as const;
+const KINDS = [openAiHost, anthropicHost, openAiResponsesHost, azureHost, bedrockHost, geminiHost, vertexHost] as const;
 
 export type HostKindName = (typeof KINDS)[number]['name'];
 

@@ -89,7 +89,7 @@ export class HostTransport implements OnApplicationShutdown {
   ): Observable<CanonicalEvent> {
     return new Observable<CanonicalEvent>((subscriber) => {
       const upstream = kind.buildRequest(request, hostModel, host.apiKey, host.settings);
-      const reply = new HostReply(kind, host.settings, request.stream, upstream.passThrough === true, subscriber);
+      const reply = new HostReply(kind, host.settings, hostModel, request.stream, upstream.passThrough === true, subscriber);
       const headers = traceHeaders ? { ...upstream.headers, ...traceHeaders } : upstream.headers;
       const dispatch = (call: PreparedCall) =>
         this.pool(call.origin).dispatch(
@@ -257,6 +257,7 @@ class HostReply implements Dispatcher.DispatchHandler {
   constructor(
     private readonly kind: HostKind,
     private readonly settings: HostSettings,
+    private readonly hostModel: string,
     private readonly streamed: boolean,
     private readonly passThrough: boolean,
     private readonly subscriber: Subscriber<CanonicalEvent>,
@@ -282,7 +283,7 @@ class HostReply implements Dispatcher.DispatchHandler {
     this.subscriber.next({ type: 'ready' });
     if (this.streamed) {
       const framing = this.kind.framing?.() ?? sseFraming();
-      this.stream = { decoder: this.kind.decoder(this.passThrough, this.settings), framing, pending: [] };
+      this.stream = { decoder: this.kind.decoder(this.passThrough, this.settings, this.hostModel), framing, pending: [] };
     }
   }
 
@@ -343,7 +344,7 @@ class HostReply implements Dispatcher.DispatchHandler {
       );
     let events: CanonicalEvent[];
     try {
-      events = this.kind.decodeReply(this.body(), this.passThrough, this.settings);
+      events = this.kind.decodeReply(this.body(), this.passThrough, this.settings, this.hostModel);
     } catch (error) {
       return this.fail(unreadableReply(error, true));
     }

@@ -560,7 +560,7 @@ describe('a bedrock catalogue entry', () => {
       usable: true,
     });
     expect(keyed.find('amazon/nova-pro')?.hosts[0]).toMatchObject({ model: 'amazon.nova-pro-v1:0' });
-    expect(keyed.find('anthropic/claude-sonnet-4')?.hosts.map((h) => h.host.id)).toEqual(['anthropic', 'bedrock']);
+    expect(keyed.find('anthropic/claude-sonnet-4')?.hosts.map((h) => h.host.id)).toEqual(['anthropic', 'bedrock', 'vertex']);
     const unkeyed = shipped({});
     expect(unkeyed.hosts.find((h) => h.kind === 'bedrock')).toMatchObject({
       baseUrl: 'https://bedrock-runtime.us-east-1.amazonaws.com',

@@ -10,6 +10,15 @@ import { AddressInfo } from 'node:net';
 import { azureRoute } from './fakes/azure';
 import { bedrockRoute, serveBedrock } from './fakes/bedrock';
 import { GEMINI_MALFORMED, GEMINI_STREAM_ERROR, geminiError, geminiMessage, geminiRoute, geminiStream } from './fakes/gemini';
+import { FakeGoogleOAuth } from './fakes/google-oauth';
+import {
+  googleError,
+  vertexAnthropicProblem,
+  vertexAuthRefusal,
+  vertexFormat,
+  vertexGoogleProblem,
+  vertexRoute,
+} from './fakes/vertex';
 
 export interface FakeReply {
   text?: string;
@@ -106,7 +115,7 @@ export interface ReceivedRequest {
   body: any;
   /** The body's bytes as they arrived. */
   raw: string;
-  /** The model, for hosts that name it in the path (Bedrock's `/model/{id}/…`, Gemini's `/models/{model}:…`); else body.model. */
+  /** The model, for hosts that name it in the path (Bedrock's `/model/{id}/…`, Gemini's `/models/{model}:…`, Vertex AI's `…/publishers/{p}/models/{model}:…`); else body.model. */
   model?: string;
 }
 
@@ -115,7 +124,7 @@ export interface FakeUpstream {
   url: string;
   /** Every request, in arrival order, recorded before it is answered. */
   requests: ReceivedRequest[];
-  /** Behaviour for requests whose model (body.model; Gemini: the path's) equals `model`; unknown models get DEFAULT_REPLY. */
+  /** Behaviour for requests for `model` (see ReceivedRequest.model); unknown models get DEFAULT_REPLY. */
   on(model: string, behaviour: FakeBehaviour | ((req: ReceivedRequest) => FakeBehaviour)): void;
   /**
    * Resolves when the client closed the connection of the n-th request (0-based) before its
@@ -126,6 +135,8 @@ export interface FakeUpstream {
   received(model: string, nth?: number): Promise<ReceivedRequest>;
   /** Closes every socket, hanging ones included, and clears every timer. */
   close(): Promise<void>;
+  /** Google's token endpoint, at POST /token: the tokens the Vertex AI routes require. */
+  googleOAuth: FakeGoogleOAuth;
 }
 
 const DEFAULT_USAGE = { input: 12, output: 6 };
@@ -752,6 +763,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
 
   const signal = (i: number) => (closedSignals[i] ??= deferred<void>());
 
+  const googleOAuth = new FakeGoogleOAuth();
   const nthFor = (model: string, nth: number) => requests.filter((r) => (r.model ?? r.body?.model) === model)[nth];
   const wakeWaiters = () => {
     for (const w of [...waiters]) {
@@ -775,13 +787,14 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     const path = url.pathname;
     const bedrock = bedrockRoute(path);
     const gemini = geminiRoute(path);
+    const vertex = vertexRoute(path);
+    const pathModel = bedrock?.modelId ?? gemini?.model ?? (vertex && !vertex.countTokens ? vertex.model : undefined);
     const received: ReceivedRequest = {
       path,
       headers: req.headers,
       body,
       raw,
-      ...(bedrock && { model: bedrock.modelId }),
-      ...(gemini && { model: gemini.model }),
+      ...(pathModel !== undefined && { model: pathModel }),
     };
     const index = requests.push(received) - 1;
 
@@ -822,44 +835,60 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       return serveBedrock(bedrock, call, typeof configured === 'function' ? configured(received) : configured);
     }
 
-    if (path === '/v1/messages/count_tokens' && req.method === 'POST')
+    if (path === '/token' && req.method === 'POST') {
+      const answer = googleOAuth.answer(raw, req.headers['content-type']);
+      return send(res, answer.status, answer.body);
+    }
+    if (vertex) {
+      const refusal = vertexAuthRefusal(req.headers, googleOAuth);
+      if (refusal) return send(res, refusal.status, refusal.body);
+      const claude = vertex.publisher === 'anthropic';
+      const problem = claude ? vertexAnthropicProblem(body, vertex) : vertexGoogleProblem(body);
+      if (problem) return send(res, 400, claude ? anthropicError(400, problem) : googleError(400, problem));
+    }
+    if ((path === '/v1/messages/count_tokens' || vertex?.countTokens) && req.method === 'POST')
       return countTokens(res, body, behaviours.get(body?.model), received);
     if (path === '/v1/embeddings' && req.method === 'POST') return embeddings(res, body, behaviours.get(body?.model), received);
     const azure = azureRoute(req, body, FORMATS);
     if (azure && 'refusal' in azure) return send(res, azure.refusal.status, azure.refusal.body, azure.refusal.headers);
     if (azure?.api === 'embeddings')
       return embeddings(res, { ...body, model: azure.model }, behaviours.get(azure.model), received);
-    const api: Api | null = azure
-      ? azure.api
-      : path === '/v1/chat/completions'
-        ? 'openai'
-        : path === '/v1/messages'
-          ? 'anthropic'
-          : path === '/v1/responses'
-            ? 'responses'
-            : gemini
-              ? 'gemini'
-              : null;
+    const api: Api | null = vertex
+      ? vertex.publisher === 'anthropic'
+        ? 'anthropic'
+        : 'gemini'
+      : azure
+        ? azure.api
+        : path === '/v1/chat/completions'
+          ? 'openai'
+          : path === '/v1/messages'
+            ? 'anthropic'
+            : path === '/v1/responses'
+              ? 'responses'
+              : gemini
+                ? 'gemini'
+                : null;
     if (!api || req.method !== 'POST') {
       return send(res, 404, openaiError(404, `Invalid URL (${req.method} ${path})`));
     }
-    const fmt = azure?.format ?? FORMATS[api];
+    const fmt = vertex ? vertexFormat(FORMATS[api], vertex.publisher) : (azure?.format ?? FORMATS[api]);
     const ids: Record<string, string> = fmt.requestIdHeader ? { [fmt.requestIdHeader]: newId('req_') } : {};
     if (typeof body !== 'object' || body === null)
       return send(res, 400, fmt.error(400, 'The request body is not valid JSON.'), ids);
     // The fake speaks Gemini's stream as server-sent events only (the API's other form is one JSON array).
-    if (gemini?.stream && url.searchParams.get('alt') !== 'sse')
+    if ((gemini?.stream || (vertex?.publisher === 'google' && vertex.stream)) && url.searchParams.get('alt') !== 'sse')
       return send(res, 400, geminiError(400, 'the fake streams only with alt=sse'), ids);
-    // Gemini names the model in the path: the wire functions read it from the request as the others' bodies carry it.
-    const request = gemini ? { ...body, model: gemini.model } : body;
+    // Gemini and Vertex AI name the model in the path: the wire functions read it from the request as the others' bodies carry it.
+    const pathRoute = gemini ?? vertex;
+    const request = pathRoute ? { ...body, model: pathRoute.model } : body;
 
-    const configured = behaviours.get(azure?.model ?? gemini?.model ?? body.model);
+    const configured = behaviours.get(azure?.model ?? pathRoute?.model ?? body.model);
     const b: FakeBehaviour = (typeof configured === 'function' ? configured(received) : configured) ?? {
       kind: 'reply',
       reply: DEFAULT_REPLY,
     };
     const reply = 'reply' in b ? withUsage(b.reply) : DEFAULT_REPLY;
-    const streamed = gemini ? gemini.stream : body.stream === true;
+    const streamed = pathRoute ? pathRoute.stream : body.stream === true;
     const sseHead = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...ids };
     const jsonHead = { 'content-type': 'application/json', ...ids };
 
@@ -959,6 +988,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       behaviours.set(model, behaviour);
     },
     closed: (index) => signal(index).promise,
+    googleOAuth,
     received(model, nth = 0) {
       const hit = nthFor(model, nth);
       if (hit) return Promise.resolve(hit);

@@ -229,17 +229,12 @@ export function thinkingFor(request: CanonicalRequest, maxTokens: number): { typ
 }
 
 /**
- * The client's own messages body, whole: the host's model in place of the slug, and the cap the
- * pipeline lowered to the model's limit (with a thinking budget that no longer fits under it
- * lowered to just below it, as the API requires).
+ * The client's own messages body, whole, less its model (the slug): with the cap the pipeline
+ * lowered to the model's limit (and a thinking budget that no longer fits under it lowered to just
+ * below it, as the API requires).
  */
-function passThroughRequest(
-  request: CanonicalRequest,
-  original: Record<string, unknown>,
-  hostModel: string,
-  apiKey: string | null,
-) {
-  const body: Record<string, unknown> = { ...original, model: hostModel };
+function passThroughBody(request: CanonicalRequest, original: Record<string, unknown>): Record<string, unknown> {
+  const { model: _slug, ...body } = original;
   const bounded = boundedServerTools(original.tools, request);
   if (bounded) body.tools = bounded;
   const cap = request.maxTokens;
@@ -250,7 +245,7 @@ function passThroughRequest(
       body.thinking = { ...thinking, budget_tokens: cap - 1 };
     }
   }
-  return { path: '/messages', headers: headersFor(apiKey, request.betas), body, passThrough: true };
+  return body;
 }
 
 /**
@@ -269,13 +264,17 @@ function boundedServerTools(tools: unknown, request: CanonicalRequest): unknown[
   });
 }
 
-function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
-  if (request.original?.format === 'messages') return passThroughRequest(request, request.original.body, hostModel, apiKey);
-  const headers = headersFor(apiKey, request.betas);
+/**
+ * The Messages API body of a request, without the model (hosts that serve this wire under their own
+ * path, such as Vertex AI, name it there): the client's own body when it came in this format
+ * (`passThrough`), else translated from the canonical request.
+ */
+export function messagesBody(request: CanonicalRequest): { body: Record<string, unknown>; passThrough: boolean } {
+  if (request.original?.format === 'messages')
+    return { body: passThroughBody(request, request.original.body), passThrough: true };
   const placed = placeSystem(request);
   const maxTokens = request.maxTokens ?? DEFAULT_MAX_TOKENS;
   const body: Record<string, unknown> = {
-    model: hostModel,
     max_tokens: maxTokens,
     stream: request.stream,
     messages: toMessages(placed.messages),
@@ -302,8 +301,13 @@ function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: stri
   if (request.temperature !== undefined) body.temperature = request.temperature;
   if (request.topP !== undefined) body.top_p = request.topP;
   if (request.topK !== undefined) body.top_k = request.topK;
+  return { body, passThrough: false };
+}
 
-  return { path: '/messages', headers, body };
+function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
+  const { body, passThrough } = messagesBody(request);
+  const upstream = { path: '/messages', headers: headersFor(apiKey, request.betas), body: { model: hostModel, ...body } };
+  return passThrough ? { ...upstream, passThrough } : upstream;
 }
 
 function parseObject(data: string, what: string): Record<string, unknown> {

@@ -1,4 +1,8 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { HostKindName } from '../../../src/hosts/hosts';
+import { testServiceAccount } from '../../support/fakes/google-oauth';
+import { tempDir } from '../../support/temp';
 import type { FakeUpstream, FakeUsage, ReceivedRequest } from '../../support/fake-upstream';
 import { BEDROCK_TEST_CREDENTIALS } from '../../support/fakes/bedrock';
 import { TEST_HOST_KEYS } from '../../support/gateway';
@@ -73,6 +77,9 @@ export interface ContractKind {
 }
 
 const bearer = (key: string) => (r: ReceivedRequest) => r.headers.authorization === `Bearer ${key}`;
+
+/** Where the vertex entry's service-account key files are written (its setup makes it, its close removes it). */
+let vertexKeys: ReturnType<typeof tempDir> | null = null;
 
 /** Content parts of the messages of a chat-completions or Responses body, whatever their shape. */
 const partsOf = (messages: unknown): Body[] =>
@@ -223,3 +230,72 @@ export const CONTRACT_KINDS: ContractKind[] = [
     },
   },
 ];
+
+/** A vertex host on the fake: its service account trusted by the fake's token endpoint, its key file written for it. */
+function vertexHost(fake: FakeUpstream, id: string): Record<string, unknown> {
+  const { key, publicKey } = testServiceAccount(`${fake.url}/token`, `${id}@contract-project.iam.gserviceaccount.com`);
+  fake.googleOAuth.trust(key.client_email, publicKey);
+  const credentialsFile = join(vertexKeys!.path, `${id}.json`);
+  writeFileSync(credentialsFile, JSON.stringify(key));
+  return {
+    id,
+    kind: 'vertex',
+    baseUrl: `${fake.url}/v1/projects/contract-project/locations/us-east5`,
+    project: 'contract-project',
+    location: 'us-east5',
+    credentialsFile,
+  };
+}
+
+const VERTEX_METHODS = {
+  anthropic: { whole: 'rawPredict', stream: 'streamRawPredict' },
+  google: { whole: 'generateContent', stream: 'streamGenerateContent' },
+};
+
+/**
+ * Vertex AI serving a publisher's models (Claude: Anthropic's; Gemini: Google's), each in its wire:
+ * the kind that speaks that wire lends the entry its usage and its readers of what was sent. The
+ * publisher is told by the model's name, as Google names its models; every call carries a token the
+ * fake's endpoint issued to the host's service account (the fake refuses any other), never a key.
+ */
+function vertexEntry(publisher: 'anthropic' | 'google', wire: ContractKind, prices: ListPrices): ContractKind {
+  const methods = VERTEX_METHODS[publisher];
+  return {
+    ...wire,
+    kind: 'vertex',
+    host: vertexHost,
+    hostModel: (name) => (publisher === 'anthropic' ? `claude-${name}@20250929` : `gemini-${name}`),
+    modelOf: (r) => r.model,
+    path: (hostModel, stream) =>
+      `/v1/projects/contract-project/locations/us-east5/publishers/${publisher}/models/${hostModel}:${stream ? methods.stream : methods.whole}`,
+    authorized: (r) =>
+      /^Bearer ya29\.fake-/.test(r.headers.authorization ?? '') &&
+      r.headers['x-api-key'] === undefined &&
+      r.headers['x-goog-api-key'] === undefined,
+    prices,
+    async setup() {
+      vertexKeys = tempDir('contract-vertex');
+      return {
+        close: async () => {
+          vertexKeys?.cleanup();
+          vertexKeys = null;
+        },
+      };
+    },
+  };
+}
+
+const wireOf = (kind: HostKindName) => CONTRACT_KINDS.find((k) => k.kind === kind)!;
+
+CONTRACT_KINDS.push(
+  // Claude Sonnet 4.5's list prices on the global endpoint, the 1-hour writes at four decimals so that the rounding up shows.
+  vertexEntry('anthropic', wireOf('anthropic'), {
+    input: '3.00',
+    cacheRead: '0.30',
+    cacheWrite: '3.75',
+    cacheWrite1h: '6.0001',
+    output: '15.00',
+  }),
+  // Gemini 2.5 Pro's (up to 200,000 input tokens), cached input at four decimals so that the rounding up shows.
+  vertexEntry('google', wireOf('gemini'), { input: '1.25', cacheRead: '0.1251', output: '10.00' }),
+);
