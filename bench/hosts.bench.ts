@@ -37,8 +37,8 @@ import type { StreamFraming } from '../src/hosts/host-kind';
 import { HOST_KIND_NAMES, isHostKindName } from '../src/hosts/hosts';
 import { sseFraming } from '../src/hosts/transport';
 import { Latencies, percentile, probeFailure, recorder, sequential, Target, timed } from './gateway/load';
-import { cleanUp, cpuMs, launch, ROOT, startArgs, startedOrFailed, startGatewayWith } from './gateway/processes';
-import { BENCH_KEY, BENCH_KEY_ENV, BENCH_KINDS, BenchKind } from './hosts/kinds';
+import { cleanUp, cpuMs, launch, ROOT, startArgs, startedOrFailed, startGatewayWith, tempDir } from './gateway/processes';
+import { BENCH_KEY, BENCH_KEY_ENV, BENCH_KINDS, BenchKind, FakeHost } from './hosts/kinds';
 
 const env = (name: string, fallback: number) => {
   const value = Number(process.env[name] ?? fallback);
@@ -63,10 +63,12 @@ const rotate = <T>(xs: T[], by: number) => xs.map((_, i) => xs[(i + by) % xs.len
 // --- part (a): the gateway on each kind -------------------------------------------------------
 
 /** The fake provider in a process of its own (./hosts/fake-host.ts). */
-async function startFakeHost(): Promise<{ pid: number; url: string }> {
-  const child = launch('fake host', [join(__dirname, 'hosts', 'fake-host.js')], process.env, { ipc: true });
-  const ready = new Promise<string>((done) => child.process.once('message', (message: { url: string }) => done(message.url)));
-  return { pid: child.pid, url: await startedOrFailed(child, ready, 15_000) };
+async function startFakeHost(): Promise<FakeHost & { pid: number }> {
+  const child = launch('fake host', [join(__dirname, 'hosts', 'fake-host.js'), tempDir('mg-bench-fake-host-')], process.env, {
+    ipc: true,
+  });
+  const ready = new Promise<FakeHost>((done) => child.process.once('message', (message: FakeHost) => done(message)));
+  return { pid: child.pid, ...(await startedOrFailed(child, ready, 15_000)) };
 }
 
 /** The kinds to measure, and a line for each kind left out. */
@@ -81,9 +83,9 @@ function selectKinds(): { kinds: BenchKind[]; skipped: string[] } {
 
 const slugOf = (kind: BenchKind) => `bench/${kind.kind}`;
 
-function catalogueOf(kinds: BenchKind[], url: string): object {
+function catalogueOf(kinds: BenchKind[], fake: FakeHost): object {
   return {
-    hosts: kinds.map((k) => k.host(url, `bench-${k.kind}`)),
+    hosts: kinds.map((k) => k.host(fake, `bench-${k.kind}`)),
     models: kinds.map((k, i) => ({
       slug: slugOf(k),
       id: `00000000-0000-4000-8000-${String(i + 1).padStart(12, '0')}`,
@@ -169,7 +171,7 @@ async function measureKinds(lines: string[], notes: string[]): Promise<void> {
   notes.push(...skipped);
   progress(`starting the fake host and the gateway (kinds: ${kinds.map((k) => k.kind).join(', ')})…`);
   const fake = await startFakeHost();
-  const gateway = await startGatewayWith(catalogueOf(kinds, fake.url), {
+  const gateway = await startGatewayWith(catalogueOf(kinds, fake), {
     name: 'gateway',
     root: ROOT,
     env: kinds.reduce<Record<string, string>>((all, k) => ({ ...all, ...k.env }), { [BENCH_KEY_ENV]: BENCH_KEY }),
