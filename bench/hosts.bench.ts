@@ -1,5 +1,5 @@
 /**
- * Hosts bench: `npm run bench:hosts` (not part of the tests; about 6 minutes with the default counts).
+ * Hosts bench: `npm run bench:hosts` (not part of the tests; about 4 minutes with the default counts, on 2 vCPUs).
  *
  * What each host kind costs the gateway beside `openai`, and what SigV4 signing and AWS's event
  * stream cost in themselves. Two parts, in one run:
