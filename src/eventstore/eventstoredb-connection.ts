@@ -97,7 +97,16 @@ export function parseEventStoreUrl(raw: string): EventStoreConnection {
   if (!target) throw new EventStoreUrlError(`must start with ${accepted}${scheme ? `, got ${scheme}://` : ''}`);
   let rest = text.slice(schemeEnd + 3);
 
+  // A raw ? in the password (`admin:pa?ss@db`) would start the query there: the password's tail
+  // would be read as options and its head as a host, and quoted back in the refusal. An @ after
+  // the query's start with no option (key=value) before it is such a password.
   const queryAt = rest.indexOf('?');
+  const lastAt = rest.lastIndexOf('@');
+  if (queryAt >= 0 && lastAt > queryAt && !rest.slice(0, queryAt).includes('@') && !rest.slice(queryAt, lastAt).includes('=')) {
+    throw new EventStoreUrlError(
+      'has credentials with a raw ? (percent-encode ?, #, @ and : in the username and password: ? is %3F)',
+    );
+  }
   const query = queryAt >= 0 ? rest.slice(queryAt + 1) : '';
   rest = (queryAt >= 0 ? rest.slice(0, queryAt) : rest).replace(/\/+$/, '');
 

@@ -61,6 +61,8 @@ export interface EventStoreDbOptions {
   appendCredentials: Credentials;
   /** Waits before each retry of an append whose outcome is unknown (default 50, 250, 1000 ms). */
   retryDelaysMs?: number[];
+  /** How long `close()` waits for the client's calls to end (default 2 s). */
+  closeDeadlineMs?: number;
 }
 
 /**
@@ -109,12 +111,26 @@ const isRefusal = (error: unknown): boolean =>
 const isStoreFailure = (error: unknown): error is Error =>
   error instanceof AppendOutcomeUnknownError || error instanceof AccessDeniedError || error instanceof NotLeaderError;
 
-/** Iterates a read. When the caller stops early, destroying the Node stream alone would leave the call open. */
-async function* eventsOf<E>(read: StreamingRead<E>): AsyncGenerator<E> {
+/** How long `close()` waits for the client to end its calls. */
+const CLOSE_DEADLINE_MS = 2_000;
+
+/**
+ * Iterates a read to its end or until the caller stops. Client 6.2.1 pipes the gRPC call into the
+ * read; when the caller stops early, destroying the read unpipes the call, and a call the server
+ * has already completed (everything sent, status OK) keeps what it buffered forever: cancelling
+ * it does nothing, it never ends, and the client's `dispose()` waits for it. So a read left early
+ * is cancelled (which ends a call still running) and then drained to its end, its events dropped.
+ */
+export async function* eventsOf<E>(read: StreamingRead<E>): AsyncGenerator<E> {
+  let ended = false;
   try {
-    yield* read;
+    for await (const item of read.iterator({ destroyOnReturn: false })) yield item as E;
+    ended = true;
   } finally {
-    await read.cancel();
+    if (!ended) {
+      await read.cancel();
+      read.on('error', () => undefined).resume();
+    }
   }
 }
 
@@ -128,6 +144,7 @@ export class EventStoreDbEventStore implements EventStore {
   private closed = false;
   private readonly known = new KnownPositions();
   private readonly retryDelaysMs: number[];
+  private readonly closeDeadlineMs: number;
   /** Why the last append failed for a reason of the server, until an append or a probe succeeds. */
   private failure: Error | null = null;
   /** The probe in flight, shared by whoever asks meanwhile. */
@@ -138,6 +155,7 @@ export class EventStoreDbEventStore implements EventStore {
     private readonly options: EventStoreDbOptions,
   ) {
     this.retryDelaysMs = options.retryDelaysMs ?? [50, 250, 1000];
+    this.closeDeadlineMs = options.closeDeadlineMs ?? CLOSE_DEADLINE_MS;
   }
 
   /** The client connects lazily: an unreachable server surfaces on the first operation. */
@@ -417,10 +435,20 @@ export class EventStoreDbEventStore implements EventStore {
     return identity;
   }
 
-  /** Disposing cancels every open call, which also ends running subscriptions. */
+  /**
+   * Disposing cancels every open call, which also ends running subscriptions. Client 6.2.1 waits
+   * for each of its calls to end; a call that does not (see `eventsOf`) must not keep a stopping
+   * process alive, so the wait is bounded.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.client.dispose();
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.closeDeadlineMs)));
+    try {
+      await Promise.race([this.client.dispose(), deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }

@@ -1,5 +1,6 @@
 import type { ReceivedRequest } from '../support/fake-upstream';
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { expectServedAndBilled, NEW_KIND_MODELS, NewKindModel, toolResultsIn, withNewKinds } from '../support/new-kinds';
 
 // The OpenAI Agents SDK with its default model settings (the Responses API), pointed at the
 // gateway as its docs say for another OpenAI-compatible endpoint: an OpenAIProvider with the
@@ -27,7 +28,7 @@ beforeAll(async () => {
   if (!installed) return;
   sdk = await import(SDK);
   sdk.setTracingDisabled(true);
-  g = await startGateway();
+  g = await startGateway(withNewKinds);
 });
 afterAll(async () => {
   if (!installed) return;
@@ -47,6 +48,33 @@ const toolResults = (request: ReceivedRequest): string[] =>
       .map((b: { content: string }) => String(b.content));
   });
 
+/** An agent with one function tool, run by a runner whose provider points at the gateway. */
+function weatherAgent(slug: string, calls: string[]) {
+  const getWeather = sdk.tool({
+    name: 'get_weather',
+    description: 'The weather in a city',
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string' } },
+      required: ['city'],
+      additionalProperties: false,
+    },
+    strict: true,
+    execute: async ({ city }: { city: string }) => {
+      calls.push(city);
+      return `${city}: 21 degrees, from the tool`;
+    },
+  });
+  const agent = new sdk.Agent({
+    name: 'Weather',
+    instructions: 'Answer with the tool.',
+    model: slug,
+    tools: [getWeather],
+  });
+  const provider = new sdk.OpenAIProvider({ apiKey: g.key, baseURL: `${g.baseUrl}/api/v1` });
+  return { agent, runner: new sdk.Runner({ modelProvider: provider, tracingDisabled: true }) };
+}
+
 const hosts: Array<[string, { slug: string; hostModel: string }, string]> = [
   ['a model on an openai host', M.gpt, '/v1/chat/completions'],
   ['a model on an anthropic host', M.claude, '/v1/messages'],
@@ -55,33 +83,6 @@ const hosts: Array<[string, { slug: string; hostModel: string }, string]> = [
 (installed ? describe.each(hosts) : describe.skip.each(hosts))(
   `OpenAI Agents SDK (default model settings: Responses) on %s${MISSING}`,
   (_where, model, upstreamPath) => {
-    /** An agent with one function tool, run by a runner whose provider points at the gateway. */
-    function weatherAgent(calls: string[]) {
-      const getWeather = sdk.tool({
-        name: 'get_weather',
-        description: 'The weather in a city',
-        parameters: {
-          type: 'object',
-          properties: { city: { type: 'string' } },
-          required: ['city'],
-          additionalProperties: false,
-        },
-        strict: true,
-        execute: async ({ city }: { city: string }) => {
-          calls.push(city);
-          return `${city}: 21 degrees, from the tool`;
-        },
-      });
-      const agent = new sdk.Agent({
-        name: 'Weather',
-        instructions: 'Answer with the tool.',
-        model: model.slug,
-        tools: [getWeather],
-      });
-      const provider = new sdk.OpenAIProvider({ apiKey: g.key, baseURL: `${g.baseUrl}/api/v1` });
-      return { agent, runner: new sdk.Runner({ modelProvider: provider, tracingDisabled: true }) };
-    }
-
     beforeEach(() => {
       g.fake.on(model.hostModel, (request) =>
         toolResults(request).length > 0
@@ -95,7 +96,7 @@ const hosts: Array<[string, { slug: string; hostModel: string }, string]> = [
       ['streamed', true],
     ])('runs an agent with a function tool to its final output (%s)', async (_how, stream) => {
       const calls: string[] = [];
-      const { agent, runner } = weatherAgent(calls);
+      const { agent, runner } = weatherAgent(model.slug, calls);
       const before = g.fake.requests.length;
       const result = await runner.run(agent, 'Weather in Paris?', { stream });
       if (stream) {
@@ -113,6 +114,53 @@ const hosts: Array<[string, { slug: string; hostModel: string }, string]> = [
       expect(sent[1].body.stream).toBe(stream);
       // Both turns came in on the Responses route.
       await g.settled();
+      const logged = await g.t.runtime.projections.recentRequests(g.orgId, 2);
+      expect(logged.map((e) => e.surface)).toEqual(['responses', 'responses']);
+    });
+  },
+);
+
+const N = NEW_KIND_MODELS;
+const newKinds: Array<[string, NewKindModel]> = [
+  ['an azure host (a deployment on the v1 route, the Responses API: passed whole)', N.azureResponses],
+  ['an azure host (a deployment on the dated route, chat completions)', N.azure],
+];
+
+(installed ? describe.each(newKinds) : describe.skip.each(newKinds))(
+  `OpenAI Agents SDK (default model settings: Responses) on a model on %s${MISSING}`,
+  (_where, model) => {
+    beforeEach(() => {
+      g.fake.on(model.hostModel, (request) =>
+        toolResultsIn(request).length > 0
+          ? { kind: 'reply', reply: { text: 'It is 21 degrees in Paris.', usage: model.usage } }
+          : {
+              kind: 'reply',
+              reply: { toolCalls: [{ id: 'call_w1', name: 'get_weather', arguments: '{"city":"Paris"}' }], usage: model.usage },
+            },
+      );
+    });
+
+    it.each([
+      ['whole', false],
+      ['streamed', true],
+    ])('runs an agent with a function tool to its final output (%s), billed exactly', async (_how, stream) => {
+      const calls: string[] = [];
+      const { agent, runner } = weatherAgent(model.slug, calls);
+      const before = g.fake.requests.length;
+      const result = await runner.run(agent, 'Weather in Paris?', { stream });
+      if (stream) {
+        for await (const _event of result) {
+          // drained: the run goes on as its events are read
+        }
+        await result.completed;
+      }
+      expect(result.finalOutput).toBe('It is 21 degrees in Paris.');
+      expect(calls).toEqual(['Paris']);
+      const sent = await expectServedAndBilled(g, model, before);
+      expect(sent).toHaveLength(2);
+      expect(JSON.stringify(sent[0].body)).toContain('Answer with the tool.');
+      expect(toolResultsIn(sent[1])).toEqual(['Paris: 21 degrees, from the tool']);
+      expect(sent[1].body.stream).toBe(stream);
       const logged = await g.t.runtime.projections.recentRequests(g.orgId, 2);
       expect(logged.map((e) => e.surface)).toEqual(['responses', 'responses']);
     });

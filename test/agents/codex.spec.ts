@@ -2,7 +2,15 @@ import type { ReservationSettled } from '../../src/ledger/ledger.events';
 import { parseCredits } from '../../src/ledger/money';
 import { DEFAULT_SEARCH, FakeUpstream, ReceivedRequest } from '../support/fake-upstream';
 import { AgentRun, CODEX, codexExec } from '../support/agents';
-import { startGateway, TEST_MODELS, testCatalogueFile, TestGateway } from '../support/gateway';
+import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import {
+  catalogueWithNewKinds,
+  expectServedAndBilled,
+  NEW_KIND_KEYS,
+  NEW_KIND_MODELS,
+  NewKindModel,
+  toolResultsIn,
+} from '../support/new-kinds';
 import { LogCapture } from '../support/log-capture';
 import { tempDir } from '../support/temp';
 
@@ -22,15 +30,13 @@ const RESPONSES = {
   pricing: { input: '1.25', cacheRead: '0.125', output: '10.00', webSearch: '10.00' },
 };
 
+/** The test catalogue with the models on the new host kinds, and RESPONSES on their openai-responses host. */
 function catalogue(fake: FakeUpstream) {
-  const file = testCatalogueFile(fake);
+  const withKinds = catalogueWithNewKinds(fake);
   return {
-    hosts: [
-      ...file.hosts,
-      { id: 'fake-responses', kind: 'openai-responses', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
-    ],
+    hosts: withKinds.hosts,
     models: [
-      ...file.models,
+      ...withKinds.models,
       {
         slug: RESPONSES.slug,
         id: RESPONSES.id,
@@ -52,7 +58,7 @@ const log = new LogCapture();
 
 beforeAll(async () => {
   if (CODEX === null) return;
-  g = await startGateway({ logStream: log, catalogue });
+  g = await startGateway({ catalogue, hostKeys: NEW_KIND_KEYS, logStream: log });
 });
 afterAll(async () => {
   tmp.cleanup();
@@ -182,6 +188,51 @@ const hosts: Array<[string, { slug: string; hostModel: string }, string]> = [
         hostedToolUses: { webSearch: 1 },
         prices: { hostedToolUses: { webSearch: 10_000_000_000 } },
       });
+    }, 90_000);
+  },
+);
+
+const newKinds: Array<[string, NewKindModel]> = [
+  ['an openai-responses host', NEW_KIND_MODELS.responses],
+  ['an azure host (a deployment on the v1 route, the Responses API)', NEW_KIND_MODELS.azureResponses],
+];
+
+(CODEX === null ? describe.skip.each(newKinds) : describe.each(newKinds))(
+  `Codex CLI (codex exec, its default configuration) on a model on %s${MISSING}`,
+  (_where, model) => {
+    it('completes a tool-using turn: the model calls exec_command, Codex runs it and sends the output back; billed exactly', async () => {
+      g.fake.on(model.hostModel, (request) =>
+        toolResultsIn(request).length > 0
+          ? { kind: 'reply', reply: { text: 'The command printed 42.', usage: model.usage } }
+          : {
+              kind: 'reply',
+              reply: {
+                toolCalls: [
+                  { id: 'call_shell_1', name: 'exec_command', arguments: JSON.stringify({ cmd: 'echo $((6 * 7))-from-shell' }) },
+                ],
+                usage: model.usage,
+              },
+            },
+      );
+      const before = g.fake.requests.length;
+      const run = await codexExec(tmp, g, model.slug, 'Work out six times seven with the shell');
+      expect(run).toMatchObject({ code: 0 });
+      expect(agentMessages(run)).toEqual(['The command printed 42.']);
+      const sent = await expectServedAndBilled(g, model, before);
+      expect(sent).toHaveLength(2);
+      // Its instructions and its shell tool, in the Responses request the host got.
+      expect(JSON.stringify(sent[0].body)).toContain('You are a coding agent running in the Codex CLI');
+      expect(JSON.stringify(sent[0].body.tools)).toContain('exec_command');
+      // The command's output, which only running it produces (the arguments hold `$((6 * 7))`, not 42), answering the call.
+      expect(sent[1].body.input).toContainEqual(
+        expect.objectContaining({
+          type: 'function_call_output',
+          call_id: 'call_shell_1',
+          output: expect.stringContaining('42-from-shell'),
+        }),
+      );
+      const [entry] = await g.t.runtime.projections.recentRequests(g.orgId, 1);
+      expect(entry).toMatchObject({ surface: 'responses', model: model.slug, status: 'ok' });
     }, 90_000);
   },
 );

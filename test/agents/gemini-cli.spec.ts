@@ -1,6 +1,7 @@
 import type { ReceivedRequest } from '../support/fake-upstream';
 import { geminiCli } from '../support/agents';
 import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { expectServedAndBilled, NEW_KIND_MODELS, toolResultsIn, withNewKinds } from '../support/new-kinds';
 import { startRecordingProxy } from '../support/recording-proxy';
 import { tempDir } from '../support/temp';
 
@@ -12,7 +13,7 @@ let g: TestGateway;
 const tmp = tempDir('gemini-cli');
 
 beforeAll(async () => {
-  g = await startGateway();
+  g = await startGateway(withNewKinds);
 });
 afterAll(async () => {
   await g.settled();
@@ -93,5 +94,55 @@ describe.each(hosts)('Gemini CLI (-p, GOOGLE_GEMINI_BASE_URL={base}/api) on %s',
     // The command's output, which only running it produces (the arguments hold it in lower case), answering the call by its id.
     expect(textOf(withResult!)).toContain('MARKER-FROM-SHELL');
     expect(textOf(withResult!)).toContain('call_shell_1');
+  }, 90_000);
+});
+
+describe('Gemini CLI on a model on a gemini host: its own wire end to end', () => {
+  const model = NEW_KIND_MODELS.gemini;
+
+  it('completes a tool-using turn: the model calls the shell, Gemini CLI runs it and sends the result back; billed exactly', async () => {
+    g.fake.on(model.hostModel, (request) =>
+      toolResultsIn(request).length > 0
+        ? { kind: 'reply', reply: { text: 'The shell said its piece.', usage: model.usage } }
+        : {
+            kind: 'reply',
+            reply: {
+              toolCalls: [
+                {
+                  id: 'call_shell_1',
+                  name: 'run_shell_command',
+                  arguments: JSON.stringify({
+                    command: "echo marker-from-shell | tr 'a-z' 'A-Z'",
+                    description: 'print a marker',
+                  }),
+                },
+              ],
+              usage: model.usage,
+            },
+          },
+    );
+    const proxy = await startRecordingProxy(g.baseUrl);
+    const before = g.fake.requests.length;
+    let run;
+    try {
+      run = await geminiCli(tmp, { baseUrl: proxy.url, key: g.key }, model.slug, 'Print the marker with the shell', [
+        '--approval-mode',
+        'yolo',
+      ]);
+    } finally {
+      await proxy.close();
+    }
+    expect(run).toMatchObject({ code: 0 });
+    expect(JSON.parse(run.stdout)).toMatchObject({ response: 'The shell said its piece.' });
+    // Every call it made, on its own route with its key, reached the gemini host with the host's key.
+    const calls = proxy.sent.filter((r) => r.method === 'POST');
+    for (const call of calls) expect(call.url).toBe(`/api/v1beta/models/${model.slug}:streamGenerateContent?alt=sse`);
+    const sent = await expectServedAndBilled(g, model, before);
+    expect(sent).toHaveLength(calls.length);
+    // Its system instruction and its function declarations arrive in Gemini's own fields.
+    expect(JSON.stringify(sent[0].body.systemInstruction)).toContain('Gemini CLI');
+    expect(JSON.stringify(sent[0].body.tools)).toContain('run_shell_command');
+    // The command's output, which only running it produces (the arguments hold it in lower case).
+    expect(sent.flatMap(toolResultsIn).some((result) => result.includes('MARKER-FROM-SHELL'))).toBe(true);
   }, 90_000);
 });

@@ -196,6 +196,16 @@ describe('EventStoreDB adapter (simulated server)', () => {
     await expect(store.readAll(0, 10)).rejects.toThrow('differs from prepare position');
   });
 
+  it('closes within its deadline even when the client waits for a call that never ends', async () => {
+    let disposing = false;
+    const stuck = EventStoreDbEventStore.withClient(
+      { ...server, dispose: () => ((disposing = true), new Promise<void>(() => undefined)) },
+      { appendCredentials: credentials, closeDeadlineMs: 50 },
+    );
+    await expect(stuck.close()).resolves.toBeUndefined();
+    expect(disposing).toBe(true);
+  });
+
   it('refuses to read after a number that is not a safe integer ≥ 0', async () => {
     await expect(store.readAll(-1, 10)).rejects.toThrow(RangeError);
     await expect(store.readAll(1.5, 10)).rejects.toThrow(RangeError);

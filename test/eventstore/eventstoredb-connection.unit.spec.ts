@@ -90,12 +90,18 @@ describe('EVENTSTORE_URL', () => {
   });
 
   it('never repeats the password in what it refuses', () => {
-    for (const url of ['esdb://admin:s3cret-pass@localhost:2113?tlsVerifyCert=false', 'esdb://admin:s3cret-pass@bad host:2113']) {
+    for (const url of [
+      'esdb://admin:s3cret-pass@localhost:2113?tlsVerifyCert=false',
+      'esdb://admin:s3cret-pass@bad host:2113',
+      // A raw ? in the password: its head was read as the port of a host named admin.
+      'esdb://admin:s3cret?zz9@db:2113',
+      'esdb://admin:s3cret?zz9@db:2113?tls=false',
+    ]) {
       expect(() => parseEventStoreUrl(url)).toThrow(EventStoreUrlError);
       try {
         parseEventStoreUrl(url);
       } catch (error) {
-        expect((error as Error).message).not.toContain('s3cret');
+        expect((error as Error).message).not.toMatch(/s3cret|zz9/);
       }
     }
   });

@@ -81,6 +81,19 @@ class SimulatedRead {
     this.end();
   }
 
+  /** As a Node stream's `iterator()`; the simulated read holds nothing to release when left early. */
+  iterator(): AsyncGenerator<Read> {
+    return this[Symbol.asyncIterator]();
+  }
+
+  on(): this {
+    return this;
+  }
+
+  resume(): this {
+    return this;
+  }
+
   async *[Symbol.asyncIterator](): AsyncGenerator<Read> {
     for (;;) {
       const next = this.queue.shift();

@@ -6,6 +6,7 @@ import type { CreditsReserved } from '../../src/ledger/ledger.events';
 import { chargeFor, uncachedUsage } from '../../src/ledger/money';
 import { pricesOf } from '../support/ledger';
 import { auditThenClose, startGateway, TEST_EMBEDDING_MODELS, TEST_MODELS, TestGateway } from '../support/gateway';
+import { expectServedAndBilled, NEW_KIND_MODELS, toolResultsIn, withNewKinds } from '../support/new-kinds';
 
 const M = TEST_MODELS;
 const nanoPerM = (dollars: string) => Math.round(Number(dollars) * 1e9);
@@ -592,5 +593,62 @@ describe('chat-completions errors that need their own gateway', () => {
       expect((await g.t.runtime.projections.balance(g.orgId)).spent).toBe(0);
       expect(await g.logged(error.requestID!)).toMatchObject({ status: 'provider_timeout', cost: 0 });
     });
+  });
+});
+
+describe('the official openai client on a model on an azure host (a deployment on the dated route, api-key)', () => {
+  const model = NEW_KIND_MODELS.azure;
+  let g: TestGateway;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    g = await startGateway(withNewKinds);
+    client = new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: g.key, maxRetries: 0 });
+  });
+  afterAll(() => auditThenClose(g));
+
+  beforeEach(() => {
+    g.fake.on(model.hostModel, (request) =>
+      toolResultsIn(request).length > 0
+        ? { kind: 'reply', reply: { text: 'It is 21 degrees in Paris.', usage: model.usage } }
+        : {
+            kind: 'reply',
+            reply: { toolCalls: [{ id: 'call_w1', name: 'get_weather', arguments: '{"city":"Paris"}' }], usage: model.usage },
+          },
+    );
+  });
+
+  it.each([
+    ['whole', false],
+    ['streamed', true],
+  ])('a tool round trip (%s): the call reaches the client, its result the host; billed exactly', async (_how, stream) => {
+    const before = g.fake.requests.length;
+    const ask = async (messages: OpenAI.ChatCompletionMessageParam[]) => {
+      const params = { model: model.slug, messages, tools: [weather] };
+      if (!stream) return client.chat.completions.create(params);
+      return client.chat.completions.stream({ ...params, stream_options: { include_usage: true } }).finalChatCompletion();
+    };
+    const question: OpenAI.ChatCompletionMessageParam = { role: 'user', content: 'Weather in Paris?' };
+    const first = await ask([question]);
+    expect(first.choices[0].finish_reason).toBe('tool_calls');
+    const call = first.choices[0].message.tool_calls![0] as OpenAI.ChatCompletionMessageFunctionToolCall;
+    expect(call).toMatchObject({ id: 'call_w1', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } });
+    // Azure's usage as it reported it: the cached input within the prompt, the reasoning within the output.
+    expect(first.usage).toMatchObject({
+      prompt_tokens: 2824,
+      completion_tokens: 40,
+      prompt_tokens_details: { cached_tokens: 1024 },
+      completion_tokens_details: { reasoning_tokens: 8 },
+    });
+    const second = await ask([
+      question,
+      first.choices[0].message,
+      { role: 'tool', tool_call_id: call.id, content: 'Paris: 21 degrees, from the tool' },
+    ]);
+    expect(second.choices[0].message.content).toBe('It is 21 degrees in Paris.');
+    const sent = await expectServedAndBilled(g, model, before);
+    expect(sent).toHaveLength(2);
+    expect(toolResultsIn(sent[1])).toEqual(['Paris: 21 degrees, from the tool']);
+    expect(sent.map((r) => r.body.stream === true)).toEqual([stream, stream]);
   });
 });

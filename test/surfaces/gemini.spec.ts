@@ -4,6 +4,7 @@ import type { ReservationSettled } from '../../src/ledger/ledger.events';
 import { toCanonical } from '../../src/surfaces/gemini/gemini.wire';
 import type { FakeUsage } from '../support/fake-upstream';
 import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { expectServedAndBilled, NEW_KIND_MODELS, toolResultsIn, withNewKinds } from '../support/new-kinds';
 import { createKey } from '../support/keys';
 import { fundedOrganization } from '../support/runtime';
 
@@ -16,7 +17,7 @@ let g: TestGateway;
 let ai: GoogleGenAI;
 
 beforeAll(async () => {
-  g = await startGateway();
+  g = await startGateway(withNewKinds);
   ai = new GoogleGenAI({ apiKey: g.key, httpOptions: { baseUrl: `${g.baseUrl}/api` } });
 });
 afterAll(async () => {
@@ -389,4 +390,66 @@ describe('billing through the Gemini surface: every token class at its price', (
       expect((await g.logged(response.responseId!)).surface).toBe('gemini');
     });
   });
+});
+
+describe('@google/genai on a model on a gemini host: the Gemini wire end to end', () => {
+  const model = NEW_KIND_MODELS.gemini;
+
+  beforeEach(() => {
+    g.fake.on(model.hostModel, (request) =>
+      toolResultsIn(request).length > 0
+        ? { kind: 'reply', reply: { text: 'It is 21 degrees in Paris.', usage: model.usage } }
+        : {
+            kind: 'reply',
+            reply: { toolCalls: [{ id: 'call_w1', name: 'get_weather', arguments: '{"city":"Paris"}' }], usage: model.usage },
+          },
+    );
+  });
+
+  it.each([
+    ['generateContent', false],
+    ['generateContentStream', true],
+  ])(
+    'a function call round trip (%s): the call reaches the client, its response the host; billed exactly',
+    async (_how, stream) => {
+      const before = g.fake.requests.length;
+      const config = { systemInstruction: 'Use the tool.', tools: [{ functionDeclarations: [weather] }] };
+      const ask = async (contents: Array<{ role: string; parts: any[] }>) => {
+        if (!stream) return ai.models.generateContent({ model: model.slug, contents, config });
+        const parts: any[] = [];
+        let usage;
+        for await (const chunk of await ai.models.generateContentStream({ model: model.slug, contents, config })) {
+          parts.push(...(chunk.candidates?.[0]?.content?.parts ?? []));
+          usage = chunk.usageMetadata ?? usage;
+        }
+        return { candidates: [{ content: { role: 'model', parts } }], usageMetadata: usage };
+      };
+      const question = { role: 'user', parts: [{ text: 'Weather in Paris?' }] };
+      const first = await ask([question]);
+      const call = first.candidates![0].content!.parts!.find((p: any) => p.functionCall)!.functionCall!;
+      expect(call).toMatchObject({ name: 'get_weather', args: { city: 'Paris' } });
+      // The host's usage by class, as the client reads it: cached content apart, thoughts apart from the candidates.
+      expect(first.usageMetadata).toMatchObject({
+        promptTokenCount: 2500,
+        cachedContentTokenCount: 500,
+        candidatesTokenCount: 30,
+        thoughtsTokenCount: 10,
+      });
+      const second = await ask([
+        question,
+        first.candidates![0].content as { role: string; parts: any[] },
+        {
+          role: 'user',
+          parts: [{ functionResponse: { id: call.id, name: 'get_weather', response: { output: 'Paris: 21 degrees' } } }],
+        },
+      ]);
+      const text = second.candidates![0].content!.parts!.map((p: any) => p.text ?? '').join('');
+      expect(text).toBe('It is 21 degrees in Paris.');
+      const sent = await expectServedAndBilled(g, model, before);
+      expect(sent).toHaveLength(2);
+      expect(JSON.stringify(sent[0].body.systemInstruction)).toContain('Use the tool.');
+      expect(toolResultsIn(sent[1]).join()).toContain('Paris: 21 degrees');
+      expect(sent.map((r) => r.path.endsWith(':streamGenerateContent'))).toEqual([stream, stream]);
+    },
+  );
 });

@@ -5,6 +5,14 @@ import { estimateInputTokens } from '../../src/inference/tokens';
 import type { CreditsReserved } from '../../src/ledger/ledger.events';
 import { toCanonical } from '../../src/surfaces/messages/messages.wire';
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import {
+  expectServedAndBilled,
+  NEW_KIND_MODELS,
+  NewKindModel,
+  toolResultsIn,
+  useAwsTestCredentials,
+  withNewKinds,
+} from '../support/new-kinds';
 
 const M = TEST_MODELS;
 const weatherTool = {
@@ -15,14 +23,19 @@ const weatherTool = {
 
 type Client = Pick<Anthropic, 'messages'>;
 let g: TestGateway;
+let restoreAws: () => void;
 
 beforeAll(async () => {
-  g = await startGateway();
+  // The bedrock hosts sign with the credentials AWS's chain finds in the gateway's environment.
+  restoreAws = useAwsTestCredentials();
+  g = await startGateway(withNewKinds);
 });
 afterAll(async () => {
+  await g.settled();
   const report = await g.audit();
   expect(report.differences).toEqual([]);
   await g.close();
+  restoreAws();
 });
 
 const clients: Array<[string, () => Client]> = [
@@ -542,4 +555,60 @@ describe('counting tokens (POST /messages/count_tokens)', () => {
     expect(res.status).toBe(status);
     expect((await res.json()) as any).toMatchObject({ type: 'error', error: { type, message: expect.any(String) } });
   });
+});
+
+const bedrockModels: Array<[string, NewKindModel]> = [
+  ['Converse', NEW_KIND_MODELS.bedrockConverse],
+  ['InvokeModel (its body whole)', NEW_KIND_MODELS.bedrockInvoke],
+];
+
+describe.each(bedrockModels)('@anthropic-ai/sdk on a model on a bedrock host (%s, SigV4-signed)', (_api, model) => {
+  const client = () => new Anthropic({ baseURL: `${g.baseUrl}/api`, apiKey: g.key, maxRetries: 0 });
+
+  beforeEach(() => {
+    g.fake.on(model.hostModel, (request) =>
+      toolResultsIn(request).length > 0
+        ? { kind: 'reply', reply: { text: 'It is 21 degrees in Paris.', usage: model.usage } }
+        : {
+            kind: 'reply',
+            reply: { toolCalls: [{ id: 'toolu_w1', name: 'get_weather', arguments: '{"city":"Paris"}' }], usage: model.usage },
+          },
+    );
+  });
+
+  it.each([
+    ['whole', false],
+    ['streamed', true],
+  ])(
+    'a tool round trip (%s): the call reaches the client, its result the host; every token class billed exactly',
+    async (_how, stream) => {
+      const before = g.fake.requests.length;
+      const ask = async (messages: Anthropic.MessageParam[]) => {
+        const params = { model: model.slug, max_tokens: 500, system: 'Use the tool.', tools: [weatherTool], messages };
+        return stream ? client().messages.stream(params).finalMessage() : client().messages.create(params);
+      };
+      const question: Anthropic.MessageParam = { role: 'user', content: 'Weather in Paris?' };
+      const first = await ask([question]);
+      expect(first.stop_reason).toBe('tool_use');
+      const call = first.content.find((b): b is Anthropic.ToolUseBlock => b.type === 'tool_use');
+      expect(call).toMatchObject({ id: 'toolu_w1', name: 'get_weather', input: { city: 'Paris' } });
+      // Every class the host reported, in the messages usage.
+      expect(first.usage).toMatchObject({
+        input_tokens: 1500,
+        cache_read_input_tokens: 4000,
+        cache_creation_input_tokens: 500,
+        output_tokens: 40,
+      });
+      const second = await ask([
+        question,
+        { role: 'assistant', content: first.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: call!.id, content: 'Paris: 21 degrees, from the tool' }] },
+      ]);
+      expect(second.content).toEqual([expect.objectContaining({ type: 'text', text: 'It is 21 degrees in Paris.' })]);
+      const sent = await expectServedAndBilled(g, model, before);
+      expect(sent).toHaveLength(2);
+      expect(toolResultsIn(sent[1]).join()).toContain('Paris: 21 degrees, from the tool');
+      expect(sent.map((r) => r.path.endsWith('stream'))).toEqual([stream, stream]);
+    },
+  );
 });

@@ -3,6 +3,7 @@ import request from 'supertest';
 import type { CreditsReserved, ReservationSettled } from '../../src/ledger/ledger.events';
 import type { ReceivedRequest } from '../support/fake-upstream';
 import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { expectServedAndBilled, NEW_KIND_MODELS, NewKindModel, toolResultsIn, withNewKinds } from '../support/new-kinds';
 
 const M = TEST_MODELS;
 
@@ -62,7 +63,7 @@ let g: TestGateway;
 let client: OpenAI;
 
 beforeAll(async () => {
-  g = await startGateway({ redis: true });
+  g = await startGateway({ redis: true, ...withNewKinds });
   client = new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: g.key, maxRetries: 0 });
 });
 afterAll(() => auditThenClose(g));
@@ -545,5 +546,57 @@ describe('POST /responses failures that need their own gateway', () => {
       if (tested) await auditThenClose(own);
       else await own.close();
     }
+  });
+});
+
+const responsesHosts: Array<[string, NewKindModel]> = [
+  ['an openai-responses host', NEW_KIND_MODELS.responses],
+  ['an azure host (a deployment on the v1 route, the Responses API)', NEW_KIND_MODELS.azureResponses],
+];
+
+describe.each(responsesHosts)('the official openai client (Responses) on a model on %s: passed whole', (_where, model) => {
+  beforeEach(() => {
+    g.fake.on(model.hostModel, (request) =>
+      toolResultsIn(request).length > 0
+        ? { kind: 'reply', reply: { text: 'It is 21 degrees in Paris.', usage: model.usage } }
+        : {
+            kind: 'reply',
+            reply: { toolCalls: [{ id: 'call_w1', name: 'get_weather', arguments: '{"city":"Paris"}' }], usage: model.usage },
+          },
+    );
+  });
+
+  it.each([
+    ['whole', false],
+    ['streamed', true],
+  ])('a tool round trip (%s): the call reaches the client, its output the host; billed exactly', async (_how, stream) => {
+    const before = g.fake.requests.length;
+    const ask = (input: OpenAI.Responses.ResponseInput) => {
+      const params = { model: model.slug, instructions: 'Use the tool.', input, tools: [weather] };
+      return stream ? client.responses.stream(params).finalResponse() : client.responses.create(params);
+    };
+    const question: OpenAI.Responses.ResponseInputItem = { role: 'user', content: 'Weather in Paris?' };
+    const first = await ask([question]);
+    const call = first.output.find((item) => item.type === 'function_call') as
+      OpenAI.Responses.ResponseFunctionToolCall | undefined;
+    expect(call).toMatchObject({ call_id: 'call_w1', name: 'get_weather', arguments: '{"city":"Paris"}' });
+    // The host's usage as it reported it: cached input within the input, reasoning within the output.
+    expect(first.usage).toMatchObject({
+      input_tokens: 2824,
+      input_tokens_details: { cached_tokens: 1024 },
+      output_tokens: 40,
+      output_tokens_details: { reasoning_tokens: 8 },
+    });
+    const second = await ask([
+      question,
+      ...(first.output as OpenAI.Responses.ResponseInputItem[]),
+      { type: 'function_call_output', call_id: call!.call_id, output: 'Paris: 21 degrees, from the tool' },
+    ]);
+    expect(second.output_text).toBe('It is 21 degrees in Paris.');
+    const sent = await expectServedAndBilled(g, model, before);
+    expect(sent).toHaveLength(2);
+    expect(sent[0].body).toMatchObject({ model: model.hostModel, instructions: 'Use the tool.' });
+    expect(sent.map((r) => r.body.stream === true)).toEqual([stream, stream]);
+    expect(toolResultsIn(sent[1])).toEqual(['Paris: 21 degrees, from the tool']);
   });
 });
