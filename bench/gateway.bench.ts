@@ -42,8 +42,17 @@
  */
 import { arch, cpus, loadavg, platform } from 'node:os';
 import { resolve } from 'node:path';
-import { Client } from 'undici';
-import { fixedRate, Latencies, OpenStreams, openStreams, percentile, sequential, Target, throughput } from './gateway/load';
+import {
+  fixedRate,
+  Latencies,
+  OpenStreams,
+  openStreams,
+  percentile,
+  probeFailure,
+  sequential,
+  Target,
+  throughput,
+} from './gateway/load';
 import {
   cleanUp,
   describeCheckout,
@@ -265,31 +274,6 @@ function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subj
     baseline: async () => chatCompletions('baseline', 'baseline gateway', await baselineGateway()),
     'baseline-messages': async () => messages('baseline-messages', 'baseline gateway', await baselineGateway()),
   };
-}
-
-/** Why a target cannot be measured (a request, non-streamed or streamed, not answered 200), or null. */
-async function probeFailure(target: Target): Promise<string | null> {
-  for (const streamed of [false, true]) {
-    const client = new Client(target.origin);
-    try {
-      const response = await client.request({
-        path: target.path,
-        method: 'POST',
-        headers: target.headers,
-        body: streamed ? target.body.streamed : target.body.plain,
-        headersTimeout: 10_000,
-        bodyTimeout: 10_000,
-      });
-      const text = (await response.body.text()).slice(0, 200);
-      if (response.statusCode !== 200)
-        return `answered ${response.statusCode} (${streamed ? 'streamed' : 'non-streamed'}): ${text.replace(/\s+/g, ' ')}`;
-    } catch (error) {
-      return `answered nothing (${streamed ? 'streamed' : 'non-streamed'}): ${(error as Error).message}`;
-    } finally {
-      await client.close();
-    }
-  }
-  return null;
 }
 
 // --- rounds -----------------------------------------------------------------------------------

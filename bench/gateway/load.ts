@@ -41,7 +41,7 @@ export const percentile = (xs: number[], p: number): number => {
 
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 
-function recorder(): Latencies & { fail(reason: string): void } {
+export function recorder(): Latencies & { fail(reason: string): void } {
   const result = {
     ms: [] as number[],
     requests: 0,
@@ -60,7 +60,7 @@ function recorder(): Latencies & { fail(reason: string): void } {
  * `firstEvent`, until the first body chunk carrying an SSE `data:` line arrived, the time to
  * first byte a streaming client sees), then drains the rest of the body.
  */
-async function timed(
+export async function timed(
   dispatcher: Dispatcher,
   target: Target,
   streamed: boolean,
@@ -97,6 +97,31 @@ async function timed(
   }
   if (Number.isNaN(first)) throw new Error('the stream carried no data: line');
   return first;
+}
+
+/** Why a target cannot be measured (a request, non-streamed or streamed, not answered 200), or null. */
+export async function probeFailure(target: Target): Promise<string | null> {
+  for (const streamed of [false, true]) {
+    const client = new Client(target.origin);
+    try {
+      const response = await client.request({
+        path: target.path,
+        method: 'POST',
+        headers: target.headers,
+        body: streamed ? target.body.streamed : target.body.plain,
+        headersTimeout: 10_000,
+        bodyTimeout: 10_000,
+      });
+      const text = (await response.body.text()).slice(0, 200);
+      if (response.statusCode !== 200)
+        return `answered ${response.statusCode} (${streamed ? 'streamed' : 'non-streamed'}): ${text.replace(/\s+/g, ' ')}`;
+    } catch (error) {
+      return `answered nothing (${streamed ? 'streamed' : 'non-streamed'}): ${(error as Error).message}`;
+    } finally {
+      await client.close();
+    }
+  }
+  return null;
 }
 
 /** `count` requests one after another on one keep-alive connection. */

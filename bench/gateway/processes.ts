@@ -240,13 +240,6 @@ export interface GatewayOptions {
 }
 
 export async function startGateway(fast: Upstream, slow: Upstream, options: GatewayOptions): Promise<Gateway> {
-  const { name, root } = options;
-  const args = startArgs(ROOT);
-  const main = args.find((arg) => !arg.startsWith('-'));
-  if (main === undefined || !existsSync(join(root, main)))
-    throw new Error(`${name}: ${join(root, main ?? 'dist/src/main.js')} does not exist (run \`npm run build\` in ${root})`);
-  const dataDir = tempDir('mg-bench-gateway-');
-  const cataloguePath = join(dataDir, 'catalogue.json');
   const model = (slug: string, host: string) => ({
     slug,
     id: randomUUID(),
@@ -255,16 +248,30 @@ export async function startGateway(fast: Upstream, slow: Upstream, options: Gate
     maxOutputTokens: 100_000,
     hosts: [{ host, model: 'sim-chat', pricing: { input: '0.10', output: '0.40' } }],
   });
-  writeFileSync(
-    cataloguePath,
-    JSON.stringify({
-      hosts: [
-        { id: 'bench', kind: 'openai', baseUrl: `http://127.0.0.1:${fast.port}/v1` },
-        { id: 'bench-slow', kind: 'openai', baseUrl: `http://127.0.0.1:${slow.port}/v1` },
-      ],
-      models: [model('bench/model', 'bench'), model('bench/slow', 'bench-slow')],
-    }),
-  );
+  const catalogue = {
+    hosts: [
+      { id: 'bench', kind: 'openai', baseUrl: `http://127.0.0.1:${fast.port}/v1` },
+      { id: 'bench-slow', kind: 'openai', baseUrl: `http://127.0.0.1:${slow.port}/v1` },
+    ],
+    models: [model('bench/model', 'bench'), model('bench/slow', 'bench-slow')],
+  };
+  const started = await startGatewayWith(catalogue, options);
+  return { ...started, model: 'bench/model', slowModel: 'bench/slow' };
+}
+
+/** A gateway as `npm start` runs it (see startGateway) on a catalogue of the caller's (the file's JSON). */
+export async function startGatewayWith(
+  catalogue: object,
+  options: GatewayOptions,
+): Promise<Omit<Gateway, 'model' | 'slowModel'>> {
+  const { name, root } = options;
+  const args = startArgs(ROOT);
+  const main = args.find((arg) => !arg.startsWith('-'));
+  if (main === undefined || !existsSync(join(root, main)))
+    throw new Error(`${name}: ${join(root, main ?? 'dist/src/main.js')} does not exist (run \`npm run build\` in ${root})`);
+  const dataDir = tempDir('mg-bench-gateway-');
+  const cataloguePath = join(dataDir, 'catalogue.json');
+  writeFileSync(cataloguePath, JSON.stringify(catalogue));
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     HOST: '127.0.0.1',
@@ -300,7 +307,7 @@ export async function startGateway(fast: Upstream, slow: Upstream, options: Gate
     return port;
   })();
   await startedOrFailed(child, ready, 60_000);
-  return { child, port, secret, model: 'bench/model', slowModel: 'bench/slow' };
+  return { child, port, secret };
 }
 
 export interface Peer {
