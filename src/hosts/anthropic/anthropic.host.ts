@@ -306,7 +306,9 @@ export function messagesBody(request: CanonicalRequest): { body: Record<string, 
 
 function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
   const { body, passThrough } = messagesBody(request);
-  const upstream = { path: '/messages', headers: headersFor(apiKey, request.betas), body: { model: hostModel, ...body } };
+  // A body passed whole keeps the client's order of fields (its model's place included): byte for byte, but the model.
+  const ordered = passThrough ? { ...request.original?.body, ...body, model: hostModel } : { model: hostModel, ...body };
+  const upstream = { path: '/messages', headers: headersFor(apiKey, request.betas), body: ordered };
   return passThrough ? { ...upstream, passThrough } : upstream;
 }
 
