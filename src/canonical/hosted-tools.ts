@@ -22,11 +22,24 @@ const HOSTED = new RegExp(HOSTED_TOOL_TYPE);
 export const isHostedTool = (type: string): boolean => HOSTED.test(type);
 
 /**
- * The class a hosted tool's uses are billed in, by its type in either format (`web_search`,
- * `web_search_preview`, `web_search_20250305`…); null for those with no per-use class (`mcp`,
- * `tool_search`), which no host is asked to run.
+ * The Gemini format's own hosted tools, by their key in a tool entry, and the class each is: Google
+ * Search grounding (and its older retrieval form) is web search, URL context a fetch.
+ */
+const GEMINI_TOOL_CLASSES: Readonly<Record<string, HostedToolClass>> = {
+  googleSearch: 'webSearch',
+  googleSearchRetrieval: 'webSearch',
+  urlContext: 'webFetch',
+  codeExecution: 'codeExecution',
+  fileSearch: 'fileSearch',
+};
+
+/**
+ * The class a hosted tool's uses are billed in, by its type in any format (`web_search`,
+ * `web_search_preview`, `web_search_20250305`, Gemini's `googleSearch`…); null for those with no
+ * per-use class (`mcp`, `tool_search`), which no host is asked to run.
  */
 export function hostedToolClassOf(type: string): HostedToolClass | null {
+  if (Object.hasOwn(GEMINI_TOOL_CLASSES, type)) return GEMINI_TOOL_CLASSES[type];
   if (type.startsWith('web_search')) return 'webSearch';
   if (type.startsWith('web_fetch')) return 'webFetch';
   if (type.startsWith('code_execution') || type.startsWith('code_interpreter')) return 'codeExecution';

@@ -1,4 +1,3 @@
-import { decideHostedTools } from '../../canonical/hosted-tools';
 import type {
   CanonicalImage,
   CanonicalMessage,
@@ -158,10 +157,10 @@ export function jsonSchemaOf(schema: unknown): unknown {
 
 /**
  * The API's own tools that are hosted tools of the kinds the other formats name (Google Search and
- * its older retrieval form: web search; URL context: web fetch; code execution; file search): the
- * one decision rules on them, by these names. None can be carried from this surface (the canonical
- * request has no hosted tools; hosts of other formats get them only in a body passed whole), so they
- * are left out when offered. The API's other tools (maps, a computer) are refused.
+ * its older retrieval form: web search; URL context: web fetch; code execution; file search): they
+ * go on the request by these names, for admission to decide on (hosted-tools.ts): carried, as its
+ * own tool, to a host that runs their class, else left out and announced. The API's other tools
+ * (maps, a computer) are refused.
  */
 const HOSTED: ReadonlySet<string> = new Set([
   'googleSearch',
@@ -170,12 +169,11 @@ const HOSTED: ReadonlySet<string> = new Set([
   'codeExecution',
   'fileSearch',
 ]);
-const RUN_FOR_THIS_SURFACE: ReadonlySet<string> = new Set();
 
 type Mode = 'AUTO' | 'ANY' | 'NONE';
 
-/** The functions offered, the hosted tools left out (by their name here), and the tool choice. */
-function toolsOf(body: GenerateContentRequest): Pick<CanonicalRequest, 'tools' | 'toolChoice'> & { omittedTools: string[] } {
+/** The functions offered, the hosted tools offered (by their name here), and the tool choice. */
+function toolsOf(body: GenerateContentRequest): Pick<CanonicalRequest, 'tools' | 'toolChoice' | 'hostedTools'> {
   const declarations = (body.tools ?? []).flatMap((t) => t.functionDeclarations ?? []);
   const hosted: string[] = [];
   (body.tools ?? []).forEach((tool: Tool, index) => {
@@ -197,15 +195,6 @@ function toolsOf(body: GenerateContentRequest): Pick<CanonicalRequest, 'tools' |
       refuse(
         `toolConfig.functionCallingConfig.allowedFunctionNames names "${name.slice(0, 64)}", which no functionDeclaration declares`,
       );
-  const decision = decideHostedTools(
-    {
-      hosted,
-      clientTools: declarations.length > 0,
-      required: mode === 'ANY' ? 'any' : null,
-    },
-    RUN_FOR_THIS_SURFACE,
-  );
-  if ('refused' in decision) refuse(decision.refused);
   // With ANY, only the allowed functions can be called: the others are not offered.
   const offered = allowed.length > 0 ? declarations.filter((d) => allowed.includes(d.name)) : declarations;
   const tools: CanonicalTool[] = offered.map((d) => ({
@@ -222,7 +211,9 @@ function toolsOf(body: GenerateContentRequest): Pick<CanonicalRequest, 'tools' |
     ANY: offered.length === 1 && allowed.length === 1 ? { name: offered[0].name } : 'required',
   };
   const toolChoice = tools.length === 0 || mode === 'MODE_UNSPECIFIED' ? undefined : choices[mode as Mode];
-  return { tools, toolChoice, omittedTools: 'omitted' in decision ? decision.omitted : [] };
+  // ANY requires a call: of a function, or (with none declared) of a hosted tool, which admission refuses if no host runs one.
+  const hostedTools = { hosted, clientTools: declarations.length > 0, required: mode === 'ANY' ? ('any' as const) : null };
+  return { tools, toolChoice, ...(hosted.length > 0 ? { hostedTools } : {}) };
 }
 
 const LEVELS: Record<string, Exclude<ReasoningEffort, 'none'>> = {
@@ -286,7 +277,7 @@ export function toCanonical(body: GenerateContentRequest, stream: boolean): Cano
     refuse(
       'cachedContent is not carried: the gateway keeps no cached contents (send the whole conversation; hosts cache on their own)',
     );
-  const { tools, toolChoice, omittedTools } = toolsOf(body);
+  const { tools, toolChoice, hostedTools } = toolsOf(body);
   return {
     system: systemOf(body.systemInstruction),
     messages: messagesOf(body.contents),
@@ -294,7 +285,7 @@ export function toCanonical(body: GenerateContentRequest, stream: boolean): Cano
     toolChoice,
     ...settingsOf(body.generationConfig),
     stream,
-    ...(omittedTools.length > 0 ? { omittedTools } : {}),
+    ...(hostedTools ? { hostedTools } : {}),
   };
 }
 
