@@ -34,8 +34,8 @@ export interface FakeReply {
   usage?: FakeUsage | null;
   /**
    * The web searches the host runs, when the request offers its web search tool (the Responses
-   * `web_search`, the messages `web_search_*` server tool): each with the page it finds, which the
-   * text cites. Without them, such a request gets one search (DEFAULT_SEARCH); a request without the tool, none.
+   * `web_search`, the messages `web_search_*` server tool, Gemini's `googleSearch`): each with the
+   * page it finds, which the text cites. Without them, such a request gets one search (DEFAULT_SEARCH); a request without the tool, none.
    */
   searches?: FakeSearch[];
   /**
@@ -44,7 +44,7 @@ export interface FakeReply {
    * (chat-completions: the last chunk or the reply; messages: message_start, message_delta, the reply).
    */
   wireUsage?: string;
-  /** Gemini: the Google Search grounding queries the host ran (its `groundingMetadata.webSearchQueries`). */
+  /** Gemini: the grounding's `webSearchQueries` as sent (empty or repeated ones too), in place of each search's query. */
   webSearchQueries?: string[];
 }
 
