@@ -9,6 +9,7 @@ import { createServer, IncomingHttpHeaders, IncomingMessage, ServerResponse } fr
 import { AddressInfo } from 'node:net';
 import { azureRoute } from './fakes/azure';
 import { bedrockRoute, serveBedrock } from './fakes/bedrock';
+import { DEFAULT_SEARCH, type FakeSearch } from './fakes/search';
 import { GEMINI_MALFORMED, GEMINI_STREAM_ERROR, geminiError, geminiMessage, geminiRoute, geminiStream } from './fakes/gemini';
 import { FakeGoogleOAuth } from './fakes/google-oauth';
 import {
@@ -48,17 +49,7 @@ export interface FakeReply {
   webSearchQueries?: string[];
 }
 
-export interface FakeSearch {
-  query: string;
-  url: string;
-  title: string;
-}
-
-export const DEFAULT_SEARCH: FakeSearch = {
-  query: 'weather in Paris today',
-  url: 'https://weather.example/paris',
-  title: 'Paris weather',
-};
+export { DEFAULT_SEARCH, type FakeSearch } from './fakes/search';
 
 /** The searches a reply runs: only when the request offers the format's web search tool. */
 const searchesOf = (req: any, reply: FakeReply): FakeSearch[] => {

@@ -370,6 +370,8 @@ class ResponseReader {
     if (candidate) {
       const content = isObject(candidate.content) ? candidate.content : {};
       for (const part of Array.isArray(content.parts) ? content.parts.filter(isObject) : []) events.push(...this.part(part));
+      // The passages the grounding cites, once their text has come and before the reply ends.
+      if (isObject(candidate.groundingMetadata)) events.push(...this.grounding.citations(candidate.groundingMetadata, this.text));
       if (typeof candidate.finishReason === 'string' && candidate.finishReason !== '') {
         events.push({ type: 'finish', reason: finishOf(candidate.finishReason, this.calls > 0) });
         ended = true;
@@ -382,7 +384,6 @@ class ResponseReader {
     }
     const grounding = candidate && isObject(candidate.groundingMetadata) ? candidate.groundingMetadata : null;
     const searched = grounding !== null && this.grounding.read(grounding);
-    if (grounding) events.push(...this.grounding.citations(grounding, this.text));
     if (isObject(response.usageMetadata)) this.lastUsage = response.usageMetadata;
     if (this.lastUsage && (isObject(response.usageMetadata) || searched))
       events.push({ type: 'usage', usage: geminiUsageOf(this.lastUsage, this.grounding.uses()) });

@@ -1,7 +1,8 @@
 // The Gemini API's wire for the fake upstream (fake-upstream.ts): `models/{model}:generateContent`
 // and `:streamGenerateContent?alt=sse`, as Google documents them today. The model comes from the path.
 import { randomBytes } from 'node:crypto';
-import { DEFAULT_SEARCH, type FakeReply, type FakeSearch, type FakeUsage } from '../fake-upstream';
+import type { FakeReply, FakeUsage } from '../fake-upstream';
+import { DEFAULT_SEARCH, type FakeSearch } from './search';
 
 /** The request paths the Gemini API answers (under the host's `/v1beta`): the model, and whether streamed. */
 export function geminiRoute(path: string): { model: string; stream: boolean } | null {
