@@ -174,6 +174,18 @@ describe('a Gemini client offering googleSearch on a gemini host: grounding run 
         .map((p: any) => p.text ?? '')
         .join(''),
     ).toBe(TEXT);
+    // The host's grounding comes back on the last response: each page once, each sentence's support in bytes.
+    const chunks = SEARCHES.map((s) => ({ web: { uri: groundingRedirect(s.url), title: new URL(s.url).hostname } }));
+    expect(replies.at(-1).candidates[0].groundingMetadata).toEqual({
+      groundingChunks: chunks,
+      groundingSupports: [
+        { segment: { startIndex: 0, endIndex: Buffer.byteLength(FIRST), text: FIRST }, groundingChunkIndices: [0, 1, 2] },
+        {
+          segment: { startIndex: Buffer.byteLength(FIRST) + 1, endIndex: Buffer.byteLength(TEXT), text: 'Sunny all day.' },
+          groundingChunkIndices: [0, 1, 2],
+        },
+      ],
+    });
 
     const settled = await settlementOf(res);
     // $35 per 1,000 grounded prompts: 3 queries, one prompt = 35,000,000 nano-credits beside the tokens.

@@ -5,6 +5,7 @@ import type {
   CanonicalTool,
   CanonicalToolCall,
   CanonicalToolChoice,
+  Citation,
   FinishReason,
   ReasoningEffort,
 } from '../../canonical/canonical';
@@ -341,13 +342,48 @@ const thoughtParts = (text: string, signature: string | undefined) => [
 /** The reply's id and model, as every response (and every chunk) names them. */
 const replyNames = (result: InferenceResult) => ({ modelVersion: result.model.slug, responseId: result.requestId });
 
-/** A GenerateContentResponse of one candidate. */
+/**
+ * The pages the host cited (a hosted web search's), as the format's grounding: each page once as a
+ * chunk, each passage a support naming its pages, its offsets in UTF-8 bytes of the reply's `text`
+ * as Google gives them. The queries run and the search entry point are the host's own, which the
+ * canonical stream does not carry: they are left out.
+ */
+export function groundingMetadataOf(citations: Citation[], text: string) {
+  const chunks: { web: { uri: string; title: string } }[] = [];
+  const chunkOf = new Map<string, number>();
+  const supports = new Map<string, { segment: Record<string, unknown>; groundingChunkIndices: number[] }>();
+  const byteAt = (char: number) => Buffer.byteLength(text.slice(0, char));
+  for (const { url, title, start, end } of citations) {
+    let index = chunkOf.get(url);
+    if (index === undefined) {
+      index = chunks.push({ web: { uri: url, title } }) - 1;
+      chunkOf.set(url, index);
+    }
+    const key = `${start}:${end}`;
+    const support = supports.get(key) ?? {
+      segment: { startIndex: byteAt(start), endIndex: byteAt(end), text: text.slice(start, end) },
+      groundingChunkIndices: [],
+    };
+    if (!support.groundingChunkIndices.includes(index)) support.groundingChunkIndices.push(index);
+    supports.set(key, support);
+  }
+  return { groundingChunks: chunks, groundingSupports: [...supports.values()] };
+}
+
+/** A GenerateContentResponse of one candidate; the last one with the finish, the usage and the grounding (when the host cited pages). */
 const response = (
   result: InferenceResult,
   parts: unknown[],
-  end?: { finish: FinishReason; usage: Pick<Reply, 'billed' | 'usage'> },
+  end?: { finish: FinishReason; usage: Pick<Reply, 'billed' | 'usage'>; citations: Citation[]; text: string },
 ) => ({
-  candidates: [{ content: { parts, role: 'model' }, ...(end ? { finishReason: FINISH[end.finish] } : {}), index: 0 }],
+  candidates: [
+    {
+      content: { parts, role: 'model' },
+      ...(end ? { finishReason: FINISH[end.finish] } : {}),
+      ...(end && end.citations.length > 0 ? { groundingMetadata: groundingMetadataOf(end.citations, end.text) } : {}),
+      index: 0,
+    },
+  ],
   ...(end ? { usageMetadata: usageMetadataOf(end.usage) } : {}),
   ...replyNames(result),
 });
@@ -359,7 +395,7 @@ export function responseBody(result: InferenceResult, reply: Reply, thoughts: bo
     ...(reply.text !== '' || reply.toolCalls.length === 0 ? [{ text: reply.text }] : []),
     ...reply.toolCalls.map(callPart),
   ];
-  return response(result, parts, { finish: reply.finish, usage: reply });
+  return response(result, parts, { finish: reply.finish, usage: reply, citations: reply.citations, text: reply.text });
 }
 
 /**
@@ -372,6 +408,8 @@ export function chunkSerializer(result: InferenceResult, thoughts: boolean): Str
   let finish: FinishReason = 'stop';
   let usage: Reply['usage'] = null;
   let billed: Reply['billed'] = null;
+  const citations: Citation[] = [];
+  let text = '';
   const chunk = (parts: unknown[]) => sseData(response(result, parts));
   const flushCalls = () => {
     const done = calls.filter(Boolean);
@@ -383,7 +421,11 @@ export function chunkSerializer(result: InferenceResult, thoughts: boolean): Str
     event(event: PipelineEvent) {
       switch (event.type) {
         case 'text':
+          text += event.text;
           return event.text === '' ? '' : chunk([{ text: event.text }]);
+        case 'citation':
+          citations.push(event);
+          return '';
         case 'reasoning':
           return thoughts && (event.text !== '' || event.signature) ? chunk(thoughtParts(event.text, event.signature)) : '';
         case 'tool_call': {
@@ -406,7 +448,7 @@ export function chunkSerializer(result: InferenceResult, thoughts: boolean): Str
           return '';
       }
     },
-    close: () => flushCalls() + sseData(response(result, [], { finish, usage: { billed, usage } })),
+    close: () => flushCalls() + sseData(response(result, [], { finish, usage: { billed, usage }, citations, text })),
     error: (error: ApiError) => sseData(geminiError(error)),
   };
 }
