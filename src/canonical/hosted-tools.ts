@@ -58,29 +58,46 @@ export interface HostedToolsRun {
   format?: WireFormat;
   whole: ReadonlySet<HostedToolClass>;
   translated: ReadonlySet<HostedToolClass>;
+  /**
+   * Kinds some of whose models cannot run a hosted tool in a call that also offers the client's
+   * functions (Gemini 2.5 refuses Google Search beside function declarations): whether the
+   * host's model can. Absent: every model can.
+   */
+  besideFunctions?: (hostModel: string) => boolean;
 }
 
-/** One host that may serve a request, as the decision sees it: what its kind runs, what its catalogue entry prices per use. */
+/** One host that may serve a request, as the decision sees it: what its kind runs, what its catalogue entry prices per use, its model. */
 export interface ServingHost {
   runs: HostedToolsRun | undefined;
   priced: ReadonlySet<HostedToolClass>;
+  /** The model's name at the host. */
+  model: string;
 }
 
 /**
  * Whether a host runs a hosted tool offered in `format`: its kind runs the tool's class (whole in
- * its own format, else translated) and its catalogue entry prices it — a use is never run unbilled.
+ * its own format, else translated; beside the client's functions when `withFunctions`, where its model can)
+ * and its catalogue entry prices it — a use is never run unbilled.
  */
-export function hostRuns(host: ServingHost, type: string, format: WireFormat | undefined): boolean {
+export function hostRuns(host: ServingHost, type: string, format: WireFormat | undefined, withFunctions = false): boolean {
   const toolClass = hostedToolClassOf(type);
-  if (toolClass === null || host.runs === undefined || !host.priced.has(toolClass)) return false;
-  return format !== undefined && format === host.runs.format
-    ? host.runs.whole.has(toolClass)
-    : host.runs.translated.has(toolClass);
+  const runs = host.runs;
+  if (toolClass === null || runs === undefined || !host.priced.has(toolClass)) return false;
+  if (withFunctions && runs.besideFunctions?.(host.model) === false) return false;
+  return format !== undefined && format === runs.format ? runs.whole.has(toolClass) : runs.translated.has(toolClass);
 }
 
-/** The hosted tools offered that every serving host runs (a fallback must run them too), by type. */
-export const runnableTools = (offered: string[], format: WireFormat | undefined, hosts: ServingHost[]): Set<string> =>
-  new Set(offered.filter((type) => hosts.length > 0 && hosts.every((host) => hostRuns(host, type, format))));
+/**
+ * The hosted tools offered that every serving host runs (a fallback must run them too), by type;
+ * `withFunctions`: the client offers functions too.
+ */
+export const runnableTools = (
+  offered: string[],
+  format: WireFormat | undefined,
+  hosts: ServingHost[],
+  withFunctions = false,
+): Set<string> =>
+  new Set(offered.filter((type) => hosts.length > 0 && hosts.every((host) => hostRuns(host, type, format, withFunctions))));
 
 /** The reply header naming the hosted tools left out of the call (`web_search, image_generation`). */
 export const OMITTED_TOOLS_HEADER = 'x-gateway-omitted-tools';

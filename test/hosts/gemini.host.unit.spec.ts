@@ -194,8 +194,15 @@ describe('geminiHost.buildRequest', () => {
       { functionDeclarations: [{ name: 'weather', parametersJsonSchema: weather.parameters }] },
       { googleSearch: {} },
     ]);
+    // Beside functions (Gemini 3), the server-side invocations the API asks for, with the client's choice.
+    const config = (toolChoice?: CanonicalRequest['toolChoice']) =>
+      (host.buildRequest(request({ carriedTools, tools: [weather], toolChoice }), 'gemini-3-pro-preview', null).body as any)
+        .toolConfig;
+    expect(config()).toEqual({ includeServerSideToolInvocations: true });
+    expect(config('required')).toEqual({ functionCallingConfig: { mode: 'ANY' }, includeServerSideToolInvocations: true });
+    expect(host.buildRequest(request({ carriedTools }), 'gemini-3-pro-preview', null).body).not.toHaveProperty('toolConfig');
     expect(tools({})).toBeUndefined();
-    expect(host.hostedTools).toEqual({ whole: new Set(), translated: new Set(['webSearch']) });
+    expect(host.hostedTools).toMatchObject({ whole: new Set(), translated: new Set(['webSearch']) });
   });
 
   it('puts the sampling, the cap, the stop sequences and the thinking in generationConfig', () => {

@@ -283,6 +283,37 @@ describe('a web search offered in another format, run as Google Search grounding
   );
 });
 
+describe("Google Search beside the client's functions", () => {
+  const tools = [{ type: 'web_search' }, { type: 'function', name: 'get_time', parameters: { type: 'object', properties: {} } }];
+
+  it('Gemini 2.5 refuses the two together: the search is left out and announced, the functions carried', async () => {
+    g.fake.on(GEMINI25.hostModel, { kind: 'reply', reply: { text: 'No search.', usage: USAGE } });
+    const res = await post('responses', { model: GEMINI25.slug, input: 'Weather?', tools });
+    expect(res.status).toBe(200);
+    expect(res.headers.get(OMITTED_TOOLS_HEADER)).toBe('web_search');
+    expect(sent(GEMINI25.hostModel).body.tools).toEqual([
+      { functionDeclarations: [{ name: 'get_time', parametersJsonSchema: { type: 'object', properties: {} } }] },
+    ]);
+    expect(await settlementOf(res)).not.toHaveProperty('hostedToolUses');
+  });
+
+  it('Gemini 3 runs both, with the server-side invocations the API asks for', async () => {
+    g.fake.on(GEMINI3.hostModel, { kind: 'reply', reply: { text: TEXT, searches: SEARCHES.slice(0, 1), usage: USAGE } });
+    const res = await post('responses', { model: GEMINI3.slug, input: 'Weather?', tools, tool_choice: 'auto' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get(OMITTED_TOOLS_HEADER)).toBeNull();
+    const body = sent(GEMINI3.hostModel).body;
+    expect(body.tools).toEqual([
+      { functionDeclarations: [{ name: 'get_time', parametersJsonSchema: { type: 'object', properties: {} } }] },
+      { googleSearch: {} },
+    ]);
+    expect(body.toolConfig).toEqual({ functionCallingConfig: { mode: 'AUTO' }, includeServerSideToolInvocations: true });
+    const settled = await settlementOf(res);
+    expect(settled.hostedToolUses).toEqual({ webSearch: 1 });
+    expect(settled.amount).toBe(charge(PRICES.gemini3, 1));
+  });
+});
+
 describe("a vertex host: Google's publisher grounds, Anthropic's runs Claude's server tool", () => {
   it.each([false, true])(
     'a chat-completions client offering web_search_options on Gemini 2.5 (streamed: %s): one grounded prompt billed',

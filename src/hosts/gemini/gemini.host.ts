@@ -19,12 +19,31 @@ import type { HostKind, HostSettings, SseMessage, StreamDecoder, UpstreamRequest
  * for a whole reply, `:streamGenerateContent?alt=sse` for a stream, the key in `x-goog-api-key`.
  */
 
+/** A Gemini model's major version, by its name (`gemini-2.5-flash`, `models/gemini-3-pro-preview`); null for other names. */
+const geminiVersion = (hostModel: string): number | null => {
+  const version = /^(?:models\/|publishers\/google\/models\/)?gemini-(\d+)/.exec(hostModel);
+  return version === null ? null : Number(version[1]);
+};
+
+/**
+ * Whether a model runs Google Search in a call that also declares functions: Gemini 3 and later do,
+ * with `toolConfig.includeServerSideToolInvocations` (Google's "Combine built-in tools and function
+ * calling", ai.google.dev/gemini-api/docs/tool-combination, read 2026-11-26); Gemini 2.5 and older
+ * refuse the call ("Tool use with function calling is unsupported by the model"), so there the
+ * search is left out and announced.
+ */
+export const searchesBesideFunctions = (hostModel: string): boolean => (geminiVersion(hostModel) ?? 0) >= 3;
+
 /**
  * The hosted tools this kind runs: a web search offered in any format, as Google Search grounding
  * (`tools: [{googleSearch: {}}]`). No client's body is passed whole to it (the Gemini format is not
  * one the hosts are sent whole), so every tool is translated.
  */
-export const GEMINI_HOSTED_TOOLS: HostedToolsRun = { whole: new Set(), translated: new Set(['webSearch']) };
+export const GEMINI_HOSTED_TOOLS: HostedToolsRun = {
+  whole: new Set(),
+  translated: new Set(['webSearch']),
+  besideFunctions: searchesBesideFunctions,
+};
 
 type Part = Record<string, unknown>;
 interface Content {
@@ -196,7 +215,12 @@ function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: stri
   }
   // A web search offered in another format, as Google Search grounding. The API takes no bound on
   // its searches: a count above the uses held for is billed at the bound (see usage-check.ts).
-  if (request.carriedTools?.classes.includes('webSearch')) tools.push({ googleSearch: {} });
+  if (request.carriedTools?.classes.includes('webSearch')) {
+    tools.push({ googleSearch: {} });
+    // Beside functions (a model admission let run both, see searchesBesideFunctions), the API asks for this.
+    if (request.tools.length > 0)
+      body.toolConfig = { ...(body.toolConfig as object | undefined), includeServerSideToolInvocations: true };
+  }
   if (tools.length > 0) body.tools = tools;
   const config: Record<string, unknown> = { candidateCount: 1 };
   if (request.maxTokens !== undefined) config.maxOutputTokens = request.maxTokens;
@@ -271,10 +295,7 @@ export function geminiUsageOf(metadata: Record<string, unknown>, webSearches = 0
  * "For billing purposes, we ignore the empty web search queries when counting unique queries".
  * Vertex AI bills its Gemini models' grounding the same way.
  */
-export const billedPerQuery = (hostModel: string): boolean => {
-  const version = /^(?:models\/|publishers\/google\/models\/)?gemini-(\d+)/.exec(hostModel);
-  return version !== null && Number(version[1]) >= 3;
-};
+export const billedPerQuery = (hostModel: string): boolean => (geminiVersion(hostModel) ?? 0) >= 3;
 
 /**
  * The Google Search grounding of one reply, as its candidates report it (a stream may report it on

@@ -1,7 +1,7 @@
 import { CanonicalRequest } from '../../canonical/canonical';
 import type { HostedToolsRun } from '../../canonical/hosted-tools';
 import { anthropicHost, messagesBody } from '../anthropic/anthropic.host';
-import { geminiHost } from '../gemini/gemini.host';
+import { geminiHost, searchesBesideFunctions } from '../gemini/gemini.host';
 import type { HostKind, HostSettings, UpstreamRequest } from '../host-kind';
 import { googleCredential } from './google-credential';
 
@@ -24,7 +24,13 @@ export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
  * Search grounding (the gemini kind's), from any format. A kind declares one set for its models:
  * web fetch, which Vertex AI does not list for Claude, is run by neither.
  */
-const HOSTED_TOOLS: HostedToolsRun = { format: 'messages', whole: new Set(['webSearch']), translated: new Set(['webSearch']) };
+const HOSTED_TOOLS: HostedToolsRun = {
+  format: 'messages',
+  whole: new Set(['webSearch']),
+  translated: new Set(['webSearch']),
+  // Claude searches beside functions; Gemini as on the gemini kind. By the model's name, as the publisher is told by default.
+  besideFunctions: (hostModel) => hostModel.startsWith('claude-') || searchesBesideFunctions(hostModel),
+};
 
 /** The beta under which Vertex AI runs Claude's web search. */
 const WEB_SEARCH_BETA = 'web-search-2025-03-05';
