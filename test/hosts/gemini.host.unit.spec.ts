@@ -202,7 +202,12 @@ describe('geminiHost.buildRequest', () => {
     expect(config('required')).toEqual({ functionCallingConfig: { mode: 'ANY' }, includeServerSideToolInvocations: true });
     expect(host.buildRequest(request({ carriedTools }), 'gemini-3-pro-preview', null).body).not.toHaveProperty('toolConfig');
     expect(tools({})).toBeUndefined();
-    expect(host.hostedTools).toMatchObject({ whole: new Set(), translated: new Set(['webSearch']) });
+    // A fetch carried, as URL context.
+    expect(tools({ carriedTools: { classes: ['webSearch', 'webFetch'], maxUses: 5 } })).toEqual([
+      { googleSearch: {} },
+      { urlContext: {} },
+    ]);
+    expect(host.hostedTools).toMatchObject({ whole: new Set(), translated: new Set(['webSearch', 'webFetch']) });
   });
 
   it('puts the sampling, the cap, the stop sequences and the thinking in generationConfig', () => {
@@ -322,6 +327,43 @@ describe('geminiHost.decodeReply', () => {
       (host.decodeReply(JSON.stringify(pagesOnly), false, undefined, hostModel).at(-1) as { usage: Usage }).usage.hostedToolUses;
     expect(uses('gemini-2.0-flash')).toEqual({ webSearch: 1 });
     expect(uses('gemini-3-flash-preview')).toBeUndefined();
+  });
+
+  it('counts each page URL context retrieved as a fetch, once, whatever chunk reports it; failed retrievals none', () => {
+    const page = (retrievedUrl: string, urlRetrievalStatus = 'URL_RETRIEVAL_STATUS_SUCCESS') => ({
+      retrievedUrl,
+      urlRetrievalStatus,
+    });
+    const decoder = host.decoder(false, undefined, 'gemini-2.5-flash');
+    decoder.push(
+      chunk(
+        responseOf(
+          [{ text: 'Read.' }],
+          { usageMetadata: { promptTokenCount: 3 } },
+          {
+            urlContextMetadata: {
+              urlMetadata: [page('https://a.example'), page('https://b.example', 'URL_RETRIEVAL_STATUS_ERROR')],
+            },
+          },
+        ),
+      ),
+    );
+    const last = decoder.push(
+      chunk(
+        responseOf(
+          [],
+          { usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 1, toolUsePromptTokenCount: 900 } },
+          {
+            finishReason: 'STOP',
+            urlContextMetadata: { urlMetadata: [page('https://a.example'), page('https://c.example')] },
+          },
+        ),
+      ),
+    );
+    expect(last.at(-1)).toEqual({
+      type: 'usage',
+      usage: { ...usage({ inputTokens: 903, outputTokens: 1 }), hostedToolUses: { webFetch: 2 } },
+    });
   });
 
   it("gives the grounding's supports as citations of the reply's characters (Google's offsets are UTF-8 bytes), each page once", () => {

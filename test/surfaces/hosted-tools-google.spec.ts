@@ -20,7 +20,7 @@ import { tempDir } from '../support/temp';
  */
 
 const PRICES = {
-  gemini25: { input: '0.30', output: '2.50', webSearch: '35.00' },
+  gemini25: { input: '0.30', output: '2.50', webSearch: '35.00', webFetch: '0' },
   gemini3: { input: '2.00', output: '12.00', webSearch: '14.00' },
   claude: { input: '3.00', output: '15.00', webSearch: '10.00' },
 };
@@ -281,6 +281,56 @@ describe('a web search offered in another format, run as Google Search grounding
       expect(settled.hostedToolUses).toEqual({ webSearch: 2 });
     },
   );
+});
+
+describe('a fetch run as URL context, its pages billed as the input they are', () => {
+  it.each([false, true])(
+    "a Gemini client's urlContext (streamed: %s): each page read a use, at no per-use price",
+    async (stream) => {
+      g.fake.on(GEMINI25.hostModel, { kind: 'reply', reply: { text: 'Both say rain.', usage: { ...USAGE, toolPrompt: 800 } } });
+      const res = await generate(
+        GEMINI25.slug,
+        {
+          contents: [{ role: 'user', parts: [{ text: 'Compare https://a.example/x and https://b.example/y' }] }],
+          tools: [{ urlContext: {} }],
+        },
+        stream,
+      );
+      expect(res.status).toBe(200);
+      expect(res.headers.get(OMITTED_TOOLS_HEADER)).toBeNull();
+      await res.text();
+      expect(sent(GEMINI25.hostModel).body.tools).toEqual([{ urlContext: {} }]);
+      const settled = await settlementOf(res);
+      expect(settled).toMatchObject({ inputTokens: USAGE.input + 800, hostedToolUses: { webFetch: 2 } });
+      // The pages' tokens are input: (920 × $0.30 + 30 × $2.50) / 1e6, no fee per page.
+      expect(settled.amount).toBe(Number((920n * nano('0.30') + 30n * nano('2.50') + 999_999n) / 1_000_000n));
+    },
+  );
+
+  it("a messages client's web fetch server tool runs as URL context", async () => {
+    g.fake.on(GEMINI25.hostModel, { kind: 'reply', reply: { text: 'Read it.', usage: USAGE } });
+    const res = await post('messages', {
+      model: GEMINI25.slug,
+      max_tokens: 100,
+      messages: [{ role: 'user', content: 'Summarize https://a.example/x' }],
+      tools: [{ type: 'web_fetch_20250910', name: 'web_fetch' }],
+    });
+    expect(res.status).toBe(200);
+    expect(sent(GEMINI25.hostModel).body.tools).toEqual([{ urlContext: {} }]);
+    expect((await settlementOf(res)).hostedToolUses).toEqual({ webFetch: 1 });
+  });
+
+  it('a model whose entry prices no fetch leaves it out, announced', async () => {
+    g.fake.on(GEMINI3.hostModel, { kind: 'reply', reply: { text: 'x', usage: USAGE } });
+    const res = await generate(
+      GEMINI3.slug,
+      { contents: [{ parts: [{ text: 'https://a.example' }] }], tools: [{ urlContext: {} }] },
+      false,
+    );
+    expect(res.status).toBe(200);
+    expect(res.headers.get(OMITTED_TOOLS_HEADER)).toBe('urlContext');
+    expect(sent(GEMINI3.hostModel).body).not.toHaveProperty('tools');
+  });
 });
 
 describe("Google Search beside the client's functions", () => {

@@ -36,12 +36,15 @@ export const searchesBesideFunctions = (hostModel: string): boolean => (geminiVe
 
 /**
  * The hosted tools this kind runs: a web search offered in any format, as Google Search grounding
- * (`tools: [{googleSearch: {}}]`). No client's body is passed whole to it (the Gemini format is not
- * one the hosts are sent whole), so every tool is translated.
+ * (`tools: [{googleSearch: {}}]`), and a fetch (a messages `web_fetch_*`, a Gemini client's
+ * `urlContext`) as URL context (`{urlContext: {}}`), whose pages Google bills as input tokens
+ * (`toolUsePromptTokenCount`), with no per-use fee: each page retrieved is a use, priced at 0. No
+ * client's body is passed whole to it (the Gemini format is not one the hosts are sent whole), so
+ * every tool is translated.
  */
 export const GEMINI_HOSTED_TOOLS: HostedToolsRun = {
   whole: new Set(),
-  translated: new Set(['webSearch']),
+  translated: new Set(['webSearch', 'webFetch']),
   besideFunctions: searchesBesideFunctions,
 };
 
@@ -221,6 +224,7 @@ function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: stri
     if (request.tools.length > 0)
       body.toolConfig = { ...(body.toolConfig as object | undefined), includeServerSideToolInvocations: true };
   }
+  if (request.carriedTools?.classes.includes('webFetch')) tools.push({ urlContext: {} });
   if (tools.length > 0) body.tools = tools;
   const config: Record<string, unknown> = { candidateCount: 1 };
   if (request.maxTokens !== undefined) config.maxOutputTokens = request.maxTokens;
@@ -273,7 +277,7 @@ const shownCount = (value: unknown): number => (Number.isSafeInteger(value) && (
  * without it, NaN; a reply that generated nothing (a blocked prompt, a reply cut while thinking)
  * has no `candidatesTokenCount`. `webSearches`: the grounding searches billed (see Grounding).
  */
-export function geminiUsageOf(metadata: Record<string, unknown>, webSearches = 0): Usage {
+export function geminiUsageOf(metadata: Record<string, unknown>, webSearches = 0, webFetches = 0): Usage {
   const cached = count(metadata.cachedContentTokenCount, 0);
   return {
     inputTokens: count(metadata.promptTokenCount, NaN) - cached + count(metadata.toolUsePromptTokenCount, 0),
@@ -282,7 +286,14 @@ export function geminiUsageOf(metadata: Record<string, unknown>, webSearches = 0
     cacheWrite1hTokens: 0,
     outputTokens: count(metadata.candidatesTokenCount, 0) + count(metadata.thoughtsTokenCount, 0),
     reasoningTokens: shownCount(metadata.thoughtsTokenCount),
-    ...(webSearches > 0 ? { hostedToolUses: { webSearch: webSearches } } : {}),
+    ...(webSearches > 0 || webFetches > 0
+      ? {
+          hostedToolUses: {
+            ...(webSearches > 0 ? { webSearch: webSearches } : {}),
+            ...(webFetches > 0 ? { webFetch: webFetches } : {}),
+          },
+        }
+      : {}),
   };
 }
 
@@ -377,6 +388,8 @@ class ResponseReader {
   private readonly grounding: Grounding;
   /** The reply's text so far, which grounding supports index. */
   private text = '';
+  /** The pages URL context retrieved (a stream may report them on more than one chunk). */
+  private readonly fetched = new Set<string>();
   private lastUsage: Record<string, unknown> | null = null;
 
   constructor(hostModel: string) {
@@ -405,10 +418,21 @@ class ResponseReader {
     }
     const grounding = candidate && isObject(candidate.groundingMetadata) ? candidate.groundingMetadata : null;
     const searched = grounding !== null && this.grounding.read(grounding);
+    const fetched = candidate !== null && this.readFetches(candidate);
     if (isObject(response.usageMetadata)) this.lastUsage = response.usageMetadata;
-    if (this.lastUsage && (isObject(response.usageMetadata) || searched))
-      events.push({ type: 'usage', usage: geminiUsageOf(this.lastUsage, this.grounding.uses()) });
+    if (this.lastUsage && (isObject(response.usageMetadata) || searched || fetched))
+      events.push({ type: 'usage', usage: geminiUsageOf(this.lastUsage, this.grounding.uses(), this.fetched.size) });
     return { events, ended };
+  }
+
+  /** URL context's `urlContextMetadata.urlMetadata`: each page retrieved (status SUCCESS) a fetch; true when it added one. */
+  private readFetches(candidate: Record<string, unknown>): boolean {
+    const metadata = isObject(candidate.urlContextMetadata) ? candidate.urlContextMetadata : {};
+    const before = this.fetched.size;
+    for (const page of Array.isArray(metadata.urlMetadata) ? metadata.urlMetadata.filter(isObject) : [])
+      if (page.urlRetrievalStatus === 'URL_RETRIEVAL_STATUS_SUCCESS' && typeof page.retrievedUrl === 'string')
+        this.fetched.add(page.retrievedUrl);
+    return this.fetched.size !== before;
   }
 
   private part(part: Record<string, unknown>): CanonicalEvent[] {

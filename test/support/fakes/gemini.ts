@@ -127,7 +127,7 @@ function response(
   req: any,
   parts: Record<string, unknown>[],
   id: string,
-  end: { finish?: string; usage?: unknown; grounding?: object },
+  end: { finish?: string; usage?: unknown; grounding?: object; urlContext?: object },
 ) {
   return {
     candidates: [
@@ -135,6 +135,7 @@ function response(
         content: { parts, role: 'model' },
         ...(end.finish ? { finishReason: end.finish } : {}),
         ...(end.grounding ? { groundingMetadata: end.grounding } : {}),
+        ...(end.urlContext ? { urlContextMetadata: end.urlContext } : {}),
         index: 0,
       },
     ],
@@ -161,11 +162,23 @@ function groundingFor(req: any, reply: FakeReply) {
   return groundingOf(searches, reply.webSearchQueries ?? searches.map((s) => s.query), reply.text ?? '');
 }
 
+/**
+ * URL context's metadata for a request offering it (none otherwise): each `https:` URL of the
+ * request's text retrieved, as Google reports the pages it read.
+ */
+function urlContextFor(req: any) {
+  const offered = Array.isArray(req.tools) && req.tools.some((t: any) => t?.urlContext !== undefined);
+  if (!offered) return undefined;
+  const urls = new Set<string>(JSON.stringify(req.contents ?? []).match(/https:\/\/[^\s"\\]+/g) ?? []);
+  return { urlMetadata: [...urls].map((retrievedUrl) => ({ retrievedUrl, urlRetrievalStatus: 'URL_RETRIEVAL_STATUS_SUCCESS' })) };
+}
+
 export function geminiMessage(req: any, reply: FakeReply, slot: UsageSlot) {
   return response(req, partsOf(reply), responseId(), {
     finish: FINISH[finishOf(reply)],
     usage: usageFor(reply, slot),
     grounding: groundingFor(req, reply),
+    urlContext: urlContextFor(req),
   });
 }
 
@@ -218,7 +231,12 @@ export function geminiStream(
   const tail: Frame[] = [
     {
       data: JSON.stringify(
-        response(req, lastParts, id, { finish: FINISH[finishOf(reply)], usage: whole, grounding: groundingFor(req, reply) }),
+        response(req, lastParts, id, {
+          finish: FINISH[finishOf(reply)],
+          usage: whole,
+          grounding: groundingFor(req, reply),
+          urlContext: urlContextFor(req),
+        }),
       ),
     },
   ];
