@@ -299,12 +299,12 @@ export function geminiUsageOf(metadata: Record<string, unknown>, webSearches = 0
 
 /**
  * Whether a model's Google Search grounding is billed per search query (Gemini 3 and later) rather
- * than per grounded prompt (Gemini 2.5 and older). Google's grounding page and pricing page
- * (ai.google.dev/gemini-api/docs/google-search, /pricing, read 2026-11-26): "On Gemini 3 models you
- * are billed per executed search query, and on Gemini 2.5 and older models you are billed per
- * prompt"; Gemini 3 at $14 per 1,000 search queries, 2.5 at $35 per 1,000 grounded prompts; and
- * "For billing purposes, we ignore the empty web search queries when counting unique queries".
- * Vertex AI bills its Gemini models' grounding the same way.
+ * than per grounded prompt (Gemini 2.5 and older). As Google's grounding and pricing pages say
+ * (ai.google.dev/gemini-api/docs/google-search and /pricing, as quoted on
+ * discuss.ai.google.dev/t/168136 and /t/102927, read 2026-11-26): Gemini 3 bills each search query
+ * it runs, at $14 per 1,000, counting unique queries and ignoring empty ones; Gemini 2.5 bills a
+ * request that used the tool once, at $35 per 1,000 grounded prompts, however many queries it ran.
+ * Vertex AI bills its Gemini models' grounding alike.
  */
 export const billedPerQuery = (hostModel: string): boolean => (geminiVersion(hostModel) ?? 0) >= 3;
 
