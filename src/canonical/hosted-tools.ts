@@ -22,11 +22,24 @@ const HOSTED = new RegExp(HOSTED_TOOL_TYPE);
 export const isHostedTool = (type: string): boolean => HOSTED.test(type);
 
 /**
- * The class a hosted tool's uses are billed in, by its type in either format (`web_search`,
- * `web_search_preview`, `web_search_20250305`…); null for those with no per-use class (`mcp`,
- * `tool_search`), which no host is asked to run.
+ * The Gemini format's own hosted tools, by their key in a tool entry, and the class each is: Google
+ * Search grounding (and its older retrieval form) is web search, URL context a fetch.
+ */
+const GEMINI_TOOL_CLASSES: Readonly<Record<string, HostedToolClass>> = {
+  googleSearch: 'webSearch',
+  googleSearchRetrieval: 'webSearch',
+  urlContext: 'webFetch',
+  codeExecution: 'codeExecution',
+  fileSearch: 'fileSearch',
+};
+
+/**
+ * The class a hosted tool's uses are billed in, by its type in any format (`web_search`,
+ * `web_search_preview`, `web_search_20250305`, Gemini's `googleSearch`…); null for those with no
+ * per-use class (`mcp`, `tool_search`), which no host is asked to run.
  */
 export function hostedToolClassOf(type: string): HostedToolClass | null {
+  if (Object.hasOwn(GEMINI_TOOL_CLASSES, type)) return GEMINI_TOOL_CLASSES[type];
   if (type.startsWith('web_search')) return 'webSearch';
   if (type.startsWith('web_fetch')) return 'webFetch';
   if (type.startsWith('code_execution') || type.startsWith('code_interpreter')) return 'codeExecution';
@@ -45,29 +58,46 @@ export interface HostedToolsRun {
   format?: WireFormat;
   whole: ReadonlySet<HostedToolClass>;
   translated: ReadonlySet<HostedToolClass>;
+  /**
+   * Kinds some of whose models cannot run a hosted tool in a call that also offers the client's
+   * functions (Gemini 2.5 refuses Google Search beside function declarations): whether the
+   * host's model can. Absent: every model can.
+   */
+  besideFunctions?: (hostModel: string) => boolean;
 }
 
-/** One host that may serve a request, as the decision sees it: what its kind runs, what its catalogue entry prices per use. */
+/** One host that may serve a request, as the decision sees it: what its kind runs, what its catalogue entry prices per use, its model. */
 export interface ServingHost {
   runs: HostedToolsRun | undefined;
   priced: ReadonlySet<HostedToolClass>;
+  /** The model's name at the host. */
+  model: string;
 }
 
 /**
  * Whether a host runs a hosted tool offered in `format`: its kind runs the tool's class (whole in
- * its own format, else translated) and its catalogue entry prices it — a use is never run unbilled.
+ * its own format, else translated; beside the client's functions when `withFunctions`, where its model can)
+ * and its catalogue entry prices it — a use is never run unbilled.
  */
-export function hostRuns(host: ServingHost, type: string, format: WireFormat | undefined): boolean {
+export function hostRuns(host: ServingHost, type: string, format: WireFormat | undefined, withFunctions = false): boolean {
   const toolClass = hostedToolClassOf(type);
-  if (toolClass === null || host.runs === undefined || !host.priced.has(toolClass)) return false;
-  return format !== undefined && format === host.runs.format
-    ? host.runs.whole.has(toolClass)
-    : host.runs.translated.has(toolClass);
+  const runs = host.runs;
+  if (toolClass === null || runs === undefined || !host.priced.has(toolClass)) return false;
+  if (withFunctions && runs.besideFunctions?.(host.model) === false) return false;
+  return format !== undefined && format === runs.format ? runs.whole.has(toolClass) : runs.translated.has(toolClass);
 }
 
-/** The hosted tools offered that every serving host runs (a fallback must run them too), by type. */
-export const runnableTools = (offered: string[], format: WireFormat | undefined, hosts: ServingHost[]): Set<string> =>
-  new Set(offered.filter((type) => hosts.length > 0 && hosts.every((host) => hostRuns(host, type, format))));
+/**
+ * The hosted tools offered that every serving host runs (a fallback must run them too), by type;
+ * `withFunctions`: the client offers functions too.
+ */
+export const runnableTools = (
+  offered: string[],
+  format: WireFormat | undefined,
+  hosts: ServingHost[],
+  withFunctions = false,
+): Set<string> =>
+  new Set(offered.filter((type) => hosts.length > 0 && hosts.every((host) => hostRuns(host, type, format, withFunctions))));
 
 /** The reply header naming the hosted tools left out of the call (`web_search, image_generation`). */
 export const OMITTED_TOOLS_HEADER = 'x-gateway-omitted-tools';

@@ -186,6 +186,7 @@ const PRICING_FIELDS = ['input', 'cacheRead', 'cacheWrite', 'cacheWrite1h', 'out
 export const servingHostOf = (h: ModelHost): ServingHost => ({
   runs: HOST_KINDS[h.host.kind].hostedTools,
   priced: new Set(Object.keys(h.prices.hostedToolUses ?? {}) as HostedToolClass[]),
+  model: h.model,
 });
 
 export class Catalogue {

@@ -160,7 +160,7 @@ function withHostedTools(
   const asked = request.hostedTools;
   if (asked === undefined || asked.hosted.length === 0) return request;
   const format = request.original?.format;
-  const runnable = runnableTools(asked.hosted, format, hosts.map(servingHostOf));
+  const runnable = runnableTools(asked.hosted, format, hosts.map(servingHostOf), asked.clientTools);
   const decision = decideHostedTools(asked, runnable, policy.elsewhere);
   if ('refused' in decision) return decision;
   const carriedTools = carriedToolsOf(asked, decision.carried, policy.maxUses);

@@ -11,9 +11,10 @@ import {
 import { HOST_KINDS } from '../../src/hosts/hosts';
 
 /** A host of `kind` whose catalogue entry prices `priced` per use. */
-const host = (kind: keyof typeof HOST_KINDS, priced: HostedToolClass[] = ['webSearch']): ServingHost => ({
+const host = (kind: keyof typeof HOST_KINDS, priced: HostedToolClass[] = ['webSearch'], model = 'm'): ServingHost => ({
   runs: HOST_KINDS[kind].hostedTools,
   priced: new Set(priced),
+  model,
 });
 
 describe('hosted tools: which are carried, which left out, which refused', () => {
@@ -76,6 +77,27 @@ describe('hosted tools: which are carried, which left out, which refused', () =>
     // A chat-completions host runs none; nor does a host whose entry gives no per-use price.
     expect(runnableTools(['web_search'], 'chat-completions', [host('openai')]).size).toBe(0);
     expect(runnableTools(['web_search'], 'responses', [host('openai-responses', [])]).size).toBe(0);
+  });
+
+  it("knows Gemini's own tools by class, and runs Google Search beside functions only where the model can (Gemini 3, Claude)", () => {
+    expect(['googleSearch', 'googleSearchRetrieval', 'urlContext', 'codeExecution', 'fileSearch'].map(hostedToolClassOf)).toEqual(
+      ['webSearch', 'webSearch', 'webFetch', 'codeExecution', 'fileSearch'],
+    );
+    const gemini = (model: string) => host('gemini', ['webSearch'], model);
+    for (const format of [undefined, 'responses', 'messages', 'chat-completions'] as const) {
+      expect(runnableTools(['googleSearch', 'web_search'], format, [gemini('gemini-2.5-flash')]).size).toBe(2);
+      // Gemini 2.5 refuses Google Search beside function declarations: left out when the client offers functions.
+      expect(runnableTools(['web_search'], format, [gemini('gemini-2.5-flash')], true).size).toBe(0);
+      expect(runnableTools(['web_search'], format, [gemini('gemini-3-pro-preview')], true).size).toBe(1);
+    }
+    expect(runnableTools(['web_search_20250305'], 'messages', [host('vertex', ['webSearch'], 'gemini-2.5-pro')], true).size).toBe(
+      0,
+    );
+    expect(
+      runnableTools(['web_search'], 'responses', [host('vertex', ['webSearch'], 'claude-sonnet-4-5@20250929')], true).size,
+    ).toBe(1);
+    // Passed whole to Claude on Vertex AI: the server tool beside the client's tools, as on Anthropic's API.
+    expect(runnableTools(['web_search_20250305'], 'messages', [host('vertex', ['webSearch'], 'claude-x@1')], true).size).toBe(1);
   });
 
   it('a tool is carried only when every serving host runs it (a fallback must run it too)', () => {

@@ -1,4 +1,4 @@
-import { CanonicalEvent, CanonicalRequest, HostError } from '../../src/canonical/canonical';
+import { CanonicalEvent, CanonicalRequest, HostError, Usage } from '../../src/canonical/canonical';
 import { geminiHost as host, geminiUsageOf } from '../../src/hosts/gemini/gemini.host';
 import { HOST_KINDS } from '../../src/hosts/hosts';
 import { usage } from '../support/usage';
@@ -184,6 +184,32 @@ describe('geminiHost.buildRequest', () => {
     expect(host.buildRequest(request({ toolChoice: 'required' }), 'm', null).body).not.toHaveProperty('toolConfig');
   });
 
+  it('runs a carried web search as Google Search grounding, beside the functions; nothing when none is carried', () => {
+    const weather = { name: 'weather', parameters: { type: 'object' } };
+    const tools = (overrides: Partial<CanonicalRequest>) =>
+      (host.buildRequest(request(overrides), 'gemini-2.5-flash', null).body as { tools?: unknown[] }).tools;
+    const carriedTools = { classes: ['webSearch' as const], maxUses: 5 };
+    expect(tools({ carriedTools })).toEqual([{ googleSearch: {} }]);
+    expect(tools({ carriedTools, tools: [weather] })).toEqual([
+      { functionDeclarations: [{ name: 'weather', parametersJsonSchema: weather.parameters }] },
+      { googleSearch: {} },
+    ]);
+    // Beside functions (Gemini 3), the server-side invocations the API asks for, with the client's choice.
+    const config = (toolChoice?: CanonicalRequest['toolChoice']) =>
+      (host.buildRequest(request({ carriedTools, tools: [weather], toolChoice }), 'gemini-3-pro-preview', null).body as any)
+        .toolConfig;
+    expect(config()).toEqual({ includeServerSideToolInvocations: true });
+    expect(config('required')).toEqual({ functionCallingConfig: { mode: 'ANY' }, includeServerSideToolInvocations: true });
+    expect(host.buildRequest(request({ carriedTools }), 'gemini-3-pro-preview', null).body).not.toHaveProperty('toolConfig');
+    expect(tools({})).toBeUndefined();
+    // A fetch carried, as URL context.
+    expect(tools({ carriedTools: { classes: ['webSearch', 'webFetch'], maxUses: 5 } })).toEqual([
+      { googleSearch: {} },
+      { urlContext: {} },
+    ]);
+    expect(host.hostedTools).toMatchObject({ whole: new Set(), translated: new Set(['webSearch', 'webFetch']) });
+  });
+
   it('puts the sampling, the cap, the stop sequences and the thinking in generationConfig', () => {
     const config = (overrides: Partial<CanonicalRequest>) =>
       (host.buildRequest(request(overrides), 'm', null).body as { generationConfig: Record<string, unknown> }).generationConfig;
@@ -270,18 +296,104 @@ describe('geminiHost.decodeReply', () => {
     ]);
   });
 
-  it('counts the tool-use prompt as input and the grounding queries as web searches', () => {
+  it('counts the tool-use prompt as input, and grounding as Google bills it: per grounded prompt (2.5), per distinct non-empty query (3)', () => {
     const body = responseOf(
       [{ text: 'Found.' }],
       {
         usageMetadata: { promptTokenCount: 100, candidatesTokenCount: 10, toolUsePromptTokenCount: 400, totalTokenCount: 510 },
       },
-      { finishReason: 'STOP', groundingMetadata: { webSearchQueries: ['weather paris', 'paris forecast'], groundingChunks: [] } },
+      {
+        finishReason: 'STOP',
+        groundingMetadata: { webSearchQueries: ['weather paris', '', 'weather paris', 'paris forecast'], groundingChunks: [] },
+      },
     );
-    expect(host.decodeReply(JSON.stringify(body)).at(-1)).toEqual({
-      type: 'usage',
-      usage: { ...usage({ inputTokens: 500, outputTokens: 10 }), hostedToolUses: { webSearch: 2 } },
+    const searches = (hostModel: string) =>
+      (host.decodeReply(JSON.stringify(body), false, undefined, hostModel).at(-1) as { usage: Usage }).usage;
+    expect(searches('gemini-2.5-flash')).toEqual({
+      ...usage({ inputTokens: 500, outputTokens: 10 }),
+      hostedToolUses: { webSearch: 1 },
     });
+    expect(searches('gemini-3-pro-preview').hostedToolUses).toEqual({ webSearch: 2 });
+    expect(searches('gemini-3.1-flash').hostedToolUses).toEqual({ webSearch: 2 });
+    // Grounded on pages without a query: one grounded prompt on 2.5, no query billed on 3.
+    const pagesOnly = responseOf(
+      [{ text: 'x' }],
+      { usageMetadata: { promptTokenCount: 1 } },
+      {
+        groundingMetadata: { webSearchQueries: [''], groundingChunks: [{ web: { uri: 'https://a.example', title: 'a' } }] },
+      },
+    );
+    const uses = (hostModel: string) =>
+      (host.decodeReply(JSON.stringify(pagesOnly), false, undefined, hostModel).at(-1) as { usage: Usage }).usage.hostedToolUses;
+    expect(uses('gemini-2.0-flash')).toEqual({ webSearch: 1 });
+    expect(uses('gemini-3-flash-preview')).toBeUndefined();
+  });
+
+  it('counts each page URL context retrieved as a fetch, once, whatever chunk reports it; failed retrievals none', () => {
+    const page = (retrievedUrl: string, urlRetrievalStatus = 'URL_RETRIEVAL_STATUS_SUCCESS') => ({
+      retrievedUrl,
+      urlRetrievalStatus,
+    });
+    const decoder = host.decoder(false, undefined, 'gemini-2.5-flash');
+    decoder.push(
+      chunk(
+        responseOf(
+          [{ text: 'Read.' }],
+          { usageMetadata: { promptTokenCount: 3 } },
+          {
+            urlContextMetadata: {
+              urlMetadata: [page('https://a.example'), page('https://b.example', 'URL_RETRIEVAL_STATUS_ERROR')],
+            },
+          },
+        ),
+      ),
+    );
+    const last = decoder.push(
+      chunk(
+        responseOf(
+          [],
+          { usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 1, toolUsePromptTokenCount: 900 } },
+          {
+            finishReason: 'STOP',
+            urlContextMetadata: { urlMetadata: [page('https://a.example'), page('https://c.example')] },
+          },
+        ),
+      ),
+    );
+    expect(last.at(-1)).toEqual({
+      type: 'usage',
+      usage: { ...usage({ inputTokens: 903, outputTokens: 1 }), hostedToolUses: { webFetch: 2 } },
+    });
+  });
+
+  it("gives the grounding's supports as citations of the reply's characters (Google's offsets are UTF-8 bytes), each page once", () => {
+    const text = 'Il fait 21 °C. Sunny.';
+    const page = (uri: string, title: string) => ({ web: { uri, title } });
+    const body = responseOf(
+      [{ text }],
+      { usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 5 } },
+      {
+        finishReason: 'STOP',
+        groundingMetadata: {
+          webSearchQueries: ['météo'],
+          groundingChunks: [
+            page('https://a.example/r', 'a.example'),
+            { retrievedContext: { uri: 'gs://x' } },
+            page('https://b.example/r', 'b.example'),
+          ],
+          groundingSupports: [
+            { segment: { endIndex: 15, text: 'Il fait 21 °C.' }, groundingChunkIndices: [0, 1] },
+            { segment: { startIndex: 16, endIndex: 22, text: 'Sunny.' }, groundingChunkIndices: [2, 7] },
+          ],
+        },
+      },
+    );
+    const citations = host.decodeReply(JSON.stringify(body)).filter((e) => e.type === 'citation');
+    expect(citations).toEqual([
+      { type: 'citation', url: 'https://a.example/r', title: 'a.example', start: 0, end: 14 },
+      { type: 'citation', url: 'https://b.example/r', title: 'b.example', start: 15, end: 21 },
+    ]);
+    expect(text.slice(15, 21)).toBe('Sunny.');
   });
 
   it('leaves absurd or missing counts for the pipeline’s check: NaN where the prompt count is not a number', () => {

@@ -9,6 +9,7 @@ import { createServer, IncomingHttpHeaders, IncomingMessage, ServerResponse } fr
 import { AddressInfo } from 'node:net';
 import { azureRoute } from './fakes/azure';
 import { bedrockRoute, serveBedrock } from './fakes/bedrock';
+import { DEFAULT_SEARCH, type FakeSearch } from './fakes/search';
 import { GEMINI_MALFORMED, GEMINI_STREAM_ERROR, geminiError, geminiMessage, geminiRoute, geminiStream } from './fakes/gemini';
 import { FakeGoogleOAuth } from './fakes/google-oauth';
 import {
@@ -34,8 +35,8 @@ export interface FakeReply {
   usage?: FakeUsage | null;
   /**
    * The web searches the host runs, when the request offers its web search tool (the Responses
-   * `web_search`, the messages `web_search_*` server tool): each with the page it finds, which the
-   * text cites. Without them, such a request gets one search (DEFAULT_SEARCH); a request without the tool, none.
+   * `web_search`, the messages `web_search_*` server tool, Gemini's `googleSearch`): each with the
+   * page it finds, which the text cites. Without them, such a request gets one search (DEFAULT_SEARCH); a request without the tool, none.
    */
   searches?: FakeSearch[];
   /**
@@ -44,21 +45,11 @@ export interface FakeReply {
    * (chat-completions: the last chunk or the reply; messages: message_start, message_delta, the reply).
    */
   wireUsage?: string;
-  /** Gemini: the Google Search grounding queries the host ran (its `groundingMetadata.webSearchQueries`). */
+  /** Gemini: the grounding's `webSearchQueries` as sent (empty or repeated ones too), in place of each search's query. */
   webSearchQueries?: string[];
 }
 
-export interface FakeSearch {
-  query: string;
-  url: string;
-  title: string;
-}
-
-export const DEFAULT_SEARCH: FakeSearch = {
-  query: 'weather in Paris today',
-  url: 'https://weather.example/paris',
-  title: 'Paris weather',
-};
+export { DEFAULT_SEARCH, type FakeSearch } from './fakes/search';
 
 /** The searches a reply runs: only when the request offers the format's web search tool. */
 const searchesOf = (req: any, reply: FakeReply): FakeSearch[] => {

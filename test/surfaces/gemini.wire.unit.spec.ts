@@ -153,8 +153,14 @@ describe('the Gemini wire: requests', () => {
     );
   });
 
-  it("leaves the API's search and URL tools out (named), and refuses those no format runs", () => {
-    expect(canonical({ tools: [{ googleSearch: {} }, { urlContext: {} }] }).omittedTools).toEqual(['googleSearch', 'urlContext']);
+  it("offers the API's search and URL tools as hosted tools (named), for admission to decide, and refuses those no format runs", () => {
+    const request = canonical({ tools: [{ googleSearch: {} }, { urlContext: {} }] });
+    expect(request.hostedTools).toEqual({ hosted: ['googleSearch', 'urlContext'], clientTools: false, required: null });
+    expect(request).not.toHaveProperty('omittedTools');
+    expect(
+      canonical({ tools: [{ googleSearch: {} }], toolConfig: { functionCallingConfig: { mode: 'ANY' } } }).hostedTools,
+    ).toEqual({ hosted: ['googleSearch'], clientTools: false, required: 'any' });
+    expect(canonical({})).not.toHaveProperty('hostedTools');
     expect(refusal({ tools: [{ googleMaps: {} }] })).toContain('tools[0].googleMaps');
   });
 

@@ -5,17 +5,48 @@ import type {
   CanonicalMessage,
   CanonicalRequest,
   CanonicalToolChoice,
+  Citation,
   FinishReason,
   ReasoningEffort,
   Usage,
 } from '../../canonical/canonical';
 import { HostError, isOutput, upstreamIdOf } from '../../canonical/canonical';
-import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
+import type { HostedToolsRun } from '../../canonical/hosted-tools';
+import type { HostKind, HostSettings, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
 
 /**
  * Gemini API hosts (`generativelanguage.googleapis.com/v1beta`): `models/{model}:generateContent`
  * for a whole reply, `:streamGenerateContent?alt=sse` for a stream, the key in `x-goog-api-key`.
  */
+
+/** A Gemini model's major version, by its name (`gemini-2.5-flash`, `models/gemini-3-pro-preview`); null for other names. */
+const geminiVersion = (hostModel: string): number | null => {
+  const version = /^(?:models\/|publishers\/google\/models\/)?gemini-(\d+)/.exec(hostModel);
+  return version === null ? null : Number(version[1]);
+};
+
+/**
+ * Whether a model runs Google Search in a call that also declares functions: Gemini 3 and later do,
+ * with `toolConfig.includeServerSideToolInvocations` (Google's "Combine built-in tools and function
+ * calling", ai.google.dev/gemini-api/docs/tool-combination, read 2026-11-26); Gemini 2.5 and older
+ * refuse the call ("Tool use with function calling is unsupported by the model"), so there the
+ * search is left out and announced.
+ */
+export const searchesBesideFunctions = (hostModel: string): boolean => (geminiVersion(hostModel) ?? 0) >= 3;
+
+/**
+ * The hosted tools this kind runs: a web search offered in any format, as Google Search grounding
+ * (`tools: [{googleSearch: {}}]`), and a fetch (a messages `web_fetch_*`, a Gemini client's
+ * `urlContext`) as URL context (`{urlContext: {}}`), whose pages Google bills as input tokens
+ * (`toolUsePromptTokenCount`), with no per-use fee: each page retrieved is a use, priced at 0. No
+ * client's body is passed whole to it (the Gemini format is not one the hosts are sent whole), so
+ * every tool is translated.
+ */
+export const GEMINI_HOSTED_TOOLS: HostedToolsRun = {
+  whole: new Set(),
+  translated: new Set(['webSearch', 'webFetch']),
+  besideFunctions: searchesBesideFunctions,
+};
 
 type Part = Record<string, unknown>;
 interface Content {
@@ -171,20 +202,30 @@ function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: stri
     ...request.messages.flatMap((message) => (message.role === 'system' ? [message.content] : [])),
   ].filter((text) => text !== '');
   if (system.length > 0) body.systemInstruction = { parts: [{ text: system.join('\n\n') }] };
+  const tools: Record<string, unknown>[] = [];
   if (request.tools.length > 0) {
-    body.tools = [
-      {
-        functionDeclarations: request.tools.map((tool) => ({
-          name: tool.name,
-          ...(tool.description ? { description: tool.description } : {}),
-          // JSON Schema as the client wrote it: the API's own `parameters` takes only an OpenAPI subset.
-          parametersJsonSchema: tool.parameters,
-        })),
-      },
-    ];
-    // Inside the branch: a tool choice without tools means nothing to the API.
+    tools.push({
+      functionDeclarations: request.tools.map((tool) => ({
+        name: tool.name,
+        ...(tool.description ? { description: tool.description } : {}),
+        // JSON Schema as the client wrote it: the API's own `parameters` takes only an OpenAPI subset.
+        parametersJsonSchema: tool.parameters,
+      })),
+    });
+    // Inside the branch: a tool choice without functions means nothing to the API (it chooses
+    // among functions only: a search the client requires is offered, not forced).
     if (request.toolChoice !== undefined) body.toolConfig = toolConfigOf(request.toolChoice);
   }
+  // A web search offered in another format, as Google Search grounding. The API takes no bound on
+  // its searches: a count above the uses held for is billed at the bound (see usage-check.ts).
+  if (request.carriedTools?.classes.includes('webSearch')) {
+    tools.push({ googleSearch: {} });
+    // Beside functions (a model admission let run both, see searchesBesideFunctions), the API asks for this.
+    if (request.tools.length > 0)
+      body.toolConfig = { ...(body.toolConfig as object | undefined), includeServerSideToolInvocations: true };
+  }
+  if (request.carriedTools?.classes.includes('webFetch')) tools.push({ urlContext: {} });
+  if (tools.length > 0) body.tools = tools;
   const config: Record<string, unknown> = { candidateCount: 1 };
   if (request.maxTokens !== undefined) config.maxOutputTokens = request.maxTokens;
   if (request.temperature !== undefined) config.temperature = request.temperature;
@@ -234,9 +275,9 @@ const shownCount = (value: unknown): number => (Number.isSafeInteger(value) && (
  * thoughts are billed as output beside the candidates' tokens. The format reports no cache writes
  * (an explicit cache is created, and billed, apart). `promptTokenCount` is the required count:
  * without it, NaN; a reply that generated nothing (a blocked prompt, a reply cut while thinking)
- * has no `candidatesTokenCount`. `webSearches`: the grounding queries the host ran.
+ * has no `candidatesTokenCount`. `webSearches`: the grounding searches billed (see Grounding).
  */
-export function geminiUsageOf(metadata: Record<string, unknown>, webSearches = 0): Usage {
+export function geminiUsageOf(metadata: Record<string, unknown>, webSearches = 0, webFetches = 0): Usage {
   const cached = count(metadata.cachedContentTokenCount, 0);
   return {
     inputTokens: count(metadata.promptTokenCount, NaN) - cached + count(metadata.toolUsePromptTokenCount, 0),
@@ -245,15 +286,84 @@ export function geminiUsageOf(metadata: Record<string, unknown>, webSearches = 0
     cacheWrite1hTokens: 0,
     outputTokens: count(metadata.candidatesTokenCount, 0) + count(metadata.thoughtsTokenCount, 0),
     reasoningTokens: shownCount(metadata.thoughtsTokenCount),
-    ...(webSearches > 0 ? { hostedToolUses: { webSearch: webSearches } } : {}),
+    ...(webSearches > 0 || webFetches > 0
+      ? {
+          hostedToolUses: {
+            ...(webSearches > 0 ? { webSearch: webSearches } : {}),
+            ...(webFetches > 0 ? { webFetch: webFetches } : {}),
+          },
+        }
+      : {}),
   };
 }
 
-/** Google Search grounding's queries in a candidate: each one a web search the host ran. */
-const webSearchesOf = (candidate: Record<string, unknown>): number | null =>
-  isObject(candidate.groundingMetadata) && Array.isArray(candidate.groundingMetadata.webSearchQueries)
-    ? candidate.groundingMetadata.webSearchQueries.length
-    : null;
+/**
+ * Whether a model's Google Search grounding is billed per search query (Gemini 3 and later) rather
+ * than per grounded prompt (Gemini 2.5 and older). As Google's grounding and pricing pages say
+ * (ai.google.dev/gemini-api/docs/google-search and /pricing, as quoted on
+ * discuss.ai.google.dev/t/168136 and /t/102927, read 2026-11-26): Gemini 3 bills each search query
+ * it runs, at $14 per 1,000, counting unique queries and ignoring empty ones; Gemini 2.5 bills a
+ * request that used the tool once, at $35 per 1,000 grounded prompts, however many queries it ran.
+ * Vertex AI bills its Gemini models' grounding alike.
+ */
+export const billedPerQuery = (hostModel: string): boolean => (geminiVersion(hostModel) ?? 0) >= 3;
+
+/**
+ * The Google Search grounding of one reply, as its candidates report it (a stream may report it on
+ * more than one chunk): the distinct non-empty queries run, and whether the reply was grounded at
+ * all (queries or pages). Its uses are counted as Google bills them, by the model (billedPerQuery).
+ */
+class Grounding {
+  private readonly queries = new Set<string>();
+  private grounded = false;
+  /** The citations already given, so a chunk repeating them gives none twice. */
+  private readonly cited = new Set<string>();
+
+  constructor(private readonly perQuery: boolean) {}
+
+  /** Reads a candidate's `groundingMetadata`; true when it changed the count of uses. */
+  read(metadata: Record<string, unknown>): boolean {
+    const before = this.uses();
+    for (const query of Array.isArray(metadata.webSearchQueries) ? metadata.webSearchQueries : [])
+      if (typeof query === 'string' && query.trim() !== '') this.queries.add(query);
+    this.grounded ||= this.queries.size > 0 || (Array.isArray(metadata.groundingChunks) && metadata.groundingChunks.length > 0);
+    return this.uses() !== before;
+  }
+
+  /** Web searches billed: each distinct query (Gemini 3), else one for a grounded prompt. */
+  uses(): number {
+    return this.perQuery ? this.queries.size : this.grounded ? 1 : 0;
+  }
+
+  /**
+   * `groundingSupports` as citations of the reply's `text`: each segment (its offsets in UTF-8
+   * bytes of the reply's text, as Google's own examples index it) cites each web page its chunk
+   * indices name. Supports of other sources (maps, retrieval) have no URL to cite.
+   */
+  citations(metadata: Record<string, unknown>, text: string): Citation[] {
+    const chunks = Array.isArray(metadata.groundingChunks) ? metadata.groundingChunks : [];
+    const bytes = Buffer.from(text, 'utf8');
+    const charAt = (offset: unknown) =>
+      bytes.subarray(0, Number.isSafeInteger(offset) ? Math.max(0, offset as number) : 0).toString('utf8').length;
+    const citations: Citation[] = [];
+    for (const support of Array.isArray(metadata.groundingSupports) ? metadata.groundingSupports.filter(isObject) : []) {
+      const segment = isObject(support.segment) ? support.segment : {};
+      const start = charAt(segment.startIndex);
+      const end = charAt(segment.endIndex);
+      if (end <= start) continue;
+      for (const index of Array.isArray(support.groundingChunkIndices) ? support.groundingChunkIndices : []) {
+        const chunk: unknown = Number.isSafeInteger(index) ? chunks[index as number] : undefined;
+        const web = isObject(chunk) && isObject(chunk.web) ? chunk.web : null;
+        if (!web || typeof web.uri !== 'string' || web.uri === '') continue;
+        const key = `${start}:${end}:${web.uri}`;
+        if (this.cited.has(key)) continue;
+        this.cited.add(key);
+        citations.push({ type: 'citation', url: web.uri, title: str(web.title), start, end });
+      }
+    }
+    return citations;
+  }
+}
 
 /** The API's error object's message, with its status (`RESOURCE_EXHAUSTED: …`) when it names one. */
 function errorText(error: unknown): string {
@@ -274,9 +384,17 @@ const mintCallId = () => `call_${randomBytes(12).toString('hex')}`;
  */
 class ResponseReader {
   calls = 0;
-  /** The grounding searches reported so far (a stream may report them before its usage). */
-  private webSearches = 0;
+  /** The grounding reported so far (a stream may report it before its usage). */
+  private readonly grounding: Grounding;
+  /** The reply's text so far, which grounding supports index. */
+  private text = '';
+  /** The pages URL context retrieved (a stream may report them on more than one chunk). */
+  private readonly fetched = new Set<string>();
   private lastUsage: Record<string, unknown> | null = null;
+
+  constructor(hostModel: string) {
+    this.grounding = new Grounding(billedPerQuery(hostModel));
+  }
 
   read(response: Record<string, unknown>): { events: CanonicalEvent[]; ended: boolean } {
     if (response.error !== undefined) throw new HostError('upstream_error', errorText(response.error));
@@ -286,6 +404,8 @@ class ResponseReader {
     if (candidate) {
       const content = isObject(candidate.content) ? candidate.content : {};
       for (const part of Array.isArray(content.parts) ? content.parts.filter(isObject) : []) events.push(...this.part(part));
+      // The passages the grounding cites, once their text has come and before the reply ends.
+      if (isObject(candidate.groundingMetadata)) events.push(...this.grounding.citations(candidate.groundingMetadata, this.text));
       if (typeof candidate.finishReason === 'string' && candidate.finishReason !== '') {
         events.push({ type: 'finish', reason: finishOf(candidate.finishReason, this.calls > 0) });
         ended = true;
@@ -296,21 +416,33 @@ class ResponseReader {
       events.push({ type: 'finish', reason: 'content_filter' });
       ended = true;
     }
-    const searches = candidate ? webSearchesOf(candidate) : null;
-    const searched = searches !== null && searches !== this.webSearches;
-    if (searches !== null) this.webSearches = searches;
+    const grounding = candidate && isObject(candidate.groundingMetadata) ? candidate.groundingMetadata : null;
+    const searched = grounding !== null && this.grounding.read(grounding);
+    const fetched = candidate !== null && this.readFetches(candidate);
     if (isObject(response.usageMetadata)) this.lastUsage = response.usageMetadata;
-    if (this.lastUsage && (isObject(response.usageMetadata) || searched))
-      events.push({ type: 'usage', usage: geminiUsageOf(this.lastUsage, this.webSearches) });
+    if (this.lastUsage && (isObject(response.usageMetadata) || searched || fetched))
+      events.push({ type: 'usage', usage: geminiUsageOf(this.lastUsage, this.grounding.uses(), this.fetched.size) });
     return { events, ended };
+  }
+
+  /** URL context's `urlContextMetadata.urlMetadata`: each page retrieved (status SUCCESS) a fetch; true when it added one. */
+  private readFetches(candidate: Record<string, unknown>): boolean {
+    const metadata = isObject(candidate.urlContextMetadata) ? candidate.urlContextMetadata : {};
+    const before = this.fetched.size;
+    for (const page of Array.isArray(metadata.urlMetadata) ? metadata.urlMetadata.filter(isObject) : [])
+      if (page.urlRetrievalStatus === 'URL_RETRIEVAL_STATUS_SUCCESS' && typeof page.retrievedUrl === 'string')
+        this.fetched.add(page.retrievedUrl);
+    return this.fetched.size !== before;
   }
 
   private part(part: Record<string, unknown>): CanonicalEvent[] {
     const signature = typeof part.thoughtSignature === 'string' && part.thoughtSignature !== '' ? part.thoughtSignature : null;
     const signed: CanonicalEvent[] = signature ? [{ type: 'reasoning', text: '', signature }] : [];
     if (part.thought === true) return [{ type: 'reasoning', text: str(part.text), ...(signature ? { signature } : {}) }];
-    if (typeof part.text === 'string')
+    if (typeof part.text === 'string') {
+      this.text += part.text;
       return [...signed, ...(part.text === '' ? [] : [{ type: 'text', text: part.text } as const])];
+    }
     if (isObject(part.functionCall)) {
       const call = part.functionCall;
       return [
@@ -340,12 +472,12 @@ function parseObject(data: string, what: string, beforeOutput = true): Record<st
   return parsed;
 }
 
-/** A whole `GenerateContentResponse` (and itself, passed through, with its id). */
-function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
+/** A whole `GenerateContentResponse` (and itself, passed through, with its id); `hostModel` the model called. */
+function decodeReply(body: string, passThrough = false, _settings?: HostSettings, hostModel = ''): CanonicalEvent[] {
   const parsed = parseObject(body, 'a reply');
   if (parsed.error === undefined && !Array.isArray(parsed.candidates) && !isObject(parsed.promptFeedback))
     throw new HostError('malformed', 'upstream sent a reply without candidates');
-  const { events } = new ResponseReader().read(parsed);
+  const { events } = new ResponseReader(hostModel).read(parsed);
   const id = passThrough && upstreamIdOf(parsed.responseId);
   return [...(id ? [id] : []), ...events, ...(passThrough ? [{ type: 'pass_through', data: parsed } as const] : [])];
 }
@@ -359,12 +491,17 @@ function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
 class GeminiDecoder implements StreamDecoder {
   done = false;
   private produced = false;
-  private readonly reader = new ResponseReader();
+  private readonly reader: ResponseReader;
   private opened = false;
   /** A chunk said why the reply finished. */
   private finished = false;
 
-  constructor(private readonly passThrough: boolean) {}
+  constructor(
+    private readonly passThrough: boolean,
+    hostModel: string,
+  ) {
+    this.reader = new ResponseReader(hostModel);
+  }
 
   push(message: SseMessage): CanonicalEvent[] {
     const parsed = parseObject(message.data, 'a stream chunk', !this.produced);
@@ -403,7 +540,8 @@ function errorMessage(status: number, body: string): string {
 export const geminiHost: HostKind<'gemini'> = {
   name: 'gemini',
   buildRequest,
-  decoder: (passThrough = false) => new GeminiDecoder(passThrough),
+  decoder: (passThrough = false, _settings, hostModel = '') => new GeminiDecoder(passThrough, hostModel),
   decodeReply,
   errorMessage,
+  hostedTools: GEMINI_HOSTED_TOOLS,
 };

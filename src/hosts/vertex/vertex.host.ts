@@ -1,6 +1,7 @@
 import { CanonicalRequest } from '../../canonical/canonical';
+import type { HostedToolsRun } from '../../canonical/hosted-tools';
 import { anthropicHost, messagesBody } from '../anthropic/anthropic.host';
-import { geminiHost } from '../gemini/gemini.host';
+import { geminiHost, searchesBesideFunctions } from '../gemini/gemini.host';
 import type { HostKind, HostSettings, UpstreamRequest } from '../host-kind';
 import { googleCredential } from './google-credential';
 
@@ -13,6 +14,26 @@ import { googleCredential } from './google-credential';
 
 /** The Messages API version Vertex AI takes, in the body (not a header). */
 export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
+
+/**
+ * The hosted tools this kind runs, on either publisher: web search. Claude runs the messages
+ * format's web search server tool on Vertex AI as on Anthropic's API (Vertex AI's "Web search with
+ * Anthropic Claude models", cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude/web-search,
+ * read 2026-11-26: the `web_search_20250305` tool under the `web-search-2025-03-05` beta), passed
+ * whole from a messages client and counted in `usage.server_tool_use`; Gemini runs it as Google
+ * Search grounding (the gemini kind's), from any format. A kind declares one set for its models:
+ * web fetch, which Vertex AI does not list for Claude, is run by neither.
+ */
+const HOSTED_TOOLS: HostedToolsRun = {
+  format: 'messages',
+  whole: new Set(['webSearch']),
+  translated: new Set(['webSearch']),
+  // Claude searches beside functions; Gemini as on the gemini kind. By the model's name, as the publisher is told by default.
+  besideFunctions: (hostModel) => hostModel.startsWith('claude-') || searchesBesideFunctions(hostModel),
+};
+
+/** The beta under which Vertex AI runs Claude's web search. */
+const WEB_SEARCH_BETA = 'web-search-2025-03-05';
 
 type Publisher = 'anthropic' | 'google';
 
@@ -43,13 +64,24 @@ function anthropicHeaders(betas: string[] = []): Record<string, string> {
   return headers;
 }
 
-/** Claude on Vertex AI: the Messages body without its model (named in the path), the version in it. */
+/** Whether a Messages body offers the web search server tool (its own, or the one a translation added). */
+const searches = (body: Record<string, unknown>) =>
+  Array.isArray(body.tools) &&
+  body.tools.some(
+    (t: unknown) => typeof t === 'object' && t !== null && String((t as { type?: unknown }).type).startsWith('web_search'),
+  );
+
+/**
+ * Claude on Vertex AI: the Messages body without its model (named in the path), the version in it;
+ * a body offering web search under the beta Vertex AI runs it with.
+ */
 function anthropicRequest(request: CanonicalRequest, hostModel: string): UpstreamRequest {
   const { body, passThrough } = messagesBody(request);
   const method = request.stream ? 'streamRawPredict' : 'rawPredict';
+  const betas = request.betas ?? [];
   const upstream = {
     path: `/publishers/anthropic/models/${segment(hostModel)}:${method}`,
-    headers: anthropicHeaders(request.betas),
+    headers: anthropicHeaders(searches(body) && !betas.includes(WEB_SEARCH_BETA) ? [...betas, WEB_SEARCH_BETA] : betas),
     body: { anthropic_version: VERTEX_ANTHROPIC_VERSION, ...body },
   };
   return passThrough ? { ...upstream, passThrough } : upstream;
@@ -110,10 +142,12 @@ export const vertexHost: HostKind<'vertex'> = {
   authorizer: (host) => googleCredential(host.settings.credentialsFile),
   buildRequest,
   countTokensRequest,
-  decoder: (passThrough = false, settings, hostModel = '') => wireOf(hostModel, settings).decoder(passThrough),
+  decoder: (passThrough = false, settings, hostModel = '') =>
+    wireOf(hostModel, settings).decoder(passThrough, settings, hostModel),
   decodeReply: (body, passThrough = false, settings, hostModel = '') =>
-    wireOf(hostModel, settings).decodeReply(body, passThrough),
+    wireOf(hostModel, settings).decodeReply(body, passThrough, settings, hostModel),
   // Google's error body (`{"error": {"code", "message", "status"}}`, the front end's for either
   // publisher) as the gemini kind reads it, which reads Anthropic's (`{"error": {"message"}}`) too.
   errorMessage: (status, body) => geminiHost.errorMessage(status, body),
+  hostedTools: HOSTED_TOOLS,
 };

@@ -1,4 +1,3 @@
-import { decideHostedTools } from '../../canonical/hosted-tools';
 import type {
   CanonicalImage,
   CanonicalMessage,
@@ -6,6 +5,7 @@ import type {
   CanonicalTool,
   CanonicalToolCall,
   CanonicalToolChoice,
+  Citation,
   FinishReason,
   ReasoningEffort,
 } from '../../canonical/canonical';
@@ -158,10 +158,10 @@ export function jsonSchemaOf(schema: unknown): unknown {
 
 /**
  * The API's own tools that are hosted tools of the kinds the other formats name (Google Search and
- * its older retrieval form: web search; URL context: web fetch; code execution; file search): the
- * one decision rules on them, by these names. None can be carried from this surface (the canonical
- * request has no hosted tools; hosts of other formats get them only in a body passed whole), so they
- * are left out when offered. The API's other tools (maps, a computer) are refused.
+ * its older retrieval form: web search; URL context: web fetch; code execution; file search): they
+ * go on the request by these names, for admission to decide on (hosted-tools.ts): carried, as its
+ * own tool, to a host that runs their class, else left out and announced. The API's other tools
+ * (maps, a computer) are refused.
  */
 const HOSTED: ReadonlySet<string> = new Set([
   'googleSearch',
@@ -170,12 +170,11 @@ const HOSTED: ReadonlySet<string> = new Set([
   'codeExecution',
   'fileSearch',
 ]);
-const RUN_FOR_THIS_SURFACE: ReadonlySet<string> = new Set();
 
 type Mode = 'AUTO' | 'ANY' | 'NONE';
 
-/** The functions offered, the hosted tools left out (by their name here), and the tool choice. */
-function toolsOf(body: GenerateContentRequest): Pick<CanonicalRequest, 'tools' | 'toolChoice'> & { omittedTools: string[] } {
+/** The functions offered, the hosted tools offered (by their name here), and the tool choice. */
+function toolsOf(body: GenerateContentRequest): Pick<CanonicalRequest, 'tools' | 'toolChoice' | 'hostedTools'> {
   const declarations = (body.tools ?? []).flatMap((t) => t.functionDeclarations ?? []);
   const hosted: string[] = [];
   (body.tools ?? []).forEach((tool: Tool, index) => {
@@ -197,15 +196,6 @@ function toolsOf(body: GenerateContentRequest): Pick<CanonicalRequest, 'tools' |
       refuse(
         `toolConfig.functionCallingConfig.allowedFunctionNames names "${name.slice(0, 64)}", which no functionDeclaration declares`,
       );
-  const decision = decideHostedTools(
-    {
-      hosted,
-      clientTools: declarations.length > 0,
-      required: mode === 'ANY' ? 'any' : null,
-    },
-    RUN_FOR_THIS_SURFACE,
-  );
-  if ('refused' in decision) refuse(decision.refused);
   // With ANY, only the allowed functions can be called: the others are not offered.
   const offered = allowed.length > 0 ? declarations.filter((d) => allowed.includes(d.name)) : declarations;
   const tools: CanonicalTool[] = offered.map((d) => ({
@@ -222,7 +212,9 @@ function toolsOf(body: GenerateContentRequest): Pick<CanonicalRequest, 'tools' |
     ANY: offered.length === 1 && allowed.length === 1 ? { name: offered[0].name } : 'required',
   };
   const toolChoice = tools.length === 0 || mode === 'MODE_UNSPECIFIED' ? undefined : choices[mode as Mode];
-  return { tools, toolChoice, omittedTools: 'omitted' in decision ? decision.omitted : [] };
+  // ANY requires a call: of a function, or (with none declared) of a hosted tool, which admission refuses if no host runs one.
+  const hostedTools = { hosted, clientTools: declarations.length > 0, required: mode === 'ANY' ? ('any' as const) : null };
+  return { tools, toolChoice, ...(hosted.length > 0 ? { hostedTools } : {}) };
 }
 
 const LEVELS: Record<string, Exclude<ReasoningEffort, 'none'>> = {
@@ -286,7 +278,7 @@ export function toCanonical(body: GenerateContentRequest, stream: boolean): Cano
     refuse(
       'cachedContent is not carried: the gateway keeps no cached contents (send the whole conversation; hosts cache on their own)',
     );
-  const { tools, toolChoice, omittedTools } = toolsOf(body);
+  const { tools, toolChoice, hostedTools } = toolsOf(body);
   return {
     system: systemOf(body.systemInstruction),
     messages: messagesOf(body.contents),
@@ -294,7 +286,7 @@ export function toCanonical(body: GenerateContentRequest, stream: boolean): Cano
     toolChoice,
     ...settingsOf(body.generationConfig),
     stream,
-    ...(omittedTools.length > 0 ? { omittedTools } : {}),
+    ...(hostedTools ? { hostedTools } : {}),
   };
 }
 
@@ -350,13 +342,48 @@ const thoughtParts = (text: string, signature: string | undefined) => [
 /** The reply's id and model, as every response (and every chunk) names them. */
 const replyNames = (result: InferenceResult) => ({ modelVersion: result.model.slug, responseId: result.requestId });
 
-/** A GenerateContentResponse of one candidate. */
+/**
+ * The pages the host cited (a hosted web search's), as the format's grounding: each page once as a
+ * chunk, each passage a support naming its pages, its offsets in UTF-8 bytes of the reply's `text`
+ * as Google gives them. The queries run and the search entry point are the host's own, which the
+ * canonical stream does not carry: they are left out.
+ */
+export function groundingMetadataOf(citations: Citation[], text: string) {
+  const chunks: { web: { uri: string; title: string } }[] = [];
+  const chunkOf = new Map<string, number>();
+  const supports = new Map<string, { segment: Record<string, unknown>; groundingChunkIndices: number[] }>();
+  const byteAt = (char: number) => Buffer.byteLength(text.slice(0, char));
+  for (const { url, title, start, end } of citations) {
+    let index = chunkOf.get(url);
+    if (index === undefined) {
+      index = chunks.push({ web: { uri: url, title } }) - 1;
+      chunkOf.set(url, index);
+    }
+    const key = `${start}:${end}`;
+    const support = supports.get(key) ?? {
+      segment: { startIndex: byteAt(start), endIndex: byteAt(end), text: text.slice(start, end) },
+      groundingChunkIndices: [],
+    };
+    if (!support.groundingChunkIndices.includes(index)) support.groundingChunkIndices.push(index);
+    supports.set(key, support);
+  }
+  return { groundingChunks: chunks, groundingSupports: [...supports.values()] };
+}
+
+/** A GenerateContentResponse of one candidate; the last one with the finish, the usage and the grounding (when the host cited pages). */
 const response = (
   result: InferenceResult,
   parts: unknown[],
-  end?: { finish: FinishReason; usage: Pick<Reply, 'billed' | 'usage'> },
+  end?: { finish: FinishReason; usage: Pick<Reply, 'billed' | 'usage'>; citations: Citation[]; text: string },
 ) => ({
-  candidates: [{ content: { parts, role: 'model' }, ...(end ? { finishReason: FINISH[end.finish] } : {}), index: 0 }],
+  candidates: [
+    {
+      content: { parts, role: 'model' },
+      ...(end ? { finishReason: FINISH[end.finish] } : {}),
+      ...(end && end.citations.length > 0 ? { groundingMetadata: groundingMetadataOf(end.citations, end.text) } : {}),
+      index: 0,
+    },
+  ],
   ...(end ? { usageMetadata: usageMetadataOf(end.usage) } : {}),
   ...replyNames(result),
 });
@@ -368,7 +395,7 @@ export function responseBody(result: InferenceResult, reply: Reply, thoughts: bo
     ...(reply.text !== '' || reply.toolCalls.length === 0 ? [{ text: reply.text }] : []),
     ...reply.toolCalls.map(callPart),
   ];
-  return response(result, parts, { finish: reply.finish, usage: reply });
+  return response(result, parts, { finish: reply.finish, usage: reply, citations: reply.citations, text: reply.text });
 }
 
 /**
@@ -381,6 +408,8 @@ export function chunkSerializer(result: InferenceResult, thoughts: boolean): Str
   let finish: FinishReason = 'stop';
   let usage: Reply['usage'] = null;
   let billed: Reply['billed'] = null;
+  const citations: Citation[] = [];
+  let text = '';
   const chunk = (parts: unknown[]) => sseData(response(result, parts));
   const flushCalls = () => {
     const done = calls.filter(Boolean);
@@ -392,7 +421,11 @@ export function chunkSerializer(result: InferenceResult, thoughts: boolean): Str
     event(event: PipelineEvent) {
       switch (event.type) {
         case 'text':
+          text += event.text;
           return event.text === '' ? '' : chunk([{ text: event.text }]);
+        case 'citation':
+          citations.push(event);
+          return '';
         case 'reasoning':
           return thoughts && (event.text !== '' || event.signature) ? chunk(thoughtParts(event.text, event.signature)) : '';
         case 'tool_call': {
@@ -415,7 +448,7 @@ export function chunkSerializer(result: InferenceResult, thoughts: boolean): Str
           return '';
       }
     },
-    close: () => flushCalls() + sseData(response(result, [], { finish, usage: { billed, usage } })),
+    close: () => flushCalls() + sseData(response(result, [], { finish, usage: { billed, usage }, citations, text })),
     error: (error: ApiError) => sseData(geminiError(error)),
   };
 }

@@ -1,6 +1,6 @@
 // Verifies the fake upstream's Gemini API against the documented wire shapes, with plain fetch.
 import { FakeUpstream, startFakeUpstream } from '../fake-upstream';
-import { thoughtSignatureOf } from './gemini';
+import { groundingRedirect, thoughtSignatureOf } from './gemini';
 
 let fake: FakeUpstream;
 beforeEach(async () => {
@@ -65,7 +65,7 @@ describe('the fake Gemini API', () => {
       kind: 'reply',
       reply: { text: 'one two', usage: { input: 10, output: 4 }, webSearchQueries: ['q1', 'q2'] },
     });
-    const res = await generate('gemini-x', true);
+    const res = await generate('gemini-x', true, { body: JSON.stringify({ ...BODY, tools: [{ googleSearch: {} }] }) });
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const all = chunks(await res.text());
     expect(all.map((c) => c.responseId)).toEqual(all.map(() => all[0].responseId));
@@ -79,6 +79,31 @@ describe('the fake Gemini API', () => {
     expect(last.candidates[0].finishReason).toBe('STOP');
     expect(last.candidates[0].groundingMetadata.webSearchQueries).toEqual(['q1', 'q2']);
     expect(last.usageMetadata).toMatchObject({ promptTokenCount: 10, candidatesTokenCount: 4, totalTokenCount: 14 });
+  });
+
+  it('grounds a reply only when the request offers Google Search: queries, entry point, pages by redirect, supports in bytes', async () => {
+    const searches = [
+      { query: 'météo paris', url: 'https://meteo.example/paris', title: 'Météo' },
+      { query: 'paris forecast', url: 'https://forecast.example/p', title: 'Forecast' },
+    ];
+    fake.on('gemini-x', { kind: 'reply', reply: { text: 'Il fait 21 °C. Sunny.', searches } });
+    const plain = (await (await generate('gemini-x', false)).json()) as any;
+    expect(plain.candidates[0]).not.toHaveProperty('groundingMetadata');
+    const grounded = (await (
+      await generate('gemini-x', false, { body: JSON.stringify({ ...BODY, tools: [{ googleSearch: {} }] }) })
+    ).json()) as any;
+    const metadata = grounded.candidates[0].groundingMetadata;
+    expect(metadata.webSearchQueries).toEqual(['météo paris', 'paris forecast']);
+    expect(metadata.searchEntryPoint.renderedContent).toContain('<div class="container">');
+    expect(metadata.groundingChunks).toEqual([
+      { web: { uri: groundingRedirect('https://meteo.example/paris'), title: 'meteo.example' } },
+      { web: { uri: groundingRedirect('https://forecast.example/p'), title: 'forecast.example' } },
+    ]);
+    // "Il fait 21 °C." is 15 bytes (° is two); the second sentence starts after its space.
+    expect(metadata.groundingSupports).toEqual([
+      { segment: { endIndex: 15, text: 'Il fait 21 °C.' }, groundingChunkIndices: [0, 1] },
+      { segment: { startIndex: 16, endIndex: 22, text: 'Sunny.' }, groundingChunkIndices: [0, 1] },
+    ]);
   });
 
   it('sends thoughts as thought parts, calls whole, and the thought signature on the first call (else the last part)', async () => {

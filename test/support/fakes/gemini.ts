@@ -2,6 +2,7 @@
 // and `:streamGenerateContent?alt=sse`, as Google documents them today. The model comes from the path.
 import { randomBytes } from 'node:crypto';
 import type { FakeReply, FakeUsage } from '../fake-upstream';
+import { DEFAULT_SEARCH, type FakeSearch } from './search';
 
 /** The request paths the Gemini API answers (under the host's `/v1beta`): the model, and whether streamed. */
 export function geminiRoute(path: string): { model: string; stream: boolean } | null {
@@ -58,15 +59,40 @@ export function geminiUsage(u: FakeUsage) {
   };
 }
 
-/** Google Search grounding, as a reply that searched carries it: the queries run, the pages found, the entry point. */
-const groundingOf = (queries: string[]) => ({
-  webSearchQueries: queries,
-  searchEntryPoint: { renderedContent: `<div class="container">${queries.join(' · ')}</div>` },
-  groundingChunks: queries.map((q, i) => ({
-    web: { uri: `https://vertexaisearch.cloud.google.com/grounding-api-redirect/${i}`, title: q },
-  })),
-  groundingSupports: [],
-});
+/** The address Google gives a grounding page by: its redirect, not the page's own URL. */
+export const groundingRedirect = (url: string) =>
+  `https://vertexaisearch.cloud.google.com/grounding-api-redirect/${Buffer.from(url).toString('base64url')}`;
+
+/**
+ * Google Search grounding, as a reply that searched carries it: the queries run (`queries`, else
+ * each search's), the entry point (the search chips' HTML), each page found as a chunk (its redirect
+ * URI, its site as the title), and one support per sentence of the text, citing every page: the
+ * segment's offsets in UTF-8 bytes of the reply's text, a start of 0 left out as proto3 JSON does.
+ */
+function groundingOf(searches: FakeSearch[], queries: string[], text: string) {
+  const supports: object[] = [];
+  let offset = 0;
+  for (const sentence of text.split(/(?<=[.!?])\s+/)) {
+    const start = Buffer.byteLength(text.slice(0, text.indexOf(sentence, offset)));
+    offset = text.indexOf(sentence, offset) + sentence.length;
+    if (sentence === '') continue;
+    supports.push({
+      segment: { ...(start ? { startIndex: start } : {}), endIndex: start + Buffer.byteLength(sentence), text: sentence },
+      groundingChunkIndices: searches.map((_, i) => i),
+    });
+  }
+  return {
+    searchEntryPoint: {
+      renderedContent: `<style>.container{display:flex}</style><div class="container">${queries
+        .filter((q) => q !== '')
+        .map((q) => `<a class="chip" href="https://www.google.com/search?q=${encodeURIComponent(q)}">${q}</a>`)
+        .join('')}</div>`,
+    },
+    groundingChunks: searches.map((s) => ({ web: { uri: groundingRedirect(s.url), title: new URL(s.url).hostname } })),
+    groundingSupports: supports,
+    webSearchQueries: queries,
+  };
+}
 
 /** A call as the API writes it, with its id (as Gemini 3 models give one; a call without an id is the decoder's to name). */
 const callOf = (call: { id: string; name: string; arguments: string }) => ({
@@ -101,7 +127,7 @@ function response(
   req: any,
   parts: Record<string, unknown>[],
   id: string,
-  end: { finish?: string; usage?: unknown; grounding?: object },
+  end: { finish?: string; usage?: unknown; grounding?: object; urlContext?: object },
 ) {
   return {
     candidates: [
@@ -109,6 +135,7 @@ function response(
         content: { parts, role: 'model' },
         ...(end.finish ? { finishReason: end.finish } : {}),
         ...(end.grounding ? { groundingMetadata: end.grounding } : {}),
+        ...(end.urlContext ? { urlContextMetadata: end.urlContext } : {}),
         index: 0,
       },
     ],
@@ -123,13 +150,35 @@ const responseId = () => randomBytes(12).toString('base64url');
 const usageFor = (reply: FakeReply, slot: UsageSlot) =>
   reply.wireUsage !== undefined ? slot(reply) : reply.usage ? geminiUsage(reply.usage) : undefined;
 
-const groundingFor = (reply: FakeReply) => (reply.webSearchQueries ? groundingOf(reply.webSearchQueries) : undefined);
+/**
+ * The grounding of a reply to a request offering Google Search (none otherwise): its `searches`
+ * (DEFAULT_SEARCH without), its `webSearchQueries` when given (as Gemini 3 sends them: empty or
+ * repeated queries too), else each search's query.
+ */
+function groundingFor(req: any, reply: FakeReply) {
+  const offered = Array.isArray(req.tools) && req.tools.some((t: any) => t?.googleSearch !== undefined);
+  if (!offered) return undefined;
+  const searches = reply.searches ?? [DEFAULT_SEARCH];
+  return groundingOf(searches, reply.webSearchQueries ?? searches.map((s) => s.query), reply.text ?? '');
+}
+
+/**
+ * URL context's metadata for a request offering it (none otherwise): each `https:` URL of the
+ * request's text retrieved, as Google reports the pages it read.
+ */
+function urlContextFor(req: any) {
+  const offered = Array.isArray(req.tools) && req.tools.some((t: any) => t?.urlContext !== undefined);
+  if (!offered) return undefined;
+  const urls = new Set<string>(JSON.stringify(req.contents ?? []).match(/https:\/\/[^\s"\\]+/g) ?? []);
+  return { urlMetadata: [...urls].map((retrievedUrl) => ({ retrievedUrl, urlRetrievalStatus: 'URL_RETRIEVAL_STATUS_SUCCESS' })) };
+}
 
 export function geminiMessage(req: any, reply: FakeReply, slot: UsageSlot) {
   return response(req, partsOf(reply), responseId(), {
     finish: FINISH[finishOf(reply)],
     usage: usageFor(reply, slot),
-    grounding: groundingFor(reply),
+    grounding: groundingFor(req, reply),
+    urlContext: urlContextFor(req),
   });
 }
 
@@ -182,7 +231,12 @@ export function geminiStream(
   const tail: Frame[] = [
     {
       data: JSON.stringify(
-        response(req, lastParts, id, { finish: FINISH[finishOf(reply)], usage: whole, grounding: groundingFor(reply) }),
+        response(req, lastParts, id, {
+          finish: FINISH[finishOf(reply)],
+          usage: whole,
+          grounding: groundingFor(req, reply),
+          urlContext: urlContextFor(req),
+        }),
       ),
     },
   ];
