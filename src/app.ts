@@ -53,7 +53,12 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   serveOpenApiDocument(fastify);
   serveHealth(
     fastify,
-    { events, applied: () => projector.position, storeAnswers: () => projections.checkpoint() },
+    {
+      events,
+      applied: () => projector.position,
+      storeAnswers: () => projections.checkpoint(),
+      logReplaced: () => projector.logReplaced,
+    },
     options.lifecycle ?? { draining: false },
     errorFormatFor,
   );

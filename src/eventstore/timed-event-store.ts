@@ -1,11 +1,21 @@
-import type { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent } from './event-store';
+import {
+  type AppendResult,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type RecordedEvent,
+  revisionWentBack,
+  WrongExpectedRevisionError,
+} from './event-store';
 
 /**
- * The event log, its appends timed for whoever listens (the metrics): the store itself stays
- * unaware of them. Only appends are timed; the rest is passed through.
+ * The event log, its appends timed for whoever listens (the metrics), and a refused append whose
+ * stream went back reported (the projector checks the log): the store itself stays unaware of
+ * either. The rest is passed through.
  */
 export class TimedEventStore implements EventStore {
   private readonly listeners: Array<(seconds: number) => void> = [];
+  private readonly wentBack: Array<(error: WrongExpectedRevisionError) => void> = [];
 
   constructor(private readonly inner: EventStore) {}
 
@@ -14,11 +24,19 @@ export class TimedEventStore implements EventStore {
     this.listeners.push(listener);
   }
 
+  /** Called when an append finds its stream behind the revision it expected (see revisionWentBack). */
+  onRevisionWentBack(listener: (error: WrongExpectedRevisionError) => void): void {
+    this.wentBack.push(listener);
+  }
+
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    if (this.listeners.length === 0) return this.inner.append(streamId, events, expected);
     const started = performance.now();
     try {
       return await this.inner.append(streamId, events, expected);
+    } catch (error) {
+      if (error instanceof WrongExpectedRevisionError && revisionWentBack(error))
+        for (const listener of this.wentBack) listener(error);
+      throw error;
     } finally {
       const seconds = (performance.now() - started) / 1000;
       for (const listener of this.listeners) listener(seconds);
@@ -47,6 +65,10 @@ export class TimedEventStore implements EventStore {
 
   logId(): Promise<string> {
     return this.inner.logId();
+  }
+
+  readLogId(): Promise<string | null> {
+    return this.inner.readLogId();
   }
 
   close(): Promise<void> {

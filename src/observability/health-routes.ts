@@ -14,9 +14,17 @@ export interface HealthSources {
   applied: () => number;
   /** Resolves when the read models' store answers. */
   storeAnswers: () => Promise<unknown>;
+  /** Why the log is not the one the read models describe, or null (see Projector.logReplaced). */
+  logReplaced: () => string | null;
 }
 
 const SHUTTING_DOWN = new ApiError('unavailable', 'the gateway is shutting down: send the request again (to another instance)');
+
+/** Said to callers without the log's identities (the operator finds them in the service's log and in /health/ready). */
+const LOG_REPLACED = new ApiError(
+  'unavailable',
+  "the gateway's event log is not the log its balances were read from (emptied or replaced): nothing is admitted until an operator acts",
+);
 
 const isHealthRoute = (url: string) => url === '/health' || url.startsWith('/health/');
 
@@ -42,16 +50,20 @@ export function serveHealth(
         (error: Error) => error,
       ),
     ]);
-    const state = readiness({ draining: lifecycle.draining, behind, appends, store });
+    const state = readiness({ draining: lifecycle.draining, behind, appends, store, logReplaced: sources.logReplaced() });
     return reply.code(state.ready ? 200 : 503).send(state);
   });
   // Shutting down: a request on a connection kept alive is answered at once, in its surface's
-  // format, and the connection closed; the health routes still say how the service is.
+  // format, and the connection closed; the health routes still say how the service is. On a log
+  // that is not the read models' every request is answered 503 the same way, before its key is
+  // looked up: neither a key nor a balance can be proven (a key of the new log would be a wrongful 401).
   fastify.addHook('onRequest', (request, reply, done) => {
-    if (lifecycle.draining && !isHealthRoute(request.url)) {
+    if (isHealthRoute(request.url)) return done();
+    if (lifecycle.draining) {
       void reply.header('connection', 'close');
       return replyWithError(reply, SHUTTING_DOWN, formatFor(request.method, request.url));
     }
+    if (sources.logReplaced() !== null) return replyWithError(reply, LOG_REPLACED, formatFor(request.method, request.url));
     done();
   });
 }

@@ -85,6 +85,8 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     throw error;
   }
   const projector = new Projector(events, projections, config.requestLogRetention, log);
+  // A stream behind what this process wrote to it: the log may be another; the projector looks.
+  events.onRevisionWentBack(() => void projector.sameLog().catch(() => undefined));
   try {
     await projector.start();
   } catch (error) {

@@ -154,6 +154,46 @@ describeWithRedis('billing with the log in EventStoreDB (protocol server over gR
   });
 });
 
+describeWithRedis('the EventStoreDB node restarted empty under a running gateway (protocol server)', () => {
+  let server: EsdbServer;
+  let g: TestGateway;
+
+  beforeAll(async () => {
+    server = await EsdbServer.start({ systemEventEvery: 4 });
+    ({ g } = await gatewayOn(server.url));
+  });
+  afterAll(async () => {
+    try {
+      await g.close();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("the gateway sees a log that is not its read models' and admits nothing: 503 in the caller's format, nothing written to the new log", async () => {
+    const ready = async () => (await fetch(`${g.baseUrl}/health/ready`)).status;
+    expect(await ready()).toBe(200);
+    await server.restart({ empty: true });
+    // Noticed when the projections' subscription comes back: the new log has no identity.
+    await eventually(async () => (await ready()) === 503, 10_000);
+    const readiness = (await (await fetch(`${g.baseUrl}/health/ready`)).json()) as { reasons: string[] };
+    expect(readiness.reasons).toEqual([expect.stringMatching(/^event log: not the log the read models describe/)]);
+
+    const answers = await Promise.all(Array.from({ length: 5 }, () => ask(g.baseUrl, g.key)));
+    for (const answer of answers) {
+      expect(answer.status).toBe(503);
+      expect(JSON.parse(answer.body)).toMatchObject({
+        error: { type: expect.any(String), message: expect.stringMatching(/event log/) },
+      });
+    }
+    // Nothing was written to the new log on the old balances.
+    const events = await g.t.runtime.events.readAll(0, 1_000_000);
+    expect(events.filter((e) => e.type === 'CreditsReserved')).toEqual([]);
+    // Still refused later, until an operator acts.
+    expect((await ask(g.baseUrl, g.key)).status).toBe(503);
+  });
+});
+
 describeWithRedis('billing on a three-node EventStoreDB cluster (protocol server)', () => {
   let cluster: EsdbCluster;
   let g: TestGateway;
