@@ -72,8 +72,8 @@ async function raceOneBalance(g: TestGateway, amount: number): Promise<void> {
 }
 
 /** A gateway on the log at `url`, and what one request of `ask` reserves there. */
-async function gatewayOn(url: string): Promise<{ g: TestGateway; amount: number }> {
-  const g = await startGateway({ redis: true, env: { EVENTSTORE_URL: url } });
+async function gatewayOn(url: string, runtimeLog?: (line: string) => void): Promise<{ g: TestGateway; amount: number }> {
+  const g = await startGateway({ redis: true, env: { EVENTSTORE_URL: url }, runtimeLog });
   g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
   const probe = await ask(g.baseUrl, g.key);
   expect(probe.status).toBe(200);
@@ -157,10 +157,11 @@ describeWithRedis('billing with the log in EventStoreDB (protocol server over gR
 describeWithRedis('the EventStoreDB node restarted empty under a running gateway (protocol server)', () => {
   let server: EsdbServer;
   let g: TestGateway;
+  const lines: string[] = [];
 
   beforeAll(async () => {
     server = await EsdbServer.start({ systemEventEvery: 4 });
-    ({ g } = await gatewayOn(server.url));
+    ({ g } = await gatewayOn(server.url, (line) => lines.push(line)));
   });
   afterAll(async () => {
     try {
@@ -189,8 +190,12 @@ describeWithRedis('the EventStoreDB node restarted empty under a running gateway
     // Nothing was written to the new log on the old balances.
     const events = await g.t.runtime.events.readAll(0, 1_000_000);
     expect(events.filter((e) => e.type === 'CreditsReserved')).toEqual([]);
-    // Still refused later, until an operator acts.
+    // Still refused after the connection drops again, until an operator acts; said once, naming what to do.
+    await server.dropConnections();
     expect((await ask(g.baseUrl, g.key)).status).toBe(503);
+    expect(lines.filter((line) => line.includes('not the log the read models describe'))).toEqual([
+      expect.stringMatching(/the log holds no identity.*model-gateway projections rebuild/),
+    ]);
   });
 });
 
