@@ -58,6 +58,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
       applied: () => projector.position,
       storeAnswers: () => projections.checkpoint(),
       logReplaced: () => projector.logReplaced,
+      logStanding: () => projector.logStanding(),
     },
     options.lifecycle ?? { draining: false },
     errorFormatFor,

@@ -16,6 +16,7 @@ import {
 export class TimedEventStore implements EventStore {
   private readonly listeners: Array<(seconds: number) => void> = [];
   private readonly wentBack: Array<(error: WrongExpectedRevisionError) => void> = [];
+  private guard: (result: AppendResult) => Error | null = () => null;
 
   constructor(private readonly inner: EventStore) {}
 
@@ -29,10 +30,21 @@ export class TimedEventStore implements EventStore {
     this.wentBack.push(listener);
   }
 
+  /**
+   * Judges each append that went in: an error makes it fail to its caller (it is in the log all the
+   * same), so that nothing goes on from an append written where it should not have been.
+   */
+  guardAppends(guard: (result: AppendResult) => Error | null): void {
+    this.guard = guard;
+  }
+
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     const started = performance.now();
     try {
-      return await this.inner.append(streamId, events, expected);
+      const result = await this.inner.append(streamId, events, expected);
+      const refused = this.guard(result);
+      if (refused) throw refused;
+      return result;
     } catch (error) {
       if (error instanceof WrongExpectedRevisionError && revisionWentBack(error))
         for (const listener of this.wentBack) listener(error);

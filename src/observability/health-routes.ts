@@ -16,6 +16,8 @@ export interface HealthSources {
   storeAnswers: () => Promise<unknown>;
   /** Why the log is not the one the read models describe, or null (see Projector.logReplaced). */
   logReplaced: () => string | null;
+  /** Where the log stands for a request (see Projector.logStanding): checked first when in doubt. */
+  logStanding: () => Promise<'same' | 'replaced' | 'unchecked'>;
 }
 
 const SHUTTING_DOWN = new ApiError('unavailable', 'the gateway is shutting down: send the request again (to another instance)');
@@ -24,6 +26,11 @@ const SHUTTING_DOWN = new ApiError('unavailable', 'the gateway is shutting down:
 const LOG_REPLACED = new ApiError(
   'unavailable',
   "the gateway's event log is not the log its balances were read from (emptied or replaced): nothing is admitted until an operator acts",
+);
+
+const LOG_UNCHECKED = new ApiError(
+  'unavailable',
+  "the gateway's event log cannot be checked since its connection failed: send the request again shortly",
 );
 
 const isHealthRoute = (url: string) => url === '/health' || url.startsWith('/health/');
@@ -57,13 +64,17 @@ export function serveHealth(
   // format, and the connection closed; the health routes still say how the service is. On a log
   // that is not the read models' every request is answered 503 the same way, before its key is
   // looked up: neither a key nor a balance can be proven (a key of the new log would be a wrongful 401).
-  fastify.addHook('onRequest', (request, reply, done) => {
-    if (isHealthRoute(request.url)) return done();
+  // While the log is in doubt (its subscription failed, not yet checked) the check is made first.
+  fastify.addHook('onRequest', async (request, reply) => {
+    if (isHealthRoute(request.url)) return;
     if (lifecycle.draining) {
       void reply.header('connection', 'close');
-      return replyWithError(reply, SHUTTING_DOWN, formatFor(request.method, request.url));
+      replyWithError(reply, SHUTTING_DOWN, formatFor(request.method, request.url));
+      return reply;
     }
-    if (sources.logReplaced() !== null) return replyWithError(reply, LOG_REPLACED, formatFor(request.method, request.url));
-    done();
+    const standing = await sources.logStanding();
+    if (standing === 'same') return;
+    replyWithError(reply, standing === 'replaced' ? LOG_REPLACED : LOG_UNCHECKED, formatFor(request.method, request.url));
+    return reply;
   });
 }

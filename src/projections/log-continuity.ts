@@ -23,6 +23,12 @@ export interface LogNow {
 
 export type Continuity = { same: true } | { same: false; reason: string };
 
+/**
+ * A new event lands after every event of the log: one written at or before a position already
+ * applied was written to another log (a node restarted empty answers appends at its first positions).
+ */
+export const appendLandedBehind = (position: number, applied: number): boolean => position <= applied;
+
 export function judgeLogContinuity(followed: FollowedLog, now: LogNow): Continuity {
   const replaced = (reason: string): Continuity => ({ same: false, reason });
   if (now.logId === null) return replaced(`the log holds no identity (emptied?); the read models describe log ${followed.logId}`);

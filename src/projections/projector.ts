@@ -93,6 +93,9 @@ interface Waiter {
   reject: (error: Error) => void;
 }
 
+/** How long a request waits for the log to be checked after the subscription failed. */
+const LOG_CHECK_WAIT_MS = 2_000;
+
 /** How often the read models' presence is checked (Redis can be emptied or restart without its data). */
 const PRESENCE_PROBE_MS = 1_000;
 
@@ -113,6 +116,9 @@ export class Projector {
   private replaced: string | null = null;
   /** The log check in flight, shared by whoever asks meanwhile. */
   private checking: Promise<boolean> | null = null;
+  /** The subscription failed and the log answering since has not been checked yet (counted, so that only a later check clears it). */
+  private doubted = 0;
+  private checkedAt = 0;
 
   constructor(
     private readonly events: EventStore,
@@ -135,6 +141,22 @@ export class Projector {
   }
 
   /**
+   * Where the log stands for a request about to be served: `replaced` (see logReplaced), `same`, or
+   * `unchecked` when the subscription failed and the log cannot be checked yet (it does not answer).
+   * In doubt, the check is made (shared) before answering: a node restarted empty must not take a
+   * request on the old balances in the moment before the projector looks.
+   */
+  async logStanding(): Promise<'same' | 'replaced' | 'unchecked'> {
+    if (this.replaced !== null) return 'replaced';
+    if (this.checkedAt >= this.doubted) return 'same';
+    // A log that takes its time (reads have no deadline) leaves the request unchecked, not waiting.
+    const timeout = sleep(LOG_CHECK_WAIT_MS, 'unchecked' as const, { ref: false });
+    return Promise.race([this.sameLog().then((same) => (same ? ('same' as const) : ('replaced' as const))), timeout]).catch(
+      () => 'unchecked' as const,
+    );
+  }
+
+  /**
    * Whether the log answering is still the one followed (log-continuity.ts); says so once, in the
    * log, when it is not. Rejects when the log does not answer (the caller asks again later).
    */
@@ -145,12 +167,16 @@ export class Projector {
   }
 
   private async checkLog(logId: string): Promise<boolean> {
+    const doubted = this.doubted;
     const applied = this.applied;
     const continuity = judgeLogContinuity(
       { logId, applied },
       { logId: await this.events.readLogId(), head: await this.events.headPosition() },
     );
-    if (continuity.same) return true;
+    if (continuity.same) {
+      this.checkedAt = Math.max(this.checkedAt, doubted);
+      return true;
+    }
     if (this.replaced === null) {
       this.replaced = continuity.reason;
       this.log(
@@ -250,6 +276,7 @@ export class Projector {
         }
       } catch (error) {
         if (this.abort.signal.aborted) return;
+        this.doubted += 1;
         this.failure = error;
         this.log(`projector: ${(error as Error).message}; retrying`);
         // A back-off: neither the log nor Redis says when it works again, so try again after a

@@ -171,10 +171,15 @@ describeWithRedis('the EventStoreDB node restarted empty under a running gateway
     }
   });
 
-  it("the gateway sees a log that is not its read models' and admits nothing: 503 in the caller's format, nothing written to the new log", async () => {
+  it("the gateway sees a log that is not its read models' and admits nothing: 503 in the caller's format, the host never called, nothing spent on the new log", async () => {
     const ready = async () => (await fetch(`${g.baseUrl}/health/ready`)).status;
     expect(await ready()).toBe(200);
+    const hostCalls = g.fake.requests.length;
     await server.restart({ empty: true });
+    // At once, before the gateway can have seen its subscription fail: an admission's append lands
+    // at the new log's first positions, behind what was applied, and is refused.
+    const early = await Promise.all(Array.from({ length: 5 }, () => ask(g.baseUrl, g.key)));
+    expect(early.map((a) => a.status)).toEqual(Array(5).fill(503));
     // Noticed when the projections' subscription comes back: the new log has no identity.
     await eventually(async () => (await ready()) === 503, 10_000);
     const readiness = (await (await fetch(`${g.baseUrl}/health/ready`)).json()) as { reasons: string[] };
@@ -187,9 +192,11 @@ describeWithRedis('the EventStoreDB node restarted empty under a running gateway
         error: { type: expect.any(String), message: expect.stringMatching(/event log/) },
       });
     }
-    // Nothing was written to the new log on the old balances.
+    // Nothing spent on the new log on the old balances: an early reservation that landed is refused, never settled.
     const events = await g.t.runtime.events.readAll(0, 1_000_000);
-    expect(events.filter((e) => e.type === 'CreditsReserved')).toEqual([]);
+    expect(events.filter((e) => e.type === 'ReservationSettled')).toEqual([]);
+    expect(events.filter((e) => e.type === 'CreditsReserved').length).toBeLessThanOrEqual(early.length);
+    expect(g.fake.requests.length).toBe(hostCalls);
     // Still refused after the connection drops again, until an operator acts; said once, naming what to do.
     await server.dropConnections();
     expect((await ask(g.baseUrl, g.key)).status).toBe(503);
