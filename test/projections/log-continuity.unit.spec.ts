@@ -1,5 +1,5 @@
 import { revisionWentBack, WrongExpectedRevisionError } from '../../src/eventstore/event-store';
-import { judgeLogContinuity } from '../../src/projections/log-continuity';
+import { appendLandedBehind, judgeLogContinuity } from '../../src/projections/log-continuity';
 
 describe('the log a running gateway writes to is the log its read models describe', () => {
   const followed = { logId: 'log-a', applied: 900 };
@@ -27,6 +27,14 @@ describe('the log a running gateway writes to is the log its read models describ
       same: false,
       reason: "the log's head 899 is behind the 900 applied here (events lost: restored from an older backup?)",
     });
+  });
+});
+
+describe('an append that landed behind what was applied', () => {
+  it('given a position past every event applied, then on the log followed; at or before one, then on another', () => {
+    expect(appendLandedBehind(901, 900)).toBe(false);
+    expect(appendLandedBehind(900, 900)).toBe(true);
+    expect(appendLandedBehind(12, 900)).toBe(true);
   });
 });
 
