@@ -16,7 +16,7 @@ import {
 export class TimedEventStore implements EventStore {
   private readonly listeners: Array<(seconds: number) => void> = [];
   private readonly wentBack: Array<(error: WrongExpectedRevisionError) => void> = [];
-  private guard: (result: AppendResult) => Error | null = () => null;
+  private guard: () => (result: AppendResult) => Error | null = () => () => null;
 
   constructor(private readonly inner: EventStore) {}
 
@@ -31,18 +31,20 @@ export class TimedEventStore implements EventStore {
   }
 
   /**
-   * Judges each append that went in: an error makes it fail to its caller (it is in the log all the
-   * same), so that nothing goes on from an append written where it should not have been.
+   * Judges each append that went in, by a judge taken as it is sent (what was known then): an error
+   * makes it fail to its caller (it is in the log all the same), so that nothing goes on from an
+   * append written where it should not have been.
    */
-  guardAppends(guard: (result: AppendResult) => Error | null): void {
+  guardAppends(guard: () => (result: AppendResult) => Error | null): void {
     this.guard = guard;
   }
 
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     const started = performance.now();
+    const judge = this.guard();
     try {
       const result = await this.inner.append(streamId, events, expected);
-      const refused = this.guard(result);
+      const refused = judge(result);
       if (refused) throw refused;
       return result;
     } catch (error) {

@@ -24,8 +24,10 @@ export interface LogNow {
 export type Continuity = { same: true } | { same: false; reason: string };
 
 /**
- * A new event lands after every event of the log: one written at or before a position already
- * applied was written to another log (a node restarted empty answers appends at its first positions).
+ * An append lands after every event of the log when it was sent: one at or before a position
+ * applied before it was sent was written to another log (a node restarted empty answers appends at
+ * its first positions). `applied` must be taken before sending: the append's own events may be
+ * applied (delivered by the subscription) before its answer arrives.
  */
 export const appendLandedBehind = (position: number, applied: number): boolean => position <= applied;
 

@@ -89,12 +89,16 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
   // A stream behind what this process wrote to it, or an append landing behind what was applied:
   // the log may be another; the projector looks. Such an append fails (an admission is refused).
   events.onRevisionWentBack(() => void projector.sameLog().catch(() => undefined));
-  events.guardAppends(({ position }) => {
-    if (!appendLandedBehind(position, projector.position)) return null;
-    void projector.sameLog().catch(() => undefined);
-    return new Error(
-      `an append landed at ${position}, behind the ${projector.position} applied: the log is not the one followed`,
-    );
+  events.guardAppends(() => {
+    // Applied before the append is sent: its events (even a repeat the server recognised) land after.
+    const applied = projector.position;
+    return ({ position }) => {
+      if (!appendLandedBehind(position, applied)) return null;
+      void projector.sameLog().catch(() => undefined);
+      return new Error(
+        `an append landed at ${position}, behind the ${applied} applied before it was sent: the log is not the one followed`,
+      );
+    };
   });
   try {
     await projector.start();
