@@ -59,6 +59,8 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
       applied: () => projector.position,
       storeAnswers: () => projections.checkpoint(),
       circuits: () => runtime.routing.circuits(),
+      logReplaced: () => projector.logReplaced,
+      logStanding: () => projector.logStanding(),
     },
     options.lifecycle ?? { draining: false },
     errorFormatFor,

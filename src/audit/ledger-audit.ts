@@ -41,6 +41,8 @@ export class LogAuditor {
   readonly model: ReadModel;
   readonly differences: string[] = [];
   private readonly reservations = new Map<string, Tracked>();
+  /** Per organization, its charges each counted up to its hold: what its grants must cover. */
+  private readonly chargedWithinHolds = new Map<string, number>();
   counts = {
     events: 0,
     reservations: 0,
@@ -98,6 +100,7 @@ export class LogAuditor {
           if (recomputed !== d.amount) {
             this.differences.push(`${where}: charge ${d.amount} but tokens × prices give ${recomputed}`);
           }
+          this.chargedWithinHolds.set(d.orgId, (this.chargedWithinHolds.get(d.orgId) ?? 0) + Math.min(d.amount, d.held));
         } else if (event.type === 'ReservationReleased') this.counts.releases += 1;
         else this.counts.expiries += 1;
         const tracked = this.reservations.get(event.data.reservationId);
@@ -116,6 +119,27 @@ export class LogAuditor {
       }
     }
     this.model.apply(recorded);
+  }
+
+  /**
+   * Organizations whose log shows more spent than granted, beyond what settlements above their
+   * holds explain (a reply that used more than estimated: the only overdraw the ledger allows).
+   * Admission holds a reservation only within the balance, so charges counted up to their holds
+   * never exceed the grants of a log that is whole: more means spending on credit the log never
+   * granted (a log emptied or replaced under a running gateway whose read models still held the balances).
+   */
+  spendingAboveGrants(orgId?: string): string[] {
+    const found: string[] = [];
+    for (const [org, charged] of this.chargedWithinHolds) {
+      if (orgId !== undefined && org !== orgId) continue;
+      const granted = this.model.ledger(org)?.granted ?? 0;
+      if (charged > granted) {
+        found.push(
+          `organization ${org}: spending above grants (charged ${charged} within its holds, granted ${granted} in the log)`,
+        );
+      }
+    }
+    return found;
   }
 }
 
@@ -221,6 +245,7 @@ export async function auditLedger(events: EventStore, projections: ReadModels, o
     }
     auditor.differences.push(...(await keySpendDifferences(orgId, auditor, projections, replayTo)));
   }
+  auditor.differences.push(...auditor.spendingAboveGrants(options.orgId));
   if (options.orgId && !orgIds.has(options.orgId)) {
     auditor.differences.push(`organization ${options.orgId} has no ledger in the log`);
   }

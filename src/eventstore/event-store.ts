@@ -53,6 +53,13 @@ export class WrongExpectedRevisionError extends Error {
   }
 }
 
+/**
+ * The stream is behind a revision it was known to have reached (or gone): a log never loses
+ * events, so the log answering is not the one the writer read (emptied, replaced, restored).
+ */
+export const revisionWentBack = (error: WrongExpectedRevisionError): boolean =>
+  typeof error.expected === 'number' && (error.actual === 'no_stream' || error.actual < error.expected);
+
 export interface EventStore {
   /**
    * Appends `events` after the stream's revision `expected`, atomically, or not at all: a
@@ -87,5 +94,7 @@ export interface EventStore {
    * models record it beside their checkpoint, so that they are never trusted on a log they are not of.
    */
   logId(): Promise<string>;
+  /** The log's identity as it holds it now, written by nobody: null when it has none (an emptied EventStoreDB node). */
+  readLogId(): Promise<string | null>;
   close(): Promise<void>;
 }

@@ -418,9 +418,8 @@ export class EventStoreDbEventStore implements EventStore {
    * (the stream must not exist), and both read the winner's.
    */
   async logId(): Promise<string> {
-    const first = async () => ((await this.readStream(LOG_IDENTITY_STREAM))[0]?.data as { logId?: string } | undefined)?.logId;
-    const found = await first();
-    if (found !== undefined) return found;
+    const found = await this.readLogId();
+    if (found !== null) return found;
     try {
       await this.append(
         LOG_IDENTITY_STREAM,
@@ -430,9 +429,14 @@ export class EventStoreDbEventStore implements EventStore {
     } catch (error) {
       if (!(error instanceof WrongExpectedRevisionError)) throw error;
     }
-    const identity = await first();
-    if (identity === undefined) throw new Error(`the stream ${LOG_IDENTITY_STREAM} holds no log identity`);
+    const identity = await this.readLogId();
+    if (identity === null) throw new Error(`the stream ${LOG_IDENTITY_STREAM} holds no log identity`);
     return identity;
+  }
+
+  async readLogId(): Promise<string | null> {
+    const [first] = await this.readStream(LOG_IDENTITY_STREAM);
+    return (first?.data as { logId?: string } | undefined)?.logId ?? null;
   }
 
   /**

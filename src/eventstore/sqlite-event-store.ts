@@ -345,6 +345,10 @@ export class SqliteEventStore implements EventStore {
     return this.identity;
   }
 
+  async readLogId(): Promise<string | null> {
+    return this.identity;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

@@ -1,11 +1,22 @@
-import type { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent } from './event-store';
+import {
+  type AppendResult,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type RecordedEvent,
+  revisionWentBack,
+  WrongExpectedRevisionError,
+} from './event-store';
 
 /**
- * The event log, its appends timed for whoever listens (the metrics): the store itself stays
- * unaware of them. Only appends are timed; the rest is passed through.
+ * The event log, its appends timed for whoever listens (the metrics), and a refused append whose
+ * stream went back reported (the projector checks the log): the store itself stays unaware of
+ * either. The rest is passed through.
  */
 export class TimedEventStore implements EventStore {
   private readonly listeners: Array<(seconds: number) => void> = [];
+  private readonly wentBack: Array<(error: WrongExpectedRevisionError) => void> = [];
+  private guard: () => (result: AppendResult) => Error | null = () => () => null;
 
   constructor(private readonly inner: EventStore) {}
 
@@ -14,11 +25,32 @@ export class TimedEventStore implements EventStore {
     this.listeners.push(listener);
   }
 
+  /** Called when an append finds its stream behind the revision it expected (see revisionWentBack). */
+  onRevisionWentBack(listener: (error: WrongExpectedRevisionError) => void): void {
+    this.wentBack.push(listener);
+  }
+
+  /**
+   * Judges each append that went in, by a judge taken as it is sent (what was known then): an error
+   * makes it fail to its caller (it is in the log all the same), so that nothing goes on from an
+   * append written where it should not have been.
+   */
+  guardAppends(guard: () => (result: AppendResult) => Error | null): void {
+    this.guard = guard;
+  }
+
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    if (this.listeners.length === 0) return this.inner.append(streamId, events, expected);
     const started = performance.now();
+    const judge = this.guard();
     try {
-      return await this.inner.append(streamId, events, expected);
+      const result = await this.inner.append(streamId, events, expected);
+      const refused = judge(result);
+      if (refused) throw refused;
+      return result;
+    } catch (error) {
+      if (error instanceof WrongExpectedRevisionError && revisionWentBack(error))
+        for (const listener of this.wentBack) listener(error);
+      throw error;
     } finally {
       const seconds = (performance.now() - started) / 1000;
       for (const listener of this.listeners) listener(seconds);
@@ -47,6 +79,10 @@ export class TimedEventStore implements EventStore {
 
   logId(): Promise<string> {
     return this.inner.logId();
+  }
+
+  readLogId(): Promise<string | null> {
+    return this.inner.readLogId();
   }
 
   close(): Promise<void> {

@@ -16,9 +16,27 @@ export interface HealthSources {
   storeAnswers: () => Promise<unknown>;
   /** Hosts' circuits this instance has seen not closed (a detail: a failing host does not make the gateway unready). */
   circuits?: () => Promise<Array<{ host: string; model: string; phase: string; until?: string }>>;
+  /** Why the log is not the one the read models describe, or null (see Projector.logReplaced). */
+  logReplaced: () => string | null;
+  /** Where the log stands for a request (see Projector.logStanding): checked first when in doubt. */
+  logStanding: () => LogStanding | Promise<LogStanding | 'unchecked'>;
 }
 
 const SHUTTING_DOWN = new ApiError('unavailable', 'the gateway is shutting down: send the request again (to another instance)');
+
+/** Said to callers without the log's identities (the operator finds them in the service's log and in /health/ready). */
+const LOG_REPLACED = new ApiError(
+  'unavailable',
+  "the gateway's event log is not the log its balances were read from (emptied or replaced): nothing is admitted until an operator acts",
+);
+
+const LOG_UNCHECKED = new ApiError(
+  'unavailable',
+  "the gateway's event log cannot be checked since its connection failed: send the request again shortly",
+);
+
+/** Where the log stands, once known without asking it. */
+type LogStanding = 'same' | 'replaced';
 
 const isHealthRoute = (url: string) => url === '/health' || url.startsWith('/health/');
 
@@ -44,18 +62,29 @@ export function serveHealth(
         (error: Error) => error,
       ),
     ]);
-    const state = readiness({ draining: lifecycle.draining, behind, appends, store });
+    const state = readiness({ draining: lifecycle.draining, behind, appends, store, logReplaced: sources.logReplaced() });
     // Shown once there are any: the body is as before while every host is well.
     const circuits = (await sources.circuits?.()) ?? [];
     return reply.code(state.ready ? 200 : 503).send(circuits.length === 0 ? state : { ...state, circuits });
   });
   // Shutting down: a request on a connection kept alive is answered at once, in its surface's
-  // format, and the connection closed; the health routes still say how the service is.
+  // format, and the connection closed; the health routes still say how the service is. On a log
+  // that is not the read models' every request is answered 503 the same way, before its key is
+  // looked up: neither a key nor a balance can be proven (a key of the new log would be a wrongful 401).
+  // While the log is in doubt (its subscription failed, not yet checked) the check is made first.
   fastify.addHook('onRequest', (request, reply, done) => {
-    if (lifecycle.draining && !isHealthRoute(request.url)) {
+    if (isHealthRoute(request.url)) return done();
+    const format = () => formatFor(request.method, request.url);
+    if (lifecycle.draining) {
       void reply.header('connection', 'close');
-      return replyWithError(reply, SHUTTING_DOWN, formatFor(request.method, request.url));
+      return replyWithError(reply, SHUTTING_DOWN, format());
     }
-    done();
+    // Known at once on every request but those made while the log is in doubt: no promise per request.
+    const standing = sources.logStanding();
+    if (standing === 'same') return done();
+    if (standing === 'replaced') return replyWithError(reply, LOG_REPLACED, format());
+    void standing.then((checked) =>
+      checked === 'same' ? done() : replyWithError(reply, checked === 'replaced' ? LOG_REPLACED : LOG_UNCHECKED, format()),
+    );
   });
 }

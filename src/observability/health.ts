@@ -14,6 +14,8 @@ export interface ReadinessFacts {
   appends: Error | null;
   /** Whether the read models' store answers (Redis, when configured): null, or the error asking gave. */
   store: Error | null;
+  /** Why the log is not the one the read models describe (see Projector.logReplaced), or null. */
+  logReplaced: string | null;
 }
 
 export interface Readiness {
@@ -22,13 +24,14 @@ export interface Readiness {
 }
 
 /**
- * Ready: not draining, the event log answers and takes appends, the read models' store answers, and
- * the read models are within the bound of the log.
+ * Ready: not draining, the event log answers, takes appends and is the one the read models describe,
+ * the read models' store answers, and the read models are within the bound of the log.
  */
 export function readiness(facts: ReadinessFacts): Readiness {
   const reasons: string[] = [];
   if (facts.draining) reasons.push('draining: the service is shutting down');
   if (facts.behind instanceof Error) reasons.push(`event log: ${facts.behind.message}`);
+  if (facts.logReplaced !== null) reasons.push(`event log: not the log the read models describe (${facts.logReplaced})`);
   if (facts.appends !== null) reasons.push(`event log: it takes no appends (${facts.appends.message})`);
   if (facts.store !== null) reasons.push(`read models: their store does not answer (${facts.store.message})`);
   else if (!(facts.behind instanceof Error) && facts.behind > READY_LAG_BOUND) {

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventStore } from '../eventstore/event-store';
 import type { ProjectionStore } from './projection-store';
 import { ReadModel } from './read-model';
+import { judgeLogContinuity } from './log-continuity';
 import { trustReadModels, type Verdict } from './read-model-trust';
 import { ReadModelsLostError } from './redis-projection-store';
 
@@ -92,6 +93,9 @@ interface Waiter {
   reject: (error: Error) => void;
 }
 
+/** How long a request waits for the log to be checked after the subscription failed. */
+const LOG_CHECK_WAIT_MS = 2_000;
+
 /** How often the read models' presence is checked (Redis can be emptied or restart without its data). */
 const PRESENCE_PROBE_MS = 1_000;
 
@@ -106,6 +110,15 @@ export class Projector {
   private probing = false;
   /** Applying a batch and rebuilding take turns: a rebuild never runs under a batch, nor a batch under a rebuild. */
   private turn: Promise<unknown> = Promise.resolve();
+  /** The identity of the log the read models were made whole for at start. */
+  private logId: string | null = null;
+  /** Why the log answering is not that log, once seen; nothing is followed or rebuilt from then on. */
+  private replaced: string | null = null;
+  /** The log check in flight, shared by whoever asks meanwhile. */
+  private checking: Promise<boolean> | null = null;
+  /** The subscription failed and the log answering since has not been checked yet (counted, so that only a later check clears it). */
+  private doubted = 0;
+  private checkedAt = 0;
 
   constructor(
     private readonly events: EventStore,
@@ -119,12 +132,68 @@ export class Projector {
   }
 
   /**
+   * Why the log is not the one the read models describe (emptied, replaced or restored under the
+   * running gateway), or null. Once set it stays: the gateway admits nothing until an operator
+   * rebuilds the read models from the log as it is, or restores the log, and restarts it.
+   */
+  get logReplaced(): string | null {
+    return this.replaced;
+  }
+
+  /**
+   * Where the log stands for a request about to be served: `replaced` (see logReplaced), `same`, or
+   * `unchecked` when the subscription failed and the log cannot be checked yet (it does not answer).
+   * In doubt, the check is made (shared) before answering: a node restarted empty must not take a
+   * request on the old balances in the moment before the projector looks.
+   */
+  logStanding(): 'same' | 'replaced' | Promise<'same' | 'replaced' | 'unchecked'> {
+    if (this.replaced !== null) return 'replaced';
+    if (this.checkedAt >= this.doubted) return 'same';
+    // A log that takes its time (reads have no deadline) leaves the request unchecked, not waiting.
+    const timeout = sleep(LOG_CHECK_WAIT_MS, 'unchecked' as const, { ref: false });
+    return Promise.race([this.sameLog().then((same) => (same ? ('same' as const) : ('replaced' as const))), timeout]).catch(
+      () => 'unchecked' as const,
+    );
+  }
+
+  /**
+   * Whether the log answering is still the one followed (log-continuity.ts); says so once, in the
+   * log, when it is not. Rejects when the log does not answer (the caller asks again later).
+   */
+  sameLog(): Promise<boolean> {
+    if (this.replaced !== null || this.logId === null) return Promise.resolve(this.replaced === null);
+    this.checking ??= this.checkLog(this.logId).finally(() => (this.checking = null));
+    return this.checking;
+  }
+
+  private async checkLog(logId: string): Promise<boolean> {
+    const doubted = this.doubted;
+    const applied = this.applied;
+    const continuity = judgeLogContinuity(
+      { logId, applied },
+      { logId: await this.events.readLogId(), head: await this.events.headPosition() },
+    );
+    if (continuity.same) {
+      this.checkedAt = Math.max(this.checkedAt, doubted);
+      return true;
+    }
+    if (this.replaced === null) {
+      this.replaced = continuity.reason;
+      this.log(
+        `projector: the event log is not the log the read models describe: ${continuity.reason}. Admitting nothing until an operator rebuilds the read models from the log as it is now (model-gateway projections rebuild) or restores the log, then restarts the gateway`,
+      );
+    }
+    return false;
+  }
+
+  /**
    * Makes the read models whole before anything reads them: rebuilt from the log unless they are of
    * this log and no further on than it (read-model-trust.ts), then caught up with the log as it is
    * now, so that no key or balance of the log is missing once the service answers.
    */
   async start(): Promise<void> {
     await this.trustOrRebuild();
+    this.logId = await this.events.logId();
     this.applied = await this.store.checkpoint();
     this.running = this.follow();
     // Redis may lose the read models while no event arrives to reveal it: look now and then.
@@ -179,7 +248,8 @@ export class Projector {
    * what it holds is not to be trusted (one probe at a time; a failed one is retried by the next).
    */
   private async rebuildIfLost(): Promise<void> {
-    if (this.probing) return;
+    // Read models are rebuilt from another log only by the operator.
+    if (this.probing || this.replaced !== null) return;
     this.probing = true;
     try {
       await this.inTurn(async () => {
@@ -194,8 +264,11 @@ export class Projector {
   }
 
   private async follow(): Promise<void> {
+    let resumed = false;
     while (!this.abort.signal.aborted) {
       try {
+        // The log may have been emptied or replaced while the subscription was away: look before following it again.
+        if (resumed && !(await this.sameLog())) return;
         for await (const batch of this.events.subscribe(this.applied, this.abort.signal)) {
           await this.inTurn(() => this.applyWithRecovery(batch));
           this.applied = batch[batch.length - 1].position;
@@ -203,6 +276,7 @@ export class Projector {
         }
       } catch (error) {
         if (this.abort.signal.aborted) return;
+        this.doubted += 1;
         this.failure = error;
         this.log(`projector: ${(error as Error).message}; retrying`);
         // A back-off: neither the log nor Redis says when it works again, so try again after a
@@ -213,6 +287,7 @@ export class Projector {
           return;
         }
       }
+      resumed = true;
     }
   }
 

@@ -9,6 +9,7 @@ import { IdentityService } from '../identity/identity.service';
 import { LedgerService } from '../ledger/ledger.service';
 import { MemoryProjectionStore } from '../projections/memory-projection-store';
 import type { ReadModelStore } from '../projections/projection-store';
+import { appendLandedBehind } from '../projections/log-continuity';
 import { Projector } from '../projections/projector';
 import { RedisProjectionStore } from '../projections/redis-projection-store';
 import { MemoryRateLimitStore, RateLimitStore } from '../rate-limits/rate-limit-store';
@@ -94,6 +95,20 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     throw error;
   }
   const projector = new Projector(events, projections, config.requestLogRetention, log);
+  // A stream behind what this process wrote to it, or an append landing behind what was applied:
+  // the log may be another; the projector looks. Such an append fails (an admission is refused).
+  events.onRevisionWentBack(() => void projector.sameLog().catch(() => undefined));
+  events.guardAppends(() => {
+    // Applied before the append is sent: its events (even a repeat the server recognised) land after.
+    const applied = projector.position;
+    return ({ position }) => {
+      if (!appendLandedBehind(position, applied)) return null;
+      void projector.sameLog().catch(() => undefined);
+      return new Error(
+        `an append landed at ${position}, behind the ${applied} applied before it was sent: the log is not the one followed`,
+      );
+    };
+  });
   try {
     await projector.start();
   } catch (error) {

@@ -106,6 +106,50 @@ describe('ledger audit across versions of the settlement event', () => {
   });
 });
 
+describe('ledger audit of spending above grants', () => {
+  it('names an organization whose log shows charges its grants do not cover, and allows a settlement above its hold', async () => {
+    const t = await openTestRuntime();
+    try {
+      const { runtime } = t;
+      const granted = 100_000_000;
+      const [overdrawn, estimatedLow] = [await fundedOrganization(runtime, granted), await fundedOrganization(runtime, granted)];
+      // 1,000 output tokens at $15/M = 15,000,000 nano-credits.
+      const settled = { host: 'h', hostModel: 'hm', status: 'ok', latencyMs: 1, settledAt: 2 };
+      const charge = {
+        inputTokens: 0,
+        outputTokens: 1_000,
+        prices: { input: 3_000_000_000, output: 15_000_000_000 },
+        amount: 15_000_000,
+      };
+      const request = async (orgId: string, id: string, held: number) => {
+        const facts = { requestId: `q-${id}`, keyId: 'k', surface: 'chat', model: 'm', reservationId: id, orgId };
+        const reserved = { type: 'CreditsReserved', data: { ...facts, amount: held, reservedAt: 1, expiresAt: 9e12 } };
+        const event = { type: 'ReservationSettled', data: { ...facts, ...settled, ...charge, held } };
+        await runtime.events.append(`reservation-${id}`, [reserved, event], 'no_stream');
+      };
+      // A request estimated below what it used: its settlement goes past its hold and the balance below
+      // zero (the overdraw the ledger allows), yet within its hold the grants cover it.
+      await request(estimatedLow, 'e1', 95_000_000);
+      await request(estimatedLow, 'e2', 5_000_000);
+      await runtime.projector.catchUp();
+      expect((await auditLedger(runtime.events, runtime.projections)).differences).toEqual([]);
+
+      // Seven charges held within holds are 105,000,000 against grants of 100,000,000: no whole log shows that.
+      for (let i = 0; i < 7; i++) await request(overdrawn, `o${i}`, 15_000_000);
+      await runtime.projector.catchUp();
+      const report = await auditLedger(runtime.events, runtime.projections);
+      expect(report.differences).toEqual([
+        `organization ${overdrawn}: spending above grants (charged 105000000 within its holds, granted 100000000 in the log)`,
+      ]);
+      // Also when the audit is of that one organization, and not of the other.
+      expect((await auditLedger(runtime.events, runtime.projections, { orgId: overdrawn })).differences).toHaveLength(1);
+      expect((await auditLedger(runtime.events, runtime.projections, { orgId: estimatedLow })).differences).toEqual([]);
+    } finally {
+      await t.cleanup();
+    }
+  });
+});
+
 describeWithRedis("ledger audit of each key's spend", () => {
   it("replays every key's settled charges and finds a read model that disagrees", async () => {
     const t = await openTestRuntime({ redis: true });

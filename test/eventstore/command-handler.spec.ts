@@ -65,6 +65,7 @@ function observed(store: EventStore, races = 0) {
     subscribe: (after, signal) => store.subscribe(after, signal),
     appendFailure: () => store.appendFailure(),
     logId: () => store.logId(),
+    readLogId: () => store.readLogId(),
     close: () => store.close(),
   };
   return { store: wrapped, calls };

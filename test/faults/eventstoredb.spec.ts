@@ -72,8 +72,8 @@ async function raceOneBalance(g: TestGateway, amount: number): Promise<void> {
 }
 
 /** A gateway on the log at `url`, and what one request of `ask` reserves there. */
-async function gatewayOn(url: string): Promise<{ g: TestGateway; amount: number }> {
-  const g = await startGateway({ redis: true, env: { EVENTSTORE_URL: url } });
+async function gatewayOn(url: string, runtimeLog?: (line: string) => void): Promise<{ g: TestGateway; amount: number }> {
+  const g = await startGateway({ redis: true, env: { EVENTSTORE_URL: url }, runtimeLog });
   g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
   const probe = await ask(g.baseUrl, g.key);
   expect(probe.status).toBe(200);
@@ -151,6 +151,58 @@ describeWithRedis('billing with the log in EventStoreDB (protocol server over gR
     expect(after.spent - before.spent).toBeGreaterThan(0);
     expect(after.spent - before.spent).toBeLessThanOrEqual(reserved.amount);
     expect(server.calls.subscribe).toBeGreaterThan(subscriptions);
+  });
+});
+
+describeWithRedis('the EventStoreDB node restarted empty under a running gateway (protocol server)', () => {
+  let server: EsdbServer;
+  let g: TestGateway;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    server = await EsdbServer.start({ systemEventEvery: 4 });
+    ({ g } = await gatewayOn(server.url, (line) => lines.push(line)));
+  });
+  afterAll(async () => {
+    try {
+      await g.close();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("the gateway sees a log that is not its read models' and admits nothing: 503 in the caller's format, the host never called, nothing spent on the new log", async () => {
+    const ready = async () => (await fetch(`${g.baseUrl}/health/ready`)).status;
+    expect(await ready()).toBe(200);
+    const hostCalls = g.fake.requests.length;
+    await server.restart({ empty: true });
+    // At once, before the gateway can have seen its subscription fail: an admission's append lands
+    // at the new log's first positions, behind what was applied, and is refused.
+    const early = await Promise.all(Array.from({ length: 5 }, () => ask(g.baseUrl, g.key)));
+    expect(early.map((a) => a.status)).toEqual(Array(5).fill(503));
+    // Noticed when the projections' subscription comes back: the new log has no identity.
+    await eventually(async () => (await ready()) === 503, 10_000);
+    const readiness = (await (await fetch(`${g.baseUrl}/health/ready`)).json()) as { reasons: string[] };
+    expect(readiness.reasons).toEqual([expect.stringMatching(/^event log: not the log the read models describe/)]);
+
+    const answers = await Promise.all(Array.from({ length: 5 }, () => ask(g.baseUrl, g.key)));
+    for (const answer of answers) {
+      expect(answer.status).toBe(503);
+      expect(JSON.parse(answer.body)).toMatchObject({
+        error: { type: expect.any(String), message: expect.stringMatching(/event log/) },
+      });
+    }
+    // Nothing spent on the new log on the old balances: an early reservation that landed is refused, never settled.
+    const events = await g.t.runtime.events.readAll(0, 1_000_000);
+    expect(events.filter((e) => e.type === 'ReservationSettled')).toEqual([]);
+    expect(events.filter((e) => e.type === 'CreditsReserved').length).toBeLessThanOrEqual(early.length);
+    expect(g.fake.requests.length).toBe(hostCalls);
+    // Still refused after the connection drops again, until an operator acts; said once, naming what to do.
+    await server.dropConnections();
+    expect((await ask(g.baseUrl, g.key)).status).toBe(503);
+    expect(lines.filter((line) => line.includes('not the log the read models describe'))).toEqual([
+      expect.stringMatching(/the log holds no identity.*model-gateway projections rebuild/),
+    ]);
   });
 });
 

@@ -147,6 +147,7 @@ for (const redis of [false, true]) {
         subscribe: (after, signal) => runtime.events.subscribe(after, signal),
         appendFailure: () => runtime.events.appendFailure(),
         logId: () => runtime.events.logId(),
+        readLogId: () => runtime.events.readLogId(),
         close: () => runtime.events.close(),
         append: async (streamId, events, expected) => {
           if (written) await runtime.events.append(streamId, events, expected);

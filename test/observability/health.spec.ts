@@ -7,7 +7,7 @@ import { openTestRuntime } from '../support/runtime';
 
 describe('readiness, decided', () => {
   it('is ready only when not draining, the log answers and the read models are within the bound', () => {
-    const facts = { draining: false, behind: 0, appends: null, store: null };
+    const facts = { draining: false, behind: 0, appends: null, store: null, logReplaced: null };
     expect(readiness(facts)).toEqual({ ready: true, reasons: [] });
     expect(readiness({ ...facts, draining: true }).reasons).toEqual(['draining: the service is shutting down']);
     expect(readiness({ ...facts, behind: new Error('closed') }).reasons).toEqual(['event log: closed']);
@@ -18,6 +18,9 @@ describe('readiness, decided', () => {
       `read models: more than ${READY_LAG_BOUND} events behind the log`,
     ]);
     expect(readiness({ ...facts, behind: READY_LAG_BOUND }).ready).toBe(true);
+    expect(readiness({ ...facts, logReplaced: 'the log holds no identity' }).reasons).toEqual([
+      'event log: not the log the read models describe (the log holds no identity)',
+    ]);
   });
 
   it('counts the events behind, not the distance between positions (EventStoreDB positions are byte offsets)', async () => {

@@ -1,7 +1,7 @@
 import { readiness } from '../../src/observability/health';
 
 describe('readiness when the log takes no appends', () => {
-  const serving = { draining: false, behind: 0, appends: null, store: null };
+  const serving = { draining: false, behind: 0, appends: null, store: null, logReplaced: null };
 
   it('given a log whose appends fail for a reason of its own (a full disk), when asked, then not ready, naming the log and why', () => {
     const state = readiness({ ...serving, appends: new Error('database or disk is full') });

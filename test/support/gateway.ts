@@ -233,6 +233,8 @@ export async function startGateway(
     sweep?: boolean;
     /** The gateway's log lines go here (none are written without it). */
     logStream?: LogStream;
+    /** The runtime's own lines (the projector's) go here. */
+    runtimeLog?: (line: string) => void;
     /** The catalogue file served, given the fake (default: testCatalogueFile), read with TEST_HOST_KEYS. */
     catalogue?: (fake: FakeUpstream) => unknown;
     /** Key variables beside TEST_HOST_KEYS (a host kind's own credentials), kept out of the log as they are. */
@@ -245,6 +247,7 @@ export async function startGateway(
     redis: options.redis === true && testRedisUrl() !== null,
     sweep: options.sweep,
     env: { SIMULATED_HOST_PORT: 'off', ...options.env },
+    log: options.runtimeLog,
   });
   // The log is searched for secrets (see SecretScan), checked at close; a stream of the test's own gets every line too.
   const scan = new SecretScan(Object.values(hostKeys));

@@ -14,7 +14,7 @@ export interface TestRuntime {
  * prefix. `env` is the environment that opens the same stores from another process.
  */
 export async function openTestRuntime(
-  options: { redis?: boolean; sweep?: boolean; env?: Record<string, string> } = {},
+  options: { redis?: boolean; sweep?: boolean; env?: Record<string, string>; log?: (line: string) => void } = {},
 ): Promise<TestRuntime> {
   const dir = tempDir('runtime');
   const env: Record<string, string> = {
@@ -25,7 +25,7 @@ export async function openTestRuntime(
     ...(options.redis ? { REDIS_URL: testRedisUrl()!, REDIS_PREFIX: uniquePrefix('rt') } : { REDIS_URL: '' }),
     ...options.env,
   };
-  const runtime = await openRuntime(loadConfig(env), { sweep: options.sweep });
+  const runtime = await openRuntime(loadConfig(env), { sweep: options.sweep, log: options.log });
   return {
     runtime,
     env,
