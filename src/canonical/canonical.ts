@@ -165,6 +165,8 @@ export class HostError extends Error {
     message: string,
     readonly status: number | null = null,
     readonly beforeOutput = true,
+    /** How long the upstream asked to be left alone (its Retry-After), when it said. */
+    readonly retryAfterMs: number | null = null,
   ) {
     super(message);
     this.name = 'HostError';

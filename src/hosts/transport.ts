@@ -1,5 +1,6 @@
 import { maskSecrets } from '../key-secret/key-secret';
 import type { OnApplicationShutdown } from '@nestjs/common';
+import type { IncomingHttpHeaders } from 'node:http';
 import { TextDecoder } from 'node:util';
 import { createParser } from 'eventsource-parser';
 import { Observable, type Subscriber } from 'rxjs';
@@ -249,6 +250,8 @@ class HostReply implements Dispatcher.DispatchHandler {
    */
   private held: PassThrough[] = [];
   private status = 0;
+  /** An error status's Retry-After, in ms from now. */
+  private retryAfterMs: number | null = null;
   /** The body of an error status or of a whole reply, as it arrives. */
   private chunks: Buffer[] = [];
   private size = 0;
@@ -274,10 +277,13 @@ class HostReply implements Dispatcher.DispatchHandler {
     if (this.aborted) controller.abort(callerGone());
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     if (statusCode < 200) return; // informational (1xx): the response proper follows
     this.status = statusCode;
-    if (statusCode >= 400) return;
+    if (statusCode >= 400) {
+      this.retryAfterMs = retryAfterMs(headers['retry-after'], Date.now());
+      return;
+    }
     this.subscriber.next({ type: 'ready' });
     if (this.streamed) {
       const framing = this.kind.framing?.() ?? sseFraming();
@@ -335,7 +341,9 @@ class HostReply implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     if (this.finished) return;
     if (this.status >= 400)
-      return this.fail(new HostError('status', this.kind.errorMessage(this.status, this.body()), this.status));
+      return this.fail(
+        new HostError('status', this.kind.errorMessage(this.status, this.body()), this.status, true, this.retryAfterMs),
+      );
     if (this.stream)
       return this.fail(
         new HostError('connection', 'upstream ended its stream before completing the reply', null, !this.produced),
@@ -374,6 +382,15 @@ class HostReply implements Dispatcher.DispatchHandler {
   }
 }
 
+/** A Retry-After header (seconds, or an HTTP date) as ms from `now`; null when absent or unreadable. */
+export function retryAfterMs(value: string | string[] | undefined, now: number): number | null {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text === undefined || text.trim() === '') return null;
+  if (/^\d+(\.\d+)?$/.test(text.trim())) return Math.round(Number(text) * 1000);
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
 /**
  * An exception while decoding an upstream's reply or stream is that reply's fault, whatever threw
  * (a decoder's HostError, or anything a shape it did not expect raised): the request's provider
@@ -391,7 +408,13 @@ function unreadableReply(error: unknown, beforeOutput: boolean): HostError {
  */
 function toHostError(error: unknown, beforeOutput: boolean): HostError {
   if (error instanceof HostError)
-    return new HostError(error.kind, maskSecrets(error.message), error.status, beforeOutput && error.beforeOutput);
+    return new HostError(
+      error.kind,
+      maskSecrets(error.message),
+      error.status,
+      beforeOutput && error.beforeOutput,
+      error.retryAfterMs,
+    );
   if (error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError) {
     return new HostError('timeout', 'upstream did not answer in time', null, beforeOutput);
   }

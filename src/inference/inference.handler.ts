@@ -1,9 +1,10 @@
-import { Inject, Logger } from '@nestjs/common';
+import { Inject, Logger, Optional } from '@nestjs/common';
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { SpanKind, type Span } from '@opentelemetry/api';
 import { ATTR_SERVER_ADDRESS } from '@opentelemetry/semantic-conventions';
 import { Observable, type Observer, type Subscriber, type Subscription } from 'rxjs';
 import { type CanonicalEvent, HostError } from '../canonical/canonical';
+import { Catalogue } from '../catalogue/catalogue';
 import { OMITTED_TOOLS_HEADER } from '../canonical/hosted-tools';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import type { Config } from '../config/config';
@@ -12,7 +13,12 @@ import { HostTransport } from '../hosts/transport';
 import type { ApiError } from '../http/api-error';
 import { failed, GATEWAY, GEN_AI, usageAttributes } from '../observability/tracing';
 import { CONFIG } from '../runtime/runtime.module';
-import { AdmissionPlan, insufficientCredits, planAdmission, Refusal } from './admission';
+import { credentialOutcome, CredentialLease, KeyPools } from '../routing/key-pool';
+import type { HostHealthReader } from '../routing/plan';
+import type { Conversation } from '../routing/preferences';
+import { HOST_HEALTH, STICKY_ROUTES } from '../routing/routing.providers';
+import type { StickyRoutes } from '../routing/sticky';
+import { AdmissionPlan, insufficientCredits, planAdmission, PlannedRoute, Refusal } from './admission';
 import {
   ABORT,
   AttemptSignal,
@@ -29,6 +35,12 @@ import { InferenceCommand, InferenceInput, InferenceResult, PipelineEvent } from
 import { CallEnded, progressOf, settlementFor } from './settlement';
 import { usageLimits } from './usage-check';
 
+/** An admission plan with what its routing remembers afterwards: who pays, and the conversation it continues. */
+export interface RoutedPlan extends AdmissionPlan {
+  orgId: string;
+  conversation: Conversation | null;
+}
+
 /**
  * The inference use case (every chat surface): its plan (admission: the model's hosts, the capped
  * request, what to hold), its call (the attempt: the hosts in turn, streamed or whole, under one
@@ -37,7 +49,7 @@ import { usageLimits } from './usage-check';
  */
 @CommandHandler(InferenceCommand)
 export class InferenceHandler
-  implements ICommandHandler<InferenceCommand, InferenceResult>, BilledUseCase<InferenceInput, AdmissionPlan>
+  implements ICommandHandler<InferenceCommand, InferenceResult>, BilledUseCase<InferenceInput, RoutedPlan>
 {
   private readonly logger = new Logger('Inference');
 
@@ -45,6 +57,10 @@ export class InferenceHandler
     private readonly requests: BilledRequests,
     private readonly transport: HostTransport,
     @Inject(CONFIG) private readonly config: Config,
+    private readonly catalogue: Catalogue,
+    private readonly keyPools: KeyPools,
+    @Inject(STICKY_ROUTES) private readonly sticky: StickyRoutes,
+    @Optional() @Inject(HOST_HEALTH) private readonly health?: HostHealthReader,
   ) {}
 
   async execute({ input }: InferenceCommand): Promise<InferenceResult> {
@@ -56,21 +72,55 @@ export class InferenceHandler
       this,
     );
     const { plan } = admitted;
-    return {
+    const result: InferenceResult = {
       requestId: input.requestId,
       headers: omitted.length > 0 ? { ...admitted.headers, [OMITTED_TOOLS_HEADER]: omitted.join(', ') } : admitted.headers,
       model: plan.model,
       created: Math.floor(Date.now() / 1000),
       stream: plan.request.stream,
-      events: new Observable<PipelineEvent>((subscriber) => this.run(admitted, subscriber)),
+      // A `models` fallback that serves is the reply's model: the surfaces read it as they write.
+      events: new Observable<PipelineEvent>((subscriber) => this.run(admitted, subscriber, (model) => (result.model = model))),
     };
+    return result;
   }
 
-  plan(input: InferenceInput, catalogued: CatalogueModel | null): AdmissionPlan | Refusal {
-    return planAdmission(input.model, catalogued, input.request);
+  /**
+   * Reads what routing needs — the fallback models, the hosts' key pools, the conversation's host
+   * (a store that cannot be read only loses the stickiness) — and plans with it.
+   */
+  async plan(input: InferenceInput, catalogued: CatalogueModel | null, payer: { orgId: string }): Promise<RoutedPlan | Refusal> {
+    const routing = input.routing;
+    const fallbacks = (routing?.models ?? []).map((requested) => ({ requested, model: this.catalogue.find(requested) }));
+    const models = [catalogued, ...fallbacks.map((f) => f.model)].filter((m): m is CatalogueModel => m !== null);
+    const out = new Set<string>();
+    const cooling = new Set<string>();
+    for (const { host } of models.flatMap((m) => m.hosts)) {
+      const standing = this.keyPools.standing(host);
+      if (standing === 'out') out.add(host.id);
+      else if (standing === 'cooling') cooling.add(host.id);
+    }
+    const conversation = routing?.conversation ?? null;
+    const sticky = conversation
+      ? await this.sticky
+          .hostsOf(
+            payer.orgId,
+            conversation,
+            models.map((m) => m.slug),
+          )
+          .catch((error: Error) => {
+            this.logger.warn(`sticky routes not read (${error.message}): routing without them`);
+            return undefined;
+          })
+      : undefined;
+    const plan = planAdmission(input.model, catalogued, input.request, {
+      preferences: routing?.provider ?? { allowFallbacks: true },
+      fallbacks,
+      context: { out, cooling, sticky, health: this.health },
+    });
+    return plan.kind === 'refuse' ? plan : { ...plan, orgId: payer.orgId, conversation };
   }
 
-  insufficient(plan: AdmissionPlan, available: number): ApiError {
+  insufficient(plan: RoutedPlan, available: number): ApiError {
     return insufficientCredits(available, plan.estimate, plan.prices);
   }
 
@@ -79,9 +129,19 @@ export class InferenceHandler
    * the deadline and the client's leaving, and does what it says.
    * Returns the teardown (the client unsubscribing is an abort).
    */
-  private run(admitted: Admitted<AdmissionPlan>, subscriber: Subscriber<PipelineEvent>): () => void {
-    const { hosts, request } = admitted.plan;
-    const attempt = initialAttempt(hosts.length);
+  private run(
+    admitted: Admitted<RoutedPlan>,
+    subscriber: Subscriber<PipelineEvent>,
+    serving: (model: CatalogueModel) => void,
+  ): () => void {
+    const { routes } = admitted.plan;
+    const attempt = initialAttempt(routes.length);
+    // The credential of the host being called, held until its call ends.
+    let lease: CredentialLease | null = null;
+    const released = (error?: HostError) => {
+      lease?.release(error ? credentialOutcome(error.status, error.retryAfterMs) : { kind: 'ok' });
+      lease = null;
+    };
     const facts = admitted.facts;
     let upstream: Subscription | null = null;
     let upstreamStarted = 0;
@@ -95,16 +155,18 @@ export class InferenceHandler
       if (attempt.deliveredChars === recorded.chars && attempt.usage === recorded.usage) return;
       recorded = { chars: attempt.deliveredChars, usage: attempt.usage };
       recording = true;
-      const progress = progressOf(attempt, this.limitsOf(admitted.plan));
+      const route = routes[attempt.hostIndex];
+      const progress = progressOf(attempt, this.limitsOf(admitted.plan, route));
       void this.requests
-        .recordProgress(admitted, hosts[attempt.hostIndex], progress, attempt.deliveredChars)
+        .recordProgress(admitted, route.served, progress, attempt.deliveredChars)
         .then(() => (recording = false));
     };
-    const progress = request.stream ? setInterval(recordProgress, this.config.progressIntervalMs) : undefined;
+    const progress = admitted.plan.request.stream ? setInterval(recordProgress, this.config.progressIntervalMs) : undefined;
     const end = () => {
       clearTimeout(deadline);
       clearInterval(progress);
       upstream?.unsubscribe();
+      released(attempt.ending?.kind === 'failed' ? attempt.ending.error : undefined);
       if (facts) facts.upstreamMs = Math.round(performance.now() - upstreamStarted);
       if (callSpan) {
         if (attempt.ending?.kind === 'complete' && attempt.usage) callSpan.setAttributes(usageAttributes(attempt.usage));
@@ -113,11 +175,12 @@ export class InferenceHandler
       }
       const ending = attempt.ending;
       if (ending === null) return;
+      if (ending.kind === 'complete') this.remember(admitted.plan, routes[attempt.hostIndex]);
       // Inside the host's callbacks: nothing thrown may escape (see abandon).
       try {
         this.requests.end(admitted, this.ended(admitted.plan, attempt, ending), subscriber);
       } catch (error) {
-        this.requests.abandon(admitted, hosts[attempt.hostIndex], error, subscriber);
+        this.requests.abandon(admitted, routes[attempt.hostIndex].served, error, subscriber);
       }
     };
     const signal = (input: AttemptSignal) => {
@@ -135,11 +198,12 @@ export class InferenceHandler
       },
       // The transport's failures hold no secret (it masks an upstream's text before raising it).
       error: (error: HostError) => {
+        released(error);
         const action = attemptStep(attempt, hostFailed(error));
         if (action === 'next_host') {
           if (callSpan) failed(callSpan, error.message);
           this.logger.warn(
-            `host ${hosts[attempt.hostIndex - 1].host.id} failed before output (${error.message}); trying the next`,
+            `host ${routes[attempt.hostIndex - 1].served.host.id} failed before output (${error.message}); trying the next`,
           );
           call();
         } else if (action === 'end') end();
@@ -147,7 +211,9 @@ export class InferenceHandler
       complete: () => signal(HOST_COMPLETE),
     };
     const call = () => {
-      const served = hosts[attempt.hostIndex];
+      const { model, served, request } = routes[attempt.hostIndex];
+      serving(model);
+      if (facts) facts.model = model.slug;
       upstreamStarted = performance.now();
       const traced = facts?.trace;
       let traceHeaders: Record<string, string> | undefined;
@@ -159,7 +225,7 @@ export class InferenceHandler
             [GEN_AI.operation]: 'chat',
             [GEN_AI.provider]: served.host.kind,
             [GEN_AI.requestModel]: served.model,
-            [GEN_AI.maxTokens]: request.maxTokens ?? admitted.plan.model.maxOutputTokens,
+            [GEN_AI.maxTokens]: request.maxTokens ?? model.maxOutputTokens,
             [GATEWAY.host]: served.host.id,
             [ATTR_SERVER_ADDRESS]: new URL(served.host.baseUrl).hostname,
           },
@@ -167,8 +233,11 @@ export class InferenceHandler
         );
         traceHeaders = traced.tracing.headersOf(traced.context, callSpan);
       }
+      lease = this.keyPools.lease(served.host);
+      // Every credential taken out since the plan was made: the host fails as one refusing its key would.
+      if (!lease) return host.error(new HostError('status', `host ${served.host.id} has no credential left`, 401));
       upstream = this.transport
-        .call(HOST_KINDS[served.host.kind], served.host, served.model, request, traceHeaders)
+        .call(HOST_KINDS[served.host.kind], lease.credential.endpoint, served.model, request, traceHeaders)
         .subscribe(host);
     };
     const deadline = setTimeout(signal, this.config.requestTimeoutMs, DEADLINE);
@@ -176,11 +245,20 @@ export class InferenceHandler
     return () => signal(ABORT);
   }
 
+  /** The conversation's next request goes to the host that served this one, while its cache lives (a failure to store it is logged). */
+  private remember(plan: RoutedPlan, route: PlannedRoute): void {
+    if (!plan.conversation) return;
+    this.sticky
+      .remember(plan.orgId, plan.conversation, route.model.slug, route.served.host.id)
+      .catch((error: Error) => this.logger.warn(`sticky route not stored: ${error.message}`));
+  }
+
   /** The attempt has ended: the host that served last, and what it delivered billed or released. */
   private ended(plan: AdmissionPlan, attempt: AttemptState, ending: Ending): CallEnded {
-    const settlement = settlementFor(ending, attempt, this.limitsOf(plan));
+    const route = plan.routes[attempt.hostIndex];
+    const settlement = settlementFor(ending, attempt, this.limitsOf(plan, route));
     return {
-      served: plan.hosts[attempt.hostIndex],
+      served: route.served,
       fallback: attempt.hostIndex > 0,
       ending,
       settlement,
@@ -188,8 +266,8 @@ export class InferenceHandler
     };
   }
 
-  /** What the usage of a request on this plan is checked against. */
-  private limitsOf(plan: AdmissionPlan) {
-    return usageLimits(plan.model.contextLength, plan.estimate.inputTokens, plan.request);
+  /** What the usage of a request on this plan, served by `route`, is checked against. */
+  private limitsOf(plan: AdmissionPlan, route: PlannedRoute) {
+    return usageLimits(route.model.contextLength, plan.estimate.inputTokens, route.request);
   }
 }

@@ -8,6 +8,7 @@ import type { Reply } from '../../inference/reduce';
 import { allInputTokens, reasoningTokens, replyTokens } from '../reply-usage';
 import { sseData, StreamSerializer } from '../sse';
 import type { ChatCompletionRequest, ChatMessage } from './chat-completions.schema';
+import { withoutRouting } from '../../routing/preferences';
 
 /** The chat-completions wire format, in and out. Pure translation; no I/O. */
 
@@ -42,7 +43,7 @@ function omittedToolsOf(body: ChatCompletionRequest): string[] {
 }
 
 function forHosts(body: ChatCompletionRequest, omittedTools: string[]): Record<string, unknown> {
-  const kept: Record<string, unknown> = { ...body };
+  const kept: Record<string, unknown> = withoutRouting({ ...body });
   for (const field of IGNORED_FIELDS) delete kept[field];
   if (omittedTools.includes('web_search')) delete kept.web_search_options;
   kept.messages = body.messages.map((m) =>

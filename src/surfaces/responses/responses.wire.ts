@@ -25,6 +25,7 @@ import type {
   NamespaceTool,
   ResponsesRequest,
 } from './responses.schema';
+import { withoutRouting } from '../../routing/preferences';
 
 /** The Responses wire format, in and out. Pure translation; no I/O. */
 
@@ -260,7 +261,7 @@ export function toCanonical(body: ResponsesRequest): CanonicalRequest {
     stop: [],
     stream: body.stream === true,
     ...(effort != null ? { reasoning: { effort } } : {}),
-    original: { format: 'responses', body: withoutTools(body, omittedTools) as unknown as Record<string, unknown> },
+    original: { format: 'responses', body: withoutRouting(withoutTools(body, omittedTools)) as unknown as Record<string, unknown> },
     ...(omittedTools.length > 0 ? { omittedTools } : {}),
   };
 }
