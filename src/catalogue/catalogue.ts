@@ -120,8 +120,7 @@ function keyVariables(value: unknown, where: string): Array<{ env: string; weigh
     const entry = typeof item === 'string' ? { env: item, weight: 1 } : isObject(item) ? { weight: 1, ...item } : null;
     if (!entry || typeof entry.env !== 'string')
       throw new CatalogueError(where, `"${at}" must be a variable name or {"env": "NAME", "weight": N}`);
-    if (!ENV_NAME.test(entry.env))
-      throw new CatalogueError(where, `"${at}" must name an environment variable (A-Z, 0-9, _)`);
+    if (!ENV_NAME.test(entry.env)) throw new CatalogueError(where, `"${at}" must name an environment variable (A-Z, 0-9, _)`);
     if (typeof entry.weight !== 'number' || !Number.isFinite(entry.weight) || entry.weight <= 0)
       throw new CatalogueError(where, `"${at}" weight must be a positive number`);
     return { env: entry.env, weight: entry.weight };

@@ -53,7 +53,11 @@ export interface BilledUseCase<Ask extends BilledAsk, Plan extends BilledPlan> {
    * Given what the catalogue found for the model asked for and who pays: what to hold and call, or
    * why not. Decided by pure functions; a use case may first read what routing needs (a promise then).
    */
-  plan(ask: Ask, catalogued: CatalogueModel | null, payer: { orgId: string; keyId: string }): Plan | Refusal | Promise<Plan | Refusal>;
+  plan(
+    ask: Ask,
+    catalogued: CatalogueModel | null,
+    payer: { orgId: string; keyId: string },
+  ): Plan | Refusal | Promise<Plan | Refusal>;
   /** The 402 for a balance (`available`, nano-credits) below the plan's hold: the use case's own count of what it could afford. */
   insufficient(plan: Plan, available: number): ApiError;
 }

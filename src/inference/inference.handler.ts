@@ -157,9 +157,7 @@ export class InferenceHandler
       recording = true;
       const route = routes[attempt.hostIndex];
       const progress = progressOf(attempt, this.limitsOf(admitted.plan, route));
-      void this.requests
-        .recordProgress(admitted, route.served, progress, attempt.deliveredChars)
-        .then(() => (recording = false));
+      void this.requests.recordProgress(admitted, route.served, progress, attempt.deliveredChars).then(() => (recording = false));
     };
     const progress = admitted.plan.request.stream ? setInterval(recordProgress, this.config.progressIntervalMs) : undefined;
     const end = () => {

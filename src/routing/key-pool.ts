@@ -5,6 +5,8 @@ import type { CatalogueHost, HostCredential } from '../catalogue/catalogue';
  * flight — and sets aside one the upstream has refused: a 429 cools it down for the answer's
  * Retry-After (or a default), a 401/403 takes it out until the catalogue is reloaded (a reloaded
  * catalogue's credentials are new objects, with no history). Per instance: each counts its own calls.
+ * A host of a single credential is left to the host's own handling (retries, circuit breaking):
+ * setting its one key aside would take the host out.
  */
 
 /** How long a credential answered 429 without a Retry-After waits before it is used again. */
@@ -128,8 +130,8 @@ export class KeyPools {
   private settle(host: CatalogueHost, credential: HostCredential, outcome: CredentialOutcome): void {
     const use = this.uses.get(credential)!;
     use.inFlight -= 1;
-    // A keyless host has nothing to set aside.
-    if (credential.id === null) return;
+    // A host of one credential has nothing to spread over: its failures are the host's (retries, its breaker).
+    if (host.credentials.length < 2) return;
     if (outcome.kind === 'rate_limited') {
       const ms = Math.min(outcome.retryAfterMs ?? DEFAULT_KEY_COOLDOWN_MS, MAX_KEY_COOLDOWN_MS);
       use.coolingUntil = Math.max(use.coolingUntil, this.clock() + ms);

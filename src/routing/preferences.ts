@@ -32,6 +32,11 @@ export const SESSION_HEADERS = ['x-claude-code-session-id', 'session_id', 'x-ses
 
 const MAX_HOSTS_NAMED = 64;
 const MAX_FALLBACK_MODELS = 8;
+/**
+ * The shortest prefix providers cache, in characters (about 1,024 tokens: OpenAI's and Anthropic's
+ * minimum): a shorter prompt reads nothing from a cache, so its host need not be kept.
+ */
+export const MIN_CACHEABLE_CHARS = 4096;
 /** A prompt cache lives 5 minutes from its last use by default, an hour when the request asks for that. */
 export const CACHE_TTL_MS = 5 * 60_000;
 export const CACHE_TTL_1H_MS = 60 * 60_000;
@@ -85,7 +90,8 @@ export function providerPreferences(value: unknown, field = 'provider'): Provide
   if (max !== undefined && max !== null) {
     if (!isObject(max)) throw bad(`${field}.max_price`, 'must be {"prompt": …, "completion": …}');
     const other = Object.keys(max).find((k) => k !== 'prompt' && k !== 'completion' && max[k] != null);
-    if (other) throw bad(`${field}.max_price.${other}`, 'is not supported here: only "prompt" and "completion" (per million tokens)');
+    if (other)
+      throw bad(`${field}.max_price.${other}`, 'is not supported here: only "prompt" and "completion" (per million tokens)');
     const prompt = perMillion(max.prompt, `${field}.max_price.prompt`);
     const completion = perMillion(max.completion, `${field}.max_price.completion`);
     preferences.maxPrice = {
@@ -99,7 +105,11 @@ export function providerPreferences(value: unknown, field = 'provider'): Provide
 /** OpenRouter's `models`: fallback models in order (the one asked for is tried first, and not twice). */
 export function fallbackModels(value: unknown, asked: string, field = 'models'): string[] {
   if (value === undefined || value === null) return [];
-  if (!Array.isArray(value) || value.length > MAX_FALLBACK_MODELS || !value.every((v) => typeof v === 'string' && v.trim() !== ''))
+  if (
+    !Array.isArray(value) ||
+    value.length > MAX_FALLBACK_MODELS ||
+    !value.every((v) => typeof v === 'string' && v.trim() !== '')
+  )
     throw bad(field, `must be an array of at most ${MAX_FALLBACK_MODELS} model slugs or ids`);
   const seen = new Set([asked.trim().toLowerCase()]);
   return (value as string[]).filter((m) => {
@@ -129,7 +139,7 @@ function asksLongCache(body: Raw | undefined): boolean {
   const stack: unknown[] = [body.system, body.tools, body.messages];
   while (stack.length > 0) {
     const item = stack.pop();
-    if (Array.isArray(item)) stack.push(...item);
+    if (Array.isArray(item)) stack.push(...(item as unknown[]));
     else if (isObject(item)) {
       if (isObject(item.cache_control) && item.cache_control.ttl === '1h') return true;
       if (Array.isArray(item.content)) stack.push(item.content);
@@ -142,10 +152,13 @@ function asksLongCache(body: Raw | undefined): boolean {
  * The conversation a request continues, by the first of: the client's `prompt_cache_key`, its
  * `metadata.user_id` (Claude Code puts its session there), an agent CLI's session header, or else
  * a hash of the prompt's cacheable prefix (instructions, tools, first message: what stays the same
- * turn after turn of one conversation). Null for a request with none of them that is too short to
- * be cached.
+ * turn after turn of one conversation). Null for a request with none of them whose prefix is too
+ * short to be cached.
  */
-export function conversationOf(request: CanonicalRequest, headers: Record<string, string | string[] | undefined>): Conversation | null {
+export function conversationOf(
+  request: CanonicalRequest,
+  headers: Record<string, string | string[] | undefined>,
+): Conversation | null {
   const body = request.original?.body;
   const metadata = isObject(body?.metadata) ? body.metadata : undefined;
   const header = SESSION_HEADERS.map((name) => headers[name]).find((v): v is string => typeof v === 'string' && v !== '');
@@ -155,8 +168,8 @@ export function conversationOf(request: CanonicalRequest, headers: Record<string
     (header !== undefined && `session:${header}`) ||
     null;
   const first = request.messages[0];
-  const source =
-    named ?? (first ? `prefix:${JSON.stringify([request.system, request.tools, first])}` : null);
+  const prefix = first ? JSON.stringify([request.system, request.tools, first]) : '';
+  const source = named || (prefix.length >= MIN_CACHEABLE_CHARS ? `prefix:${prefix}` : null);
   if (source === null) return null;
   return {
     key: createHash('sha256').update(source).digest('base64url').slice(0, 32),

@@ -55,7 +55,8 @@ export type FakeBehaviour =
       /** Answers only once this settles: the test decides when the host replies. */
       released?: Promise<unknown>;
     }
-  | { kind: 'status'; status: number; body?: string }
+  /** An error status; `headers` beside it (a 429's `retry-after`, as rate-limiting providers send). */
+  | { kind: 'status'; status: number; body?: string; headers?: Record<string, string> }
   | { kind: 'hang' }
   | { kind: 'hang_after_headers' }
   | { kind: 'cut'; reply: FakeReply; afterPieces: number }
@@ -712,14 +713,18 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         );
       }
       case 'status': {
-        if (b.body === undefined) return send(res, b.status, fmt.error(b.status), ids);
+        const errorIds = { ...ids, ...b.headers };
+        if (b.body === undefined) return send(res, b.status, fmt.error(b.status), errorIds);
         let isJson = true;
         try {
           JSON.parse(b.body);
         } catch {
           isJson = false; // e.g. an HTML page from a proxy: hosts must cope with non-JSON error bodies
         }
-        return send(res, b.status, b.body, { ...ids, 'content-type': isJson ? 'application/json' : 'text/plain; charset=utf-8' });
+        return send(res, b.status, b.body, {
+          ...errorIds,
+          'content-type': isJson ? 'application/json' : 'text/plain; charset=utf-8',
+        });
       }
       case 'hang':
         return; // request read and recorded; nothing is ever sent

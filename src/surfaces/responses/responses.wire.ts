@@ -261,7 +261,10 @@ export function toCanonical(body: ResponsesRequest): CanonicalRequest {
     stop: [],
     stream: body.stream === true,
     ...(effort != null ? { reasoning: { effort } } : {}),
-    original: { format: 'responses', body: withoutRouting(withoutTools(body, omittedTools)) as unknown as Record<string, unknown> },
+    original: {
+      format: 'responses',
+      body: withoutRouting(withoutTools(body, omittedTools)) as unknown as Record<string, unknown>,
+    },
     ...(omittedTools.length > 0 ? { omittedTools } : {}),
   };
 }
