@@ -65,6 +65,8 @@ export interface Config {
   logPretty: boolean;
   /** Prometheus metrics at GET /metrics. */
   metrics: boolean;
+  /** Cache-sticky routing (`STICKY_ROUTING`): a conversation's next request goes to the host that served it while its cache lives. */
+  stickyRouting: boolean;
 }
 
 export class ConfigError extends Error {
@@ -180,5 +182,6 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: logLevel(env),
     logPretty: onOff(env, 'LOG_PRETTY', false),
     metrics: onOff(env, 'METRICS', true),
+    stickyRouting: onOff(env, 'STICKY_ROUTING', true),
   };
 }

@@ -99,7 +99,7 @@ export class InferenceHandler
       if (standing === 'out') out.add(host.id);
       else if (standing === 'cooling') cooling.add(host.id);
     }
-    const conversation = routing?.conversation ?? null;
+    const conversation = this.config.stickyRouting ? (routing?.conversation ?? null) : null;
     const sticky = conversation
       ? await this.sticky
           .hostsOf(
