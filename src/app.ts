@@ -62,11 +62,15 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   );
   serveWebApp(fastify);
   const tokens = SessionTokens.fromEnvironment(config.dataDir, config.dashboardSecret);
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRuntime(runtime, catalogue, tokens, options.hostHealth), adapter, {
-    logger: logging ? new NestPinoLogger(fastify.log) : false,
-    // Fastify's own JSON parser (secure-json-parse, bodyLimit) instead of Nest's wrapper around it.
-    bodyParser: false,
-  });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    AppModule.forRuntime(runtime, catalogue, tokens, options.hostHealth),
+    adapter,
+    {
+      logger: logging ? new NestPinoLogger(fastify.log) : false,
+      // Fastify's own JSON parser (secure-json-parse, bodyLimit) instead of Nest's wrapper around it.
+      bodyParser: false,
+    },
+  );
   app.useGlobalFilters(new ErrorFormatByRoute());
   settlements = app.get(InFlightSettlements, { strict: false });
   await app.init();
