@@ -3,7 +3,6 @@ import { SingleBar, Presets } from 'cli-progress';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { auditLedger } from '../audit/ledger-audit';
-import { Catalogue } from '../catalogue/catalogue';
 import { ConfigError, loadConfig } from '../config/config';
 import { IdentityRuleError } from '../identity/identity-rule-error';
 import { isoTime } from '../identity/iso-time';
@@ -475,9 +474,11 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
       'check the catalogue file (CATALOGUE_PATH) as the service would read it, then tell the running service to reload it (SIGHUP)',
     )
     .option('--pid <pid>', `the service's process id (default: the one in DATA_DIR/${PID_FILE})`, perMinute('--pid'))
-    .action((opts: { pid?: number }) => {
+    .action(async (opts: { pid?: number }) => {
       const config = loadConfig();
-      let catalogue: Catalogue;
+      // Loaded only for this command: the host kinds it reads need not slow every other one.
+      const { Catalogue } = await import('../catalogue/catalogue');
+      let catalogue: InstanceType<typeof Catalogue>;
       try {
         catalogue = Catalogue.load(config.cataloguePath);
       } catch (error) {
