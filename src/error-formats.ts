@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { chatCompletionsError, ErrorFormat, openRouterError, replyWithError } from './http/api-error';
 import { dashboardError } from './dashboard/dashboard-error';
+import { geminiError } from './surfaces/gemini/gemini.wire';
 import { messagesError } from './surfaces/messages/messages.wire';
 import { nativeError } from './surfaces/native/native.wire';
 import { responsesError } from './surfaces/responses/responses.wire';
@@ -15,6 +16,7 @@ export function errorFormatFor(method: string, url: string): ErrorFormat {
   if (OPENROUTER_ROUTES.has(path)) return openRouterError;
   if (path.startsWith('/api/v1/messages')) return messagesError;
   if (path === '/api/v1/responses' || path.startsWith('/api/v1/responses/')) return responsesError;
+  if (path.startsWith('/api/v1beta/')) return geminiError;
   if (path.startsWith('/dashboard/')) return dashboardError;
   // GET /api/v1/models/{slug} is the model list's; a slug may itself end in "/chat".
   if (method === 'POST' && /^\/api\/v1\/models\/.+\/chat\/?$/.test(path)) return nativeError;

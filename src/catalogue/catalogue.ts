@@ -147,6 +147,8 @@ function settingsOf(raw: Raw, kind: HostKindName, where: string, env: Record<str
     const value = raw[setting.name];
     if (value === undefined && setting.default !== undefined) settings[setting.name] = setting.default;
     else settings[setting.name] = interpolate(text(raw, setting.name, where), env);
+    if (setting.values && !setting.values.includes(settings[setting.name]))
+      throw new CatalogueError(where, `"${setting.name}" must be ${setting.values.map((v) => `"${v}"`).join(' or ')}`);
   }
   return settings;
 }

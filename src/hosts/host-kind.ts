@@ -31,6 +31,8 @@ export interface HostSetting {
   name: string;
   /** Its value when the entry gives none; without one, the entry must give it. */
   default?: string;
+  /** The values it may take, when it is a choice (a route, an API); the catalogue refuses any other. */
+  values?: readonly string[];
 }
 
 /** What a kind knows of the catalogue host it calls: its own fields (see HostKind.settings), read once. */
@@ -88,10 +90,10 @@ export interface HostKind<Name extends string = string> {
   /** The host entry's own fields this kind reads (see HostSetting); none when absent. */
   readonly settings?: readonly HostSetting[];
   /**
-   * The base URL of an entry that gives none, from its settings (a region's endpoint); without this,
-   * every entry of the kind must give `baseUrl`.
+   * The base URL of an entry that gives none, from its settings (a region's endpoint); without this
+   * (or when it gives none), the entry must give `baseUrl`.
    */
-  defaultBaseUrl?(settings: HostSettings): string;
+  defaultBaseUrl?(settings: HostSettings): string | undefined;
   /**
    * Hosts whose calls need a token or a signature: the authorizer of one host, made once per
    * catalogue host and kept. Absent or null: the kind's headers (with the static key) are enough.
@@ -111,13 +113,16 @@ export interface HostKind<Name extends string = string> {
     betas: string[],
     settings?: HostSettings,
   ): UpstreamRequest;
-  /** A decoder for one stream; `passThrough`: each message also yields its `pass_through` event, ahead of what it decodes to. */
-  decoder(passThrough?: boolean): StreamDecoder;
+  /**
+   * A decoder for one stream; `passThrough`: each message also yields its `pass_through` event, ahead
+   * of what it decodes to. `settings`: the host's own fields (a kind speaking more than one API).
+   */
+  decoder(passThrough?: boolean, settings?: HostSettings): StreamDecoder;
   /**
    * The canonical events of a whole (non-streamed) reply body, ending with its `pass_through` event
    * when asked; throws HostError when it cannot be read.
    */
-  decodeReply(body: string, passThrough?: boolean): CanonicalEvent[];
+  decodeReply(body: string, passThrough?: boolean, settings?: HostSettings): CanonicalEvent[];
   /** A readable message from an error response body (JSON or text), for logs and clients. */
   errorMessage(status: number, body: string): string;
   /**

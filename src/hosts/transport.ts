@@ -90,7 +90,7 @@ export class HostTransport implements OnApplicationShutdown {
   ): Observable<CanonicalEvent> {
     return new Observable<CanonicalEvent>((subscriber) => {
       const upstream = kind.buildRequest(request, hostModel, host.apiKey, host.settings);
-      const reply = new HostReply(kind, request.stream, upstream.passThrough === true, subscriber);
+      const reply = new HostReply(kind, host.settings, request.stream, upstream.passThrough === true, subscriber);
       const headers = traceHeaders ? { ...upstream.headers, ...traceHeaders } : upstream.headers;
       const dispatch = (call: PreparedCall) =>
         this.pool(call.origin).dispatch(
@@ -212,7 +212,7 @@ function credentialFailure(error: unknown): HostError {
 }
 
 /** Server-sent events, the framing of every kind but those that say otherwise. */
-function sseFraming(): StreamFraming {
+export function sseFraming(): StreamFraming {
   const utf8 = new TextDecoder();
   let messages: SseMessage[] = [];
   const parser = createParser({ onEvent: (message) => messages.push({ event: message.event, data: message.data }) });
@@ -259,6 +259,7 @@ class HostReply implements Dispatcher.DispatchHandler {
 
   constructor(
     private readonly kind: HostKind,
+    private readonly settings: HostSettings,
     private readonly streamed: boolean,
     private readonly passThrough: boolean,
     private readonly subscriber: Subscriber<CanonicalEvent>,
@@ -287,7 +288,7 @@ class HostReply implements Dispatcher.DispatchHandler {
     this.subscriber.next({ type: 'ready' });
     if (this.streamed) {
       const framing = this.kind.framing?.() ?? sseFraming();
-      this.stream = { decoder: this.kind.decoder(this.passThrough), framing, pending: [] };
+      this.stream = { decoder: this.kind.decoder(this.passThrough, this.settings), framing, pending: [] };
     }
   }
 
@@ -350,7 +351,7 @@ class HostReply implements Dispatcher.DispatchHandler {
       );
     let events: CanonicalEvent[];
     try {
-      events = this.kind.decodeReply(this.body(), this.passThrough);
+      events = this.kind.decodeReply(this.body(), this.passThrough, this.settings);
     } catch (error) {
       return this.fail(unreadableReply(error, true));
     }

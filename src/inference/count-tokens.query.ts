@@ -6,8 +6,11 @@ export interface CountTokensInput {
   apiKey: string;
   /** A catalogue slug or UUID. */
   model: string;
-  /** The client's body in the messages format: hosts that count are sent it whole, on their model. */
-  body: Record<string, unknown>;
+  /**
+   * The client's body in the messages format: hosts that count are sent it whole, on their model.
+   * Null for a client of another format (Gemini's countTokens): no host counts it, the estimate answers.
+   */
+  body: Record<string, unknown> | null;
   /** The same request in canonical form: its betas, and what the gateway estimates when no host counts. */
   request: CanonicalRequest;
 }

@@ -6,7 +6,7 @@ import type { TokenUsage } from '../ledger/money';
 import type { RequestFacts } from '../observability/request-facts';
 import type { RoutingAsk } from '../routing/preferences';
 
-export type SurfaceName = 'chat-completions' | 'messages' | 'responses' | 'native' | 'playground' | 'embeddings';
+export type SurfaceName = 'chat-completions' | 'messages' | 'responses' | 'gemini' | 'native' | 'playground' | 'embeddings';
 
 /**
  * Who pays: an API key secret as the client sent it (the surface has refused a request without

@@ -23,13 +23,13 @@ export type TokenCountPlan = { kind: 'hosts'; calls: CountingCall[] } | { kind: 
 
 /**
  * Given the model asked for, what the catalogue found for it, the client's body (in the messages
- * format, passed on whole) and the same request in canonical form (its betas, and the estimate):
+ * format, passed on whole; null when the client speaks another, which only the estimate counts) and the same request in canonical form (its betas, and the estimate):
  * the hosts to ask, the estimate, or the refusal (an unknown or unservable model).
  */
 export function planTokenCount(
   requested: string,
   catalogued: CatalogueModel | null,
-  body: Record<string, unknown>,
+  body: Record<string, unknown> | null,
   request: CanonicalRequest,
 ): TokenCountPlan | Refusal {
   const servable = servableModel(requested, catalogued);
@@ -37,7 +37,8 @@ export function planTokenCount(
   const calls: CountingCall[] = [];
   for (const served of servable.hosts) {
     const kind: HostKind = HOST_KINDS[served.host.kind];
-    const upstream = kind.countTokensRequest?.(body, served.model, served.host.apiKey, request.betas ?? [], served.host.settings);
+    const upstream =
+      body && kind.countTokensRequest?.(body, served.model, served.host.apiKey, request.betas ?? [], served.host.settings);
     if (upstream) calls.push({ served, kind, upstream });
   }
   return calls.length > 0 ? { kind: 'hosts', calls } : { kind: 'estimate', inputTokens: estimateInputTokens(request) };

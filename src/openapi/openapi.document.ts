@@ -1,6 +1,10 @@
 import { chatCompletionRequestSchema } from '../surfaces/chat-completions/chat-completions.schema';
 import { embeddingsRequestSchema } from '../surfaces/embeddings/embeddings.schema';
 import { countTokensRequestSchema, messagesRequestSchema } from '../surfaces/messages/messages.schema';
+import {
+  countTokensRequestSchema as geminiCountTokensRequestSchema,
+  generateContentRequestSchema,
+} from '../surfaces/gemini/gemini.schema';
 import { nativeChatRequestSchema } from '../surfaces/native/native.schema';
 import { createKeySchema, updateKeySchema } from '../keys/management.schema';
 import { responsesRequestSchema } from '../surfaces/responses/responses.schema';
@@ -61,6 +65,42 @@ function inference(summary: string, body: string, reply: string, event: string |
 
 const bearer = [{ bearer: [] }];
 const messagesAuth = [{ apiKey: [] }, { bearer: [] }];
+const geminiAuth = [{ googApiKey: [] }, { googKey: [] }, { bearer: [] }];
+
+const geminiModelParameter = {
+  name: 'model',
+  in: 'path',
+  required: true,
+  schema: { type: 'string' },
+  description:
+    'a catalogue slug (its slash as is, or encoded), its UUID, or the part of a slug after its slash when no other slug has the same; `models/` before it is allowed',
+};
+
+/** A Gemini route on a model: the API's own verbs after a colon. */
+function geminiCall(summary: string, stream: boolean) {
+  const { post } = inference(summary, 'GenerateContentRequest', 'GenerateContentResponse', null, 'GeminiError');
+  const content = stream
+    ? { 'text/event-stream': { schema: { type: 'string' }, 'x-event-data': ref('GenerateContentResponse') } }
+    : post.responses['200'].content;
+  return {
+    post: {
+      ...post,
+      security: geminiAuth,
+      parameters: [
+        geminiModelParameter,
+        ...(stream ? [{ name: 'alt', in: 'query', required: true, schema: { const: 'sse' } }] : []),
+      ],
+      responses: {
+        ...post.responses,
+        '200': {
+          ...post.responses['200'],
+          description: stream ? 'the reply as `data:` chunks, the finish reason and usage on the last' : 'the reply',
+          content,
+        },
+      },
+    },
+  };
+}
 
 export function openApiDocument(): Record<string, unknown> {
   return {
@@ -106,6 +146,41 @@ export function openApiDocument(): Record<string, unknown> {
         'ResponsesStreamEvent',
         'ResponsesError',
       ),
+      '/api/v1beta/models/{model}:generateContent': geminiCall('Gemini API: generate content', false),
+      '/api/v1beta/models/{model}:streamGenerateContent': geminiCall('Gemini API: generate content as server-sent events', true),
+      '/api/v1beta/models/{model}:countTokens': {
+        post: {
+          summary: 'Gemini API: count the input tokens of contents (estimated; never billed)',
+          security: geminiAuth,
+          parameters: [geminiModelParameter],
+          requestBody: { required: true, content: json(ref('GeminiCountTokensRequest')) },
+          responses: {
+            '200': { description: 'the count', content: json(ref('GeminiCountTokens')) },
+            ...errors('GeminiError', [400, 401, 404]),
+          },
+        },
+      },
+      '/api/v1beta/models': {
+        get: {
+          summary: 'Gemini API: the chat models some configured host can serve, as Gemini models',
+          security: geminiAuth,
+          responses: {
+            '200': { description: 'the list, in one page', content: json(ref('GeminiModelList')) },
+            ...errors('GeminiError', [401]),
+          },
+        },
+      },
+      '/api/v1beta/models/{model}': {
+        get: {
+          summary: 'Gemini API: one model',
+          security: geminiAuth,
+          parameters: [geminiModelParameter],
+          responses: {
+            '200': { description: 'the model', content: json(ref('GeminiModel')) },
+            ...errors('GeminiError', [401, 404]),
+          },
+        },
+      },
       '/api/v1/embeddings': inference('Embeddings', 'EmbeddingsRequest', 'Embeddings', null, 'ChatError'),
       '/api/v1/models/{model}/chat': {
         parameters: [
@@ -228,6 +303,8 @@ export function openApiDocument(): Record<string, unknown> {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer sk-svc-…' },
         apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+        googApiKey: { type: 'apiKey', in: 'header', name: 'x-goog-api-key' },
+        googKey: { type: 'apiKey', in: 'query', name: 'key' },
       },
       schemas: {
         ChatCompletionRequest: chatCompletionRequestSchema,
@@ -236,6 +313,8 @@ export function openApiDocument(): Record<string, unknown> {
         ResponsesRequest: responsesRequestSchema,
         EmbeddingsRequest: embeddingsRequestSchema,
         NativeChatRequest: nativeChatRequestSchema,
+        GenerateContentRequest: generateContentRequestSchema,
+        GeminiCountTokensRequest: geminiCountTokensRequestSchema,
         CreateKeyRequest: createKeySchema,
         UpdateKeyRequest: updateKeySchema,
         ...REPLY_SCHEMAS,

@@ -25,6 +25,8 @@ const messagesError = object({
   request_id: nullable(string),
 });
 const nativeError = object({ error: object({ code: string, message: string }) });
+/** Google's, on the Gemini surface: `code` is the HTTP status, `status` its canonical name. */
+const geminiError = object({ error: object({ code: { type: 'integer' }, message: string, status: string }) });
 /** OpenRouter's, on its own routes (credits, the calling key, generations): `code` is the HTTP status. */
 const openRouterError = object({ error: object({ code: { type: 'integer' }, message: string }) });
 
@@ -286,11 +288,74 @@ const generation = object({
   is_byok: boolean,
 });
 
+// --- Gemini ---------------------------------------------------------------------------------
+
+const geminiPart = {
+  type: 'object',
+  properties: {
+    text: string,
+    thought: { type: 'boolean' },
+    thoughtSignature: string,
+    functionCall: object({ id: string, name: string, args: { type: 'object' } }, ['name']),
+  },
+};
+const usageMetadata = object(
+  {
+    promptTokenCount: integer,
+    cachedContentTokenCount: integer,
+    candidatesTokenCount: integer,
+    thoughtsTokenCount: integer,
+    totalTokenCount: integer,
+    promptTokensDetails: { type: 'array', items: object({ modality: string, tokenCount: integer }) },
+  },
+  ['promptTokenCount', 'candidatesTokenCount', 'totalTokenCount'],
+);
+/** A reply, or one chunk of a streamed one: only the last chunk has the finish reason and the usage. */
+const generateContentResponse = {
+  oneOf: [
+    object(
+      {
+        candidates: {
+          type: 'array',
+          items: object(
+            {
+              content: object({ role: { const: 'model' }, parts: { type: 'array', items: geminiPart } }),
+              finishReason: string,
+              index: integer,
+            },
+            ['content', 'index'],
+          ),
+        },
+        usageMetadata,
+        modelVersion: string,
+        responseId: string,
+      },
+      ['candidates', 'modelVersion', 'responseId'],
+    ),
+    geminiError,
+  ],
+};
+const geminiModel = object(
+  {
+    name: { type: 'string', pattern: '^models/' },
+    baseModelId: string,
+    version: string,
+    displayName: string,
+    description: string,
+    inputTokenLimit: integer,
+    outputTokenLimit: integer,
+    supportedGenerationMethods: { type: 'array', items: string },
+    thinking: { type: 'boolean' },
+  },
+  ['name', 'displayName', 'inputTokenLimit', 'outputTokenLimit', 'supportedGenerationMethods'],
+);
+
 export const REPLY_SCHEMAS = {
   ChatError: openAiError,
   MessagesError: messagesError,
   ResponsesError: openAiError,
   NativeError: nativeError,
+  GeminiError: geminiError,
   OpenRouterError: openRouterError,
   ChatCompletion: chatCompletion,
   ChatCompletionChunk: chatChunk,
@@ -302,6 +367,10 @@ export const REPLY_SCHEMAS = {
   NativeReply: nativeReply,
   NativeStreamEvent: nativeEvent,
   Embeddings: embeddings,
+  GenerateContentResponse: generateContentResponse,
+  GeminiCountTokens: object({ totalTokens: integer }),
+  GeminiModel: geminiModel,
+  GeminiModelList: object({ models: { type: 'array', items: ref('GeminiModel') } }),
   Model: model,
   ModelList: object({ object: { const: 'list' }, data: { type: 'array', items: ref('Model') } }),
   Credits: object({

@@ -4,6 +4,7 @@ import { EmbeddingsModule } from '../embeddings/embeddings.module';
 import { InferenceModule } from '../inference/inference.module';
 import { EmbeddingsController } from './embeddings/embeddings.controller';
 import { ChatCompletionsController } from './chat-completions/chat-completions.controller';
+import { GeminiController } from './gemini/gemini.controller';
 import { MessagesController } from './messages/messages.controller';
 import { ModelsController } from './models/models.controller';
 import { NativeController } from './native/native.controller';
@@ -17,6 +18,7 @@ import { ResponsesController } from './responses/responses.controller';
     EmbeddingsController,
     MessagesController,
     ResponsesController,
+    GeminiController,
     ModelsController,
     NativeController,
   ],

@@ -176,6 +176,39 @@ describe('the OpenAPI document', () => {
       (await exchange('post', '/api/v1/models/{model}/chat', '/api/v1/models/nobody/none/chat', { body: native })).status,
     ).toBe(404);
 
+    const gemini = { contents: [{ role: 'user', parts: [{ text: 'Hi' }] }], generationConfig: { maxOutputTokens: 32 } };
+    for (const model of [M.gpt, M.claude]) {
+      const at = `/api/v1beta/models/${model.slug}`;
+      expect(
+        (await exchange('post', '/api/v1beta/models/{model}:generateContent', `${at}:generateContent`, { body: gemini })).status,
+      ).toBe(200);
+      await exchange('post', '/api/v1beta/models/{model}:streamGenerateContent', `${at}:streamGenerateContent?alt=sse`, {
+        body: gemini,
+      });
+    }
+    expect(
+      (
+        await exchange('post', '/api/v1beta/models/{model}:generateContent', `/api/v1beta/models/${M.gpt.slug}:generateContent`, {
+          body: { contents: 'Hi' },
+          invalid: true,
+        })
+      ).status,
+    ).toBe(400);
+    expect(
+      (
+        await exchange('post', '/api/v1beta/models/{model}:countTokens', `/api/v1beta/models/${M.gpt.slug}:countTokens`, {
+          body: gemini,
+          invalid: true,
+        })
+      ).status,
+    ).toBe(400);
+    await exchange('post', '/api/v1beta/models/{model}:countTokens', `/api/v1beta/models/${M.gpt.slug}:countTokens`, {
+      body: { contents: gemini.contents },
+    });
+    await exchange('get', '/api/v1beta/models', '/api/v1beta/models');
+    await exchange('get', '/api/v1beta/models/{model}', `/api/v1beta/models/${M.claude.slug}`);
+    expect((await exchange('get', '/api/v1beta/models/{model}', '/api/v1beta/models/nobody/none')).status).toBe(404);
+
     await exchange('get', '/api/v1/models', '/api/v1/models');
     await exchange('get', '/api/v1/models/{model}', `/api/v1/models/${M.gpt.id}`);
     await exchange('get', '/api/v1/credits', '/api/v1/credits');

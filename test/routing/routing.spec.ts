@@ -249,6 +249,29 @@ describe('routing', () => {
       },
     );
 
+    it('gemini: provider preferences and models in headers, the reply naming the model that served', async () => {
+      g.fake.on('fake-primary', { kind: 'status', status: 503 });
+      g.fake.on('fake-backup', { kind: 'reply', reply: { text: 'from the backup', usage: { input: 40, output: 10 } } });
+      const gemini = (slug: string, headers: Record<string, string>) =>
+        fetch(`${g.baseUrl}/api/v1beta/models/${encodeURIComponent(slug)}:generateContent`, {
+          method: 'POST',
+          headers: { 'x-goog-api-key': g.key, 'content-type': 'application/json', ...headers },
+          body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'Hello' }] }] }),
+        });
+      let from = g.fake.requests.length;
+      const ordered = await gemini('test/routed', { 'x-gateway-provider': JSON.stringify({ order: ['h-mid'] }) });
+      expect(ordered.status).toBe(200);
+      expect(calledSince(g.fake, from)).toEqual(['fake-mid']);
+      from = g.fake.requests.length;
+      const fellBack = await gemini('test/primary', { 'x-gateway-models': 'test/backup' });
+      expect(fellBack.status).toBe(200);
+      expect(calledSince(g.fake, from)).toEqual(['fake-primary', 'fake-backup']);
+      expect(((await fellBack.json()) as { modelVersion: string }).modelVersion).toBe('test/backup');
+      const priced = await gemini('test/routed', { 'x-gateway-provider': JSON.stringify({ max_price: { prompt: 0.1 } }) });
+      expect(priced.status).toBe(402);
+      expect(((await priced.json()) as { error: { message: string } }).error.message).toMatch(/max_price/);
+    });
+
     it('a fallback model not in the catalogue is a 400', async () => {
       const answer = await ask(g, CHAT_COMPLETIONS, 'test/primary', { models: ['nobody/none'] });
       expect(answer.status).toBe(400);

@@ -17,6 +17,7 @@ export interface AgentRun {
 const packageDir = (name: string) => dirname(require.resolve(`${name}/package.json`));
 const CLAUDE = join(packageDir('@anthropic-ai/claude-code'), 'bin', 'claude.exe');
 const OPENCODE = join(packageDir('opencode-ai'), 'bin', 'opencode.exe');
+const GEMINI = join(packageDir('@google/gemini-cli'), 'bundle', 'gemini.js');
 
 /** A package's directory, or null when it is not installed (the tests that need it then skip, saying so). */
 function optionalPackageDir(name: string): string | null {
@@ -190,6 +191,49 @@ export function codexExec(
     process.execPath,
     [CODEX, 'exec', '--json', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', prompt],
     { ...env, CODEX_HOME: codexHome, MODEL_GATEWAY_API_KEY: gateway.key, RUST_LOG: 'warn' },
+    work,
+    60_000,
+  );
+}
+
+/**
+ * Gemini CLI in non-interactive mode (`-p`), set up as its docs say for a custom endpoint: the
+ * API key as GEMINI_API_KEY (sent as `x-goog-api-key`), the base URL as GOOGLE_GEMINI_BASE_URL
+ * (`{base}/api`: Google's client appends `/v1beta/models/…`), the model with `-m`; its user
+ * settings (in the scratch HOME) choose API-key auth and turn telemetry and usage statistics off.
+ */
+export function geminiCli(
+  tmp: TempDir,
+  gateway: { baseUrl: string; key: string },
+  model: string,
+  prompt: string,
+  extraArgs: string[] = [],
+): Promise<AgentRun> {
+  const { env, work } = scratch(tmp, 'gemini');
+  const settings = join(env.HOME, '.gemini', 'settings.json');
+  mkdirSync(dirname(settings), { recursive: true });
+  writeFileSync(
+    settings,
+    JSON.stringify({
+      security: { auth: { selectedType: 'gemini-api-key' } },
+      privacy: { usageStatisticsEnabled: false },
+      telemetry: { enabled: false },
+      general: { disableAutoUpdate: true, disableUpdateNag: true },
+    }),
+  );
+  return run(
+    process.execPath,
+    [GEMINI, '-m', model, '-p', prompt, '--output-format', 'json', ...extraArgs],
+    {
+      ...env,
+      GEMINI_API_KEY: gateway.key,
+      GOOGLE_GEMINI_BASE_URL: `${gateway.baseUrl}/api`,
+      GEMINI_TELEMETRY_ENABLED: 'false',
+      // Headless runs need the working directory trusted (its docs' setting for automation).
+      GEMINI_CLI_TRUST_WORKSPACE: 'true',
+      // It would restart itself under a larger heap; one process is enough here.
+      GEMINI_CLI_NO_RELAUNCH: 'true',
+    },
     work,
     60_000,
   );

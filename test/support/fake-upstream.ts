@@ -1,10 +1,13 @@
 // A fake model provider for the gateway's tests: plain node:http speaking the real wire formats
 // of OpenAI chat completions (/v1/chat/completions), Responses (/v1/responses) and embeddings (/v1/embeddings), and Anthropic
-// Messages (/v1/messages, and /v1/messages/count_tokens), streamed (SSE) and not, plus the failure modes a real upstream shows (errors, hangs, cut
+// Messages (/v1/messages, and /v1/messages/count_tokens), Amazon Bedrock Runtime (/model/{id}/converse…, /invoke…: see
+// fakes/bedrock.ts), streamed (SSE, or AWS's event stream) and not, plus the failure modes a real upstream shows (errors, hangs, cut
 // sockets, garbage, in-stream errors). Everything is event-driven; no polling.
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { azureRoute } from './fakes/azure';
+import { bedrockRoute, serveBedrock } from './fakes/bedrock';
 
 export interface FakeReply {
   text?: string;
@@ -27,8 +30,8 @@ export interface FakeReply {
 }
 
 /** Where a reply's `wireUsage` goes: a string no reply holds, replaced by the text once serialized. */
-const WIRE_USAGE = 'wire-usage-slot-5b1e';
-const wired = (json: string, reply: FakeReply): string =>
+export const WIRE_USAGE = 'wire-usage-slot-5b1e';
+export const wired = (json: string, reply: FakeReply): string =>
   reply.wireUsage === undefined ? json : json.split(JSON.stringify(WIRE_USAGE)).join(reply.wireUsage);
 
 /**
@@ -73,6 +76,8 @@ export interface ReceivedRequest {
   body: any;
   /** The body's bytes as they arrived. */
   raw: string;
+  /** The model, for hosts that name it in the path (Bedrock's `/model/{id}/…`); else body.model. */
+  model?: string;
 }
 
 export interface FakeUpstream {
@@ -96,19 +101,19 @@ export interface FakeUpstream {
 const DEFAULT_USAGE = { input: 12, output: 6 };
 export const DEFAULT_REPLY: FakeReply = { text: 'Hello from the fake upstream.', usage: DEFAULT_USAGE };
 // Billing tests need usage unless they opt out, so only an explicit null means "none".
-const withUsage = (r: FakeReply): FakeReply =>
+export const withUsage = (r: FakeReply): FakeReply =>
   r.usage === undefined && r.wireUsage === undefined ? { ...r, usage: DEFAULT_USAGE } : r;
 
 type Api = 'openai' | 'anthropic' | 'responses';
-type Finish = NonNullable<FakeReply['finish']>;
-interface Frame {
+export type Finish = NonNullable<FakeReply['finish']>;
+export interface Frame {
   event?: string;
   data: string;
   /** A content delta (text or tool arguments): what afterPieces counts. */
   piece?: boolean;
 }
 /** head: preamble; body: content blocks and their deltas; tail: finish, usage, terminator. */
-interface Stream {
+export interface Stream {
   head: Frame[];
   body: Frame[];
   tail: Frame[];
@@ -117,7 +122,7 @@ interface Stream {
 const newId = (prefix: string) => prefix + randomBytes(12).toString('hex');
 const now = () => Math.floor(Date.now() / 1000);
 const sse = (f: Frame) => (f.event ? `event: ${f.event}\n` : '') + `data: ${f.data}\n\n`;
-const finishOf = (r: FakeReply): Finish => r.finish ?? (r.toolCalls?.length ? 'tool_calls' : 'stop');
+export const finishOf = (r: FakeReply): Finish => r.finish ?? (r.toolCalls?.length ? 'tool_calls' : 'stop');
 // OpenAI has no separate stop-sequence reason: a matched stop sequence is just 'stop'.
 const OPENAI_FINISH: Record<Finish, string> = { stop: 'stop', length: 'length', tool_calls: 'tool_calls', stop_sequence: 'stop' };
 const ANTHROPIC_STOP: Record<Finish, string> = {
@@ -141,7 +146,7 @@ export function splitText(text: string, pieces?: number): string[] {
 }
 
 /** Tool arguments always arrive in at least two pieces, so clients must concatenate them. */
-const halves = (s: string) => [s.slice(0, Math.ceil(s.length / 2)), s.slice(Math.ceil(s.length / 2))].filter(Boolean);
+export const halves = (s: string) => [s.slice(0, Math.ceil(s.length / 2)), s.slice(Math.ceil(s.length / 2))].filter(Boolean);
 
 const parseArgs = (s: string) => {
   try {
@@ -272,7 +277,7 @@ const anthropicDeltaUsage = (u: FakeUsage) => ({
   output_tokens: u.output,
 });
 
-function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
+export function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
   const ev = (type: string, payload: object, piece = false): Frame => ({
     event: type,
     data: JSON.stringify({ type, ...payload }),
@@ -327,7 +332,7 @@ function anthropicStream(req: any, reply: FakeReply, pieces?: number): Stream {
   return { head: [ev('message_start', { message }), ev('ping', {})], body, tail };
 }
 
-function anthropicMessage(req: any, reply: FakeReply) {
+export function anthropicMessage(req: any, reply: FakeReply) {
   const stop = finishOf(reply);
   const content: object[] = reply.thinking
     ? [{ type: 'thinking', thinking: reply.thinking, signature: signatureOf(reply.thinking) }]
@@ -516,7 +521,16 @@ function responsesStream(req: any, reply: FakeReply, pieces?: number): Stream {
 
 const responsesMessage = (req: any, reply: FakeReply) => responsesObject(req, reply, newId('resp_'), 'final');
 
-const FORMATS = {
+/** One wire format's replies, streams and errors (its errors' extra headers: a 429's retry-after). */
+export interface FakeFormat {
+  stream(req: any, reply: FakeReply, pieces?: number): Stream;
+  message(req: any, reply: FakeReply): object;
+  error(status: number, message?: string): object;
+  errorHeaders?(status: number): Record<string, string>;
+  requestIdHeader: string;
+}
+
+const FORMATS: Record<'openai' | 'anthropic' | 'responses', FakeFormat> = {
   openai: { stream: openaiStream, message: openaiMessage, error: openaiError, requestIdHeader: 'x-request-id' },
   anthropic: { stream: anthropicStream, message: anthropicMessage, error: anthropicError, requestIdHeader: 'request-id' },
   responses: { stream: responsesStream, message: responsesMessage, error: openaiError, requestIdHeader: 'x-request-id' },
@@ -550,10 +564,11 @@ const STREAM_ERROR: Record<Api, string> = {
 };
 
 /** Failure modes play the default text: per word, or finer when more pieces than words are asked for. */
-const fillerPieces = (afterPieces: number) => (afterPieces < splitText(DEFAULT_REPLY.text!).length ? undefined : afterPieces + 1);
+export const fillerPieces = (afterPieces: number) =>
+  afterPieces < splitText(DEFAULT_REPLY.text!).length ? undefined : afterPieces + 1;
 
 /** Head plus body up to and including the n-th piece (n = 0: none); never the tail. */
-function upToPiece(s: Stream, n: number): Frame[] {
+export function upToPiece(s: Stream, n: number): Frame[] {
   const out = [...s.head];
   let seen = 0;
   for (const f of s.body) {
@@ -597,7 +612,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
 
   const signal = (i: number) => (closedSignals[i] ??= deferred<void>());
 
-  const nthFor = (model: string, nth: number) => requests.filter((r) => r.body?.model === model)[nth];
+  const nthFor = (model: string, nth: number) => requests.filter((r) => (r.model ?? r.body?.model) === model)[nth];
   const wakeWaiters = () => {
     for (const w of [...waiters]) {
       const hit = nthFor(w.model, w.nth);
@@ -617,7 +632,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       body = raw;
     }
     const path = new URL(req.url ?? '/', 'http://fake').pathname;
-    const received: ReceivedRequest = { path, headers: req.headers, body, raw };
+    const bedrock = bedrockRoute(path);
+    const received: ReceivedRequest = { path, headers: req.headers, body, raw, ...(bedrock && { model: bedrock.modelId }) };
     const index = requests.push(received) - 1;
 
     let gone = false; // the connection closed: stop writing, drop pending timers
@@ -650,12 +666,23 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
             pending.add(t);
           });
     wakeWaiters();
+    if (bedrock && req.method === 'POST') {
+      const configured = behaviours.get(bedrock.modelId);
+      const cut = () => ((cutByUs = true), res.socket?.destroy());
+      const call = { req, res, received, pause, gone: () => gone, cut };
+      return serveBedrock(bedrock, call, typeof configured === 'function' ? configured(received) : configured);
+    }
 
     if (path === '/v1/messages/count_tokens' && req.method === 'POST')
       return countTokens(res, body, behaviours.get(body?.model), received);
     if (path === '/v1/embeddings' && req.method === 'POST') return embeddings(res, body, behaviours.get(body?.model), received);
-    const api: Api | null =
-      path === '/v1/chat/completions'
+    const azure = azureRoute(req, body, FORMATS);
+    if (azure && 'refusal' in azure) return send(res, azure.refusal.status, azure.refusal.body, azure.refusal.headers);
+    if (azure?.api === 'embeddings')
+      return embeddings(res, { ...body, model: azure.model }, behaviours.get(azure.model), received);
+    const api: Api | null = azure
+      ? azure.api
+      : path === '/v1/chat/completions'
         ? 'openai'
         : path === '/v1/messages'
           ? 'anthropic'
@@ -665,12 +692,12 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     if (!api || req.method !== 'POST') {
       return send(res, 404, openaiError(404, `Invalid URL (${req.method} ${path})`));
     }
-    const fmt = FORMATS[api];
+    const fmt = azure?.format ?? FORMATS[api];
     const ids = { [fmt.requestIdHeader]: newId('req_') };
     if (typeof body !== 'object' || body === null)
       return send(res, 400, fmt.error(400, 'The request body is not valid JSON.'), ids);
 
-    const configured = behaviours.get(body.model);
+    const configured = behaviours.get(azure?.model ?? body.model);
     const b: FakeBehaviour = (typeof configured === 'function' ? configured(received) : configured) ?? {
       kind: 'reply',
       reply: DEFAULT_REPLY,
@@ -713,7 +740,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         );
       }
       case 'status': {
-        const errorIds = { ...ids, ...b.headers };
+        const errorIds = { ...ids, ...fmt.errorHeaders?.(b.status), ...b.headers };
         if (b.body === undefined) return send(res, b.status, fmt.error(b.status), errorIds);
         let isJson = true;
         try {

@@ -111,7 +111,12 @@ function entry(model: TestModel, name: string, host: string, first?: { host: str
 }
 
 /** The test catalogue's keys for its hosts, as a service's environment would give them. */
-export const TEST_HOST_KEYS = { FAKE_OPENAI_KEY: 'upstream-openai-key', FAKE_ANTHROPIC_KEY: 'upstream-anthropic-key' };
+export const TEST_HOST_KEYS = {
+  FAKE_OPENAI_KEY: 'upstream-openai-key',
+  FAKE_ANTHROPIC_KEY: 'upstream-anthropic-key',
+  // A Bedrock API key (test/support/fakes/bedrock.ts takes it).
+  FAKE_BEDROCK_API_KEY: 'upstream-bedrock-api-key',
+};
 
 export function testCatalogue(fake: FakeUpstream): Catalogue {
   return Catalogue.parse(testCatalogueFile(fake), TEST_HOST_KEYS);

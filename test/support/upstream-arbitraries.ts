@@ -225,6 +225,78 @@ const responsesEvent = optional({
   message: v,
 });
 
+/** A Converse usage object with adversarial counts (and TTL splits), or any value where usage goes. */
+const converseUsage = fc.oneof(
+  optional({
+    inputTokens: v,
+    outputTokens: v,
+    totalTokens: v,
+    cacheReadInputTokens: v,
+    cacheWriteInputTokens: v,
+    cacheDetails: fc.oneof(
+      v,
+      fc.array(fc.oneof(optional({ ttl: fc.oneof(fc.constantFrom('5m', '1h'), v), inputTokens: v }), v), { maxLength: 3 }),
+    ),
+  }),
+  v,
+);
+
+/** A Converse content block: text, a tool use, reasoning (or redacted), with adversarial fields. */
+const converseBlock = fc.oneof(
+  optional({
+    text: v,
+    toolUse: fc.oneof(v, optional({ toolUseId: v, name: v, input: v })),
+    reasoningContent: fc.oneof(
+      v,
+      optional({ reasoningText: fc.oneof(v, optional({ text: v, signature: v })), redactedContent: v }),
+    ),
+  }),
+  v,
+);
+
+/** A whole Converse reply. */
+const converseReply = optional({
+  output: fc.oneof(
+    v,
+    optional({ message: fc.oneof(v, optional({ role: v, content: fc.oneof(v, fc.array(converseBlock, { maxLength: 3 })) })) }),
+  ),
+  stopReason: fc.oneof(fc.constantFrom('end_turn', 'tool_use', 'max_tokens', 'stop_sequence', 'guardrail_intervened'), v),
+  additionalModelResponseFields: fc.oneof(v, optional({ stop_sequence: v })),
+  usage: converseUsage,
+  metrics: v,
+});
+
+const CONVERSE_EVENT_TYPES = [
+  'messageStart',
+  'contentBlockStart',
+  'contentBlockDelta',
+  'contentBlockStop',
+  'messageStop',
+  'metadata',
+  'throttlingException',
+  'modelStreamErrorException',
+] as const;
+
+/** A ConverseStream event's payload. */
+const converseEvent = optional({
+  role: v,
+  contentBlockIndex: fc.oneof(fc.nat(3), v),
+  start: fc.oneof(v, optional({ toolUse: fc.oneof(v, optional({ toolUseId: v, name: v })) })),
+  delta: fc.oneof(
+    v,
+    optional({
+      text: v,
+      toolUse: fc.oneof(v, optional({ input: v })),
+      reasoningContent: fc.oneof(v, optional({ text: v, signature: v, redactedContent: v })),
+    }),
+  ),
+  stopReason: fc.oneof(fc.constantFrom('end_turn', 'tool_use', 'max_tokens'), v),
+  additionalModelResponseFields: v,
+  usage: converseUsage,
+  metrics: v,
+  message: v,
+});
+
 /** JSON text of a value, with the number literals put in as written. */
 const toJson = (value: unknown): string =>
   JSON.stringify(value).replace(new RegExp(`"${LITERAL}([^"]*)"`, 'g'), (_match, literal: string) => literal);
@@ -238,7 +310,25 @@ const dataOf = (shaped: fc.Arbitrary<unknown>): fc.Arbitrary<string> =>
     { weight: 1, arbitrary: fc.constantFrom('[DONE]', '{', 'null', '"text"', '[]', '{"type":"message_stop"}') },
   );
 
-export type HostKindName = 'openai' | 'anthropic' | 'openai-responses';
+export type HostKindName = 'openai' | 'anthropic' | 'openai-responses' | 'bedrock';
+
+/**
+ * A Bedrock stream's message as its framing gives it: a ConverseStream event, an exception, or an
+ * InvokeModel `chunk` whose `bytes` hold an event of Anthropic's stream (or anything, in base64).
+ */
+const bedrockMessage: fc.Arbitrary<FuzzMessage> = fc.oneof(
+  fc.record({
+    event: fc.oneof(fc.constantFrom(...CONVERSE_EVENT_TYPES), fc.string({ maxLength: 10 })),
+    data: dataOf(converseEvent),
+  }),
+  fc.record({
+    event: fc.constant('chunk'),
+    data: fc.oneof(
+      dataOf(anthropicEvent).map((inner) => JSON.stringify({ bytes: Buffer.from(inner).toString('base64'), p: 'abc' })),
+      dataOf(optional({ bytes: v })),
+    ),
+  }),
+);
 
 /** One stream message: an optional event name and its data. */
 export interface FuzzMessage {
@@ -248,28 +338,34 @@ export interface FuzzMessage {
 
 export const streamMessages = (kind: HostKindName): fc.Arbitrary<FuzzMessage[]> =>
   fc.array(
-    kind === 'openai'
-      ? fc.record({ data: dataOf(openaiObject('delta')) })
-      : fc.record(
-          kind === 'anthropic'
-            ? { event: fc.oneof(fc.constantFrom(...EVENT_TYPES), fc.string({ maxLength: 10 })), data: dataOf(anthropicEvent) }
-            : {
-                event: fc.oneof(fc.constantFrom(...RESPONSES_EVENT_TYPES), fc.string({ maxLength: 10 })),
-                data: dataOf(responsesEvent),
-              },
-          { requiredKeys: ['data'] },
-        ),
+    kind === 'bedrock'
+      ? bedrockMessage
+      : kind === 'openai'
+        ? fc.record({ data: dataOf(openaiObject('delta')) })
+        : fc.record(
+            kind === 'anthropic'
+              ? { event: fc.oneof(fc.constantFrom(...EVENT_TYPES), fc.string({ maxLength: 10 })), data: dataOf(anthropicEvent) }
+              : {
+                  event: fc.oneof(fc.constantFrom(...RESPONSES_EVENT_TYPES), fc.string({ maxLength: 10 })),
+                  data: dataOf(responsesEvent),
+                },
+            { requiredKeys: ['data'] },
+          ),
     { maxLength: 12 },
   );
 
 export const wholeReply = (kind: HostKindName): fc.Arbitrary<string> =>
-  dataOf(kind === 'openai' ? openaiObject('message') : kind === 'anthropic' ? anthropicReply : responsesObject);
+  kind === 'bedrock'
+    ? fc.oneof(dataOf(converseReply), dataOf(anthropicReply))
+    : dataOf(kind === 'openai' ? openaiObject('message') : kind === 'anthropic' ? anthropicReply : responsesObject);
 
 /** How each format ends a stream. */
 const TERMINATORS: Record<HostKindName, string> = {
   openai: 'data: [DONE]\n\n',
   anthropic: 'event: message_stop\ndata: {"type":"message_stop"}\n\n',
   'openai-responses': 'event: response.completed\ndata: {"type":"response.completed","response":{"status":"completed"}}\n\n',
+  // Bedrock's streams are not server-sent events (see fakes/bedrock.ts): no SSE text is made of them.
+  bedrock: '',
 };
 
 /** A stream as SSE text; `terminated` ends it as the format does (so that some streams complete). */

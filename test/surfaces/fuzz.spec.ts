@@ -53,6 +53,68 @@ const conversation = fc.oneof(
 const model = fc.constantFrom(M.gpt.slug, M.claude.slug, M.fallback.slug, 'nobody/nothing');
 const any = fc.anything({ maxDepth: 3 });
 
+/** Gemini API contents: parts of every kind (and some it does not have), with fields right, wrong or missing. */
+const part = fc.record({
+  text: fc.oneof(fc.string({ maxLength: 20 }), fc.anything({ maxDepth: 1 })),
+  thought: fc.anything({ maxDepth: 1 }),
+  thoughtSignature: fc.string({ maxLength: 8 }),
+  inlineData: fc.record({ mimeType: fc.constantFrom('image/png', 'audio/wav', ''), data: fc.anything({ maxDepth: 1 }) }),
+  fileData: fc.record({
+    mimeType: fc.constantFrom('image/png', 'text/plain'),
+    fileUri: fc.constantFrom('https://x/y.png', 'gs://b/o'),
+  }),
+  functionCall: fc.record({
+    id: fc.string({ maxLength: 6 }),
+    name: fc.string({ maxLength: 6 }),
+    args: fc.anything({ maxDepth: 2 }),
+  }),
+  functionResponse: fc.record({
+    id: fc.string({ maxLength: 6 }),
+    name: fc.string({ maxLength: 6 }),
+    response: fc.anything({ maxDepth: 2 }),
+  }),
+  other: fc.anything({ maxDepth: 1 }),
+});
+const geminiContents = fc.oneof(
+  {
+    weight: 3,
+    arbitrary: fc
+      .array(fc.record({ role: fc.constantFrom('user', 'model'), parts: fc.constant([{ text: 'turn' }]) }), { maxLength: 3 })
+      .map((turns) => [...turns, { role: 'user', parts: [{ text: 'hi' }] }]),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.array(
+      fc.record(
+        { role: fc.constantFrom('user', 'model', 'function', 'system'), parts: fc.array(part, { maxLength: 3 }) },
+        { requiredKeys: ['parts'] },
+      ),
+      { maxLength: 3 },
+    ),
+  },
+);
+const geminiFields = {
+  contents: geminiContents,
+  systemInstruction: fc.oneof(fc.string({ maxLength: 20 }), fc.record({ parts: fc.array(part, { maxLength: 2 }) })),
+  tools: any,
+  toolConfig: any,
+  generationConfig: fc.oneof(
+    fc.record({
+      maxOutputTokens: fc.integer({ min: -1, max: 50 }),
+      temperature: fc.double({ min: -1, max: 3, noNaN: true }),
+      candidateCount: fc.integer({ min: 0, max: 2 }),
+      thinkingConfig: fc.record({
+        thinkingBudget: fc.integer({ min: -2, max: 2000 }),
+        includeThoughts: fc.boolean(),
+        thinkingLevel: fc.string({ maxLength: 6 }),
+      }),
+      responseMimeType: fc.constantFrom('text/plain', 'application/json'),
+    }),
+    any,
+  ),
+};
+const geminiModel = fc.constantFrom(M.gpt.slug, M.claude.slug, 'gpt', 'nobody/nothing');
+
 describe('API surfaces: fuzzed bodies', () => {
   let g: TestGateway;
   beforeAll(async () => {
@@ -98,14 +160,18 @@ describe('API surfaces: fuzzed bodies', () => {
       },
     ],
     ['/api/v1/messages/count_tokens', { model, messages: conversation, system: fc.string({ maxLength: 20 }), tools: any }],
-  ])(`answers ${RUNS} fuzzed bodies on POST %s with no 5xx, each with an id`, async (url, fields) => {
+    [`/api/v1beta/models/{model}:generateContent`, geminiFields],
+    [`/api/v1beta/models/{model}:streamGenerateContent?alt=sse`, geminiFields],
+    [`/api/v1beta/models/{model}:countTokens`, { contents: geminiContents }],
+  ])(`answers ${RUNS} fuzzed bodies on POST %s with no 5xx, each with an id`, async (template, fields) => {
     const fastify = g.app.getHttpAdapter().getInstance();
     const statuses = new Set<number>();
     await fc.assert(
-      fc.asyncProperty(bodiesFor(fields), async (payload) => {
+      // The Gemini routes name the model in the path.
+      fc.asyncProperty(bodiesFor(fields), geminiModel, async (payload, named) => {
         const res = await fastify.inject({
           method: 'POST',
-          url,
+          url: template.replace('{model}', named),
           payload,
           headers: { 'content-type': 'application/json', authorization: `Bearer ${g.key}`, 'anthropic-version': '2023-06-01' },
         });

@@ -14,7 +14,7 @@ import {
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
 
 /** The Messages API requires max_tokens; used only when the pipeline left it open. */
-const DEFAULT_MAX_TOKENS = 4096;
+export const DEFAULT_MAX_TOKENS = 4096;
 
 /** The beta under which the Messages API takes `role: "system"` entries inside `messages`. */
 const MID_CONVERSATION_SYSTEM_BETA = 'mid-conversation-system-2026-04-07';
@@ -95,7 +95,7 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
  * it is replayed with {} rather than refused: the history stays acceptable, its tool result still
  * tells the model what came of it, and a client's input must not surface as a host failure.
  */
-function toolInput(args: string): Record<string, unknown> {
+export function toolInput(args: string): Record<string, unknown> {
   try {
     const parsed: unknown = JSON.parse(args);
     return isObject(parsed) ? parsed : {};
@@ -196,7 +196,7 @@ function headersFor(apiKey: string | null, betas: string[] = []): Record<string,
  * what the API takes (at least 1024 tokens, less than the cap). None when no reasoning was asked
  * for, `none` was, or the cap is too small to think within.
  */
-function thinkingFor(request: CanonicalRequest, maxTokens: number): { type: 'enabled'; budget_tokens: number } | null {
+export function thinkingFor(request: CanonicalRequest, maxTokens: number): { type: 'enabled'; budget_tokens: number } | null {
   const reasoning = request.reasoning;
   if (reasoning === undefined || reasoning.effort === 'none') return null;
   const wanted = reasoning.budgetTokens ?? Math.floor(maxTokens * THINKING_SHARE[reasoning.effort ?? 'medium']);

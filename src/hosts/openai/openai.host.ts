@@ -163,7 +163,10 @@ function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
 class OpenAiDecoder implements StreamDecoder {
   done = false;
   private produced = false;
-  /** Whether the reply's id has been told (every chunk repeats it); only when passed whole, as the client then sees it. */
+  /**
+   * Whether the reply's id has been told (every chunk repeats it); only when passed whole, as the client
+   * then sees it. Azure's first chunk (its prompt's filter results) has an empty id: the next one tells it.
+   */
   private identified = false;
 
   constructor(private readonly passThrough: boolean) {}
@@ -187,7 +190,7 @@ class OpenAiDecoder implements StreamDecoder {
     if (this.passThrough && !this.identified) {
       const id = upstreamIdOf(parsed.id);
       if (id) events.push(id);
-      this.identified = true;
+      this.identified = id !== null;
     }
     const { choice, part: delta } = firstChoice(parsed, 'delta');
     const reasoning = reasoningOf(delta);

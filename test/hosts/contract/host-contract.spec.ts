@@ -31,15 +31,18 @@ const STATUSES = [400, 401, 403, 404, 429, 500, 503];
 const FALLBACK_STATUSES = STATUSES.filter((status) => status !== 400);
 
 /** The contract's model on a kind: its one host, and a second model whose first host fails before the kind's host serves it. */
-const modelsOf = (k: ContractKind) => ({
-  host: `contract-${k.kind}`,
-  firstHost: `contract-${k.kind}-first`,
-  slug: `contract/${k.kind}`,
-  hostModel: `${k.kind}-model`,
-  fallbackSlug: `contract/${k.kind}-fallback`,
-  firstHostModel: `${k.kind}-first`,
-  secondHostModel: `${k.kind}-second`,
-});
+const modelsOf = (k: ContractKind) => {
+  const named = k.hostModel ?? ((name: string) => name);
+  return {
+    host: `contract-${k.kind}`,
+    firstHost: `contract-${k.kind}-first`,
+    slug: `contract/${k.kind}`,
+    hostModel: named(`${k.kind}-model`),
+    fallbackSlug: `contract/${k.kind}-fallback`,
+    firstHostModel: named(`${k.kind}-first`),
+    secondHostModel: named(`${k.kind}-second`),
+  };
+};
 
 function catalogueOf(k: ContractKind, fake: FakeUpstream, fixture: KindFixture | undefined) {
   const m = modelsOf(k);

@@ -1,6 +1,13 @@
 import type { HostKindName } from '../../../src/hosts/hosts';
 import type { FakeUpstream, FakeUsage, ReceivedRequest } from '../../support/fake-upstream';
+import { BEDROCK_TEST_CREDENTIALS } from '../../support/fakes/bedrock';
 import { TEST_HOST_KEYS } from '../../support/gateway';
+
+/** The AWS credentials a gateway signing Bedrock calls has, read by AWS's chain from its environment. */
+const BEDROCK_AWS_ENV = {
+  AWS_ACCESS_KEY_ID: BEDROCK_TEST_CREDENTIALS.accessKeyId,
+  AWS_SECRET_ACCESS_KEY: BEDROCK_TEST_CREDENTIALS.secretAccessKey,
+};
 
 /**
  * The host kinds the contract suite (host-contract.spec.ts) runs against, one entry each: how a
@@ -40,6 +47,8 @@ export interface ContractKind {
    * and the fake keys its behaviours (`on(model, …)`) the same way.
    */
   modelOf?: (request: ReceivedRequest) => string | undefined;
+  /** The host's name for a contract model, when the kind reads something from it (Bedrock: an Anthropic model id takes thinking). */
+  hostModel?: (name: string) => string;
   /** The fake's path for a call on `hostModel`. */
   path(hostModel: string, stream: boolean): string;
   /** The call carries the host's credentials, as the kind sends them. */
@@ -129,6 +138,62 @@ export const CONTRACT_KINDS: ContractKind[] = [
           .filter((p) => p.type === 'input_image')
           .map((p) => p.image_url),
       reasoning: (body) => typeof body.reasoning?.effort === 'string',
+    },
+  },
+  {
+    kind: 'azure',
+    // A deployment on the deployments route, its key in `api-key` (never a bearer).
+    host: (fake, id) => ({ id, kind: 'azure', endpoint: fake.url, apiKeyEnv: 'FAKE_OPENAI_KEY' }),
+    path: (hostModel) => `/openai/deployments/${hostModel}/chat/completions`,
+    authorized: (r) => r.headers['api-key'] === TEST_HOST_KEYS.FAKE_OPENAI_KEY && r.headers.authorization === undefined,
+    prices: { input: '2.00', cacheRead: '0.50001', output: '8.00' },
+    usage: { input: 1_237, cacheRead: 20_011, output: 523, reasoning: 211 },
+    wireUsage: (input, output) => `{"prompt_tokens":${input},"completion_tokens":${output},"total_tokens":18}`,
+    supports: { images: true, reasoning: true, tools: true },
+    sent: {
+      cap: (body) => body.max_completion_tokens ?? body.max_tokens,
+      tools: (body) => (body.tools ?? []).map((t: Body) => t.function.name),
+      images: (body) =>
+        partsOf(body.messages)
+          .filter((p) => p.type === 'image_url')
+          .map((p) => p.image_url.url),
+      reasoning: (body) => typeof body.reasoning_effort === 'string',
+    },
+  },
+  {
+    kind: 'bedrock',
+    // Converse on an Anthropic model id (which takes thinking), every call signed with SigV4: the fake checks each signature.
+    host: (fake, id) => ({ id, kind: 'bedrock', baseUrl: fake.url, region: 'us-east-1' }),
+    hostModel: (name) => `us.anthropic.${name}-v1:0`,
+    modelOf: (r) => r.model,
+    path: (hostModel, stream) => `/model/${encodeURIComponent(hostModel)}/${stream ? 'converse-stream' : 'converse'}`,
+    authorized: (r) => /^AWS4-HMAC-SHA256 Credential=/.test(String(r.headers.authorization)),
+    prices: { input: '3.00', cacheRead: '0.30001', cacheWrite: '3.75', cacheWrite1h: '6.00', output: '15.00' },
+    usage: { input: 1_237, cacheRead: 20_011, cacheWrite: 3_003, cacheWrite1h: 1_001, output: 523 },
+    wireUsage: (input, output) => `{"inputTokens":${input},"outputTokens":${output},"totalTokens":18}`,
+    supports: { images: true, reasoning: true, tools: true },
+    sent: {
+      cap: (body) => body.inferenceConfig?.maxTokens,
+      tools: (body) => (body.toolConfig?.tools ?? []).map((t: Body) => t.toolSpec.name),
+      images: (body) =>
+        (body.messages ?? [])
+          .flatMap((m: Body) => m.content ?? [])
+          .filter((c: Body) => c.image)
+          .map((c: Body) => `data:image/${c.image.format};base64,${c.image.source.bytes}`),
+      reasoning: (body) => body.additionalModelRequestFields?.thinking?.type === 'enabled',
+    },
+    setup: async () => {
+      // The gateway runs in this process: AWS's chain reads the credentials from its environment.
+      const before = Object.fromEntries(Object.keys(BEDROCK_AWS_ENV).map((name) => [name, process.env[name]]));
+      Object.assign(process.env, BEDROCK_AWS_ENV);
+      return {
+        hostKeys: { ...BEDROCK_AWS_ENV },
+        close: async () => {
+          for (const [name, value] of Object.entries(before))
+            if (value === undefined) delete process.env[name];
+            else process.env[name] = value;
+        },
+      };
     },
   },
 ];

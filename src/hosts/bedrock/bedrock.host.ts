@@ -1,0 +1,88 @@
+import type { CanonicalEvent, CanonicalRequest } from '../../canonical/canonical';
+import { anthropicHost } from '../anthropic/anthropic.host';
+import type { HostKind, HostSettings, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
+import { bedrockMessage, converseBody, ConverseStreamDecoder, decodeConverseReply, parseObject } from './bedrock.converse';
+import { eventStreamFraming } from './bedrock.event-stream';
+import { invokeBody, InvokeStreamDecoder } from './bedrock.invoke';
+import { bedrockAuthorizer } from './bedrock.signing';
+
+/**
+ * Amazon Bedrock Runtime hosts. `api: "converse"` (the default) speaks Converse to any model;
+ * `api: "invoke"` speaks InvokeModel with Anthropic's Messages body, for Anthropic's models. Calls
+ * are signed with SigV4 (AWS's credential chain) or carry a Bedrock API key; streams are AWS's
+ * binary event stream.
+ */
+
+export const BEDROCK_APIS = ['converse', 'invoke'] as const;
+
+/** The operation of a call, after `/model/{modelId}`. */
+const OPERATIONS: Record<(typeof BEDROCK_APIS)[number], { whole: string; streamed: string }> = {
+  converse: { whole: 'converse', streamed: 'converse-stream' },
+  invoke: { whole: 'invoke', streamed: 'invoke-with-response-stream' },
+};
+
+function buildRequest(
+  request: CanonicalRequest,
+  hostModel: string,
+  apiKey: string | null,
+  settings?: HostSettings,
+): UpstreamRequest {
+  const api = settings?.api === 'invoke' ? 'invoke' : 'converse';
+  const operation = OPERATIONS[api][request.stream ? 'streamed' : 'whole'];
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: request.stream ? 'application/vnd.amazon.eventstream' : 'application/json',
+  };
+  if (apiKey !== null) headers.authorization = `Bearer ${apiKey}`;
+  // A model id may hold `:` (a version) or be an ARN (`/`): one path segment, encoded.
+  const path = `/model/${encodeURIComponent(hostModel)}/${operation}`;
+  if (api === 'converse') return { path, headers, body: converseBody(request, hostModel) };
+  const { body, passThrough } = invokeBody(request, hostModel);
+  return { path, headers, body, ...(passThrough ? { passThrough } : {}) };
+}
+
+/** A stream of either operation: what its first message is says which (`chunk`: InvokeModel's). */
+class BedrockStreamDecoder implements StreamDecoder {
+  private inner: StreamDecoder | null = null;
+
+  constructor(private readonly passThrough: boolean) {}
+
+  get done(): boolean {
+    return this.inner?.done ?? false;
+  }
+
+  push(message: SseMessage): CanonicalEvent[] {
+    this.inner ??= message.event === 'chunk' ? new InvokeStreamDecoder(this.passThrough) : new ConverseStreamDecoder();
+    return this.inner.push(message);
+  }
+}
+
+/** A whole reply of either operation: Converse's has `output`, InvokeModel's is Anthropic's message. */
+function decodeReply(body: string, passThrough = false): CanonicalEvent[] {
+  const reply = parseObject(body, 'reply');
+  return 'output' in reply ? decodeConverseReply(reply) : anthropicHost.decodeReply(body, passThrough);
+}
+
+/** Bedrock's error bodies are `{"message": …}` (the type is in `x-amzn-ErrorType`); anything else, its text. */
+function errorMessage(status: number, body: string): string {
+  try {
+    const parsed: unknown = JSON.parse(body);
+    const message = typeof parsed === 'object' && parsed !== null ? bedrockMessage(parsed as Record<string, unknown>) : null;
+    if (message) return message;
+  } catch {
+    // Not JSON (a proxy's page): its text is the best message.
+  }
+  return body.trim().slice(0, 300) || `upstream answered ${status}`;
+}
+
+export const bedrockHost: HostKind<'bedrock'> = {
+  name: 'bedrock',
+  settings: [{ name: 'region' }, { name: 'api', default: 'converse', values: BEDROCK_APIS }],
+  defaultBaseUrl: (settings) => `https://bedrock-runtime.${settings.region}.amazonaws.com`,
+  authorizer: bedrockAuthorizer,
+  framing: eventStreamFraming,
+  buildRequest,
+  decoder: (passThrough = false) => new BedrockStreamDecoder(passThrough),
+  decodeReply,
+  errorMessage,
+};

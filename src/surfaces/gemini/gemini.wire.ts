@@ -1,0 +1,481 @@
+import { decideHostedTools } from '../../canonical/hosted-tools';
+import type {
+  CanonicalImage,
+  CanonicalMessage,
+  CanonicalRequest,
+  CanonicalTool,
+  CanonicalToolCall,
+  CanonicalToolChoice,
+  FinishReason,
+  ReasoningEffort,
+} from '../../canonical/canonical';
+import type { CatalogueModel } from '../../catalogue/catalogue';
+import { ApiError, ApiErrorCode } from '../../http/api-error';
+import type { InferenceResult, PipelineEvent } from '../../inference/inference.command';
+import type { Reply } from '../../inference/reduce';
+import { allInputTokens, reasoningTokens, replyTokens } from '../reply-usage';
+import { sseData, StreamSerializer } from '../sse';
+import { Content, GEMINI_TOOLS, GenerateContentRequest, GenerationConfig, Part, Tool } from './gemini.schema';
+
+/** The Gemini API's wire format, in and out. Pure translation; no I/O. */
+
+const refuse = (message: string): never => {
+  throw new ApiError('invalid_request', message);
+};
+
+/** What a part carries that no other format has a counterpart for, by its field's name. */
+const UNCARRIED_PARTS = ['executableCode', 'codeExecutionResult', 'videoMetadata'] as const;
+
+const partText = (parts: Part[], separator: string): string =>
+  parts
+    .filter((p) => typeof p.text === 'string' && p.thought !== true)
+    .map((p) => p.text)
+    .join(separator);
+
+/** An `inlineData` image as a data URL, a `fileData` image at an http(s) address as that address; any other data refused. */
+function imageOf(part: Part, at: string): CanonicalImage | null {
+  if (part.inlineData) {
+    const { mimeType, data } = part.inlineData;
+    if (!mimeType.startsWith('image/')) refuse(`${at}.inlineData: only images are carried (mimeType "${mimeType.slice(0, 64)}")`);
+    return { url: `data:${mimeType};base64,${data}` };
+  }
+  if (part.fileData) {
+    const { mimeType = '', fileUri } = part.fileData;
+    // A Files API upload (on Google's host) is reachable only with a Google key: no other host can fetch it.
+    if (
+      !mimeType.startsWith('image/') ||
+      !/^https?:\/\//.test(fileUri) ||
+      /^https:\/\/generativelanguage\.googleapis\.com\//.test(fileUri)
+    )
+      refuse(`${at}.fileData: only images at an http(s) address are carried (the Files API and gs:// URIs are not)`);
+    return { url: fileUri };
+  }
+  return null;
+}
+
+/**
+ * A function's result as the text a tool message carries: `{"output": "…"}` (what Gemini CLI and
+ * the API's examples send) is its text, `{"error": "…"}` is that text after `Error: `, anything
+ * else its JSON.
+ */
+function resultText(response: Record<string, unknown>): string {
+  const keys = Object.keys(response);
+  if (keys.length === 1 && typeof response.output === 'string') return response.output;
+  if (keys.length === 1 && typeof response.error === 'string') return `Error: ${response.error}`;
+  return JSON.stringify(response);
+}
+
+/**
+ * The conversation. Calls without an id (the API gives none) get one from their place, and each
+ * response answers the call of its id, else the earliest unanswered call of its name: the order
+ * the API pairs them in.
+ */
+function messagesOf(contents: Content[]): CanonicalMessage[] {
+  const messages: CanonicalMessage[] = [];
+  let unanswered: CanonicalToolCall[] = [];
+  contents.forEach((content, turn) => {
+    const at = `contents[${turn}]`;
+    const role = content.role ?? 'user';
+    if (role !== 'user' && role !== 'model' && role !== 'function')
+      refuse(`${at}.role must be "user" or "model" (not "${role.slice(0, 32)}")`);
+    content.parts.forEach((part, index) => {
+      const field = UNCARRIED_PARTS.find((name) => part[name] !== undefined);
+      if (field) refuse(`${at}.parts[${index}].${field} is not carried: no other format has a counterpart`);
+    });
+    if (role === 'model') {
+      const toolCalls = content.parts.flatMap((part, index) =>
+        part.functionCall
+          ? [
+              {
+                id: part.functionCall.id || `call_${turn}_${index}`,
+                name: part.functionCall.name,
+                arguments: JSON.stringify(part.functionCall.args ?? {}),
+              },
+            ]
+          : [],
+      );
+      content.parts.forEach((part, index) => {
+        if (part.inlineData || part.fileData) refuse(`${at}.parts[${index}]: a model turn's data parts are not carried`);
+      });
+      // Thoughts are the model's own: no format takes them back (as the other surfaces' thinking blocks).
+      messages.push({ role: 'assistant', content: partText(content.parts, ''), toolCalls });
+      unanswered = [...toolCalls];
+      return;
+    }
+    const images: CanonicalImage[] = [];
+    content.parts.forEach((part, index) => {
+      const at_ = `${at}.parts[${index}]`;
+      if (part.functionCall) refuse(`${at_}.functionCall: a function call belongs in a "model" turn`);
+      const response = part.functionResponse;
+      if (response) {
+        if ((response.parts ?? []).length > 0) refuse(`${at_}.functionResponse.parts is not carried: a result is text`);
+        // By id; else (no id, or one the client made up for a call that had none) by name.
+        const call =
+          unanswered.find((c) => response.id !== undefined && c.id === response.id) ??
+          unanswered.find((c) => c.name === response.name);
+        if (!call) refuse(`${at_}.functionResponse answers no call of "${response.name}" in the model turn before it`);
+        unanswered = unanswered.filter((c) => c !== call);
+        messages.push({ role: 'tool', toolCallId: call!.id, content: resultText(response.response) });
+        return;
+      }
+      const image = imageOf(part, at_);
+      if (image) images.push(image);
+    });
+    const text = partText(content.parts, '\n');
+    const hasResults = content.parts.some((p) => p.functionResponse);
+    if (images.length > 0) messages.push({ role: 'user', content: text, images });
+    else if (text !== '' || !hasResults) messages.push({ role: 'user', content: text });
+  });
+  return messages;
+}
+
+/** The API's Schema (OpenAPI 3.0's subset, types in capitals, `nullable`) as JSON Schema. */
+export function jsonSchemaOf(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(jsonSchemaOf);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema as Record<string, unknown>)) {
+    // An ordering hint for the API's own generation: JSON Schema has no counterpart.
+    if (key === 'propertyOrdering' || key === 'nullable') continue;
+    if (key === 'type' && typeof value === 'string') out.type = value.toLowerCase();
+    else if (key === 'properties' && typeof value === 'object' && value !== null)
+      out.properties = Object.fromEntries(Object.entries(value).map(([name, s]) => [name, jsonSchemaOf(s)]));
+    else if (key === 'items' || key === 'anyOf') out[key] = jsonSchemaOf(value);
+    else out[key] = value;
+  }
+  const nullable = (schema as { nullable?: unknown }).nullable === true;
+  return nullable && typeof out.type === 'string' ? { ...out, type: [out.type, 'null'] } : out;
+}
+
+/**
+ * The API's own tools that are hosted tools of the kinds the other formats name (Google Search and
+ * its older retrieval form: web search; URL context: web fetch; code execution; file search): the
+ * one decision rules on them, by these names. None can be carried from this surface (the canonical
+ * request has no hosted tools; hosts of other formats get them only in a body passed whole), so they
+ * are left out when offered. The API's other tools (maps, a computer) are refused.
+ */
+const HOSTED: ReadonlySet<string> = new Set([
+  'googleSearch',
+  'googleSearchRetrieval',
+  'urlContext',
+  'codeExecution',
+  'fileSearch',
+]);
+const RUN_FOR_THIS_SURFACE: ReadonlySet<string> = new Set();
+
+type Mode = 'AUTO' | 'ANY' | 'NONE';
+
+/** The functions offered, the hosted tools left out (by their name here), and the tool choice. */
+function toolsOf(body: GenerateContentRequest): Pick<CanonicalRequest, 'tools' | 'toolChoice'> & { omittedTools: string[] } {
+  const declarations = (body.tools ?? []).flatMap((t) => t.functionDeclarations ?? []);
+  const hosted: string[] = [];
+  (body.tools ?? []).forEach((tool: Tool, index) => {
+    for (const name of GEMINI_TOOLS) {
+      if (tool[name] === undefined) continue;
+      if (!HOSTED.has(name)) refuse(`tools[${index}].${name} is not carried: no other format runs it`);
+      hosted.push(name);
+    }
+  });
+  const config = body.toolConfig?.functionCallingConfig;
+  const mode = (config?.mode ?? 'AUTO').toUpperCase();
+  if (mode !== 'AUTO' && mode !== 'ANY' && mode !== 'NONE' && mode !== 'MODE_UNSPECIFIED')
+    refuse(`toolConfig.functionCallingConfig.mode "${mode.slice(0, 32)}" is not carried (AUTO, ANY or NONE)`);
+  const allowed = config?.allowedFunctionNames ?? [];
+  if (allowed.length > 0 && mode !== 'ANY')
+    refuse('toolConfig.functionCallingConfig.allowedFunctionNames is taken only with mode ANY');
+  for (const name of allowed)
+    if (!declarations.some((d) => d.name === name))
+      refuse(
+        `toolConfig.functionCallingConfig.allowedFunctionNames names "${name.slice(0, 64)}", which no functionDeclaration declares`,
+      );
+  const decision = decideHostedTools(
+    {
+      hosted,
+      clientTools: declarations.length > 0,
+      required: mode === 'ANY' ? 'any' : null,
+    },
+    RUN_FOR_THIS_SURFACE,
+  );
+  if ('refused' in decision) refuse(decision.refused);
+  // With ANY, only the allowed functions can be called: the others are not offered.
+  const offered = allowed.length > 0 ? declarations.filter((d) => allowed.includes(d.name)) : declarations;
+  const tools: CanonicalTool[] = offered.map((d) => ({
+    name: d.name,
+    description: d.description,
+    parameters: (d.parametersJsonSchema ?? jsonSchemaOf(d.parameters ?? { type: 'object', properties: {} })) as Record<
+      string,
+      unknown
+    >,
+  }));
+  const choices: Record<Mode, CanonicalToolChoice> = {
+    AUTO: 'auto',
+    NONE: 'none',
+    ANY: offered.length === 1 && allowed.length === 1 ? { name: offered[0].name } : 'required',
+  };
+  const toolChoice = tools.length === 0 || mode === 'MODE_UNSPECIFIED' ? undefined : choices[mode as Mode];
+  return { tools, toolChoice, omittedTools: 'omitted' in decision ? decision.omitted : [] };
+}
+
+const LEVELS: Record<string, Exclude<ReasoningEffort, 'none'>> = {
+  MINIMAL: 'minimal',
+  LOW: 'low',
+  MEDIUM: 'medium',
+  HIGH: 'high',
+};
+
+/** `thinkingBudget` 0 is none, -1 the host's own default (the API's "dynamic"), else a budget; `thinkingLevel` an effort. */
+function reasoningOf(thinking: GenerationConfig['thinkingConfig']): CanonicalRequest['reasoning'] {
+  if (thinking?.thinkingLevel !== undefined) {
+    const effort = LEVELS[thinking.thinkingLevel.toUpperCase()];
+    if (!effort) refuse(`generationConfig.thinkingConfig.thinkingLevel must be MINIMAL, LOW, MEDIUM or HIGH`);
+    if (thinking.thinkingBudget !== undefined)
+      refuse('generationConfig.thinkingConfig: give thinkingBudget or thinkingLevel, not both');
+    return { effort };
+  }
+  const budget = thinking?.thinkingBudget;
+  if (budget === undefined || budget === -1) return undefined;
+  return budget === 0 ? { effort: 'none' } : { budgetTokens: budget };
+}
+
+/**
+ * The generation settings, each carried or refused by name. Left out (the README says so):
+ * `seed`, the penalties, `enableEnhancedCivicAnswers` and `mediaResolution`, which no host is sent.
+ */
+function settingsOf(
+  config: GenerationConfig = {},
+): Pick<CanonicalRequest, 'maxTokens' | 'temperature' | 'topP' | 'topK' | 'stop' | 'reasoning'> {
+  if ((config.candidateCount ?? 1) > 1)
+    refuse('generationConfig.candidateCount above 1 is not carried: one candidate is answered');
+  const mime = config.responseMimeType;
+  if (mime !== undefined && mime !== 'text/plain')
+    refuse(`generationConfig.responseMimeType "${mime.slice(0, 64)}" is not carried: only text/plain (no structured output)`);
+  for (const field of ['responseSchema', 'responseJsonSchema', 'speechConfig', 'imageConfig'] as const)
+    if (config[field] != null) refuse(`generationConfig.${field} is not carried`);
+  if (config.responseLogprobs === true || config.logprobs != null)
+    refuse('generationConfig.responseLogprobs and logprobs are not carried');
+  const modalities = config.responseModalities ?? [];
+  if (modalities.some((m) => m.toUpperCase() !== 'TEXT')) refuse('generationConfig.responseModalities: only TEXT is carried');
+  return {
+    maxTokens: config.maxOutputTokens ?? undefined,
+    temperature: config.temperature ?? undefined,
+    topP: config.topP ?? undefined,
+    topK: config.topK ?? undefined,
+    stop: config.stopSequences ?? [],
+    reasoning: reasoningOf(config.thinkingConfig),
+  };
+}
+
+const systemOf = (instruction: GenerateContentRequest['systemInstruction']): string[] => {
+  if (instruction === undefined) return [];
+  const text = typeof instruction === 'string' ? instruction : partText(instruction.parts, '\n');
+  return text === '' ? [] : [text];
+};
+
+/** A generate request as a canonical one; `stream` from the route it came on. */
+export function toCanonical(body: GenerateContentRequest, stream: boolean): CanonicalRequest {
+  if (body.cachedContent !== undefined)
+    refuse(
+      'cachedContent is not carried: the gateway keeps no cached contents (send the whole conversation; hosts cache on their own)',
+    );
+  const { tools, toolChoice, omittedTools } = toolsOf(body);
+  return {
+    system: systemOf(body.systemInstruction),
+    messages: messagesOf(body.contents),
+    tools,
+    toolChoice,
+    ...settingsOf(body.generationConfig),
+    stream,
+    ...(omittedTools.length > 0 ? { omittedTools } : {}),
+  };
+}
+
+/** Whether the client asked to see the model's thoughts (the API shows none otherwise). */
+export const showsThoughts = (body: Pick<GenerateContentRequest, 'generationConfig'>): boolean =>
+  body.generationConfig?.thinkingConfig?.includeThoughts === true;
+
+const FINISH: Record<FinishReason, string> = {
+  stop: 'STOP',
+  stop_sequence: 'STOP',
+  // The API ends a turn with function calls as STOP too.
+  tool_calls: 'STOP',
+  length: 'MAX_TOKENS',
+  content_filter: 'SAFETY',
+};
+
+/**
+ * `promptTokenCount` is every input token, the cache's included (`cachedContentTokenCount` says
+ * how many were read from it); `candidatesTokenCount` the output without the thoughts, which
+ * `thoughtsTokenCount` counts; the zero counts left out, as the API does.
+ */
+export function usageMetadataOf(reply: Pick<Reply, 'billed' | 'usage'>) {
+  const tokens = replyTokens(reply);
+  const prompt = allInputTokens(tokens);
+  const thoughts = Math.min(reasoningTokens(reply), tokens.outputTokens);
+  const candidates = tokens.outputTokens - thoughts;
+  return {
+    promptTokenCount: prompt,
+    ...(tokens.cacheReadTokens > 0 ? { cachedContentTokenCount: tokens.cacheReadTokens } : {}),
+    candidatesTokenCount: candidates,
+    ...(thoughts > 0 ? { thoughtsTokenCount: thoughts } : {}),
+    totalTokenCount: prompt + tokens.outputTokens,
+    promptTokensDetails: [{ modality: 'TEXT', tokenCount: prompt }],
+  };
+}
+
+/** Arguments as the `args` object the format wants; arguments that are not a JSON object become {}. */
+function argsOf(args: string): Record<string, unknown> {
+  try {
+    const parsed = JSON.parse(args || '{}') as unknown;
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+const callPart = (call: CanonicalToolCall) => ({ functionCall: { id: call.id, name: call.name, args: argsOf(call.arguments) } });
+
+const thoughtParts = (text: string, signature: string | undefined) => [
+  { text, thought: true, ...(signature ? { thoughtSignature: signature } : {}) },
+];
+
+/** The reply's id and model, as every response (and every chunk) names them. */
+const replyNames = (result: InferenceResult) => ({ modelVersion: result.model.slug, responseId: result.requestId });
+
+/** A GenerateContentResponse of one candidate. */
+const response = (
+  result: InferenceResult,
+  parts: unknown[],
+  end?: { finish: FinishReason; usage: Pick<Reply, 'billed' | 'usage'> },
+) => ({
+  candidates: [{ content: { parts, role: 'model' }, ...(end ? { finishReason: FINISH[end.finish] } : {}), index: 0 }],
+  ...(end ? { usageMetadata: usageMetadataOf(end.usage) } : {}),
+  ...replyNames(result),
+});
+
+/** The whole reply: thoughts (when asked for), the text, the calls. */
+export function responseBody(result: InferenceResult, reply: Reply, thoughts: boolean) {
+  const parts = [
+    ...(thoughts && reply.reasoning !== '' ? thoughtParts(reply.reasoning, reply.reasoningSignature) : []),
+    ...(reply.text !== '' || reply.toolCalls.length === 0 ? [{ text: reply.text }] : []),
+    ...reply.toolCalls.map(callPart),
+  ];
+  return response(result, parts, { finish: reply.finish, usage: reply });
+}
+
+/**
+ * `data: {GenerateContentResponse}` chunks: text and thoughts as they come, each function call
+ * whole once its arguments are (the API streams calls whole), then a last chunk with the finish
+ * reason and the usage, written when the stream closes: after the settlement, as every surface's end.
+ */
+export function chunkSerializer(result: InferenceResult, thoughts: boolean): StreamSerializer {
+  const calls: CanonicalToolCall[] = [];
+  let finish: FinishReason = 'stop';
+  let usage: Reply['usage'] = null;
+  let billed: Reply['billed'] = null;
+  const chunk = (parts: unknown[]) => sseData(response(result, parts));
+  const flushCalls = () => {
+    const done = calls.filter(Boolean);
+    calls.length = 0;
+    return done.length > 0 ? chunk(done.map(callPart)) : '';
+  };
+  return {
+    open: () => '',
+    event(event: PipelineEvent) {
+      switch (event.type) {
+        case 'text':
+          return event.text === '' ? '' : chunk([{ text: event.text }]);
+        case 'reasoning':
+          return thoughts && (event.text !== '' || event.signature) ? chunk(thoughtParts(event.text, event.signature)) : '';
+        case 'tool_call': {
+          const call = (calls[event.index] ??= { id: '', name: '', arguments: '' });
+          if (event.id) call.id = event.id;
+          if (event.name) call.name = event.name;
+          call.arguments += event.argumentsDelta;
+          return '';
+        }
+        case 'finish':
+          finish = event.reason;
+          return flushCalls();
+        case 'usage':
+          usage = event.usage;
+          return '';
+        case 'billed':
+          billed = event;
+          return '';
+        default:
+          return '';
+      }
+    },
+    close: () => flushCalls() + sseData(response(result, [], { finish, usage: { billed, usage } })),
+    error: (error: ApiError) => sseData(geminiError(error)),
+  };
+}
+
+const STATUS: Record<ApiErrorCode, string> = {
+  invalid_request: 'INVALID_ARGUMENT',
+  invalid_api_key: 'UNAUTHENTICATED',
+  // Out of credits, or over a key's limit: the API's quota status for both (402 is not retried as 429 is).
+  insufficient_credits: 'RESOURCE_EXHAUSTED',
+  forbidden: 'PERMISSION_DENIED',
+  not_found: 'NOT_FOUND',
+  request_timeout: 'DEADLINE_EXCEEDED',
+  conflict: 'ABORTED',
+  payload_too_large: 'INVALID_ARGUMENT',
+  rate_limited: 'RESOURCE_EXHAUSTED',
+  headers_too_large: 'INVALID_ARGUMENT',
+  provider_error: 'INTERNAL',
+  provider_timeout: 'DEADLINE_EXCEEDED',
+  internal_error: 'INTERNAL',
+  unavailable: 'UNAVAILABLE',
+};
+
+/** Google's error body: the HTTP status as `code`, and its canonical status name. */
+export const geminiError = (error: ApiError) => ({
+  error: { code: error.status, message: error.message, status: STATUS[error.code] },
+});
+
+/** A catalogue model as the API's `Model`, named `models/{slug}`. */
+export const modelOf = (model: CatalogueModel) => ({
+  name: `models/${model.slug}`,
+  baseModelId: model.slug,
+  version: String(model.created),
+  displayName: model.name,
+  description: `${model.name}, served by the gateway (${model.slug})`,
+  inputTokenLimit: model.contextLength,
+  outputTokenLimit: model.maxOutputTokens,
+  supportedGenerationMethods: ['generateContent', 'streamGenerateContent', 'countTokens'],
+  thinking: model.reasoning,
+});
+
+const METHODS = ['generateContent', 'streamGenerateContent', 'countTokens'] as const;
+
+/**
+ * `{model}:{method}` from the path after `models/`. The model's name may hold slashes (a catalogue
+ * slug, sent unencoded by Google's clients) and colons: the method is after the last colon.
+ */
+export function methodCallOf(path: string): { model: string; method: (typeof METHODS)[number] } {
+  const colon = path.lastIndexOf(':');
+  const method = path.slice(colon + 1);
+  if (colon <= 0 || !(METHODS as readonly string[]).includes(method))
+    throw new ApiError(
+      'not_found',
+      `no such route: POST /api/v1beta/models/${path.slice(0, 200)}: the methods are :generateContent, :streamGenerateContent and :countTokens`,
+    );
+  return { model: path.slice(0, colon), method: method as (typeof METHODS)[number] };
+}
+
+/**
+ * The catalogue model a Gemini client names: `models/` before it is the API's own prefix; a slug
+ * (`vendor/model`) or a UUID names itself; a name without a slash is the slug whose part after
+ * the slash it is, when only one is (Gemini CLI's `-m gpt-4o` for `openai/gpt-4o`), refused as
+ * ambiguous when several are, and left to the pipeline's "not in the catalogue" when none is.
+ */
+export function catalogueRefOf(named: string, models: readonly Pick<CatalogueModel, 'slug'>[]): string {
+  const ref = named.replace(/^models\//, '');
+  if (ref.includes('/')) return ref;
+  const lower = ref.toLowerCase();
+  const matches = models.filter((m) => m.slug.slice(m.slug.indexOf('/') + 1).toLowerCase() === lower);
+  if (matches.length > 1)
+    refuse(`model "${ref.slice(0, 256)}" is ambiguous: name one of ${matches.map((m) => `"${m.slug}"`).join(', ')}`);
+  return matches.length === 1 ? matches[0].slug : ref;
+}
