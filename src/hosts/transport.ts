@@ -388,7 +388,8 @@ export function retryAfterMs(value: string | string[] | undefined, now: number):
   const text = Array.isArray(value) ? value[0] : value;
   if (text === undefined || text.trim() === '') return null;
   if (/^\d+(\.\d+)?$/.test(text.trim())) return Math.round(Number(text) * 1000);
-  const at = Date.parse(text);
+  // An HTTP date names its day and month: a bare number that is not a count of seconds ("-5") is no date.
+  const at = /[a-z]/i.test(text) ? Date.parse(text) : NaN;
   return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
 
