@@ -19,7 +19,16 @@ export interface CanonicalToolCall {
 export type CanonicalMessage =
   | { role: 'system'; content: string }
   | { role: 'user'; content: string; images?: CanonicalImage[] }
-  | { role: 'assistant'; content: string; toolCalls: CanonicalToolCall[] }
+  | {
+      role: 'assistant';
+      content: string;
+      toolCalls: CanonicalToolCall[];
+      /**
+       * The reasoning shown before this turn, as the client gave it back, and the host's signature of
+       * it: hosts that take reasoning back (Gemini's thought signatures) return it with the turn.
+       */
+      reasoning?: { text: string; signature?: string };
+    }
   | { role: 'tool'; toolCallId: string; content: string };
 
 /**

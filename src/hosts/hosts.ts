@@ -1,6 +1,7 @@
 import { anthropicHost } from './anthropic/anthropic.host';
 import { azureHost } from './azure/azure.host';
 import { bedrockHost } from './bedrock/bedrock.host';
+import { geminiHost } from './gemini/gemini.host';
 import type { HostKind } from './host-kind';
 import { openAiHost } from './openai/openai.host';
 import { openAiResponsesHost } from './openai-responses/openai-responses.host';
@@ -9,7 +10,7 @@ import { openAiResponsesHost } from './openai-responses/openai-responses.host';
  * Every kind of host. Adding one is adding its folder and its entry here: the kind names a
  * catalogue may use (and its message for any other) are derived from this list.
  */
-const KINDS = [openAiHost, anthropicHost, openAiResponsesHost, azureHost, bedrockHost] as const;
+const KINDS = [openAiHost, anthropicHost, openAiResponsesHost, azureHost, bedrockHost, geminiHost] as const;
 
 export type HostKindName = (typeof KINDS)[number]['name'];
 

@@ -14,7 +14,7 @@ import { HostKindName, streamMessages, wholeReply } from '../support/upstream-ar
  * within the request's limits, at a charge the ledger can compute.
  */
 
-const KINDS: HostKindName[] = ['openai', 'anthropic', 'openai-responses', 'bedrock'];
+const KINDS: HostKindName[] = ['openai', 'anthropic', 'openai-responses', 'bedrock', 'gemini'];
 const LIMITS: UsageLimits = { estimatedInput: 30, maxInput: 8192 + 120, maxOutput: 1000 };
 const PRICES = { input: 3000, cacheRead: 300, cacheWrite: 3750, cacheWrite1h: 6000, output: 15000 };
 const FINISH_REASONS = new Set(['stop', 'length', 'tool_calls', 'stop_sequence', 'content_filter']);

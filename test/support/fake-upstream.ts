@@ -2,12 +2,14 @@
 // of OpenAI chat completions (/v1/chat/completions), Responses (/v1/responses) and embeddings (/v1/embeddings), and Anthropic
 // Messages (/v1/messages, and /v1/messages/count_tokens), Amazon Bedrock Runtime (/model/{id}/converse…, /invoke…: see
 // fakes/bedrock.ts), streamed (SSE, or AWS's event stream) and not, plus the failure modes a real upstream shows (errors, hangs, cut
-// sockets, garbage, in-stream errors). Everything is event-driven; no polling.
+// sockets, garbage, in-stream errors). Everything is event-driven; no polling. The Gemini API's wire
+// (/v1beta/models/{model}:generateContent, :streamGenerateContent) is in fakes/gemini.ts.
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { azureRoute } from './fakes/azure';
 import { bedrockRoute, serveBedrock } from './fakes/bedrock';
+import { GEMINI_MALFORMED, GEMINI_STREAM_ERROR, geminiError, geminiMessage, geminiRoute, geminiStream } from './fakes/gemini';
 
 export interface FakeReply {
   text?: string;
@@ -27,6 +29,8 @@ export interface FakeReply {
    * (chat-completions: the last chunk or the reply; messages: message_start, message_delta, the reply).
    */
   wireUsage?: string;
+  /** Gemini: the Google Search grounding queries the host ran (its `groundingMetadata.webSearchQueries`). */
+  webSearchQueries?: string[];
 }
 
 /** Where a reply's `wireUsage` goes: a string no reply holds, replaced by the text once serialized. */
@@ -46,6 +50,8 @@ export interface FakeUsage {
   cacheWrite?: number;
   cacheWrite1h?: number;
   reasoning?: number;
+  /** Gemini's `toolUsePromptTokenCount`: input the host's own tools added to the prompt. */
+  toolPrompt?: number;
 }
 
 export type FakeBehaviour =
@@ -76,7 +82,7 @@ export interface ReceivedRequest {
   body: any;
   /** The body's bytes as they arrived. */
   raw: string;
-  /** The model, for hosts that name it in the path (Bedrock's `/model/{id}/…`); else body.model. */
+  /** The model, for hosts that name it in the path (Bedrock's `/model/{id}/…`, Gemini's `/models/{model}:…`); else body.model. */
   model?: string;
 }
 
@@ -85,7 +91,7 @@ export interface FakeUpstream {
   url: string;
   /** Every request, in arrival order, recorded before it is answered. */
   requests: ReceivedRequest[];
-  /** Behaviour for requests whose body.model equals `model`; unknown models get DEFAULT_REPLY. */
+  /** Behaviour for requests whose model (body.model; Gemini: the path's) equals `model`; unknown models get DEFAULT_REPLY. */
   on(model: string, behaviour: FakeBehaviour | ((req: ReceivedRequest) => FakeBehaviour)): void;
   /**
    * Resolves when the client closed the connection of the n-th request (0-based) before its
@@ -104,7 +110,7 @@ export const DEFAULT_REPLY: FakeReply = { text: 'Hello from the fake upstream.',
 export const withUsage = (r: FakeReply): FakeReply =>
   r.usage === undefined && r.wireUsage === undefined ? { ...r, usage: DEFAULT_USAGE } : r;
 
-type Api = 'openai' | 'anthropic' | 'responses';
+type Api = 'openai' | 'anthropic' | 'responses' | 'gemini';
 export type Finish = NonNullable<FakeReply['finish']>;
 export interface Frame {
   event?: string;
@@ -527,13 +533,22 @@ export interface FakeFormat {
   message(req: any, reply: FakeReply): object;
   error(status: number, message?: string): object;
   errorHeaders?(status: number): Record<string, string>;
-  requestIdHeader: string;
+  /** The header naming the request, when the API sends one. */
+  requestIdHeader: string | null;
 }
 
-const FORMATS: Record<'openai' | 'anthropic' | 'responses', FakeFormat> = {
+const wireUsageSlot = () => WIRE_USAGE;
+
+const FORMATS: Record<'openai' | 'anthropic' | 'responses' | 'gemini', FakeFormat> = {
   openai: { stream: openaiStream, message: openaiMessage, error: openaiError, requestIdHeader: 'x-request-id' },
   anthropic: { stream: anthropicStream, message: anthropicMessage, error: anthropicError, requestIdHeader: 'request-id' },
   responses: { stream: responsesStream, message: responsesMessage, error: openaiError, requestIdHeader: 'x-request-id' },
+  gemini: {
+    stream: (req, reply, pieces) => geminiStream(req, reply, wireUsageSlot, pieces, splitText),
+    message: (req, reply) => geminiMessage(req, reply, wireUsageSlot),
+    error: geminiError,
+    requestIdHeader: null,
+  },
 };
 
 /** The frame a decoder must reject: an event whose data is truncated JSON. */
@@ -541,6 +556,7 @@ const MALFORMED: Record<Api, string> = {
   openai: 'data: {"choices":[{"index":0,"delta":{"content":"trunc\n\n',
   anthropic: 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":\n\n',
   responses: 'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":\n\n',
+  gemini: GEMINI_MALFORMED,
 };
 
 /** How real upstreams report a failure after the 200 has gone out. */
@@ -561,6 +577,7 @@ const STREAM_ERROR: Record<Api, string> = {
       sequence_number: 999,
     }),
   }),
+  gemini: GEMINI_STREAM_ERROR,
 };
 
 /** Failure modes play the default text: per word, or finer when more pieces than words are asked for. */
@@ -631,9 +648,18 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     } catch {
       body = raw;
     }
-    const path = new URL(req.url ?? '/', 'http://fake').pathname;
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const path = url.pathname;
     const bedrock = bedrockRoute(path);
-    const received: ReceivedRequest = { path, headers: req.headers, body, raw, ...(bedrock && { model: bedrock.modelId }) };
+    const gemini = geminiRoute(path);
+    const received: ReceivedRequest = {
+      path,
+      headers: req.headers,
+      body,
+      raw,
+      ...(bedrock && { model: bedrock.modelId }),
+      ...(gemini && { model: gemini.model }),
+    };
     const index = requests.push(received) - 1;
 
     let gone = false; // the connection closed: stop writing, drop pending timers
@@ -688,22 +714,29 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
           ? 'anthropic'
           : path === '/v1/responses'
             ? 'responses'
-            : null;
+            : gemini
+              ? 'gemini'
+              : null;
     if (!api || req.method !== 'POST') {
       return send(res, 404, openaiError(404, `Invalid URL (${req.method} ${path})`));
     }
     const fmt = azure?.format ?? FORMATS[api];
-    const ids = { [fmt.requestIdHeader]: newId('req_') };
+    const ids: Record<string, string> = fmt.requestIdHeader ? { [fmt.requestIdHeader]: newId('req_') } : {};
     if (typeof body !== 'object' || body === null)
       return send(res, 400, fmt.error(400, 'The request body is not valid JSON.'), ids);
+    // The fake speaks Gemini's stream as server-sent events only (the API's other form is one JSON array).
+    if (gemini?.stream && url.searchParams.get('alt') !== 'sse')
+      return send(res, 400, geminiError(400, 'the fake streams only with alt=sse'), ids);
+    // Gemini names the model in the path: the wire functions read it from the request as the others' bodies carry it.
+    const request = gemini ? { ...body, model: gemini.model } : body;
 
-    const configured = behaviours.get(azure?.model ?? body.model);
+    const configured = behaviours.get(azure?.model ?? gemini?.model ?? body.model);
     const b: FakeBehaviour = (typeof configured === 'function' ? configured(received) : configured) ?? {
       kind: 'reply',
       reply: DEFAULT_REPLY,
     };
     const reply = 'reply' in b ? withUsage(b.reply) : DEFAULT_REPLY;
-    const streamed = body.stream === true;
+    const streamed = gemini ? gemini.stream : body.stream === true;
     const sseHead = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...ids };
     const jsonHead = { 'content-type': 'application/json', ...ids };
 
@@ -731,8 +764,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         await b.released;
         await pause(b.firstByteDelayMs);
         if (gone) return;
-        if (!streamed) return send(res, 200, wired(JSON.stringify(fmt.message(body, reply)), reply), ids);
-        const s = fmt.stream(body, reply, b.pieces);
+        if (!streamed) return send(res, 200, wired(JSON.stringify(fmt.message(request, reply)), reply), ids);
+        const s = fmt.stream(request, reply, b.pieces);
         return play(
           [...s.head, ...s.body, ...s.tail].map((f) => wired(sse(f), reply)),
           'end',
@@ -761,15 +794,15 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       case 'cut': {
         if (!streamed) {
           // Announce the full length, send half: the client sees a truncated body.
-          const full = JSON.stringify(fmt.message(body, reply));
+          const full = JSON.stringify(fmt.message(request, reply));
           res.writeHead(200, { ...jsonHead, 'content-length': Buffer.byteLength(full) });
           return void res.write(full.slice(0, full.length >> 1), () => cut());
         }
-        return play(upToPiece(fmt.stream(body, reply), b.afterPieces).map(sse), 'cut');
+        return play(upToPiece(fmt.stream(request, reply), b.afterPieces).map(sse), 'cut');
       }
       case 'malformed': {
         if (!streamed) return send(res, 200, '{"id":"truncated",', jsonHead);
-        const frames = upToPiece(fmt.stream(body, DEFAULT_REPLY, fillerPieces(b.afterPieces)), b.afterPieces).map(sse);
+        const frames = upToPiece(fmt.stream(request, DEFAULT_REPLY, fillerPieces(b.afterPieces)), b.afterPieces).map(sse);
         return play([...frames, MALFORMED[api]], 'end');
       }
       case 'verbatim':
@@ -779,7 +812,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         return send(res, 400, fmt.error(400, 'a token count is answered on /v1/messages/count_tokens only'), ids);
       case 'stream_error': {
         if (!streamed) return send(res, 500, fmt.error(500), ids);
-        const frames = upToPiece(fmt.stream(body, DEFAULT_REPLY, fillerPieces(b.afterPieces)), b.afterPieces).map(sse);
+        const frames = upToPiece(fmt.stream(request, DEFAULT_REPLY, fillerPieces(b.afterPieces)), b.afterPieces).map(sse);
         return play([...frames, STREAM_ERROR[api]], 'end');
       }
     }

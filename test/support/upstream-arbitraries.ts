@@ -297,6 +297,52 @@ const converseEvent = optional({
   message: v,
 });
 
+/** A Gemini `usageMetadata` with adversarial counts, or any value where it goes. */
+const geminiUsage = fc.oneof(
+  optional({
+    promptTokenCount: v,
+    candidatesTokenCount: v,
+    totalTokenCount: v,
+    cachedContentTokenCount: v,
+    thoughtsTokenCount: v,
+    toolUsePromptTokenCount: v,
+  }),
+  v,
+);
+
+/** A Gemini part: text, a thought, a call, with adversarial fields. */
+const geminiPart = fc.oneof(
+  optional({
+    text: v,
+    thought: fc.oneof(fc.boolean(), v),
+    thoughtSignature: v,
+    functionCall: fc.oneof(v, optional({ id: v, name: v, args: v })),
+  }),
+  v,
+);
+
+/** A Gemini `GenerateContentResponse`: a whole reply, or one chunk of a stream. */
+const geminiResponse = optional({
+  candidates: fc.oneof(
+    v,
+    fc.array(
+      fc.oneof(
+        optional({
+          content: fc.oneof(v, optional({ role: v, parts: fc.oneof(v, fc.array(geminiPart, { maxLength: 3 })) })),
+          finishReason: fc.oneof(fc.constantFrom('STOP', 'MAX_TOKENS', 'SAFETY', 'MALFORMED_FUNCTION_CALL'), v),
+          groundingMetadata: fc.oneof(v, optional({ webSearchQueries: v })),
+        }),
+        v,
+      ),
+      { maxLength: 2 },
+    ),
+  ),
+  promptFeedback: fc.oneof(v, optional({ blockReason: v })),
+  usageMetadata: geminiUsage,
+  responseId: v,
+  error: fc.oneof(v, optional({ code: v, message: v, status: v })),
+});
+
 /** JSON text of a value, with the number literals put in as written. */
 const toJson = (value: unknown): string =>
   JSON.stringify(value).replace(new RegExp(`"${LITERAL}([^"]*)"`, 'g'), (_match, literal: string) => literal);
@@ -310,7 +356,7 @@ const dataOf = (shaped: fc.Arbitrary<unknown>): fc.Arbitrary<string> =>
     { weight: 1, arbitrary: fc.constantFrom('[DONE]', '{', 'null', '"text"', '[]', '{"type":"message_stop"}') },
   );
 
-export type HostKindName = 'openai' | 'anthropic' | 'openai-responses' | 'bedrock';
+export type HostKindName = 'openai' | 'anthropic' | 'openai-responses' | 'bedrock' | 'gemini';
 
 /**
  * A Bedrock stream's message as its framing gives it: a ConverseStream event, an exception, or an
@@ -340,8 +386,8 @@ export const streamMessages = (kind: HostKindName): fc.Arbitrary<FuzzMessage[]> 
   fc.array(
     kind === 'bedrock'
       ? bedrockMessage
-      : kind === 'openai'
-        ? fc.record({ data: dataOf(openaiObject('delta')) })
+      : kind === 'openai' || kind === 'gemini'
+        ? fc.record({ data: dataOf(kind === 'openai' ? openaiObject('delta') : geminiResponse) })
         : fc.record(
             kind === 'anthropic'
               ? { event: fc.oneof(fc.constantFrom(...EVENT_TYPES), fc.string({ maxLength: 10 })), data: dataOf(anthropicEvent) }
@@ -357,7 +403,15 @@ export const streamMessages = (kind: HostKindName): fc.Arbitrary<FuzzMessage[]> 
 export const wholeReply = (kind: HostKindName): fc.Arbitrary<string> =>
   kind === 'bedrock'
     ? fc.oneof(dataOf(converseReply), dataOf(anthropicReply))
-    : dataOf(kind === 'openai' ? openaiObject('message') : kind === 'anthropic' ? anthropicReply : responsesObject);
+    : dataOf(
+        kind === 'openai'
+          ? openaiObject('message')
+          : kind === 'anthropic'
+            ? anthropicReply
+            : kind === 'gemini'
+              ? geminiResponse
+              : responsesObject,
+      );
 
 /** How each format ends a stream. */
 const TERMINATORS: Record<HostKindName, string> = {
@@ -366,6 +420,9 @@ const TERMINATORS: Record<HostKindName, string> = {
   'openai-responses': 'event: response.completed\ndata: {"type":"response.completed","response":{"status":"completed"}}\n\n',
   // Bedrock's streams are not server-sent events (see fakes/bedrock.ts): no SSE text is made of them.
   bedrock: '',
+  // Gemini has no end marker: a chunk with a finish and its usage completes the stream.
+  gemini:
+    'data: {"candidates":[{"content":{"parts":[{"text":""}],"role":"model"},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":1,"totalTokenCount":1}}\n\n',
 };
 
 /** A stream as SSE text; `terminated` ends it as the format does (so that some streams complete). */

@@ -105,15 +105,30 @@ describe('the Gemini wire: requests', () => {
     ).toContain('answers no call of "w"');
   });
 
-  it('leaves thoughts in the history out, and keeps the text around them', () => {
+  it('keeps thoughts in the history out of the text, carried with the turn’s last signature for hosts that take them back', () => {
     const request = canonical({
       contents: [
         user('q'),
-        { role: 'model', parts: [{ text: 'pondering', thought: true, thoughtSignature: 'c2ln' }, { text: 'A' }, { text: 'B' }] },
-        user('more'),
+        {
+          role: 'model',
+          parts: [
+            { text: 'pondering', thought: true, thoughtSignature: 'c2ln' },
+            { text: 'A' },
+            { text: 'B' },
+            { functionCall: { name: 'f', args: {} }, thoughtSignature: 'c2lnMg==' },
+          ],
+        },
+        { role: 'user', parts: [{ functionResponse: { name: 'f', response: { output: 'ok' } } }] },
+        { role: 'model', parts: [{ text: 'Done.' }] },
       ],
     });
-    expect(request.messages[1]).toEqual({ role: 'assistant', content: 'AB', toolCalls: [] });
+    expect(request.messages[1]).toEqual({
+      role: 'assistant',
+      content: 'AB',
+      toolCalls: [{ id: 'call_1_3', name: 'f', arguments: '{}' }],
+      reasoning: { text: 'pondering', signature: 'c2lnMg==' },
+    });
+    expect(request.messages[3]).toEqual({ role: 'assistant', content: 'Done.', toolCalls: [] });
   });
 
   it('maps the function-calling modes and allowed names to the tool choice', () => {

@@ -84,6 +84,45 @@ describe('messages wire: reasoning and images, for hosts of the other format', (
     ]);
   });
 
+  it('reads the thinking given back in an assistant turn, with its last signature, for hosts that take it back', () => {
+    const turn = (content: unknown[]) =>
+      toCanonical(
+        {
+          model: 'vendor/model',
+          max_tokens: 100,
+          messages: [
+            { role: 'user', content: 'Hi' },
+            { role: 'assistant', content: content as never },
+          ],
+        },
+        [],
+      ).messages[1];
+    expect(
+      turn([
+        { type: 'thinking', thinking: 'First. ', signature: '' },
+        { type: 'thinking', thinking: 'Second.', signature: 'sig-2' },
+        { type: 'tool_use', id: 't1', name: 'f', input: {} },
+      ]),
+    ).toEqual({
+      role: 'assistant',
+      content: '',
+      toolCalls: [{ id: 't1', name: 'f', arguments: '{}' }],
+      reasoning: { text: 'First. Second.', signature: 'sig-2' },
+    });
+    expect(
+      turn([
+        { type: 'thinking', thinking: 'Unsigned.' },
+        { type: 'text', text: 'Hello.' },
+      ]),
+    ).toEqual({
+      role: 'assistant',
+      content: 'Hello.',
+      toolCalls: [],
+      reasoning: { text: 'Unsigned.' },
+    });
+    expect(turn([{ type: 'text', text: 'Hello.' }])).not.toHaveProperty('reasoning');
+  });
+
   it('keeps the body itself, for a host of this format', () => {
     const body = { model: 'vendor/model', max_tokens: 100, messages: [{ role: 'user' as const, content: 'Hi' }] };
     expect(toCanonical(body, []).original).toEqual({ format: 'messages', body });

@@ -97,8 +97,17 @@ function messagesOf(contents: Content[]): CanonicalMessage[] {
       content.parts.forEach((part, index) => {
         if (part.inlineData || part.fileData) refuse(`${at}.parts[${index}]: a model turn's data parts are not carried`);
       });
-      // Thoughts are the model's own: no format takes them back (as the other surfaces' thinking blocks).
-      messages.push({ role: 'assistant', content: partText(content.parts, ''), toolCalls });
+      // The turn's thoughts and its signature (the last, as a reply signs its turn), for hosts that take them back (Gemini's).
+      const signature = content.parts
+        .map((part) => part.thoughtSignature)
+        .filter((s): s is string => typeof s === 'string' && s !== '')
+        .at(-1);
+      const thoughts = content.parts
+        .filter((part) => part.thought === true)
+        .map((part) => part.text ?? '')
+        .join('');
+      const reasoning = signature ? { text: thoughts, signature } : thoughts !== '' ? { text: thoughts } : undefined;
+      messages.push({ role: 'assistant', content: partText(content.parts, ''), toolCalls, ...(reasoning ? { reasoning } : {}) });
       unanswered = [...toolCalls];
       return;
     }

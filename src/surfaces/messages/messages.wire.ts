@@ -25,6 +25,9 @@ import type {
 
 /** The messages wire format, in and out. Pure translation; no I/O. */
 
+/** A thinking block given back in an assistant turn: read, not validated (hosts of this format get it whole). */
+type ThinkingBlock = { type: 'thinking'; thinking?: unknown; signature?: unknown };
+
 const blocksOf = (content: string | ContentBlock[]): ContentBlock[] =>
   typeof content === 'string' ? [{ type: 'text', text: content }] : content;
 
@@ -109,6 +112,21 @@ function withoutServerTools<Body extends Pick<MessagesRequest, 'tools' | 'tool_c
   return { body: carried, omittedTools: decision.omitted };
 }
 
+/**
+ * The thinking blocks of an assistant turn given back: their text, and the last signature (the one
+ * closing the turn's reasoning, as this gateway sends a host's signature), for hosts that take it back.
+ */
+function reasoningGivenBack(blocks: ContentBlock[]): { reasoning?: { text: string; signature?: string } } {
+  const thinking = blocks.filter((b): b is ThinkingBlock => b.type === 'thinking');
+  if (thinking.length === 0) return {};
+  const signature = thinking
+    .map((b) => b.signature)
+    .filter((s): s is string => typeof s === 'string' && s !== '')
+    .at(-1);
+  const text = thinking.map((b) => (typeof b.thinking === 'string' ? b.thinking : '')).join('');
+  return { reasoning: signature === undefined ? { text } : { text, signature } };
+}
+
 /** A message request (or a count_tokens body, which has no cap and no stream) and its betas, as a canonical request. */
 export function toCanonical(
   asked: CountTokensRequest & Partial<Pick<MessagesRequest, 'max_tokens' | 'stream'>>,
@@ -134,6 +152,7 @@ export function toCanonical(
         toolCalls: blocks
           .filter((b): b is ToolUseBlock => b.type === 'tool_use')
           .map((b) => ({ id: b.id, name: b.name, arguments: JSON.stringify(b.input) })),
+        ...reasoningGivenBack(blocks),
       });
       continue;
     }

@@ -59,6 +59,8 @@ export interface ContractKind {
   /** A usage object in the kind's own fields, with its input and output counts written as given (JSON text). */
   wireUsage(input: string, output: string): string;
   supports: { images: boolean; reasoning: boolean; tools: boolean };
+  /** The host sends each call whole (Gemini): its arguments reach a streamed client in one piece, not several. */
+  wholeCalls?: true;
   /** What the host was sent, read from its body: the output cap, the tools offered (names), the images (data URLs), whether reasoning was asked for. */
   sent: {
     cap(body: Body): unknown;
@@ -194,6 +196,30 @@ export const CONTRACT_KINDS: ContractKind[] = [
             else process.env[name] = value;
         },
       };
+    },
+  },
+  {
+    kind: 'gemini',
+    host: (fake, id) => ({ id, kind: 'gemini', baseUrl: `${fake.url}/v1beta`, apiKeyEnv: 'FAKE_OPENAI_KEY' }),
+    // The route names the model; the fake keys its behaviours by it.
+    modelOf: (r) => r.model,
+    path: (hostModel, stream) => `/v1beta/models/${hostModel}:${stream ? 'streamGenerateContent' : 'generateContent'}`,
+    authorized: (r) => r.headers['x-goog-api-key'] === TEST_HOST_KEYS.FAKE_OPENAI_KEY && r.headers.authorization === undefined,
+    // Gemini 2.5 Flash's list prices, but cached input at four decimals so that the rounding up shows.
+    prices: { input: '0.30', cacheRead: '0.0301', output: '2.50' },
+    usage: { input: 1_237, cacheRead: 20_011, output: 523, reasoning: 211 },
+    wireUsage: (input, output) => `{"promptTokenCount":${input},"candidatesTokenCount":${output},"totalTokenCount":18}`,
+    supports: { images: true, reasoning: true, tools: true },
+    wholeCalls: true,
+    sent: {
+      cap: (body) => body.generationConfig?.maxOutputTokens,
+      tools: (body) => (body.tools ?? []).flatMap((t: Body) => (t.functionDeclarations ?? []).map((f: Body) => f.name)),
+      images: (body) =>
+        (body.contents ?? [])
+          .flatMap((c: Body) => c.parts ?? [])
+          .filter((p: Body) => p.inlineData)
+          .map((p: Body) => `data:${p.inlineData.mimeType};base64,${p.inlineData.data}`),
+      reasoning: (body) => body.generationConfig?.thinkingConfig?.includeThoughts === true,
     },
   },
 ];
