@@ -156,7 +156,9 @@ async function conversation(scenario: Scenario, sticky: boolean): Promise<Run> {
     fakeHost('host-b', scenario.overloaded['host-b'], () => turn),
   ]);
   const measured = scenario.throughput;
-  const hostHealth = measured && { latencyMs: () => undefined, tokensPerSecond: (hostId: string) => measured(hostId, turn) };
+  const hostHealth = measured && {
+    of: (hostId: string) => ({ firstByteMs: null, outputTokensPerSecond: measured(hostId, turn) }),
+  };
   const dataDir = mkdtempSync(join(tmpdir(), 'sticky-bench-'));
   const catalogueFile = join(dataDir, 'catalogue.json');
   writeFileSync(

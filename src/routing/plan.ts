@@ -29,14 +29,12 @@ export interface ProviderPreferences {
 export const NO_PREFERENCES: ProviderPreferences = { allowFallbacks: true };
 
 /**
- * Host health as measured (rolling, per host and model): what `sort` by latency or throughput
- * reads. A host with no reading yet sorts after those with one.
+ * Host health as measured (rolling, per host and catalogue model): what `sort` by latency or
+ * throughput reads, in the shape of the measured health's reader (`HostHealth.of`). A host with no
+ * reading yet sorts after those with one.
  */
 export interface HostHealthReader {
-  /** Time to first byte (ms), lower first. */
-  latencyMs(hostId: string, hostModel: string): number | undefined;
-  /** Output tokens per second, higher first. */
-  tokensPerSecond(hostId: string, hostModel: string): number | undefined;
+  of(hostId: string, model: string): { firstByteMs: number | null; outputTokensPerSecond: number | null } | null;
 }
 
 /** What the shell read for this request beside the catalogue. */
@@ -66,13 +64,15 @@ function sortedBy(hosts: ModelHost[], key: (host: ModelHost) => number | undefin
   return keyed.map((k) => k.host);
 }
 
+type SortKey = (host: ModelHost) => number | undefined;
+
 /** Price sorts by the input and output list prices together (a request's typical mix weighs both). */
-const SORT_KEYS: Record<ProviderSort, (health: HostHealthReader | undefined) => (host: ModelHost) => number | undefined> = {
+const SORT_KEYS: Record<ProviderSort, (model: string, health: HostHealthReader | undefined) => SortKey> = {
   price: () => (h) => h.prices.input + h.prices.output,
-  latency: (health) => (h) => health?.latencyMs(h.host.id, h.model),
-  throughput: (health) => (h) => {
-    const tps = health?.tokensPerSecond(h.host.id, h.model);
-    return tps === undefined ? undefined : -tps;
+  latency: (model, health) => (h) => health?.of(h.host.id, model)?.firstByteMs ?? undefined,
+  throughput: (model, health) => (h) => {
+    const tps = health?.of(h.host.id, model)?.outputTokensPerSecond;
+    return tps === null || tps === undefined ? undefined : -tps;
   },
 };
 
@@ -102,7 +102,7 @@ export function routeHosts(model: CatalogueModel, preferences: ProviderPreferenc
     .map((id) => affordable.find((h) => h.host.id === id))
     .filter((h, i, all): h is ModelHost => h !== undefined && all.indexOf(h) === i);
   let rest = affordable.filter((h) => !ordered.includes(h));
-  if (sort) rest = sortedBy(rest, SORT_KEYS[sort](context.health));
+  if (sort) rest = sortedBy(rest, SORT_KEYS[sort](model.slug, context.health));
   if (order === undefined) {
     // The conversation's host first while its cache lives, whatever the sort: a cache read saves
     // more than a slightly better price or speed. Only an explicit order wins over it.

@@ -45,9 +45,11 @@ describe('routing: provider preferences', () => {
   });
 
   it('sort by latency or throughput reads the health given; hosts without a reading keep their order after the rest', () => {
+    const latency: Record<string, number> = { c: 100, a: 300 };
+    const throughput: Record<string, number> = { a: 40, b: 90 };
     const health: HostHealthReader = {
-      latencyMs: (id) => ({ c: 100, a: 300 })[id],
-      tokensPerSecond: (id) => ({ a: 40, b: 90 })[id],
+      of: (id, slug) =>
+        slug === model.slug ? { firstByteMs: latency[id] ?? null, outputTokensPerSecond: throughput[id] ?? null } : null,
     };
     expect(routed(model, prefs({ sort: 'latency' }), { health })).toEqual(['c', 'a', 'b']);
     expect(routed(model, prefs({ sort: 'throughput' }), { health })).toEqual(['b', 'a', 'c']);
