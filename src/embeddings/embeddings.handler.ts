@@ -90,7 +90,15 @@ export class EmbeddingsHandler
         } catch (error) {
           failure = error instanceof HostError ? error : new HostError('connection', (error as Error).message);
           calledFailure = failure;
-          attempts.push(hostAttempt(served.host.id, served.host.apiKeyEnv, failure.status, attemptReason(failure), performance.now() - callStarted));
+          attempts.push(
+            hostAttempt(
+              served.host.id,
+              served.host.apiKeyEnv,
+              failure.status,
+              attemptReason(failure),
+              performance.now() - callStarted,
+            ),
+          );
           this.routing.ended(served.host.id, model, hostAtFault(failure), NOT_MEASURED);
         }
       }

@@ -123,6 +123,13 @@ describe('routing', () => {
       for (let i = 0; i < 6; i++) expect((await ask(g, CHAT_COMPLETIONS, 'test/pooled')).status).toBe(200);
       const spread = g.fake.requests.slice(from).map(keyOf);
       expect(spread).toEqual(['POOL_KEY_1', 'POOL_KEY_2', 'POOL_KEY_3', 'POOL_KEY_1', 'POOL_KEY_2', 'POOL_KEY_3']);
+      // Each settlement names the credential its call used.
+      await g.settled();
+      await g.t.runtime.projector.catchUp();
+      const settlements = (await g.t.runtime.events.readAll(0, 100_000)).filter((e) => e.type === 'ReservationSettled').slice(-6);
+      expect(settlements.map((e) => (e.data as ReservationSettled['data']).attempts?.map((a) => a.credential))).toEqual(
+        spread.map((key) => [key]),
+      );
 
       // Key 2 is rate-limited for a minute: its request is served by the next host, and the pool goes on without it.
       g.fake.on('fake-pooled', (r) =>
@@ -151,32 +158,49 @@ describe('routing', () => {
       const line = await log.waitFor((l) => /credential POOL_KEY_3 refused/.test(l.msg));
       expect(JSON.stringify(line)).not.toContain(POOL_KEYS.POOL_KEY_3);
     });
+
+    it('puts on the record the credential each call used, by its variable', async () => {
+      g.fake.on('fake-pooled', { kind: 'status', status: 500 });
+      const from = g.fake.requests.length;
+      expect((await ask(g, CHAT_COMPLETIONS, 'test/pooled')).status).toBe(200);
+      const [pooled, backup] = g.fake.requests.slice(from);
+      expect([pooled.body.model, backup.body.model]).toEqual(['fake-pooled', 'fake-pool-backup']);
+      expect(keyOf(pooled)).toMatch(/^POOL_KEY_\d$/);
+      const settled = await lastEvent<ReservationSettled['data']>(g, 'ReservationSettled');
+      expect(settled.attempts).toEqual([
+        { host: 'pool', credential: keyOf(pooled), status: 500, reason: 'server_error', durationMs: expect.any(Number) },
+        { host: 'pool-backup', credential: null, status: null, reason: 'ok', durationMs: expect.any(Number) },
+      ]);
+    });
   });
 
   describe('provider preferences, on every surface', () => {
-    it.each(SURFACES.map((s) => [s.name, s] as const))('%s: order, only, ignore, sort by price and latency', async (_, surface) => {
-      // The dear and cheap hosts are slow to answer: latency, as measured, puts the mid-priced host first.
-      const slow = (firstByteDelayMs: number) => ({ kind: 'reply' as const, reply: { text: 'ok' }, firstByteDelayMs });
-      g.fake.on('fake-dear', slow(100));
-      g.fake.on('fake-cheap', slow(200));
-      const cases: Array<[unknown, string]> = [
-        [{ order: ['h-mid', 'h-cheap'] }, 'fake-mid'],
-        [{ only: ['h-cheap', 'h-mid'] }, 'fake-cheap'],
-        [{ ignore: ['h-dear', 'h-cheap'] }, 'fake-mid'],
-        [{ sort: 'price' }, 'fake-cheap'],
-        [{ sort: 'latency' }, 'fake-mid'],
-        [undefined, 'fake-dear'],
-      ];
-      for (const [provider, served] of cases) {
-        const from = g.fake.requests.length;
-        const answer = await ask(g, surface, 'test/routed', { provider });
-        expect([provider, answer.status]).toEqual([provider, 200]);
-        expect([provider, calledSince(g.fake, from)]).toEqual([provider, [served]]);
-        const provided = g.fake.requests.at(-1)!.body;
-        expect(provided.provider).toBeUndefined();
-        expect(provided.models).toBeUndefined();
-      }
-    });
+    it.each(SURFACES.map((s) => [s.name, s] as const))(
+      '%s: order, only, ignore, sort by price and latency',
+      async (_, surface) => {
+        // The dear and cheap hosts are slow to answer: latency, as measured, puts the mid-priced host first.
+        const slow = (firstByteDelayMs: number) => ({ kind: 'reply' as const, reply: { text: 'ok' }, firstByteDelayMs });
+        g.fake.on('fake-dear', slow(100));
+        g.fake.on('fake-cheap', slow(200));
+        const cases: Array<[unknown, string]> = [
+          [{ order: ['h-mid', 'h-cheap'] }, 'fake-mid'],
+          [{ only: ['h-cheap', 'h-mid'] }, 'fake-cheap'],
+          [{ ignore: ['h-dear', 'h-cheap'] }, 'fake-mid'],
+          [{ sort: 'price' }, 'fake-cheap'],
+          [{ sort: 'latency' }, 'fake-mid'],
+          [undefined, 'fake-dear'],
+        ];
+        for (const [provider, served] of cases) {
+          const from = g.fake.requests.length;
+          const answer = await ask(g, surface, 'test/routed', { provider });
+          expect([provider, answer.status]).toEqual([provider, 200]);
+          expect([provider, calledSince(g.fake, from)]).toEqual([provider, [served]]);
+          const provided = g.fake.requests.at(-1)!.body;
+          expect(provided.provider).toBeUndefined();
+          expect(provided.models).toBeUndefined();
+        }
+      },
+    );
 
     it('only: a failing host falls back to the next one allowed, not to one left out', async () => {
       g.fake.on('fake-cheap', { kind: 'status', status: 500 });
@@ -276,6 +300,13 @@ describe('routing', () => {
       const priced = await gemini('test/routed', { 'x-gateway-provider': JSON.stringify({ max_price: { prompt: 0.1 } }) });
       expect(priced.status).toBe(402);
       expect(((await priced.json()) as { error: { message: string } }).error.message).toMatch(/max_price/);
+    });
+
+    it("measures each host for the model it was called for: the failing first model's host, the fallback's", () => {
+      const { health } = g.t.runtime.routing;
+      expect(health.of('h-dear', 'test/primary')).toMatchObject({ errorRate: 1 });
+      expect(health.of('h-anthropic', 'test/backup')).toMatchObject({ errorRate: 0 });
+      expect(health.of('h-anthropic', 'test/primary')).toBeNull();
     });
 
     it('a fallback model not in the catalogue is a 400', async () => {
