@@ -339,10 +339,10 @@ export class Catalogue {
         const apiKey = env[name]?.trim() || null;
         // An upstream that echoes the key (in an error message) must not pass it on.
         rememberHostKey(apiKey);
-        if (apiKey !== null) credentials.push({ id: name, weight, endpoint: { id, baseUrl, apiKey, settings } });
+        if (apiKey !== null && !unset) credentials.push({ id: name, weight, endpoint: { id, baseUrl, apiKey, settings } });
       }
-      if (named.length === 0) credentials.push({ id: null, weight: 1, endpoint: { id, baseUrl, apiKey: null, settings } });
-      if (unset) credentials.length = 0;
+      if (named.length === 0 && !unset)
+        credentials.push({ id: null, weight: 1, endpoint: { id, baseUrl, apiKey: null, settings } });
       const retry = retryOf(raw, at);
       hosts.set(id, {
         id,
