@@ -6,19 +6,22 @@ import { DashboardModule } from './dashboard/dashboard.module';
 import type { SessionTokens } from './dashboard/session/sessions';
 import type { Catalogue } from './catalogue/catalogue';
 import { CatalogueModule } from './catalogue/catalogue.module';
+import type { HostHealthReader } from './routing/plan';
+import { RoutingModule } from './routing/routing.module';
 import type { Runtime } from './runtime/runtime';
 import { SurfacesModule } from './surfaces/surfaces.module';
 import { RuntimeModule } from './runtime/runtime.module';
 
 @Module({})
 export class AppModule {
-  static forRuntime(runtime: Runtime, catalogue: Catalogue, tokens: SessionTokens): DynamicModule {
+  static forRuntime(runtime: Runtime, catalogue: Catalogue, tokens: SessionTokens, health?: HostHealthReader): DynamicModule {
     return {
       module: AppModule,
       imports: [
         RuntimeModule.forRuntime(runtime),
         CqrsModule.forRoot(),
         CatalogueModule.forCatalogue(catalogue),
+        RoutingModule.forHealth(health),
         CreditsModule,
         KeysModule,
         SurfacesModule,

@@ -12,6 +12,7 @@ import { serveHealth } from './observability/health-routes';
 import { type LogStream, loggerOptions, NestPinoLogger } from './observability/logging';
 import { observeRequests } from './observability/observe-requests';
 import { serveOpenApiDocument } from './openapi/openapi.route';
+import type { HostHealthReader } from './routing/plan';
 import type { Runtime } from './runtime/runtime';
 import { openStreams } from './surfaces/sse';
 
@@ -27,6 +28,8 @@ export interface AppOptions {
   lifecycle?: Lifecycle;
   /** Defaults to the catalogue file named by the configuration. */
   catalogue?: Catalogue;
+  /** Host health for `sort` latency and throughput; defaults to the health the runtime measures (a bench gives its own). */
+  hostHealth?: HostHealthReader;
 }
 
 /** Builds the HTTP application on an opened runtime (used by main and by tests). */
@@ -67,11 +70,15 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   );
   serveWebApp(fastify);
   const tokens = SessionTokens.fromEnvironment(config.dataDir, config.dashboardSecret);
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRuntime(runtime, catalogue, tokens), adapter, {
-    logger: logging ? new NestPinoLogger(fastify.log) : false,
-    // Fastify's own JSON parser (secure-json-parse, bodyLimit) instead of Nest's wrapper around it.
-    bodyParser: false,
-  });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    AppModule.forRuntime(runtime, catalogue, tokens, options.hostHealth ?? runtime.routing.health),
+    adapter,
+    {
+      logger: logging ? new NestPinoLogger(fastify.log) : false,
+      // Fastify's own JSON parser (secure-json-parse, bodyLimit) instead of Nest's wrapper around it.
+      bodyParser: false,
+    },
+  );
   app.useGlobalFilters(new ErrorFormatByRoute());
   settlements = app.get(InFlightSettlements, { strict: false });
   await app.init();

@@ -3,6 +3,7 @@ import { createApp } from './app';
 import { Catalogue } from './catalogue/catalogue';
 import { ConfigError, loadConfig } from './config/config';
 import { startSimulatedUpstream } from './simulated-upstream/simulated-upstream';
+import { writePidFile } from './runtime/pid-file';
 import { openRuntime } from './runtime/runtime';
 
 async function startSimulated(port: number) {
@@ -49,6 +50,7 @@ async function start(): Promise<void> {
     );
   }
   await app.listen(config.port, config.host);
+  const removePidFile = writePidFile(config.dataDir);
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   logger.info(
@@ -86,12 +88,23 @@ async function start(): Promise<void> {
       code = 1;
     });
     await simulated?.close();
+    removePidFile();
     logger.info(code === 0 ? 'model gateway stopped (event log closed)' : 'model gateway stopped');
     // pino writes synchronously to stdout; a pretty transport (a worker) is flushed before exit.
     const flushable = logger as typeof logger & { flush?: (done: () => void) => void };
     if (flushable.flush) flushable.flush(() => process.exit(code));
     else process.exit(code);
   };
+  // A reload swaps the catalogue in one step: requests admitted before it keep the hosts and prices
+  // they were planned with; a file that cannot be read or is refused leaves the running one.
+  process.on('SIGHUP', () => {
+    try {
+      const version = catalogue.reload(config.cataloguePath);
+      logger.info(`catalogue reloaded from ${config.cataloguePath} (version ${version}): requests from now on use it`);
+    } catch (error) {
+      logger.error(`catalogue not reloaded, the running one is kept: ${(error as Error).message}`);
+    }
+  });
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 }

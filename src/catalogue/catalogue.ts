@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { HostSettings } from '../hosts/host-kind';
 import { HOST_KIND_NAMES, HOST_KINDS, HostKindName, isHostKindName } from '../hosts/hosts';
@@ -6,6 +7,7 @@ import { HOSTED_TOOL_CLASSES, type HostedToolClass, type WireFormat } from '../c
 import { hostRuns, type ServingHost } from '../canonical/hosted-tools';
 import { formatCredits, HostedToolPrices, parseCredits, scaledPrice, TokenPrices } from '../ledger/money';
 import { DEFAULT_RETRY, RETRY_LIMITS, RetryPolicy } from '../routing/retry';
+import type { HostEndpoint } from '../hosts/transport';
 
 /**
  * The catalogue: provider hosts and the models they serve, with list prices. Read from a JSON
@@ -16,15 +18,34 @@ export interface CatalogueHost {
   kind: HostKindName;
   /** Includes the version path: an openai host posts to `{baseUrl}/chat/completions`. */
   baseUrl: string;
+  /** The first key variable named (a pool names several: see `credentials`). */
   apiKeyEnv: string | null;
   /** The entry's fields its kind reads (see HostKind.settings): a region, a project, an API version. */
   settings: HostSettings;
-  /** The key, read from `apiKeyEnv`; null when the host needs none or it is not set. */
+  /** The first credential's key; null when the host needs none or none is set. */
   apiKey: string | null;
-  /** A host whose key variable is named but unset cannot serve. */
+  /** A host whose key variables are named but all unset cannot serve. */
   usable: boolean;
   /** How a call failing before output is tried again on this host (`retry` in the file; DEFAULT_RETRY for what it leaves out). */
   retry: RetryPolicy;
+  /**
+   * The credentials calls may use: each key variable that is set (a pool when several), or the one
+   * keyless credential of a host that takes no key. Empty when the host is not usable.
+   */
+  credentials: HostCredential[];
+}
+
+/**
+ * One credential of a host: the variable naming it is its id in logs and records (never its
+ * value). Its endpoint is made once with the catalogue: the transport keeps one authorizer per
+ * endpoint object, so every call with this credential must pass this same object.
+ */
+export interface HostCredential {
+  /** The key variable's name; null for a host that takes no key. */
+  readonly id: string | null;
+  /** Its share of the host's requests, relative to the pool's other credentials (1 when not given). */
+  readonly weight: number;
+  readonly endpoint: HostEndpoint;
 }
 
 export interface ModelHost {
@@ -94,6 +115,32 @@ function text(entry: Raw, field: string, where: string): string {
   const value = entry[field];
   if (typeof value !== 'string' || value.trim() === '') throw new CatalogueError(where, `"${field}" must be a non-empty string`);
   return value;
+}
+
+/**
+ * The key variables a host entry names in `apiKeyEnv`: one name, or a pool — a list of names or
+ * `{"env": NAME, "weight": N}` objects (weight 1 when not given).
+ */
+function keyVariables(value: unknown, where: string): Array<{ env: string; weight: number }> {
+  if (value === undefined || value === null) return [];
+  const listed = Array.isArray(value) ? value : [value];
+  if (listed.length === 0) throw new CatalogueError(where, '"apiKeyEnv" must name at least one environment variable');
+  const named = listed.map((item, i) => {
+    const at = Array.isArray(value) ? `apiKeyEnv[${i}]` : 'apiKeyEnv';
+    const entry = typeof item === 'string' ? { env: item, weight: 1 } : isObject(item) ? { weight: 1, ...item } : null;
+    if (!entry || typeof entry.env !== 'string')
+      throw new CatalogueError(where, `"${at}" must be a variable name or {"env": "NAME", "weight": N}`);
+    if (!ENV_NAME.test(entry.env)) throw new CatalogueError(where, `"${at}" must name an environment variable (A-Z, 0-9, _)`);
+    if (typeof entry.weight !== 'number' || !Number.isFinite(entry.weight) || entry.weight <= 0)
+      throw new CatalogueError(where, `"${at}" weight must be a positive number`);
+    return { env: entry.env, weight: entry.weight };
+  });
+  const seen = new Set<string>();
+  for (const { env } of named) {
+    if (seen.has(env)) throw new CatalogueError(where, `"apiKeyEnv" names ${env} twice`);
+    seen.add(env);
+  }
+  return named;
 }
 
 function positiveInteger(entry: Raw, field: string, where: string): number {
@@ -189,24 +236,56 @@ export const servingHostOf = (h: ModelHost): ServingHost => ({
   model: h.model,
 });
 
-export class Catalogue {
-  private readonly bySlug = new Map<string, CatalogueModel>();
-  private readonly byId = new Map<string, CatalogueModel>();
+interface CatalogueContents {
+  hosts: CatalogueHost[];
+  models: CatalogueModel[];
+  bySlug: Map<string, CatalogueModel>;
+  byId: Map<string, CatalogueModel>;
+  version: string | null;
+}
 
-  constructor(
-    readonly hosts: CatalogueHost[],
-    readonly models: CatalogueModel[],
-  ) {
-    for (const model of models) {
-      this.bySlug.set(model.slug.toLowerCase(), model);
-      this.byId.set(model.id.toLowerCase(), model);
-    }
+function contentsOf(hosts: CatalogueHost[], models: CatalogueModel[], version: string | null = null): CatalogueContents {
+  const bySlug = new Map<string, CatalogueModel>();
+  const byId = new Map<string, CatalogueModel>();
+  for (const model of models) {
+    bySlug.set(model.slug.toLowerCase(), model);
+    byId.set(model.id.toLowerCase(), model);
+  }
+  return { hosts, models, bySlug, byId, version };
+}
+
+export class Catalogue {
+  private contents: CatalogueContents;
+
+  constructor(hosts: CatalogueHost[], models: CatalogueModel[]) {
+    this.contents = contentsOf(hosts, models);
+  }
+
+  get hosts(): CatalogueHost[] {
+    return this.contents.hosts;
+  }
+
+  get models(): CatalogueModel[] {
+    return this.contents.models;
+  }
+
+  /** A hash of the file's contents it was parsed from (null: built in code): which catalogue priced a request. */
+  get version(): string | null {
+    return this.contents.version;
+  }
+
+  /**
+   * Takes `next`'s hosts and models in one step (a reload): requests already admitted keep the
+   * models and hosts they were planned with — their prices and credentials — to the end.
+   */
+  replace(next: Catalogue): void {
+    this.contents = next.contents;
   }
 
   /** By slug (`vendor/model`, case-insensitive) or catalogue UUID. */
   find(ref: string): CatalogueModel | null {
     const key = ref.trim().toLowerCase();
-    return this.bySlug.get(key) ?? this.byId.get(key) ?? null;
+    return this.contents.bySlug.get(key) ?? this.contents.byId.get(key) ?? null;
   }
 
   /** Models with a host whose cached input is billed at the input price for want of a cache read price, for a start-up warning. */
@@ -250,23 +329,33 @@ export class Catalogue {
         throw new CatalogueError(at, `"baseUrl" ${JSON.stringify(baseUrl)} is not a URL`);
       }
       if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new CatalogueError(at, '"baseUrl" must be http(s)');
-      let apiKeyEnv: string | null = null;
-      if (raw.apiKeyEnv !== undefined && raw.apiKeyEnv !== null) {
-        apiKeyEnv = text(raw, 'apiKeyEnv', at);
-        if (!ENV_NAME.test(apiKeyEnv))
-          throw new CatalogueError(at, '"apiKeyEnv" must name an environment variable (A-Z, 0-9, _)');
-      }
       if ('apiKey' in raw)
         throw new CatalogueError(at, 'keys never go in the catalogue: name an environment variable in "apiKeyEnv"');
-      const apiKey = apiKeyEnv ? env[apiKeyEnv]?.trim() || null : null;
-      // An upstream that echoes the key (in an error message) must not pass it on.
-      rememberHostKey(apiKey);
+      const named = keyVariables(raw.apiKeyEnv, at);
       // A field the kind needs left empty (`"project": "${GOOGLE_CLOUD_PROJECT}"` with the variable
-      // unset) makes the host unusable, as an unset key does.
+      // unset) makes the host unusable, as unset keys do.
       const unset = (HOST_KINDS[kind].settings ?? []).some((s) => s.default === undefined && settings[s.name] === '');
-      const usable = !unset && (apiKeyEnv === null || apiKey !== null);
+      const credentials: HostCredential[] = [];
+      for (const { env: name, weight } of named) {
+        const apiKey = env[name]?.trim() || null;
+        // An upstream that echoes the key (in an error message) must not pass it on.
+        rememberHostKey(apiKey);
+        if (apiKey !== null && !unset) credentials.push({ id: name, weight, endpoint: { id, baseUrl, apiKey, settings } });
+      }
+      if (named.length === 0 && !unset)
+        credentials.push({ id: null, weight: 1, endpoint: { id, baseUrl, apiKey: null, settings } });
       const retry = retryOf(raw, at);
-      hosts.set(id, { id, kind, baseUrl, apiKeyEnv, settings, apiKey, usable, retry });
+      hosts.set(id, {
+        id,
+        kind,
+        baseUrl,
+        apiKeyEnv: named[0]?.env ?? null,
+        settings,
+        apiKey: credentials[0]?.endpoint.apiKey ?? null,
+        usable: credentials.length > 0,
+        retry,
+        credentials,
+      });
     });
 
     const slugs = new Set<string>();
@@ -366,12 +455,27 @@ export class Catalogue {
   }
 
   static load(path: string, env: Record<string, string | undefined> = process.env): Catalogue {
+    let text: string;
     let json: unknown;
     try {
-      json = JSON.parse(readFileSync(path, 'utf8'));
+      text = readFileSync(path, 'utf8');
+      json = JSON.parse(text);
     } catch (error) {
       throw new CatalogueError(path, (error as Error).message);
     }
-    return Catalogue.parse(json, env);
+    const catalogue = Catalogue.parse(json, env);
+    catalogue.contents.version = createHash('sha256').update(text).digest('hex').slice(0, 16);
+    return catalogue;
+  }
+
+  /**
+   * Reloads from `path` in place (SIGHUP): the new file's hosts and models for requests from now
+   * on; a file that cannot be read or is refused leaves the running catalogue as it was. Returns
+   * the new version, or throws the CatalogueError saying why it was refused.
+   */
+  reload(path: string, env: Record<string, string | undefined> = process.env): string | null {
+    const next = Catalogue.load(path, env);
+    this.replace(next);
+    return next.version;
   }
 }

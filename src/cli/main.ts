@@ -1,5 +1,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { auditLedger } from '../audit/ledger-audit';
 import { ConfigError, loadConfig } from '../config/config';
 import { IdentityRuleError } from '../identity/identity-rule-error';
@@ -16,6 +18,7 @@ import { formatCredits, MoneyFormatError, parseCredits } from '../ledger/money';
 import { rebuildProjections } from '../projections/projector';
 import { availableOf, reservedOf } from '../projections/read-models';
 import { openRuntime, Runtime } from '../runtime/runtime';
+import { PID_FILE } from '../runtime/pid-file';
 
 /** A failure to report to the operator as one line, with a non-zero exit. */
 class OperatorError extends Error {}
@@ -463,7 +466,54 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
       }),
     );
 
+  program
+    .command('catalogue')
+    .description('the catalogue of models and hosts')
+    .command('reload')
+    .description(
+      'check the catalogue file (CATALOGUE_PATH) as the service would read it, then tell the running service to reload it (SIGHUP)',
+    )
+    .option('--pid <pid>', `the service's process id (default: the one in DATA_DIR/${PID_FILE})`, perMinute('--pid'))
+    .action(async (opts: { pid?: number }) => {
+      const config = loadConfig();
+      // Loaded only for this command: the host kinds it reads need not slow every other one.
+      const { Catalogue } = await import('../catalogue/catalogue');
+      let catalogue: InstanceType<typeof Catalogue>;
+      try {
+        catalogue = Catalogue.load(config.cataloguePath);
+      } catch (error) {
+        throw new OperatorError(`not reloaded: ${(error as Error).message}`);
+      }
+      const pid = opts.pid ?? servicePid(config.dataDir);
+      try {
+        process.kill(pid, 'SIGHUP');
+      } catch (error) {
+        throw new OperatorError(`the service (process ${pid}) could not be told: ${(error as Error).message}`);
+      }
+      const json = program.opts<{ json?: boolean }>().json === true;
+      const value = { reloaded: config.cataloguePath, version: catalogue.version, pid, models: catalogue.models.length };
+      process.stdout.write(
+        json
+          ? `${JSON.stringify(value)}\n`
+          : `catalogue ${config.cataloguePath} (version ${catalogue.version}, ${value.models} models) checked; process ${pid} told to reload it\n`,
+      );
+    });
+
   return program;
+}
+
+/** The pid the service wrote beside its data when it started listening. */
+function servicePid(dataDir: string): number {
+  const file = join(dataDir, PID_FILE);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8').trim();
+  } catch {
+    throw new OperatorError(`no running service found (${file} is missing): give its process id with --pid`);
+  }
+  const pid = Number(text);
+  if (!Number.isSafeInteger(pid) || pid < 1) throw new OperatorError(`${file} does not hold a process id`);
+  return pid;
 }
 
 async function requireOrganization(rt: Runtime, orgId: string): Promise<void> {

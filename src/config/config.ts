@@ -75,6 +75,8 @@ export interface Config {
   logPretty: boolean;
   /** Prometheus metrics at GET /metrics. */
   metrics: boolean;
+  /** Cache-sticky routing (`STICKY_ROUTING`): a conversation's next request goes to the host that served it while its cache lives. */
+  stickyRouting: boolean;
 }
 
 export class ConfigError extends Error {
@@ -193,5 +195,6 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: logLevel(env),
     logPretty: onOff(env, 'LOG_PRETTY', false),
     metrics: onOff(env, 'METRICS', true),
+    stickyRouting: onOff(env, 'STICKY_ROUTING', true),
   };
 }

@@ -78,19 +78,27 @@ export class EmbeddingsHandler
       const last = index === plan.calls.length - 1;
       let failure: HostError;
       if (!(await this.routing.admit(served.host.id, model))) {
-        attempts.push(hostAttempt(served, null, 'circuit_open', 0));
+        attempts.push(hostAttempt(served.host.id, null, null, 'circuit_open', 0));
         failure = circuitOpen(served.host.id);
       } else {
         try {
           const answer = await this.transport.callForJson(HOST_KINDS[served.host.kind], served.host, upstream);
-          attempts.push(hostAttempt(served, null, 'ok', performance.now() - callStarted));
+          attempts.push(hostAttempt(served.host.id, served.host.apiKeyEnv, null, 'ok', performance.now() - callStarted));
           this.routing.ended(served.host.id, model, false, NOT_MEASURED);
           const reply = embeddingsReplyOf(answer);
           return { kind: 'replied', served, fallback: index > 0, upstreamMs: upstreamMs(), reply, attempts };
         } catch (error) {
           failure = error instanceof HostError ? error : new HostError('connection', (error as Error).message);
           calledFailure = failure;
-          attempts.push(hostAttempt(served, failure.status, attemptReason(failure), performance.now() - callStarted));
+          attempts.push(
+            hostAttempt(
+              served.host.id,
+              served.host.apiKeyEnv,
+              failure.status,
+              attemptReason(failure),
+              performance.now() - callStarted,
+            ),
+          );
           this.routing.ended(served.host.id, model, hostAtFault(failure), NOT_MEASURED);
         }
       }

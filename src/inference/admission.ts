@@ -6,6 +6,7 @@ import { maskSecrets } from '../key-secret/key-secret';
 import type { KeyLimit, LimitReset } from '../identity/identity.events';
 import { resetsAt } from '../ledger/key-limit';
 import { formatCredits, HostedToolCounts, HostedToolPrices, reservationFor, TokenPrices } from '../ledger/money';
+import { NO_PREFERENCES, ProviderPreferences, Route, RouteContext, routeModels } from '../routing/plan';
 import { estimateInputTokens } from './tokens';
 
 /**
@@ -18,19 +19,35 @@ export interface AdmissionPlan {
   kind: 'reserve';
   /** The hosted tools left out of the call (absent: none): the reply's header and the request log name them. */
   omittedTools?: string[];
+  /** The model asked for (the first tried). */
   model: CatalogueModel;
-  /** The hosts that may serve, in the catalogue's order: the first is called, the rest are fallbacks. */
+  /** The hosts that may serve, in the order they are tried (routes' hosts): the first is called, the rest are fallbacks. */
   hosts: ModelHost[];
-  /** The request as hosts get it: the output cap filled in, or lowered to the model's limit; reasoning only for a model that reasons. */
+  /** The request as the first model's hosts get it: the output cap filled in, or lowered to the model's limit; reasoning only for a model that reasons. */
   request: CanonicalRequest;
+  /** Host by host, in the order tried: the model it serves (another after `models` fallback) and the request as it gets it. */
+  routes: PlannedRoute[];
   estimate: TokenEstimate;
-  /** The highest prices among the hosts: a fallback must stay covered. */
+  /** The highest prices among the hosts of every model allowed: a fallback must stay covered. */
   prices: TokenPrices;
   /**
    * What to reserve (nano-credits): the estimated input at the dearest input price, the output cap
    * at the output price, and the most uses of each carried hosted tool at its price.
    */
   amount: number;
+}
+
+/** One host of one model as the attempt calls it, with the request as capped for that model. */
+export interface PlannedRoute extends Route {
+  request: CanonicalRequest;
+}
+
+/** How a request asks to be routed, and what the shell read for it: see routing/plan.ts. */
+export interface RoutingPlanInput {
+  preferences: ProviderPreferences;
+  /** The `models` fallbacks as the catalogue found them (null: not in it), in order. */
+  fallbacks: Array<{ requested: string; model: CatalogueModel | null }>;
+  context: RouteContext;
 }
 
 /** Tokens expected before the call: the input estimated from its text, the output cap; the most hosted-tool uses held for. */
@@ -46,6 +63,9 @@ export interface HostedToolsPolicy {
   /** "models that run it: …" for the types a refusal names. */
   elsewhere?: (types: string[]) => string;
 }
+
+/** What admission is told beside the request: the hosted-tools policy and how the request asks to be routed. */
+export type AdmissionOptions = Partial<HostedToolsPolicy & RoutingPlanInput>;
 
 /** A request turned away before any reservation. */
 export interface Refusal {
@@ -116,35 +136,60 @@ export function servableModel(requested: string, model: CatalogueModel | null, r
 }
 
 /**
- * Given the model asked for, what the catalogue found for it and the client's request: the plan
- * to reserve, or the refusal. The output cap is the client's, lowered to the model's limit when
- * above it (agents send one cap, e.g. 32000, whatever the model), or the model's limit when none
- * was given: what is reserved and what hosts get.
+ * Given the model asked for, what the catalogue found for it, the client's request and how it
+ * asks to be routed: the plan to reserve, or the refusal. The hosts are those the provider
+ * preferences allow, of the model asked for and then of its `models` fallbacks; the hold covers
+ * the dearest of them and the largest output cap among those models.
  */
 export function planAdmission(
   requested: string,
   catalogued: CatalogueModel | null,
   request: CanonicalRequest,
-  policy: HostedToolsPolicy = { maxUses: 0 },
+  options: AdmissionOptions = {},
 ): AdmissionPlan | Refusal {
+  const { maxUses = 0, elsewhere, preferences = NO_PREFERENCES, fallbacks = [], context = {} } = options;
   const servable = servableModel(requested, catalogued);
   if (servable.kind === 'refuse') return servable;
-  const { model, hosts } = servable;
-  const tooled = withHostedTools(request, hosts, policy);
-  if ('refused' in tooled) return refusal(model.slug, 'invalid_request', tooled.refused);
-  const maxTokens = Math.min(request.maxTokens ?? model.maxOutputTokens, model.maxOutputTokens);
-  // Reasoning asked for in another format's terms is not translated for a model that does not reason.
-  const capped: CanonicalRequest = { ...tooled, maxTokens, reasoning: model.reasoning ? request.reasoning : undefined };
-  const carried = capped.carriedTools;
+  const models = [servable.model];
+  for (const fallback of fallbacks) {
+    // A fallback named wrong is the client's mistake, said now rather than found when it is needed.
+    if (!fallback.model || fallback.model.kind !== 'chat') {
+      const refused = servableModel(fallback.requested, fallback.model);
+      const error = refused.kind === 'refuse' ? refused.error : new ApiError('invalid_request', 'bad fallback');
+      return refusal(servable.model.slug, 'invalid_request', `models: ${error.message}`);
+    }
+    models.push(fallback.model);
+  }
+  const routed = routeModels(models, preferences, context);
+  if (routed.kind === 'none') return noRoute(servable.model.slug, routed.reason);
+  const hosts = routed.routes.map((r) => r.served);
+  // Hosted tools are decided once for every host that may serve, whichever model it serves.
+  const tooled = withHostedTools(request, hosts, { maxUses, elsewhere });
+  if ('refused' in tooled) return refusal(servable.model.slug, 'invalid_request', tooled.refused);
+  const capped = new Map(models.map((model) => [model, cappedFor(model, tooled)]));
+  const routes = routed.routes.map((route) => ({ ...route, request: capped.get(route.model)! }));
+  const first = capped.get(servable.model)!;
+  const carried = tooled.carriedTools;
+  // The input as any model gets it (text is the same); the largest output cap among the models allowed.
   const estimate: TokenEstimate = {
-    inputTokens: estimateInputTokens(capped),
-    outputTokens: maxTokens,
+    inputTokens: estimateInputTokens(first),
+    outputTokens: Math.max(...routes.map((r) => r.request.maxTokens!)),
     ...(carried ? { hostedToolUses: Object.fromEntries(carried.classes.map((c) => [c, carried.maxUses])) } : {}),
   };
   const prices = highestPrices(hosts);
   const amount = reservationFor(estimate.inputTokens, estimate.outputTokens, prices, estimate.hostedToolUses);
-  const omittedTools = capped.omittedTools;
-  return { kind: 'reserve', model, hosts, request: capped, estimate, prices, amount, ...(omittedTools ? { omittedTools } : {}) };
+  const omittedTools = tooled.omittedTools;
+  return {
+    kind: 'reserve',
+    model: servable.model,
+    hosts,
+    request: first,
+    routes,
+    estimate,
+    prices,
+    amount,
+    ...(omittedTools ? { omittedTools } : {}),
+  };
 }
 
 /**
@@ -178,6 +223,33 @@ function withHostedTools(
     if (request.tools.length === 0 && carriedTools === null) delete decided.toolChoice;
   }
   return decided;
+}
+
+/**
+ * The request as `model`'s hosts get it: the client's output cap, lowered to the model's limit
+ * when above it (agents send one cap, e.g. 32000, whatever the model), or the model's limit when
+ * none was given; reasoning asked for in another format's terms only for a model that reasons.
+ */
+const cappedFor = (model: CatalogueModel, request: CanonicalRequest): CanonicalRequest => ({
+  ...request,
+  maxTokens: Math.min(request.maxTokens ?? model.maxOutputTokens, model.maxOutputTokens),
+  reasoning: model.reasoning ? request.reasoning : undefined,
+});
+
+/** No host left by the provider preferences: a 402 naming max_price when the price limit took them out, else a 404. */
+function noRoute(model: string, reason: 'max_price' | 'preferences'): Refusal {
+  if (reason === 'max_price') {
+    const error = new ApiError(
+      'insufficient_credits',
+      `no host of model "${model}" is within provider.max_price: raise max_price, or leave it out`,
+    ).as('max_price');
+    return { kind: 'refuse', model, error };
+  }
+  return refusal(
+    model,
+    'not_found',
+    `no host of model "${model}" is allowed by the provider preferences (order, only, ignore, allow_fallbacks): hosts are named by their catalogue ids`,
+  );
 }
 
 const refusal = (model: string, code: ApiErrorCode, message: string): Refusal => ({

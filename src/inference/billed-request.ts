@@ -50,8 +50,15 @@ export interface BilledPlan {
 
 /** A use case that bills, as the shell admits it. */
 export interface BilledUseCase<Ask extends BilledAsk, Plan extends BilledPlan> {
-  /** Given what the catalogue found for the model asked for: what to hold and call, or why not. Pure. */
-  plan(ask: Ask, catalogued: CatalogueModel | null): Plan | Refusal;
+  /**
+   * Given what the catalogue found for the model asked for and who pays: what to hold and call, or
+   * why not. Decided by pure functions; a use case may first read what routing needs (a promise then).
+   */
+  plan(
+    ask: Ask,
+    catalogued: CatalogueModel | null,
+    payer: { orgId: string; keyId: string },
+  ): Plan | Refusal | Promise<Plan | Refusal>;
   /** The 402 for a balance (`available`, nano-credits) below the plan's hold: the use case's own count of what it could afford. */
   insufficient(plan: Plan, available: number): ApiError;
 }
@@ -148,7 +155,7 @@ export class BilledRequests {
       const limited = apiKey && (await this.rateLimits.check(apiKey.orgId, apiKey.keyId, apiKey.rateLimits, Date.now()));
       const headers = limited === null ? undefined : rateLimitHeaders(limited);
       if (limited && !limited.admitted) throw this.refuse(surface, ask, key, started, ask.model, rateLimited(limited));
-      const plan = useCase.plan(ask, this.catalogue.find(ask.model));
+      const plan = await useCase.plan(ask, this.catalogue.find(ask.model), key);
       if (plan.kind === 'refuse') throw this.refuse(surface, ask, key, started, plan.model, plan.error.withHeaders(headers));
       if (facts) facts.model = plan.model.slug;
       const omitted = plan.omittedTools;

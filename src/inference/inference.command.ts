@@ -4,6 +4,7 @@ import type { CatalogueModel } from '../catalogue/catalogue';
 import type { CanonicalEvent, CanonicalRequest } from '../canonical/canonical';
 import type { TokenUsage } from '../ledger/money';
 import type { RequestFacts } from '../observability/request-facts';
+import type { RoutingAsk } from '../routing/preferences';
 
 export type SurfaceName = 'chat-completions' | 'messages' | 'responses' | 'gemini' | 'native' | 'playground' | 'embeddings';
 
@@ -23,6 +24,8 @@ export type InferenceInput = InferenceCaller & {
   requestId: string;
   /** The request's log facts, filled in by the pipeline (absent: not logged). */
   facts?: RequestFacts;
+  /** How the client asks to be routed (provider preferences, `models` fallbacks) and the conversation it continues; absent: the catalogue's order. */
+  routing?: RoutingAsk;
 };
 
 /** The last event of a completed request: what was charged, as settled in the ledger. */

@@ -1,4 +1,4 @@
-import { Inject, Logger } from '@nestjs/common';
+import { Inject, Logger, Optional } from '@nestjs/common';
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { SpanKind, type Span } from '@opentelemetry/api';
 import { ATTR_SERVER_ADDRESS } from '@opentelemetry/semantic-conventions';
@@ -13,9 +13,14 @@ import type { ApiError } from '../http/api-error';
 import { failed, GATEWAY, GEN_AI, usageAttributes } from '../observability/tracing';
 import { HostAttempt, MAX_ATTEMPTS } from '../ledger/ledger.events';
 import { attemptReason, circuitOpen, hostAtFault, hostAttempt } from '../routing/attempts';
+import { credentialOutcome, CredentialLease, KeyPools } from '../routing/key-pool';
+import type { HostHealthReader } from '../routing/plan';
+import type { Conversation } from '../routing/preferences';
 import type { HostRouting } from '../routing/routing';
+import { HOST_HEALTH, STICKY_ROUTES } from '../routing/routing.providers';
+import type { StickyRoutes } from '../routing/sticky';
 import { CONFIG, ROUTING } from '../runtime/runtime.module';
-import { AdmissionPlan, insufficientCredits, planAdmission, Refusal } from './admission';
+import { AdmissionPlan, insufficientCredits, planAdmission, PlannedRoute, Refusal } from './admission';
 import {
   ABORT,
   AttemptSignal,
@@ -32,6 +37,12 @@ import { InferenceCommand, InferenceInput, InferenceResult, PipelineEvent } from
 import { CallEnded, progressOf, settlementFor } from './settlement';
 import { usageLimits } from './usage-check';
 
+/** An admission plan with what its routing remembers afterwards: who pays, and the conversation it continues. */
+export interface RoutedPlan extends AdmissionPlan {
+  orgId: string;
+  conversation: Conversation | null;
+}
+
 /**
  * The inference use case (every chat surface): its plan (admission: the model's hosts, the capped
  * request, what to hold), its call (the attempt: the hosts in turn, streamed or whole, under one
@@ -40,7 +51,7 @@ import { usageLimits } from './usage-check';
  */
 @CommandHandler(InferenceCommand)
 export class InferenceHandler
-  implements ICommandHandler<InferenceCommand, InferenceResult>, BilledUseCase<InferenceInput, AdmissionPlan>
+  implements ICommandHandler<InferenceCommand, InferenceResult>, BilledUseCase<InferenceInput, RoutedPlan>
 {
   private readonly logger = new Logger('Inference');
 
@@ -50,34 +61,70 @@ export class InferenceHandler
     private readonly catalogue: Catalogue,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(ROUTING) private readonly routing: HostRouting,
+    private readonly keyPools: KeyPools,
+    @Inject(STICKY_ROUTES) private readonly sticky: StickyRoutes,
+    @Optional() @Inject(HOST_HEALTH) private readonly health?: HostHealthReader,
   ) {}
 
   async execute({ input }: InferenceCommand): Promise<InferenceResult> {
     const admitted = await this.requests.admit(input.surface, input, this);
     const { plan } = admitted;
     const omitted = plan.omittedTools ?? [];
-    return {
+    const result: InferenceResult = {
       requestId: input.requestId,
       headers: omitted.length > 0 ? { ...admitted.headers, [OMITTED_TOOLS_HEADER]: omitted.join(', ') } : admitted.headers,
       model: plan.model,
       created: Math.floor(Date.now() / 1000),
       stream: plan.request.stream,
-      events: new Observable<PipelineEvent>((subscriber) => this.run(admitted, subscriber)),
+      // A `models` fallback that serves is the reply's model: the surfaces read it as they write.
+      events: new Observable<PipelineEvent>((subscriber) => this.run(admitted, subscriber, (model) => (result.model = model))),
     };
+    return result;
   }
 
-  plan(input: InferenceInput, catalogued: CatalogueModel | null): AdmissionPlan | Refusal {
+  /**
+   * Reads what routing needs — the fallback models, the hosts' key pools, the conversation's host
+   * (a store that cannot be read only loses the stickiness) — and plans with it and the hosted-tools policy.
+   */
+  async plan(input: InferenceInput, catalogued: CatalogueModel | null, payer: { orgId: string }): Promise<RoutedPlan | Refusal> {
+    const routing = input.routing;
+    const fallbacks = (routing?.models ?? []).map((requested) => ({ requested, model: this.catalogue.find(requested) }));
+    const models = [catalogued, ...fallbacks.map((f) => f.model)].filter((m): m is CatalogueModel => m !== null);
+    const out = new Set<string>();
+    const cooling = new Set<string>();
+    for (const { host } of models.flatMap((m) => m.hosts)) {
+      const standing = this.keyPools.standing(host);
+      if (standing === 'out') out.add(host.id);
+      else if (standing === 'cooling') cooling.add(host.id);
+    }
+    const conversation = this.config.stickyRouting ? (routing?.conversation ?? null) : null;
+    const sticky = conversation
+      ? await this.sticky
+          .hostsOf(
+            payer.orgId,
+            conversation,
+            models.map((m) => m.slug),
+          )
+          .catch((error: Error) => {
+            this.logger.warn(`sticky routes not read (${error.message}): routing without them`);
+            return undefined;
+          })
+      : undefined;
     const format = input.request.original?.format;
-    return planAdmission(input.model, catalogued, input.request, {
+    const plan = planAdmission(input.model, catalogued, input.request, {
       maxUses: this.config.hostedToolMaxUses,
       elsewhere: (types) => {
-        const models = [...new Set(types.flatMap((type) => this.catalogue.modelsRunning(type, format)))];
-        return models.length === 0 ? 'no model of this gateway runs it' : `models that run it: ${models.join(', ')}`;
+        const running = [...new Set(types.flatMap((type) => this.catalogue.modelsRunning(type, format)))];
+        return running.length === 0 ? 'no model of this gateway runs it' : `models that run it: ${running.join(', ')}`;
       },
+      preferences: routing?.provider ?? { allowFallbacks: true },
+      fallbacks,
+      context: { out, cooling, sticky, health: this.health },
     });
+    return plan.kind === 'refuse' ? plan : { ...plan, orgId: payer.orgId, conversation };
   }
 
-  insufficient(plan: AdmissionPlan, available: number): ApiError {
+  insufficient(plan: RoutedPlan, available: number): ApiError {
     return insufficientCredits(available, plan.estimate, plan.prices);
   }
 
@@ -85,23 +132,28 @@ export class InferenceHandler
    * One subscription to an admitted request: feeds the attempt the host's events, its failures,
    * the deadline and the client's leaving, and does what it says (the same host again after a
    * backoff, the next host, or the end). Each host call is asked of its circuit first, recorded
-   * (`attempts`), and told to the circuit and the host's health when it ends.
+   * (`attempts`), and told to the circuit and the host's health when it ends. The calls follow the
+   * plan's routes (a host of a model: another model's after a `models` fallback), each on a credential
+   * leased from its host's key pool for that call. `serving` is told each model called.
    * Returns the teardown (the client unsubscribing is an abort).
    */
-  private run(admitted: Admitted<AdmissionPlan>, subscriber: Subscriber<PipelineEvent>): () => void {
-    const { hosts, request } = admitted.plan;
-    const model = admitted.plan.model.slug;
+  private run(
+    admitted: Admitted<RoutedPlan>,
+    subscriber: Subscriber<PipelineEvent>,
+    serving: (model: CatalogueModel) => void,
+  ): () => void {
+    const { routes } = admitted.plan;
     const attempt = initialAttempt(
-      hosts.length,
-      hosts.map((h) => h.host.retry),
+      routes.length,
+      routes.map((r) => r.served.host.retry),
     );
     const facts = admitted.facts;
     const deadlineAt = performance.now() + this.config.requestTimeoutMs;
     const attempts: HostAttempt[] = [];
     let upstream: Subscription | null = null;
     let upstreamStarted = 0;
-    // The host call in flight: when it began and when its first byte came; null between calls.
-    let current: { started: number; firstByte: number | null } | null = null;
+    // The host call in flight: when it began, when its first byte came, the credential it holds; null between calls.
+    let current: { started: number; firstByte: number | null; lease: CredentialLease | null } | null = null;
     let backoff: NodeJS.Timeout | undefined;
     // The current host call's span, when the request is traced.
     let callSpan: Span | undefined;
@@ -113,25 +165,27 @@ export class InferenceHandler
       if (attempt.deliveredChars === recorded.chars && attempt.usage === recorded.usage) return;
       recorded = { chars: attempt.deliveredChars, usage: attempt.usage };
       recording = true;
-      const progress = progressOf(attempt, this.limitsOf(admitted.plan));
-      void this.requests
-        .recordProgress(admitted, hosts[attempt.hostIndex], progress, attempt.deliveredChars)
-        .then(() => (recording = false));
+      const route = routes[attempt.hostIndex];
+      const progress = progressOf(attempt, this.limitsOf(admitted.plan, route));
+      void this.requests.recordProgress(admitted, route.served, progress, attempt.deliveredChars).then(() => (recording = false));
     };
-    const progress = request.stream ? setInterval(recordProgress, this.config.progressIntervalMs) : undefined;
+    const progress = admitted.plan.request.stream ? setInterval(recordProgress, this.config.progressIntervalMs) : undefined;
     /**
      * The call in flight has ended (`error`: how it failed, null: it served; `reason` for an ending
-     * not the host's): on the record, and, when the host's doing, told to its circuit and health.
+     * not the host's): its credential given back (a 429 rests it, a 401/403 takes it out), on the
+     * record, and, when the host's doing, told to its circuit and health.
      */
     const callEnded = (error: HostError | null, reason?: 'client_abort' | 'deadline') => {
       if (current === null) return;
       const now = performance.now();
-      const { started, firstByte } = current;
+      const { started, firstByte, lease } = current;
       current = null;
-      const served = hosts[attempt.hostIndex];
-      attempts.push(hostAttempt(served, error?.status ?? null, reason ?? (error ? attemptReason(error) : 'ok'), now - started));
+      lease?.release(error ? credentialOutcome(error.status, error.retryAfterMs) : { kind: 'ok' });
+      const { model, served } = routes[attempt.hostIndex];
+      const outcome = reason ?? (error ? attemptReason(error) : 'ok');
+      attempts.push(hostAttempt(served.host.id, lease?.credential.id ?? null, error?.status ?? null, outcome, now - started));
       if (reason !== undefined) return;
-      this.routing.ended(served.host.id, model, error !== null && hostAtFault(error), {
+      this.routing.ended(served.host.id, model.slug, error !== null && hostAtFault(error), {
         firstByteMs: firstByte === null ? null : firstByte - started,
         outputTokens: error === null ? (attempt.usage?.outputTokens ?? 0) : 0,
         generationMs: firstByte === null ? 0 : now - firstByte,
@@ -153,11 +207,12 @@ export class InferenceHandler
         else callSpan.end();
       }
       if (ending === null) return;
+      if (ending.kind === 'complete') this.remember(admitted.plan, routes[attempt.hostIndex]);
       // Inside the host's callbacks: nothing thrown may escape (see abandon).
       try {
         this.requests.end(admitted, this.ended(admitted.plan, attempt, ending, attempts), subscriber);
       } catch (error) {
-        this.requests.abandon(admitted, hosts[attempt.hostIndex], error, subscriber);
+        this.requests.abandon(admitted, routes[attempt.hostIndex].served, error, subscriber);
       }
     };
     const signal = (input: AttemptSignal) => {
@@ -165,7 +220,7 @@ export class InferenceHandler
     };
     /** A host failed before it could serve (or was passed over): the same host again, the next, or the end. */
     const hostFailedWith = (error: HostError) => {
-      const failedHost = hosts[attempt.hostIndex].host.id;
+      const failedHost = routes[attempt.hostIndex].served.host.id;
       const action = attemptStep(attempt, hostFailed(error, deadlineAt - performance.now(), Math.random()));
       if (action === 'end') return end();
       if (action === 'ignore') return;
@@ -201,20 +256,24 @@ export class InferenceHandler
         signal(HOST_COMPLETE);
       },
     };
-    /** Calls the current host, once its circuit lets it; passes it over while its circuit is open. */
+    /** Calls the current route's host, once its circuit (for that route's model) lets it; passes it over while the circuit is open. */
     const call = () => {
-      const served = hosts[attempt.hostIndex];
-      void this.routing.admit(served.host.id, model).then((allowed) => {
+      const route = routes[attempt.hostIndex];
+      const { host } = route.served;
+      void this.routing.admit(host.id, route.model.slug).then((allowed) => {
         // Ended while its circuit was asked (the client gone, the deadline).
         if (attempt.ending !== null) return;
-        if (allowed) return dispatch(served);
-        attempts.push(hostAttempt(served, null, 'circuit_open', 0));
-        hostFailedWith(circuitOpen(served.host.id));
+        if (allowed) return dispatch(route);
+        attempts.push(hostAttempt(host.id, null, null, 'circuit_open', 0));
+        hostFailedWith(circuitOpen(host.id));
       });
     };
-    const dispatch = (served: AdmissionPlan['hosts'][number]) => {
+    const dispatch = ({ model, served, request }: PlannedRoute) => {
+      serving(model);
+      if (facts) facts.model = model.slug;
       upstreamStarted = performance.now();
-      current = { started: upstreamStarted, firstByte: null };
+      const lease = this.keyPools.lease(served.host);
+      current = { started: upstreamStarted, firstByte: null, lease };
       const traced = facts?.trace;
       let traceHeaders: Record<string, string> | undefined;
       if (traced) {
@@ -225,7 +284,7 @@ export class InferenceHandler
             [GEN_AI.operation]: 'chat',
             [GEN_AI.provider]: served.host.kind,
             [GEN_AI.requestModel]: served.model,
-            [GEN_AI.maxTokens]: request.maxTokens ?? admitted.plan.model.maxOutputTokens,
+            [GEN_AI.maxTokens]: request.maxTokens ?? model.maxOutputTokens,
             [GATEWAY.host]: served.host.id,
             [GATEWAY.attempt]: attempts.length + 1,
             [ATTR_SERVER_ADDRESS]: new URL(served.host.baseUrl).hostname,
@@ -234,8 +293,10 @@ export class InferenceHandler
         );
         traceHeaders = traced.tracing.headersOf(traced.context, callSpan);
       }
+      // Every credential taken out since the plan was made: the host fails as one refusing its key would.
+      if (!lease) return host.error(new HostError('status', `host ${served.host.id} has no credential left`, 401));
       upstream = this.transport
-        .call(HOST_KINDS[served.host.kind], served.host, served.model, request, traceHeaders)
+        .call(HOST_KINDS[served.host.kind], lease.credential.endpoint, served.model, request, traceHeaders)
         .subscribe(host);
     };
     const deadline = setTimeout(signal, this.config.requestTimeoutMs, DEADLINE);
@@ -243,11 +304,20 @@ export class InferenceHandler
     return () => signal(ABORT);
   }
 
+  /** The conversation's next request goes to the host that served this one, while its cache lives (a failure to store it is logged). */
+  private remember(plan: RoutedPlan, route: PlannedRoute): void {
+    if (!plan.conversation) return;
+    this.sticky
+      .remember(plan.orgId, plan.conversation, route.model.slug, route.served.host.id)
+      .catch((error: Error) => this.logger.warn(`sticky route not stored: ${error.message}`));
+  }
+
   /** The attempt has ended: the host that served last, and what it delivered billed or released. */
-  private ended(plan: AdmissionPlan, attempt: AttemptState, ending: Ending, attempts: HostAttempt[]): CallEnded {
-    const settlement = settlementFor(ending, attempt, this.limitsOf(plan));
+  private ended(plan: RoutedPlan, attempt: AttemptState, ending: Ending, attempts: HostAttempt[]): CallEnded {
+    const route = plan.routes[attempt.hostIndex];
+    const settlement = settlementFor(ending, attempt, this.limitsOf(plan, route));
     return {
-      served: plan.hosts[attempt.hostIndex],
+      served: route.served,
       fallback: attempt.hostIndex > 0,
       ending,
       settlement,
@@ -256,8 +326,8 @@ export class InferenceHandler
     };
   }
 
-  /** What the usage of a request on this plan is checked against. */
-  private limitsOf(plan: AdmissionPlan) {
-    return usageLimits(plan.model.contextLength, plan.estimate.inputTokens, plan.request);
+  /** What the usage of a request on this plan, served by `route`, is checked against. */
+  private limitsOf(plan: AdmissionPlan, route: PlannedRoute) {
+    return usageLimits(route.model.contextLength, plan.estimate.inputTokens, route.request);
   }
 }

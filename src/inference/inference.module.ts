@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import type { Config } from '../config/config';
 import { HostTransport } from '../hosts/transport';
+import { ROUTING_PROVIDERS } from '../routing/routing.providers';
 import { CONFIG } from '../runtime/runtime.module';
 import { BilledRequests } from './billed-request';
 import { CountTokensHandler } from './count-tokens.handler';
@@ -33,6 +34,7 @@ import { RequestRecord } from './request-record';
     BilledRequests,
     InferenceHandler,
     CountTokensHandler,
+    ...ROUTING_PROVIDERS,
   ],
   // The embeddings use case calls hosts through the same transport (one pool per origin), and is
   // admitted, settled and recorded by the same shell (one refusal budget for every use case).

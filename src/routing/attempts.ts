@@ -21,15 +21,16 @@ export function hostAtFault(error: HostError): boolean {
 export const circuitOpen = (hostId: string): HostError =>
   new HostError('circuit_open', `host ${hostId} is failing and is passed over until its circuit closes`);
 
-/** One host call on the record: the credential by the name of its variable, never its value. */
+/** One host call on the record: the credential by the name of its variable (null: a host that takes no key), never its value. */
 export const hostAttempt = (
-  served: { host: { id: string; apiKeyEnv: string | null } },
+  hostId: string,
+  credential: string | null,
   status: number | null,
   reason: string,
   durationMs: number,
 ): HostAttempt => ({
-  host: served.host.id,
-  credential: served.host.apiKeyEnv,
+  host: hostId,
+  credential,
   status,
   reason,
   durationMs: Math.round(durationMs),

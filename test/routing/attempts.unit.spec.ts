@@ -21,14 +21,13 @@ describe("a request's attempts", () => {
   });
 
   it('names the credential by its variable, never its value, and rounds the duration', () => {
-    const served = { host: { id: 'h', apiKeyEnv: 'H_KEY', apiKey: 'sk-secret-value' } };
-    expect(hostAttempt(served, 503, 'server_error', 12.6)).toEqual({
+    expect(hostAttempt('h', 'H_KEY', 503, 'server_error', 12.6)).toEqual({
       host: 'h',
       credential: 'H_KEY',
       status: 503,
       reason: 'server_error',
       durationMs: 13,
     });
-    expect(hostAttempt({ host: { id: 'h', apiKeyEnv: null } }, null, 'ok', 0).credential).toBeNull();
+    expect(hostAttempt('h', null, null, 'ok', 0).credential).toBeNull();
   });
 });

@@ -126,7 +126,7 @@ describe('a host that keeps failing, the only host of its model (in-process circ
 
     const released = await resolutionOf(g, chat.headers.get('x-request-id')!);
     expect(released.attempts).toEqual([
-      { host: 'breaker-a', credential: 'FAKE_OPENAI_KEY', status: null, reason: 'circuit_open', durationMs: 0 },
+      { host: 'breaker-a', credential: null, status: null, reason: 'circuit_open', durationMs: 0 },
     ]);
     // The request's log line lists them too.
     expect((await log.request(chat.headers.get('x-request-id')!)).attempts).toEqual(released.attempts);

@@ -14,17 +14,10 @@ export function modelHost(
   const { kind = 'openai', usable = true, input = 1, output = 1, cache = {} } = options;
   const prices = { input, cacheRead: input, cacheWrite: input, cacheWrite1h: input, output, ...cache };
   const listed = (nano: number) => String(nano / 1e9);
+  const endpoint = { id, baseUrl: `http://${id}/v1`, apiKey: `key-${id}`, settings: {} };
+  const credentials = usable ? [{ id: `KEY_${id.toUpperCase().replace(/\W/g, '_')}`, weight: 1, endpoint }] : [];
   return {
-    host: {
-      id,
-      kind,
-      baseUrl: `http://${id}/v1`,
-      apiKeyEnv: null,
-      settings: {},
-      apiKey: `key-${id}`,
-      usable,
-      retry: DEFAULT_RETRY,
-    },
+    host: { ...endpoint, kind, apiKeyEnv: credentials[0]?.id ?? null, usable, retry: DEFAULT_RETRY, credentials },
     model: `${id}-model`,
     prices,
     listPrices: {

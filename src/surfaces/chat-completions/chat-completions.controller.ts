@@ -11,6 +11,7 @@ import { CONFIG } from '../../runtime/runtime.module';
 import { respond } from '../respond';
 import { ChatCompletionRequest, chatCompletionRequestSchema } from './chat-completions.schema';
 import { chunkSerializer, completionBody, errorBody, toCanonical } from './chat-completions.wire';
+import { routingOfBody } from '../../routing/preferences';
 
 const bodyValidation = schemaValidation<ChatCompletionRequest>(chatCompletionRequestSchema);
 
@@ -29,12 +30,15 @@ export class ChatCompletionsController {
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
+    const apiKey = requireKey(request);
+    const canonical = toCanonical(body);
     const result = await this.commands.execute(
       new InferenceCommand({
         surface: 'chat-completions',
-        apiKey: requireKey(request),
+        apiKey,
         model: body.model,
-        request: toCanonical(body),
+        request: canonical,
+        routing: routingOfBody(body as unknown as Record<string, unknown>, body.model, canonical, request.headers),
         requestId: request.id,
         facts: factsOf(request),
       }),

@@ -14,6 +14,7 @@ import type { Reply } from '../../inference/reduce';
 import { allInputTokens, reasoningTokens, replyTokens } from '../reply-usage';
 import { sseData, StreamSerializer } from '../sse';
 import type { ChatCompletionRequest, ChatMessage } from './chat-completions.schema';
+import { withoutRouting } from '../../routing/preferences';
 
 /** The chat-completions wire format, in and out. Pure translation; no I/O. */
 
@@ -44,7 +45,7 @@ function hostedToolsOf(body: ChatCompletionRequest): ToolsAsked | null {
 }
 
 function forHosts(body: ChatCompletionRequest): Record<string, unknown> {
-  const kept: Record<string, unknown> = { ...body };
+  const kept: Record<string, unknown> = withoutRouting({ ...body });
   for (const field of IGNORED_FIELDS) delete kept[field];
   kept.messages = body.messages.map((m) =>
     Array.isArray(m.content) && m.content.some((part) => part.type === 'image_url')

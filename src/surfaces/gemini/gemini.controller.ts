@@ -43,6 +43,7 @@ import {
   showsThoughts,
   toCanonical,
 } from './gemini.wire';
+import { routingOfHeaders } from '../../routing/preferences';
 
 /** The key from `x-goog-api-key`, the `key` query parameter or `Authorization: Bearer` (a 401 without one). */
 const geminiKey = (request: FastifyRequest): string => requireKey(request, 'x-goog-api-key, key or bearer');
@@ -114,12 +115,16 @@ export class GeminiController {
         'streamGenerateContent is served as server-sent events only: add "?alt=sse" (as Google\'s clients do)',
       );
     const asked = generateValidation.transform(body, { type: 'body' });
+    const apiKey = geminiKey(request);
+    const canonical = toCanonical(asked, stream);
     const result = await this.commands.execute(
       new InferenceCommand({
         surface: 'gemini',
-        apiKey: geminiKey(request),
+        apiKey,
         model: ref,
-        request: toCanonical(asked, stream),
+        request: canonical,
+        // Google's request body has no place for them: the provider preferences and fallbacks come as headers.
+        routing: routingOfHeaders(ref, canonical, request.headers),
         requestId: request.id,
         facts: factsOf(request),
       }),

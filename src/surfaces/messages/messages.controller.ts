@@ -25,6 +25,7 @@ import { CONFIG } from '../../runtime/runtime.module';
 import { respond, SurfaceWire } from '../respond';
 import { CountTokensRequest, countTokensRequestSchema, MessagesRequest, messagesRequestSchema } from './messages.schema';
 import { betasOf, eventSerializer, messageBody, messagesError, toCanonical } from './messages.wire';
+import { routingOfHeaders } from '../../routing/preferences';
 
 const FIRST_VERSION = '2023-06-01';
 
@@ -95,12 +96,15 @@ export class MessagesController {
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
+    const apiKey = messagesKey(request);
+    const canonical = toCanonical(body, betasOfRequest(request));
     const result = await this.commands.execute(
       new InferenceCommand({
         surface: 'messages',
-        apiKey: messagesKey(request),
+        apiKey,
         model: body.model,
-        request: toCanonical(body, betasOfRequest(request)),
+        request: canonical,
+        routing: routingOfHeaders(body.model, canonical, request.headers),
         requestId: request.id,
         facts: factsOf(request),
       }),

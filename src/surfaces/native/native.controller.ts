@@ -12,6 +12,7 @@ import { BearerPresentGuard } from '../api-key.guard';
 import { respond } from '../respond';
 import { NativeChatRequest, nativeChatRequestSchema } from './native.schema';
 import { nativeError, nativeWire, toCanonical } from './native.wire';
+import { routingOfBody } from '../../routing/preferences';
 
 /**
  * The model named in the path: a slug (it has a slash: /models/openai/gpt-4o-mini/chat),
@@ -44,12 +45,16 @@ export class NativeController {
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
+    const apiKey = requireKey(request);
+    const model = modelOf(request);
+    const canonical = toCanonical(body);
     const result = await this.commands.execute(
       new InferenceCommand({
         surface: 'native',
-        apiKey: requireKey(request),
-        model: modelOf(request),
-        request: toCanonical(body),
+        apiKey,
+        model,
+        request: canonical,
+        routing: routingOfBody(body as unknown as Record<string, unknown>, model, canonical, request.headers),
         requestId: request.id,
         facts: factsOf(request),
       }),

@@ -6,6 +6,9 @@ export interface NativeChatRequest {
   max_tokens?: number | null;
   temperature?: number | null;
   stream?: boolean | null;
+  /** Provider preferences and fallback models, as on the other surfaces (see routing/preferences.ts). */
+  provider?: Record<string, unknown> | null;
+  models?: string[] | null;
 }
 
 /** Stricter than the compatible surfaces: a field it does not know, anywhere, is a 400. */
@@ -27,5 +30,8 @@ export const nativeChatRequestSchema = {
     max_tokens: integerFrom(1),
     temperature: numberBetween(0, 2),
     stream: optionalBoolean,
+    // Routing (OpenRouter's fields), checked field by field by routing/preferences.ts.
+    provider: { type: ['object', 'null'] },
+    models: { type: ['array', 'null'] },
   },
 };

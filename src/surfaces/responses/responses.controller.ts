@@ -13,6 +13,7 @@ import { BearerPresentGuard } from '../api-key.guard';
 import { respond } from '../respond';
 import { ResponsesRequest, responsesRequestSchema } from './responses.schema';
 import { eventSerializer, replyContextOf, responseBody, responsesError, toCanonical } from './responses.wire';
+import { routingOfBody } from '../../routing/preferences';
 
 const bodyValidation = schemaValidation<ResponsesRequest>(responsesRequestSchema);
 
@@ -36,13 +37,15 @@ export class ResponsesController {
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
+    const apiKey = requireKey(request);
     const canonical = toCanonical(body);
     const result = await this.commands.execute(
       new InferenceCommand({
         surface: 'responses',
-        apiKey: requireKey(request),
+        apiKey,
         model: body.model,
         request: canonical,
+        routing: routingOfBody(body as unknown as Record<string, unknown>, body.model, canonical, request.headers),
         requestId: request.id,
         facts: factsOf(request),
       }),

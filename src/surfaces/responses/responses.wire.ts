@@ -27,6 +27,7 @@ import type {
   NamespaceTool,
   ResponsesRequest,
 } from './responses.schema';
+import { withoutRouting } from '../../routing/preferences';
 
 /** The Responses wire format, in and out. Pure translation; no I/O. */
 
@@ -249,7 +250,7 @@ export function toCanonical(body: ResponsesRequest): CanonicalRequest {
     stop: [],
     stream: body.stream === true,
     ...(effort != null ? { reasoning: { effort } } : {}),
-    original: { format: 'responses', body: body as unknown as Record<string, unknown> },
+    original: { format: 'responses', body: withoutRouting(body) as unknown as Record<string, unknown> },
     ...(hostedTools ? { hostedTools } : {}),
   };
 }
