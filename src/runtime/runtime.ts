@@ -12,6 +12,7 @@ import { Projector } from '../projections/projector';
 import { RedisProjectionStore } from '../projections/redis-projection-store';
 import { MemoryRateLimitStore, RateLimitStore } from '../rate-limits/rate-limit-store';
 import { RedisRateLimitStore } from '../rate-limits/redis-rate-limits';
+import type { RedisClient } from './redis-client';
 import { claimServing } from './serving-claim';
 
 /**
@@ -29,6 +30,12 @@ export interface Runtime {
   identity: IdentityService;
   /** Keys' requests and tokens of the last minute: in Redis when the read models are, else in this process. */
   rateLimits: RateLimitStore;
+  /**
+   * The service's one Redis connection (the read models' store's), for anything else kept in Redis;
+   * null with read models in this process. On a cluster it routes each command by its key's slot:
+   * the keys of one script or MULTI must share a hash tag.
+   */
+  redis: RedisClient | null;
   /** Reservations this process's sweeper has expired since it started. */
   readonly reservationsExpired: number;
   close(): Promise<void>;
@@ -46,8 +53,10 @@ export async function openEventStore(config: Config): Promise<EventStore> {
 /** The read models' store, told which log they follow (whether what it holds is of that log is the projector's to check). */
 export async function openProjectionStore(config: Config, events: EventStore): Promise<ReadModelStore> {
   const logId = await events.logId();
-  if (config.redisUrl)
-    return RedisProjectionStore.connect(config.redisUrl, config.redisPrefix, config.requestLogRetention, logId);
+  if (config.redisUrl) {
+    const target = { url: config.redisUrl, cluster: config.redisCluster };
+    return RedisProjectionStore.connect(target, config.redisPrefix, config.requestLogRetention, logId);
+  }
   mkdirSync(config.dataDir, { recursive: true });
   const store = new MemoryProjectionStore(config.requestLogRetention, {
     file: join(config.dataDir, 'read-models.snapshot.json'),
@@ -124,6 +133,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     ledger,
     identity,
     rateLimits,
+    redis: projections instanceof RedisProjectionStore ? projections.client : null,
     get reservationsExpired() {
       return reservationsExpired;
     },
