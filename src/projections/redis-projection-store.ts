@@ -8,7 +8,15 @@ import type { ReadModelStore } from './projection-store';
 import type { ReadModel } from './read-model';
 import type { ReadModelOrigin } from './read-model-trust';
 import type { Balance, KeyRecord, MemberRecord, OpenReservation, OrgLedger, OrgRecord, RequestLogEntry } from './read-models';
-import { connectRedis, masters, scanKeys, setMembers, type RedisClient, type RedisTarget } from '../runtime/redis-client';
+import {
+  connectRedis,
+  isCluster,
+  masters,
+  scanKeys,
+  setMembers,
+  type RedisClient,
+  type RedisTarget,
+} from '../runtime/redis-client';
 import * as lua from './redis-scripts';
 import {
   keyRecordOf,
@@ -42,6 +50,17 @@ const shaOf = (script: string): string => {
   if (sha === undefined) SHAS.set(script, (sha = createHash('sha1').update(script).digest('hex')));
   return sha;
 };
+
+/**
+ * How long a write waits on a cluster for a replica of its master to have it (WAIT): a master lost
+ * after that loses none of it. A master with no replica left (its replica promoted, the old master
+ * not back) costs each write this long, and its writes are then on that master alone.
+ */
+const REPLICA_WAIT_MS = 100;
+
+/** WAIT refused on a replica, or ended when its master turned replica while it waited. */
+const demoted = (error: unknown): boolean =>
+  /^(ERR WAIT cannot be used with replica|UNBLOCKED .*master -> replica)/.test(String((error as Error)?.message));
 
 /** The server does not have the script (first use, a restart, a failover to a replica that never ran it). */
 const noScript = (error: unknown): boolean => String((error as Error)?.message).startsWith('NOSCRIPT');
@@ -341,7 +360,10 @@ export class RedisProjectionStore implements ReadModelStore {
         key.limit ? keySpendField(key.keyId, key.limit.period) : '',
       ],
     )) as number[];
-    if (reply[0] === 1) return { admitted: true };
+    if (reply[0] === 1) {
+      await this.replicated(k.ledger);
+      return { admitted: true };
+    }
     // The organization's ledger is not there: an organization unknown to the log holds nothing.
     if (reply[0] === -1) return this.nothingFound({ admitted: false, available: 0 });
     return reply.length > 2
@@ -386,12 +408,37 @@ export class RedisProjectionStore implements ReadModelStore {
       // writes are idempotent.
       await this.write(batch, 'eval');
     }
+    await this.replicated();
     const last = events[events.length - 1].position;
     // Read models started here from nothing are of this schema and this log (before the checkpoint says they exist).
     if (!this.built)
       await Promise.all([this.client.set(this.schemaKey, READ_MODEL_SCHEMA), this.client.set(this.logIdKey, this.logId)]);
     await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [last]);
+    await this.replicated(this.checkpointKey);
     this.built = true;
+  }
+
+  /**
+   * On a cluster, the writes sent so far to the master of `key` (to every master, without one) reach
+   * a replica before they count (Redis replicates asynchronously): an admission, or the read models
+   * said to be at a checkpoint, survive the master's loss. Waits at most REPLICA_WAIT_MS.
+   */
+  private async replicated(key?: string): Promise<void> {
+    if (!isCluster(this.client)) return;
+    const wait = ['WAIT', '1', String(REPLICA_WAIT_MS)];
+    const sent =
+      key !== undefined
+        ? [this.client.sendCommand(key, false, wait)]
+        : (await masters(this.client)).map((node) => node.sendCommand(wait));
+    // A master turned replica meanwhile (a planned failover, before this client heard of it) hands
+    // over only once its replica has every write it took: nothing is left to wait for.
+    await Promise.all(
+      sent.map((reply) =>
+        reply.catch((error: unknown) => {
+          if (!demoted(error)) throw error;
+        }),
+      ),
+    );
   }
 
   /** The APPLY script is sent by SHA: it is the longest script, run per organization and batch. */
@@ -710,7 +757,9 @@ export class RedisProjectionStore implements ReadModelStore {
     }
     await flush();
     await Promise.all([this.client.set(this.schemaKey, READ_MODEL_SCHEMA), this.client.set(this.logIdKey, this.logId)]);
+    await this.replicated();
     await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [model.position]);
+    await this.replicated(this.checkpointKey);
     this.built = true;
   }
 
