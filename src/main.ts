@@ -56,7 +56,7 @@ async function start(): Promise<void> {
   logger.info(
     `model gateway listening on http://${config.host}:${port} ` +
       `(events: ${config.eventStoreUrl ? 'EventStoreDB' : `SQLite in ${config.dataDir}`}, ` +
-      `read models: ${config.redisUrl ? 'Redis' : 'in-process'}` +
+      `read models: ${config.redisUrl ? (config.redisCluster ? 'Redis Cluster' : 'Redis') : 'in-process'}` +
       `${simulated ? `, simulated host on ${simulated.url}` : ''}` +
       `${'metricsUrl' in fastify ? `, metrics on ${String(fastify.metricsUrl)}` : ''})`,
   );

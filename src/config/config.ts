@@ -19,8 +19,10 @@ export interface Config {
   port: number;
   host: string;
   dataDir: string;
-  /** Unset: read models in this process. Set: in Redis, shared by every instance. */
+  /** Unset: read models in this process. Set: in Redis, shared by every instance (a cluster: one or more of its nodes, comma-separated). */
   redisUrl: string | null;
+  /** `redisUrl` names nodes of a Redis Cluster. */
+  redisCluster: boolean;
   /** Every Redis key starts with this, so several deployments (or test runs) can share a Redis. */
   redisPrefix: string;
   /**
@@ -130,6 +132,21 @@ function url(env: Env, name: string, schemes: string[]): string | null {
   return raw;
 }
 
+/** One Redis URL; with REDIS_CLUSTER, one or more of the cluster's nodes, comma-separated. */
+function redisUrl(env: Env, cluster: boolean): string | null {
+  const raw = env.REDIS_URL?.trim();
+  if (!raw) {
+    if (cluster) throw new ConfigError('REDIS_URL', 'must name one or more nodes of the cluster (REDIS_CLUSTER is on)');
+    return null;
+  }
+  const nodes = raw.split(',').map((node) => node.trim());
+  if (nodes.length > 1 && !cluster) {
+    throw new ConfigError('REDIS_URL', 'names several servers: set REDIS_CLUSTER=true if they are nodes of a Redis Cluster');
+  }
+  for (const node of nodes) url({ REDIS_URL: node }, 'REDIS_URL', ['redis:', 'rediss:']);
+  return nodes.join(',');
+}
+
 function eventStoreUrl(env: Env): string | null {
   const raw = env.EVENTSTORE_URL?.trim();
   if (!raw) return null;
@@ -167,7 +184,8 @@ export function loadConfig(env: Env = process.env): Config {
     port: integer(env, 'PORT', 8080, 0, 65_535),
     host,
     dataDir: resolve(env.DATA_DIR?.trim() || './data'),
-    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisUrl: redisUrl(env, onOff(env, 'REDIS_CLUSTER', false)),
+    redisCluster: onOff(env, 'REDIS_CLUSTER', false),
     redisPrefix,
     eventStoreUrl: eventStoreUrl(env),
     requestTimeoutMs,

@@ -91,10 +91,20 @@ const STORE_UNAVAILABLE = new Set([
  */
 const CONNECTION_LOST = new Set(['ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
 
+/**
+ * Redis's own replies that mean "not now": a cluster without a master for some slots (a failover
+ * under way), a slot moving, a replica still loading.
+ */
+const STORE_BUSY = /^(CLUSTERDOWN|TRYAGAIN|MASTERDOWN|LOADING) /;
+/** node-redis's classes of an error Redis replied. */
+const REPLY_ERRORS = new Set(['ErrorReply', 'SimpleError', 'BlobError']);
+
 const storeUnavailable = (error: unknown): boolean =>
   typeof error === 'object' &&
   error !== null &&
-  (STORE_UNAVAILABLE.has(error.constructor.name) || CONNECTION_LOST.has(String((error as { code?: unknown }).code)));
+  (STORE_UNAVAILABLE.has(error.constructor.name) ||
+    CONNECTION_LOST.has(String((error as { code?: unknown }).code)) ||
+    (REPLY_ERRORS.has(error.constructor.name) && STORE_BUSY.test((error as Error).message)));
 
 /** The read models are gone (Redis emptied) or being rebuilt from the log: they cannot say whether a key or a balance exists. */
 const readModelsRebuilding = (error: unknown): boolean =>

@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import { createClient } from 'redis';
+import { createHash, randomUUID } from 'node:crypto';
 import type { RecordedEvent } from '../eventstore/event-store';
 import type { KeyLimit, RateLimits } from '../identity/identity.events';
 import type { HoldResult } from '../ledger/credit-holds';
@@ -9,6 +8,15 @@ import type { ReadModelStore } from './projection-store';
 import type { ReadModel } from './read-model';
 import type { ReadModelOrigin } from './read-model-trust';
 import type { Balance, KeyRecord, MemberRecord, OpenReservation, OrgLedger, OrgRecord, RequestLogEntry } from './read-models';
+import {
+  connectRedis,
+  isCluster,
+  masters,
+  scanKeys,
+  setMembers,
+  type RedisClient,
+  type RedisTarget,
+} from '../runtime/redis-client';
 import * as lua from './redis-scripts';
 import {
   keyRecordOf,
@@ -25,8 +33,6 @@ import {
   type StoredMember,
 } from './writes';
 
-export type RedisClient = ReturnType<typeof createClient>;
-
 /** The read models were lost (Redis emptied or dropped): they must be rebuilt from the log. */
 export class ReadModelsLostError extends Error {
   constructor() {
@@ -36,6 +42,28 @@ export class ReadModelsLostError extends Error {
 }
 
 const SEP = '|';
+
+/** Scripts by their SHA-1, as EVALSHA names them. */
+const SHAS = new Map<string, string>();
+const shaOf = (script: string): string => {
+  let sha = SHAS.get(script);
+  if (sha === undefined) SHAS.set(script, (sha = createHash('sha1').update(script).digest('hex')));
+  return sha;
+};
+
+/**
+ * How long a write waits on a cluster for a replica of its master to have it (WAIT): a master lost
+ * after that loses none of it. A master with no replica left (its replica promoted, the old master
+ * not back) costs each write this long, and its writes are then on that master alone.
+ */
+const REPLICA_WAIT_MS = 100;
+
+/** WAIT refused on a replica, or ended when its master turned replica while it waited. */
+const demoted = (error: unknown): boolean =>
+  /^(ERR WAIT cannot be used with replica|UNBLOCKED .*master -> replica)/.test(String((error as Error)?.message));
+
+/** The server does not have the script (first use, a restart, a failover to a replica that never ran it). */
+const noScript = (error: unknown): boolean => String((error as Error)?.message).startsWith('NOSCRIPT');
 
 /**
  * What the read models in Redis hold, as a number raised when a change alters what is stored
@@ -209,11 +237,8 @@ class RedisBatch implements ReadModelWrites {
  */
 export class RedisProjectionStore implements ReadModelStore {
   readonly kind = 'redis' as const;
-  private readonly shas = new Map<string, string>();
   /** Whether this instance has seen the read models built (a checkpoint): if it vanishes after that, Redis was emptied. */
   private built = false;
-  /** The SHA of the script that applies writes (sent by SHA: it is the longest script, run per organization and batch). */
-  private applySha: string | null = null;
   /** Set when the client connects again after losing Redis: what Redis holds may have changed meanwhile. */
   private connectedAgain = false;
 
@@ -225,21 +250,22 @@ export class RedisProjectionStore implements ReadModelStore {
     private readonly logId: string,
   ) {}
 
-  /** `logId`: the identity of the log the read models follow, recorded with them. */
-  static async connect(url: string, prefix: string, requestLogRetention: number, logId: string): Promise<RedisProjectionStore> {
-    const client = createClient({
-      url,
-      // While Redis is away, commands fail at once (a 503 for the request) instead of waiting in
-      // a queue with no limit; reconnection goes on in the background.
-      disableOfflineQueue: true,
-      socket: { connectTimeout: 2_000, reconnectStrategy: (retries) => Math.min(retries * 100, 2000) },
-    });
-    client.on('error', () => {
-      // Reconnection is automatic; commands issued meanwhile fail and callers report that.
-    });
-    await client.connect();
+  /**
+   * `target`: a single Redis (a URL) or a cluster; `logId`: the identity of the log the read models
+   * follow, recorded with them.
+   */
+  static async connect(
+    target: RedisTarget | string,
+    prefix: string,
+    requestLogRetention: number,
+    logId: string,
+  ): Promise<RedisProjectionStore> {
+    const client = await connectRedis(
+      typeof target === 'string' ? { url: target, cluster: false } : target,
+      // Heard only once connected, so after `store` is made.
+      () => (store.connectedAgain = true),
+    );
     const store = new RedisProjectionStore(client, prefix, requestLogRetention, logId);
-    client.on('ready', () => (store.connectedAgain = true));
     return store;
   }
 
@@ -315,20 +341,18 @@ export class RedisProjectionStore implements ReadModelStore {
     return this.client.eval(script, { keys, arguments: args.map(String) });
   }
 
-  /** EVALSHA, loading the script on first use or after Redis lost it (for order-free scripts). */
+  /**
+   * EVALSHA, or EVAL where the server lacks the script (for order-free scripts). EVAL caches the
+   * script on the very server that holds the keys: on a cluster, SCRIPT LOAD would go to any node.
+   */
   async run(script: string, keys: string[], args: Array<string | number>): Promise<unknown> {
     const options = { keys, arguments: args.map(String) };
-    let sha = this.shas.get(script);
-    if (sha) {
-      try {
-        return await this.client.evalSha(sha, options);
-      } catch (error) {
-        if (!String((error as Error).message).includes('NOSCRIPT')) throw error;
-      }
+    try {
+      return await this.client.evalSha(shaOf(script), options);
+    } catch (error) {
+      if (!noScript(error)) throw error;
     }
-    sha = await this.client.scriptLoad(script);
-    this.shas.set(script, sha);
-    return this.client.evalSha(sha, options);
+    return this.client.eval(script, options);
   }
 
   async hold(orgId: string, reservationId: string, amount: number, pendingUntil: number, key: KeyHold): Promise<HoldResult> {
@@ -345,7 +369,10 @@ export class RedisProjectionStore implements ReadModelStore {
         key.limit ? keySpendField(key.keyId, key.limit.period) : '',
       ],
     )) as number[];
-    if (reply[0] === 1) return { admitted: true };
+    if (reply[0] === 1) {
+      await this.replicated(k.ledger);
+      return { admitted: true };
+    }
     // The organization's ledger is not there: an organization unknown to the log holds nothing.
     if (reply[0] === -1) return this.nothingFound({ admitted: false, available: 0 });
     return reply.length > 2
@@ -365,7 +392,7 @@ export class RedisProjectionStore implements ReadModelStore {
 
   async sweepPendingHolds(now: number): Promise<number> {
     let swept = 0;
-    for await (const orgIds of this.client.sScanIterator(this.orgsKey, { COUNT: 500 })) {
+    for await (const orgIds of setMembers(this.client, this.orgsKey)) {
       const counts = await Promise.all(orgIds.map((orgId) => this.run(lua.SWEEP_HOLDS, this.holdKeys(orgId), [now])));
       swept += counts.reduce<number>((sum, n) => sum + Number(n), 0);
     }
@@ -382,28 +409,53 @@ export class RedisProjectionStore implements ReadModelStore {
     const batch = new RedisBatch(this, this.requestLogRetention);
     for (const event of events) foldEvent(event, batch);
     try {
-      await this.write(batch);
+      await this.write(batch, 'sha');
     } catch (error) {
-      if (!String((error as Error).message).includes('NOSCRIPT')) throw error;
-      // Redis lost its scripts (a restart that kept the data): the whole batch again, in order. What
-      // was applied is skipped by the guard, and the shared writes are idempotent.
-      this.applySha = await this.client.scriptLoad(lua.APPLY);
-      await this.write(batch);
+      if (!noScript(error)) throw error;
+      // A server lacks the script (first use, a restart that kept the data, a failover): the whole
+      // batch again, in order, by EVAL. What was applied is skipped by the guard, and the shared
+      // writes are idempotent.
+      await this.write(batch, 'eval');
     }
+    await this.replicated();
     const last = events[events.length - 1].position;
     // Read models started here from nothing are of this schema and this log (before the checkpoint says they exist).
     if (!this.built)
       await Promise.all([this.client.set(this.schemaKey, READ_MODEL_SCHEMA), this.client.set(this.logIdKey, this.logId)]);
     await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [last]);
+    await this.replicated(this.checkpointKey);
     this.built = true;
   }
 
-  private async write(batch: RedisBatch): Promise<void> {
-    this.applySha ??= await this.client.scriptLoad(lua.APPLY);
-    const sha = this.applySha;
-    const applied = [...batch.scripts.values()].map((script) =>
-      this.client.evalSha(sha, { keys: script.keys, arguments: RedisBatch.close(script).map(String) }),
+  /**
+   * On a cluster, the writes sent so far to the master of `key` (to every master, without one) reach
+   * a replica before they count (Redis replicates asynchronously): an admission, or the read models
+   * said to be at a checkpoint, survive the master's loss. Waits at most REPLICA_WAIT_MS.
+   */
+  private async replicated(key?: string): Promise<void> {
+    if (!isCluster(this.client)) return;
+    const wait = ['WAIT', '1', String(REPLICA_WAIT_MS)];
+    const sent =
+      key !== undefined
+        ? [this.client.sendCommand(key, false, wait)]
+        : (await masters(this.client)).map((node) => node.sendCommand(wait));
+    // A master turned replica meanwhile (a planned failover, before this client heard of it) hands
+    // over only once its replica has every write it took: nothing is left to wait for.
+    await Promise.all(
+      sent.map((reply) =>
+        reply.catch((error: unknown) => {
+          if (!demoted(error)) throw error;
+        }),
+      ),
     );
+  }
+
+  /** The APPLY script is sent by SHA: it is the longest script, run per organization and batch. */
+  private async write(batch: RedisBatch, send: 'sha' | 'eval'): Promise<void> {
+    const applied = [...batch.scripts.values()].map((script) => {
+      const options = { keys: script.keys, arguments: RedisBatch.close(script).map(String) };
+      return send === 'sha' ? this.client.evalSha(shaOf(lua.APPLY), options) : this.client.eval(lua.APPLY, options);
+    });
     // Every organization with events: the sweeper and the audit go through them.
     const written: Array<Promise<unknown>> =
       batch.scripts.size > 0 ? [this.client.sAdd(this.orgsKey, [...batch.scripts.keys()])] : [];
@@ -625,7 +677,7 @@ export class RedisProjectionStore implements ReadModelStore {
 
   async ledgers(): Promise<Map<string, OrgLedger>> {
     const result = new Map<string, OrgLedger>();
-    for await (const orgIds of this.client.sScanIterator(this.orgsKey, { COUNT: 500 })) {
+    for await (const orgIds of setMembers(this.client, this.orgsKey)) {
       const rows = await Promise.all(
         orgIds.map((orgId) => this.client.hmGet(this.org(orgId).ledger, ['granted', 'spent', 'reserved', 'position'])),
       );
@@ -641,10 +693,10 @@ export class RedisProjectionStore implements ReadModelStore {
     this.built = false;
     // The checkpoint first: from now on every instance knows the read models are not complete.
     await this.client.del(this.checkpointKey);
-    for await (const keys of this.client.scanIterator({ MATCH: `${this.prefix}*`, COUNT: 1000 })) {
-      const lock = `${this.prefix}rebuild-lock`;
-      const doomed = keys.filter((key) => key !== lock);
-      if (doomed.length > 0) await this.client.unlink(doomed);
+    const lock = `${this.prefix}rebuild-lock`;
+    for await (const keys of scanKeys(this.client, `${this.prefix}*`)) {
+      // One UNLINK per key: on a cluster, the keys of one command must share a slot.
+      await Promise.all(keys.filter((key) => key !== lock).map((key) => this.client.unlink(key)));
     }
   }
 
@@ -714,8 +766,15 @@ export class RedisProjectionStore implements ReadModelStore {
     }
     await flush();
     await Promise.all([this.client.set(this.schemaKey, READ_MODEL_SCHEMA), this.client.set(this.logIdKey, this.logId)]);
+    await this.replicated();
     await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [model.position]);
+    await this.replicated(this.checkpointKey);
     this.built = true;
+  }
+
+  /** Forgets every script on every server (tests: what a restart that kept the data leaves). */
+  async flushScripts(): Promise<void> {
+    await Promise.all((await masters(this.client)).map((node) => node.scriptFlush()));
   }
 
   async close(): Promise<void> {

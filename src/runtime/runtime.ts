@@ -17,6 +17,7 @@ import { RedisRateLimitStore } from '../rate-limits/redis-rate-limits';
 import { MemoryBreakerStore, RedisBreakerStore } from '../routing/breaker-store';
 import { HostHealth } from '../routing/health';
 import { HostRouting } from '../routing/routing';
+import type { RedisClient } from './redis-client';
 import { claimServing } from './serving-claim';
 
 /** Where circuit changes are told: the service's log (Nest's logger is the service's once it runs). */
@@ -39,6 +40,12 @@ export interface Runtime {
   rateLimits: RateLimitStore;
   /** Hosts' circuit breakers (in Redis when the read models are, else in this process) and their measured health. */
   routing: HostRouting;
+  /**
+   * The service's one Redis connection (the read models' store's), for anything else kept in Redis;
+   * null with read models in this process. On a cluster it routes each command by its key's slot:
+   * the keys of one script or MULTI must share a hash tag.
+   */
+  redis: RedisClient | null;
   /** Reservations this process's sweeper has expired since it started. */
   readonly reservationsExpired: number;
   close(): Promise<void>;
@@ -56,8 +63,10 @@ export async function openEventStore(config: Config): Promise<EventStore> {
 /** The read models' store, told which log they follow (whether what it holds is of that log is the projector's to check). */
 export async function openProjectionStore(config: Config, events: EventStore): Promise<ReadModelStore> {
   const logId = await events.logId();
-  if (config.redisUrl)
-    return RedisProjectionStore.connect(config.redisUrl, config.redisPrefix, config.requestLogRetention, logId);
+  if (config.redisUrl) {
+    const target = { url: config.redisUrl, cluster: config.redisCluster };
+    return RedisProjectionStore.connect(target, config.redisPrefix, config.requestLogRetention, logId);
+  }
   mkdirSync(config.dataDir, { recursive: true });
   const store = new MemoryProjectionStore(config.requestLogRetention, {
     file: join(config.dataDir, 'read-models.snapshot.json'),
@@ -159,6 +168,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     identity,
     rateLimits,
     routing,
+    redis: projections instanceof RedisProjectionStore ? projections.client : null,
     get reservationsExpired() {
       return reservationsExpired;
     },

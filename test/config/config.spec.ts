@@ -11,6 +11,7 @@ describe('configuration', () => {
       port: 8080,
       host: '0.0.0.0',
       redisUrl: null,
+      redisCluster: false,
       eventStoreUrl: null,
       requestTimeoutMs: 600_000,
       requestReadTimeoutMs: 60_000,
@@ -26,6 +27,10 @@ describe('configuration', () => {
     [{ PORT: '70000' }, 'PORT must be between 0 and 65535'],
     [{ REDIS_URL: 'localhost:6379' }, 'REDIS_URL must start with redis:// or rediss://'],
     [{ REDIS_URL: 'not a url' }, 'REDIS_URL is not a URL'],
+    [{ REDIS_URL: 'redis://a:7000,redis://b:7001' }, 'REDIS_URL names several servers: set REDIS_CLUSTER=true'],
+    [{ REDIS_CLUSTER: 'true' }, 'REDIS_URL must name one or more nodes of the cluster'],
+    [{ REDIS_CLUSTER: 'true', REDIS_URL: 'redis://a:7000, b:7001' }, 'REDIS_URL must start with redis:// or rediss://'],
+    [{ REDIS_CLUSTER: 'maybe', REDIS_URL: 'redis://a:7000' }, 'REDIS_CLUSTER must be on or off'],
     [{ EVENTSTORE_URL: 'http://x:2113' }, 'EVENTSTORE_URL must start with esdb://'],
     [{ EVENTSTORE_URL: 'esdb://x:2113' }, 'EVENTSTORE_URL needs username:password@ in secure mode'],
     [
@@ -47,6 +52,14 @@ describe('configuration', () => {
     ['kurrentdb+discover://admin:changeit@cluster.example.com', 'esdb+discover://admin:changeit@cluster.example.com:2113'],
   ])('takes EVENTSTORE_URL %s as the client connection string %s', (raw, connectionString) => {
     expect(loadConfig({ EVENTSTORE_URL: raw }).eventStoreUrl).toBe(connectionString);
+  });
+
+  it('takes REDIS_URL as one or more nodes of a Redis Cluster with REDIS_CLUSTER', () => {
+    expect(loadConfig({ REDIS_CLUSTER: 'true', REDIS_URL: 'redis://a:7000, redis://b:7001' })).toMatchObject({
+      redisUrl: 'redis://a:7000,redis://b:7001',
+      redisCluster: true,
+    });
+    expect(loadConfig({ REDIS_URL: 'redis://a:6379' })).toMatchObject({ redisUrl: 'redis://a:6379', redisCluster: false });
   });
 
   it('stops the service with one clear line on a bad value', () => {

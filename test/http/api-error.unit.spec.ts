@@ -1,3 +1,4 @@
+import { SimpleError } from 'redis';
 import { toApiError } from '../../src/http/api-error';
 
 /** The error node-redis rejects its commands in flight with when Redis dies under them: the socket's own. */
@@ -12,6 +13,17 @@ describe('toApiError', () => {
       expect(error.code).toBe('unavailable');
     },
   );
+
+  it.each([
+    'CLUSTERDOWN The cluster is down',
+    'TRYAGAIN Multiple keys request during rehashing of slot',
+    'MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to no',
+    'LOADING Redis is loading the dataset in memory',
+  ])('answers a Redis Cluster mid-failover (%s) with 503, not 500', (reply) => {
+    const error = toApiError(new SimpleError(reply));
+    expect(error.status).toBe(503);
+    expect(error.code).toBe('unavailable');
+  });
 
   it('still answers what it cannot name with 500 and no detail', () => {
     const error = toApiError(Object.assign(new Error('boom at /secret/path'), { code: 'EWHATEVER' }));

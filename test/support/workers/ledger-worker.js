@@ -2,6 +2,9 @@
 // A gateway-like process on the shared stores (configured by environment, like the service).
 //   reserve <orgId> <count> <amount>: waits for "go" on stdin, fires <count> concurrent
 //     reservations, prints {"admitted":n,"refused":m}.
+//   waves <orgId> <count> <amount> <paceMs>: for each "go" line on stdin, starts <count>
+//     reservations one every <paceMs> ms, and prints "wave <n> {"admitted":a,"refused":r,"unavailable":u}"
+//     (unavailable: the admission failed, the read models' store away); "end" closes it.
 //   burst <orgId> <amount>: reserves and settles without end, printing "appending" once under
 //     way; it is meant to be killed.
 const { loadConfig } = require('../../../dist/src/config/config');
@@ -23,6 +26,34 @@ async function main() {
     );
     const admitted = results.filter((r) => r.admitted).length;
     process.stdout.write(`${JSON.stringify({ admitted, refused: count - admitted })}\n`);
+    await runtime.close();
+    return;
+  }
+  if (mode === 'waves') {
+    const [count, amount, paceMs] = [Number(a), Number(b), Number(process.argv[6])];
+    let wave = 0;
+    let fired = 0;
+    for await (const line of require('node:readline').createInterface({ input: process.stdin })) {
+      if (line === 'end') break;
+      wave += 1;
+      // Each outcome taken as it comes (an admission failing early must not go unhandled).
+      const outcomes = [];
+      for (let i = 0; i < count; i++) {
+        outcomes.push(
+          runtime.ledger.admit({ ...facts(fired++), orgId, amount }).then(
+            (r) => (r.admitted ? 'admitted' : 'refused'),
+            () => 'unavailable',
+          ),
+        );
+        await new Promise((resolve) => setTimeout(resolve, paceMs));
+      }
+      const results = await Promise.all(outcomes);
+      const [admitted, refused, unavailable] = ['admitted', 'refused', 'unavailable'].map(
+        (outcome) => results.filter((r) => r === outcome).length,
+      );
+      process.stdout.write(`wave ${wave} ${JSON.stringify({ admitted, refused, unavailable })}\n`);
+    }
+    process.stdin.destroy();
     await runtime.close();
     return;
   }
