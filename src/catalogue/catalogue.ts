@@ -6,7 +6,7 @@ import { rememberHostKey } from '../key-secret/key-secret';
 import { HOSTED_TOOL_CLASSES, type HostedToolClass, type WireFormat } from '../canonical/canonical';
 import { hostRuns, type ServingHost } from '../canonical/hosted-tools';
 import { formatCredits, HostedToolPrices, parseCredits, scaledPrice, TokenPrices } from '../ledger/money';
-import { DEFAULT_RETRY, RETRY_LIMITS, RetryPolicy } from '../routing/retry';
+import { DEFAULT_RETRY, RETRY_LIMITS, RetryPolicy } from './retry-policy';
 import type { HostEndpoint } from '../hosts/transport';
 
 /**

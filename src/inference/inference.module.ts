@@ -2,8 +2,8 @@ import { Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import type { Config } from '../config/config';
 import { HostTransport } from '../hosts/transport';
-import { ROUTING_PROVIDERS } from '../routing/routing.providers';
-import { CONFIG } from '../runtime/runtime.module';
+import { routingProviders } from '../routing/routing.providers';
+import { CONFIG, READ_MODELS } from '../runtime/runtime.module';
 import { BilledRequests } from './billed-request';
 import { CountTokensHandler } from './count-tokens.handler';
 import { InFlightSettlements } from './in-flight';
@@ -34,7 +34,7 @@ import { RequestRecord } from './request-record';
     BilledRequests,
     InferenceHandler,
     CountTokensHandler,
-    ...ROUTING_PROVIDERS,
+    ...routingProviders(READ_MODELS),
   ],
   // The embeddings use case calls hosts through the same transport (one pool per origin), and is
   // admitted, settled and recorded by the same shell (one refusal budget for every use case).

@@ -8,15 +8,7 @@ import type { ReadModelStore } from './projection-store';
 import type { ReadModel } from './read-model';
 import type { ReadModelOrigin } from './read-model-trust';
 import type { Balance, KeyRecord, MemberRecord, OpenReservation, OrgLedger, OrgRecord, RequestLogEntry } from './read-models';
-import {
-  connectRedis,
-  isCluster,
-  masters,
-  scanKeys,
-  setMembers,
-  type RedisClient,
-  type RedisTarget,
-} from '../runtime/redis-client';
+import { connectRedis, isCluster, masters, scanKeys, setMembers, type RedisClient, type RedisTarget } from './redis-client';
 import * as lua from './redis-scripts';
 import {
   keyRecordOf,

@@ -1,22 +1,12 @@
 import type { HostError } from '../canonical/canonical';
+import type { RetryPolicy } from '../catalogue/retry-policy';
+
+export { DEFAULT_RETRY, type RetryPolicy } from '../catalogue/retry-policy';
 
 /**
  * Retries of one host: when a host that failed before any output is called again (after how
  * long), rather than the model's next host. Pure: the caller brings the clock and the dice.
  */
-
-/** How a host is retried: `attempts` calls after the first, each after a delay of at most `min(maxMs, baseMs × 2^n)`. */
-export interface RetryPolicy {
-  readonly attempts: number;
-  readonly baseMs: number;
-  readonly maxMs: number;
-}
-
-/** A catalogue host that says nothing of retries: two more calls, after up to 250 ms then 500 ms; nothing waits more than 5 s. */
-export const DEFAULT_RETRY: RetryPolicy = { attempts: 2, baseMs: 250, maxMs: 5_000 };
-
-/** Bounds of a catalogue's `retry` fields. */
-export const RETRY_LIMITS = { attempts: 10, delayMs: 600_000 } as const;
 
 /**
  * Failures worth calling the same host again for: a rate limit (429), the host's own error (5xx), a

@@ -1,7 +1,6 @@
 import { Logger, type Provider } from '@nestjs/common';
 import type { ReadModelStore } from '../projections/projection-store';
 import { RedisProjectionStore } from '../projections/redis-projection-store';
-import { READ_MODELS } from '../runtime/runtime.module';
 import { KeyPools } from './key-pool';
 import { MemoryStickyRoutes, RedisStickyRoutes, StickyRoutes } from './sticky';
 
@@ -10,8 +9,11 @@ export const STICKY_ROUTES = Symbol('StickyRoutes');
 /** Measured host health (HostHealthReader), when a provider gives it: `sort` by latency or throughput reads it. */
 export const HOST_HEALTH = Symbol('HostHealth');
 
-/** What routing keeps between requests: the key pools' use, and which host served each conversation. */
-export const ROUTING_PROVIDERS: Provider[] = [
+/**
+ * What routing keeps between requests: the key pools' use, and which host served each conversation
+ * (`readModels`: the token of the read models' store, whose Redis the sticky routes share).
+ */
+export const routingProviders = (readModels: symbol): Provider[] => [
   {
     provide: KeyPools,
     useFactory: () => {
@@ -21,7 +23,7 @@ export const ROUTING_PROVIDERS: Provider[] = [
   },
   {
     provide: STICKY_ROUTES,
-    inject: [READ_MODELS],
+    inject: [readModels],
     useFactory: (store: ReadModelStore): StickyRoutes =>
       store instanceof RedisProjectionStore ? new RedisStickyRoutes(store) : new MemoryStickyRoutes(),
   },

@@ -17,7 +17,7 @@ import { RedisRateLimitStore } from '../rate-limits/redis-rate-limits';
 import { MemoryBreakerStore, RedisBreakerStore } from '../routing/breaker-store';
 import { HostHealth } from '../routing/health';
 import { HostRouting } from '../routing/routing';
-import type { RedisClient } from './redis-client';
+import type { RedisClient } from '../projections/redis-client';
 import { claimServing } from './serving-claim';
 
 /** Where circuit changes are told: the service's log (Nest's logger is the service's once it runs). */

@@ -5,7 +5,7 @@ import type { ReadModelStore } from '../../src/projections/projection-store';
 import { ReadModel } from '../../src/projections/read-model';
 import { availableOf } from '../../src/projections/read-models';
 import { ReadModelsLostError, RedisProjectionStore } from '../../src/projections/redis-projection-store';
-import { scanKeys, type RedisTarget } from '../../src/runtime/redis-client';
+import { scanKeys, type RedisTarget } from '../../src/projections/redis-client';
 import { openRuntime } from '../../src/runtime/runtime';
 import { uniquePrefix } from './redis';
 import { openTestRuntime } from './runtime';

@@ -2,7 +2,7 @@ import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { createClient } from 'redis';
-import type { RedisTarget } from '../../src/runtime/redis-client';
+import type { RedisTarget } from '../../src/projections/redis-client';
 import { eventually } from './processes';
 import { tempDir } from './temp';
 
