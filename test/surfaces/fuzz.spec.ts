@@ -118,7 +118,8 @@ const geminiModel = fc.constantFrom(M.gpt.slug, M.claude.slug, 'gpt', 'nobody/no
 describe('API surfaces: fuzzed bodies', () => {
   let g: TestGateway;
   beforeAll(async () => {
-    g = await startGateway();
+    // Ample credit: thousands of bodies are served here, and a balance run down would answer every later one 402.
+    g = await startGateway({ credits: 10_000_000_000_000 });
   });
   afterAll(async () => {
     await g.settled();
@@ -182,6 +183,7 @@ describe('API surfaces: fuzzed bodies', () => {
       { numRuns: RUNS },
     );
     // Past validation too: some were served (or counted).
-    expect([...statuses].some((s) => s < 300)).toBe(true);
+    // (On failure, the statuses seen instead.)
+    expect([...statuses].some((s) => s < 300) ? 'some served' : [...statuses]).toBe('some served');
   });
 });
