@@ -20,9 +20,6 @@ const transform = {
 
 module.exports = {
   testTimeout: 30000,
-  // One worker per core (jest's default leaves one idle): the suites mostly wait on sockets,
-  // processes and Redis, and on 2 cores this halves the run (714 s → 297 s) with the same results.
-  maxWorkers: '100%',
   projects: [
     {
       displayName: 'unit',
