@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventStore, RecordedEvent } from '../eventstore/event-store';
+import { ChainFollower, type ChainHead } from '../ledger/ledger-chain';
 import { ReservationEvent, settledCharge } from '../ledger/ledger.events';
 import { ReadModel } from '../projections/read-model';
 import type { ReadModels } from '../projections/read-models';
@@ -23,6 +24,11 @@ export interface AuditReport {
   releases: number;
   expiries: number;
   totals: AuditTotals;
+  /**
+   * Each organization's hash chain as replayed (head link and event count). `stamped`: the log stamps
+   * links at commit (SQLite), so each was compared; false (EventStoreDB): recomputed only, see docs/architecture.md.
+   */
+  chains: { stamped: boolean; heads: ChainHead[] };
   /** Every disagreement found; empty means the ledger is clean. */
   differences: string[];
 }
@@ -43,6 +49,8 @@ export class LogAuditor {
   private readonly reservations = new Map<string, Tracked>();
   /** Per organization, its charges each counted up to its hold: what its grants must cover. */
   private readonly chargedWithinHolds = new Map<string, number>();
+  /** Every organization's hash chain, followed event by event. */
+  readonly chains = new ChainFollower();
   counts = {
     events: 0,
     reservations: 0,
@@ -53,7 +61,11 @@ export class LogAuditor {
     expiries: 0,
   };
 
-  constructor(requestLogRetention = 1) {
+  /** `stampedLog`: the log stamps chain links at commit, so an event of a chain without one is a difference. */
+  constructor(
+    requestLogRetention = 1,
+    private readonly stampedLog = false,
+  ) {
     this.model = new ReadModel(requestLogRetention);
   }
 
@@ -61,6 +73,8 @@ export class LogAuditor {
     this.counts.events += 1;
     const event = recorded as unknown as ReservationEvent;
     const where = `event ${recorded.position} (${recorded.type})`;
+    const chained = this.chains.follow(recorded, this.stampedLog);
+    if (chained?.difference) this.differences.push(`${where}: ${chained.difference}`);
     switch (event.type) {
       case 'CreditsReserved':
         this.counts.reservations += 1;
@@ -191,7 +205,7 @@ async function keySpendDifferences(
  * replay are waited for, and organizations moved by requests during the audit are replayed further.
  */
 export async function auditLedger(events: EventStore, projections: ReadModels, options: AuditOptions = {}): Promise<AuditReport> {
-  const auditor = new LogAuditor();
+  const auditor = new LogAuditor(1, events.chainHead !== undefined);
   /** Replays the log up to `target` (or its end, if that comes first). */
   const replayTo = async (target: number, onProgress?: AuditOptions['onProgress']) => {
     while (auditor.model.position < target) {
@@ -254,6 +268,10 @@ export async function auditLedger(events: EventStore, projections: ReadModels, o
     position: auditor.model.position,
     organizations,
     totals,
+    chains: {
+      stamped: events.chainHead !== undefined,
+      heads: auditor.chains.all().filter((chain) => !options.orgId || chain.orgId === options.orgId),
+    },
     differences: auditor.differences,
   };
 }

@@ -15,6 +15,11 @@ export interface RecordedEvent<T extends string = string, D = unknown> extends N
   position: number;
   /** Milliseconds since the epoch when the store recorded it. */
   recordedAt: number;
+  /**
+   * The event's link in its chain (see event-chain.ts), where the log stamps one: the SQLite log's
+   * writer does at commit, for the events of the chain rule it was opened with. Absent otherwise.
+   */
+  chainLink?: string;
 }
 
 /** `no_stream`: the stream must not exist; a number: the revision of its last event. */
@@ -96,5 +101,10 @@ export interface EventStore {
   logId(): Promise<string>;
   /** The log's identity as it holds it now, written by nobody: null when it has none (an emptied EventStoreDB node). */
   readLogId(): Promise<string | null>;
+  /**
+   * A chain's last stamped link, its position and how many events the chain holds, read by index; null
+   * when the chain has no event. Present only on a log that stamps links (see RecordedEvent.chainLink).
+   */
+  chainHead?(chainId: string): Promise<{ head: string; position: number; events: number } | null>;
   close(): Promise<void>;
 }

@@ -3,13 +3,14 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { type ChainRule, chainGenesis, chainIdOf, chainLink } from './event-chain';
 import { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent, WrongExpectedRevisionError } from './event-store';
 import { startWriter, WriterThread } from './sqlite-writer';
 import type { FromWriter, WriterAppend, WriterResult } from './sqlite-writer.protocol';
 
-/** position, stream_id, revision, type, data, recorded_at: read as arrays, which is faster in a replay. */
-type EventRow = [number, string, number, string, string, number];
-const COLUMNS = 'position, stream_id, revision, type, data, recorded_at';
+/** position, stream_id, revision, type, data, recorded_at, chain_link: read as arrays, which is faster in a replay. */
+type EventRow = [number, string, number, string, string, number, string | null];
+const COLUMNS = 'position, stream_id, revision, type, data, recorded_at, chain_link';
 /** Events this process appended, kept for its own subscribers (beyond this, they read the file). */
 const RECENT_LIMIT = 8192;
 const READ_BATCH = 1000;
@@ -34,16 +35,64 @@ export interface SqliteEventStoreOptions {
    * appends made while a commit is under way travel together in the next one whatever the window.
    */
   commitWindowMs?: number;
+  /**
+   * The events the writer stamps with their chain's link at commit (the ledger's, by organization).
+   * Every process writing the file must be given the same rule: the runtime gives the ledger's.
+   */
+  chain?: ChainRule;
 }
 
-const toRecorded = (row: EventRow): RecordedEvent => ({
-  streamId: row[1],
-  revision: row[2],
-  position: row[0],
-  type: row[3],
-  data: JSON.parse(row[4]),
-  recordedAt: row[5],
-});
+const toRecorded = (row: EventRow): RecordedEvent => {
+  const event: RecordedEvent = {
+    streamId: row[1],
+    revision: row[2],
+    position: row[0],
+    type: row[3],
+    data: JSON.parse(row[4]),
+    recordedAt: row[5],
+  };
+  if (row[6] !== null) event.chainLink = row[6];
+  return event;
+};
+
+/**
+ * Gives a log written before chains their columns, and stamps its chained events in log order, each
+ * chain from its genesis: the chain then covers them from this first opening on (it cannot vouch for
+ * what they were before). In one write transaction, so two processes opening it at once migrate it once.
+ */
+function addChains(db: Database.Database, rule: ChainRule | undefined): void {
+  const chained = () =>
+    db
+      .prepare<[], { name: string }>("SELECT name FROM pragma_table_info('events')")
+      .all()
+      .some((c) => c.name === 'chain_link');
+  if (chained()) return;
+  db.transaction(() => {
+    if (chained()) return;
+    db.exec(`
+      ALTER TABLE events ADD COLUMN chain_id TEXT;
+      ALTER TABLE events ADD COLUMN chain_link TEXT;
+      CREATE INDEX events_by_chain ON events (chain_id, position) WHERE chain_id IS NOT NULL;
+    `);
+    if (rule === undefined) return;
+    const stamp = db.prepare<[string, string, number]>('UPDATE events SET chain_id = ?, chain_link = ? WHERE position = ?');
+    const heads = new Map<string, string>();
+    const rows = db
+      .prepare<[number], EventRow>(`SELECT ${COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT 5000`)
+      .raw(true);
+    // In batches: the connection runs no update while a read is being iterated.
+    for (let batch = rows.all(0); batch.length > 0; batch = rows.all(batch[batch.length - 1][0])) {
+      for (const row of batch) {
+        const event = toRecorded(row);
+        const chainId = chainIdOf(rule, event.type, event.data);
+        if (chainId === null) continue;
+        const link = chainLink(heads.get(chainId) ?? chainGenesis(chainId), event);
+        heads.set(chainId, link);
+        stamp.run(chainId, link, event.position);
+      }
+    }
+  }).immediate();
+}
 
 /**
  * The embedded event log: one SQLite file in WAL mode with full fsync on commit, so an append
@@ -89,10 +138,14 @@ export class SqliteEventStore implements EventStore {
   /** The probe in flight, shared by whoever asks meanwhile, and where its answer goes. */
   private probing: Promise<Error | null> | null = null;
   private probeAnswered: ((reason: string | null) => void) | null = null;
+  /** Present when the writer stamps links (opened with a chain rule). */
+  readonly chainHead?: EventStore['chainHead'];
   private readonly statements: {
     readStream: Database.Statement<[string], EventRow>;
     readAll: Database.Statement<[number, number], EventRow>;
     head: Database.Statement<[], { position: number | null }>;
+    chainHead: Database.Statement<[string], { head: string; position: number }>;
+    chainCount: Database.Statement<[string], { events: number }>;
   };
 
   constructor(path: string, options: SqliteEventStoreOptions = {}) {
@@ -127,6 +180,7 @@ export class SqliteEventStore implements EventStore {
         .run(randomUUID(), Date.now());
     }
     this.identity = identity.get()!.log_id;
+    addChains(this.db, options.chain);
     this.appended.setMaxListeners(0);
     this.statements = {
       readStream: this.db
@@ -136,8 +190,13 @@ export class SqliteEventStore implements EventStore {
         .prepare<[number, number], EventRow>(`SELECT ${COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`)
         .raw(true),
       head: this.db.prepare('SELECT MAX(position) AS position FROM events'),
+      chainHead: this.db.prepare(
+        'SELECT chain_link AS head, position FROM events WHERE chain_id = ? ORDER BY position DESC LIMIT 1',
+      ),
+      chainCount: this.db.prepare('SELECT COUNT(*) AS events FROM events WHERE chain_id = ?'),
     };
-    this.writer = startWriter({ path, groupCommit: options.groupCommit ?? true });
+    if (options.chain) this.chainHead = (chainId) => this.readChainHead(chainId);
+    this.writer = startWriter({ path, groupCommit: options.groupCommit ?? true, chain: options.chain });
     this.writer.on('message', (results: FromWriter) => {
       if (results === 'closed') return;
       if (!Array.isArray(results)) return this.probeAnswered?.(results.probe);
@@ -339,6 +398,12 @@ export class SqliteEventStore implements EventStore {
       this.writer.postMessage('probe');
     });
     return this.probing;
+  }
+
+  private async readChainHead(chainId: string): Promise<{ head: string; position: number; events: number } | null> {
+    const last = this.statements.chainHead.get(chainId);
+    if (last === undefined) return null;
+    return { ...last, events: this.statements.chainCount.get(chainId)!.events };
   }
 
   async logId(): Promise<string> {

@@ -1,7 +1,9 @@
+import type { ChainRule } from './event-chain';
+
 /**
  * What the SQLite log's main side (sqlite-event-store.ts) and its writer thread
  * (sqlite-writer.worker.ts) tell each other. Types only: the worker imports nothing at run time
- * from the project's own modules.
+ * from the project's own modules but event-chain.ts (pure, node:crypto only).
  */
 
 /** The writer's start-up options (its `workerData`). */
@@ -9,6 +11,8 @@ export interface WriterOptions {
   path: string;
   /** Commit appends that arrive together in one transaction; off: one commit per append. */
   groupCommit: boolean;
+  /** Which events the writer stamps with their chain's link at commit (see event-chain.ts); none when absent. */
+  chain?: ChainRule;
 }
 
 export interface WriterAppend {

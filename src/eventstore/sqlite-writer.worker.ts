@@ -7,6 +7,7 @@
 import Database from 'better-sqlite3';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
+import { chainGenesis, chainIdOf, chainLink } from './event-chain';
 import type { FromWriter, ToWriter, WriterAppend, WriterOptions, WriterResult } from './sqlite-writer.protocol';
 
 if (!parentPort) throw new Error('sqlite-writer.worker runs as a worker thread (see sqlite-writer.ts)');
@@ -32,11 +33,27 @@ db.pragma('busy_timeout = 10000');
 const revisionOf = db.prepare<[string], { revision: number | null }>(
   'SELECT MAX(revision) AS revision FROM events WHERE stream_id = ?',
 );
-const insert = db.prepare<[string, number, string, string, number]>(
-  'INSERT INTO events (stream_id, revision, type, data, recorded_at) VALUES (?, ?, ?, ?, ?)',
+const insert = db.prepare<[string, number, string, string, number, string | null, string | null]>(
+  'INSERT INTO events (stream_id, revision, type, data, recorded_at, chain_id, chain_link) VALUES (?, ?, ?, ?, ?, ?, ?)',
 );
+const chainRule = options.chain;
+const chainHead = db.prepare<[string], { chain_link: string }>(
+  'SELECT chain_link FROM events WHERE chain_id = ? ORDER BY position DESC LIMIT 1',
+);
+const logHead = db.prepare<[], { position: number | null }>('SELECT MAX(position) AS position FROM events');
+/**
+ * Each chain's last link, as this writer last committed it. Valid while the log's head is where this
+ * writer's last commit left it: another process sharing the file may have appended since, so each
+ * commit checks the head first (under the write lock) and starts afresh if it moved.
+ */
+const heads = new Map<string, string>();
+let committedHead = -1;
 let queue: WriterAppend[] = [];
 let scheduled = false;
+
+/** The link an event of chain `chainId` follows: the chain's last, read once per chain while the cache holds. */
+const lastLink = (chainId: string): string =>
+  heads.get(chainId) ?? chainHead.get(chainId)?.chain_link ?? chainGenesis(chainId);
 
 function tryAppend(append: WriterAppend): WriterResult {
   // MAX() always yields one row (revision null when the stream has no event).
@@ -48,13 +65,31 @@ function tryAppend(append: WriterAppend): WriterResult {
   const now = Date.now();
   for (const event of append.events) {
     revision += 1;
-    position = Number(insert.run(append.streamId, revision, event.type, event.data, now).lastInsertRowid);
+    let chainId: string | null = null;
+    let link: string | null = null;
+    if (chainRule !== undefined && chainRule.types.includes(event.type)) {
+      const data: unknown = JSON.parse(event.data);
+      chainId = chainIdOf(chainRule, event.type, data);
+      if (chainId !== null) {
+        link = chainLink(lastLink(chainId), { streamId: append.streamId, revision, type: event.type, data, recordedAt: now });
+        heads.set(chainId, link);
+      }
+    }
+    position = Number(insert.run(append.streamId, revision, event.type, event.data, now, chainId, link).lastInsertRowid);
   }
   return { id: append.id, ok: { nextExpectedRevision: revision, position }, recordedAt: now };
 }
 
 // Built once: a transaction function made per commit cost the writer about 15 µs each time.
-const commit = db.transaction((batch: WriterAppend[]) => batch.map(tryAppend));
+const commit = db.transaction((batch: WriterAppend[]) => {
+  if (chainRule !== undefined) {
+    const head = logHead.get()!.position ?? 0;
+    if (head !== committedHead) heads.clear();
+  }
+  const results = batch.map(tryAppend);
+  if (chainRule !== undefined) committedHead = logHead.get()!.position ?? 0;
+  return results;
+});
 
 function flush(): void {
   scheduled = false;
@@ -65,6 +100,9 @@ function flush(): void {
   try {
     results = commit.immediate(batch);
   } catch (error) {
+    // Rolled back: the links cached for it were never committed.
+    heads.clear();
+    committedHead = -1;
     const reason = error instanceof Error ? error.message : String(error);
     reply(batch.map((append) => ({ id: append.id, error: reason })));
     return;

@@ -18,7 +18,11 @@ export class TimedEventStore implements EventStore {
   private readonly wentBack: Array<(error: WrongExpectedRevisionError) => void> = [];
   private guard: () => (result: AppendResult) => Error | null = () => () => null;
 
-  constructor(private readonly inner: EventStore) {}
+  readonly chainHead?: EventStore['chainHead'];
+
+  constructor(private readonly inner: EventStore) {
+    this.chainHead = inner.chainHead?.bind(inner);
+  }
 
   /** Called with each append's duration in seconds, whether it succeeded or not. */
   onAppend(listener: (seconds: number) => void): void {

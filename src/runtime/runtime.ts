@@ -6,6 +6,7 @@ import type { EventStore } from '../eventstore/event-store';
 import { SqliteEventStore } from '../eventstore/sqlite-event-store';
 import { TimedEventStore } from '../eventstore/timed-event-store';
 import { IdentityService } from '../identity/identity.service';
+import { LEDGER_CHAIN } from '../ledger/ledger-chain';
 import { LedgerService } from '../ledger/ledger.service';
 import { MemoryProjectionStore } from '../projections/memory-projection-store';
 import type { ReadModelStore } from '../projections/projection-store';
@@ -57,7 +58,7 @@ export async function openEventStore(config: Config): Promise<EventStore> {
     const { EventStoreDbEventStore } = await import('../eventstore/eventstoredb-event-store');
     return EventStoreDbEventStore.connect(config.eventStoreUrl);
   }
-  return new SqliteEventStore(join(config.dataDir, 'events.sqlite'), { pollIntervalMs: config.logPollMs });
+  return new SqliteEventStore(join(config.dataDir, 'events.sqlite'), { pollIntervalMs: config.logPollMs, chain: LEDGER_CHAIN });
 }
 
 /** The read models' store, told which log they follow (whether what it holds is of that log is the projector's to check). */

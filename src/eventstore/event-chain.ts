@@ -1,0 +1,79 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The hash chain that makes a log tamper-evident: each chained event's link is SHA-256 over the
+ * canonical encoding of the link before it and the event (its stream, revision, type, data and
+ * recording time), so editing, deleting, inserting or reordering an event changes every link from
+ * there on. (Its position is left out: the order is the chain's own, and the link can be made before
+ * the log has given the event its position.) Which events are chained, and in which chain, is the caller's rule (the ledger's: its
+ * events, by organization). Pure; the log's writer thread loads it too, so it imports nothing of the project.
+ */
+
+/** What a link covers: the event as recorded, nothing the reader derives. */
+export interface ChainedEvent {
+  streamId: string;
+  revision: number;
+  type: string;
+  data: unknown;
+  recordedAt: number;
+}
+
+/**
+ * RFC 8785 (JSON Canonicalization Scheme): object members sorted by their names' UTF-16 code
+ * units, no whitespace, strings and numbers as ECMAScript's JSON.stringify writes them (which is
+ * what the RFC specifies for both). Members whose value is undefined are left out, as JSON.stringify
+ * does. Non-finite numbers have no JSON form and are refused.
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value === 'boolean' || typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new TypeError(`canonical JSON has no form for ${value}`);
+    return JSON.stringify(value);
+  }
+  if (Array.isArray(value)) {
+    return `[${value.map((item) => (item === undefined ? 'null' : canonicalJson(item))).join(',')}]`;
+  }
+  if (typeof value === 'object') {
+    const record = value as Record<string, unknown>;
+    // The default sort compares UTF-16 code units, as RFC 8785 §3.2.3 asks.
+    const names = Object.keys(record)
+      .filter((name) => record[name] !== undefined)
+      .sort();
+    return `{${names.map((name) => `${JSON.stringify(name)}:${canonicalJson(record[name])}`).join(',')}}`;
+  }
+  throw new TypeError(`canonical JSON has no form for a ${typeof value}`);
+}
+
+const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
+
+/** Where a chain starts: the link before its first event, bound to the chain's id (an organization's). */
+export const chainGenesis = (chainId: string): string =>
+  sha256(canonicalJson({ chain: 'model-gateway/ledger-chain/v1', id: chainId }));
+
+/** The link of `event`, following `previous` (a link, or the chain's genesis). */
+export function chainLink(previous: string, event: ChainedEvent): string {
+  return sha256(
+    canonicalJson({
+      prev: previous,
+      streamId: event.streamId,
+      revision: event.revision,
+      type: event.type,
+      data: event.data,
+      recordedAt: event.recordedAt,
+    }),
+  );
+}
+
+/** Which chain an event belongs to (its id), or null for an event outside every chain. */
+export interface ChainRule {
+  /** Types of the events chained. */
+  types: readonly string[];
+  /** The data member naming the chain (an organization's id): an event without it as a string is outside. */
+  by: string;
+}
+
+export function chainIdOf(rule: ChainRule, type: string, data: unknown): string | null {
+  if (!rule.types.includes(type) || typeof data !== 'object' || data === null) return null;
+  const id = (data as Record<string, unknown>)[rule.by];
+  return typeof id === 'string' ? id : null;
+}

@@ -1,0 +1,95 @@
+import { type ChainRule, chainGenesis, chainIdOf, chainLink } from '../eventstore/event-chain';
+import type { EventStore, RecordedEvent } from '../eventstore/event-store';
+
+/**
+ * The ledger's chains: one per organization, of its ledger events in log order (whatever stream
+ * each is on: credits-, reservation-, refusal-). `CreditNoteIssued` is the credit notes' event
+ * (see docs/architecture.md, "The ledger's hash chain").
+ */
+export const LEDGER_CHAIN: ChainRule = {
+  types: [
+    'CreditsGranted',
+    'CreditsReserved',
+    'ReservationProgress',
+    'ReservationSettled',
+    'ReservationReleased',
+    'ReservationExpired',
+    'RequestRefused',
+    'CreditNoteIssued',
+  ],
+  by: 'orgId',
+};
+
+/** The organization whose chain an event is in, or null for an event outside the ledger's chains. */
+export const chainOrgOf = (event: { type: string; data: unknown }): string | null =>
+  chainIdOf(LEDGER_CHAIN, event.type, event.data);
+
+/** An organization's chain as far as it has been followed: its last link and how many events it holds. */
+export interface ChainHead {
+  orgId: string;
+  /** The last event's link (the genesis while the chain is empty). */
+  head: string;
+  events: number;
+  /** The last event's position in the log; 0 while the chain is empty. */
+  position: number;
+}
+
+/**
+ * Follows every organization's chain in log order, recomputing each link and comparing it with the one
+ * the log stamped. A difference names the first event where the chain breaks: the chain goes on from
+ * the link that event carries, so one edited event is one difference, not one per event after it.
+ */
+export class ChainFollower {
+  private readonly heads = new Map<string, ChainHead>();
+  /** Events of a chain the log carries no link for (a log that does not stamp: EventStoreDB). */
+  unstamped = 0;
+
+  /** The link `event` should carry, and a difference if it carries another (or none, in a log that stamps). */
+  follow(event: RecordedEvent, stamping: boolean): { orgId: string; link: string; difference: string | null } | null {
+    const orgId = chainOrgOf(event);
+    if (orgId === null) return null;
+    const head = this.head(orgId);
+    const link = chainLink(head.head, event);
+    let difference: string | null = null;
+    if (event.chainLink === undefined) {
+      this.unstamped += 1;
+      if (stamping) difference = `chain of organization ${orgId}: no link stamped (an event added outside the log's writer?)`;
+    } else if (event.chainLink !== link) {
+      difference = `chain of organization ${orgId}: link ${event.chainLink} but its predecessor and content give ${link} (edited, removed, inserted or moved)`;
+    }
+    this.heads.set(orgId, {
+      orgId,
+      head: event.chainLink ?? link,
+      events: head.events + 1,
+      position: event.position,
+    });
+    return { orgId, link, difference };
+  }
+
+  head(orgId: string): ChainHead {
+    return this.heads.get(orgId) ?? { orgId, head: chainGenesis(orgId), events: 0, position: 0 };
+  }
+
+  all(): ChainHead[] {
+    return [...this.heads.values()];
+  }
+}
+
+/**
+ * An organization's chain head and event count, as the log holds it now: the link its last ledger
+ * event carries (read by index where the log stamps links), else recomputed by following the log.
+ */
+export async function orgChainHead(events: EventStore, orgId: string): Promise<ChainHead> {
+  if (events.chainHead) {
+    const stamped = await events.chainHead(orgId);
+    if (stamped !== null) return { orgId, ...stamped };
+  }
+  const follower = new ChainFollower();
+  for (let after = 0; ; ) {
+    const batch = await events.readAll(after, 5000);
+    if (batch.length === 0) break;
+    for (const event of batch) follower.follow(event, false);
+    after = batch[batch.length - 1].position;
+  }
+  return follower.head(orgId);
+}
