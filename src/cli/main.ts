@@ -1,7 +1,10 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
-import { readFileSync } from 'node:fs';
+import { createReadStream, createWriteStream, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { auditLedger } from '../audit/ledger-audit';
 import { ConfigError, loadConfig } from '../config/config';
 import { IdentityRuleError } from '../identity/identity-rule-error';
@@ -14,6 +17,8 @@ import { ListKeysHandler } from '../keys/list/list-keys.handler';
 import { RevokeKeyHandler } from '../keys/revoke/revoke-key.handler';
 import { UpdateKeyHandler } from '../keys/update/update-key.handler';
 import { LedgerRuleError } from '../ledger/ledger.decider';
+import { exportLedger } from '../ledger-export/ledger-export';
+import { describeDifference, ExportVerifier } from '../ledger-export/ledger-verify';
 import { formatCredits, MoneyFormatError, parseCredits } from '../ledger/money';
 import { rebuildProjections } from '../projections/projector';
 import { availableOf, reservedOf } from '../projections/read-models';
@@ -415,9 +420,8 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
       }),
     );
 
-  program
-    .command('ledger')
-    .description('the credit ledger')
+  const ledger = program.command('ledger').description('the credit ledger');
+  ledger
     .command('audit')
     .option('--org <id>', 'audit one organization', uuid('--org'))
     .action((opts: { org?: string }) =>
@@ -444,6 +448,77 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
         if (report.differences.length > 0) process.exitCode = 1;
       }),
     );
+
+  ledger
+    .command('export')
+    .description("an organization's ledger events as NDJSON, with their chain links, for ledger verify")
+    .requiredOption('--org <id>', 'the organization', uuid('--org'))
+    .option('--from <time>', 'from the first event recorded at this time (ISO 8601) or later', time('--from'))
+    .option('--to <time>', 'up to the first event recorded at this time or later', time('--to'))
+    .option('--output <file>', 'write to this file (default: standard output)')
+    .action((opts: { org: string; from?: number; to?: number; output?: string }) =>
+      withRuntime(async (rt) => {
+        await requireOrganization(rt, opts.org);
+        const sink = opts.output === undefined ? process.stdout : createWriteStream(opts.output);
+        const progress = progressReporter(opts.output === undefined);
+        const lines = exportLedger(rt.events, opts.org, {
+          from: opts.from,
+          to: opts.to,
+          onProgress: (position, head) => progress.update(position, head),
+        });
+        await pipeline(
+          Readable.from(lines, { objectMode: true }).map((line: string) => `${line}\n`),
+          sink,
+          // Standard output stays open for whatever the process prints after.
+          { end: opts.output !== undefined },
+        );
+        progress.stop();
+      }),
+    );
+
+  ledger
+    .command('verify')
+    .description(
+      "check a ledger export on its own (no gateway data, no configuration): its hash chain, every charge, the balance and every key's spend",
+    )
+    .argument('<file>', 'the NDJSON file written by ledger export')
+    .option(
+      '--head <link>',
+      'the chain head published for the organization (a statement, the dashboard): the file must end at it',
+    )
+    .action(async (file: string, opts: { head?: string }) => {
+      const json = program.opts<{ json?: boolean }>().json === true;
+      const started = performance.now();
+      const verifier = new ExportVerifier(opts.head);
+      let input: ReturnType<typeof createInterface>;
+      try {
+        input = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
+        for await (const line of input) verifier.line(line);
+      } catch (error) {
+        throw new OperatorError(`${file}: ${(error as Error).message}`);
+      }
+      const report = verifier.finish();
+      const seconds = (performance.now() - started) / 1000;
+      const first = report.differences[0];
+      const lines = [
+        `organization ${report.orgId ?? '?'}: ${report.events} events, chain head ${report.head ?? '?'}`,
+        ...(report.figures === null
+          ? []
+          : [
+              `granted ${formatCredits(report.figures.granted)}, charged ${formatCredits(report.figures.charged)}, credited ${formatCredits(report.figures.credited)}, balance ${formatCredits(report.figures.balance)}, reserved ${formatCredits(report.figures.reserved)}`,
+            ]),
+        first === undefined
+          ? `verified in ${seconds.toFixed(2)} s: the chain is whole and every charge, balance and key's spend recomputes`
+          : `FIRST DIFFERENCE ${describeDifference(first)}`,
+        ...(verifier.differencesFound > 1 ? [`${verifier.differencesFound} difference(s) in all`] : []),
+      ];
+      process.stdout.write(
+        json
+          ? `${JSON.stringify({ ...report, differencesFound: verifier.differencesFound, verified: first === undefined, seconds })}\n`
+          : `${lines.join('\n')}\n`,
+      );
+      if (first !== undefined) process.exitCode = 1;
+    });
 
   program
     .command('projections')

@@ -56,25 +56,36 @@ const toRecorded = (row: EventRow): RecordedEvent => {
 };
 
 /**
- * Gives a log written before chains their columns, and stamps its chained events in log order, each
- * chain from its genesis: the chain then covers them from this first opening on (it cannot vouch for
- * what they were before). In one write transaction, so two processes opening it at once migrate it once.
+ * Gives a log written before chains their columns, and, the first time it is opened with a chain rule,
+ * stamps the chained events it already holds, in log order, each chain from its genesis: the chain then
+ * covers them from this first opening on (it cannot vouch for what they were before). In one write
+ * transaction, so two processes opening it at once do it once.
  */
 function addChains(db: Database.Database, rule: ChainRule | undefined): void {
-  const chained = () =>
+  const done = () =>
     db
       .prepare<[], { name: string }>("SELECT name FROM pragma_table_info('events')")
       .all()
-      .some((c) => c.name === 'chain_link');
-  if (chained()) return;
+      .some((c) => c.name === 'chain_link') &&
+    (rule === undefined || db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'chain_stamped'").get() !== undefined);
+  if (done()) return;
   db.transaction(() => {
-    if (chained()) return;
-    db.exec(`
-      ALTER TABLE events ADD COLUMN chain_id TEXT;
-      ALTER TABLE events ADD COLUMN chain_link TEXT;
-      CREATE INDEX events_by_chain ON events (chain_id, position) WHERE chain_id IS NOT NULL;
-    `);
+    if (done()) return;
+    if (
+      !db
+        .prepare<[], { name: string }>("SELECT name FROM pragma_table_info('events')")
+        .all()
+        .some((c) => c.name === 'chain_link')
+    ) {
+      db.exec(`
+        ALTER TABLE events ADD COLUMN chain_id TEXT;
+        ALTER TABLE events ADD COLUMN chain_link TEXT;
+        CREATE INDEX events_by_chain ON events (chain_id, position) WHERE chain_id IS NOT NULL;
+      `);
+    }
     if (rule === undefined) return;
+    db.exec('CREATE TABLE chain_stamped (id INTEGER PRIMARY KEY CHECK (id = 1), stamped_at INTEGER NOT NULL)');
+    db.prepare('INSERT INTO chain_stamped (id, stamped_at) VALUES (1, ?)').run(Date.now());
     const stamp = db.prepare<[string, string, number]>('UPDATE events SET chain_id = ?, chain_link = ? WHERE position = ?');
     const heads = new Map<string, string>();
     const rows = db
@@ -86,9 +97,10 @@ function addChains(db: Database.Database, rule: ChainRule | undefined): void {
         const event = toRecorded(row);
         const chainId = chainIdOf(rule, event.type, event.data);
         if (chainId === null) continue;
-        const link = chainLink(heads.get(chainId) ?? chainGenesis(chainId), event);
+        // A link already there (stamped by a writer with the rule) is the chain's: go on from it.
+        const link = event.chainLink ?? chainLink(heads.get(chainId) ?? chainGenesis(chainId), event);
         heads.set(chainId, link);
-        stamp.run(chainId, link, event.position);
+        if (event.chainLink === undefined) stamp.run(chainId, link, event.position);
       }
     }
   }).immediate();

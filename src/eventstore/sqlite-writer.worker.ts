@@ -52,8 +52,7 @@ let queue: WriterAppend[] = [];
 let scheduled = false;
 
 /** The link an event of chain `chainId` follows: the chain's last, read once per chain while the cache holds. */
-const lastLink = (chainId: string): string =>
-  heads.get(chainId) ?? chainHead.get(chainId)?.chain_link ?? chainGenesis(chainId);
+const lastLink = (chainId: string): string => heads.get(chainId) ?? chainHead.get(chainId)?.chain_link ?? chainGenesis(chainId);
 
 function tryAppend(append: WriterAppend): WriterResult {
   // MAX() always yields one row (revision null when the stream has no event).

@@ -85,7 +85,7 @@ export async function orgChainHead(events: EventStore, orgId: string): Promise<C
     if (stamped !== null) return { orgId, ...stamped };
   }
   const follower = new ChainFollower();
-  for (let after = 0; ; ) {
+  for (let after = 0; ;) {
     const batch = await events.readAll(after, 5000);
     if (batch.length === 0) break;
     for (const event of batch) follower.follow(event, false);

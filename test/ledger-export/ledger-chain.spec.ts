@@ -1,0 +1,222 @@
+import Database from 'better-sqlite3';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SqliteEventStore } from '../../src/eventstore/sqlite-event-store';
+import { orgChainHead, LEDGER_CHAIN } from '../../src/ledger/ledger-chain';
+import { operatorTool as cli, operatorToolJson as json } from '../support/operator-tool';
+import { fundedOrganization, openTestRuntime } from '../support/runtime';
+import { tempDir } from '../support/temp';
+
+const prices = {
+  input: 3_000_000_000,
+  cacheRead: 300_000_000,
+  cacheWrite: 3_750_000_000,
+  cacheWrite1h: 6_000_000_000,
+  output: 15_000_000_000,
+};
+const HELD = 50_000_000;
+
+/** A request of `orgId` by key `keyId`: its reservation, then (a later append) its settlement at 1,000 in + `output` out. */
+function request(orgId: string, id: string, keyId: string, output: number) {
+  const facts = { requestId: `q-${id}`, keyId, surface: 'chat', model: 'm', reservationId: id, orgId };
+  // 1,000 × $3/M + output × $15/M
+  const amount = 3_000_000 + output * 15_000;
+  return {
+    reserved: { type: 'CreditsReserved', data: { ...facts, amount: HELD, reservedAt: 1, expiresAt: 9e12 } },
+    settled: {
+      type: 'ReservationSettled',
+      data: {
+        ...facts,
+        host: 'h',
+        hostModel: 'hm',
+        status: 'ok',
+        latencyMs: 7,
+        inputTokens: 1_000,
+        cacheReadTokens: 0,
+        cacheWriteTokens: 0,
+        cacheWrite1hTokens: 0,
+        outputTokens: output,
+        prices,
+        amount,
+        held: HELD,
+        settledAt: 2,
+      },
+    },
+  };
+}
+
+type Line = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+describe('the ledger hash chain, its export and the standalone verifier', () => {
+  const dir = tempDir('ledger-chain');
+  let env: Record<string, string>;
+  let orgId: string;
+  let exported: string;
+  let lines: Line[];
+  let logFile: string;
+
+  beforeAll(async () => {
+    const t = await openTestRuntime();
+    env = t.env;
+    const { runtime } = t;
+    orgId = await fundedOrganization(runtime, 1_000_000_000);
+    const other = await fundedOrganization(runtime, 500_000_000);
+    // Requests of two organizations appended concurrently on their own streams, as gateway instances do.
+    const requests = Array.from({ length: 12 }, (_, i) =>
+      request(i % 3 === 2 ? other : orgId, `r${i}`, `k${i % 2}`, 100 * (i + 1)),
+    );
+    await Promise.all(requests.map((r, i) => runtime.events.append(`reservation-r${i}`, [r.reserved], 'no_stream')));
+    await Promise.all(requests.map((r, i) => runtime.events.append(`reservation-r${i}`, [r.settled], 0)));
+    await runtime.ledger.grant(orgId, 250_000_000, 'top-up');
+    await runtime.projector.catchUp();
+    const head = await orgChainHead(runtime.events, orgId);
+    expect(head.events).toBe(1 + 8 * 2 + 1);
+    await runtime.projections.reset();
+    await runtime.close();
+    logFile = join(env.DATA_DIR, 'events.sqlite');
+    exported = join(dir.path, 'export.ndjson');
+    const run = await cli(env, ['ledger', 'export', '--org', orgId, '--output', exported]);
+    expect(run).toMatchObject({ code: 0 });
+    lines = readFileSync(exported, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines[lines.length - 1]).toMatchObject({ kind: 'end', head: head.head, events: head.events });
+  });
+  afterAll(() => dir.cleanup());
+
+  it('stamps one chain per organization across concurrent streams, and ledger audit finds it whole', async () => {
+    const audit = await json(env, ['ledger', 'audit']);
+    expect(audit).toMatchObject({ clean: true, chains: { stamped: true } });
+    expect(audit.chains.heads.map((h: { orgId: string }) => h.orgId)).toContain(orgId);
+  });
+
+  it('verifies the untouched export with nothing but the file: chain, charges, balance and key spend', async () => {
+    const run = await cli({ PATH: process.env.PATH ?? '' }, ['--json', 'ledger', 'verify', exported]);
+    expect(run.code).toBe(0);
+    const report = JSON.parse(run.stdout);
+    // 1 + 0.25 credits granted; 8 requests of 1,000 in at $3/M and 100·(i+1) out at $15/M.
+    const outputs = [0, 1, 3, 4, 6, 7, 9, 10].map((i) => 100 * (i + 1));
+    const charged = outputs.reduce((sum, out) => sum + 3_000_000 + out * 15_000, 0);
+    expect(report).toMatchObject({
+      verified: true,
+      events: 18,
+      figures: { granted: 1_250_000_000, charged, balance: 1_250_000_000 - charged, reserved: 0 },
+    });
+  });
+
+  const settlementAt = () => lines.findIndex((l) => l.type === 'ReservationSettled');
+  const tampers: Array<[string, (ls: Line[]) => Line[], RegExp]> = [
+    [
+      'an edited event (its model)',
+      (ls) => ls.map((l, i) => (i === settlementAt() ? { ...l, data: { ...l.data, model: 'cheaper' } } : l)),
+      /ReservationSettled: link expected/,
+    ],
+    ['a deleted event', (ls) => ls.filter((_, i) => i !== 3), /link expected/],
+    [
+      'an inserted event (a grant, linked after the one before it)',
+      (ls) => [
+        ...ls.slice(0, 4),
+        { ...ls[1], position: ls[3].position + 0.5, data: { ...ls[1].data, grantId: 'forged' } },
+        ...ls.slice(4),
+      ],
+      /(position|link) expected/,
+    ],
+    ['two events swapped', (ls) => [ls[0], ls[2], ls[1], ...ls.slice(3)], /(position|link) expected/],
+    [
+      'a price changed',
+      (ls) =>
+        ls.map((l, i) =>
+          i === settlementAt() ? { ...l, data: { ...l.data, prices: { ...prices, output: 1_500_000_000 } } } : l,
+        ),
+      /ReservationSettled: data.amount expected \d+, found \d+/,
+    ],
+    [
+      'a token count changed',
+      (ls) => ls.map((l, i) => (i === settlementAt() ? { ...l, data: { ...l.data, outputTokens: 1 } } : l)),
+      /ReservationSettled: data.amount expected 3015000, found \d+/,
+    ],
+  ];
+
+  it.each(tampers)('ledger verify names the first difference of an export with %s, and exits 1', async (_, tamper, first) => {
+    const file = join(dir.path, 'tampered.ndjson');
+    writeFileSync(
+      file,
+      `${tamper(lines)
+        .map((l) => JSON.stringify(l))
+        .join('\n')}\n`,
+    );
+    const run = await cli({ PATH: process.env.PATH ?? '' }, ['ledger', 'verify', file]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(new RegExp(`FIRST DIFFERENCE line \\d+, event .*${first.source}`));
+  });
+
+  const settlementRow =
+    "(SELECT MIN(position) FROM events WHERE type = 'ReservationSettled' AND json_extract(data, '$.orgId') = @org)";
+  const logTampers: Array<[string, string]> = [
+    ['an edited event', `UPDATE events SET data = json_set(data, '$.model', 'cheaper') WHERE position = ${settlementRow}`],
+    ['a deleted event', `DELETE FROM events WHERE position = ${settlementRow}`],
+    [
+      'an inserted event',
+      `INSERT INTO events (stream_id, revision, type, data, recorded_at, chain_id, chain_link)
+       SELECT stream_id, 99, type, json_set(data, '$.grantId', 'forged'), recorded_at, chain_id, chain_link FROM events
+       WHERE type = 'CreditsGranted' AND chain_id = @org LIMIT 1`,
+    ],
+    [
+      'two events swapped',
+      `UPDATE events SET data = CASE position WHEN a THEN (SELECT data FROM events WHERE position = b) ELSE (SELECT data FROM events WHERE position = a) END
+       FROM (SELECT MIN(position) AS a, MAX(position) AS b FROM events WHERE type = 'CreditsReserved' AND chain_id = @org) AS pair
+       WHERE position IN (pair.a, pair.b)`,
+    ],
+    [
+      'a price changed',
+      `UPDATE events SET data = json_set(data, '$.prices.output', 1500000000) WHERE position = ${settlementRow}`,
+    ],
+    ['a token count changed', `UPDATE events SET data = json_set(data, '$.outputTokens', 1) WHERE position = ${settlementRow}`],
+  ];
+
+  it.each(logTampers)('ledger audit finds %s in the SQLite log itself, and exits 1', async (_, sql) => {
+    const copy = tempDir('ledger-chain-log');
+    try {
+      copyFileSync(logFile, join(copy.path, 'events.sqlite'));
+      const db = new Database(join(copy.path, 'events.sqlite'));
+      const changed = db.prepare(sql).run({ org: orgId }).changes;
+      db.close();
+      expect(changed).toBeGreaterThan(0);
+      const run = await cli({ ...env, DATA_DIR: copy.path }, ['--json', 'ledger', 'audit', '--org', orgId]);
+      expect(run.code).toBe(1);
+      expect(JSON.parse(run.stdout).differences).toContainEqual(
+        expect.stringMatching(/chain of organization .*: (link|no link)/),
+      );
+    } finally {
+      copy.cleanup();
+    }
+  });
+
+  it('stamps a log written before chains from each chain’s genesis when first opened with the rule', async () => {
+    const copy = tempDir('ledger-chain-old');
+    try {
+      const path = join(copy.path, 'events.sqlite');
+      const before = new SqliteEventStore(path);
+      const r = request('org-old', 'old1', 'k', 10);
+      await before.append('reservation-old1', [r.reserved, r.settled], 'no_stream');
+      await before.close();
+      const after = new SqliteEventStore(path, { chain: LEDGER_CHAIN });
+      try {
+        const r2 = request('org-old', 'old2', 'k', 20);
+        await after.append('reservation-old2', [r2.reserved, r2.settled], 'no_stream');
+        const events = await after.readAll(0, 100);
+        expect(events.every((e) => typeof e.chainLink === 'string')).toBe(true);
+        const recomputed = await orgChainHead(
+          { ...after, chainHead: undefined, readAll: (a, l) => after.readAll(a, l) } as never,
+          'org-old',
+        );
+        expect(await after.chainHead!('org-old')).toEqual({ head: recomputed.head, position: 4, events: 4 });
+      } finally {
+        await after.close();
+      }
+    } finally {
+      copy.cleanup();
+    }
+  });
+});
