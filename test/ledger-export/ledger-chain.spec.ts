@@ -45,7 +45,7 @@ function request(orgId: string, id: string, keyId: string, output: number) {
   };
 }
 
-type Line = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Line = Record<string, any>;
 
 describe('the ledger hash chain, its export and the standalone verifier', () => {
   const dir = tempDir('ledger-chain');
