@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { KeysModule } from './keys/keys.module';
+import { LedgerExportModule } from './ledger-export/ledger-export.module';
 import { CreditsModule } from './credits/credits.module';
 import { DashboardModule } from './dashboard/dashboard.module';
 import type { SessionTokens } from './dashboard/session/sessions';
@@ -24,6 +25,7 @@ export class AppModule {
         RoutingModule.forHealth(health),
         CreditsModule,
         KeysModule,
+        LedgerExportModule,
         SurfacesModule,
         DashboardModule.forSettings(tokens, { signupEnabled: runtime.config.dashboardSignup }),
       ],

@@ -25,24 +25,45 @@ export interface ChainedEvent {
  * does. Non-finite numbers have no JSON form and are refused.
  */
 export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value === 'boolean' || typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new TypeError(`canonical JSON has no form for ${value}`);
-    return JSON.stringify(value);
+  switch (typeof value) {
+    case 'string':
+      return quoted(value);
+    case 'number':
+      if (!Number.isFinite(value)) throw new TypeError(`canonical JSON has no form for ${value}`);
+      // ECMAScript's Number::toString, as JSON.stringify writes a finite number (and -0 as 0).
+      return value === 0 ? '0' : String(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'object': {
+      if (value === null) return 'null';
+      if (Array.isArray(value)) {
+        let text = '[';
+        for (let i = 0; i < value.length; i++) {
+          if (i > 0) text += ',';
+          text += value[i] === undefined ? 'null' : canonicalJson(value[i]);
+        }
+        return `${text}]`;
+      }
+      const record = value as Record<string, unknown>;
+      // The default sort compares UTF-16 code units, as RFC 8785 §3.2.3 asks.
+      const names = Object.keys(record).sort();
+      let text = '{';
+      for (const name of names) {
+        const member = record[name];
+        if (member === undefined) continue;
+        if (text.length > 1) text += ',';
+        text += `${quoted(name)}:${canonicalJson(member)}`;
+      }
+      return `${text}}`;
+    }
+    default:
+      throw new TypeError(`canonical JSON has no form for a ${typeof value}`);
   }
-  if (Array.isArray(value)) {
-    return `[${value.map((item) => (item === undefined ? 'null' : canonicalJson(item))).join(',')}]`;
-  }
-  if (typeof value === 'object') {
-    const record = value as Record<string, unknown>;
-    // The default sort compares UTF-16 code units, as RFC 8785 §3.2.3 asks.
-    const names = Object.keys(record)
-      .filter((name) => record[name] !== undefined)
-      .sort();
-    return `{${names.map((name) => `${JSON.stringify(name)}:${canonicalJson(record[name])}`).join(',')}}`;
-  }
-  throw new TypeError(`canonical JSON has no form for a ${typeof value}`);
 }
+
+/** Characters JSON.stringify escapes (RFC 8785 §3.2.2.2 keeps its escaping): the rest is written as it is. */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+const quoted = (text: string): string => (NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`);
 
 const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
 
