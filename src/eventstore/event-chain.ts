@@ -62,6 +62,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** Characters JSON.stringify escapes (RFC 8785 §3.2.2.2 keeps its escaping): the rest is written as it is. */
+// eslint-disable-next-line no-control-regex -- the control characters are what JSON escapes
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 const quoted = (text: string): string => (NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`);
 
