@@ -86,6 +86,9 @@ describeWithBrowser('dashboard in a real browser', () => {
     expect(row).toContain('ci');
     expect(row).toContain('0.00038');
     await byTest('usage-chart').waitFor();
+    // The ledger card shows the organization's chain head and links its export.
+    await eventually(async () => /^[0-9a-f]{64}$/.test((await byTest('ledger-chain-head').textContent()) ?? ''), 5_000);
+    expect(await byTest('ledger-export').getAttribute('href')).toBe('/dashboard/api/ledger/export');
     await snap('usage');
 
     // Revoke, confirm: the API refuses the key.

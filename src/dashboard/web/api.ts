@@ -168,6 +168,16 @@ async function toApiError(res: Response, path: string): Promise<ApiError> {
   return new ApiError(res.status, code, message, Number.isFinite(retry) && retry > 0 ? Math.ceil(retry) : null);
 }
 
+/** The active organization's ledger chain: its head link and how many events it holds (GET /ledger/chain). */
+export interface LedgerChain {
+  head: string;
+  events: number;
+  position: number;
+}
+
+/** Where the active organization's ledger export downloads from (NDJSON, for `model-gateway ledger verify`). */
+export const LEDGER_EXPORT_URL = `${BASE}/ledger/export`;
+
 /** Sends a request; resolves to the raw response when 2xx, else throws ApiError. */
 export async function request(
   method: 'GET' | 'POST',
