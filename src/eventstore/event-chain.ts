@@ -73,16 +73,24 @@ export const chainGenesis = (chainId: string): string =>
   sha256(canonicalJson({ chain: 'model-gateway/ledger-chain/v1', id: chainId }));
 
 /** The link of `event`, following `previous` (a link, or the chain's genesis). */
-export function chainLink(previous: string, event: ChainedEvent): string {
+export const chainLink = (previous: string, event: ChainedEvent): string =>
+  chainLinkOf(previous, event.streamId, event.revision, event.type, canonicalJson(event.data), event.recordedAt);
+
+/**
+ * The same link from the event's data already in canonical JSON: what the log's writer does at commit,
+ * the appender having encoded the data canonically (off the writer, which commits for every process
+ * request). The members in RFC 8785's order: data, prev, recordedAt, revision, streamId, type.
+ */
+export function chainLinkOf(
+  previous: string,
+  streamId: string,
+  revision: number,
+  type: string,
+  canonicalData: string,
+  recordedAt: number,
+): string {
   return sha256(
-    canonicalJson({
-      prev: previous,
-      streamId: event.streamId,
-      revision: event.revision,
-      type: event.type,
-      data: event.data,
-      recordedAt: event.recordedAt,
-    }),
+    `{"data":${canonicalData},"prev":${quoted(previous)},"recordedAt":${canonicalJson(recordedAt)},"revision":${canonicalJson(revision)},"streamId":${quoted(streamId)},"type":${quoted(type)}}`,
   );
 }
 

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { type ChainRule, chainGenesis, chainIdOf, chainLink } from './event-chain';
+import { canonicalJson, type ChainRule, chainGenesis, chainIdOf, chainLink } from './event-chain';
 import { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent, WrongExpectedRevisionError } from './event-store';
 import { startWriter, WriterThread } from './sqlite-writer';
 import type { FromWriter, WriterAppend, WriterResult } from './sqlite-writer.protocol';
@@ -150,6 +150,7 @@ export class SqliteEventStore implements EventStore {
   /** The probe in flight, shared by whoever asks meanwhile, and where its answer goes. */
   private probing: Promise<Error | null> | null = null;
   private probeAnswered: ((reason: string | null) => void) | null = null;
+  private readonly chain: ChainRule | undefined;
   /** Present when the writer stamps links (opened with a chain rule). */
   readonly chainHead?: EventStore['chainHead'];
   private readonly statements: {
@@ -207,6 +208,7 @@ export class SqliteEventStore implements EventStore {
       ),
       chainCount: this.db.prepare('SELECT COUNT(*) AS events FROM events WHERE chain_id = ?'),
     };
+    this.chain = options.chain;
     if (options.chain) this.chainHead = (chainId) => this.readChainHead(chainId);
     this.writer = startWriter({ path, groupCommit: options.groupCommit ?? true, chain: options.chain });
     this.writer.on('message', (results: FromWriter) => {
@@ -240,11 +242,18 @@ export class SqliteEventStore implements EventStore {
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
       this.pending.set(id, { streamId, expected, events, resolve, reject });
-      this.outgoing.push({ id, streamId, expected, events: events.map((e) => ({ type: e.type, data: JSON.stringify(e.data) })) });
+      this.outgoing.push({ id, streamId, expected, events: events.map((e) => this.encode(e)) });
       // A stream's first event (a reservation) waits the window for company, if one is set; one
       // that continues a stream (a settlement, which a reply's end awaits) goes at the next loop turn.
       if (this.unanswered === 0) this.scheduleSend(expected === 'no_stream' ? this.commitWindowMs : 0);
     });
+  }
+
+  /** An event as the writer takes it: an event of a chain with its chain's id and its data in canonical JSON, to link as it is. */
+  private encode(event: NewEvent): WriterAppend['events'][number] {
+    const chainId = this.chain === undefined ? null : chainIdOf(this.chain, event.type, event.data);
+    if (chainId === null) return { type: event.type, data: JSON.stringify(event.data) };
+    return { type: event.type, data: canonicalJson(event.data), chainId };
   }
 
   private scheduleSend(delayMs: number): void {

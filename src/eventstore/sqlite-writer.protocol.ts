@@ -18,8 +18,11 @@ export interface WriterOptions {
 export interface WriterAppend {
   id: number;
   streamId: string;
-  /** Event types and their data, already JSON. */
-  events: Array<{ type: string; data: string }>;
+  /**
+   * Event types and their data, already JSON; for an event of a chain (see event-chain.ts), the chain's
+   * id and its data in canonical JSON (RFC 8785), which the writer links as it is.
+   */
+  events: Array<{ type: string; data: string; chainId?: string }>;
   expected: number | 'no_stream' | 'any';
 }
 

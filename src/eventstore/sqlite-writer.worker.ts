@@ -7,7 +7,7 @@
 import Database from 'better-sqlite3';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { chainGenesis, chainIdOf, chainLink } from './event-chain';
+import { chainGenesis, chainLinkOf } from './event-chain';
 import type { FromWriter, ToWriter, WriterAppend, WriterOptions, WriterResult } from './sqlite-writer.protocol';
 
 if (!parentPort) throw new Error('sqlite-writer.worker runs as a worker thread (see sqlite-writer.ts)');
@@ -64,17 +64,14 @@ function tryAppend(append: WriterAppend): WriterResult {
   const now = Date.now();
   for (const event of append.events) {
     revision += 1;
-    let chainId: string | null = null;
     let link: string | null = null;
-    if (chainRule !== undefined && chainRule.types.includes(event.type)) {
-      const data: unknown = JSON.parse(event.data);
-      chainId = chainIdOf(chainRule, event.type, data);
-      if (chainId !== null) {
-        link = chainLink(lastLink(chainId), { streamId: append.streamId, revision, type: event.type, data, recordedAt: now });
-        heads.set(chainId, link);
-      }
+    if (chainRule !== undefined && event.chainId !== undefined) {
+      link = chainLinkOf(lastLink(event.chainId), append.streamId, revision, event.type, event.data, now);
+      heads.set(event.chainId, link);
     }
-    position = Number(insert.run(append.streamId, revision, event.type, event.data, now, chainId, link).lastInsertRowid);
+    position = Number(
+      insert.run(append.streamId, revision, event.type, event.data, now, event.chainId ?? null, link).lastInsertRowid,
+    );
   }
   return { id: append.id, ok: { nextExpectedRevision: revision, position }, recordedAt: now };
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { canonicalJson, chainGenesis, chainLink } from '../../src/eventstore/event-chain';
 import { EXPORT_FORMAT } from '../../src/ledger-export/ledger-export';
 import { emptyFigures, type LedgerFigures } from '../../src/ledger-export/ledger-replay';
@@ -25,6 +26,21 @@ describe('canonical JSON (RFC 8785)', () => {
       '{"a":{"z":1},"b":[true,null,"a\u2028\\"\\n"]}',
     );
     expect(() => canonicalJson({ x: NaN })).toThrow(/no form/);
+  });
+
+  it('links an event as SHA-256 of the RFC 8785 text of its predecessor’s link and its content', () => {
+    const event = {
+      streamId: 'credits-o',
+      revision: 0,
+      type: 'CreditsGranted',
+      data: { orgId: 'o', amount: 5, reason: 'é"' },
+      recordedAt: 7,
+    };
+    const text = canonicalJson({ prev: chainGenesis('o'), ...event });
+    expect(chainLink(chainGenesis('o'), event)).toBe(createHash('sha256').update(text, 'utf8').digest('hex'));
+    expect(text).toBe(
+      `{"data":{"amount":5,"orgId":"o","reason":"é\\""},"prev":"${chainGenesis('o')}","recordedAt":7,"revision":0,"streamId":"credits-o","type":"CreditsGranted"}`,
+    );
   });
 });
 
