@@ -3,6 +3,8 @@ import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqliteEventStore } from '../../src/eventstore/sqlite-event-store';
 import { ChainFollower, LEDGER_CHAIN, orgChainHead } from '../../src/ledger/ledger-chain';
+import { exportLedger } from '../../src/ledger-export/ledger-export';
+import { ExportVerifier } from '../../src/ledger-export/ledger-verify';
 import { operatorTool as cli, operatorToolJson as json } from '../support/operator-tool';
 import { fundedOrganization, openTestRuntime } from '../support/runtime';
 import { tempDir } from '../support/temp';
@@ -103,6 +105,29 @@ describe('the ledger hash chain, its export and the standalone verifier', () => 
       events: 18,
       figures: { granted: 1_250_000_000, charged, balance: 1_250_000_000 - charged, reserved: 0 },
     });
+  });
+
+  it('exports a period as one stretch of the chain that verifies from the link and figures its header states', async () => {
+    const store = new SqliteEventStore(logFile, { chain: LEDGER_CHAIN });
+    try {
+      // The settlements were appended after the reservations and the grants: a period from the first of them on.
+      const from = lines.find((l) => l.type === 'ReservationSettled')!.recordedAt as number;
+      const period: string[] = [];
+      for await (const line of exportLedger(store, orgId, { from })) period.push(line);
+      const header = JSON.parse(period[0]);
+      expect(header.eventsBefore).toBeGreaterThan(0);
+      expect(header.opening.openReservations).not.toEqual({});
+      const verifier = new ExportVerifier(lines[lines.length - 1].head);
+      for (const line of period) verifier.line(line);
+      expect(verifier.finish()).toMatchObject({ differences: [], events: 18 - header.eventsBefore });
+      // Up to a time before the settlements: the reservations are still open at its end.
+      const upTo: string[] = [];
+      for await (const line of exportLedger(store, orgId, { to: from })) upTo.push(line);
+      const end = JSON.parse(upTo[upTo.length - 1]);
+      expect(end).toMatchObject({ events: header.eventsBefore, head: header.previousLink, closing: header.opening });
+    } finally {
+      await store.close();
+    }
   });
 
   const settlementAt = () => lines.findIndex((l) => l.type === 'ReservationSettled');
