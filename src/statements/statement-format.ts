@@ -64,6 +64,16 @@ export function statementCsv(s: Statement): string {
   return rows.map((row) => row.map(csvField).join(',')).join('\r\n') + '\r\n';
 }
 
+/** For a terminal: one line each, the credits aligned. */
+export function statementText(s: Statement): string {
+  const lines = linesOf(s);
+  const label = (l: Line) =>
+    `${SECTION_TITLES[l.section] ?? l.section}${l.item ? `: ${l.item}` : ''}${l.quantity === '' ? '' : ` (${l.quantity})`}`;
+  const width = Math.max(...lines.map((l) => label(l).length));
+  const head = `statement of ${s.orgId} for ${s.month} (${s.from} to ${s.to}), in credits`;
+  return [head, ...lines.map((l) => `${label(l).padEnd(width)}  ${l.credits.padStart(20)}`)].join('\n') + '\n';
+}
+
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 

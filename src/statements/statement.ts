@@ -158,72 +158,59 @@ function classCosts(settled: ReservationSettled['data']): { class: ChargeClass; 
 const byAmount = <T extends ChargeGroup>(a: T, b: T) => b.amount - a.amount;
 
 /**
- * The statement of `orgId` for `month`, from its events (in log order; others' are skipped).
- * Each event counts in the month of its own time (granted, settled, issued): a settlement made
- * at 23:59:59.999 on the last day belongs to that month, whatever time the log recorded it.
+ * The statement of `orgId` for `month`, folded from its events in log order, one at a time (others'
+ * are skipped). Each event counts in the month of its own time (granted, settled, issued): a
+ * settlement made at 23:59:59.999 on the last day belongs to that month, whatever time the log
+ * recorded it.
  */
-export function statementOf(events: Iterable<RecordedEvent>, orgId: string, month: StatementMonth): Statement {
-  const { from, to } = monthBounds(month);
-  let opening = 0;
-  let eventsRead = 0;
-  const grants: Statement['grants'] = { count: 0, amount: 0, items: [] };
-  const models = new Map<string, ChargeGroup>();
-  const keys = new Map<string, ChargeGroup>();
-  const classes = new Map<ChargeClass, { quantity: number; cost: bigint }>();
-  const charges = { requests: 0, amount: 0 };
-  let classCost = 0n;
-  const notes: Statement['creditNotes'] = { refunds: 0, adjustments: 0, items: [] };
+export class StatementFold {
+  private readonly from: number;
+  private readonly to: number;
+  private opening = 0;
+  private eventsRead = 0;
+  private readonly grants: Statement['grants'] = { count: 0, amount: 0, items: [] };
+  private readonly models = new Map<string, ChargeGroup>();
+  private readonly keys = new Map<string, ChargeGroup>();
+  private readonly classes = new Map<ChargeClass, { quantity: number; cost: bigint }>();
+  private readonly charges = { requests: 0, amount: 0 };
+  private classCost = 0n;
+  private readonly notes: Statement['creditNotes'] = { refunds: 0, adjustments: 0, items: [] };
 
-  for (const recorded of events) {
+  constructor(
+    readonly orgId: string,
+    readonly month: StatementMonth,
+  ) {
+    ({ from: this.from, to: this.to } = monthBounds(month));
+  }
+
+  apply(recorded: RecordedEvent): void {
     const at = movedAt(recorded);
     const event = recorded as unknown as StatementEvent;
-    if (at === null || event.data.orgId !== orgId || at >= to) continue;
-    eventsRead += 1;
-    if (at < from) {
-      if (event.type === 'CreditsGranted') opening += event.data.amount;
-      else if (event.type === 'ReservationSettled') opening -= event.data.amount;
-      else opening += event.data.amount;
-      continue;
+    if (at === null || event.data.orgId !== this.orgId || at >= this.to) return;
+    this.eventsRead += 1;
+    if (at < this.from) {
+      this.opening += event.type === 'ReservationSettled' ? -event.data.amount : event.data.amount;
+      return;
     }
     switch (event.type) {
       case 'CreditsGranted':
-        grants.count += 1;
-        grants.amount += event.data.amount;
-        grants.items.push({
+        this.grants.count += 1;
+        this.grants.amount += event.data.amount;
+        this.grants.items.push({
           grantId: event.data.grantId,
           amount: event.data.amount,
           reason: event.data.reason,
           grantedAt: iso(at),
         });
         break;
-      case 'ReservationSettled': {
-        const d = event.data;
-        charges.requests += 1;
-        charges.amount += d.amount;
-        for (const [map, name] of [
-          [models, d.model],
-          [keys, d.keyId],
-        ] as const) {
-          const group = map.get(name) ?? { requests: 0, amount: 0 };
-          group.requests += 1;
-          group.amount += d.amount;
-          map.set(name, group);
-        }
-        for (const line of classCosts(d)) {
-          if (line.quantity === 0) continue;
-          const total = classes.get(line.class) ?? { quantity: 0, cost: 0n };
-          total.quantity += line.quantity;
-          total.cost += line.cost;
-          classes.set(line.class, total);
-          classCost += line.cost;
-        }
+      case 'ReservationSettled':
+        this.charge(event.data);
         break;
-      }
       case 'CreditNoteIssued': {
         const d = event.data;
-        if (d.kind === 'refund') notes.refunds += d.amount;
-        else notes.adjustments += d.amount;
-        notes.items.push({
+        if (d.kind === 'refund') this.notes.refunds += d.amount;
+        else this.notes.adjustments += d.amount;
+        this.notes.items.push({
           creditNoteId: d.creditNoteId,
           kind: d.kind,
           reservationId: d.reservationId,
@@ -238,24 +225,56 @@ export function statementOf(events: Iterable<RecordedEvent>, orgId: string, mont
     }
   }
 
-  return {
-    orgId,
-    month,
-    from: iso(from),
-    to: iso(to),
-    openingBalance: opening,
-    grants,
-    charges: {
-      ...charges,
-      byModel: [...models].map(([model, g]) => ({ model, ...g })).sort(byAmount),
-      byKey: [...keys].map(([keyId, g]) => ({ keyId, ...g })).sort(byAmount),
-      byClass: [...TOKEN_CLASSES, ...HOSTED_TOOL_CLASSES.map((t) => `hostedTool:${t}` as const)]
-        .filter((c) => classes.has(c))
-        .map((c) => ({ class: c, quantity: classes.get(c)!.quantity, costMicroNano: classes.get(c)!.cost.toString() })),
-      roundingMicroNano: (BigInt(charges.amount) * 1_000_000n - classCost).toString(),
-    },
-    creditNotes: notes,
-    closingBalance: opening + grants.amount - charges.amount + notes.refunds + notes.adjustments,
-    eventsRead,
-  };
+  private charge(d: ReservationSettled['data']): void {
+    this.charges.requests += 1;
+    this.charges.amount += d.amount;
+    for (const [groups, name] of [
+      [this.models, d.model],
+      [this.keys, d.keyId],
+    ] as const) {
+      const group = groups.get(name) ?? { requests: 0, amount: 0 };
+      group.requests += 1;
+      group.amount += d.amount;
+      groups.set(name, group);
+    }
+    for (const line of classCosts(d)) {
+      if (line.quantity === 0) continue;
+      const total = this.classes.get(line.class) ?? { quantity: 0, cost: 0n };
+      total.quantity += line.quantity;
+      total.cost += line.cost;
+      this.classes.set(line.class, total);
+      this.classCost += line.cost;
+    }
+  }
+
+  statement(): Statement {
+    const { grants, charges, notes, classes } = this;
+    return {
+      orgId: this.orgId,
+      month: this.month,
+      from: iso(this.from),
+      to: iso(this.to),
+      openingBalance: this.opening,
+      grants,
+      charges: {
+        ...charges,
+        byModel: [...this.models].map(([model, g]) => ({ model, ...g })).sort(byAmount),
+        byKey: [...this.keys].map(([keyId, g]) => ({ keyId, ...g })).sort(byAmount),
+        byClass: [...TOKEN_CLASSES, ...HOSTED_TOOL_CLASSES.map((t) => `hostedTool:${t}` as const)]
+          .filter((c) => classes.has(c))
+          .map((c) => ({ class: c, quantity: classes.get(c)!.quantity, costMicroNano: classes.get(c)!.cost.toString() })),
+        roundingMicroNano: (BigInt(charges.amount) * 1_000_000n - this.classCost).toString(),
+      },
+      creditNotes: notes,
+      closingBalance: this.opening + grants.amount - charges.amount + notes.refunds + notes.adjustments,
+      eventsRead: this.eventsRead,
+    };
+  }
+}
+
+/** The statement of `orgId` for `month` from a list of events (see StatementFold). */
+export function statementOf(events: Iterable<RecordedEvent>, orgId: string, month: StatementMonth): Statement {
+  const fold = new StatementFold(orgId, month);
+  for (const event of events) fold.apply(event);
+  return fold.statement();
 }
