@@ -4,8 +4,14 @@ import { formatMicroNano, statementCsv, statementHtml } from '../../src/statemen
 import { monthBounds, StatementPeriodError, statementOf } from '../../src/statements/statement';
 
 let position = 0;
-const recorded = (type: string, data: object): RecordedEvent =>
-  ({ type, data, streamId: 's', revision: 0, position: ++position, recordedAt: 0 }) as RecordedEvent;
+const recorded = (type: string, data: object): RecordedEvent => ({
+  type,
+  data,
+  streamId: 's',
+  revision: 0,
+  position: ++position,
+  recordedAt: 0,
+});
 
 const NOV = Date.UTC(2026, 10, 1);
 const DEC = Date.UTC(2026, 11, 1);
