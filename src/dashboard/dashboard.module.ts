@@ -11,7 +11,8 @@ import { SessionController } from './session/session.controller';
 import { SessionGuard } from './session/session.guard';
 import { SessionTokens } from './session/sessions';
 import { SignIn, SignUp } from './session/sign-in';
-import { DashboardLedgerController } from './usage/ledger.controller';
+import { DashboardLedgerController } from './ledger/ledger.controller';
+import { StatementsController } from './statements/statements.controller';
 import { UsageController } from './usage/usage.controller';
 
 /**
@@ -32,6 +33,7 @@ export class DashboardModule {
         MembersController,
         UsageController,
         DashboardLedgerController,
+        StatementsController,
         PlaygroundController,
       ],
       providers: [

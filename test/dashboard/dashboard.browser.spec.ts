@@ -86,9 +86,6 @@ describeWithBrowser('dashboard in a real browser', () => {
     expect(row).toContain('ci');
     expect(row).toContain('0.00038');
     await byTest('usage-chart').waitFor();
-    // The ledger card shows the organization's chain head and links its export.
-    await eventually(async () => /^[0-9a-f]{64}$/.test((await byTest('ledger-chain-head').textContent()) ?? ''), 5_000);
-    expect(await byTest('ledger-export').getAttribute('href')).toBe('/dashboard/api/ledger/export');
     await snap('usage');
 
     // Revoke, confirm: the API refuses the key.
@@ -206,6 +203,19 @@ describeWithBrowser('dashboard in a real browser', () => {
     expect(members.data.find((m) => m.email === 'lin@example.com')).toMatchObject({ manageKeys: true });
     await snap('members');
     await g.settled();
+
+    // The owner's statement of the month: the page links the server's statement in each format.
+    await byTest('nav-billing').click();
+    const month = await byTest('billing-month').inputValue();
+    expect(month).toBe(new Date().toISOString().slice(0, 7));
+    const csvHref = await byTest('billing-csv').getAttribute('href');
+    expect(csvHref).toBe(`/dashboard/api/statements?month=${month}&format=csv`);
+    const csv = await page.evaluate(async (href) => (await fetch(href)).text(), csvHref!);
+    expect(csv).toMatch(/,closing_balance,,,/);
+    // The ledger card shows the organization's chain head and links its export.
+    await eventually(async () => /^[0-9a-f]{64}$/.test((await byTest('ledger-chain-head').textContent()) ?? ''), 5_000);
+    expect(await byTest('ledger-export').getAttribute('href')).toBe('/dashboard/api/ledger/export');
+    await snap('billing');
   });
 
   it('streams a playground reply token by token, and the stop button aborts it', async () => {

@@ -47,7 +47,7 @@ describe('the ledger export on the management API and in the dashboard', () => {
     expect((await get('/api/v1/ledger/export', g.key)).status).toBe(403);
   });
 
-  it('shows a member the active organization’s chain head and lets them download its export', async () => {
+  it('shows an owner the active organization’s chain head and lets them download its export; a member who is not an owner is refused', async () => {
     const ada = await person(g, 'ada-ledger@example.com');
     const created = await ada.post('/organizations', { name: 'Ada Ledger' }).expect(201);
     await g.t.runtime.ledger.grant(created.body.id, 2_000_000_000, 'welcome');
@@ -65,5 +65,15 @@ describe('the ledger export on the management API and in the dashboard', () => {
     const report = verify(download.body as string);
     expect(report).toMatchObject({ orgId: created.body.id, head: chain.body.head, events: 1, differences: [] });
     expect(report.figures).toMatchObject({ granted: 2_000_000_000, balance: 2_000_000_000 });
+
+    const bob = await person(g, 'bob-ledger@example.com');
+    await g.t.runtime.identity.addMember(created.body.id, 'bob-ledger@example.com');
+    await g.t.runtime.projector.catchUp();
+    await bob.post('/organizations/active', { orgId: created.body.id }).expect(200);
+    const refused = await bob.get('/ledger/export').expect(403);
+    expect(refused.body).toMatchObject({
+      error: { code: 'forbidden', message: "only the organization's owners see its ledger" },
+    });
+    await bob.get('/ledger/chain').expect(403);
   });
 });

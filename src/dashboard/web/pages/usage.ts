@@ -1,6 +1,6 @@
 // Usage: the request log (newest first) with filters and pages, totals, and spend per day.
 // Filters live in the hash query (replaceState), so a reload or a shared link keeps them.
-import { api, ApiKey, LEDGER_EXPORT_URL, LedgerChain, messageOf, Model, query, UsagePage, UsageRow } from '../api';
+import { api, ApiKey, messageOf, Model, query, UsagePage, UsageRow } from '../api';
 import { spendChart } from '../chart';
 import { field, h, mount, select, showError } from '../dom';
 import { formatCost, formatInt, formatLatency, formatTime, utcDay } from '../format';
@@ -68,8 +68,6 @@ export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<
     'Next →',
   );
   const pageLabel = h('span', { class: 'page-label', 'data-testid': 'usage-page', 'aria-live': 'polite' });
-  const chainHead = h('code', { class: 'chain-head', 'data-testid': 'ledger-chain-head' }, '…');
-  const chainEvents = h('span', { 'data-testid': 'ledger-chain-events' }, '…');
 
   let days: UsagePage['spendPerDay'] = [];
   let drawnWidth = 0;
@@ -188,27 +186,6 @@ export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<
       h('div', { class: 'table-wrap' }, table),
       h('nav', { class: 'pager', 'aria-label': 'Pages' }, prev, pageLabel, next),
     ),
-    card(
-      h('h2', null, 'Ledger'),
-      h(
-        'p',
-        { class: 'muted' },
-        'Every ledger event of this organization is chained to the one before it. Keep the head: an export (or a statement) of the same events must end at it.',
-      ),
-      h('p', null, 'Chain head ', chainHead, ' after ', chainEvents, ' events.'),
-      h(
-        'a',
-        { class: 'btn btn-small', href: LEDGER_EXPORT_URL, download: 'ledger.ndjson', 'data-testid': 'ledger-export' },
-        'Download the ledger export (NDJSON)',
-      ),
-    ),
-  );
-  void api<LedgerChain>('GET', '/ledger/chain', undefined, ctx.signal).then(
-    (chain) => {
-      chainHead.textContent = chain.head;
-      chainEvents.textContent = formatInt(chain.events);
-    },
-    (error) => !ctx.signal.aborted && showError(errors, messageOf(error)),
   );
 
   // Filter choices fill in as they arrive; the table does not wait for them.
