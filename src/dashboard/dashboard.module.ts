@@ -12,6 +12,8 @@ import { SessionGuard } from './session/session.guard';
 import { SessionTokens } from './session/sessions';
 import { SignIn, SignUp } from './session/sign-in';
 import { UsageController } from './usage/usage.controller';
+import { UsageExportDownloadController } from './usage/usage-export.controller';
+import { UsageExportModule } from '../usage-export/usage-export.module';
 
 /**
  * The dashboard's API, under /dashboard/api, one slice per use case. Signed-in people only (a
@@ -23,13 +25,14 @@ export class DashboardModule {
   static forSettings(tokens: SessionTokens, settings: DashboardSettings): DynamicModule {
     return {
       module: DashboardModule,
-      imports: [CqrsModule, InferenceModule, KeysModule],
+      imports: [CqrsModule, InferenceModule, KeysModule, UsageExportModule],
       controllers: [
         SessionController,
         OrganizationsController,
         KeysController,
         MembersController,
         UsageController,
+        UsageExportDownloadController,
         PlaygroundController,
       ],
       providers: [
