@@ -255,6 +255,23 @@ export function openApiDocument(): Record<string, unknown> {
           },
         },
       },
+      '/api/v1/usage/focus': {
+        get: {
+          summary:
+            "The organization's charges and credit notes as CSV in the FinOps FOCUS columns (management key): a row per request, or per day × model × key",
+          parameters: [
+            { name: 'group', in: 'query', required: false, schema: { enum: ['request', 'day'] } },
+            { name: 'from', in: 'query', required: false, schema: { type: 'string', format: 'date' } },
+            { name: 'to', in: 'query', required: false, schema: { type: 'string', format: 'date' } },
+          ],
+          responses: {
+            '200': reflected('the CSV (RFC 4180), read from the ledger up to the position named', {
+              'text/csv': { schema: { type: 'string' } },
+            }),
+            ...errors('ChatError', [400, 401, 403]),
+          },
+        },
+      },
       '/api/v1/keys': {
         get: {
           summary: "The organization's ordinary keys (management key)",
