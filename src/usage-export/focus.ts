@@ -309,7 +309,9 @@ export function focusRows(lines: Line[], account: Account, grouping: FocusGroupi
  * (`=`, `+`, `-`, `@` first, not a number) is prefixed with a quote mark (OWASP's advice).
  */
 export function csvField(value: string | number): string {
-  let text = String(value);
+  // Numbers (counts, nano-credits) never need quoting: most of a row, written at once.
+  if (typeof value === 'number') return String(value);
+  let text = value;
   if (/^[=+\-@\t\r]/.test(text) && !/^-?\d+(\.\d+)?$/.test(text)) text = `'${text}`;
   return /[",\r\n]|^\s|\s$/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
