@@ -11,6 +11,7 @@ import { SessionController } from './session/session.controller';
 import { SessionGuard } from './session/session.guard';
 import { SessionTokens } from './session/sessions';
 import { SignIn, SignUp } from './session/sign-in';
+import { StatementsController } from './statements/statements.controller';
 import { UsageController } from './usage/usage.controller';
 import { UsageExportDownloadController } from './usage/usage-export.controller';
 import { UsageExportModule } from '../usage-export/usage-export.module';
@@ -33,6 +34,7 @@ export class DashboardModule {
         MembersController,
         UsageController,
         UsageExportDownloadController,
+        StatementsController,
         PlaygroundController,
       ],
       providers: [

@@ -1,7 +1,8 @@
 import { Controller, Get, Inject, Query, Res, UseFilters } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ApiError } from '../../http/api-error';
-import type { MemberRecord, ReadModels } from '../../projections/read-models';
+import { mayManageBilling } from '../../identity/organization.decider';
+import type { ReadModels } from '../../projections/read-models';
 import { READ_MODELS } from '../../runtime/runtime.module';
 import { focusAskOf } from '../../usage-export/focus';
 import { UsageExport } from '../../usage-export/usage-export';
@@ -10,10 +11,7 @@ import { dashboardErrors } from '../dashboard-error';
 import { ActiveOrgId, CurrentSession, SignedIn } from '../session/session.guard';
 import type { Session } from '../session/sessions';
 
-/** Who may see the organization's billing (its exports): its owners. One place, for a finer right later. */
-export const maySeeBilling = (member: MemberRecord | null): boolean => member?.role === 'owner';
-
-/** GET /dashboard/api/usage/focus: the active organization's usage in the FOCUS columns, a CSV download for those who may see billing. */
+/** GET /dashboard/api/usage/focus: the active organization's usage in the FOCUS columns, a CSV download for those who may see billing (owners: mayManageBilling). */
 @Controller('dashboard/api/usage')
 @UseFilters(dashboardErrors)
 @SignedIn({ activeOrg: true })
@@ -30,7 +28,7 @@ export class UsageExportDownloadController {
     @Query() query: Record<string, unknown>,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<string> {
-    if (!maySeeBilling(await this.readModels.membership(orgId, session.userId)))
+    if (!mayManageBilling((await this.readModels.membership(orgId, session.userId)) ?? undefined))
       throw new ApiError('forbidden', "only the organization's owners may download its billing");
     return sendFocusCsv(reply, orgId, await this.usageExport.focus(orgId, focusAskOf(query)));
   }

@@ -181,7 +181,7 @@ export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<
       h('div', { class: 'stat card' }, h('dt', null, 'Spend (credits)'), totalCost),
     ),
     card(h('h2', null, 'Spend per day'), chartBox),
-    store.session!.activeOrg!.role === 'owner' ? exportCard(() => ({ from: from.value, to: to.value })) : null,
+    store.session!.activeOrg!.billing ? exportCard(() => ({ from: from.value, to: to.value })) : null,
     card(
       h('h2', null, 'Requests'),
       h('div', { class: 'table-wrap' }, table),
@@ -274,7 +274,7 @@ function statusBadge(status: string): HTMLElement {
 }
 
 /**
- * The usage export in the FinOps FOCUS columns (CSV), for owners (who may see billing): the range
+ * The usage export in the FinOps FOCUS columns (CSV), for those who may see billing (owners): the range
  * shown, a row per request or per day × model × key. The link is made when clicked, from the range then.
  */
 function exportCard(range: () => { from: string; to: string }): HTMLElement {
