@@ -14,6 +14,8 @@ import { SignIn, SignUp } from './session/sign-in';
 import { DashboardLedgerController } from './ledger/ledger.controller';
 import { StatementsController } from './statements/statements.controller';
 import { UsageController } from './usage/usage.controller';
+import { UsageExportDownloadController } from './usage/usage-export.controller';
+import { UsageExportModule } from '../usage-export/usage-export.module';
 
 /**
  * The dashboard's API, under /dashboard/api, one slice per use case. Signed-in people only (a
@@ -25,7 +27,7 @@ export class DashboardModule {
   static forSettings(tokens: SessionTokens, settings: DashboardSettings): DynamicModule {
     return {
       module: DashboardModule,
-      imports: [CqrsModule, InferenceModule, KeysModule],
+      imports: [CqrsModule, InferenceModule, KeysModule, UsageExportModule],
       controllers: [
         SessionController,
         OrganizationsController,
@@ -33,6 +35,7 @@ export class DashboardModule {
         MembersController,
         UsageController,
         DashboardLedgerController,
+        UsageExportDownloadController,
         StatementsController,
         PlaygroundController,
       ],
