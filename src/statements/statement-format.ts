@@ -50,6 +50,7 @@ function linesOf(s: Statement): Line[] {
       credits: formatCredits(n.amount),
     });
   lines.push({ section: 'closing_balance', item: '', quantity: '', credits: formatCredits(s.closingBalance) });
+  lines.push({ section: 'chain_head', item: s.chain.head, quantity: s.chain.events, credits: '' });
   return lines;
 }
 
@@ -87,10 +88,11 @@ const SECTION_TITLES: Record<string, string> = {
   refund: 'Refund',
   adjustment: 'Adjustment',
   closing_balance: 'Closing balance',
+  chain_head: 'Ledger chain head (its events)',
 };
 
 /** A page to print or save: no scripts, no outside resources. */
-export function statementHtml(s: Statement, chain?: { headHash: string; events: number }): string {
+export function statementHtml(s: Statement): string {
   const rows = linesOf(s)
     .map(
       (l) =>
@@ -98,16 +100,12 @@ export function statementHtml(s: Statement, chain?: { headHash: string; events: 
         `<td class="n">${l.quantity}</td><td class="n">${escapeHtml(l.credits)}</td></tr>`,
     )
     .join('\n');
-  const chainLine = chain
-    ? `<p>Ledger chain head after ${chain.events} events: <code>${escapeHtml(chain.headHash)}</code></p>`
-    : '';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Statement ${escapeHtml(s.orgId)} ${escapeHtml(s.month)}</title>
 <style>body{font:14px system-ui,sans-serif;margin:2rem}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.3rem .5rem;text-align:left}.n{text-align:right;font-variant-numeric:tabular-nums}</style>
 </head><body>
 <h1>Credit statement</h1>
 <p>Organization <code>${escapeHtml(s.orgId)}</code>, ${escapeHtml(s.month)} (${escapeHtml(s.from)} to ${escapeHtml(s.to)}, UTC). Amounts in credits.</p>
-${chainLine}
 <table><thead><tr><th>Section</th><th>Item</th><th class="n">Quantity</th><th class="n">Credits</th></tr></thead>
 <tbody>
 ${rows}

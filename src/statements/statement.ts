@@ -1,5 +1,6 @@
 import type { RecordedEvent } from '../eventstore/event-store';
 import { HOSTED_TOOL_CLASSES } from '../canonical/canonical';
+import { ChainFollower, chainOrgOf } from '../ledger/ledger-chain';
 import { type CreditsGranted, type ReservationSettled, settledPrices, settledUsage } from '../ledger/ledger.events';
 
 /**
@@ -107,6 +108,11 @@ export interface Statement {
   closingBalance: number;
   /** The organization's events the statement read (in its period and before). */
   eventsRead: number;
+  /**
+   * The organization's ledger chain as the month closed (its events recorded before `to`; as far as
+   * the log reached, for a month not over): the last link, to compare with an export's, and how many events it holds.
+   */
+  chain: { head: string; events: number; position: number };
 }
 
 const iso = (time: number) => new Date(time).toISOString();
@@ -175,6 +181,7 @@ export class StatementFold {
   private readonly charges = { requests: 0, amount: 0 };
   private classCost = 0n;
   private readonly notes: Statement['creditNotes'] = { refunds: 0, adjustments: 0, items: [] };
+  private readonly chain = new ChainFollower();
 
   constructor(
     readonly orgId: string,
@@ -184,6 +191,7 @@ export class StatementFold {
   }
 
   apply(recorded: RecordedEvent): void {
+    if (recorded.recordedAt < this.to && chainOrgOf(recorded) === this.orgId) this.chain.follow(recorded, false);
     const at = movedAt(recorded);
     const event = recorded as unknown as StatementEvent;
     if (at === null || event.data.orgId !== this.orgId || at >= this.to) return;
@@ -268,6 +276,7 @@ export class StatementFold {
       creditNotes: notes,
       closingBalance: this.opening + grants.amount - charges.amount + notes.refunds + notes.adjustments,
       eventsRead: this.eventsRead,
+      chain: (({ head, events, position }) => ({ head, events, position }))(this.chain.head(this.orgId)),
     };
   }
 }

@@ -1,4 +1,5 @@
 import type { RecordedEvent } from '../../src/eventstore/event-store';
+import { ChainFollower } from '../../src/ledger/ledger-chain';
 import { chargeFor } from '../../src/ledger/money';
 import { formatMicroNano, statementCsv, statementHtml } from '../../src/statements/statement-format';
 import { monthBounds, StatementPeriodError, statementOf } from '../../src/statements/statement';
@@ -129,6 +130,18 @@ describe('a monthly statement', () => {
     expect(dec.charges.requests).toBe(1);
   });
 
+  it("names the organization's ledger chain head as the month closed", () => {
+    const follower = new ChainFollower();
+    for (const e of events) if ((e.data as { orgId: string }).orgId === 'org') follower.follow(e, false);
+    expect(s.chain).toMatchObject({ head: follower.head('org').head, events: 11 });
+    const early = statementOf(
+      events.map((e, i) => ({ ...e, recordedAt: i < 3 ? NOV - 1 : DEC })),
+      'org',
+      '2026-11',
+    );
+    expect(early.chain.events).toBe(3);
+  });
+
   it('refuses what is not a month', () => {
     for (const bad of ['2026-13', '2026-1', 'November', '2026-11-01'])
       expect(() => monthBounds(bad)).toThrow(StatementPeriodError);
@@ -151,10 +164,10 @@ describe('a statement printed', () => {
   });
 
   it('as HTML, escaping every name', () => {
-    const html = statementHtml(s, { headHash: 'abc', events: 2 });
+    const html = statementHtml(s);
     expect(html).toContain('&lt;b&gt;m&lt;/b&gt;');
     expect(html).not.toContain('<b>m</b>');
-    expect(html).toContain('<code>abc</code>');
+    expect(html).toContain(`<td>${s.chain.head}</td><td class="n">2</td>`);
   });
 
   it('formats millionths of a nano-credit exactly', () => {

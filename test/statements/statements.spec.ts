@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { orgChainHead } from '../../src/ledger/ledger-chain';
 import { monthOf } from '../../src/statements/statement';
 import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 import { operatorTool } from '../support/operator-tool';
@@ -44,6 +45,10 @@ describe('statements from the operator tool', () => {
     expect(statements[0].openingBalance + statements[0].grants.amount).toBe(5_000_000_000);
     const models = statements.flatMap((s) => s.charges.byModel.map((m: { model: string }) => m.model));
     expect(new Set(models)).toEqual(new Set([TEST_MODELS.gpt.slug, TEST_MODELS.claude.slug]));
+    // The chain head the statement names is the one the log holds (nothing recorded since).
+    const chain = await orgChainHead(g.t.runtime.events, g.orgId);
+    expect(last.chain).toEqual({ head: chain.head, events: chain.events, position: chain.position });
+    expect(chain.events).toBeGreaterThanOrEqual(7); // a grant, three reservations and their settlements
   });
 
   it('prints CSV and a printable page with the same closing balance', async () => {
@@ -57,7 +62,7 @@ describe('statements from the operator tool', () => {
     expect(html).toMatch(/^<!doctype html>/);
     expect(html).toContain(`<td class="n">${closing}</td>`);
     const text = await statement(month, 'text');
-    expect(text).toMatch(new RegExp(`Closing balance\\s+${closing.replace('.', '\\.')}\\n$`));
+    expect(text).toMatch(new RegExp(`Closing balance\\s+${closing.replace('.', '\\.')}\\n`));
   });
 
   it('refuses a month that is not one, and an organization that does not exist', async () => {
