@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
+import { AlertsModule } from './alerts/alerts.module';
 import { KeysModule } from './keys/keys.module';
 import { CreditsModule } from './credits/credits.module';
 import { DashboardModule } from './dashboard/dashboard.module';
@@ -24,6 +25,7 @@ export class AppModule {
         RoutingModule.forHealth(health),
         CreditsModule,
         KeysModule,
+        AlertsModule,
         SurfacesModule,
         DashboardModule.forSettings(tokens, { signupEnabled: runtime.config.dashboardSignup }),
       ],

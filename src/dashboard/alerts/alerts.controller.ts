@@ -1,0 +1,65 @@
+import { Body, Controller, Delete, Get, HttpCode, Inject, Post, Put, UseFilters } from '@nestjs/common';
+import { alertsSchema, type AlertsBody, askedOf } from '../../alerts/alerts.controller';
+import { AlertsService } from '../../alerts/alerts.service';
+import { ApiError } from '../../http/api-error';
+import { schemaValidation } from '../../http/schema-validation';
+import type { ReadModels } from '../../projections/read-models';
+import { READ_MODELS } from '../../runtime/runtime.module';
+import { dashboardErrors } from '../dashboard-error';
+import { ActiveOrgId, CurrentSession, SignedIn } from '../session/session.guard';
+import type { Session } from '../session/sessions';
+
+/**
+ * The active organization's alerts, for its owners: the webhook, the thresholds, a test alert, a new
+ * signing secret (shown in the answer, that once). The same commands as the management API's.
+ */
+@Controller('dashboard/api/alerts')
+@UseFilters(dashboardErrors)
+@SignedIn({ activeOrg: true })
+export class AlertsDashboardController {
+  constructor(
+    private readonly alerts: AlertsService,
+    @Inject(READ_MODELS) private readonly readModels: ReadModels,
+  ) {}
+
+  private async owner(orgId: string, session: Session): Promise<string> {
+    const member = await this.readModels.membership(orgId, session.userId);
+    if (member?.role !== 'owner') throw new ApiError('forbidden', "only the organization's owners manage its alerts");
+    return session.userId;
+  }
+
+  @Get()
+  async read(@ActiveOrgId() orgId: string, @CurrentSession() session: Session) {
+    await this.owner(orgId, session);
+    return { data: await this.alerts.read(orgId) };
+  }
+
+  @Put()
+  async configure(
+    @Body(schemaValidation<AlertsBody>(alertsSchema)) body: AlertsBody,
+    @ActiveOrgId() orgId: string,
+    @CurrentSession() session: Session,
+  ) {
+    const by = await this.owner(orgId, session);
+    const { alerts, secret } = await this.alerts.configure(orgId, by, askedOf(body));
+    return { data: alerts, ...(secret === undefined ? {} : { secret }) };
+  }
+
+  @Delete()
+  @HttpCode(204)
+  async turnOff(@ActiveOrgId() orgId: string, @CurrentSession() session: Session) {
+    await this.alerts.turnOff(orgId, await this.owner(orgId, session));
+  }
+
+  @Post('secret')
+  @HttpCode(200)
+  async rotateSecret(@ActiveOrgId() orgId: string, @CurrentSession() session: Session) {
+    return this.alerts.rotateSecret(orgId, await this.owner(orgId, session));
+  }
+
+  @Post('test')
+  @HttpCode(202)
+  async sendTest(@ActiveOrgId() orgId: string, @CurrentSession() session: Session) {
+    return this.alerts.sendTest(orgId, await this.owner(orgId, session));
+  }
+}
