@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
-import { type EventStore, type NewEvent } from '../eventstore/event-store';
+import type { EventStore } from '../eventstore/event-store';
 import {
   type AlertsState,
   alertBody,
@@ -95,7 +95,7 @@ export class AlertDelivery {
   /** Appends to the alert's stream after `revision`; false when another instance wrote there first (or it is unknown whether it went in). */
   private async record(alertId: string, revision: number, event: AlertDeliveryEvent): Promise<number | null> {
     try {
-      const appended = await this.events.append(alertStream(alertId), [event as NewEvent], revision < 0 ? 'no_stream' : revision);
+      const appended = await this.events.append(alertStream(alertId), [event], revision < 0 ? 'no_stream' : revision);
       return appended.nextExpectedRevision;
     } catch {
       // Another instance's claim or end (or an outcome unknown): the log will say, as the fold follows it.
