@@ -37,7 +37,7 @@ const call = async (method: string, path: string, body?: unknown, base = g.baseU
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
-  return { status: res.status, body: text ? (JSON.parse(text)) : null };
+  return { status: res.status, body: text ? JSON.parse(text) : null };
 };
 
 async function logged<T extends RecordedEvent>(type: string): Promise<T[]> {

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Post, Put, UseFilters } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Post, UseFilters } from '@nestjs/common';
 import { alertsSchema, type AlertsBody, askedOf } from '../../alerts/alerts.controller';
 import { AlertsService } from '../../alerts/alerts.service';
 import { ApiError } from '../../http/api-error';
@@ -11,7 +11,8 @@ import type { Session } from '../session/sessions';
 
 /**
  * The active organization's alerts, for its owners: the webhook, the thresholds, a test alert, a new
- * signing secret (shown in the answer, that once). The same commands as the management API's.
+ * signing secret (shown in the answer, that once). The same commands as the management API's (POST
+ * throughout, as the dashboard's other changes: the session's CSRF token goes with each).
  */
 @Controller('dashboard/api/alerts')
 @UseFilters(dashboardErrors)
@@ -34,7 +35,8 @@ export class AlertsDashboardController {
     return { data: await this.alerts.read(orgId) };
   }
 
-  @Put()
+  @Post()
+  @HttpCode(200)
   async configure(
     @Body(schemaValidation<AlertsBody>(alertsSchema)) body: AlertsBody,
     @ActiveOrgId() orgId: string,
@@ -45,7 +47,7 @@ export class AlertsDashboardController {
     return { data: alerts, ...(secret === undefined ? {} : { secret }) };
   }
 
-  @Delete()
+  @Post('off')
   @HttpCode(204)
   async turnOff(@ActiveOrgId() orgId: string, @CurrentSession() session: Session) {
     await this.alerts.turnOff(orgId, await this.owner(orgId, session));

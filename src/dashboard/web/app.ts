@@ -4,6 +4,7 @@ import { api, ApiError, Config, isAbort, messageOf, setUnauthorizedHandler } fro
 import { asyncListener, errorBox, h, toast } from './dom';
 import { formatCredits } from './format';
 import { Page, PageContext } from './page';
+import { renderAlerts } from './pages/alerts';
 import { renderAuth } from './pages/auth';
 import { renderKeys } from './pages/keys';
 import { renderMembers } from './pages/members';
@@ -16,6 +17,7 @@ const ROUTES: Record<string, { title: string; render: Page }> = {
   '/keys': { title: 'API keys', render: renderKeys },
   '/usage': { title: 'Usage', render: renderUsage },
   '/members': { title: 'Members', render: renderMembers },
+  '/alerts': { title: 'Alerts', render: renderAlerts },
   '/playground': { title: 'Playground', render: renderPlayground },
   '/orgs': { title: 'Organizations', render: renderOrgs },
 };
@@ -24,6 +26,7 @@ const NAV: [path: string, label: string, testid: string][] = [
   ['/usage', 'Usage', 'nav-usage'],
   ['/playground', 'Playground', 'nav-playground'],
   ['/members', 'Members', 'nav-members'],
+  ['/alerts', 'Alerts', 'nav-alerts'],
   ['/orgs', 'Organizations', 'nav-orgs'],
 ];
 
