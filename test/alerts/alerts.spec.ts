@@ -135,6 +135,11 @@ it('tried again after 500s, then delivered with the same id; given up after the 
     await logged<RecordedEvent<string, { alertId: string; attempts: number; reason: string }>>('AlertAbandoned');
   expect(abandoned.data).toMatchObject({ alertId: failing.body.alert_id, attempts: 3, reason: 'attempts_exhausted' });
   expect(receiver.received.filter((r) => r.headers['webhook-id'] === failing.body.alert_id)).toHaveLength(3);
+  // The metrics count every attempt: 1 delivered, 2 + 3 failed, 1 given up.
+  const metrics = await (await fetch(`${g.baseUrl}/metrics`)).text();
+  expect(metrics).toContain('gateway_alert_deliveries_total{outcome="delivered"} 1');
+  expect(metrics).toContain('gateway_alert_deliveries_total{outcome="failed"} 5');
+  expect(metrics).toContain('gateway_alert_deliveries_total{outcome="abandoned"} 1');
 });
 
 it('two instances on one log: each alert delivered once', async () => {
