@@ -3,32 +3,8 @@ import { ApiError, chatCompletionsErrors } from '../http/api-error';
 import { schemaValidation } from '../http/schema-validation';
 import { ManagementKeyGuard } from '../keys/management-key.guard';
 import type { KeyedRequest } from '../surfaces/api-key.guard';
+import { type AlertsBody, alertsSchema } from './alerts.schema';
 import { type AlertsAsked, AlertsService, checkUrl, creditsOf } from './alerts.service';
-
-/** The body of PUT /api/v1/alerts (and the dashboard's): every setting at once; unknown fields are refused. */
-export interface AlertsBody {
-  url: string;
-  balance_below?: number | string | null;
-  day_spend_above?: number | string | null;
-  key_limits?: boolean;
-}
-
-const amount = {
-  anyOf: [{ type: 'number' }, { type: 'string', maxLength: 40 }, { type: 'null' }],
-  'x-message': 'must be an amount of credits above 0, or null',
-};
-
-export const alertsSchema = {
-  type: 'object',
-  required: ['url'],
-  properties: {
-    url: { type: 'string', minLength: 1, maxLength: 2048 },
-    balance_below: amount,
-    day_spend_above: amount,
-    key_limits: { type: 'boolean' },
-  },
-  additionalProperties: false,
-};
 
 /** The settings a body asks for, in the alerts' terms (amounts in nano-credits). */
 export function askedOf(body: AlertsBody): AlertsAsked {

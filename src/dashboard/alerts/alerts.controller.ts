@@ -1,5 +1,6 @@
 import { Body, Controller, Get, HttpCode, Inject, Post, UseFilters } from '@nestjs/common';
-import { alertsSchema, type AlertsBody, askedOf } from '../../alerts/alerts.controller';
+import { askedOf } from '../../alerts/alerts.controller';
+import { type AlertsBody, alertsSchema } from '../../alerts/alerts.schema';
 import { AlertsService } from '../../alerts/alerts.service';
 import { ApiError } from '../../http/api-error';
 import { schemaValidation } from '../../http/schema-validation';
