@@ -59,17 +59,39 @@ export class AlertDelivery {
   async start(): Promise<void> {
     const head = await this.events.headPosition();
     if (head === 0) this.caughtUp = true;
-    this.following = (async () => {
-      for await (const batch of this.events.subscribe(0, this.stopping.signal)) {
-        for (const event of batch) evolveAlerts(this.state, event);
-        if (!this.caughtUp && batch[batch.length - 1].position >= head) this.caughtUp = true;
-        this.deliverDue();
-      }
-    })().catch((error: Error) => {
-      if (!this.stopping.signal.aborted) this.log(`alerts: following the log stopped: ${error.message}`);
-    });
+    this.following = this.follow(head);
     this.timer = setInterval(() => this.deliverDue(), this.settings.tickMs);
     this.timer.unref();
+  }
+
+  /** Folds the log in order from its start; a subscription that fails (the log unreachable) is taken up again where it was, a second later. */
+  private async follow(head: number): Promise<void> {
+    let applied = 0;
+    while (!this.stopping.signal.aborted) {
+      try {
+        for await (const batch of this.events.subscribe(applied, this.stopping.signal)) {
+          if (batch.length === 0) continue;
+          for (const event of batch) evolveAlerts(this.state, event);
+          applied = batch[batch.length - 1].position;
+          if (applied >= head) this.caughtUp = true;
+          this.deliverDue();
+        }
+      } catch (error) {
+        if (this.stopping.signal.aborted) return;
+        this.log(`alerts: following the log failed (${(error as Error).message}); again in a second`);
+        await new Promise<void>((resolve) => {
+          const again = setTimeout(resolve, 1_000);
+          this.stopping.signal.addEventListener(
+            'abort',
+            () => {
+              clearTimeout(again);
+              resolve();
+            },
+            { once: true },
+          );
+        });
+      }
+    }
   }
 
   /** Stops following and delivering; an attempt in flight is cut (its claim lapses; it is tried again). */
