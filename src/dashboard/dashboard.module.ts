@@ -13,6 +13,7 @@ import { SessionController } from './session/session.controller';
 import { SessionGuard } from './session/session.guard';
 import { SessionTokens } from './session/sessions';
 import { SignIn, SignUp } from './session/sign-in';
+import { StatementsController } from './statements/statements.controller';
 import { UsageController } from './usage/usage.controller';
 
 /**
@@ -32,6 +33,7 @@ export class DashboardModule {
         KeysController,
         MembersController,
         UsageController,
+        StatementsController,
         PlaygroundController,
         AlertsDashboardController,
       ],

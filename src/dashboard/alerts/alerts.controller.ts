@@ -3,6 +3,7 @@ import { askedOf } from '../../alerts/alerts.controller';
 import { type AlertsBody, alertsSchema } from '../../alerts/alerts.schema';
 import { AlertsService } from '../../alerts/alerts.service';
 import { ApiError } from '../../http/api-error';
+import { mayManageBilling } from '../../identity/organization.decider';
 import { schemaValidation } from '../../http/schema-validation';
 import type { ReadModels } from '../../projections/read-models';
 import { READ_MODELS } from '../../runtime/runtime.module';
@@ -25,8 +26,10 @@ export class AlertsDashboardController {
   ) {}
 
   private async owner(orgId: string, session: Session): Promise<string> {
-    const member = await this.readModels.membership(orgId, session.userId);
-    if (member?.role !== 'owner') throw new ApiError('forbidden', "only the organization's owners manage its alerts");
+    // Alerts are about the organization's money: those who may see its books (its owners) set them.
+    if (!mayManageBilling((await this.readModels.membership(orgId, session.userId)) ?? undefined)) {
+      throw new ApiError('forbidden', "only the organization's owners manage its alerts");
+    }
     return session.userId;
   }
 

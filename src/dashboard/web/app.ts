@@ -6,6 +6,7 @@ import { formatCredits } from './format';
 import { Page, PageContext } from './page';
 import { renderAlerts } from './pages/alerts';
 import { renderAuth } from './pages/auth';
+import { renderBilling } from './pages/billing';
 import { renderKeys } from './pages/keys';
 import { renderMembers } from './pages/members';
 import { renderOrgs } from './pages/orgs';
@@ -17,6 +18,7 @@ const ROUTES: Record<string, { title: string; render: Page }> = {
   '/keys': { title: 'API keys', render: renderKeys },
   '/usage': { title: 'Usage', render: renderUsage },
   '/members': { title: 'Members', render: renderMembers },
+  '/billing': { title: 'Billing', render: renderBilling },
   '/alerts': { title: 'Alerts', render: renderAlerts },
   '/playground': { title: 'Playground', render: renderPlayground },
   '/orgs': { title: 'Organizations', render: renderOrgs },
@@ -26,6 +28,7 @@ const NAV: [path: string, label: string, testid: string][] = [
   ['/usage', 'Usage', 'nav-usage'],
   ['/playground', 'Playground', 'nav-playground'],
   ['/members', 'Members', 'nav-members'],
+  ['/billing', 'Billing', 'nav-billing'],
   ['/alerts', 'Alerts', 'nav-alerts'],
   ['/orgs', 'Organizations', 'nav-orgs'],
 ];

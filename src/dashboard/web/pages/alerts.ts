@@ -15,7 +15,7 @@ interface AlertsView {
 
 export async function renderAlerts(root: HTMLElement, ctx: PageContext): Promise<void> {
   const org = store.session!.activeOrg!;
-  if (org.role !== 'owner') {
+  if (!org.billing) {
     mount(root, pageHead('Alerts', ["Only the organization's owners set its alerts."]));
     return;
   }
