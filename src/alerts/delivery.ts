@@ -14,6 +14,9 @@ import {
 import { type AlertDeliveryEvent, alertStream } from './alerts.events';
 import { type AlertSecrets, signedHeaders } from './signing';
 
+/** Attempts one instance has in flight at most. */
+const MAX_IN_FLIGHT = 16;
+
 export interface DeliverySettings {
   /** The longest an attempt may take, from the request's start to the end of the receiver's answer. */
   attemptTimeoutMs: number;
@@ -107,6 +110,8 @@ export class AlertDelivery {
     for (const pending of dueAlerts(this.state, Date.now())) {
       const id = pending.alert.id;
       if (this.inFlight.has(id)) continue;
+      // A backlog (a receiver down for hours) goes out a few at a time; the rest wait for the next tick.
+      if (this.inFlight.size >= MAX_IN_FLIGHT) return;
       const attempt = this.attempt(pending)
         .catch((error: Error) => this.log(`alerts: delivering ${id}: ${error.message}`))
         .finally(() => this.inFlight.delete(id));

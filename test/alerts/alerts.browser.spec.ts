@@ -2,6 +2,7 @@ import type { Browser, Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { describeWithBrowser, launchChromium } from '../support/browser';
 import { startGateway, TestGateway } from '../support/gateway';
+import { eventually } from '../support/processes';
 import { WebhookReceiver } from './webhook-receiver';
 
 /** The dashboard's Alerts page in a real browser: an owner sets the webhook, sees the secret once, sends a test alert. */
@@ -56,9 +57,7 @@ describeWithBrowser('alerts page in a real browser', () => {
     // Shown again, the page has the settings and no secret.
     await byTest('nav-keys').click();
     await byTest('nav-alerts').click();
-    await page.waitForFunction(
-      () => (document.querySelector('[data-testid="alerts-balance"]') as HTMLInputElement)?.value === '5',
-    );
+    await eventually(async () => (await byTest('alerts-balance').inputValue()) === '5');
     expect(await byTest('alerts-day-spend').inputValue()).toBe('2.5');
     expect(await byTest('alerts-key-limits').isChecked()).toBe(true);
     expect(await byTest('alerts-secret').textContent()).toBe('');
