@@ -63,8 +63,6 @@ interface OrgState {
   dayAlerted: boolean;
 }
 
-const RESETS: LimitReset[] = ['never', 'daily', 'weekly', 'monthly'];
-
 interface KeyState {
   orgId: string;
   limit: KeyLimit | null;
@@ -95,7 +93,20 @@ export interface AlertsState {
 
 export const initialAlertsState = (): AlertsState => ({ orgs: new Map(), keys: new Map(), pending: new Map() });
 
+const RESETS: LimitReset[] = ['never', 'daily', 'weekly', 'monthly'];
+
 const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+
+/** The periods of each kind of reset `ms` falls in (remembered for the last UTC day asked: settlements come in time order, mostly). */
+let remembered = { from: 0, to: 0, periods: {} as Record<LimitReset, string> };
+function periodsAt(ms: number): Record<LimitReset, string> {
+  if (ms < remembered.from || ms >= remembered.to) {
+    const from = ms - (((ms % 86_400_000) + 86_400_000) % 86_400_000);
+    const periods = Object.fromEntries(RESETS.map((reset) => [reset, periodOf(reset, ms)])) as Record<LimitReset, string>;
+    remembered = { from, to: from + 86_400_000, periods };
+  }
+  return remembered.periods;
+}
 
 function org(state: AlertsState, orgId: string): OrgState {
   let o = state.orgs.get(orgId);
@@ -118,7 +129,7 @@ function key(state: AlertsState, keyId: string, orgId: string): KeyState {
 
 /** The key's spend in its limit's period at `ms` (0 in a period not yet counted). */
 function spentIn(k: KeyState, limit: KeyLimit, ms: number): { period: string; amount: number } {
-  const period = periodOf(limit.reset, ms);
+  const period = periodsAt(ms)[limit.reset];
   const counted = k.spent[limit.reset];
   return { period, amount: counted.period === period ? counted.amount : 0 };
 }
@@ -205,15 +216,16 @@ export function evolveAlerts(state: AlertsState, recorded: RecordedEvent): Alert
       o.balance -= d.amount;
       balanceChanged(o, d.orgId, fire, d.settledAt);
       const k = key(state, d.keyId, d.orgId);
+      const periods = periodsAt(d.settledAt);
       for (const reset of RESETS) {
-        const period = periodOf(reset, d.settledAt);
+        const period = periods[reset];
         const counted = k.spent[reset];
         // A settlement landing after a later one began a new period counts in its own, no longer followed.
         if (period > counted.period) k.spent[reset] = { period, amount: d.amount };
         else if (period === counted.period) counted.amount += d.amount;
       }
       keySpendChanged(state, d.keyId, k, d.settledAt, fire);
-      const day = dayOf(d.settledAt);
+      const day = periods.daily.slice(2);
       if (day > o.day) Object.assign(o, { day, daySpend: 0, dayAlerted: false });
       if (day === o.day) {
         o.daySpend += d.amount;
