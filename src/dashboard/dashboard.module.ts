@@ -15,6 +15,8 @@ import { SessionTokens } from './session/sessions';
 import { SignIn, SignUp } from './session/sign-in';
 import { StatementsController } from './statements/statements.controller';
 import { UsageController } from './usage/usage.controller';
+import { UsageExportDownloadController } from './usage/usage-export.controller';
+import { UsageExportModule } from '../usage-export/usage-export.module';
 
 /**
  * The dashboard's API, under /dashboard/api, one slice per use case. Signed-in people only (a
@@ -26,13 +28,14 @@ export class DashboardModule {
   static forSettings(tokens: SessionTokens, settings: DashboardSettings): DynamicModule {
     return {
       module: DashboardModule,
-      imports: [CqrsModule, InferenceModule, KeysModule, AlertsModule],
+      imports: [CqrsModule, InferenceModule, KeysModule, AlertsModule, UsageExportModule],
       controllers: [
         SessionController,
         OrganizationsController,
         KeysController,
         MembersController,
         UsageController,
+        UsageExportDownloadController,
         StatementsController,
         PlaygroundController,
         AlertsDashboardController,

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import type { Browser, Page } from 'playwright-core';
@@ -87,6 +88,12 @@ describeWithBrowser('dashboard in a real browser', () => {
     expect(row).toContain('0.00038');
     await byTest('usage-chart').waitFor();
     await snap('usage');
+
+    // The owner downloads it in the FinOps FOCUS columns: the request's row, with its cost.
+    const [download] = await Promise.all([page.waitForEvent('download'), byTest('usage-export-request').click()]);
+    const csv = readFileSync(await download.path(), 'utf8');
+    expect(csv.slice(0, csv.indexOf('\r\n'))).toMatch(/^BilledCost,BillingAccountId,/);
+    expect(csv.split('\r\n').filter((line) => line.startsWith('0.00038,'))).toHaveLength(1);
 
     // Revoke, confirm: the API refuses the key.
     await byTest('nav-keys').click();

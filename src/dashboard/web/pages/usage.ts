@@ -181,6 +181,7 @@ export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<
       h('div', { class: 'stat card' }, h('dt', null, 'Spend (credits)'), totalCost),
     ),
     card(h('h2', null, 'Spend per day'), chartBox),
+    store.session!.activeOrg!.billing ? exportCard(() => ({ from: from.value, to: to.value })) : null,
     card(
       h('h2', null, 'Requests'),
       h('div', { class: 'table-wrap' }, table),
@@ -270,4 +271,32 @@ function hostCell(r: UsageRow): HTMLElement {
 function statusBadge(status: string): HTMLElement {
   const kind = status === 'ok' ? 'badge-ok' : status.startsWith('provider_') ? 'badge-error' : 'badge-warn';
   return h('span', { class: `badge ${kind}` }, status.replace(/_/g, ' '));
+}
+
+/**
+ * The usage export in the FinOps FOCUS columns (CSV), for those who may see billing (owners): the range
+ * shown, a row per request or per day × model × key. The link is made when clicked, from the range then.
+ */
+function exportCard(range: () => { from: string; to: string }): HTMLElement {
+  const link = (group: 'request' | 'day', label: string) =>
+    h(
+      'a',
+      {
+        class: 'btn btn-small',
+        download: '',
+        href: '#',
+        'data-testid': `usage-export-${group}`,
+        onclick: (event: MouseEvent) => {
+          const { from, to } = range();
+          (event.currentTarget as HTMLAnchorElement).href =
+            `/dashboard/api/usage/focus?${new URLSearchParams({ group, from, to })}`;
+        },
+      },
+      label,
+    );
+  return card(
+    h('h2', null, 'Export'),
+    h('p', { class: 'muted' }, 'Charges and credit notes of the range above, as CSV in the FinOps FOCUS columns.'),
+    h('div', { class: 'filters' }, link('request', 'A row per request'), link('day', 'A row per day, model and key')),
+  );
 }
