@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
+import { AlertsModule } from './alerts/alerts.module';
 import { KeysModule } from './keys/keys.module';
 import { LedgerExportModule } from './ledger-export/ledger-export.module';
 import { CreditsModule } from './credits/credits.module';
@@ -27,6 +28,7 @@ export class AppModule {
         CreditsModule,
         KeysModule,
         LedgerExportModule,
+        AlertsModule,
         UsageExportModule,
         SurfacesModule,
         DashboardModule.forSettings(tokens, { signupEnabled: runtime.config.dashboardSignup }),

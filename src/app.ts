@@ -1,5 +1,7 @@
 import { NestFactory } from '@nestjs/core';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { AlertDelivery } from './alerts/delivery';
+import { AlertSecrets } from './alerts/signing';
 import { AppModule } from './app.module';
 import { Catalogue } from './catalogue/catalogue';
 import { SessionTokens } from './dashboard/session/sessions';
@@ -42,6 +44,18 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   const fastify = adapter.getInstance();
   /** The pipeline's settlements in flight, once the application exists. */
   let settlements: InFlightSettlements | null = null;
+  // Alerts are delivered by every instance from the log (each once, by claims on the log), from start to close.
+  const alerts = new AlertDelivery(
+    events,
+    AlertSecrets.fromEnvironment(config.dataDir, config.dashboardSecret),
+    {
+      attemptTimeoutMs: config.alertAttemptTimeoutMs,
+      retry: { maxAttempts: config.alertMaxAttempts, baseDelayMs: config.alertRetryBaseMs, maxDelayMs: 3_600_000 },
+      tickMs: 250,
+    },
+    (line) => fastify.log.warn(line),
+  );
+  fastify.addHook('onClose', () => alerts.stop());
   await observeRequests(fastify, config, {
     logging,
     gauges: {
@@ -49,6 +63,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
       openStreams,
       reservationsHeld: () => projections.openReservationCount(),
       reservationsExpired: () => runtime.reservationsExpired,
+      alertDeliveries: () => alerts.counts,
       routing: { circuits: () => runtime.routing.circuits(), health: () => runtime.routing.health.all() },
     },
     eventLog: events,
@@ -83,5 +98,6 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   settlements = app.get(InFlightSettlements, { strict: false });
   await app.init();
   await fastify.ready();
+  await alerts.start();
   return app;
 }

@@ -81,6 +81,12 @@ export interface Config {
   metrics: boolean;
   /** Cache-sticky routing (`STICKY_ROUTING`): a conversation's next request goes to the host that served it while its cache lives. */
   stickyRouting: boolean;
+  /** Alerts' webhooks: the longest one attempt may take (`ALERT_ATTEMPT_TIMEOUT_MS`). */
+  alertAttemptTimeoutMs: number;
+  /** Alerts' webhooks: the first backoff after a failed attempt, doubling each time up to an hour (`ALERT_RETRY_BASE_MS`). */
+  alertRetryBaseMs: number;
+  /** Alerts' webhooks: attempts before one is given up (`ALERT_MAX_ATTEMPTS`). */
+  alertMaxAttempts: number;
 }
 
 export class ConfigError extends Error {
@@ -217,5 +223,8 @@ export function loadConfig(env: Env = process.env): Config {
     logPretty: onOff(env, 'LOG_PRETTY', false),
     metrics: onOff(env, 'METRICS', true),
     stickyRouting: onOff(env, 'STICKY_ROUTING', true),
+    alertAttemptTimeoutMs: integer(env, 'ALERT_ATTEMPT_TIMEOUT_MS', 10_000, 100, 300_000),
+    alertRetryBaseMs: integer(env, 'ALERT_RETRY_BASE_MS', 5_000, 10, 3_600_000),
+    alertMaxAttempts: integer(env, 'ALERT_MAX_ATTEMPTS', 10, 1, 100),
   };
 }

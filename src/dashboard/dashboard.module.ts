@@ -1,7 +1,9 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
+import { AlertsModule } from '../alerts/alerts.module';
 import { InferenceModule } from '../inference/inference.module';
 import { KeysModule } from '../keys/keys.module';
+import { AlertsDashboardController } from './alerts/alerts.controller';
 import { KeysController } from './keys/keys.controller';
 import { MembersController } from './members/members.controller';
 import { OrganizationsController } from './organizations/organizations.controller';
@@ -27,7 +29,7 @@ export class DashboardModule {
   static forSettings(tokens: SessionTokens, settings: DashboardSettings): DynamicModule {
     return {
       module: DashboardModule,
-      imports: [CqrsModule, InferenceModule, KeysModule, UsageExportModule],
+      imports: [CqrsModule, InferenceModule, KeysModule, AlertsModule, UsageExportModule],
       controllers: [
         SessionController,
         OrganizationsController,
@@ -38,6 +40,7 @@ export class DashboardModule {
         UsageExportDownloadController,
         StatementsController,
         PlaygroundController,
+        AlertsDashboardController,
       ],
       providers: [
         { provide: SessionTokens, useValue: tokens },

@@ -11,6 +11,8 @@ export interface MetricSources {
   reservationsHeld?: () => Promise<number>;
   /** Reservations this instance has expired since it started. */
   reservationsExpired?: () => number;
+  /** Alerts' webhook attempts this instance made since it started, by how they ended. */
+  alertDeliveries?: () => { delivered: number; failed: number; abandoned: number };
   /** Hosts' circuits as this instance saw them last, and their measured health over its window. */
   routing?: {
     circuits(): Promise<Array<{ host: string; model: string; phase: 'closed' | 'half_open' | 'open' }>>;
@@ -66,6 +68,23 @@ export class GatewayMetrics {
         registers,
         async collect() {
           this.set(await held());
+        },
+      });
+    }
+    if (sources.alertDeliveries) {
+      const deliveries = sources.alertDeliveries;
+      const counted = { delivered: 0, failed: 0, abandoned: 0 };
+      new Counter({
+        name: 'gateway_alert_deliveries_total',
+        help: 'Alerts webhook attempts this instance made, by outcome: delivered, failed (tried again or given up), abandoned (given up)',
+        labelNames: ['outcome'] as const,
+        registers,
+        collect() {
+          const now = deliveries();
+          for (const outcome of ['delivered', 'failed', 'abandoned'] as const) {
+            this.inc({ outcome }, now[outcome] - counted[outcome]);
+            counted[outcome] = now[outcome];
+          }
         },
       });
     }

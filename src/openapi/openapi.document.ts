@@ -6,6 +6,7 @@ import {
   generateContentRequestSchema,
 } from '../surfaces/gemini/gemini.schema';
 import { nativeChatRequestSchema } from '../surfaces/native/native.schema';
+import { alertsSchema } from '../alerts/alerts.schema';
 import { createKeySchema, updateKeySchema } from '../keys/management.schema';
 import { responsesRequestSchema } from '../surfaces/responses/responses.schema';
 import { REPLY_SCHEMAS } from './reply-schemas';
@@ -314,6 +315,45 @@ export function openApiDocument(): Record<string, unknown> {
           },
         },
       },
+      '/api/v1/alerts': {
+        get: {
+          summary: "The organization's alerts webhook and thresholds, never its secret (management key)",
+          responses: {
+            '200': { description: 'the alerts', content: json(ref('Alerts')) },
+            ...errors('ChatError', [401, 403, 404]),
+          },
+        },
+        put: {
+          summary: 'Set every alert at once (management key); the first time, the signing secret is in this answer only',
+          requestBody: { required: true, content: json(ref('AlertsRequest')) },
+          responses: {
+            '200': { description: 'the alerts, and a new secret when one was issued', content: json(ref('AlertsSet')) },
+            ...errors('ChatError', [400, 401, 403]),
+          },
+        },
+        delete: {
+          summary: 'Turn alerts off (management key)',
+          responses: { '204': { description: 'off' }, ...errors('ChatError', [401, 403, 404]) },
+        },
+      },
+      '/api/v1/alerts/secret': {
+        post: {
+          summary: 'A new signing secret, in this answer only (management key)',
+          responses: {
+            '200': { description: 'the secret', content: json(ref('AlertsSecret')) },
+            ...errors('ChatError', [401, 403, 404]),
+          },
+        },
+      },
+      '/api/v1/alerts/test': {
+        post: {
+          summary: 'Send a test alert, delivered like the others (management key)',
+          responses: {
+            '202': { description: "the alert's id (its webhook-id)", content: json(ref('AlertTest')) },
+            ...errors('ChatError', [401, 403, 404]),
+          },
+        },
+      },
       '/api/v1/openapi.json': {
         get: {
           summary: 'This document',
@@ -366,6 +406,7 @@ export function openApiDocument(): Record<string, unknown> {
         GeminiCountTokensRequest: geminiCountTokensRequestSchema,
         CreateKeyRequest: createKeySchema,
         UpdateKeyRequest: updateKeySchema,
+        AlertsRequest: alertsSchema,
         ...REPLY_SCHEMAS,
       },
     },

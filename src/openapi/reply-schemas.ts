@@ -224,6 +224,17 @@ const perMinute = nullable(integer);
 const time = { type: 'string', description: 'an ISO 8601 time, UTC' };
 
 /** A key as the management API shows it (never its secret). */
+/** An organization's alerts as the management API shows them (credits as decimal text; null: that alert off). */
+const alerts = object({
+  url: string,
+  balance_below: nullable(string),
+  day_spend_above: nullable(string),
+  key_limits: { type: 'boolean' },
+  secret_issued_at: string,
+  configured_at: string,
+});
+const webhookSecret = { type: 'string', pattern: '^whsec_' };
+
 const managedKey = object({
   id: string,
   name: string,
@@ -403,4 +414,8 @@ export const REPLY_SCHEMAS = {
   ManagedKey: object({ data: managedKey }),
   ManagedKeyCreated: object({ data: managedKey, key: { type: 'string', pattern: '^sk-svc-' } }),
   ManagedKeyList: object({ data: { type: 'array', items: managedKey } }),
+  Alerts: object({ data: alerts }),
+  AlertsSet: object({ data: alerts, secret: webhookSecret }, ['data']),
+  AlertsSecret: object({ secret: webhookSecret }),
+  AlertTest: object({ alert_id: string }),
 };

@@ -75,7 +75,7 @@ describe('the OpenAPI document', () => {
 
   /** Sends a request, and checks it and its answer against the operation the document gives for it. */
   async function exchange(
-    method: 'get' | 'post' | 'patch' | 'delete',
+    method: 'get' | 'post' | 'put' | 'patch' | 'delete',
     template: string,
     path: string,
     /** `invalid`: a body the document itself refuses (the route must too); `key`: another key than the test's. */
@@ -252,6 +252,23 @@ describe('the OpenAPI document', () => {
     expect((await exchange('get', '/api/v1/keys/{id}', '/api/v1/keys/none', key)).status).toBe(404);
     expect((await exchange('get', '/api/v1/keys', '/api/v1/keys')).status).toBe(403);
     await g.settled();
+  });
+
+  it('describes the alerts routes as they answer (management key)', async () => {
+    const { secret: manager } = await createKey(g.t.runtime, g.orgId, 'alerts platform', { kind: 'management' });
+    await g.t.runtime.projector.catchUp();
+    const key = { key: manager };
+    expect((await exchange('get', '/api/v1/alerts', '/api/v1/alerts', key)).status).toBe(404);
+    const body = { url: 'http://127.0.0.1:9/hooks', balance_below: 5, day_spend_above: '2.5', key_limits: true };
+    const set = await exchange('put', '/api/v1/alerts', '/api/v1/alerts', { ...key, body });
+    expect(set.status).toBe(200);
+    expect(
+      (await exchange('put', '/api/v1/alerts', '/api/v1/alerts', { ...key, body: { url: 'x', nope: 1 }, invalid: true })).status,
+    ).toBe(400);
+    expect((await exchange('get', '/api/v1/alerts', '/api/v1/alerts', key)).status).toBe(200);
+    expect((await exchange('post', '/api/v1/alerts/secret', '/api/v1/alerts/secret', { ...key, body: {} })).status).toBe(200);
+    expect((await exchange('post', '/api/v1/alerts/test', '/api/v1/alerts/test', { ...key, body: {} })).status).toBe(202);
+    expect((await exchange('get', '/api/v1/alerts', '/api/v1/alerts')).status).toBe(403);
   });
 
   it('is built from the schemas the routes validate with: what the document refuses, the route refuses', async () => {

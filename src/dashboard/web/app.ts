@@ -4,6 +4,7 @@ import { api, ApiError, Config, isAbort, messageOf, setUnauthorizedHandler } fro
 import { asyncListener, errorBox, h, toast } from './dom';
 import { formatCredits } from './format';
 import { Page, PageContext } from './page';
+import { renderAlerts } from './pages/alerts';
 import { renderAuth } from './pages/auth';
 import { renderBilling } from './pages/billing';
 import { renderKeys } from './pages/keys';
@@ -18,6 +19,7 @@ const ROUTES: Record<string, { title: string; render: Page }> = {
   '/usage': { title: 'Usage', render: renderUsage },
   '/members': { title: 'Members', render: renderMembers },
   '/billing': { title: 'Billing', render: renderBilling },
+  '/alerts': { title: 'Alerts', render: renderAlerts },
   '/playground': { title: 'Playground', render: renderPlayground },
   '/orgs': { title: 'Organizations', render: renderOrgs },
 };
@@ -27,6 +29,7 @@ const NAV: [path: string, label: string, testid: string][] = [
   ['/playground', 'Playground', 'nav-playground'],
   ['/members', 'Members', 'nav-members'],
   ['/billing', 'Billing', 'nav-billing'],
+  ['/alerts', 'Alerts', 'nav-alerts'],
   ['/orgs', 'Organizations', 'nav-orgs'],
 ];
 

@@ -1,0 +1,263 @@
+import type { RecordedEvent } from '../../src/eventstore/event-store';
+import {
+  type Alert,
+  alertBody,
+  attemptOutcome,
+  dueAlerts,
+  evolveAlerts,
+  initialAlertsState,
+} from '../../src/alerts/alerts.decisions';
+
+/** Which alerts fire when, given the log's events in order: no store, no clock. */
+
+const C = 1_000_000_000; // one credit in nano-credits
+const DAY = Date.UTC(2026, 10, 26, 12);
+const ORG = 'org-1';
+
+function log() {
+  const state = initialAlertsState();
+  let position = 0;
+  const revisions = new Map<string, number>();
+  const apply = (streamId: string, type: string, data: object): Alert[] => {
+    const revision = (revisions.get(streamId) ?? -1) + 1;
+    revisions.set(streamId, revision);
+    const event: RecordedEvent = { streamId, revision, position: ++position, recordedAt: 0, type, data };
+    return evolveAlerts(state, event);
+  };
+  return {
+    state,
+    grant: (amount: number, at = DAY) =>
+      apply(`credits-${ORG}`, 'CreditsGranted', { orgId: ORG, grantId: 'g', amount, reason: 'r', grantedAt: at }),
+    settle: (amount: number, at = DAY, keyId = 'key-1') =>
+      apply(`reservation-${position}`, 'ReservationSettled', {
+        orgId: ORG,
+        keyId,
+        reservationId: `r${position}`,
+        amount,
+        settledAt: at,
+      }),
+    creditNote: (amount: number, kind: 'refund' | 'adjustment' = 'adjustment', keyId: string | null = null) =>
+      apply(`credits-${ORG}`, 'CreditNoteIssued', { orgId: ORG, kind, keyId, amount, issuedAt: DAY }),
+    configure: (settings: { balanceBelow?: number; daySpendAbove?: number; keyLimits?: boolean }, at = DAY) =>
+      apply(`alerts-${ORG}`, 'AlertsConfigured', {
+        orgId: ORG,
+        url: 'http://receiver.test/hook',
+        balanceBelow: settings.balanceBelow ?? null,
+        daySpendAbove: settings.daySpendAbove ?? null,
+        keyLimits: settings.keyLimits ?? false,
+        by: 'u',
+        configuredAt: at,
+      }),
+    key: (limit: { amount: number; reset: string } | undefined, keyId = 'key-1') =>
+      apply(`apikey-${keyId}`, 'ApiKeyCreated', {
+        keyId,
+        orgId: ORG,
+        name: 'k',
+        hash: 'h',
+        prefix: 'p',
+        createdAt: DAY,
+        ...(limit ? { limit } : {}),
+      }),
+    limit: (limit: { amount: number; reset: string } | null, keyId = 'key-1') =>
+      apply(`apikey-${keyId}`, 'ApiKeyUpdated', { keyId, orgId: ORG, hash: 'h', changes: { limit }, updatedAt: DAY }),
+    apply,
+  };
+}
+
+const types = (alerts: Alert[]) => alerts.map((a) => a.type);
+
+describe('balance below a threshold', () => {
+  it('fires once when a charge takes the balance below, not on the charges after, and again after a grant re-arms it', () => {
+    const l = log();
+    l.grant(10 * C);
+    l.configure({ balanceBelow: 5 * C });
+    expect(l.settle(4 * C)).toEqual([]); // 6 left
+    const crossed = l.settle(2 * C); // 4 left
+    expect(crossed).toHaveLength(1);
+    expect(crossed[0]).toMatchObject({ type: 'balance.below', orgId: ORG, data: { balance: '4', threshold: '5' } });
+    expect(l.settle(1 * C)).toEqual([]);
+    expect(l.settle(1 * C)).toEqual([]);
+    expect(l.grant(3 * C)).toEqual([]); // 5: at the threshold, re-armed
+    expect(types(l.settle(1))).toEqual(['balance.below']);
+  });
+
+  it('a credit note raising the balance re-arms it; an adjustment debiting it below fires', () => {
+    const l = log();
+    l.grant(10 * C);
+    l.configure({ balanceBelow: 5 * C });
+    expect(types(l.settle(6 * C))).toEqual(['balance.below']);
+    expect(l.creditNote(2 * C, 'refund', 'key-1')).toEqual([]); // 6
+    expect(types(l.creditNote(-2 * C))).toEqual(['balance.below']); // 4
+  });
+
+  it('a balance already below when the threshold is set is not told until it has risen and fallen again', () => {
+    const l = log();
+    l.grant(2 * C);
+    l.configure({ balanceBelow: 5 * C });
+    expect(l.settle(1 * C)).toEqual([]);
+    l.grant(10 * C);
+    expect(types(l.settle(8 * C))).toEqual(['balance.below']);
+  });
+
+  it('nothing fires for an organization without settings, and nothing before they are set', () => {
+    const l = log();
+    l.grant(10 * C);
+    expect(l.settle(9 * C)).toEqual([]);
+  });
+});
+
+describe("a key's limit", () => {
+  it('fires at 80 % and at 100 %, each once a period', () => {
+    const l = log();
+    l.grant(1_000 * C);
+    l.configure({ keyLimits: true });
+    l.key({ amount: 10 * C, reset: 'never' });
+    expect(l.settle(7 * C)).toEqual([]);
+    const eighty = l.settle(1 * C);
+    expect(eighty.map((a) => a.data)).toEqual([{ key_id: 'key-1', percent: 80, spent: '8', limit: '10', period: 'all' }]);
+    expect(l.settle(1 * C)).toEqual([]);
+    expect(l.settle(1 * C).map((a) => a.data.percent)).toEqual([100]);
+    expect(l.settle(1 * C)).toEqual([]);
+  });
+
+  it('a charge jumping past both tells the highest; a daily limit starts afresh each UTC day', () => {
+    const l = log();
+    l.grant(1_000 * C);
+    l.configure({ keyLimits: true });
+    l.key({ amount: 10 * C, reset: 'daily' });
+    expect(l.settle(12 * C).map((a) => a.data.percent)).toEqual([100]);
+    expect(l.settle(9 * C, DAY + 86_400_000).map((a) => a.data.percent)).toEqual([80]);
+  });
+
+  it('80 % is exact: one nano-credit short does not fire', () => {
+    const l = log();
+    l.grant(1_000 * C);
+    l.configure({ keyLimits: true });
+    l.key({ amount: 10 * C + 1, reset: 'never' }); // 80 % = 8.0000000008
+    expect(l.settle(8 * C)).toEqual([]);
+    expect(l.settle(1).map((a) => a.data.percent)).toEqual([80]);
+  });
+
+  it('off unless the organization asks for it; a refund below re-arms the level', () => {
+    const l = log();
+    l.grant(1_000 * C);
+    l.configure({ keyLimits: false });
+    l.key({ amount: 10 * C, reset: 'never' });
+    expect(l.settle(9 * C)).toEqual([]);
+    l.configure({ keyLimits: true });
+    expect(l.settle(0)).toEqual([]);
+    l.creditNote(2 * C, 'refund', 'key-1'); // 7 spent
+    expect(l.settle(1 * C).map((a) => a.data.percent)).toEqual([80]);
+  });
+
+  it('a key without a limit, or whose limit was removed, never fires', () => {
+    const l = log();
+    l.grant(1_000 * C);
+    l.configure({ keyLimits: true });
+    l.key(undefined);
+    expect(l.settle(100 * C)).toEqual([]);
+    l.limit({ amount: 1_000 * C, reset: 'never' });
+    l.limit(null);
+    expect(l.settle(900 * C)).toEqual([]);
+  });
+});
+
+describe("a day's spend", () => {
+  it('fires once a UTC day, when the day’s settled charges rise above the amount', () => {
+    const l = log();
+    l.grant(1_000 * C);
+    l.configure({ daySpendAbove: 5 * C });
+    expect(l.settle(5 * C)).toEqual([]); // at, not above
+    const above = l.settle(1);
+    expect(above.map((a) => a.data)).toEqual([{ day: '2026-11-26', spent: '5.000000001', threshold: '5' }]);
+    expect(l.settle(5 * C)).toEqual([]);
+    const nextDay = Date.UTC(2026, 10, 27, 0, 0, 1);
+    expect(l.settle(4 * C, nextDay)).toEqual([]);
+    expect(types(l.settle(2 * C, nextDay))).toEqual(['spend.daily']);
+    // A settlement of the day before, landing late, counts in no day followed.
+    expect(l.settle(100 * C, DAY)).toEqual([]);
+  });
+});
+
+describe('ids and deliveries', () => {
+  it("an alert's id is its triggering event's position and its kind; one event may fire several", () => {
+    const l = log();
+    l.grant(10 * C);
+    l.configure({ balanceBelow: 5 * C, daySpendAbove: 5 * C, keyLimits: true });
+    l.key({ amount: 6 * C, reset: 'never' });
+    const fired = l.settle(6 * C); // position 4
+    expect(fired.map((a) => a.id)).toEqual(['al_4_balance', 'al_4_key', 'al_4_spend']);
+  });
+
+  it('a pending alert is due until claimed, again when its claim lapses or its backoff ends, and gone once delivered', () => {
+    const l = log();
+    l.grant(10 * C);
+    l.configure({ balanceBelow: 5 * C });
+    const [alert] = l.settle(6 * C);
+    const stream = `alert-${alert.id}`;
+    expect(dueAlerts(l.state, 0).map((p) => p.alert.id)).toEqual([alert.id]);
+    l.apply(stream, 'AlertClaimed', {
+      alertId: alert.id,
+      orgId: ORG,
+      instance: 'a',
+      attempt: 1,
+      claimedAt: 0,
+      leaseUntil: 1_000,
+    });
+    expect(dueAlerts(l.state, 999)).toEqual([]);
+    expect(dueAlerts(l.state, 1_000).map((p) => [p.attempts, p.revision])).toEqual([[1, 0]]);
+    l.apply(stream, 'AlertAttemptFailed', {
+      alertId: alert.id,
+      orgId: ORG,
+      attempt: 1,
+      status: 500,
+      reason: 'status',
+      failedAt: 10,
+      nextAttemptAt: 5_000,
+    });
+    expect(dueAlerts(l.state, 4_999)).toEqual([]);
+    expect(dueAlerts(l.state, 5_000)).toHaveLength(1);
+    l.apply(stream, 'AlertDelivered', { alertId: alert.id, orgId: ORG, attempt: 2, status: 200, deliveredAt: 6_000 });
+    expect(dueAlerts(l.state, 10_000)).toEqual([]);
+  });
+
+  it('a test alert fires only for an organization with settings', () => {
+    const l = log();
+    expect(l.apply(`alerts-${ORG}`, 'AlertTestRequested', { orgId: ORG, by: 'u', requestedAt: DAY })).toEqual([]);
+    l.configure({});
+    expect(types(l.apply(`alerts-${ORG}`, 'AlertTestRequested', { orgId: ORG, by: 'u', requestedAt: DAY }))).toEqual(['test']);
+  });
+
+  it('the body says the type, the time it fired and the organization', () => {
+    const body = alertBody({ id: 'al_1_test', orgId: ORG, type: 'test', at: DAY, data: { message: 'm' } });
+    expect(JSON.parse(body)).toEqual({
+      type: 'test',
+      timestamp: '2026-11-26T12:00:00.000Z',
+      data: { org_id: ORG, message: 'm' },
+    });
+  });
+});
+
+describe('attempt outcomes', () => {
+  const policy = { maxAttempts: 4, baseDelayMs: 1_000, maxDelayMs: 3_000 };
+  it('2xx delivers; 5xx, 408, 429, timeouts and lost connections back off exponentially with jitter, capped', () => {
+    expect(attemptOutcome({ status: 204 }, 1, policy, 0, 0.5)).toEqual({ kind: 'delivered', status: 204 });
+    expect(attemptOutcome({ status: 503 }, 1, policy, 0, 0)).toMatchObject({ kind: 'retry', nextAttemptAt: 500 });
+    expect(attemptOutcome({ status: 429 }, 2, policy, 0, 1)).toMatchObject({ kind: 'retry', nextAttemptAt: 2_000 });
+    expect(attemptOutcome({ failure: 'timeout' }, 3, policy, 100, 1)).toEqual({
+      kind: 'retry',
+      status: null,
+      reason: 'timeout',
+      nextAttemptAt: 3_100,
+    });
+    expect(attemptOutcome({ status: 408 }, 3, policy, 0, 0.5)).toMatchObject({ kind: 'retry', nextAttemptAt: 2_250 });
+  });
+  it('gives up on the last attempt, and at once on another 4xx', () => {
+    expect(attemptOutcome({ failure: 'connection' }, 4, policy, 0, 0.5)).toEqual({
+      kind: 'abandon',
+      status: null,
+      reason: 'attempts_exhausted',
+    });
+    expect(attemptOutcome({ status: 410 }, 1, policy, 0, 0.5)).toEqual({ kind: 'abandon', status: 410, reason: 'refused' });
+  });
+});
