@@ -45,7 +45,9 @@ export function pricesNotOfVersion(listed: readonly CataloguePrice[], settled: R
     p.input === prices.input &&
     p.output === prices.output &&
     (['cacheRead', 'cacheWrite', 'cacheWrite1h'] as const).every((c) => prices[c] === undefined || prices[c] === p[c]) &&
-    HOSTED_TOOL_CLASSES.every((c) => prices.hostedToolUses?.[c] === undefined || prices.hostedToolUses[c] === p.hostedToolUses?.[c]);
+    HOSTED_TOOL_CLASSES.every(
+      (c) => prices.hostedToolUses?.[c] === undefined || prices.hostedToolUses[c] === p.hostedToolUses?.[c],
+    );
   if (onHost.some((p) => same(p.prices))) return null;
   return `prices ${JSON.stringify(prices)} are not catalogue version ${settled.catalogueVersion}'s for ${settled.hostModel} on ${settled.host} (${onHost.map((p) => JSON.stringify(p.prices)).join(', ')})`;
 }

@@ -202,7 +202,13 @@ describe('ledger audit of catalogue versions', () => {
     try {
       const { runtime } = t;
       const orgId = await fundedOrganization(runtime, 1_000_000_000);
-      const priced = (input: number, output: number) => ({ input, cacheRead: input, cacheWrite: input, cacheWrite1h: input, output });
+      const priced = (input: number, output: number) => ({
+        input,
+        cacheRead: input,
+        cacheWrite: input,
+        cacheWrite1h: input,
+        output,
+      });
       const [v1, v2] = [priced(1_000_000_000, 2_000_000_000), priced(4_000_000_000, 8_000_000_000)];
       const listed = (prices: typeof v1) => [{ model: 'test/m', host: 'h', hostModel: 'hm', prices }];
       await runtime.ledger.recordCatalogue({ version: 'v1', recordedAt: 1, prices: listed(v1) });
