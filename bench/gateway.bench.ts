@@ -127,6 +127,7 @@ const PAIRS: Array<[after: Key, baseline: Key, title: string]> = [
     'After / baseline: messages (this checkout against BENCH_BASELINE_DIR, paired round by round)',
   ],
   ['routed', 'baseline', 'Routing features on (`routed`) against BENCH_BASELINE_DIR (`baseline`), paired round by round'],
+  ['routed', 'gateway', 'Routing features on (`routed`) against this checkout without them (`gateway`), paired round by round'],
   ['gateway', 'quiet', 'Request log at info and /metrics on (`gateway`) against both off (`quiet`), paired round by round'],
   [
     'limited',
