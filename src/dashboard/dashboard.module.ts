@@ -11,6 +11,7 @@ import { SessionController } from './session/session.controller';
 import { SessionGuard } from './session/session.guard';
 import { SessionTokens } from './session/sessions';
 import { SignIn, SignUp } from './session/sign-in';
+import { StatementsController } from './statements/statements.controller';
 import { UsageController } from './usage/usage.controller';
 
 /**
@@ -30,6 +31,7 @@ export class DashboardModule {
         KeysController,
         MembersController,
         UsageController,
+        StatementsController,
         PlaygroundController,
       ],
       providers: [

@@ -203,6 +203,16 @@ describeWithBrowser('dashboard in a real browser', () => {
     expect(members.data.find((m) => m.email === 'lin@example.com')).toMatchObject({ manageKeys: true });
     await snap('members');
     await g.settled();
+
+    // The owner's statement of the month: the page links the server's statement in each format.
+    await byTest('nav-billing').click();
+    const month = await byTest('billing-month').inputValue();
+    expect(month).toBe(new Date().toISOString().slice(0, 7));
+    const csvHref = await byTest('billing-csv').getAttribute('href');
+    expect(csvHref).toBe(`/dashboard/api/statements?month=${month}&format=csv`);
+    const csv = await page.evaluate(async (href) => (await fetch(href)).text(), csvHref!);
+    expect(csv).toMatch(/,closing_balance,,,/);
+    await snap('billing');
   });
 
   it('streams a playground reply token by token, and the stop button aborts it', async () => {
