@@ -14,12 +14,15 @@
  *                      Responses routes
  *   quiet              this checkout's gateway with the request log and /metrics off (LOG_LEVEL=silent, METRICS=off)
  *   limited            this checkout's gateway, its key with a credit limit and rate limits (never reached)
+ *   routed             this checkout's gateway with the routing features on: the model on two hosts, the
+ *                      first with a pool of three keys, retries configured, sticky routing following a
+ *                      prompt_cache_key on every request (circuits in Redis when REDIS_URL is set)
  *   peer               `@portkey-ai/gateway`, run locally
  *   baseline, baseline-messages
  *                      the same gateway built from another checkout, BENCH_BASELINE_DIR (built: its
  *                      own dist/), started as this one is: the "before" of a before/after run
  *
- * Without BENCH_TARGETS every target is measured but `baseline-messages`, `quiet` and `limited`, and the baseline ones
+ * Without BENCH_TARGETS every target is measured but `baseline-messages`, `quiet`, `limited` and `routed`, and the baseline ones
  * only when BENCH_BASELINE_DIR is set. With a baseline, an "after / baseline" table compares the
  * two builds scenario by scenario.
  *
@@ -104,6 +107,7 @@ const KEYS = [
   'responses',
   'quiet',
   'limited',
+  'routed',
   'peer',
   'baseline',
   'baseline-messages',
@@ -112,7 +116,7 @@ type Key = (typeof KEYS)[number];
 const isKey = (key: string): key is Key => (KEYS as readonly string[]).includes(key);
 const isBaseline = (key: Key) => key.startsWith('baseline');
 /** Targets measured only when BENCH_TARGETS names them. */
-const ONLY_NAMED: readonly Key[] = ['baseline-messages', 'quiet', 'limited'];
+const ONLY_NAMED: readonly Key[] = ['baseline-messages', 'quiet', 'limited', 'routed'];
 
 /** The side-by-side tables' pairs: a target, what it is compared with, and the table's title. */
 const PAIRS: Array<[after: Key, baseline: Key, title: string]> = [
@@ -122,6 +126,8 @@ const PAIRS: Array<[after: Key, baseline: Key, title: string]> = [
     'baseline-messages',
     'After / baseline: messages (this checkout against BENCH_BASELINE_DIR, paired round by round)',
   ],
+  ['routed', 'baseline', 'Routing features on (`routed`) against BENCH_BASELINE_DIR (`baseline`), paired round by round'],
+  ['routed', 'gateway', 'Routing features on (`routed`) against this checkout without them (`gateway`), paired round by round'],
   ['gateway', 'quiet', 'Request log at info and /metrics on (`gateway`) against both off (`quiet`), paired round by round'],
   [
     'limited',
@@ -162,10 +168,14 @@ interface Subject extends Target {
 
 const CHAT_MESSAGES = [{ role: 'user', content: 'Hello there, how are you?' }];
 const json = (body: object) => JSON.stringify(body);
-const chat = (model: string, maxTokens: number) => ({
-  plain: json({ model, messages: CHAT_MESSAGES, max_tokens: maxTokens }),
-  streamed: json({ model, messages: CHAT_MESSAGES, max_tokens: maxTokens, stream: true }),
-});
+/** A chat completion's bodies; `cacheKey`: a `prompt_cache_key`, which sticky routing follows. */
+const chat = (model: string, maxTokens: number, cacheKey?: string) => {
+  const key = cacheKey === undefined ? {} : { prompt_cache_key: cacheKey };
+  return {
+    plain: json({ model, messages: CHAT_MESSAGES, max_tokens: maxTokens, ...key }),
+    streamed: json({ model, messages: CHAT_MESSAGES, max_tokens: maxTokens, stream: true, ...key }),
+  };
+};
 
 /** How to reach each target; a target's process is started once, when the first target needing it is made. */
 function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subject>> {
@@ -186,6 +196,10 @@ function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subj
       root: ROOT,
       keyArgs: ['--limit', '100000', '--limit-reset', 'monthly', '--rpm', '1000000', '--tpm', '1000000000'],
     }),
+  );
+  // This checkout with the routing features on: two hosts, a key pool, retries, sticky routing (a cache key on every request).
+  const routedGateway = once(() =>
+    startGateway(fast, slow, { name: 'routed gateway', root: ROOT, routing: true, env: { STICKY_ROUTING: 'on' } }),
   );
   const passThrough = once(() => startPassThrough(fast));
   const peer = once(startPeer);
@@ -271,6 +285,11 @@ function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subj
     },
     quiet: async () => chatCompletions('quiet', 'our gateway, log and metrics off', await quietGateway()),
     limited: async () => chatCompletions('limited', 'our gateway, key limits on', await limitedGateway()),
+    routed: async () => {
+      const gateway = await routedGateway();
+      const subject = chatCompletions('routed', 'our gateway, routing features on', gateway);
+      return { ...subject, body: chat(gateway.model, 16, 'bench-conversation') };
+    },
     baseline: async () => chatCompletions('baseline', 'baseline gateway', await baselineGateway()),
     'baseline-messages': async () => messages('baseline-messages', 'baseline gateway', await baselineGateway()),
   };

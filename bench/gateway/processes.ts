@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { request } from 'undici';
 
 /** The checkout's root, from dist/bench/gateway/ (compiled) or bench/gateway/ (sources). */
@@ -237,25 +237,50 @@ export interface GatewayOptions {
   env?: Record<string, string>;
   /** Added to the operator tool's `keys create` (e.g. a credit limit and rate limits on the bench key). */
   keyArgs?: string[];
+  /**
+   * The routing features on (the `routed` target): the fast model on two hosts (both the fast
+   * upstream, under two ids), the first with a pool of three keys, each with its own retry policy.
+   */
+  routing?: boolean;
 }
 
+/** The key pool's variables in a routed gateway's environment (the simulated host takes any key). */
+const POOL = ['BENCH_KEY_A', 'BENCH_KEY_B', 'BENCH_KEY_C'];
+
 export async function startGateway(fast: Upstream, slow: Upstream, options: GatewayOptions): Promise<Gateway> {
-  const model = (slug: string, host: string) => ({
+  const model = (slug: string, ...hosts: string[]) => ({
     slug,
     id: randomUUID(),
     name: slug,
     contextLength: 32_768,
     maxOutputTokens: 100_000,
-    hosts: [{ host, model: 'sim-chat', pricing: { input: '0.10', output: '0.40' } }],
+    hosts: hosts.map((host) => ({ host, model: 'sim-chat', pricing: { input: '0.10', output: '0.40' } })),
   });
-  const catalogue = {
-    hosts: [
-      { id: 'bench', kind: 'openai', baseUrl: `http://127.0.0.1:${fast.port}/v1` },
-      { id: 'bench-slow', kind: 'openai', baseUrl: `http://127.0.0.1:${slow.port}/v1` },
-    ],
-    models: [model('bench/model', 'bench'), model('bench/slow', 'bench-slow')],
-  };
-  const started = await startGatewayWith(catalogue, options);
+  const fastUrl = `http://127.0.0.1:${fast.port}/v1`;
+  const catalogue = options.routing
+    ? {
+        hosts: [
+          {
+            id: 'bench',
+            kind: 'openai',
+            baseUrl: fastUrl,
+            apiKeyEnv: [POOL[0], { env: POOL[1], weight: 2 }, POOL[2]],
+            retry: { attempts: 3, baseMs: 50, maxMs: 2000 },
+          },
+          { id: 'bench-2', kind: 'openai', baseUrl: fastUrl, retry: { attempts: 2, baseMs: 100, maxMs: 1000 } },
+          { id: 'bench-slow', kind: 'openai', baseUrl: `http://127.0.0.1:${slow.port}/v1` },
+        ],
+        models: [model('bench/model', 'bench', 'bench-2'), model('bench/slow', 'bench-slow')],
+      }
+    : {
+        hosts: [
+          { id: 'bench', kind: 'openai', baseUrl: fastUrl },
+          { id: 'bench-slow', kind: 'openai', baseUrl: `http://127.0.0.1:${slow.port}/v1` },
+        ],
+        models: [model('bench/model', 'bench'), model('bench/slow', 'bench-slow')],
+      };
+  const poolKeys = options.routing ? Object.fromEntries(POOL.map((name, i) => [name, `sk-bench-${i}`])) : {};
+  const started = await startGatewayWith(catalogue, { ...options, env: { ...poolKeys, ...options.env } });
   return { ...started, model: 'bench/model', slowModel: 'bench/slow' };
 }
 
@@ -280,6 +305,9 @@ export async function startGatewayWith(
     SIMULATED_HOST_PORT: 'off',
     CATALOGUE_PATH: cataloguePath,
     NODE_ENV: 'production',
+    // With REDIS_URL every gateway keeps its read models (and a routed one its circuits and sticky
+    // routes) in Redis: each under a prefix of its own, as each has a log of its own.
+    ...(process.env.REDIS_URL ? { REDIS_PREFIX: `${process.env.REDIS_PREFIX ?? 'mgbench:'}${basename(dataDir)}:` } : {}),
     ...options.env,
   };
   const { orgId } = (await operator(root, ['org', 'create', '--name', 'bench'], env)) as { orgId: string };

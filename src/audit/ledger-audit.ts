@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventStore, RecordedEvent } from '../eventstore/event-store';
 import { ChainFollower, type ChainHead } from '../ledger/ledger-chain';
-import { ReservationEvent, settledCharge } from '../ledger/ledger.events';
+import { CatalogueLoaded, CataloguePrice, pricesNotOfVersion } from '../ledger/catalogue-loaded';
+import { ReservationEvent, ReservationSettled, settledCharge } from '../ledger/ledger.events';
 import { ReadModel } from '../projections/read-model';
 import type { ReadModels } from '../projections/read-models';
 
@@ -37,6 +38,7 @@ interface Tracked {
   orgId: string;
   amount: number;
   resolution: string | null;
+  catalogueVersion?: string;
 }
 
 /**
@@ -47,6 +49,8 @@ export class LogAuditor {
   readonly model: ReadModel;
   readonly differences: string[] = [];
   private readonly reservations = new Map<string, Tracked>();
+  /** Each catalogue version's prices, as its CatalogueLoaded put them in the log. */
+  private readonly catalogues = new Map<string, CataloguePrice[]>();
   /** Per organization, its charges each counted up to its hold: what its grants must cover. */
   private readonly chargedWithinHolds = new Map<string, number>();
   /** Every organization's hash chain, followed event by event. */
@@ -75,6 +79,10 @@ export class LogAuditor {
     const where = `event ${recorded.position} (${recorded.type})`;
     const chained = this.chains.follow(recorded, this.stampedLog);
     if (chained?.difference) this.differences.push(`${where}: ${chained.difference}`);
+    if (recorded.type === 'CatalogueLoaded') {
+      const { version, prices } = (recorded as unknown as CatalogueLoaded).data;
+      this.catalogues.set(version, prices);
+    }
     switch (event.type) {
       case 'CreditsReserved':
         this.counts.reservations += 1;
@@ -85,6 +93,7 @@ export class LogAuditor {
           orgId: event.data.orgId,
           amount: event.data.amount,
           resolution: null,
+          catalogueVersion: event.data.catalogueVersion,
         });
         break;
       case 'ReservationProgress': {
@@ -114,6 +123,7 @@ export class LogAuditor {
           if (recomputed !== d.amount) {
             this.differences.push(`${where}: charge ${d.amount} but tokens × prices give ${recomputed}`);
           }
+          this.checkCatalogueVersion(where, d);
           this.chargedWithinHolds.set(d.orgId, (this.chargedWithinHolds.get(d.orgId) ?? 0) + Math.min(d.amount, d.held));
         } else if (event.type === 'ReservationReleased') this.counts.releases += 1;
         else this.counts.expiries += 1;
@@ -133,6 +143,23 @@ export class LogAuditor {
       }
     }
     this.model.apply(recorded);
+  }
+
+  /**
+   * A settlement names the catalogue version its reservation was priced with (settlements written
+   * before versions were recorded name none, and are not checked), and its prices are that version's.
+   */
+  private checkCatalogueVersion(where: string, d: ReservationSettled['data']): void {
+    const reserved = this.reservations.get(d.reservationId);
+    if (reserved !== undefined && reserved.catalogueVersion !== d.catalogueVersion)
+      this.differences.push(
+        `${where}: catalogue version ${d.catalogueVersion ?? 'none'}, its reservation's ${reserved.catalogueVersion ?? 'none'}`,
+      );
+    if (d.catalogueVersion === undefined) return;
+    const listed = this.catalogues.get(d.catalogueVersion);
+    const wrong =
+      listed === undefined ? `catalogue version ${d.catalogueVersion} is not in the log` : pricesNotOfVersion(listed, d);
+    if (wrong !== null) this.differences.push(`${where}: ${wrong}`);
   }
 
   /**

@@ -5,6 +5,7 @@ import { HOST_KIND_NAMES, HOST_KINDS, HostKindName, isHostKindName } from '../ho
 import { rememberHostKey } from '../key-secret/key-secret';
 import { HOSTED_TOOL_CLASSES, type HostedToolClass, type WireFormat } from '../canonical/canonical';
 import { hostRuns, type ServingHost } from '../canonical/hosted-tools';
+import type { CataloguePrice } from '../ledger/catalogue-loaded';
 import { formatCredits, HostedToolPrices, parseCredits, scaledPrice, TokenPrices } from '../ledger/money';
 import { DEFAULT_RETRY, RETRY_LIMITS, RetryPolicy } from './retry-policy';
 import type { HostEndpoint } from '../hosts/transport';
@@ -272,6 +273,18 @@ export class Catalogue {
   /** A hash of the file's contents it was parsed from (null: built in code): which catalogue priced a request. */
   get version(): string | null {
     return this.contents.version;
+  }
+
+  /**
+   * The running version and its price list, read together (a reload in between would pair one
+   * version with another's prices); null for a catalogue built in code.
+   */
+  get loaded(): { version: string; prices: () => CataloguePrice[] } | null {
+    const { version, models } = this.contents;
+    if (version === null) return null;
+    const prices = () =>
+      models.flatMap((m) => m.hosts.map((h) => ({ model: m.slug, host: h.host.id, hostModel: h.model, prices: h.prices })));
+    return { version, prices };
   }
 
   /**

@@ -13,10 +13,10 @@ import type { EmbeddingsInputValue } from './embeddings.command';
  * handler makes the calls.
  */
 
-/** One host's embeddings call. */
+/** One host's embeddings call, made with the key of the credential its pool lends it (null: a host that takes none). */
 export interface EmbeddingsCall {
   served: ModelHost;
-  upstream: UpstreamRequest;
+  upstream: (apiKey: string | null) => UpstreamRequest;
 }
 
 export interface EmbeddingsPlan {
@@ -67,14 +67,10 @@ export function planEmbeddings(
   if (servable.kind === 'refuse') return servable;
   const calls: EmbeddingsCall[] = [];
   for (const served of servable.hosts) {
-    const upstream = HOST_KINDS[served.host.kind].embeddingsRequest?.(
-      body,
-      served.model,
-      served.host.apiKey,
-      served.host.settings,
-    );
+    const kind = HOST_KINDS[served.host.kind];
     // The catalogue admits embedding models on embedding hosts only: a host without the call is skipped.
-    if (upstream) calls.push({ served, upstream });
+    if (kind.embeddingsRequest)
+      calls.push({ served, upstream: (apiKey) => kind.embeddingsRequest!(body, served.model, apiKey, served.host.settings) });
   }
   const inputTokens = estimateEmbeddingTokens(body.input);
   const prices = highestPrices(calls.map((c) => c.served));

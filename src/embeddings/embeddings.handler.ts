@@ -11,6 +11,7 @@ import type { Config } from '../config/config';
 import type { HostAttempt } from '../ledger/ledger.events';
 import { TokenUsage, uncachedUsage } from '../ledger/money';
 import { attemptReason, circuitOpen, hostAtFault, hostAttempt } from '../routing/attempts';
+import { credentialOutcome, KeyPools } from '../routing/key-pool';
 import { retryDecision } from '../routing/retry';
 import type { HostRouting } from '../routing/routing';
 import { CONFIG, ROUTING } from '../runtime/runtime.module';
@@ -44,6 +45,7 @@ export class EmbeddingsHandler
     private readonly transport: HostTransport,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(ROUTING) private readonly routing: HostRouting,
+    private readonly keyPools: KeyPools,
   ) {}
 
   async execute({ input }: EmbeddingsCommand): Promise<EmbeddingsResult> {
@@ -71,6 +73,8 @@ export class EmbeddingsHandler
     // The last failure of a host that was called: what ends a request whose last host is passed over.
     let calledFailure: HostError | null = null;
     let retried = 0;
+    // Times the current host was called again at once with another credential of its pool.
+    let switched = 0;
     for (let index = 0; ;) {
       const { served, upstream } = plan.calls[index];
       const callStarted = performance.now();
@@ -81,19 +85,25 @@ export class EmbeddingsHandler
         attempts.push(hostAttempt(served.host.id, null, null, 'circuit_open', 0));
         failure = circuitOpen(served.host.id);
       } else {
+        // A credential of the host's pool for this call, as inference leases one (none left: as a host refusing its key).
+        const lease = this.keyPools.lease(served.host);
         try {
-          const answer = await this.transport.callForJson(HOST_KINDS[served.host.kind], served.host, upstream);
-          attempts.push(hostAttempt(served.host.id, served.host.apiKeyEnv, null, 'ok', performance.now() - callStarted));
+          if (!lease) throw new HostError('status', `host ${served.host.id} has no credential left`, 401);
+          const { endpoint } = lease.credential;
+          const answer = await this.transport.callForJson(HOST_KINDS[served.host.kind], endpoint, upstream(endpoint.apiKey));
+          lease.release({ kind: 'ok' });
+          attempts.push(hostAttempt(served.host.id, lease.credential.id, null, 'ok', performance.now() - callStarted));
           this.routing.ended(served.host.id, model, false, NOT_MEASURED);
           const reply = embeddingsReplyOf(answer);
           return { kind: 'replied', served, fallback: index > 0, upstreamMs: upstreamMs(), reply, attempts };
         } catch (error) {
           failure = error instanceof HostError ? error : new HostError('connection', (error as Error).message);
           calledFailure = failure;
+          lease?.release(credentialOutcome(failure.status, failure.retryAfterMs));
           attempts.push(
             hostAttempt(
               served.host.id,
-              served.host.apiKeyEnv,
+              lease?.credential.id ?? null,
               failure.status,
               attemptReason(failure),
               performance.now() - callStarted,
@@ -101,6 +111,13 @@ export class EmbeddingsHandler
           );
           this.routing.ended(served.host.id, model, hostAtFault(failure), NOT_MEASURED);
         }
+      }
+      if (this.keyPools.anotherCredential(served.host, failure, switched)) {
+        this.logger.warn(
+          `host ${served.host.id} refused its credential (${failure.message}); calling it with another of its pool`,
+        );
+        switched += 1;
+        continue;
       }
       const again = retryDecision(served.host.retry, failure, retried, deadlineAt - performance.now(), Math.random());
       if (again.retry) {
@@ -116,6 +133,7 @@ export class EmbeddingsHandler
       this.logger.warn(`host ${served.host.id} failed to embed (${failure.message}); trying the next`);
       index += 1;
       retried = 0;
+      switched = 0;
     }
   }
 

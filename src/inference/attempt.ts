@@ -18,8 +18,17 @@ export type Ending =
 
 /** What the attempt hears besides the host's own events. */
 export type AttemptSignal =
-  /** `msLeft`: time to the request's deadline; `random`: a draw in [0, 1) for the backoff's jitter. */
-  | { readonly type: 'host_failed'; readonly error: HostError; readonly msLeft: number; readonly random: number }
+  /**
+   * `msLeft`: time to the request's deadline; `random`: a draw in [0, 1) for the backoff's jitter;
+   * `anotherCredential`: the failure was the credential's and another of the host's pool is ready (see KeyPools.anotherCredential).
+   */
+  | {
+      readonly type: 'host_failed';
+      readonly error: HostError;
+      readonly msLeft: number;
+      readonly random: number;
+      readonly anotherCredential: boolean;
+    }
   | { readonly type: 'host_complete' }
   | { readonly type: 'deadline' }
   | { readonly type: 'abort' };
@@ -29,11 +38,12 @@ export type AttemptInput = CanonicalEvent | AttemptSignal;
 export const HOST_COMPLETE: AttemptSignal = { type: 'host_complete' };
 export const DEADLINE: AttemptSignal = { type: 'deadline' };
 export const ABORT: AttemptSignal = { type: 'abort' };
-export const hostFailed = (error: HostError, msLeft = Infinity, random = 0): AttemptSignal => ({
+export const hostFailed = (error: HostError, msLeft = Infinity, random = 0, anotherCredential = false): AttemptSignal => ({
   type: 'host_failed',
   error,
   msLeft,
   random,
+  anotherCredential,
 });
 
 /**
@@ -42,7 +52,7 @@ export const hostFailed = (error: HostError, msLeft = Infinity, random = 0): Att
  * (`state.ending` says how). Anything after the ending is ignored.
  */
 export type EventAction = 'forward' | 'skip' | 'ignore';
-export type SignalAction = 'retry_host' | 'next_host' | 'end' | 'ignore';
+export type SignalAction = 'other_credential' | 'retry_host' | 'next_host' | 'end' | 'ignore';
 
 export interface AttemptState {
   /** The host being called: an index into the admitted hosts. */
@@ -52,6 +62,8 @@ export interface AttemptState {
   readonly retries: readonly RetryPolicy[];
   /** Retries made of the current host. */
   retried: number;
+  /** Times the current host was called again at once with another credential of its pool (`other_credential`). */
+  switched: number;
   /** After `retry_host`: how long to wait before calling the host again. */
   retryDelayMs: number;
   /**
@@ -78,6 +90,7 @@ export const initialAttempt = (hostCount: number, retries: readonly RetryPolicy[
   hostCount,
   retries,
   retried: 0,
+  switched: 0,
   retryDelayMs: 0,
   failure: null,
   ready: false,
@@ -129,6 +142,11 @@ export function attemptStep(state: AttemptState, input: AttemptInput): EventActi
       // What the failed call counted is not the next one's to bill, nor its reply's id the served one's.
       state.usage = null;
       state.upstreamId = null;
+      // The credential's quota or key, not the host: another credential of its pool, at once.
+      if (input.anotherCredential) {
+        state.switched += 1;
+        return 'other_credential';
+      }
       const policy = state.retries[state.hostIndex];
       const again = policy ? retryDecision(policy, error, state.retried, input.msLeft, input.random) : null;
       if (again?.retry) {
@@ -139,6 +157,7 @@ export function attemptStep(state: AttemptState, input: AttemptInput): EventActi
       if (error.retryable && state.hostIndex < state.hostCount - 1) {
         state.hostIndex += 1;
         state.retried = 0;
+        state.switched = 0;
         return 'next_host';
       }
       // Every host skipped or failed: a real failure says more than the last host's open circuit.

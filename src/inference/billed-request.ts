@@ -17,6 +17,7 @@ import { rateLimited, rateLimitHeaders, totalTokens } from '../rate-limits/rate-
 import { CONFIG, RATE_LIMITS } from '../runtime/runtime.module';
 import { ledgerRefusal, Refusal, reservationNotRecorded } from './admission';
 import type { Ending } from './attempt';
+import { CatalogueVersions } from './catalogue-versions';
 import { describeEnding, describeRefusal } from './facts';
 import { InFlightSettlements } from './in-flight';
 import type { Billed, InferenceCaller, SurfaceName } from './inference.command';
@@ -114,6 +115,7 @@ const COMPLETE: Ending = { kind: 'complete' };
 @Injectable()
 export class BilledRequests {
   private readonly logger = new Logger('Billing');
+  private readonly catalogueVersions: CatalogueVersions;
 
   constructor(
     private readonly identity: IdentityService,
@@ -123,7 +125,9 @@ export class BilledRequests {
     private readonly inFlight: InFlightSettlements,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(RATE_LIMITS) private readonly rateLimits: RateLimitStore,
-  ) {}
+  ) {
+    this.catalogueVersions = new CatalogueVersions(ledger, catalogue);
+  }
 
   /**
    * Authenticate (an API key, or a principal already authenticated), the key's rate limits, the
@@ -156,11 +160,19 @@ export class BilledRequests {
       const limited = apiKey && (await this.rateLimits.check(apiKey.orgId, apiKey.keyId, apiKey.rateLimits, Date.now()));
       const headers = limited === null ? undefined : rateLimitHeaders(limited);
       if (limited && !limited.admitted) throw this.refuse(surface, ask, key, started, ask.model, rateLimited(limited));
+      // The version read in the same tick as the model is found: the request is priced with that version.
+      const priced = this.catalogueVersions.current();
       const plan = await useCase.plan(ask, this.catalogue.find(ask.model), key);
       if (plan.kind === 'refuse') throw this.refuse(surface, ask, key, started, plan.model, plan.error.withHeaders(headers));
       if (facts) facts.model = plan.model.slug;
       const omitted = plan.omittedTools;
       if (facts && omitted !== undefined) facts.omittedTools = omitted;
+      const unrecorded = priced?.recording ? await priced.recording : null;
+      if (unrecorded !== null) {
+        // A reservation names a version whose prices are in the log, or is not made.
+        this.logger.error(`request ${ask.requestId}: catalogue version ${priced!.version} not recorded: ${unrecorded.message}`);
+        throw reservationNotRecorded().withHeaders(headers);
+      }
       const admission = await this.ledger
         .admit({
           requestId: ask.requestId,
@@ -176,6 +188,7 @@ export class BilledRequests {
           orgId: key.orgId,
           amount: plan.amount,
           keyLimit: apiKey?.limit,
+          ...(priced === null ? {} : { catalogueVersion: priced.version }),
         })
         .catch((error: unknown) => {
           if (!(error instanceof ReservationNotRecordedError)) throw error;

@@ -228,17 +228,21 @@ export class InferenceHandler
     };
     /** A host failed before it could serve (or was passed over): the same host again, the next, or the end. */
     const hostFailedWith = (error: HostError) => {
-      const failedHost = routes[attempt.hostIndex].served.host.id;
-      const action = attemptStep(attempt, hostFailed(error, deadlineAt - performance.now(), Math.random()));
+      const failedHost = routes[attempt.hostIndex].served.host;
+      const another = this.keyPools.anotherCredential(failedHost, error, attempt.switched);
+      const action = attemptStep(attempt, hostFailed(error, deadlineAt - performance.now(), Math.random(), another));
       if (action === 'end') return end();
       if (action === 'ignore') return;
       if (callSpan) failed(callSpan, error.message);
       callSpan = undefined;
-      if (action === 'retry_host') {
-        this.logger.warn(`host ${failedHost} failed before output (${error.message}); again in ${attempt.retryDelayMs} ms`);
+      if (action === 'other_credential') {
+        this.logger.warn(`host ${failedHost.id} refused its credential (${error.message}); calling it with another of its pool`);
+        call();
+      } else if (action === 'retry_host') {
+        this.logger.warn(`host ${failedHost.id} failed before output (${error.message}); again in ${attempt.retryDelayMs} ms`);
         backoff = setTimeout(call, attempt.retryDelayMs);
       } else {
-        this.logger.warn(`host ${failedHost} failed before output (${error.message}); trying the next`);
+        this.logger.warn(`host ${failedHost.id} failed before output (${error.message}); trying the next`);
         call();
       }
     };

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import type { Config } from '../config/config';
 import { HostTransport } from '../hosts/transport';
+import { KeyPools } from '../routing/key-pool';
 import { routingProviders } from '../routing/routing.providers';
 import { CONFIG, READ_MODELS } from '../runtime/runtime.module';
 import { BilledRequests } from './billed-request';
@@ -37,7 +38,8 @@ import { RequestRecord } from './request-record';
     ...routingProviders(READ_MODELS),
   ],
   // The embeddings use case calls hosts through the same transport (one pool per origin), and is
-  // admitted, settled and recorded by the same shell (one refusal budget for every use case).
-  exports: [HostTransport, BilledRequests],
+  // admitted, settled and recorded by the same shell (one refusal budget for every use case), its
+  // credentials leased from the same key pools.
+  exports: [HostTransport, BilledRequests, KeyPools],
 })
 export class InferenceModule {}

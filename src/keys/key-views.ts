@@ -105,6 +105,8 @@ export const generationView = (e: RequestLogEntry) => ({
     reason: a.reason,
     duration_ms: a.durationMs,
   })),
+  // The catalogue version its prices are from (see `ledger audit`): null when not recorded.
+  catalogue_version: e.catalogueVersion ?? null,
   provider_name: e.host,
   latency: e.latencyMs,
   tokens_prompt: e.inputTokens + e.cacheReadTokens + e.cacheWriteTokens,

@@ -138,6 +138,8 @@ export interface Reserve extends RequestFacts {
   amount: number;
   now: number;
   ttlMs: number;
+  /** The catalogue version the request is priced with, when the catalogue was read from a file. */
+  catalogueVersion?: string;
 }
 
 export interface Settle extends RequestOutcome {
@@ -215,6 +217,7 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
         checkOmittedTools(command.omittedTools);
         event.data.omittedTools = command.omittedTools;
       }
+      if (command.catalogueVersion !== undefined) event.data.catalogueVersion = command.catalogueVersion;
       return [event];
     }
     case 'RecordProgress': {
@@ -257,6 +260,8 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
       if (command.upstreamId !== undefined) event.data.upstreamId = command.upstreamId;
       if (reserved.omittedTools !== undefined) event.data.omittedTools = reserved.omittedTools;
       if (command.attempts !== undefined) event.data.attempts = checkedAttempts(command.attempts);
+      // Priced under the reservation's catalogue, whatever was reloaded since.
+      if (reserved.catalogueVersion !== undefined) event.data.catalogueVersion = reserved.catalogueVersion;
       return [event];
     }
     case 'Release': {
@@ -453,6 +458,7 @@ function interruptedSettlement(
   };
   if (progress.usageFlag !== undefined) data.usageFlag = progress.usageFlag;
   if (reserved.omittedTools !== undefined) data.omittedTools = reserved.omittedTools;
+  if (reserved.catalogueVersion !== undefined) data.catalogueVersion = reserved.catalogueVersion;
   data.amount = settledCharge(data);
   return { type: 'ReservationSettled', data };
 }

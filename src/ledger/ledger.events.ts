@@ -30,6 +30,12 @@ export interface CreditsReserved {
     amount: number;
     reservedAt: number;
     expiresAt: number;
+    /**
+     * The catalogue version the request was planned and priced with (see CatalogueLoaded): its
+     * settlement carries the same. Absent from events written before it was recorded, and when
+     * the catalogue was not read from a file.
+     */
+    catalogueVersion?: string;
   };
 }
 
@@ -108,6 +114,8 @@ export interface ReservationSettled {
        * when that was, and the characters delivered by then. Its charge is never more than was held.
        */
       interrupted?: { progressAt: number; deliveredChars: number };
+      /** Its reservation's catalogue version, whose prices `prices` must be (`ledger audit` checks); absent as there. */
+      catalogueVersion?: string;
     };
 }
 

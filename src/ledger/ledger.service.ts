@@ -6,6 +6,7 @@ import { organizationDecider } from '../identity/organization.decider';
 import { organizationStream } from '../identity/identity.events';
 import type { KeyLimit } from '../identity/identity.events';
 import { maskSecrets } from '../key-secret/key-secret';
+import { CatalogueLoaded, catalogueStream } from './catalogue-loaded';
 import type { CreditHolds } from './credit-holds';
 import { keyHold } from './key-limit';
 import {
@@ -132,7 +133,9 @@ export class LedgerService {
    * delivers can outlive a crash without its reservation. Rejects with ReservationNotRecordedError
    * when the log did not take the event.
    */
-  async admit(request: RequestFacts & { orgId: string; amount: number; keyLimit?: KeyLimit }): Promise<Admission> {
+  async admit(
+    request: RequestFacts & { orgId: string; amount: number; keyLimit?: KeyLimit; catalogueVersion?: string },
+  ): Promise<Admission> {
     const reservationId = this.newId();
     const now = this.clock();
     const none = reservationDecider.initialState();
@@ -147,6 +150,7 @@ export class LedgerService {
         surface: request.surface,
         model: request.model,
         ...(request.omittedTools === undefined ? {} : { omittedTools: request.omittedTools }),
+        ...(request.catalogueVersion === undefined ? {} : { catalogueVersion: request.catalogueVersion }),
         ttlMs: this.settings.reservationTtlMs,
         now,
       },
@@ -182,6 +186,19 @@ export class LedgerService {
         progress: null,
       },
     };
+  }
+
+  /**
+   * Puts a catalogue version's prices in the log, once: a version already there (written by
+   * another instance, or before a restart) is left as it is.
+   */
+  async recordCatalogue(loaded: CatalogueLoaded['data']): Promise<void> {
+    const event: CatalogueLoaded = { type: 'CatalogueLoaded', data: loaded };
+    try {
+      await this.events.append(catalogueStream(loaded.version), [event], 'no_stream');
+    } catch (error) {
+      if (!(error instanceof WrongExpectedRevisionError)) throw error;
+    }
   }
 
   /** Settles the reservation at the charge its usage gives; resolves once the settlement is in the log. */

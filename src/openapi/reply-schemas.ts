@@ -310,6 +310,7 @@ const generation = object({
       duration_ms: integer,
     }),
   },
+  catalogue_version: nullable(string),
   provider_name: nullable(string),
   latency: nullable(integer),
   tokens_prompt: integer,

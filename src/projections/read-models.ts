@@ -95,6 +95,8 @@ export interface RequestLogEntry {
   omittedTools?: string[];
   /** Every host call on the way (see HostAttempt); absent from requests recorded before they were, and from refusals. */
   attempts?: HostAttempt[];
+  /** The catalogue version a settled request was priced with; absent from requests recorded before it was, and when there was none. */
+  catalogueVersion?: string;
 }
 
 export interface OrgRecord {

@@ -1,3 +1,4 @@
+import type { HostError } from '../canonical/canonical';
 import type { CatalogueHost, HostCredential } from '../catalogue/catalogue';
 
 /**
@@ -87,6 +88,10 @@ export function credentialOutcome(status: number | null, retryAfterMs: number | 
   return { kind: 'other' };
 }
 
+/** A failure before output that is the credential's (429: its quota; 401/403: the key), not the host's. */
+export const credentialFailed = (error: HostError): boolean =>
+  error.beforeOutput && error.kind === 'status' && credentialOutcome(error.status, null).kind !== 'other';
+
 /** One call's hold on a credential, released once with how the call went. */
 export interface CredentialLease {
   readonly credential: HostCredential;
@@ -106,6 +111,16 @@ export class KeyPools {
 
   standing(host: CatalogueHost): PoolStanding {
     return standingOf(host.credentials, this.useOf, this.clock());
+  }
+
+  /**
+   * Whether a request whose call of `host` has just failed with `error` (its credential already
+   * released) goes on at once with another credential of the pool, before the host's retries or
+   * the next host: the credential failed, not the host, another is ready (neither cooling nor
+   * out), and the request has moved `switched` times on this host, fewer than the pool's other credentials.
+   */
+  anotherCredential(host: CatalogueHost, error: HostError, switched: number): boolean {
+    return switched < host.credentials.length - 1 && credentialFailed(error) && this.standing(host) === 'ready';
   }
 
   /** Takes a credential of `host` for one call (null: none is left), counted in flight until released. */

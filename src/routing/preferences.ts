@@ -167,8 +167,10 @@ export function conversationOf(
     (typeof metadata?.user_id === 'string' && metadata.user_id !== '' && `user:${metadata.user_id}`) ||
     (header !== undefined && `session:${header}`) ||
     null;
+  // The prefix only when nothing names the conversation: serializing an agent's long instructions
+  // and tools on every request would be wasted on a request that carries its key.
   const first = request.messages[0];
-  const prefix = first ? JSON.stringify([request.system, request.tools, first]) : '';
+  const prefix = named || !first ? '' : JSON.stringify([request.system, request.tools, first]);
   const source = named || (prefix.length >= MIN_CACHEABLE_CHARS ? `prefix:${prefix}` : null);
   if (source === null) return null;
   return {

@@ -195,3 +195,72 @@ describeWithRedis("ledger audit of each key's spend", () => {
     }
   });
 });
+
+describe('ledger audit of catalogue versions', () => {
+  it("checks each settlement's prices against the catalogue version it names, as the log recorded it", async () => {
+    const t = await openTestRuntime();
+    try {
+      const { runtime } = t;
+      const orgId = await fundedOrganization(runtime, 1_000_000_000);
+      const priced = (input: number, output: number) => ({
+        input,
+        cacheRead: input,
+        cacheWrite: input,
+        cacheWrite1h: input,
+        output,
+      });
+      const [v1, v2] = [priced(1_000_000_000, 2_000_000_000), priced(4_000_000_000, 8_000_000_000)];
+      const listed = (prices: typeof v1) => [{ model: 'test/m', host: 'h', hostModel: 'hm', prices }];
+      await runtime.ledger.recordCatalogue({ version: 'v1', recordedAt: 1, prices: listed(v1) });
+      await runtime.ledger.recordCatalogue({ version: 'v2', recordedAt: 2, prices: listed(v2) });
+      // A version is recorded once: another instance (or a restart) recording it again adds nothing.
+      await runtime.ledger.recordCatalogue({ version: 'v1', recordedAt: 3, prices: listed(v2) });
+
+      const settle = async (id: string, reservedWith: string, settledWith: string, prices: typeof v1) => {
+        const facts = { requestId: `q-${id}`, keyId: 'k', surface: 'chat', model: 'test/m', reservationId: id, orgId };
+        const reserved = {
+          type: 'CreditsReserved',
+          data: { ...facts, amount: 50_000_000, reservedAt: 1, expiresAt: 9e12, catalogueVersion: reservedWith },
+        };
+        // 1,000 input and 100 output tokens: each settlement's charge is right for its own prices.
+        const tokens = { inputTokens: 1_000, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, outputTokens: 100 };
+        const amount = (1_000 * prices.input + 100 * prices.output) / 1e6;
+        const settled = {
+          type: 'ReservationSettled',
+          data: {
+            ...facts,
+            ...tokens,
+            host: 'h',
+            hostModel: 'hm',
+            prices,
+            amount,
+            held: 50_000_000,
+            status: 'ok',
+            latencyMs: 1,
+            settledAt: 2,
+            catalogueVersion: settledWith,
+          },
+        };
+        await runtime.events.append(`reservation-${id}`, [reserved, settled], 'no_stream');
+      };
+      await settle('at-v1', 'v1', 'v1', v1);
+      await settle('at-v2', 'v2', 'v2', v2);
+      await runtime.projector.catchUp();
+      const clean = await auditLedger(runtime.events, runtime.projections);
+      expect(clean.differences).toEqual([]);
+      expect(clean.settlements).toBe(2);
+
+      await settle('v2-prices-named-v1', 'v1', 'v1', v2);
+      await settle('unknown-version', 'v9', 'v9', v1);
+      await settle('not-its-reservations', 'v1', 'v2', v2);
+      await runtime.projector.catchUp();
+      expect((await auditLedger(runtime.events, runtime.projections)).differences).toEqual([
+        expect.stringMatching(/\(ReservationSettled\): prices .* are not catalogue version v1's for hm on h/),
+        expect.stringMatching(/\(ReservationSettled\): catalogue version v9 is not in the log$/),
+        expect.stringMatching(/\(ReservationSettled\): catalogue version v2, its reservation's v1$/),
+      ]);
+    } finally {
+      await t.cleanup();
+    }
+  });
+});

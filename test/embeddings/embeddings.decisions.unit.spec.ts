@@ -68,9 +68,10 @@ describe('embeddings: the plan', () => {
     const plan = planEmbeddings('vendor/model', embeddingModel(hosts), body);
     if (plan.kind !== 'reserve') throw new Error('refused');
     expect(plan.calls.map((c) => c.served.host.id)).toEqual(['a', 'b']);
-    expect(plan.calls[1].upstream).toEqual({
+    // With the key its pool lends the call.
+    expect(plan.calls[1].upstream('key-b-2')).toEqual({
       path: '/embeddings',
-      headers: { 'content-type': 'application/json', accept: 'application/json', authorization: 'Bearer key-b' },
+      headers: { 'content-type': 'application/json', accept: 'application/json', authorization: 'Bearer key-b-2' },
       body: { ...body, model: 'b-model' },
     });
     expect(plan.inputTokens).toBe(2);

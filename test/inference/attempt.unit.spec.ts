@@ -29,6 +29,7 @@ describe('the attempt', () => {
       hostCount: 3,
       retries: [],
       retried: 0,
+      switched: 0,
       retryDelayMs: 0,
       failure: null,
       ready: false,
@@ -184,6 +185,18 @@ describe('the attempt, given hosts that retry', () => {
     expect(attemptStep(attempt, hostFailed(unavailable, 0, 0))).toBe('next_host');
     expect(attemptStep(attempt, hostFailed(open, 10_000, 0))).toBe('end');
     expect(attempt.ending).toEqual({ kind: 'failed', error: unavailable });
+  });
+
+  it('calls the host again at once with another credential of its pool, spending none of its retries, then retries it as before', () => {
+    const limited = new HostError('status', 'rate limited', 429, true, 300);
+    const attempt = initialAttempt(2, [twice, twice]);
+    expect(attemptStep(attempt, hostFailed(limited, 10_000, 0, true))).toBe('other_credential');
+    expect(attempt).toMatchObject({ hostIndex: 0, retried: 0, switched: 1, retryDelayMs: 0 });
+    expect(attemptStep(attempt, hostFailed(limited, 10_000, 0, false))).toBe('retry_host');
+    expect(attempt).toMatchObject({ hostIndex: 0, retried: 1, switched: 1 });
+    attemptStep(attempt, hostFailed(limited, 10_000, 0));
+    expect(attemptStep(attempt, hostFailed(limited, 10_000, 0))).toBe('next_host');
+    expect(attempt).toMatchObject({ hostIndex: 1, retried: 0, switched: 0 });
   });
 
   it('every circuit open: ends with the open circuit', () => {

@@ -146,6 +146,8 @@ function suite(name: string, redis: boolean) {
               duration_ms: entry.attempts![0].durationMs,
             },
           ],
+          // This runtime's catalogue is built in code, not read from a file: no version.
+          catalogue_version: null,
           provider_name: 'fake-openai',
           latency: entry.latencyMs,
           tokens_prompt: 20,

@@ -236,6 +236,18 @@ describe('reservation decider', () => {
       expect(given(reserved, first, last, expired).when(settle).error).toBe('already_resolved');
     });
 
+    it("settles at its reservation's catalogue version, as an interrupted stream's expiry does; names none when reserved with none", () => {
+      const [versioned] = decideReservation({ ...(reserve() as Reserve), catalogueVersion: 'c0ffee' }, initialReservation());
+      expect(versioned.data).toMatchObject({ catalogueVersion: 'c0ffee' });
+      expect(given(versioned).when(settle).events[0].data).toMatchObject({ catalogueVersion: 'c0ffee' });
+      const [first] = given(versioned).when(progress(40, 3_000)).events;
+      expect(given(versioned, first).when({ type: 'Expire', now: 61_000 }).events[0].data).toMatchObject({
+        status: 'interrupted',
+        catalogueVersion: 'c0ffee',
+      });
+      expect(given(reserved).when(settle).events[0].data).not.toHaveProperty('catalogueVersion');
+    });
+
     it('never bills an interrupted stream more than its reservation held', () => {
       const [huge] = given(reserved).when(progress(1_000_000, 3_000)).events;
       const [expired] = given(reserved, huge).when({ type: 'Expire', now: 61_000 }).events;

@@ -1,7 +1,9 @@
-import { writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { auditLedger } from '../../src/audit/ledger-audit';
 import { loadConfig } from '../../src/config/config';
+import type { CatalogueLoaded } from '../../src/ledger/catalogue-loaded';
 import { ReservationSettled, settledPrices, settledUsage } from '../../src/ledger/ledger.events';
 import { chargeFor, parseCredits } from '../../src/ledger/money';
 import { openRuntime } from '../../src/runtime/runtime';
@@ -37,6 +39,9 @@ afterAll(async () => {
   await fake.close();
   await t.cleanup();
 });
+
+/** A catalogue file's version: the first 16 hex digits of the SHA-256 of its bytes. */
+const versionOf = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex').slice(0, 16);
 
 /** The test catalogue with test/gpt at other prices. */
 function repriced(input: string, output: string) {
@@ -77,6 +82,7 @@ it('reloads under load: no request dropped, each charged at the prices it was re
   const started = await startService(env);
   service = started.service;
   const { base } = started;
+  const first = versionOf(readFileSync(env.CATALOGUE_PATH));
 
   // Every reply waits for the test: a batch is in flight (reserved, at the host) while the catalogue changes under it.
   let release!: () => void;
@@ -87,6 +93,7 @@ it('reloads under load: no request dropped, each charged at the prices it was re
   await fake.received(M.gpt.hostModel, from + BATCH - 1);
 
   writeFileSync(env.CATALOGUE_PATH, JSON.stringify(repriced('4.00', '8.00')));
+  const second = versionOf(readFileSync(env.CATALOGUE_PATH));
   const reload = await operatorTool(env, ['catalogue', 'reload']);
   expect([reload.code, reload.stderr]).toEqual([0, '']);
   expect(reload.stdout).toMatch(/checked; process \d+ told to reload it/);
@@ -109,6 +116,13 @@ it('reloads under load: no request dropped, each charged at the prices it was re
   expect(await modelPrices(base, secret)).toEqual(['4.00', '8.00']);
   expect((await request(base, secret, false)).status).toBe(200);
 
+  // /generation shows the version a request was priced with.
+  const generation = async (id: string) => {
+    const res = await fetch(`${base}/api/v1/generation?id=${id}`, { headers: { authorization: `Bearer ${secret}` } });
+    return ((await res.json()) as { data: { catalogue_version: string | null } }).data.catalogue_version;
+  };
+  expect([await generation(old[0].requestId), await generation(current[0].requestId)]).toEqual([first, second]);
+
   service.process.kill('SIGTERM');
   expect(await service.exited()).toBe(0);
   service = null;
@@ -116,19 +130,33 @@ it('reloads under load: no request dropped, each charged at the prices it was re
   const runtime = await openRuntime(loadConfig(env));
   try {
     await runtime.projector.catchUp();
+    const log = await runtime.events.readAll(0, 1_000_000);
+    // Each version's prices went into the log once, before the first reservation priced with it.
+    const loaded = log.filter((e) => e.type === 'CatalogueLoaded').map((e) => e.data as CatalogueLoaded['data']);
+    expect(loaded.map((d) => d.version)).toEqual([first, second]);
+    const gptPrices = (d: CatalogueLoaded['data']) => {
+      const { prices } = d.prices.find((p) => p.model === M.gpt.slug)!;
+      return [prices.input, prices.output];
+    };
+    expect(loaded.map(gptPrices)).toEqual([
+      [parseCredits('1.00'), parseCredits('2.00')],
+      [parseCredits('4.00'), parseCredits('8.00')],
+    ]);
     const settled = new Map(
-      (await runtime.events.readAll(0, 1_000_000))
+      log
         .filter((e) => e.type === 'ReservationSettled')
         .map((e) => e.data as ReservationSettled['data'])
         .map((d) => [d.requestId, d]),
     );
+    // Each charge at its reservation's prices, naming its reservation's catalogue version.
     const pricesOf = (requestId: string) => {
       const d = settled.get(requestId)!;
       expect(d.amount).toBe(chargeFor(settledUsage(d), settledPrices(d)));
-      return [d.prices.input, d.prices.output];
+      return [d.prices.input, d.prices.output, d.catalogueVersion];
     };
-    for (const { requestId } of old) expect(pricesOf(requestId)).toEqual([parseCredits('1.00'), parseCredits('2.00')]);
-    for (const { requestId } of current) expect(pricesOf(requestId)).toEqual([parseCredits('4.00'), parseCredits('8.00')]);
+    for (const { requestId } of old) expect(pricesOf(requestId)).toEqual([parseCredits('1.00'), parseCredits('2.00'), first]);
+    for (const { requestId } of current)
+      expect(pricesOf(requestId)).toEqual([parseCredits('4.00'), parseCredits('8.00'), second]);
     const audit = await auditLedger(runtime.events, runtime.projections);
     expect(audit.differences).toEqual([]);
     expect(audit.settlements).toBe(2 * BATCH + 1);

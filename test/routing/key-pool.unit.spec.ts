@@ -1,6 +1,8 @@
 import { Catalogue, CatalogueHost, HostCredential } from '../../src/catalogue/catalogue';
+import { HostError } from '../../src/canonical/canonical';
 import {
   chooseCredential,
+  credentialOutcome,
   CredentialUse,
   DEFAULT_KEY_COOLDOWN_MS,
   KeyPools,
@@ -141,5 +143,30 @@ describe('key pools: leases', () => {
     keyPools.lease(host)!.release({ kind: 'rate_limited', retryAfterMs: 60_000 });
     expect(keyPools.standing(host)).toBe('ready');
     expect(keyPools.lease(host)!.credential.id).toBe('K1');
+  });
+
+  it("a request goes on with another credential of the pool after its credential's 429 or 401/403, while one is ready", () => {
+    const host = poolOf(['K1', 'K2', 'K3']);
+    const keyPools = pools();
+    const limited = new HostError('status', 'rate limited', 429, true, 60_000);
+    const failed = (error: HostError) => {
+      const lease = keyPools.lease(host)!;
+      lease.release(credentialOutcome(error.status, error.retryAfterMs));
+      return lease.credential.id;
+    };
+    expect(failed(limited)).toBe('K1');
+    expect(keyPools.anotherCredential(host, limited, 0)).toBe(true);
+    expect(failed(new HostError('status', 'bad key', 401))).toBe('K2');
+    expect(keyPools.anotherCredential(host, new HostError('status', 'bad key', 401), 1)).toBe(true);
+    // Tried as many times as the pool has other credentials: the host's own handling from then on.
+    expect(keyPools.anotherCredential(host, limited, 2)).toBe(false);
+    // The host's failures are not the credential's; after output nothing is called again.
+    expect(keyPools.anotherCredential(host, new HostError('status', 'unavailable', 503), 0)).toBe(false);
+    expect(keyPools.anotherCredential(host, new HostError('status', 'rate limited', 429, false), 0)).toBe(false);
+    // None ready (K1 cooling, K2 out, K3 cooling now too): the next host.
+    expect(failed(limited)).toBe('K3');
+    expect(keyPools.anotherCredential(host, limited, 0)).toBe(false);
+    // A host of one credential: nothing to move to.
+    expect(pools().anotherCredential(poolOf(['K1']), limited, 0)).toBe(false);
   });
 });

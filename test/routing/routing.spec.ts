@@ -34,6 +34,8 @@ function catalogue(fake: FakeUpstream) {
     hosts: [
       host('pool', { apiKeyEnv: ['POOL_KEY_1', { env: 'POOL_KEY_2', weight: 1 }, 'POOL_KEY_3'] }),
       host('pool-backup'),
+      // The same keys as another pool: credentials of their own, with their own use and rests.
+      host('pool-2', { apiKeyEnv: ['POOL_KEY_1', 'POOL_KEY_2', 'POOL_KEY_3'] }),
       host('h-dear'),
       host('h-cheap'),
       host('h-mid'),
@@ -46,6 +48,17 @@ function catalogue(fake: FakeUpstream) {
         ['pool', 'fake-pooled', '1.00', '2.00'],
         ['pool-backup', 'fake-pool-backup', '1.00', '2.00'],
       ]),
+      model('test/pooled-2', 'a0000000-0000-4000-8000-000000000007', [
+        ['pool-2', 'fake-pooled-2', '1.00', '2.00'],
+        ['pool-backup', 'fake-pool-backup', '1.00', '2.00'],
+      ]),
+      {
+        ...model('test/pooled-embed', 'a0000000-0000-4000-8000-000000000006', [
+          ['pool-2', 'fake-pooled-embed', '0.10', '0'],
+          ['pool-backup', 'fake-pool-backup-embed', '0.10', '0'],
+        ]),
+        kind: 'embedding',
+      },
       // In the catalogue's order: the dearest first.
       model('test/routed', 'a0000000-0000-4000-8000-000000000002', [
         ['h-dear', 'fake-dear', '3.00', '15.00'],
@@ -131,7 +144,8 @@ describe('routing', () => {
         spread.map((key) => [key]),
       );
 
-      // Key 2 is rate-limited for a minute: its request is served by the next host, and the pool goes on without it.
+      // Key 2 is rate-limited for a minute: its request goes on at once with another key of the pool
+      // (not the next host), and the pool goes on without key 2.
       g.fake.on('fake-pooled', (r) =>
         keyOf(r) === 'POOL_KEY_2'
           ? { kind: 'status', status: 429, headers: { 'retry-after': '60' } }
@@ -141,10 +155,21 @@ describe('routing', () => {
       for (let i = 0; i < 7; i++) expect((await ask(g, CHAT_COMPLETIONS, 'test/pooled')).status).toBe(200);
       const afterCooling = g.fake.requests.slice(cooling);
       expect(afterCooling.filter((r) => keyOf(r) === 'POOL_KEY_2')).toHaveLength(1);
-      expect(afterCooling.filter((r) => r.body.model === 'fake-pool-backup')).toHaveLength(1);
+      expect(afterCooling.filter((r) => r.body.model === 'fake-pool-backup')).toHaveLength(0);
+      expect(afterCooling).toHaveLength(8);
       expect(afterCooling.filter((r) => keyOf(r) === 'POOL_KEY_1').length).toBeGreaterThanOrEqual(3);
-      expect(afterCooling.filter((r) => keyOf(r) === 'POOL_KEY_3').length).toBeGreaterThanOrEqual(2);
+      expect(afterCooling.filter((r) => keyOf(r) === 'POOL_KEY_3').length).toBeGreaterThanOrEqual(3);
       await log.waitFor((l) => /credential POOL_KEY_2 rate-limited; resting it 60000 ms/.test(l.msg));
+      await g.settled();
+      await g.t.runtime.projector.catchUp();
+      const moved = (await g.t.runtime.events.readAll(0, 100_000))
+        .filter((e) => e.type === 'ReservationSettled')
+        .map((e) => (e.data as ReservationSettled['data']).attempts!)
+        .find((attempts) => attempts.some((a) => a.status === 429))!;
+      expect(moved.map(({ host, credential, status, reason }) => ({ host, credential, status, reason }))).toEqual([
+        { host: 'pool', credential: 'POOL_KEY_2', status: 429, reason: 'rate_limited' },
+        { host: 'pool', credential: expect.stringMatching(/^POOL_KEY_[13]$/), status: null, reason: 'ok' },
+      ]);
 
       // Key 3 is refused: taken out and logged by its name; only key 1 serves from then on.
       g.fake.on('fake-pooled', (r) =>
@@ -157,6 +182,45 @@ describe('routing', () => {
       expect(pooled.filter((r) => keyOf(r) === 'POOL_KEY_1').length).toBeGreaterThanOrEqual(4);
       const line = await log.waitFor((l) => /credential POOL_KEY_3 refused/.test(l.msg));
       expect(JSON.stringify(line)).not.toContain(POOL_KEYS.POOL_KEY_3);
+    });
+
+    it('moves to the next host when every other key of the pool is cooling: a key is tried once per request', async () => {
+      // Every key rate-limited, asking no rest (so none is cooling): each is called once, then the next host serves.
+      g.fake.on('fake-pooled-2', { kind: 'status', status: 429, headers: { 'retry-after': '0' } });
+      const from = g.fake.requests.length;
+      expect((await ask(g, CHAT_COMPLETIONS, 'test/pooled-2')).status).toBe(200);
+      const called = g.fake.requests.slice(from);
+      expect(called.map((r) => r.body.model)).toEqual(['fake-pooled-2', 'fake-pooled-2', 'fake-pooled-2', 'fake-pool-backup']);
+      expect(new Set(called.slice(0, 3).map(keyOf)).size).toBe(3);
+    });
+
+    it('embeddings lease the same pools: spread over the keys, a key answered 429 cooled and the request moved to another', async () => {
+      const embed = () =>
+        fetch(`${g.baseUrl}/api/v1/embeddings`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${g.key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'test/pooled-embed', input: 'to embed' }),
+        });
+      const from = g.fake.requests.length;
+      for (let i = 0; i < 3; i++) expect((await embed()).status).toBe(200);
+      expect(g.fake.requests.slice(from).map((r) => r.body.model)).toEqual(Array(3).fill('fake-pooled-embed'));
+      expect(new Set(g.fake.requests.slice(from).map(keyOf))).toEqual(new Set(['POOL_KEY_1', 'POOL_KEY_2', 'POOL_KEY_3']));
+
+      const limited = g.fake.requests.length;
+      const first = keyOf(g.fake.requests[limited - 3])!;
+      g.fake.on('fake-pooled-embed', (r) =>
+        keyOf(r) === first
+          ? { kind: 'status', status: 429, headers: { 'retry-after': '60' } }
+          : { kind: 'reply', reply: { text: '' } },
+      );
+      for (let i = 0; i < 4; i++) expect((await embed()).status).toBe(200);
+      const called = g.fake.requests.slice(limited);
+      expect(called.map((r) => r.body.model)).not.toContain('fake-pool-backup-embed');
+      expect(called.filter((r) => keyOf(r) === first)).toHaveLength(1);
+      expect(called).toHaveLength(5);
+      await log.waitFor((l) => new RegExp(`credential ${first} rate-limited; resting it 60000 ms`).test(l.msg));
+      const settled = await lastEvent<ReservationSettled['data']>(g, 'ReservationSettled');
+      expect(settled.attempts!.every((a) => a.host === 'pool-2' && a.credential !== null && a.credential !== first)).toBe(true);
     });
 
     it('puts on the record the credential each call used, by its variable', async () => {
