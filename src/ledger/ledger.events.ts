@@ -209,9 +209,43 @@ export interface RequestRefused {
     };
 }
 
+/** Why a credit note was issued. */
+export const CREDIT_NOTE_REASONS = ['dispute', 'provider_outage', 'goodwill', 'correction', 'other'] as const;
+export type CreditNoteReason = (typeof CREDIT_NOTE_REASONS)[number];
+
+/**
+ * Credits returned for one generation (a refund) or an adjustment of the balance, on the organization's
+ * credits stream. Balance = Σ grants − Σ settled charges + Σ refunds + Σ adjustments (signed); a key's
+ * spend = Σ its settled charges − Σ refunds naming it. The shape is a shared contract
+ * (docs/credit-notes.md): statements and the standalone verifier read it.
+ */
+export interface CreditNoteIssued {
+  type: 'CreditNoteIssued';
+  data: {
+    orgId: string;
+    creditNoteId: string;
+    /** The caller's idempotency key: the same key again returns the first note, never a second one. */
+    idempotencyKey: string;
+    /** 'refund': of one generation (reservationId set, keyId its key); 'adjustment': of the balance (both null). */
+    kind: 'refund' | 'adjustment';
+    reservationId: string | null;
+    keyId: string | null;
+    /**
+     * Nano-credits, integer. Refund: > 0, returned to the balance and taken off the key's spend; never more, with
+     * earlier refunds of the same generation, than it was charged. Adjustment: non-zero, + credits the balance, − debits it.
+     */
+    amount: number;
+    reason: CreditNoteReason;
+    memo?: string;
+    /** Who issued it: 'cli', a management key's id, or a dashboard user's id. */
+    issuedBy: string;
+    issuedAt: number;
+  };
+}
+
 export type ReservationEvent =
   CreditsReserved | ReservationProgress | ReservationSettled | ReservationReleased | ReservationExpired;
-export type LedgerEvent = CreditsGranted | ReservationEvent | RequestRefused;
+export type LedgerEvent = CreditsGranted | CreditNoteIssued | ReservationEvent | RequestRefused;
 
 export const creditsStream = (orgId: string) => `credits-${orgId}`;
 export const reservationStream = (reservationId: string) => `reservation-${reservationId}`;
