@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventStore, RecordedEvent } from '../eventstore/event-store';
-import { ReservationEvent, settledCharge } from '../ledger/ledger.events';
+import { CREDIT_NOTE_REASONS, CreditNoteIssued, ReservationEvent, settledCharge } from '../ledger/ledger.events';
+import { isNanoAmount, MAX_NANO } from '../ledger/money';
 import { ReadModel } from '../projections/read-model';
 import type { ReadModels } from '../projections/read-models';
 
@@ -22,6 +23,8 @@ export interface AuditReport {
   interruptedSettlements: number;
   releases: number;
   expiries: number;
+  /** Refunds and adjustments (CreditNoteIssued), each checked against its generation's charge. */
+  creditNotes: number;
   totals: AuditTotals;
   /** Every disagreement found; empty means the ledger is clean. */
   differences: string[];
@@ -29,8 +32,12 @@ export interface AuditReport {
 
 interface Tracked {
   orgId: string;
+  keyId: string;
   amount: number;
   resolution: string | null;
+  /** What its settlement charged (0 until settled), and what refunds have returned of it. */
+  charged: number;
+  refunded: number;
 }
 
 /**
@@ -43,6 +50,10 @@ export class LogAuditor {
   private readonly reservations = new Map<string, Tracked>();
   /** Per organization, its charges each counted up to its hold: what its grants must cover. */
   private readonly chargedWithinHolds = new Map<string, number>();
+  /** Per organization, what its debit adjustments took: checked against the balance when issued, not against spending. */
+  private readonly debited = new Map<string, number>();
+  /** Per organization, the idempotency keys its credit notes were issued under: each issues once. */
+  private readonly creditNoteKeys = new Map<string, Set<string>>();
   counts = {
     events: 0,
     reservations: 0,
@@ -51,6 +62,7 @@ export class LogAuditor {
     interruptedSettlements: 0,
     releases: 0,
     expiries: 0,
+    creditNotes: 0,
   };
 
   constructor(requestLogRetention = 1) {
@@ -59,7 +71,7 @@ export class LogAuditor {
 
   check(recorded: RecordedEvent): void {
     this.counts.events += 1;
-    const event = recorded as unknown as ReservationEvent;
+    const event = recorded as unknown as ReservationEvent | CreditNoteIssued;
     const where = `event ${recorded.position} (${recorded.type})`;
     switch (event.type) {
       case 'CreditsReserved':
@@ -69,9 +81,15 @@ export class LogAuditor {
         }
         this.reservations.set(event.data.reservationId, {
           orgId: event.data.orgId,
+          keyId: event.data.keyId,
           amount: event.data.amount,
           resolution: null,
+          charged: 0,
+          refunded: 0,
         });
+        break;
+      case 'CreditNoteIssued':
+        this.checkCreditNote(event.data, where);
         break;
       case 'ReservationProgress': {
         const tracked = this.reservations.get(event.data.reservationId);
@@ -114,11 +132,50 @@ export class LogAuditor {
           if (tracked.amount !== event.data.held)
             this.differences.push(`${where}: held ${event.data.held}, reserved ${tracked.amount}`);
           tracked.resolution = event.type;
+          if (event.type === 'ReservationSettled') tracked.charged = event.data.amount;
         }
         break;
       }
     }
     this.model.apply(recorded);
+  }
+
+  /**
+   * A credit note as its rules allow it: a known reason, its idempotency key used once; a refund of
+   * a settled generation of its organization and key, never more (with the refunds before it) than
+   * it was charged, and returned to what may be spent again; an adjustment of a non-zero amount.
+   */
+  private checkCreditNote(note: CreditNoteIssued['data'], where: string): void {
+    this.counts.creditNotes += 1;
+    const keys = this.creditNoteKeys.get(note.orgId) ?? new Set<string>();
+    this.creditNoteKeys.set(note.orgId, keys);
+    if (keys.has(note.idempotencyKey)) this.differences.push(`${where}: idempotency key ${note.idempotencyKey} issued twice`);
+    keys.add(note.idempotencyKey);
+    if (!(CREDIT_NOTE_REASONS as readonly string[]).includes(note.reason))
+      this.differences.push(`${where}: unknown reason ${JSON.stringify(note.reason)}`);
+    if (note.kind === 'adjustment') {
+      if (!Number.isSafeInteger(note.amount) || note.amount === 0 || Math.abs(note.amount) > MAX_NANO)
+        this.differences.push(`${where}: adjustment of ${note.amount}, not a non-zero amount`);
+      if (note.reservationId !== null) this.differences.push(`${where}: an adjustment names a generation`);
+      if (note.amount < 0) this.debited.set(note.orgId, (this.debited.get(note.orgId) ?? 0) - note.amount);
+      return;
+    }
+    if (!isNanoAmount(note.amount) || note.amount === 0)
+      this.differences.push(`${where}: refund of ${note.amount}, not a positive amount`);
+    const tracked = note.reservationId === null ? undefined : this.reservations.get(note.reservationId);
+    if (tracked === undefined || tracked.orgId !== note.orgId) {
+      this.differences.push(`${where}: refunds unknown generation ${note.reservationId} of organization ${note.orgId}`);
+      return;
+    }
+    if (tracked.keyId !== note.keyId)
+      this.differences.push(`${where}: refund names key ${note.keyId}, its generation's is ${tracked.keyId}`);
+    tracked.refunded += note.amount;
+    if (tracked.refunded > tracked.charged) {
+      this.differences.push(
+        `${where}: generation ${note.reservationId} refunded ${tracked.refunded} in all, above its charge ${tracked.charged}`,
+      );
+    }
+    this.chargedWithinHolds.set(note.orgId, (this.chargedWithinHolds.get(note.orgId) ?? 0) - note.amount);
   }
 
   /**
@@ -132,7 +189,7 @@ export class LogAuditor {
     const found: string[] = [];
     for (const [org, charged] of this.chargedWithinHolds) {
       if (orgId !== undefined && org !== orgId) continue;
-      const granted = this.model.ledger(org)?.granted ?? 0;
+      const granted = (this.model.ledger(org)?.granted ?? 0) + (this.debited.get(org) ?? 0);
       if (charged > granted) {
         found.push(
           `organization ${org}: spending above grants (charged ${charged} within its holds, granted ${granted} in the log)`,

@@ -72,6 +72,8 @@ export interface CounterTables {
   keyOpen: string;
   /** When a request made with a key last ended (by key id). */
   keyLastUsed: string;
+  /** Nano-credits refunded of a generation (by reservation id). */
+  refunded: string;
 }
 export type CounterTable = keyof CounterTables;
 export type LedgerField = CounterTables['ledger'];
