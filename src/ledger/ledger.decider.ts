@@ -157,7 +157,8 @@ export interface IssueCreditNote {
   kind: 'refund' | 'adjustment';
   /** The generation refunded (its reservation id); null for an adjustment. */
   reservationId: string | null;
-  amount: number;
+  /** Nano-credits; null for a refund of all its generation's charge not yet refunded. */
+  amount: number | null;
   reason: string;
   memo?: string;
   issuedBy: string;
@@ -181,7 +182,7 @@ const invalidNote = (message: string) => new LedgerRuleError('invalid_credit_not
  * debits (−) the balance, a debit never below what is available.
  */
 export function decideCreditNote(command: IssueCreditNote, state: CreditAccount): CreditNoteIssued[] {
-  const { kind, amount, reservationId } = command;
+  const { kind, amount: asked, reservationId } = command;
   if (!(CREDIT_NOTE_REASONS as readonly string[]).includes(command.reason))
     throw invalidNote(`reason must be one of ${CREDIT_NOTE_REASONS.join(', ')}`);
   if (typeof command.idempotencyKey !== 'string' || !IDEMPOTENCY_KEY.test(command.idempotencyKey))
@@ -189,21 +190,18 @@ export function decideCreditNote(command: IssueCreditNote, state: CreditAccount)
   if (command.memo !== undefined && (typeof command.memo !== 'string' || command.memo.length > MAX_MEMO_LENGTH))
     throw invalidNote(`a memo is at most ${MAX_MEMO_LENGTH} characters`);
   if (kind !== 'refund' && kind !== 'adjustment') throw invalidNote("kind must be 'refund' or 'adjustment'");
-  if (kind === 'refund' && !(isNanoAmount(amount) && amount > 0))
+  if (kind === 'refund' && asked !== null && !(isNanoAmount(asked) && asked > 0))
     throw new LedgerRuleError('invalid_amount', 'a refund must be a positive amount of credits');
-  if (kind === 'adjustment' && !(Number.isSafeInteger(amount) && amount !== 0 && Math.abs(amount) <= MAX_NANO))
+  if (kind === 'adjustment' && !(asked !== null && Number.isSafeInteger(asked) && asked !== 0 && Math.abs(asked) <= MAX_NANO))
     throw new LedgerRuleError('invalid_amount', 'an adjustment must be a non-zero amount of credits (+ credits, − debits)');
   if ((kind === 'refund') !== (typeof reservationId === 'string' && reservationId !== ''))
     throw invalidNote('a refund names its generation; an adjustment names none');
 
   const issued = creditNoteIssued(state, command.idempotencyKey);
   if (issued !== undefined) {
-    if (
-      issued.kind === kind &&
-      issued.reservationId === reservationId &&
-      issued.amount === amount &&
-      issued.reason === command.reason
-    )
+    // A whole refund asked again (no amount) is the note it issued, whatever that came to.
+    const sameAmount = asked === null || issued.amount === asked;
+    if (issued.kind === kind && issued.reservationId === reservationId && sameAmount && issued.reason === command.reason)
       return [];
     throw new LedgerRuleError(
       'credit_note_conflict',
@@ -213,25 +211,31 @@ export function decideCreditNote(command: IssueCreditNote, state: CreditAccount)
   }
 
   let keyId: string | null = null;
+  let amount: number;
   if (kind === 'refund') {
     const generation = command.generation;
     // Another organization's generation is as unknown as one that never was.
     if (generation === null || generation.orgId !== command.orgId)
       throw new LedgerRuleError('generation_not_found', `no generation ${reservationId} in this organization`);
     const refunded = state.refunded.get(reservationId!) ?? 0;
-    if (refunded + amount > generation.charged) {
+    const left = generation.charged - refunded;
+    amount = asked ?? left;
+    if (amount > left || amount <= 0) {
       throw new LedgerRuleError(
         'refund_exceeds_charge',
         `generation ${reservationId} was charged ${formatCredits(generation.charged)} credits, ` +
-          `${formatCredits(refunded)} already refunded: at most ${formatCredits(generation.charged - refunded)} credits more can be`,
+          `${formatCredits(refunded)} already refunded: at most ${formatCredits(left)} credits more can be`,
       );
     }
     keyId = generation.keyId;
-  } else if (amount < 0 && -amount > command.available) {
-    throw new LedgerRuleError(
-      'insufficient_balance',
-      `a debit of ${formatCredits(-amount)} credits is more than the ${formatCredits(Math.max(0, command.available))} credits available`,
-    );
+  } else {
+    amount = asked!;
+    if (amount < 0 && -amount > command.available) {
+      throw new LedgerRuleError(
+        'insufficient_balance',
+        `a debit of ${formatCredits(-amount)} credits is more than the ${formatCredits(Math.max(0, command.available))} credits available`,
+      );
+    }
   }
   if (state.granted + amount > MAX_NANO) {
     throw new LedgerRuleError('balance_overflow', 'this credit note would take the balance past what the ledger holds');

@@ -102,7 +102,8 @@ export interface CreditNoteRequest {
   idempotencyKey: string;
   kind: 'refund' | 'adjustment';
   reservationId: string | null;
-  amount: number;
+  /** Nano-credits; null for a refund of all its generation's charge not yet refunded. */
+  amount: number | null;
   reason: string;
   memo?: string;
   issuedBy: string;

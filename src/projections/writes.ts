@@ -110,6 +110,7 @@ export interface StoredKey {
   expiresAt: number;
   disabled: true;
   kind: 'management';
+  billing: true;
   limit: KeyLimit;
 }
 
@@ -142,6 +143,7 @@ export function keyRecordOf(stored: Partial<StoredKey>, lastUsedAt: number | nul
   if (stored.expiresAt !== undefined) record.expiresAt = stored.expiresAt;
   if (stored.disabled !== undefined) record.disabled = stored.disabled;
   if (stored.kind !== undefined) record.kind = stored.kind;
+  if (stored.billing !== undefined) record.billing = stored.billing;
   if (stored.limit !== undefined) record.limit = stored.limit;
   if (spent !== undefined) record.spent = spent;
   return record;

@@ -93,6 +93,16 @@ describe('credit notes (credit account decider)', () => {
     );
   });
 
+  it('refunds the whole rest of a generation when no amount is given, and nothing once all is refunded', () => {
+    const [part] = given().when(refund).events;
+    const [rest] = given(part).when({ ...refund, idempotencyKey: 'ticket-2', amount: null }).events;
+    expect(rest.data.amount).toBe(600);
+    // Asked again with its key: the note issued, not a conflict.
+    expect(given(part, rest).when({ ...refund, idempotencyKey: 'ticket-2', amount: null })).toEqual({ events: [], error: null });
+    expect(given(part, rest).when({ ...refund, idempotencyKey: 'ticket-3', amount: null }).error).toBe('refund_exceeds_charge');
+    expect(given().when({ ...adjustment, amount: null }).error).toBe('invalid_amount');
+  });
+
   it('answers the same idempotency key with the first note: nothing more is issued', () => {
     const [first] = given().when(refund).events;
     const again = given(first);
