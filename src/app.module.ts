@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { KeysModule } from './keys/keys.module';
 import { CreditsModule } from './credits/credits.module';
+import { CreditNotesModule } from './credit-notes/credit-notes.module';
 import { DashboardModule } from './dashboard/dashboard.module';
 import type { SessionTokens } from './dashboard/session/sessions';
 import type { Catalogue } from './catalogue/catalogue';
@@ -23,6 +24,7 @@ export class AppModule {
         CatalogueModule.forCatalogue(catalogue),
         RoutingModule.forHealth(health),
         CreditsModule,
+        CreditNotesModule,
         KeysModule,
         SurfacesModule,
         DashboardModule.forSettings(tokens, { signupEnabled: runtime.config.dashboardSignup }),
