@@ -16,6 +16,8 @@ import {
   ReservationSettled,
   RequestRefused,
   settledCharge,
+  TOKEN_CLASSES,
+  TokenClass,
 } from './ledger.events';
 import { HOSTED_TOOL_CLASSES } from '../canonical/canonical';
 import {
@@ -312,6 +314,8 @@ export interface Settle extends RequestOutcome {
   hostModel: string;
   /** Why some of the tokens are the gateway's own count, not the host's; absent when all are the host's. */
   usageFlag?: string;
+  /** Which token classes are the gateway's own count; absent (or empty) when all are the host's. */
+  estimated?: TokenClass[];
   /** The host's own id for its reply, when it gave one. */
   upstreamId?: string;
   now: number;
@@ -325,6 +329,7 @@ export interface RecordProgress {
   host: string;
   hostModel: string;
   usageFlag?: string;
+  estimated?: TokenClass[];
   deliveredChars: number;
   now: number;
 }
@@ -397,6 +402,8 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
         },
       };
       if (command.usageFlag !== undefined) event.data.usageFlag = command.usageFlag;
+      const estimated = checkedEstimated(command.estimated);
+      if (estimated !== undefined) event.data.estimated = estimated;
       return [event];
     }
     case 'Settle': {
@@ -418,6 +425,8 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
         },
       };
       if (command.usageFlag !== undefined) event.data.usageFlag = command.usageFlag;
+      const estimated = checkedEstimated(command.estimated);
+      if (estimated !== undefined) event.data.estimated = estimated;
       if (command.upstreamId !== undefined) event.data.upstreamId = command.upstreamId;
       if (reserved.omittedTools !== undefined) event.data.omittedTools = reserved.omittedTools;
       if (command.attempts !== undefined) event.data.attempts = checkedAttempts(command.attempts);
@@ -550,6 +559,14 @@ function checkUsage(usage: TokenUsage, prices: TokenPrices): void {
   }
 }
 
+/** The classes a count of the gateway's own names, each once in TOKEN_CLASSES' order; undefined for none. */
+function checkedEstimated(classes: TokenClass[] | undefined): TokenClass[] | undefined {
+  if (classes === undefined || classes.length === 0) return undefined;
+  if (!Array.isArray(classes) || !classes.every((c) => (TOKEN_CLASSES as readonly string[]).includes(c)))
+    throw new LedgerRuleError('invalid_usage', `estimated classes must be among ${TOKEN_CLASSES.join(', ')}`);
+  return TOKEN_CLASSES.filter((c) => classes.includes(c));
+}
+
 /** Hosted tools' types as the request log keeps them: a few short names, none empty. */
 export const MAX_OMITTED_TOOLS = 16;
 export const MAX_TOOL_TYPE_LENGTH = 64;
@@ -616,6 +633,7 @@ function interruptedSettlement(
     interrupted: { progressAt: progress.recordedAt, deliveredChars: progress.deliveredChars },
   };
   if (progress.usageFlag !== undefined) data.usageFlag = progress.usageFlag;
+  if (progress.estimated !== undefined) data.estimated = progress.estimated;
   if (reserved.omittedTools !== undefined) data.omittedTools = reserved.omittedTools;
   data.amount = settledCharge(data);
   return { type: 'ReservationSettled', data };

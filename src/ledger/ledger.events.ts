@@ -59,6 +59,10 @@ export interface HostAttempt {
   durationMs: number;
 }
 
+/** The token classes a settlement bills, as its provenance names them. */
+export const TOKEN_CLASSES = ['input', 'cacheRead', 'cacheWrite', 'cacheWrite1h', 'output'] as const;
+export type TokenClass = (typeof TOKEN_CLASSES)[number];
+
 /** Most attempts one event carries: every host of a model, each with its retries, is far fewer. */
 export const MAX_ATTEMPTS = 64;
 
@@ -97,6 +101,12 @@ export interface ReservationSettled {
        */
       usageFlag?: string;
       /**
+       * The charge's provenance: the token classes whose count is the gateway's own estimate (of
+       * what was sent and delivered), not the host's, each once in TOKEN_CLASSES' order. Absent when
+       * every count is the host's, and from events written before provenance was recorded.
+       */
+      estimated?: TokenClass[];
+      /**
        * The host's own id for its reply (`chatcmpl-…`, `msg_…`): what a client of the host's format,
        * passed the reply whole, sees as its id. Absent when the host gave none, and from events
        * written before it was recorded.
@@ -134,6 +144,8 @@ export interface ReservationProgress {
     prices: TokenPrices;
     /** Why some of the tokens are the gateway's own count (as on a settlement); absent when all are the host's. */
     usageFlag?: string;
+    /** Which classes are the gateway's own count (as on a settlement); absent when all are the host's. */
+    estimated?: TokenClass[];
     /** Characters of text, reasoning and tool calls delivered so far. */
     deliveredChars: number;
     recordedAt: number;

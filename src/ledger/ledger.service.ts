@@ -45,6 +45,7 @@ const settleCommand = (s: Omit<Settle, 'type' | 'now'>, now: number): Settle => 
   status: s.status,
   latencyMs: s.latencyMs,
   ...(s.usageFlag === undefined ? {} : { usageFlag: s.usageFlag }),
+  ...(s.estimated === undefined ? {} : { estimated: s.estimated }),
   ...(s.upstreamId === undefined ? {} : { upstreamId: s.upstreamId }),
   ...(s.attempts === undefined ? {} : { attempts: s.attempts }),
   now,

@@ -220,3 +220,53 @@ describe("a generation's charge, from its reservation stream", () => {
     expect(chargedGeneration([])).toBeNull();
   });
 });
+
+describe('charge provenance on a settlement', () => {
+  const facts = { requestId: 'q', keyId: 'k', surface: 'chat-completions', model: 'm' };
+  const reserved = decideReservation(
+    { type: 'Reserve', reservationId: 'r', orgId: 'o', amount: 10_000, now: 1, ttlMs: 1_000, ...facts },
+    initialReservation(),
+  );
+  const open = reserved.reduce(evolveReservation, initialReservation());
+  const prices = { input: 1_000_000, cacheRead: 0, cacheWrite: 0, cacheWrite1h: 0, output: 2_000_000 };
+  const settle = (estimated?: string[]) =>
+    decideReservation(
+      {
+        type: 'Settle',
+        usage: uncachedUsage(10, 5),
+        prices,
+        host: 'h',
+        hostModel: 'hm',
+        status: 'ok',
+        latencyMs: 1,
+        now: 2,
+        ...(estimated === undefined ? {} : { estimated: estimated as never }),
+      },
+      open,
+    )[0].data as { estimated?: string[] };
+
+  it("names the classes that are the gateway's estimate, each once in one order; absent when all are the host's", () => {
+    expect(settle(['output', 'input', 'output']).estimated).toEqual(['input', 'output']);
+    expect(settle([])).not.toHaveProperty('estimated');
+    expect(settle()).not.toHaveProperty('estimated');
+    expect(() => settle(['reasoning'])).toThrow(LedgerRuleError);
+  });
+
+  it("is carried from a stream's last progress to the settlement its expiry bills", () => {
+    const [progress] = decideReservation(
+      {
+        type: 'RecordProgress',
+        usage: uncachedUsage(10, 5),
+        prices,
+        host: 'h',
+        hostModel: 'hm',
+        estimated: ['output'],
+        deliveredChars: 20,
+        now: 2,
+      },
+      open,
+    );
+    const [settled] = decideReservation({ type: 'Expire', now: 5_000 }, evolveReservation(open, progress));
+    expect(settled.data).toMatchObject({ interrupted: expect.anything(), estimated: ['output'] });
+  });
+});
