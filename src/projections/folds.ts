@@ -232,6 +232,7 @@ export function requestLogEntryOf(event: Logged): RequestLogEntry {
       entry.status = event.data.status;
       if (event.data.upstreamId !== undefined) entry.upstreamId = event.data.upstreamId;
       if (event.data.attempts !== undefined) entry.attempts = event.data.attempts;
+      if (event.data.estimated !== undefined) entry.estimated = event.data.estimated;
       break;
     case 'ReservationReleased':
       entry.reservationId = event.data.reservationId;

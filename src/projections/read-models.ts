@@ -1,7 +1,7 @@
 import type { HostedToolCounts } from '../ledger/money';
 import type { MemberRole, RateLimits } from '../identity/identity.events';
 import type { KeyRecord } from '../identity/key-lookup';
-import type { HostAttempt } from '../ledger/ledger.events';
+import type { HostAttempt, TokenClass } from '../ledger/ledger.events';
 
 /**
  * The read side: what the read models answer, and the one way every reader asks (the API's
@@ -99,6 +99,8 @@ export interface RequestLogEntry {
   omittedTools?: string[];
   /** Every host call on the way (see HostAttempt); absent from requests recorded before they were, and from refusals. */
   attempts?: HostAttempt[];
+  /** The token classes billed by the gateway's own estimate, not the host's count (see ReservationSettled); absent: none. */
+  estimated?: TokenClass[];
 }
 
 export interface OrgRecord {
