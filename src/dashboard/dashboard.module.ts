@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { InferenceModule } from '../inference/inference.module';
 import { KeysModule } from '../keys/keys.module';
+import { CreditNotesController } from './billing/credit-notes.controller';
 import { KeysController } from './keys/keys.controller';
 import { MembersController } from './members/members.controller';
 import { OrganizationsController } from './organizations/organizations.controller';
@@ -30,6 +31,7 @@ export class DashboardModule {
         KeysController,
         MembersController,
         UsageController,
+        CreditNotesController,
         PlaygroundController,
       ],
       providers: [

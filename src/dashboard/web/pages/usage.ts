@@ -159,7 +159,15 @@ export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<
           ),
           h('td', { class: 'num' }, formatInt(r.outputTokens)),
           // The hosted-tool uses billed beside the tokens, when there were any.
-          h('td', { class: 'num' }, formatCost(r.cost, r.costNano), toolUses(r) && h('small', null, ` (${toolUses(r)})`)),
+          h(
+            'td',
+            { class: 'num' },
+            formatCost(r.cost, r.costNano),
+            toolUses(r) && h('small', null, ` (${toolUses(r)})`),
+            (r.refundedNano ?? 0) > 0 &&
+              h('small', { 'data-testid': 'usage-refunded' }, ` (−${formatCost(r.refunded ?? 0, r.refundedNano)} refunded)`),
+            (r.estimated ?? []).length > 0 && h('small', { title: `estimated by the gateway: ${r.estimated!.join(', ')}` }, ' *'),
+          ),
           h('td', { class: 'num nowrap' }, formatLatency(r.latencyMs)),
           h('td', null, statusBadge(r.status)),
         ),
