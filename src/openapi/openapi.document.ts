@@ -250,7 +250,11 @@ export function openApiDocument(): Record<string, unknown> {
           responses: {
             '201': { description: 'the credit note issued', content: json(ref('CreditNote')) },
             '200': { description: 'the note its idempotency key had issued before', content: json(ref('CreditNote')) },
-            ...errors('ChatError', [400, 401, 402, 403, 404, 409]),
+            ...errors('ChatError', [400, 401, 402, 403, 404]),
+            '409': {
+              description: 'the idempotency key issued another note',
+              content: json(ref('ChatError')),
+            },
           },
         },
       },
