@@ -500,6 +500,7 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
           `events ${report.events}, organizations ${report.organizations}, reservations ${report.reservations}`,
           `settled ${report.settlements} (${report.flaggedSettlements} flagged: host usage not believed; ${report.interruptedSettlements} interrupted: billed from their last progress), released ${report.releases}, expired ${report.expiries}`,
           `granted ${totals.granted}, spent ${totals.spent}, reserved ${totals.reserved}`,
+          `credit notes ${report.creditNotes}`,
           ...report.differences.map((d) => `DIFFERENCE ${d}`),
           report.differences.length === 0 ? 'clean' : `${report.differences.length} difference(s)`,
         ]);
