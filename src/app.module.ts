@@ -12,6 +12,7 @@ import { RoutingModule } from './routing/routing.module';
 import type { Runtime } from './runtime/runtime';
 import { SurfacesModule } from './surfaces/surfaces.module';
 import { RuntimeModule } from './runtime/runtime.module';
+import { UsageExportModule } from './usage-export/usage-export.module';
 
 @Module({})
 export class AppModule {
@@ -26,6 +27,7 @@ export class AppModule {
         CreditsModule,
         CreditNotesModule,
         KeysModule,
+        UsageExportModule,
         SurfacesModule,
         DashboardModule.forSettings(tokens, { signupEnabled: runtime.config.dashboardSignup }),
       ],

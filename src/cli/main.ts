@@ -22,6 +22,9 @@ import { rebuildProjections } from '../projections/projector';
 import { availableOf, reservedOf } from '../projections/read-models';
 import { openRuntime, Runtime } from '../runtime/runtime';
 import { PID_FILE } from '../runtime/pid-file';
+import { monthBounds } from '../statements/statement';
+import { statementCsv, statementHtml, statementText } from '../statements/statement-format';
+import { readStatement } from '../statements/statement.query';
 
 /** A failure to report to the operator as one line, with a non-zero exit. */
 class OperatorError extends Error {}
@@ -63,6 +66,16 @@ function creditAmount(what: string) {
       throw new InvalidArgumentError(`${what}: ${(error as Error).message}`);
     }
   };
+}
+
+/** A calendar month as YYYY-MM. */
+function statementMonth(value: string) {
+  try {
+    monthBounds(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+  return value;
 }
 
 /** A time in ISO 8601 (with its zone), as milliseconds. */
@@ -505,6 +518,25 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
           report.differences.length === 0 ? 'clean' : `${report.differences.length} difference(s)`,
         ]);
         if (report.differences.length > 0) process.exitCode = 1;
+      }),
+    );
+
+  program
+    .command('statements')
+    .description("organizations' monthly credit statements")
+    .command('show')
+    .description("an organization's statement for a calendar month (UTC), folded from the log")
+    .requiredOption('--org <id>', 'organization id', uuid('--org'))
+    .requiredOption('--month <YYYY-MM>', 'the month, e.g. 2026-11', statementMonth)
+    .addOption(new Option('--format <format>', 'how to print it').choices(['text', 'json', 'csv', 'html']).default('text'))
+    .action((opts: { org: string; month: string; format: 'text' | 'json' | 'csv' | 'html' }) =>
+      withRuntime(async (rt, out) => {
+        await requireOrganization(rt, opts.org);
+        const statement = await readStatement(rt.events, opts.org, opts.month);
+        if (out.json || opts.format === 'json') process.stdout.write(`${JSON.stringify(statement)}\n`);
+        else if (opts.format === 'csv') process.stdout.write(statementCsv(statement));
+        else if (opts.format === 'html') process.stdout.write(statementHtml(statement));
+        else process.stdout.write(statementText(statement));
       }),
     );
 

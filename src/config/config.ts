@@ -63,6 +63,8 @@ export interface Config {
   hostBreakerCooldownMs: number;
   /** A comment line on quiet event streams this often, so proxies keep them open. */
   sseKeepAliveMs: number;
+  /** Longest a read route asked for `min_position` waits for the read models to reach it (then 503). */
+  minPositionWaitMs: number;
   /** Largest request body accepted. */
   bodyLimitBytes: number;
   /** Whether people may create dashboard accounts themselves. */
@@ -206,6 +208,7 @@ export function loadConfig(env: Env = process.env): Config {
     hostBreakerFailures: integer(env, 'HOST_BREAKER_FAILURES', DEFAULT_BREAKER.failures, 0, 1_000),
     hostBreakerCooldownMs: integer(env, 'HOST_BREAKER_COOLDOWN_MS', DEFAULT_BREAKER.cooldownMs, 100, 3_600_000),
     sseKeepAliveMs: integer(env, 'SSE_KEEPALIVE_MS', 15_000, 10, 600_000),
+    minPositionWaitMs: integer(env, 'MIN_POSITION_WAIT_MS', 5_000, 0, 60_000),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 4 * 1024 * 1024, 1024, 512 * 1024 * 1024),
     dashboardSignup: onOff(env, 'DASHBOARD_SIGNUP', true),
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL', ['http:', 'https:'])?.replace(/\/+$/, '') ?? null,

@@ -12,7 +12,10 @@ import { SessionController } from './session/session.controller';
 import { SessionGuard } from './session/session.guard';
 import { SessionTokens } from './session/sessions';
 import { SignIn, SignUp } from './session/sign-in';
+import { StatementsController } from './statements/statements.controller';
 import { UsageController } from './usage/usage.controller';
+import { UsageExportDownloadController } from './usage/usage-export.controller';
+import { UsageExportModule } from '../usage-export/usage-export.module';
 
 /**
  * The dashboard's API, under /dashboard/api, one slice per use case. Signed-in people only (a
@@ -24,7 +27,7 @@ export class DashboardModule {
   static forSettings(tokens: SessionTokens, settings: DashboardSettings): DynamicModule {
     return {
       module: DashboardModule,
-      imports: [CqrsModule, InferenceModule, KeysModule],
+      imports: [CqrsModule, InferenceModule, KeysModule, UsageExportModule],
       controllers: [
         SessionController,
         OrganizationsController,
@@ -32,6 +35,8 @@ export class DashboardModule {
         MembersController,
         UsageController,
         CreditNotesController,
+        UsageExportDownloadController,
+        StatementsController,
         PlaygroundController,
       ],
       providers: [

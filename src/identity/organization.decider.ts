@@ -33,6 +33,9 @@ export const initialOrganization = (): Organization => ({ exists: false, name: '
 export const mayManageKeys = (member: Pick<Membership, 'role' | 'manageKeys'> | undefined): boolean =>
   member !== undefined && (member.role === 'owner' || member.manageKeys);
 
+/** Billing (statements, ledger exports, credit notes) is the owners': members see usage, not the books. */
+export const mayManageBilling = (member: Pick<Membership, 'role'> | undefined): boolean => member?.role === 'owner';
+
 function withMember(state: Organization, userId: string, member: Membership | null): Organization {
   const members = new Map(state.members);
   if (member === null) members.delete(userId);

@@ -22,6 +22,7 @@ import { InFlightSettlements } from './in-flight';
 import type { Billed, InferenceCaller, SurfaceName } from './inference.command';
 import { RequestRecord } from './request-record';
 import type { CheckedUsage } from './usage-check';
+import { ledgerPositionHeader } from '../read-your-writes/ledger-position';
 import { answerAtEnd, billedOf, CallEnded, nothingDelivered, Settlement } from './settlement';
 
 /**
@@ -336,8 +337,9 @@ export class BilledRequests {
     const error = answerAtEnd(ending, served.host.id, this.config.requestTimeoutMs, resolution !== undefined);
     if (request.facts) describeEnding(request.facts, ended, error, resolution ?? null);
     if (ending.kind === 'abort') return;
-    if (error) return listener.error(error);
-    const billed = resolution && billedOf(resolution.event, served.host.id);
+    // A failure answered whole names its release's position, as a reply names its settlement's.
+    if (error) return listener.error(resolution ? error.withHeaders(ledgerPositionHeader(resolution.position)) : error);
+    const billed = resolution && billedOf(resolution.event, served.host.id, resolution.position);
     if (billed) listener.next(billed);
     listener.complete();
   }

@@ -36,6 +36,8 @@ export interface Billed {
   /** Nano-credits. */
   cost: number;
   host: string;
+  /** The settlement's position in the event log: a read model at it includes the charge (see x-ledger-position). */
+  position: number;
 }
 
 export type PipelineEvent = CanonicalEvent | Billed;

@@ -20,6 +20,7 @@ import type { HostRouting } from '../routing/routing';
 import { HOST_HEALTH, STICKY_ROUTES } from '../routing/routing.providers';
 import type { StickyRoutes } from '../routing/sticky';
 import { CONFIG, ROUTING } from '../runtime/runtime.module';
+import { ledgerPositionHeader } from '../read-your-writes/ledger-position';
 import { AdmissionPlan, insufficientCredits, planAdmission, PlannedRoute, Refusal } from './admission';
 import {
   ABORT,
@@ -70,9 +71,16 @@ export class InferenceHandler
     const admitted = await this.requests.admit(input.surface, input, this);
     const { plan } = admitted;
     const omitted = plan.omittedTools ?? [];
+    // A stream's headers leave before its settlement: they name its reservation's position (the
+    // settlement's is in its last event); a whole reply's name its settlement's (see respond).
+    const headers = {
+      ...admitted.headers,
+      ...(omitted.length > 0 ? { [OMITTED_TOOLS_HEADER]: omitted.join(', ') } : {}),
+      ...(plan.request.stream ? ledgerPositionHeader(admitted.ticket.position) : {}),
+    };
     const result: InferenceResult = {
       requestId: input.requestId,
-      headers: omitted.length > 0 ? { ...admitted.headers, [OMITTED_TOOLS_HEADER]: omitted.join(', ') } : admitted.headers,
+      headers: Object.keys(headers).length > 0 ? headers : undefined,
       model: plan.model,
       created: Math.floor(Date.now() / 1000),
       stream: plan.request.stream,

@@ -119,9 +119,9 @@ export function providerFailure(error: HostError, hostId: string): ApiError {
 }
 
 /** The last event of a completed request, from its settlement: what was charged, and by whom. */
-export function billedOf(event: ReservationEvent, hostId: string): Billed | null {
+export function billedOf(event: ReservationEvent, hostId: string, position: number): Billed | null {
   if (event.type !== 'ReservationSettled') return null;
-  return { type: 'billed', usage: settledUsage(event.data), cost: event.data.amount, host: hostId };
+  return { type: 'billed', usage: settledUsage(event.data), cost: event.data.amount, host: hostId, position };
 }
 
 /** The reply whose charge the log did not take: withdrawn (in-stream error, or 503), nothing billed. */

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ReadYourWritesModule } from '../read-your-writes/read-your-writes.module';
 import { CreateKeyHandler } from './create/create-key.handler';
 import { KeyController } from './key.controller';
 import { ListKeysHandler } from './list/list-keys.handler';
@@ -17,6 +18,7 @@ const handlers = [CreateKeyHandler, UpdateKeyHandler, RevokeKeyHandler, ListKeys
  * the dashboard imports this module for its key routes. Needs the runtime's services (a global module).
  */
 @Module({
+  imports: [ReadYourWritesModule],
   controllers: [KeyController, ManagementController],
   providers: handlers,
   exports: handlers,

@@ -65,6 +65,8 @@ export interface ReservationTicket {
   amount: number;
   state: Reservation;
   revision: number;
+  /** The reservation event's position in the log (a read model at it shows the hold). */
+  position: number;
   /** The progress being written, if any: a resolution waits for it, so as to append after it. */
   progress: Promise<void> | null;
 }
@@ -221,8 +223,9 @@ export class LedgerService {
       keyHold(request.keyId, request.keyLimit, now),
     );
     if (!admission.admitted) return admission;
+    let position: number;
     try {
-      await this.events.append(reservationStream(reservationId), [event], 'no_stream');
+      ({ position } = await this.events.append(reservationStream(reservationId), [event], 'no_stream'));
     } catch (error) {
       // An append that may have landed keeps its hold: if the event is in the log, applying it
       // turns the hold into a recorded reservation (which expires unless settled); if not, the
@@ -238,6 +241,7 @@ export class LedgerService {
         amount: request.amount,
         state: reservationDecider.evolve(none, event),
         revision: 0,
+        position,
         progress: null,
       },
     };

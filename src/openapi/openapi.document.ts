@@ -41,6 +41,29 @@ function errors(format: string, statuses: number[]): Record<string, object> {
 
 const INFERENCE_ERRORS = [400, 401, 402, 404, 413, 429, 502, 503, 504];
 
+const LEDGER_POSITION_OF_REPLY = {
+  schema: { type: 'string' },
+  description:
+    "the ledger position of the reply's settlement (a stream's: of its reservation; its settlement's is in its last event's `ledger_position`, `ledgerPosition` on Gemini's)",
+};
+
+/** The read routes' `min_position`, and the header naming what they reflect. */
+const MIN_POSITION = {
+  name: 'min_position',
+  in: 'query',
+  required: false,
+  schema: { type: 'string', pattern: '^[0-9]+$' },
+  description:
+    "answer only once the read models include this ledger position (a reply's x-ledger-position): waits up to MIN_POSITION_WAIT_MS, then 503",
+};
+const reflected = (description: string, content: object) => ({
+  description,
+  headers: {
+    'x-ledger-position': { schema: { type: 'string' }, description: 'the ledger position the answer reflects, at least' },
+  },
+  content,
+});
+
 /** A billed route: its body, its whole reply, its stream, its errors. */
 function inference(summary: string, body: string, reply: string, event: string | null, format: string) {
   return {
@@ -52,6 +75,7 @@ function inference(summary: string, body: string, reply: string, event: string |
           description: event ? 'the reply, whole, or as server-sent events when the request asks for a stream' : 'the reply',
           headers: {
             'x-request-id': { schema: { type: 'string' }, description: "the request's id (the client's own, if well-formed)" },
+            'x-ledger-position': LEDGER_POSITION_OF_REPLY,
           },
           content: {
             ...json(ref(reply)),
@@ -205,22 +229,47 @@ export function openApiDocument(): Record<string, unknown> {
       '/api/v1/credits': {
         get: {
           summary: "The organization's credits",
-          responses: { '200': { description: 'in credits', content: json(ref('Credits')) }, ...errors('OpenRouterError', [401]) },
+          parameters: [MIN_POSITION],
+          responses: {
+            '200': reflected('in credits', json(ref('Credits'))),
+            ...errors('OpenRouterError', [400, 401, 503]),
+          },
         },
       },
       '/api/v1/key': {
         get: {
           summary: 'The calling key: its spend, credit limit, rate limits and expiry',
-          responses: { '200': { description: 'the key', content: json(ref('KeyInfo')) }, ...errors('OpenRouterError', [401]) },
+          parameters: [MIN_POSITION],
+          responses: {
+            '200': reflected('the key', json(ref('KeyInfo'))),
+            ...errors('OpenRouterError', [400, 401, 503]),
+          },
         },
       },
       '/api/v1/generation': {
         get: {
           summary: "One request of the caller's organization, by its x-request-id",
-          parameters: [{ name: 'id', in: 'query', required: true, schema: { type: 'string' } }],
+          parameters: [{ name: 'id', in: 'query', required: true, schema: { type: 'string' } }, MIN_POSITION],
           responses: {
-            '200': { description: 'the request', content: json(ref('Generation')) },
-            ...errors('OpenRouterError', [400, 401, 404]),
+            '200': reflected('the request', json(ref('Generation'))),
+            ...errors('OpenRouterError', [400, 401, 404, 503]),
+          },
+        },
+      },
+      '/api/v1/usage/focus': {
+        get: {
+          summary:
+            "The organization's charges and credit notes as CSV in the FinOps FOCUS columns (management key): a row per request, or per day × model × key",
+          parameters: [
+            { name: 'group', in: 'query', required: false, schema: { enum: ['request', 'day'] } },
+            { name: 'from', in: 'query', required: false, schema: { type: 'string', format: 'date' } },
+            { name: 'to', in: 'query', required: false, schema: { type: 'string', format: 'date' } },
+          ],
+          responses: {
+            '200': reflected('the CSV (RFC 4180), read from the ledger up to the position named', {
+              'text/csv': { schema: { type: 'string' } },
+            }),
+            ...errors('ChatError', [400, 401, 403]),
           },
         },
       },

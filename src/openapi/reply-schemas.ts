@@ -170,12 +170,19 @@ const nativeReply = object({
   usage: nativeUsage,
   cost: nullable(number),
   cost_nano: nullable(integer),
+  ledger_position: nullable(integer),
 });
 const nativeEvent = {
   oneOf: [
     object({ id: string, model: string }),
     object({ text: string }),
-    object({ finish_reason: string, usage: nativeUsage, cost: nullable(number), cost_nano: nullable(integer) }),
+    object({
+      finish_reason: string,
+      usage: nativeUsage,
+      cost: nullable(number),
+      cost_nano: nullable(integer),
+      ledger_position: nullable(integer),
+    }),
     nativeError,
   ],
 };

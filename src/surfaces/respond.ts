@@ -2,6 +2,7 @@ import type { FastifyReply } from 'fastify';
 import type { ErrorFormat } from '../http/api-error';
 import type { InferenceResult } from '../inference/inference.command';
 import { collectReply, Reply } from '../inference/reduce';
+import { ledgerPositionHeader } from '../read-your-writes/ledger-position';
 import { StreamSerializer, streamSse } from './sse';
 
 /** What a surface is, as far as answering goes: its stream, its whole reply and its errors. */
@@ -29,5 +30,6 @@ export async function respond(
     });
   }
   const whole = await collectReply(result.events, reply.raw);
+  if (whole.billed) void reply.headers(ledgerPositionHeader(whole.billed.position));
   void reply.send(wire.body(result, whole));
 }

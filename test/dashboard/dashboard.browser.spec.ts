@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import type { Browser, Page } from 'playwright-core';
@@ -87,6 +88,12 @@ describeWithBrowser('dashboard in a real browser', () => {
     expect(row).toContain('0.00038');
     await byTest('usage-chart').waitFor();
     await snap('usage');
+
+    // The owner downloads it in the FinOps FOCUS columns: the request's row, with its cost.
+    const [download] = await Promise.all([page.waitForEvent('download'), byTest('usage-export-request').click()]);
+    const csv = readFileSync(await download.path(), 'utf8');
+    expect(csv.slice(0, csv.indexOf('\r\n'))).toMatch(/^BilledCost,BillingAccountId,/);
+    expect(csv.split('\r\n').filter((line) => line.startsWith('0.00038,'))).toHaveLength(1);
 
     // The owner refunds part of it from the usage page; the row shows the refund.
     const requestId = (await page.locator('tr[data-request-id]').first().getAttribute('data-request-id'))!;
@@ -212,6 +219,16 @@ describeWithBrowser('dashboard in a real browser', () => {
     expect(members.data.find((m) => m.email === 'lin@example.com')).toMatchObject({ manageKeys: true });
     await snap('members');
     await g.settled();
+
+    // The owner's statement of the month: the page links the server's statement in each format.
+    await byTest('nav-billing').click();
+    const month = await byTest('billing-month').inputValue();
+    expect(month).toBe(new Date().toISOString().slice(0, 7));
+    const csvHref = await byTest('billing-csv').getAttribute('href');
+    expect(csvHref).toBe(`/dashboard/api/statements?month=${month}&format=csv`);
+    const csv = await page.evaluate(async (href) => (await fetch(href)).text(), csvHref!);
+    expect(csv).toMatch(/,closing_balance,,,/);
+    await snap('billing');
   });
 
   it('streams a playground reply token by token, and the stop button aborts it', async () => {

@@ -216,11 +216,12 @@ describe('the billed event', () => {
         settledAt: 1,
       },
     };
-    expect(billedOf(settled, 'host-a')).toEqual({
+    expect(billedOf(settled, 'host-a', 42)).toEqual({
       type: 'billed',
       usage: { inputTokens: 12, cacheReadTokens: 300, cacheWriteTokens: 20, cacheWrite1hTokens: 10, outputTokens: 34 },
       cost: 99,
       host: 'host-a',
+      position: 42,
     });
   });
 
@@ -229,7 +230,7 @@ describe('the billed event', () => {
       type: 'ReservationReleased',
       data: { ...facts, status: 'ok', latencyMs: 5, host: 'host-a', held: 100, reason: 'x', releasedAt: 1 },
     };
-    expect(billedOf(released, 'host-a')).toBeNull();
+    expect(billedOf(released, 'host-a', 42)).toBeNull();
   });
 });
 

@@ -257,6 +257,8 @@ describe('same format: the reply comes back whole, under the slug', () => {
     const received = sseEvents(await res.text());
     const sent = sseEvents(richStream());
     sent[0].data.message.model = M.claude.slug;
+    // The host's message_delta is named with the settlement's ledger position (read your writes).
+    sent.find((e) => e.event === 'message_delta')!.data.ledger_position = expect.any(Number);
     expect(received).toEqual(sent);
     const entry = await g.logged(res.headers.get('x-request-id')!);
     expect(entry).toMatchObject({ inputTokens: 120, outputTokens: 80, cost: 1_560_000 });
@@ -304,6 +306,8 @@ describe('same format: the reply comes back whole, under the slug', () => {
     );
     // 10 × $1/M + 4 × $2/M = 18 per million = 0.000018 credits
     sent[3].data.usage = { ...usage, cost: 0.000018 };
+    // and the settlement's ledger position beside it (read your writes).
+    sent[3].data.ledger_position = expect.any(Number);
     expect(received).toEqual(sent);
   });
 });

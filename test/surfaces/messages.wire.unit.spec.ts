@@ -144,9 +144,10 @@ describe('messages wire: a stream passed whole ends once it is billed', () => {
     );
     expect(serializer.event(passed('message_delta', { type: 'message_delta', usage: { output_tokens: 1 } }))).toBe('');
     expect(serializer.event(passed('message_stop', { type: 'message_stop' }))).toBe('');
-    expect(serializer.event({ type: 'billed', usage: uncachedUsage(12, 1), cost: 51_000, host: 'h' })).toBe('');
+    expect(serializer.event({ type: 'billed', usage: uncachedUsage(12, 1), cost: 51_000, host: 'h', position: 7 })).toBe('');
+    // The host's own message_delta, named with the settlement's position.
     expect(serializer.close()).toBe(
-      'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":1}}\n\n' +
+      'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":1},"ledger_position":7}\n\n' +
         'event: message_stop\ndata: {"type":"message_stop"}\n\n',
     );
   });

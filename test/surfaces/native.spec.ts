@@ -38,6 +38,7 @@ describe('native route POST /api/v1/models/{model}/chat', () => {
       usage: { input_tokens: 2000, output_tokens: 500, cache_read_tokens: 0, cache_write_tokens: 0 },
       cost: 0.003,
       cost_nano: 3_000_000,
+      ledger_position: Number(res.headers.get('x-ledger-position')),
     });
     expect(res.headers.get('x-request-id')).toBe(body.id);
     expect(g.fake.requests[g.fake.requests.length - 1].body).toMatchObject({
@@ -88,6 +89,7 @@ describe('native route POST /api/v1/models/{model}/chat', () => {
         usage: { input_tokens: 100, output_tokens: 3, cache_read_tokens: 0, cache_write_tokens: 0 },
         cost: 0.000345,
         cost_nano: 345_000,
+        ledger_position: expect.any(Number),
       },
     });
   });

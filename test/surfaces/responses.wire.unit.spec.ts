@@ -369,7 +369,7 @@ function play(events: PipelineEvent[], ending: 'close' | ApiError = 'close'): Ss
 }
 
 const billed = (cost: number) =>
-  ({ type: 'billed', usage: usage({ inputTokens: 10, outputTokens: 5 }), cost, host: 'h' }) as const;
+  ({ type: 'billed', usage: usage({ inputTokens: 10, outputTokens: 5 }), cost, host: 'h', position: 99 }) as const;
 
 describe('Responses stream', () => {
   it('streams reasoning, then text, then function calls, each item opened and closed in order', () => {
@@ -468,6 +468,8 @@ describe('Responses stream', () => {
     const events = play([{ type: 'text', text: 'Once upon' }, { type: 'finish', reason: 'length' }, billed(1)]);
     const last = events[events.length - 1];
     expect(last.event).toBe('response.incomplete');
+    // The closing event names the settlement's ledger position beside its response.
+    expect(last.data.ledger_position).toBe(99);
     expect(last.data.response).toMatchObject({
       status: 'incomplete',
       incomplete_details: { reason: 'max_output_tokens' },

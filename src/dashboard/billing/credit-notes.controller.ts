@@ -3,6 +3,7 @@ import type { FastifyReply } from 'fastify';
 import { creditNoteView, issueCreditNote } from '../../credit-notes/credit-notes';
 import { type CreditNoteBody, creditNoteSchema } from '../../credit-notes/credit-notes.schema';
 import { ApiError } from '../../http/api-error';
+import { mayManageBilling } from '../../identity/organization.decider';
 import { schemaValidation } from '../../http/schema-validation';
 import { LedgerService } from '../../ledger/ledger.service';
 import { Projector } from '../../projections/projector';
@@ -35,8 +36,8 @@ export class CreditNotesController {
     @CurrentSession() session: Session,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const member = await this.readModels.membership(orgId, session.userId);
-    if (member?.role !== 'owner') throw new ApiError('forbidden', "only the organization's owners manage its billing");
+    if (!mayManageBilling((await this.readModels.membership(orgId, session.userId)) ?? undefined))
+      throw new ApiError('forbidden', "only the organization's owners manage its billing");
     if (body.idempotency_key === undefined)
       throw new ApiError('invalid_request', 'idempotency_key is required: the same key again returns the first note');
     const issued = await issueCreditNote(this.ledger, this.readModels, {

@@ -1,5 +1,5 @@
 import { creditsNumber } from '../../ledger/money';
-import { mayManageKeys } from '../../identity/organization.decider';
+import { mayManageBilling, mayManageKeys } from '../../identity/organization.decider';
 import { availableOf, type ReadModels, reservedOf } from '../../projections/read-models';
 import type { Session } from './sessions';
 
@@ -18,6 +18,7 @@ export async function sessionView(readModels: ReadModels, session: Session) {
       name: active.name,
       role: member?.role ?? 'member',
       manageKeys: mayManageKeys(member ?? undefined),
+      billing: mayManageBilling(member ?? undefined),
       credits: {
         granted: creditsNumber(b.granted),
         spent: creditsNumber(b.spent),

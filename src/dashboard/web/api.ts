@@ -19,8 +19,8 @@ export interface Session {
   user: User;
   csrf: string;
   organizations: OrgRef[];
-  /** `role` and `manageKeys`: what the signed-in person may do in the active organization. */
-  activeOrg: (OrgRef & { credits: Credits; role: 'owner' | 'member'; manageKeys: boolean }) | null;
+  /** `role`, `manageKeys` and `billing`: what the signed-in person may do in the active organization. */
+  activeOrg: (OrgRef & { credits: Credits; role: 'owner' | 'member'; manageKeys: boolean; billing: boolean }) | null;
 }
 export interface Member {
   userId: string;

@@ -5,6 +5,7 @@ import { asyncListener, errorBox, h, toast } from './dom';
 import { formatCredits } from './format';
 import { Page, PageContext } from './page';
 import { renderAuth } from './pages/auth';
+import { renderBilling } from './pages/billing';
 import { renderKeys } from './pages/keys';
 import { renderMembers } from './pages/members';
 import { renderOrgs } from './pages/orgs';
@@ -16,6 +17,7 @@ const ROUTES: Record<string, { title: string; render: Page }> = {
   '/keys': { title: 'API keys', render: renderKeys },
   '/usage': { title: 'Usage', render: renderUsage },
   '/members': { title: 'Members', render: renderMembers },
+  '/billing': { title: 'Billing', render: renderBilling },
   '/playground': { title: 'Playground', render: renderPlayground },
   '/orgs': { title: 'Organizations', render: renderOrgs },
 };
@@ -24,6 +26,7 @@ const NAV: [path: string, label: string, testid: string][] = [
   ['/usage', 'Usage', 'nav-usage'],
   ['/playground', 'Playground', 'nav-playground'],
   ['/members', 'Members', 'nav-members'],
+  ['/billing', 'Billing', 'nav-billing'],
   ['/orgs', 'Organizations', 'nav-orgs'],
 ];
 

@@ -211,7 +211,8 @@ const passedUsage = (hostUsage: unknown, reply: Pick<Reply, 'billed' | 'usage'>)
 const TEXT_SLOT = 'text slot 9e3c';
 
 /**
- * `data: {chunk}` lines, then `data: [DONE]`; the usage chunk only when the client asked for it.
+ * `data: {chunk}` lines, then `data: [DONE]`; the usage chunk only when the client asked for it
+ * (it carries the settlement's `ledger_position` beside the cost).
  * A host speaking this format has its own chunks sent on instead (the model named by its slug),
  * its usage held back to the end, where it goes out with the cost when asked for.
  */
@@ -247,9 +248,10 @@ export function chunkSerializer(result: InferenceResult, includeUsage: boolean):
         model: result.model.slug,
         choices: [],
         usage: passedUsage(hostUsage.usage, { billed, usage }),
+        ledger_position: billed.position,
       });
     }
-    return sseData({ ...base, choices: [], usage: usageOf({ billed, usage }) });
+    return sseData({ ...base, choices: [], usage: usageOf({ billed, usage }), ledger_position: billed.position });
   };
 
   return {

@@ -8,6 +8,7 @@ import { requireKey } from '../../http/credentials';
 import { schemaValidation } from '../../http/schema-validation';
 import { EmbeddingsRequest, embeddingsRequestSchema } from './embeddings.schema';
 import { embeddingsBody } from './embeddings.wire';
+import { ledgerPositionHeader } from '../../read-your-writes/ledger-position';
 
 const bodyValidation = schemaValidation<EmbeddingsRequest>(embeddingsRequestSchema);
 
@@ -33,7 +34,7 @@ export class EmbeddingsController {
         facts: factsOf(request),
       }),
     );
-    if (result.headers) void reply.headers(result.headers);
+    void reply.headers({ ...result.headers, ...ledgerPositionHeader(result.billed.position) });
     return embeddingsBody(result);
   }
 }

@@ -448,7 +448,13 @@ export function chunkSerializer(result: InferenceResult, thoughts: boolean): Str
           return '';
       }
     },
-    close: () => flushCalls() + sseData(response(result, [], { finish, usage: { billed, usage }, citations, text })),
+    // The last chunk names the settlement's position (`ledgerPosition`, in the API's camelCase), as the header does a whole reply's.
+    close: () =>
+      flushCalls() +
+      sseData({
+        ...response(result, [], { finish, usage: { billed, usage }, citations, text }),
+        ...(billed ? { ledgerPosition: billed.position } : {}),
+      }),
     error: (error: ApiError) => sseData(geminiError(error)),
   };
 }

@@ -316,7 +316,10 @@ export function eventSerializer(result: InferenceResult): StreamSerializer {
    * The host's own end (its message_delta, message_stop and whatever follows), held until the
    * stream closes: it goes out only once the settlement is in the log, and never if it is refused.
    */
-  let hostEnd = '';
+  const hostEnd: { data: Record<string, unknown>; event: string | undefined }[] = [];
+  /** The settlement's position, on message_delta (beside the usage billed): `ledger_position`. */
+  const positioned = (data: Record<string, unknown>, event: string | undefined) =>
+    event === 'message_delta' && billed ? { ...data, ledger_position: billed.position } : data;
 
   const closeBlock = () => {
     if (openBlock === null) return '';
@@ -393,8 +396,8 @@ export function eventSerializer(result: InferenceResult): StreamSerializer {
             typeof message === 'object' && message !== null
               ? { ...data, message: { ...message, model: result.model.slug } }
               : data;
-          if (hostEnd !== '' || event.event === 'message_delta' || event.event === 'message_stop') {
-            hostEnd += sseData(named, event.event);
+          if (hostEnd.length > 0 || event.event === 'message_delta' || event.event === 'message_stop') {
+            hostEnd.push({ data: named, event: event.event });
             return '';
           }
           return sseData(named, event.event);
@@ -411,14 +414,17 @@ export function eventSerializer(result: InferenceResult): StreamSerializer {
     },
     close: () =>
       passingThrough
-        ? hostEnd
+        ? hostEnd.map(({ data, event }) => sseData(positioned(data, event), event)).join('')
         : closeBlock() +
           sseData(
-            {
-              type: 'message_delta',
-              delta: { stop_reason: STOP_REASON[finish], stop_sequence: stopSequence, ...NO_CONTAINER_NOR_REFUSAL },
-              usage: usageOf({ billed, usage }),
-            },
+            positioned(
+              {
+                type: 'message_delta',
+                delta: { stop_reason: STOP_REASON[finish], stop_sequence: stopSequence, ...NO_CONTAINER_NOR_REFUSAL },
+                usage: usageOf({ billed, usage }),
+              },
+              'message_delta',
+            ),
             'message_delta',
           ) +
           sseData({ type: 'message_stop' }, 'message_stop'),

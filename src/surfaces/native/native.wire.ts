@@ -38,7 +38,13 @@ function accounting(reply: Pick<Reply, 'billed' | 'usage'>) {
     cache_read_tokens: tokens.cacheReadTokens,
     cache_write_tokens: tokens.cacheWriteTokens + tokens.cacheWrite1hTokens,
   };
-  return { usage, cost: reply.billed ? creditsNumber(reply.billed.cost) : null, cost_nano: reply.billed?.cost ?? null };
+  return {
+    usage,
+    cost: reply.billed ? creditsNumber(reply.billed.cost) : null,
+    cost_nano: reply.billed?.cost ?? null,
+    // The settlement's position in the ledger (as the x-ledger-position header): a read with min_position at it includes the charge.
+    ledger_position: reply.billed?.position ?? null,
+  };
 }
 
 export function chatBody(result: InferenceResult, reply: Reply) {

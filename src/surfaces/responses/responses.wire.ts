@@ -647,7 +647,9 @@ export function eventSerializer(result: InferenceResult, { echo, names }: ReplyC
       }
     },
     close() {
-      if (passingThrough) return hostEnd ? passed(hostEnd) : '';
+      // The closing event (the host's, or ours) carries the settlement's `ledger_position` beside its `response`.
+      const position = billed ? { ledger_position: billed.position } : {};
+      if (passingThrough) return hostEnd ? passed({ ...hostEnd, data: { ...hostEnd.data, ...position } }) : '';
       const incomplete = finish !== undefined && INCOMPLETE[finish] !== undefined;
       const head = preamble();
       const closing = closeAll(incomplete ? 'incomplete' : 'completed');
@@ -659,7 +661,7 @@ export function eventSerializer(result: InferenceResult, { echo, names }: ReplyC
         empty = text + close(item, incomplete ? 'incomplete' : 'completed');
       }
       const response = snapshot(status, { usage: usageOf({ billed, usage }), finish });
-      return head + closing + empty + emit(`response.${status}`, { response });
+      return head + closing + empty + emit(`response.${status}`, { response, ...position });
     },
     error(error: ApiError) {
       if (passingThrough) return emit('error', { code: error.code, message: error.message, param: null });

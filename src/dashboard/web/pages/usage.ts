@@ -189,12 +189,13 @@ export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<
       h('div', { class: 'stat card' }, h('dt', null, 'Spend (credits)'), totalCost),
     ),
     card(h('h2', null, 'Spend per day'), chartBox),
+    store.session!.activeOrg!.billing ? exportCard(() => ({ from: from.value, to: to.value })) : null,
     card(
       h('h2', null, 'Requests'),
       h('div', { class: 'table-wrap' }, table),
       h('nav', { class: 'pager', 'aria-label': 'Pages' }, prev, pageLabel, next),
     ),
-    store.session!.activeOrg!.role === 'owner' ? creditNoteForm(() => void load()) : null,
+    store.session!.activeOrg!.billing ? creditNoteForm(() => void load()) : null,
   );
 
   // Filter choices fill in as they arrive; the table does not wait for them.
@@ -342,4 +343,32 @@ function creditNoteForm(issued: () => void): HTMLElement {
     }),
   );
   return card(h('h2', null, 'Credit note'), form, errors);
+}
+
+/**
+ * The usage export in the FinOps FOCUS columns (CSV), for those who may see billing (owners): the range
+ * shown, a row per request or per day × model × key. The link is made when clicked, from the range then.
+ */
+function exportCard(range: () => { from: string; to: string }): HTMLElement {
+  const link = (group: 'request' | 'day', label: string) =>
+    h(
+      'a',
+      {
+        class: 'btn btn-small',
+        download: '',
+        href: '#',
+        'data-testid': `usage-export-${group}`,
+        onclick: (event: MouseEvent) => {
+          const { from, to } = range();
+          (event.currentTarget as HTMLAnchorElement).href =
+            `/dashboard/api/usage/focus?${new URLSearchParams({ group, from, to })}`;
+        },
+      },
+      label,
+    );
+  return card(
+    h('h2', null, 'Export'),
+    h('p', { class: 'muted' }, 'Charges and credit notes of the range above, as CSV in the FinOps FOCUS columns.'),
+    h('div', { class: 'filters' }, link('request', 'A row per request'), link('day', 'A row per day, model and key')),
+  );
 }

@@ -1,0 +1,280 @@
+import type { RecordedEvent } from '../eventstore/event-store';
+import { HOSTED_TOOL_CLASSES } from '../canonical/canonical';
+import { type CreditsGranted, type ReservationSettled, settledPrices, settledUsage } from '../ledger/ledger.events';
+
+/**
+ * A monthly statement of an organization's credits: what it opened with, what was granted, charged
+ * and credited back, and what it closed with, all in nano-credits, folded from the organization's
+ * events alone. The same events always give the same statement, so an auditor can recompute it
+ * from an export.
+ */
+
+/** A calendar month, UTC: `2026-11`. */
+export type StatementMonth = string;
+
+const MONTH = /^(\d{4})-(0[1-9]|1[0-2])$/;
+
+export class StatementPeriodError extends Error {
+  constructor(text: string) {
+    super(`"${text}" is not a month: use YYYY-MM (a calendar month, UTC)`);
+    this.name = 'StatementPeriodError';
+  }
+}
+
+/** The month's first and the next month's first millisecond, UTC. */
+export function monthBounds(month: StatementMonth): { from: number; to: number } {
+  const match = MONTH.exec(month);
+  if (!match) throw new StatementPeriodError(month);
+  const year = Number(match[1]);
+  const index = Number(match[2]) - 1;
+  return { from: Date.UTC(year, index, 1), to: Date.UTC(year, index + 1, 1) };
+}
+
+/** The month an instant falls in, UTC. */
+export const monthOf = (time: number): StatementMonth => new Date(time).toISOString().slice(0, 7);
+
+/** A credit note as the statement reads it (the ledger's CreditNoteIssued). */
+interface CreditNote {
+  type: 'CreditNoteIssued';
+  data: {
+    orgId: string;
+    creditNoteId: string;
+    kind: 'refund' | 'adjustment';
+    reservationId: string | null;
+    keyId: string | null;
+    amount: number;
+    reason: string;
+    memo?: string;
+    issuedAt: number;
+  };
+}
+
+type StatementEvent = CreditsGranted | ReservationSettled | CreditNote;
+
+/** The token classes and hosted tools a charge is made of, as a statement lists them. */
+export const TOKEN_CLASSES = ['input', 'cacheRead', 'cacheWrite', 'cacheWrite1h', 'output'] as const;
+export type ChargeClass = (typeof TOKEN_CLASSES)[number] | `hostedTool:${(typeof HOSTED_TOOL_CLASSES)[number]}`;
+
+export interface ChargeGroup {
+  requests: number;
+  /** Nano-credits charged: the sum of the settlements' amounts. */
+  amount: number;
+}
+
+export interface ClassLine {
+  class: ChargeClass;
+  /** Tokens of the class (uses, for a hosted tool). */
+  quantity: number;
+  /**
+   * Quantity × price before the one rounding each charge gets, in millionths of a nano-credit
+   * (exact: a decimal string of an integer, it may exceed 2^53).
+   */
+  costMicroNano: string;
+}
+
+export interface StatementNote {
+  creditNoteId: string;
+  kind: 'refund' | 'adjustment';
+  reservationId: string | null;
+  keyId: string | null;
+  amount: number;
+  reason: string;
+  memo?: string;
+  issuedAt: string;
+}
+
+export interface Statement {
+  orgId: string;
+  month: StatementMonth;
+  from: string;
+  to: string;
+  /** The balance before the month: grants − charges + credit notes, all before `from`. */
+  openingBalance: number;
+  grants: { count: number; amount: number; items: { grantId: string; amount: number; reason: string; grantedAt: string }[] };
+  charges: ChargeGroup & {
+    byModel: (ChargeGroup & { model: string })[];
+    byKey: (ChargeGroup & { keyId: string })[];
+    byClass: ClassLine[];
+    /**
+     * The charges less the sum of their classes' unrounded costs, in millionths of a nano-credit:
+     * each charge rounds up once (less than one nano-credit each), and a stream a crash cut is
+     * never charged above its hold.
+     */
+    roundingMicroNano: string;
+  };
+  creditNotes: { refunds: number; adjustments: number; items: StatementNote[] };
+  /** openingBalance + grants − charges + refunds + adjustments. */
+  closingBalance: number;
+  /** The organization's events the statement read (in its period and before). */
+  eventsRead: number;
+}
+
+const iso = (time: number) => new Date(time).toISOString();
+
+/** When an event moved the balance, or null for one that moves none (a reservation, a refusal). */
+function movedAt(event: RecordedEvent): number | null {
+  const e = event as unknown as StatementEvent;
+  switch (e.type) {
+    case 'CreditsGranted':
+      return e.data.grantedAt;
+    case 'ReservationSettled':
+      return e.data.settledAt;
+    case 'CreditNoteIssued':
+      return e.data.issuedAt;
+    default:
+      return null;
+  }
+}
+
+/** What a settlement's classes cost before its rounding, in millionths of a nano-credit. */
+function classCosts(settled: ReservationSettled['data']): { class: ChargeClass; quantity: number; cost: bigint }[] {
+  const usage = settledUsage(settled);
+  const prices = settledPrices(settled);
+  const tokens = {
+    input: usage.inputTokens,
+    cacheRead: usage.cacheReadTokens,
+    cacheWrite: usage.cacheWriteTokens,
+    cacheWrite1h: usage.cacheWrite1hTokens,
+    output: usage.outputTokens,
+  };
+  const lines: { class: ChargeClass; quantity: number; cost: bigint }[] = TOKEN_CLASSES.map((c) => ({
+    class: c,
+    quantity: tokens[c],
+    cost: BigInt(tokens[c]) * BigInt(prices[c]),
+  }));
+  for (const tool of HOSTED_TOOL_CLASSES) {
+    const uses = usage.hostedToolUses?.[tool] ?? 0;
+    if (uses === 0) continue;
+    // Per 1,000 uses: × 1,000 to reach the unit of tokens × price per million.
+    lines.push({
+      class: `hostedTool:${tool}`,
+      quantity: uses,
+      cost: BigInt(uses) * BigInt(prices.hostedToolUses?.[tool] ?? 0) * 1000n,
+    });
+  }
+  return lines;
+}
+
+const byAmount = <T extends ChargeGroup>(a: T, b: T) => b.amount - a.amount;
+
+/**
+ * The statement of `orgId` for `month`, folded from its events in log order, one at a time (others'
+ * are skipped). Each event counts in the month of its own time (granted, settled, issued): a
+ * settlement made at 23:59:59.999 on the last day belongs to that month, whatever time the log
+ * recorded it.
+ */
+export class StatementFold {
+  private readonly from: number;
+  private readonly to: number;
+  private opening = 0;
+  private eventsRead = 0;
+  private readonly grants: Statement['grants'] = { count: 0, amount: 0, items: [] };
+  private readonly models = new Map<string, ChargeGroup>();
+  private readonly keys = new Map<string, ChargeGroup>();
+  private readonly classes = new Map<ChargeClass, { quantity: number; cost: bigint }>();
+  private readonly charges = { requests: 0, amount: 0 };
+  private classCost = 0n;
+  private readonly notes: Statement['creditNotes'] = { refunds: 0, adjustments: 0, items: [] };
+
+  constructor(
+    readonly orgId: string,
+    readonly month: StatementMonth,
+  ) {
+    ({ from: this.from, to: this.to } = monthBounds(month));
+  }
+
+  apply(recorded: RecordedEvent): void {
+    const at = movedAt(recorded);
+    const event = recorded as unknown as StatementEvent;
+    if (at === null || event.data.orgId !== this.orgId || at >= this.to) return;
+    this.eventsRead += 1;
+    if (at < this.from) {
+      this.opening += event.type === 'ReservationSettled' ? -event.data.amount : event.data.amount;
+      return;
+    }
+    switch (event.type) {
+      case 'CreditsGranted':
+        this.grants.count += 1;
+        this.grants.amount += event.data.amount;
+        this.grants.items.push({
+          grantId: event.data.grantId,
+          amount: event.data.amount,
+          reason: event.data.reason,
+          grantedAt: iso(at),
+        });
+        break;
+      case 'ReservationSettled':
+        this.charge(event.data);
+        break;
+      case 'CreditNoteIssued': {
+        const d = event.data;
+        if (d.kind === 'refund') this.notes.refunds += d.amount;
+        else this.notes.adjustments += d.amount;
+        this.notes.items.push({
+          creditNoteId: d.creditNoteId,
+          kind: d.kind,
+          reservationId: d.reservationId,
+          keyId: d.keyId,
+          amount: d.amount,
+          reason: d.reason,
+          ...(d.memo === undefined ? {} : { memo: d.memo }),
+          issuedAt: iso(at),
+        });
+        break;
+      }
+    }
+  }
+
+  private charge(d: ReservationSettled['data']): void {
+    this.charges.requests += 1;
+    this.charges.amount += d.amount;
+    for (const [groups, name] of [
+      [this.models, d.model],
+      [this.keys, d.keyId],
+    ] as const) {
+      const group = groups.get(name) ?? { requests: 0, amount: 0 };
+      group.requests += 1;
+      group.amount += d.amount;
+      groups.set(name, group);
+    }
+    for (const line of classCosts(d)) {
+      if (line.quantity === 0) continue;
+      const total = this.classes.get(line.class) ?? { quantity: 0, cost: 0n };
+      total.quantity += line.quantity;
+      total.cost += line.cost;
+      this.classes.set(line.class, total);
+      this.classCost += line.cost;
+    }
+  }
+
+  statement(): Statement {
+    const { grants, charges, notes, classes } = this;
+    return {
+      orgId: this.orgId,
+      month: this.month,
+      from: iso(this.from),
+      to: iso(this.to),
+      openingBalance: this.opening,
+      grants,
+      charges: {
+        ...charges,
+        byModel: [...this.models].map(([model, g]) => ({ model, ...g })).sort(byAmount),
+        byKey: [...this.keys].map(([keyId, g]) => ({ keyId, ...g })).sort(byAmount),
+        byClass: [...TOKEN_CLASSES, ...HOSTED_TOOL_CLASSES.map((t) => `hostedTool:${t}` as const)]
+          .filter((c) => classes.has(c))
+          .map((c) => ({ class: c, quantity: classes.get(c)!.quantity, costMicroNano: classes.get(c)!.cost.toString() })),
+        roundingMicroNano: (BigInt(charges.amount) * 1_000_000n - this.classCost).toString(),
+      },
+      creditNotes: notes,
+      closingBalance: this.opening + grants.amount - charges.amount + notes.refunds + notes.adjustments,
+      eventsRead: this.eventsRead,
+    };
+  }
+}
+
+/** The statement of `orgId` for `month` from a list of events (see StatementFold). */
+export function statementOf(events: Iterable<RecordedEvent>, orgId: string, month: StatementMonth): Statement {
+  const fold = new StatementFold(orgId, month);
+  for (const event of events) fold.apply(event);
+  return fold.statement();
+}

@@ -1,0 +1,165 @@
+import type { RecordedEvent } from '../../src/eventstore/event-store';
+import { chargeFor } from '../../src/ledger/money';
+import { formatMicroNano, statementCsv, statementHtml } from '../../src/statements/statement-format';
+import { monthBounds, StatementPeriodError, statementOf } from '../../src/statements/statement';
+
+let position = 0;
+const recorded = (type: string, data: object): RecordedEvent => ({
+  type,
+  data,
+  streamId: 's',
+  revision: 0,
+  position: ++position,
+  recordedAt: 0,
+});
+
+const NOV = Date.UTC(2026, 10, 1);
+const DEC = Date.UTC(2026, 11, 1);
+const prices = {
+  input: 3_000_000_000,
+  cacheRead: 300_000_000,
+  cacheWrite: 3_750_000_000,
+  cacheWrite1h: 6_000_000_000,
+  output: 15_000_000_000,
+};
+
+const grant = (orgId: string, amount: number, at: number) =>
+  recorded('CreditsGranted', { orgId, grantId: `g${position}`, amount, reason: 'top-up', grantedAt: at });
+
+function settled(
+  orgId: string,
+  at: number,
+  keyId: string,
+  model: string,
+  tokens: { input: number; cacheRead?: number; output: number },
+) {
+  const usage = {
+    inputTokens: tokens.input,
+    cacheReadTokens: tokens.cacheRead ?? 0,
+    cacheWriteTokens: 0,
+    cacheWrite1hTokens: 0,
+    outputTokens: tokens.output,
+  };
+  const amount = chargeFor(usage, prices);
+  return recorded('ReservationSettled', {
+    requestId: `r${position}`,
+    keyId,
+    surface: 'chat-completions',
+    model,
+    reservationId: `res${position}`,
+    orgId,
+    host: 'h',
+    hostModel: model,
+    ...usage,
+    prices,
+    amount,
+    held: amount + 10,
+    settledAt: at,
+    status: 'ok',
+    latencyMs: 1,
+  });
+}
+
+const note = (orgId: string, kind: 'refund' | 'adjustment', amount: number, at: number, reason = 'goodwill') =>
+  recorded('CreditNoteIssued', {
+    orgId,
+    creditNoteId: `cn${position}`,
+    idempotencyKey: `k${position}`,
+    kind,
+    reservationId: kind === 'refund' ? 'res1' : null,
+    keyId: kind === 'refund' ? 'key-a' : null,
+    amount,
+    reason,
+    issuedBy: 'cli',
+    issuedAt: at,
+  });
+
+describe('a monthly statement', () => {
+  const events = [
+    grant('org', 10_000_000_000, NOV - 10_000),
+    settled('org', NOV - 5_000, 'key-a', 'm1', { input: 1000, output: 100 }),
+    note('org', 'adjustment', 7, NOV - 1),
+    recorded('CreditsReserved', { orgId: 'org', reservationId: 'x', amount: 99, reservedAt: NOV + 1 }),
+    grant('org', 5_000_000_000, NOV),
+    settled('org', NOV + 1, 'key-a', 'm1', { input: 333, cacheRead: 7, output: 17 }),
+    settled('org', NOV + 2, 'key-b', 'm2', { input: 1, output: 1 }),
+    settled('other', NOV + 3, 'key-c', 'm1', { input: 100_000, output: 100_000 }),
+    note('org', 'refund', 1_000, NOV + 4, 'dispute'),
+    note('org', 'adjustment', -500, NOV + 5, 'correction'),
+    settled('org', DEC - 1, 'key-a', 'm2', { input: 5, output: 5 }),
+    settled('org', DEC, 'key-a', 'm1', { input: 10_000, output: 10_000 }),
+  ];
+  const charge = (i: number) => (events[i].data as { amount: number }).amount;
+  const s = statementOf(events, 'org', '2026-11');
+
+  it('opens with what moved before the month and closes with what moved in it', () => {
+    expect(s.openingBalance).toBe(10_000_000_000 - charge(1) + 7);
+    expect(s.grants).toMatchObject({ count: 1, amount: 5_000_000_000 });
+    expect(s.charges.requests).toBe(3);
+    expect(s.charges.amount).toBe(charge(5) + charge(6) + charge(10));
+    expect(s.creditNotes).toMatchObject({ refunds: 1_000, adjustments: -500 });
+    expect(s.closingBalance).toBe(s.openingBalance + 5_000_000_000 - s.charges.amount + 1_000 - 500);
+  });
+
+  it('leaves out other organizations and what moves no credit', () => {
+    expect(s.charges.byKey.map((k) => k.keyId).sort()).toEqual(['key-a', 'key-b']);
+    expect(s.eventsRead).toBe(9);
+  });
+
+  it('groups charges by model and key, summing to the total', () => {
+    const sum = (groups: { amount: number }[]) => groups.reduce((a, g) => a + g.amount, 0);
+    expect(sum(s.charges.byModel)).toBe(s.charges.amount);
+    expect(sum(s.charges.byKey)).toBe(s.charges.amount);
+    expect(s.charges.byModel.find((m) => m.model === 'm2')).toEqual({ model: 'm2', requests: 2, amount: charge(6) + charge(10) });
+  });
+
+  it('lists each class at its exact cost, the rounding making up the difference to the charges', () => {
+    const input = s.charges.byClass.find((c) => c.class === 'input')!;
+    expect(input.quantity).toBe(333 + 1 + 5);
+    expect(BigInt(input.costMicroNano)).toBe(339n * 3_000_000_000n);
+    const classes = s.charges.byClass.reduce((a, c) => a + BigInt(c.costMicroNano), 0n);
+    expect(classes + BigInt(s.charges.roundingMicroNano)).toBe(BigInt(s.charges.amount) * 1_000_000n);
+    expect(BigInt(s.charges.roundingMicroNano)).toBeGreaterThanOrEqual(0n);
+    expect(BigInt(s.charges.roundingMicroNano)).toBeLessThan(3n * 1_000_000n);
+  });
+
+  it('chains month to month: one closing balance is the next opening balance', () => {
+    const dec = statementOf(events, 'org', '2026-12');
+    expect(dec.openingBalance).toBe(s.closingBalance);
+    expect(dec.charges.requests).toBe(1);
+  });
+
+  it('refuses what is not a month', () => {
+    for (const bad of ['2026-13', '2026-1', 'November', '2026-11-01'])
+      expect(() => monthBounds(bad)).toThrow(StatementPeriodError);
+    expect(monthBounds('2026-12')).toEqual({ from: DEC, to: Date.UTC(2027, 0, 1) });
+  });
+});
+
+describe('a statement printed', () => {
+  const s = statementOf(
+    [grant('o"rg', 1_500_000_000, NOV), settled('o"rg', NOV + 1, 'k,1', '<b>m</b>', { input: 1, output: 1 })],
+    'o"rg',
+    '2026-11',
+  );
+
+  it('as CSV, quoting what needs quoting, amounts exact', () => {
+    const csv = statementCsv(s);
+    expect(csv.split('\r\n')[0]).toBe('organization,month,section,item,quantity,credits');
+    expect(csv).toContain('"o""rg",2026-11,charges_by_key,"k,1",1,-0.000018');
+    expect(csv).toContain('"o""rg",2026-11,closing_balance,,,1.499982');
+  });
+
+  it('as HTML, escaping every name', () => {
+    const html = statementHtml(s, { headHash: 'abc', events: 2 });
+    expect(html).toContain('&lt;b&gt;m&lt;/b&gt;');
+    expect(html).not.toContain('<b>m</b>');
+    expect(html).toContain('<code>abc</code>');
+  });
+
+  it('formats millionths of a nano-credit exactly', () => {
+    expect(formatMicroNano(1n)).toBe('0.000000000000001');
+    expect(formatMicroNano(-(10n ** 15n) * 3n)).toBe('-3');
+    expect(formatMicroNano(123_456_789_000_000_000_000n)).toBe('123456.789');
+  });
+});
