@@ -4,6 +4,7 @@ import { AlertsModule } from './alerts/alerts.module';
 import { KeysModule } from './keys/keys.module';
 import { LedgerExportModule } from './ledger-export/ledger-export.module';
 import { CreditsModule } from './credits/credits.module';
+import { CreditNotesModule } from './credit-notes/credit-notes.module';
 import { DashboardModule } from './dashboard/dashboard.module';
 import type { SessionTokens } from './dashboard/session/sessions';
 import type { Catalogue } from './catalogue/catalogue';
@@ -26,6 +27,7 @@ export class AppModule {
         CatalogueModule.forCatalogue(catalogue),
         RoutingModule.forHealth(health),
         CreditsModule,
+        CreditNotesModule,
         KeysModule,
         LedgerExportModule,
         AlertsModule,

@@ -2,7 +2,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventStore, RecordedEvent } from '../eventstore/event-store';
 import { ChainFollower, type ChainHead } from '../ledger/ledger-chain';
 import { CatalogueLoaded, CataloguePrice, pricesNotOfVersion } from '../ledger/catalogue-loaded';
-import { ReservationEvent, ReservationSettled, settledCharge } from '../ledger/ledger.events';
+import {
+  CREDIT_NOTE_REASONS,
+  CreditNoteIssued,
+  ReservationEvent,
+  ReservationSettled,
+  settledCharge,
+} from '../ledger/ledger.events';
+import { isNanoAmount, MAX_NANO } from '../ledger/money';
 import { ReadModel } from '../projections/read-model';
 import type { ReadModels } from '../projections/read-models';
 
@@ -24,6 +31,8 @@ export interface AuditReport {
   interruptedSettlements: number;
   releases: number;
   expiries: number;
+  /** Refunds and adjustments (CreditNoteIssued), each checked against its generation's charge. */
+  creditNotes: number;
   totals: AuditTotals;
   /**
    * Each organization's hash chain as replayed (head link and event count). `stamped`: the log stamps
@@ -36,9 +45,13 @@ export interface AuditReport {
 
 interface Tracked {
   orgId: string;
+  keyId: string;
   amount: number;
   resolution: string | null;
   catalogueVersion?: string;
+  /** What its settlement charged (0 until settled), and what refunds have returned of it. */
+  charged: number;
+  refunded: number;
 }
 
 /**
@@ -55,6 +68,10 @@ export class LogAuditor {
   private readonly chargedWithinHolds = new Map<string, number>();
   /** Every organization's hash chain, followed event by event. */
   readonly chains = new ChainFollower();
+  /** Per organization, what its debit adjustments took: checked against the balance when issued, not against spending. */
+  private readonly debited = new Map<string, number>();
+  /** Per organization, the idempotency keys its credit notes were issued under: each issues once. */
+  private readonly creditNoteKeys = new Map<string, Set<string>>();
   counts = {
     events: 0,
     reservations: 0,
@@ -63,6 +80,7 @@ export class LogAuditor {
     interruptedSettlements: 0,
     releases: 0,
     expiries: 0,
+    creditNotes: 0,
   };
 
   /** `stampedLog`: the log stamps chain links at commit, so an event of a chain without one is a difference. */
@@ -75,7 +93,7 @@ export class LogAuditor {
 
   check(recorded: RecordedEvent): void {
     this.counts.events += 1;
-    const event = recorded as unknown as ReservationEvent;
+    const event = recorded as unknown as ReservationEvent | CreditNoteIssued;
     const where = `event ${recorded.position} (${recorded.type})`;
     const chained = this.chains.follow(recorded, this.stampedLog);
     if (chained?.difference) this.differences.push(`${where}: ${chained.difference}`);
@@ -91,10 +109,16 @@ export class LogAuditor {
         }
         this.reservations.set(event.data.reservationId, {
           orgId: event.data.orgId,
+          keyId: event.data.keyId,
           amount: event.data.amount,
           resolution: null,
           catalogueVersion: event.data.catalogueVersion,
+          charged: 0,
+          refunded: 0,
         });
+        break;
+      case 'CreditNoteIssued':
+        this.checkCreditNote(event.data, where);
         break;
       case 'ReservationProgress': {
         const tracked = this.reservations.get(event.data.reservationId);
@@ -138,6 +162,7 @@ export class LogAuditor {
           if (tracked.amount !== event.data.held)
             this.differences.push(`${where}: held ${event.data.held}, reserved ${tracked.amount}`);
           tracked.resolution = event.type;
+          if (event.type === 'ReservationSettled') tracked.charged = event.data.amount;
         }
         break;
       }
@@ -163,6 +188,44 @@ export class LogAuditor {
   }
 
   /**
+   * A credit note as its rules allow it: a known reason, its idempotency key used once; a refund of
+   * a settled generation of its organization and key, never more (with the refunds before it) than
+   * it was charged, and returned to what may be spent again; an adjustment of a non-zero amount.
+   */
+  private checkCreditNote(note: CreditNoteIssued['data'], where: string): void {
+    this.counts.creditNotes += 1;
+    const keys = this.creditNoteKeys.get(note.orgId) ?? new Set<string>();
+    this.creditNoteKeys.set(note.orgId, keys);
+    if (keys.has(note.idempotencyKey)) this.differences.push(`${where}: idempotency key ${note.idempotencyKey} issued twice`);
+    keys.add(note.idempotencyKey);
+    if (!(CREDIT_NOTE_REASONS as readonly string[]).includes(note.reason))
+      this.differences.push(`${where}: unknown reason ${JSON.stringify(note.reason)}`);
+    if (note.kind === 'adjustment') {
+      if (!Number.isSafeInteger(note.amount) || note.amount === 0 || Math.abs(note.amount) > MAX_NANO)
+        this.differences.push(`${where}: adjustment of ${note.amount}, not a non-zero amount`);
+      if (note.reservationId !== null) this.differences.push(`${where}: an adjustment names a generation`);
+      if (note.amount < 0) this.debited.set(note.orgId, (this.debited.get(note.orgId) ?? 0) - note.amount);
+      return;
+    }
+    if (!isNanoAmount(note.amount) || note.amount === 0)
+      this.differences.push(`${where}: refund of ${note.amount}, not a positive amount`);
+    const tracked = note.reservationId === null ? undefined : this.reservations.get(note.reservationId);
+    if (tracked === undefined || tracked.orgId !== note.orgId) {
+      this.differences.push(`${where}: refunds unknown generation ${note.reservationId} of organization ${note.orgId}`);
+      return;
+    }
+    if (tracked.keyId !== note.keyId)
+      this.differences.push(`${where}: refund names key ${note.keyId}, its generation's is ${tracked.keyId}`);
+    tracked.refunded += note.amount;
+    if (tracked.refunded > tracked.charged) {
+      this.differences.push(
+        `${where}: generation ${note.reservationId} refunded ${tracked.refunded} in all, above its charge ${tracked.charged}`,
+      );
+    }
+    this.chargedWithinHolds.set(note.orgId, (this.chargedWithinHolds.get(note.orgId) ?? 0) - note.amount);
+  }
+
+  /**
    * Organizations whose log shows more spent than granted, beyond what settlements above their
    * holds explain (a reply that used more than estimated: the only overdraw the ledger allows).
    * Admission holds a reservation only within the balance, so charges counted up to their holds
@@ -173,7 +236,7 @@ export class LogAuditor {
     const found: string[] = [];
     for (const [org, charged] of this.chargedWithinHolds) {
       if (orgId !== undefined && org !== orgId) continue;
-      const granted = this.model.ledger(org)?.granted ?? 0;
+      const granted = (this.model.ledger(org)?.granted ?? 0) + (this.debited.get(org) ?? 0);
       if (charged > granted) {
         found.push(
           `organization ${org}: spending above grants (charged ${charged} within its holds, granted ${granted} in the log)`,

@@ -16,9 +16,12 @@ import { CreateKeyHandler } from '../keys/create/create-key.handler';
 import { ListKeysHandler } from '../keys/list/list-keys.handler';
 import { RevokeKeyHandler } from '../keys/revoke/revoke-key.handler';
 import { UpdateKeyHandler } from '../keys/update/update-key.handler';
+import { type CreditNoteAsked, creditNoteLines, creditNoteView, issueCreditNote } from '../credit-notes/credit-notes';
+import { ApiError } from '../http/api-error';
 import { LedgerRuleError } from '../ledger/ledger.decider';
 import { exportLedger } from '../ledger-export/ledger-export';
 import { describeDifference, ExportVerifier } from '../ledger-export/ledger-verify';
+import { CREDIT_NOTE_REASONS } from '../ledger/ledger.events';
 import { formatCredits, MoneyFormatError, parseCredits } from '../ledger/money';
 import { rebuildProjections } from '../projections/projector';
 import { availableOf, reservedOf } from '../projections/read-models';
@@ -234,6 +237,62 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
         ]);
       }),
     );
+  const reasons = new Option('--reason <code>', 'why, for the ledger').choices([...CREDIT_NOTE_REASONS]).makeOptionMandatory();
+  const idempotencyKey = new Option(
+    '--idempotency-key <key>',
+    'this note’s key: run again with it, the note is issued once (1 to 128 letters, digits, "_", ".", ":" or "-")',
+  ).makeOptionMandatory();
+  const issueNote = (rt: Runtime, out: Output, asked: Omit<CreditNoteAsked, 'issuedBy'>) =>
+    issueCreditNote(rt.ledger, rt.projections, { ...asked, issuedBy: 'cli' }).then((issued) =>
+      out.print(
+        { ...creditNoteView(issued.note, issued.alreadyIssued), amount: formatCredits(issued.note.amount) },
+        creditNoteLines(issued),
+      ),
+    );
+  credits
+    .command('refund')
+    .description('refund a generation, in whole or in part: never more than it was charged, less its earlier refunds')
+    .requiredOption('--org <id>', 'organization id', uuid('--org'))
+    .requiredOption('--generation <id>', 'the generation: its x-request-id, its reply’s id, or its reservation id')
+    .option('--amount <credits>', 'credits to refund (default: all of its charge not yet refunded)')
+    .addOption(reasons)
+    .addOption(idempotencyKey)
+    .option('--memo <text>', 'a note for the ledger')
+    .action((opts: { org: string; generation: string; amount?: string; reason: string; idempotencyKey: string; memo?: string }) =>
+      withRuntime(async (rt, out) => {
+        await rt.projector.catchUp();
+        await issueNote(rt, out, {
+          orgId: opts.org,
+          kind: 'refund',
+          generation: opts.generation,
+          ...(opts.amount === undefined ? {} : { amount: opts.amount }),
+          reason: opts.reason,
+          idempotencyKey: opts.idempotencyKey,
+          ...(opts.memo === undefined ? {} : { memo: opts.memo }),
+        });
+      }),
+    );
+  credits
+    .command('adjust')
+    .description('adjust the balance: + credits it, - debits it (never below what is available)')
+    .requiredOption('--org <id>', 'organization id', uuid('--org'))
+    .requiredOption('--amount <credits>', 'signed credits, e.g. 5 or -2.50')
+    .addOption(reasons)
+    .addOption(idempotencyKey)
+    .option('--memo <text>', 'a note for the ledger')
+    .action((opts: { org: string; amount: string; reason: string; idempotencyKey: string; memo?: string }) =>
+      withRuntime(async (rt, out) => {
+        await rt.projector.catchUp();
+        await issueNote(rt, out, {
+          orgId: opts.org,
+          kind: 'adjustment',
+          amount: opts.amount,
+          reason: opts.reason,
+          idempotencyKey: opts.idempotencyKey,
+          ...(opts.memo === undefined ? {} : { memo: opts.memo }),
+        });
+      }),
+    );
   credits
     .command('show')
     .requiredOption('--org <id>', 'organization id', uuid('--org'))
@@ -267,6 +326,7 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
     .option('--tpm <n>', 'tokens per minute the key may be billed (default: the organization’s, if set)', perMinute('--tpm'))
     .option('--expires <time>', 'when the key stops working (ISO 8601, e.g. 2027-01-31T00:00:00Z)', time('--expires'))
     .option('--management', 'a management key: it manages the organization’s keys (/api/v1/keys) and cannot call models')
+    .option('--billing', 'with --management: billing rights too (it may issue credit notes, /api/v1/credit-notes)')
     .option(
       '--limit <credits>',
       'the most the key may be charged per period (settled charges and open holds)',
@@ -281,6 +341,7 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
         tpm?: number;
         expires?: number;
         management?: boolean;
+        billing?: boolean;
         limit?: number;
         limitReset?: LimitReset;
       }) =>
@@ -292,6 +353,7 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
             ...(rateLimits ? { rateLimits } : {}),
             ...(opts.expires === undefined ? {} : { expiresAt: opts.expires }),
             ...(opts.management ? { kind: 'management' as const } : {}),
+            ...(opts.billing ? { billing: true as const } : {}),
             ...(opts.limit === undefined ? {} : { limit: { amount: opts.limit, reset: opts.limitReset ?? 'never' } }),
           };
           const created = await new CreateKeyHandler(rt.events).execute({
@@ -300,8 +362,8 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
             name: opts.name,
             settings,
           });
-          const { keyId, secret, orgId, name, prefix, kind } = created;
-          out.print({ keyId, secret, orgId, name, prefix, ...(kind ? { kind } : {}) }, [
+          const { keyId, secret, orgId, name, prefix, kind, billing } = created;
+          out.print({ keyId, secret, orgId, name, prefix, ...(kind ? { kind } : {}), ...(billing ? { billing } : {}) }, [
             `id     ${keyId}`,
             `secret ${secret}`,
             'The secret is shown only now: keep it safe.',
@@ -455,6 +517,7 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
           `events ${report.events}, organizations ${report.organizations}, reservations ${report.reservations}`,
           `settled ${report.settlements} (${report.flaggedSettlements} flagged: host usage not believed; ${report.interruptedSettlements} interrupted: billed from their last progress), released ${report.releases}, expired ${report.expiries}`,
           `granted ${totals.granted}, spent ${totals.spent}, reserved ${totals.reserved}`,
+          `credit notes ${report.creditNotes}`,
           ...report.differences.map((d) => `DIFFERENCE ${d}`),
           report.differences.length === 0 ? 'clean' : `${report.differences.length} difference(s)`,
         ]);
@@ -633,6 +696,7 @@ const isOperatorFacing = (error: unknown) =>
   error instanceof ConfigError ||
   error instanceof MoneyFormatError ||
   error instanceof LedgerRuleError ||
+  error instanceof ApiError ||
   error instanceof IdentityRuleError;
 
 export async function main(argv: string[]): Promise<number> {

@@ -4,6 +4,7 @@ import { AlertsModule } from '../alerts/alerts.module';
 import { InferenceModule } from '../inference/inference.module';
 import { KeysModule } from '../keys/keys.module';
 import { AlertsDashboardController } from './alerts/alerts.controller';
+import { CreditNotesController } from './billing/credit-notes.controller';
 import { KeysController } from './keys/keys.controller';
 import { MembersController } from './members/members.controller';
 import { OrganizationsController } from './organizations/organizations.controller';
@@ -37,6 +38,7 @@ export class DashboardModule {
         MembersController,
         UsageController,
         DashboardLedgerController,
+        CreditNotesController,
         UsageExportDownloadController,
         StatementsController,
         PlaygroundController,

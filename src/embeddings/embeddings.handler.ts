@@ -8,8 +8,8 @@ import type { ApiError } from '../http/api-error';
 import { insufficientCredits, Refusal } from '../inference/admission';
 import { Admitted, BilledRequests, HostsCalled, WholeReplyUseCase } from '../inference/billed-request';
 import type { Config } from '../config/config';
-import type { HostAttempt } from '../ledger/ledger.events';
-import { TokenUsage, uncachedUsage } from '../ledger/money';
+import type { HostAttempt, TokenClass } from '../ledger/ledger.events';
+import { uncachedUsage } from '../ledger/money';
 import { attemptReason, circuitOpen, hostAtFault, hostAttempt } from '../routing/attempts';
 import { credentialOutcome, KeyPools } from '../routing/key-pool';
 import { retryDecision } from '../routing/retry';
@@ -138,11 +138,12 @@ export class EmbeddingsHandler
   }
 
   /** The input tokens billed: the host's count when believable, else the estimate. */
-  usage({ plan, requestId }: Admitted<EmbeddingsPlan>, served: ModelHost, reply: EmbeddingsReply): TokenUsage {
+  usage({ plan, requestId }: Admitted<EmbeddingsPlan>, served: ModelHost, reply: EmbeddingsReply) {
     const billed = billedEmbeddingTokens(reply, plan);
     if (!billed.counted) {
       this.logger.warn(`host ${served.host.id} reported no usable token count for ${requestId}; billing the estimate`);
     }
-    return uncachedUsage(billed.tokens, 0);
+    // The output class is none, not counted by anyone: only the input can be the gateway's estimate.
+    return { usage: uncachedUsage(billed.tokens, 0), estimated: billed.counted ? [] : (['input'] as TokenClass[]) };
   }
 }

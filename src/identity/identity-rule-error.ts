@@ -20,6 +20,7 @@ export class IdentityRuleError extends Error {
       | 'invalid_rate_limits'
       | 'invalid_expiry'
       | 'invalid_limit'
+      | 'invalid_key_rights'
       | 'no_change',
     message: string,
   ) {

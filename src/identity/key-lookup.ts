@@ -24,6 +24,8 @@ export interface KeyRecord {
   limit?: KeyLimit;
   /** A management key: it manages the organization's keys and cannot call models. */
   kind?: 'management';
+  /** A management key that may issue credit notes (billing rights). */
+  billing?: true;
   /** Nano-credits charged to it (settled), where the read model lists an organization's keys. */
   spent?: number;
 }

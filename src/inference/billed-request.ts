@@ -8,7 +8,7 @@ import { invalidApiKey, ordinaryKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
 import { MAX_OMITTED_TOOLS, MAX_TOOL_TYPE_LENGTH } from '../ledger/ledger.decider';
 import { LedgerService, ReservationNotRecordedError, ReservationTicket, Resolution } from '../ledger/ledger.service';
-import type { HostAttempt } from '../ledger/ledger.events';
+import type { HostAttempt, TokenClass } from '../ledger/ledger.events';
 import type { TokenUsage } from '../ledger/money';
 import type { RequestFacts } from '../observability/request-facts';
 import { failed } from '../observability/tracing';
@@ -69,8 +69,8 @@ export interface BilledUseCase<Ask extends BilledAsk, Plan extends BilledPlan> {
 export interface WholeReplyUseCase<Ask extends BilledAsk, Plan extends BilledPlan, Reply> extends BilledUseCase<Ask, Plan> {
   /** Calls the plan's hosts in turn; resolves (never rejects) with the reply, or the failure that ended the attempt. */
   call(request: Admitted<Plan>): Promise<HostsCalled<Reply>>;
-  /** The tokens to bill for a host's reply: its count when believable, else the estimate. */
-  usage(request: Admitted<Plan>, served: ModelHost, reply: Reply): TokenUsage;
+  /** The tokens to bill for a host's reply: its count when believable, else the estimate (`estimated`: the classes that are). */
+  usage(request: Admitted<Plan>, served: ModelHost, reply: Reply): { usage: TokenUsage; estimated: TokenClass[] };
 }
 
 /** A call to a plan's hosts in turn, ended: the reply of the host that served, or the failure that ended the attempt. */
@@ -251,8 +251,8 @@ export class BilledRequests {
       const ending = { kind: 'failed', error: called.error } as const;
       return { served, fallback, ending, settlement: nothingDelivered(ending), attempts };
     }
-    const usage = useCase.usage(request, served, called.reply);
-    const settlement = { action: 'settle', status: 'ok', usage, flag: null } as const;
+    const { usage, estimated } = useCase.usage(request, served, called.reply);
+    const settlement = { action: 'settle', status: 'ok', usage, flag: null, estimated } as const;
     return { served, fallback, ending: COMPLETE, settlement, attempts };
   }
 
@@ -297,7 +297,7 @@ export class BilledRequests {
     progress: CheckedUsage,
     deliveredChars: number,
   ): Promise<void> {
-    const { usage, flag } = progress;
+    const { usage, flag, estimated } = progress;
     return this.ledger
       .recordProgress(request.ticket, {
         usage,
@@ -306,6 +306,7 @@ export class BilledRequests {
         hostModel: served.model,
         deliveredChars,
         ...(flag === null ? {} : { usageFlag: flag }),
+        ...(estimated.length === 0 ? {} : { estimated }),
       })
       .catch((error: Error) => this.logger.warn(`progress of ${request.requestId} not recorded: ${error.message}`));
   }
@@ -381,7 +382,7 @@ export class BilledRequests {
           ...(attempts === undefined ? {} : { attempts }),
         });
       } else {
-        const { usage, status, flag } = settlement;
+        const { usage, status, flag, estimated } = settlement;
         const outcome = {
           usage,
           prices: served.prices,
@@ -390,6 +391,7 @@ export class BilledRequests {
           status,
           latencyMs,
           ...(flag === null ? {} : { usageFlag: flag }),
+          ...(estimated.length === 0 ? {} : { estimated }),
           // A host's text may hold a key (ours or its own): masked before it is recorded.
           ...(upstreamId === null ? {} : { upstreamId: maskSecrets(upstreamId) }),
           ...(attempts === undefined ? {} : { attempts }),

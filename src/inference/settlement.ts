@@ -1,7 +1,7 @@
 import type { HostError } from '../canonical/canonical';
 import type { ModelHost } from '../catalogue/catalogue';
 import { ApiError } from '../http/api-error';
-import { HostAttempt, ReservationEvent, settledUsage } from '../ledger/ledger.events';
+import { HostAttempt, ReservationEvent, settledUsage, type TokenClass } from '../ledger/ledger.events';
 import type { TokenUsage } from '../ledger/money';
 import type { AttemptState, Ending } from './attempt';
 import type { Billed } from './inference.command';
@@ -18,9 +18,10 @@ export type SettlementStatus = 'ok' | 'client_abort' | 'provider_timeout' | 'pro
 export type Settlement =
   /**
    * Bill `usage`. A completed request (`ok`) reports its charge at once, before the event is written.
-   * `flag`: why some of the tokens are the gateway's own count, not the host's (see usage-check.ts).
+   * `flag`: why some of the tokens are the gateway's own count, not the host's (see usage-check.ts);
+   * `estimated`: which classes are ([]: none).
    */
-  | { action: 'settle'; status: SettlementStatus; usage: TokenUsage; flag: string | null }
+  | { action: 'settle'; status: SettlementStatus; usage: TokenUsage; flag: string | null; estimated: TokenClass[] }
   /** Nothing was delivered: the whole hold returns. */
   | { action: 'release'; status: Exclude<SettlementStatus, 'ok'>; reason: string };
 

@@ -1,4 +1,5 @@
 import { HOSTED_TOOL_CLASSES, type CanonicalRequest, type Usage } from '../canonical/canonical';
+import type { TokenClass } from '../ledger/ledger.events';
 import type { HostedToolCounts, TokenUsage } from '../ledger/money';
 import { CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN, tokensForChars } from './tokens';
 
@@ -39,11 +40,20 @@ export function usageLimits(contextLength: number, estimatedInput: number, reque
   };
 }
 
-/** What to bill of a request's usage: the tokens, and why some are the gateway's own count (null: all the host's). */
+/**
+ * What to bill of a request's usage: the tokens, why some are the gateway's own count for a count
+ * that failed the checks (null: none failed), and which classes are the gateway's own count (the
+ * charge's provenance: [] when every class is the host's; a request cut short may bill the
+ * gateway's count with no flag, a host counting at its end).
+ */
 export interface CheckedUsage {
   usage: TokenUsage;
   flag: string | null;
+  estimated: TokenClass[];
 }
+
+const INPUT_ESTIMATED: TokenClass[] = ['input', 'cacheRead', 'cacheWrite', 'cacheWrite1h'];
+const ALL_ESTIMATED: TokenClass[] = [...INPUT_ESTIMATED, 'output'];
 
 const isCount = (n: number): boolean => Number.isSafeInteger(n) && n >= 0;
 
@@ -132,6 +142,7 @@ export function checkedUsage(
     return {
       usage: estimatedUsage(limits.estimatedInput, counted),
       flag: complete ? 'the host reported no usage' : null,
+      estimated: ALL_ESTIMATED,
     };
   }
   const floor = complete ? Math.min(limits.maxOutput, Math.ceil(deliveredChars / MAX_CHARS_PER_TOKEN)) : 0;
@@ -142,12 +153,17 @@ export function checkedUsage(
   const flag = problems.length === 0 ? null : problems.join('; ');
   if (input === null && output === null) {
     const outputTokens = complete ? reported.outputTokens : Math.max(reported.outputTokens, counted);
-    if (flag === null && outputTokens === reported.outputTokens) return { usage: reported, flag };
-    return { usage: withUses({ ...reported, outputTokens }, tools.uses), flag };
+    const estimated: TokenClass[] = outputTokens === reported.outputTokens ? [] : ['output'];
+    if (flag === null && estimated.length === 0) return { usage: reported, flag, estimated };
+    return { usage: withUses({ ...reported, outputTokens }, tools.uses), flag, estimated };
   }
   const outputTokens = output === null ? Math.max(reported.outputTokens, complete ? 0 : counted) : counted;
   const usage = input === null ? { ...reported, outputTokens } : estimatedUsage(limits.estimatedInput, outputTokens);
-  return { usage: withUses(usage, tools.uses), flag };
+  const estimated = [
+    ...(input === null ? [] : INPUT_ESTIMATED),
+    ...(output === null && outputTokens === reported.outputTokens ? [] : (['output'] as const)),
+  ];
+  return { usage: withUses(usage, tools.uses), flag, estimated };
 }
 
 const estimatedUsage = (inputTokens: number, outputTokens: number): TokenUsage => ({

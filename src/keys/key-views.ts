@@ -1,6 +1,7 @@
 import type { LimitReset, RateLimits } from '../identity/identity.events';
 import { type KeyRecord, keyStatus } from '../identity/key-lookup';
 import { creditsNumber } from '../ledger/money';
+import type { TokenClass } from '../ledger/ledger.events';
 import type { RequestLogEntry } from '../projections/read-models';
 
 /** What every view of a key shows (never its secret): who it is, what it has spent, its limit, its expiry. */
@@ -70,9 +71,25 @@ export const managedKeyView = (key: KeyRecord) => ({
   last_used_at: key.lastUsedAt === null ? null : new Date(key.lastUsedAt).toISOString(),
 });
 
-/** One request of the request log as GET /api/v1/generation shows it. */
-export const generationView = (e: RequestLogEntry) => ({
+/** Whose count each token class of a charge is: the host's, or the gateway's own estimate. */
+const provenanceOf = (e: RequestLogEntry) => {
+  const of = (tokenClass: TokenClass) => (e.estimated?.includes(tokenClass) ? 'gateway_estimate' : 'host');
+  return {
+    input: of('input'),
+    cache_read: of('cacheRead'),
+    cache_write: of('cacheWrite'),
+    cache_write_1h: of('cacheWrite1h'),
+    output: of('output'),
+  };
+};
+
+/**
+ * One request of the request log as GET /api/v1/generation shows it; `refunded`: nano-credits its
+ * credit notes returned (the cost stays what was charged; `net_cost` is what remains).
+ */
+export const generationView = (e: RequestLogEntry, refunded = 0) => ({
   id: e.requestId,
+  reservation_id: e.reservationId,
   created_at: new Date(e.time).toISOString(),
   surface: e.surface,
   model: e.model,
@@ -90,6 +107,11 @@ export const generationView = (e: RequestLogEntry) => ({
   ),
   cost: creditsNumber(e.cost),
   cost_nano: e.cost,
+  refunded: creditsNumber(refunded),
+  refunded_nano: refunded,
+  net_cost: creditsNumber(e.cost - refunded),
+  // Per token class, whose count was billed: the host's, or the gateway's estimate (a count the host did not give or that failed the checks).
+  provenance: provenanceOf(e),
   // OpenRouter's names for what the request log knows.
   total_cost: creditsNumber(e.cost),
   usage: creditsNumber(e.cost),

@@ -71,6 +71,10 @@ export class KeyController {
         'not_found',
         `no request ${maskSecrets(id.slice(0, 128))} in this organization's request log (it keeps the latest requests only)`,
       );
-    return { data: generationView(entry) };
+    const refunded =
+      entry.reservationId === null
+        ? undefined
+        : (await this.readModels.refunded(orgId, [entry.reservationId])).get(entry.reservationId);
+    return { data: generationView(entry, refunded) };
   }
 }

@@ -18,6 +18,8 @@ export interface CreditHolds {
   hold(orgId: string, reservationId: string, amount: number, pendingUntil: number, key: KeyHold): Promise<HoldResult>;
   /** Undoes a pending hold whose event could not be appended. */
   dropHold(orgId: string, reservationId: string): Promise<void>;
+  /** The organization's balance as the read models have it (a debit is checked against what is available). */
+  balance(orgId: string): Promise<{ granted: number; spent: number; reserved: number; pending: number }>;
   /** Open reservations whose expiry is at or before `now`. */
   expiredReservations(now: number, limit: number): Promise<Array<{ reservationId: string }>>;
 }

@@ -1,5 +1,8 @@
 import type { Decider } from '../eventstore/command-handler';
 import {
+  CREDIT_NOTE_REASONS,
+  CreditNoteIssued,
+  CreditNoteReason,
   CreditsGranted,
   CreditsReserved,
   HostAttempt,
@@ -13,6 +16,8 @@ import {
   ReservationSettled,
   RequestRefused,
   settledCharge,
+  TOKEN_CLASSES,
+  TokenClass,
 } from './ledger.events';
 import { HOSTED_TOOL_CLASSES } from '../canonical/canonical';
 import {
@@ -41,7 +46,12 @@ export class LedgerRuleError extends Error {
       | 'not_expired'
       | 'balance_overflow'
       | 'organization_not_found'
-      | 'grant_conflict',
+      | 'grant_conflict'
+      | 'invalid_credit_note'
+      | 'generation_not_found'
+      | 'refund_exceeds_charge'
+      | 'insufficient_balance'
+      | 'credit_note_conflict',
     message: string,
   ) {
     super(message);
@@ -50,20 +60,48 @@ export class LedgerRuleError extends Error {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The credit account of an organization: grants, each made once per grant id.
+// The credit account of an organization: grants, each made once per grant id, and credit notes
+// (refunds of generations, adjustments of the balance), each issued once per idempotency key.
 
 export interface CreditAccount {
+  /** Σ grants + Σ credit notes (signed): what the account has been credited, bounded by MAX_NANO. */
   granted: number;
   /** The grants made, by grant id: a grant asked again (a retry) is answered with the one made. */
   grants: ReadonlyMap<string, CreditsGranted['data']>;
+  /** The credit notes issued, by idempotency key: a note asked again is answered with the one issued. */
+  creditNotes: ReadonlyMap<string, CreditNoteIssued['data']>;
+  /** What the refunds of each generation (by reservation id) have returned so far. */
+  refunded: ReadonlyMap<string, number>;
 }
 
-export const initialCreditAccount = (): CreditAccount => ({ granted: 0, grants: new Map() });
+export type CreditAccountEvent = CreditsGranted | CreditNoteIssued;
 
-export const evolveCreditAccount = (state: CreditAccount, event: CreditsGranted): CreditAccount => ({
-  granted: state.granted + event.data.amount,
-  grants: new Map(state.grants).set(event.data.grantId, event.data),
+export const initialCreditAccount = (): CreditAccount => ({
+  granted: 0,
+  grants: new Map(),
+  creditNotes: new Map(),
+  refunded: new Map(),
 });
+
+export function evolveCreditAccount(state: CreditAccount, event: CreditAccountEvent): CreditAccount {
+  if (event.type === 'CreditsGranted') {
+    return {
+      ...state,
+      granted: state.granted + event.data.amount,
+      grants: new Map(state.grants).set(event.data.grantId, event.data),
+    };
+  }
+  const note = event.data;
+  return {
+    ...state,
+    granted: state.granted + note.amount,
+    creditNotes: new Map(state.creditNotes).set(note.idempotencyKey, note),
+    refunded:
+      note.reservationId === null
+        ? state.refunded
+        : new Map(state.refunded).set(note.reservationId, (state.refunded.get(note.reservationId) ?? 0) + note.amount),
+  };
+}
 
 export interface GrantCredits {
   type: 'GrantCredits';
@@ -102,11 +140,139 @@ export function decideGrant(command: GrantCredits, state: CreditAccount): Credit
   return [{ type: 'CreditsGranted', data: { orgId, grantId, amount, reason, grantedAt: now } }];
 }
 
-export const creditAccountDecider: Decider<GrantCredits, CreditAccount, CreditsGranted> = {
-  decide: decideGrant,
+/** A generation as a refund of it is decided: its organization, its key and what its settlement charged (0: none). */
+export interface ChargedGeneration {
+  orgId: string;
+  keyId: string;
+  charged: number;
+}
+
+/** An idempotency key as a caller gives it: up to 128 letters, digits and `_ . : -` (a ticket number, a UUID). */
+export const IDEMPOTENCY_KEY = /^[\w.:-]{1,128}$/;
+export const MAX_MEMO_LENGTH = 500;
+
+export interface IssueCreditNote {
+  type: 'IssueCreditNote';
+  orgId: string;
+  creditNoteId: string;
+  idempotencyKey: string;
+  kind: 'refund' | 'adjustment';
+  /** The generation refunded (its reservation id); null for an adjustment. */
+  reservationId: string | null;
+  /** Nano-credits; null for a refund of all its generation's charge not yet refunded. */
+  amount: number | null;
+  reason: string;
+  memo?: string;
+  issuedBy: string;
+  /** A refund's generation as its reservation stream holds it: null when there is none. */
+  generation: ChargedGeneration | null;
+  /** The organization's available balance as its read models show it: a debit may not take it below 0. */
+  available: number;
+  now: number;
+}
+
+/** The credit note an idempotency key already issued, if any. */
+export const creditNoteIssued = (state: CreditAccount, idempotencyKey: string): CreditNoteIssued['data'] | undefined =>
+  state.creditNotes.get(idempotencyKey);
+
+const invalidNote = (message: string) => new LedgerRuleError('invalid_credit_note', message);
+
+/**
+ * Issues a credit note once per idempotency key: the same note asked again decides nothing (it was
+ * issued); the same key for another note is refused. A refund returns at most what its generation
+ * (one of this organization's) was charged, less its earlier refunds; an adjustment credits (+) or
+ * debits (−) the balance, a debit never below what is available.
+ */
+export function decideCreditNote(command: IssueCreditNote, state: CreditAccount): CreditNoteIssued[] {
+  const { kind, amount: asked, reservationId } = command;
+  if (!(CREDIT_NOTE_REASONS as readonly string[]).includes(command.reason))
+    throw invalidNote(`reason must be one of ${CREDIT_NOTE_REASONS.join(', ')}`);
+  if (typeof command.idempotencyKey !== 'string' || !IDEMPOTENCY_KEY.test(command.idempotencyKey))
+    throw invalidNote('the idempotency key must be 1 to 128 letters, digits, "_", ".", ":" or "-"');
+  if (command.memo !== undefined && (typeof command.memo !== 'string' || command.memo.length > MAX_MEMO_LENGTH))
+    throw invalidNote(`a memo is at most ${MAX_MEMO_LENGTH} characters`);
+  if (kind !== 'refund' && kind !== 'adjustment') throw invalidNote("kind must be 'refund' or 'adjustment'");
+  if (kind === 'refund' && asked !== null && !(isNanoAmount(asked) && asked > 0))
+    throw new LedgerRuleError('invalid_amount', 'a refund must be a positive amount of credits');
+  if (kind === 'adjustment' && !(asked !== null && Number.isSafeInteger(asked) && asked !== 0 && Math.abs(asked) <= MAX_NANO))
+    throw new LedgerRuleError('invalid_amount', 'an adjustment must be a non-zero amount of credits (+ credits, − debits)');
+  if ((kind === 'refund') !== (typeof reservationId === 'string' && reservationId !== ''))
+    throw invalidNote('a refund names its generation; an adjustment names none');
+
+  const issued = creditNoteIssued(state, command.idempotencyKey);
+  if (issued !== undefined) {
+    // A whole refund asked again (no amount) is the note it issued, whatever that came to.
+    const sameAmount = asked === null || issued.amount === asked;
+    if (issued.kind === kind && issued.reservationId === reservationId && sameAmount && issued.reason === command.reason)
+      return [];
+    throw new LedgerRuleError(
+      'credit_note_conflict',
+      `idempotency key ${command.idempotencyKey} already issued credit note ${issued.creditNoteId} ` +
+        `(${issued.kind} of ${formatCredits(issued.amount)} credits, ${issued.reason}): give a new key for another note`,
+    );
+  }
+
+  let keyId: string | null = null;
+  let amount: number;
+  if (kind === 'refund') {
+    const generation = command.generation;
+    // Another organization's generation is as unknown as one that never was.
+    if (generation === null || generation.orgId !== command.orgId)
+      throw new LedgerRuleError('generation_not_found', `no generation ${reservationId} in this organization`);
+    const refunded = state.refunded.get(reservationId!) ?? 0;
+    const left = generation.charged - refunded;
+    amount = asked ?? left;
+    if (amount > left || amount <= 0) {
+      throw new LedgerRuleError(
+        'refund_exceeds_charge',
+        `generation ${reservationId} was charged ${formatCredits(generation.charged)} credits, ` +
+          `${formatCredits(refunded)} already refunded: at most ${formatCredits(left)} credits more can be`,
+      );
+    }
+    keyId = generation.keyId;
+  } else {
+    amount = asked!;
+    if (amount < 0 && -amount > command.available) {
+      throw new LedgerRuleError(
+        'insufficient_balance',
+        `a debit of ${formatCredits(-amount)} credits is more than the ${formatCredits(Math.max(0, command.available))} credits available`,
+      );
+    }
+  }
+  if (state.granted + amount > MAX_NANO) {
+    throw new LedgerRuleError('balance_overflow', 'this credit note would take the balance past what the ledger holds');
+  }
+  const data: CreditNoteIssued['data'] = {
+    orgId: command.orgId,
+    creditNoteId: command.creditNoteId,
+    idempotencyKey: command.idempotencyKey,
+    kind,
+    reservationId: kind === 'refund' ? reservationId : null,
+    keyId,
+    amount,
+    reason: command.reason as CreditNoteReason,
+    issuedBy: command.issuedBy,
+    issuedAt: command.now,
+  };
+  if (command.memo !== undefined && command.memo !== '') data.memo = command.memo;
+  return [{ type: 'CreditNoteIssued', data }];
+}
+
+export type CreditAccountCommand = GrantCredits | IssueCreditNote;
+
+export const creditAccountDecider: Decider<CreditAccountCommand, CreditAccount, CreditAccountEvent> = {
+  decide: (command, state) => (command.type === 'GrantCredits' ? decideGrant(command, state) : decideCreditNote(command, state)),
   evolve: evolveCreditAccount,
   initialState: initialCreditAccount,
 };
+
+/** A generation's charge as its reservation stream's events give it (null: no such reservation). */
+export function chargedGeneration(events: readonly ReservationEvent[]): ChargedGeneration | null {
+  const reserved = events.find((e): e is CreditsReserved => e.type === 'CreditsReserved');
+  if (reserved === undefined) return null;
+  const settled = events.find((e): e is ReservationSettled => e.type === 'ReservationSettled');
+  return { orgId: reserved.data.orgId, keyId: reserved.data.keyId, charged: settled?.data.amount ?? 0 };
+}
 
 // ---------------------------------------------------------------------------------------------
 // A reservation: a pending charge, resolved exactly once (settled, released or expired).
@@ -150,6 +316,8 @@ export interface Settle extends RequestOutcome {
   hostModel: string;
   /** Why some of the tokens are the gateway's own count, not the host's; absent when all are the host's. */
   usageFlag?: string;
+  /** Which token classes are the gateway's own count; absent (or empty) when all are the host's. */
+  estimated?: TokenClass[];
   /** The host's own id for its reply, when it gave one. */
   upstreamId?: string;
   now: number;
@@ -163,6 +331,7 @@ export interface RecordProgress {
   host: string;
   hostModel: string;
   usageFlag?: string;
+  estimated?: TokenClass[];
   deliveredChars: number;
   now: number;
 }
@@ -236,6 +405,8 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
         },
       };
       if (command.usageFlag !== undefined) event.data.usageFlag = command.usageFlag;
+      const estimated = checkedEstimated(command.estimated);
+      if (estimated !== undefined) event.data.estimated = estimated;
       return [event];
     }
     case 'Settle': {
@@ -257,6 +428,8 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
         },
       };
       if (command.usageFlag !== undefined) event.data.usageFlag = command.usageFlag;
+      const estimated = checkedEstimated(command.estimated);
+      if (estimated !== undefined) event.data.estimated = estimated;
       if (command.upstreamId !== undefined) event.data.upstreamId = command.upstreamId;
       if (reserved.omittedTools !== undefined) event.data.omittedTools = reserved.omittedTools;
       if (command.attempts !== undefined) event.data.attempts = checkedAttempts(command.attempts);
@@ -391,6 +564,14 @@ function checkUsage(usage: TokenUsage, prices: TokenPrices): void {
   }
 }
 
+/** The classes a count of the gateway's own names, each once in TOKEN_CLASSES' order; undefined for none. */
+function checkedEstimated(classes: TokenClass[] | undefined): TokenClass[] | undefined {
+  if (classes === undefined || classes.length === 0) return undefined;
+  if (!Array.isArray(classes) || !classes.every((c) => (TOKEN_CLASSES as readonly string[]).includes(c)))
+    throw new LedgerRuleError('invalid_usage', `estimated classes must be among ${TOKEN_CLASSES.join(', ')}`);
+  return TOKEN_CLASSES.filter((c) => classes.includes(c));
+}
+
 /** Hosted tools' types as the request log keeps them: a few short names, none empty. */
 export const MAX_OMITTED_TOOLS = 16;
 export const MAX_TOOL_TYPE_LENGTH = 64;
@@ -457,6 +638,7 @@ function interruptedSettlement(
     interrupted: { progressAt: progress.recordedAt, deliveredChars: progress.deliveredChars },
   };
   if (progress.usageFlag !== undefined) data.usageFlag = progress.usageFlag;
+  if (progress.estimated !== undefined) data.estimated = progress.estimated;
   if (reserved.omittedTools !== undefined) data.omittedTools = reserved.omittedTools;
   if (reserved.catalogueVersion !== undefined) data.catalogueVersion = reserved.catalogueVersion;
   data.amount = settledCharge(data);

@@ -65,6 +65,10 @@ export interface HostAttempt {
   durationMs: number;
 }
 
+/** The token classes a settlement bills, as its provenance names them. */
+export const TOKEN_CLASSES = ['input', 'cacheRead', 'cacheWrite', 'cacheWrite1h', 'output'] as const;
+export type TokenClass = (typeof TOKEN_CLASSES)[number];
+
 /** Most attempts one event carries: every host of a model, each with its retries, is far fewer. */
 export const MAX_ATTEMPTS = 64;
 
@@ -102,6 +106,12 @@ export interface ReservationSettled {
        * is the host's. The charge is recomputed from the tokens either way.
        */
       usageFlag?: string;
+      /**
+       * The charge's provenance: the token classes whose count is the gateway's own estimate (of
+       * what was sent and delivered), not the host's, each once in TOKEN_CLASSES' order. Absent when
+       * every count is the host's, and from events written before provenance was recorded.
+       */
+      estimated?: TokenClass[];
       /**
        * The host's own id for its reply (`chatcmpl-…`, `msg_…`): what a client of the host's format,
        * passed the reply whole, sees as its id. Absent when the host gave none, and from events
@@ -142,6 +152,8 @@ export interface ReservationProgress {
     prices: TokenPrices;
     /** Why some of the tokens are the gateway's own count (as on a settlement); absent when all are the host's. */
     usageFlag?: string;
+    /** Which classes are the gateway's own count (as on a settlement); absent when all are the host's. */
+    estimated?: TokenClass[];
     /** Characters of text, reasoning and tool calls delivered so far. */
     deliveredChars: number;
     recordedAt: number;
@@ -217,9 +229,43 @@ export interface RequestRefused {
     };
 }
 
+/** Why a credit note was issued. */
+export const CREDIT_NOTE_REASONS = ['dispute', 'provider_outage', 'goodwill', 'correction', 'other'] as const;
+export type CreditNoteReason = (typeof CREDIT_NOTE_REASONS)[number];
+
+/**
+ * Credits returned for one generation (a refund) or an adjustment of the balance, on the organization's
+ * credits stream. Balance = Σ grants − Σ settled charges + Σ refunds + Σ adjustments (signed); a key's
+ * spend = Σ its settled charges − Σ refunds naming it. The shape is a shared contract
+ * (docs/credit-notes.md): statements and the standalone verifier read it.
+ */
+export interface CreditNoteIssued {
+  type: 'CreditNoteIssued';
+  data: {
+    orgId: string;
+    creditNoteId: string;
+    /** The caller's idempotency key: the same key again returns the first note, never a second one. */
+    idempotencyKey: string;
+    /** 'refund': of one generation (reservationId set, keyId its key); 'adjustment': of the balance (both null). */
+    kind: 'refund' | 'adjustment';
+    reservationId: string | null;
+    keyId: string | null;
+    /**
+     * Nano-credits, integer. Refund: > 0, returned to the balance and taken off the key's spend; never more, with
+     * earlier refunds of the same generation, than it was charged. Adjustment: non-zero, + credits the balance, − debits it.
+     */
+    amount: number;
+    reason: CreditNoteReason;
+    memo?: string;
+    /** Who issued it: 'cli', a management key's id, or a dashboard user's id. */
+    issuedBy: string;
+    issuedAt: number;
+  };
+}
+
 export type ReservationEvent =
   CreditsReserved | ReservationProgress | ReservationSettled | ReservationReleased | ReservationExpired;
-export type LedgerEvent = CreditsGranted | ReservationEvent | RequestRefused;
+export type LedgerEvent = CreditsGranted | CreditNoteIssued | ReservationEvent | RequestRefused;
 
 export const creditsStream = (orgId: string) => `credits-${orgId}`;
 export const reservationStream = (reservationId: string) => `reservation-${reservationId}`;

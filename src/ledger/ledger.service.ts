@@ -10,7 +10,9 @@ import { CatalogueLoaded, catalogueStream } from './catalogue-loaded';
 import type { CreditHolds } from './credit-holds';
 import { keyHold } from './key-limit';
 import {
+  chargedGeneration,
   creditAccountDecider,
+  creditNoteIssued,
   grantMade,
   decideRefusal,
   LedgerRuleError,
@@ -23,6 +25,7 @@ import {
   Settle,
 } from './ledger.decider';
 import {
+  CreditNoteIssued,
   CreditsGranted,
   RequestFacts,
   RequestRefused,
@@ -43,6 +46,7 @@ const settleCommand = (s: Omit<Settle, 'type' | 'now'>, now: number): Settle => 
   status: s.status,
   latencyMs: s.latencyMs,
   ...(s.usageFlag === undefined ? {} : { usageFlag: s.usageFlag }),
+  ...(s.estimated === undefined ? {} : { estimated: s.estimated }),
   ...(s.upstreamId === undefined ? {} : { upstreamId: s.upstreamId }),
   ...(s.attempts === undefined ? {} : { attempts: s.attempts }),
   now,
@@ -88,6 +92,27 @@ export interface Granted {
   alreadyGranted: boolean;
 }
 
+/** A credit note as the log holds it; `alreadyIssued`: its idempotency key had issued it before, and nothing more was issued now. */
+export interface IssuedCreditNote {
+  note: CreditNoteIssued['data'];
+  alreadyIssued: boolean;
+  /** The log position of its credits stream after it: read models include the note once they reach it. */
+  position: number;
+}
+
+/** A credit note as a caller asks for it (see IssueCreditNote). */
+export interface CreditNoteRequest {
+  orgId: string;
+  idempotencyKey: string;
+  kind: 'refund' | 'adjustment';
+  reservationId: string | null;
+  /** Nano-credits; null for a refund of all its generation's charge not yet refunded. */
+  amount: number | null;
+  reason: string;
+  memo?: string;
+  issuedBy: string;
+}
+
 /** A reservation's ending as the log holds it: the event, and its position (read models include it once they reach it). */
 export interface Resolution {
   event: ReservationEvent;
@@ -123,8 +148,46 @@ export class LedgerService {
     const { events, state } = await handleCommand(this.events, creditsStream(orgId), creditAccountDecider, command, {
       retries: Infinity,
     });
-    if (events.length > 0) return { grant: events[0].data, alreadyGranted: false };
+    if (events.length > 0) return { grant: (events[0] as CreditsGranted).data, alreadyGranted: false };
     return { grant: grantMade(state, grantId)!, alreadyGranted: true };
+  }
+
+  /**
+   * Issues a credit note (a refund of one generation, or an adjustment of the balance), once per
+   * idempotency key: asked again with its key, it issues nothing more and answers the note issued.
+   * The decider holds the rules; this reads what they weigh: the generation's charge from its
+   * reservation stream, and (for a debit) the available balance from the read models.
+   */
+  async issueCreditNote(request: CreditNoteRequest): Promise<IssuedCreditNote> {
+    const { orgId, reservationId } = request;
+    const { state: organization } = await readStreamState(this.events, organizationStream(orgId), organizationDecider);
+    if (!organization.exists) throw new LedgerRuleError('organization_not_found', `no organization ${orgId}`);
+    const generation =
+      request.kind === 'refund' && typeof reservationId === 'string' && reservationId !== ''
+        ? chargedGeneration((await this.events.readStream(reservationStream(reservationId))) as unknown as ReservationEvent[])
+        : null;
+    const balance = await this.holds.balance(orgId);
+    const command = {
+      type: 'IssueCreditNote' as const,
+      orgId,
+      creditNoteId: randomUUID(),
+      idempotencyKey: request.idempotencyKey,
+      kind: request.kind,
+      reservationId: request.kind === 'refund' ? reservationId : null,
+      amount: request.amount,
+      reason: request.reason,
+      // The memo is stored: a secret pasted into it is masked first.
+      ...(request.memo === undefined ? {} : { memo: maskSecrets(request.memo) }),
+      issuedBy: request.issuedBy,
+      generation,
+      available: balance.granted - balance.spent - balance.reserved - balance.pending,
+      now: this.clock(),
+    };
+    const { events, state, position } = await handleCommand(this.events, creditsStream(orgId), creditAccountDecider, command, {
+      retries: Infinity,
+    });
+    if (events.length > 0) return { note: (events[0] as CreditNoteIssued).data, alreadyIssued: false, position };
+    return { note: creditNoteIssued(state, request.idempotencyKey)!, alreadyIssued: true, position };
   }
 
   /**

@@ -8,6 +8,7 @@ import {
 import { nativeChatRequestSchema } from '../surfaces/native/native.schema';
 import { alertsSchema } from '../alerts/alerts.schema';
 import { createKeySchema, updateKeySchema } from '../keys/management.schema';
+import { creditNoteSchema } from '../credit-notes/credit-notes.schema';
 import { responsesRequestSchema } from '../surfaces/responses/responses.schema';
 import { REPLY_SCHEMAS } from './reply-schemas';
 
@@ -290,6 +291,23 @@ export function openApiDocument(): Record<string, unknown> {
           },
         },
       },
+      '/api/v1/credit-notes': {
+        post: {
+          summary:
+            'Refund a generation (whole or part) or adjust the balance, once per idempotency key (management key with billing rights)',
+          parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string' } }],
+          requestBody: { required: true, content: json(ref('CreditNoteRequest')) },
+          responses: {
+            '201': { description: 'the credit note issued', content: json(ref('CreditNote')) },
+            '200': { description: 'the note its idempotency key had issued before', content: json(ref('CreditNote')) },
+            ...errors('ChatError', [400, 401, 402, 403, 404]),
+            '409': {
+              description: 'the idempotency key issued another note',
+              content: json(ref('ChatError')),
+            },
+          },
+        },
+      },
       '/api/v1/keys/{id}': {
         parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
         get: {
@@ -405,6 +423,7 @@ export function openApiDocument(): Record<string, unknown> {
         GenerateContentRequest: generateContentRequestSchema,
         GeminiCountTokensRequest: geminiCountTokensRequestSchema,
         CreateKeyRequest: createKeySchema,
+        CreditNoteRequest: creditNoteSchema,
         UpdateKeyRequest: updateKeySchema,
         AlertsRequest: alertsSchema,
         ...REPLY_SCHEMAS,

@@ -281,8 +281,10 @@ const keyInfo = object({
   created_at: time,
 });
 
+const provenance = { enum: ['host', 'gateway_estimate'] };
 const generation = object({
   id: string,
+  reservation_id: nullable(string),
   created_at: time,
   surface: string,
   model: string,
@@ -295,6 +297,17 @@ const generation = object({
   hosted_tool_uses: { type: 'object', additionalProperties: integer },
   cost: number,
   cost_nano: integer,
+  // What credit notes refunded of it, and what remains charged.
+  refunded: number,
+  refunded_nano: integer,
+  net_cost: number,
+  provenance: object({
+    input: provenance,
+    cache_read: provenance,
+    cache_write: provenance,
+    cache_write_1h: provenance,
+    output: provenance,
+  }),
   total_cost: number,
   usage: number,
   request_id: string,
@@ -419,4 +432,35 @@ export const REPLY_SCHEMAS = {
   AlertsSet: object({ data: alerts, secret: webhookSecret }, ['data']),
   AlertsSecret: object({ secret: webhookSecret }),
   AlertTest: object({ alert_id: string }),
+  CreditNote: object({
+    data: object(
+      {
+        id: string,
+        kind: { enum: ['refund', 'adjustment'] },
+        generation: nullable(string),
+        key_id: nullable(string),
+        amount: number,
+        amount_nano: { type: 'integer' },
+        reason: { enum: ['dispute', 'provider_outage', 'goodwill', 'correction', 'other'] },
+        memo: nullable(string),
+        idempotency_key: string,
+        issued_by: string,
+        issued_at: time,
+        already_issued: boolean,
+      },
+      [
+        'id',
+        'kind',
+        'generation',
+        'key_id',
+        'amount',
+        'amount_nano',
+        'reason',
+        'memo',
+        'idempotency_key',
+        'issued_by',
+        'issued_at',
+      ],
+    ),
+  }),
 };

@@ -7,8 +7,9 @@ import type {
   OrganizationRateLimitsSet,
 } from '../identity/identity.events';
 import type { ApiKeyCreated, ApiKeyRevoked, ApiKeyUpdated, KeyChanges } from '../keys/api-key/api-key.events';
-import { periodsOf } from '../ledger/key-limit';
+import { periodOf, periodsOf } from '../ledger/key-limit';
 import type {
+  CreditNoteIssued,
   CreditsGranted,
   CreditsReserved,
   ReservationExpired,
@@ -28,6 +29,7 @@ import { keySpendField, type ReadModelWrites, type StoredKey } from './writes';
 
 export type ProjectedEvent =
   | CreditsGranted
+  | CreditNoteIssued
   | CreditsReserved
   | ReservationProgress
   | ReservationSettled
@@ -90,10 +92,16 @@ function resolved({ data }: Resolution, w: ReadModelWrites): void {
 
 /**
  * Balance and ledger totals (granted, spent, held by recorded reservations), and the open
- * reservations: what each holds, what they hold together per key, when each expires.
+ * reservations: what each holds, what they hold together per key, when each expires. A refund
+ * is taken off what was spent (spent is net of refunds), an adjustment added to what was granted
+ * (signed): available = granted − spent − held, as the credit-note contract's balance rule says.
  */
 export const ledgerFold: Fold = {
   CreditsGranted: ({ data }, w) => w.add('ledger', 'granted', data.amount),
+  CreditNoteIssued: ({ data }, w) => {
+    if (data.kind === 'refund') w.add('ledger', 'spent', -data.amount);
+    else w.add('ledger', 'granted', data.amount);
+  },
   CreditsReserved: ({ data }, w) => {
     w.clearPendingHold(data.reservationId);
     w.add('ledger', 'reserved', data.amount);
@@ -155,6 +163,13 @@ export const keysFold: Fold = {
     if (amount <= 0) return;
     w.add('keySpend', keyId, amount);
     for (const period of calendarOf(settledAt).periods) w.add('keyPeriodSpend', keySpendField(keyId, period), amount);
+  },
+  // A refund is taken off its key's spend, all time and under a limit that never resets; a limit that
+  // resets keeps counting the charge in the period it landed in (the refund does not say when that was).
+  CreditNoteIssued: ({ data }, w) => {
+    if (data.kind !== 'refund' || data.keyId === null) return;
+    w.add('keySpend', data.keyId, -data.amount);
+    w.add('keyPeriodSpend', keySpendField(data.keyId, periodOf('never', data.issuedAt)), -data.amount);
   },
   // A stream still delivering: its key is in use.
   ReservationProgress: ({ data }, w) => w.raise('keyLastUsed', data.keyId, data.recordedAt),
@@ -218,6 +233,7 @@ export function requestLogEntryOf(event: Logged): RequestLogEntry {
       if (event.data.upstreamId !== undefined) entry.upstreamId = event.data.upstreamId;
       if (event.data.attempts !== undefined) entry.attempts = event.data.attempts;
       if (event.data.catalogueVersion !== undefined) entry.catalogueVersion = event.data.catalogueVersion;
+      if (event.data.estimated !== undefined) entry.estimated = event.data.estimated;
       break;
     case 'ReservationReleased':
       entry.reservationId = event.data.reservationId;
@@ -250,6 +266,13 @@ export const requestLogFold: Fold = {
   RequestRefused: logged,
 };
 
+/** What the refunds of each generation (by reservation id) returned: the request log's entries are shown with it. */
+export const refundsFold: Fold = {
+  CreditNoteIssued: ({ data }, w) => {
+    if (data.kind === 'refund' && data.reservationId !== null) w.add('refunded', data.reservationId, data.amount);
+  },
+};
+
 /** Spend per UTC day (not bounded by the request log's retention). */
 export const dailySpendFold: Fold = {
   ReservationSettled: ({ data }, w) => {
@@ -257,7 +280,7 @@ export const dailySpendFold: Fold = {
   },
 };
 
-const FOLDS: readonly Fold[] = [ledgerFold, keysFold, organizationsFold, requestLogFold, dailySpendFold];
+const FOLDS: readonly Fold[] = [ledgerFold, keysFold, organizationsFold, requestLogFold, refundsFold, dailySpendFold];
 
 type Handler = (event: ProjectedEvent, writes: ReadModelWrites) => void;
 

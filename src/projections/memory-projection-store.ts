@@ -256,6 +256,10 @@ export class MemoryProjectionStore implements ReadModelStore {
     return this.model.membership(orgId, userId);
   }
 
+  async refunded(orgId: string, reservationIds: readonly string[]): Promise<Map<string, number>> {
+    return this.model.refunded(orgId, reservationIds);
+  }
+
   async dailySpend(orgId: string): Promise<Map<string, number>> {
     return this.model.dailySpend(orgId);
   }

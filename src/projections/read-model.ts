@@ -32,6 +32,7 @@ export class OrganizationTables {
     keyPeriodSpend: new Map(),
     keyOpen: new Map(),
     keyLastUsed: new Map(),
+    refunded: new Map(),
   };
   /** Values are never changed in place (a snapshot being written may hold them): a write replaces them. */
   readonly records: { [T in RecordTable]: Map<string, FieldValue<T>> } = {
@@ -327,6 +328,16 @@ export class ReadModel implements ReadModelWrites {
     return this.organizations.get(orgId)?.requests.find(requestId) ?? null;
   }
 
+  refunded(orgId: string, reservationIds: readonly string[]): Map<string, number> {
+    const refunded = this.counters(orgId, 'refunded');
+    const found = new Map<string, number>();
+    for (const id of reservationIds) {
+      const amount = refunded.get(id);
+      if (amount !== undefined) found.set(id, amount);
+    }
+    return found;
+  }
+
   dailySpend(orgId: string): Map<string, number> {
     return new Map(this.counters(orgId, 'daily'));
   }
@@ -371,6 +382,7 @@ export class ReadModel implements ReadModelWrites {
             keyPeriodSpend: [...c.keyPeriodSpend],
             keyOpen: [...c.keyOpen],
             keyLastUsed: [...c.keyLastUsed],
+            refunded: [...c.refunded],
           },
           records: {
             organization: [...r.organization],
@@ -412,7 +424,8 @@ export class ReadModel implements ReadModelWrites {
         position: saved.position,
       });
       for (const table of Object.keys(tables.counters) as Counters[]) {
-        for (const [field, value] of saved.counters[table]) tables.counters[table].set(field, value);
+        // A table added since the snapshot was saved (refunds) was empty then.
+        for (const [field, value] of saved.counters[table] ?? []) tables.counters[table].set(field, value);
       }
       for (const table of Object.keys(tables.records) as RecordTable[]) {
         const records = tables.records[table] as Map<string, unknown>;

@@ -1,7 +1,7 @@
 import type { HostedToolCounts } from '../ledger/money';
 import type { MemberRole, RateLimits } from '../identity/identity.events';
 import type { KeyRecord } from '../identity/key-lookup';
-import type { HostAttempt } from '../ledger/ledger.events';
+import type { HostAttempt, TokenClass } from '../ledger/ledger.events';
 
 /**
  * The read side: what the read models answer, and the one way every reader asks (the API's
@@ -27,6 +27,8 @@ export interface ReadModels {
   recentRequests(orgId: string, limit: number): Promise<RequestLogEntry[]>;
   /** The newest request of the request log with this id (its request id, or its host's id for the reply), while the log keeps it; else null. */
   request(orgId: string, requestId: string): Promise<RequestLogEntry | null>;
+  /** What has been refunded of each of these generations (by reservation id) that had a refund. */
+  refunded(orgId: string, reservationIds: readonly string[]): Promise<Map<string, number>>;
   /** Nano-credits charged per UTC day (`YYYY-MM-DD`), for every day with a charge. */
   dailySpend(orgId: string): Promise<Map<string, number>>;
   /** Every organization's ledger totals and position, for the audit. */
@@ -37,7 +39,9 @@ export interface ReadModels {
 
 /** Amounts in nano-credits. `available = granted - spent - reserved - pending`. */
 export interface Balance {
+  /** Σ grants + Σ adjustments (signed). */
   granted: number;
+  /** Σ settled charges − Σ refunds. */
   spent: number;
   /** Held by reservations recorded in the log and not yet resolved. */
   reserved: number;
@@ -97,6 +101,8 @@ export interface RequestLogEntry {
   attempts?: HostAttempt[];
   /** The catalogue version a settled request was priced with; absent from requests recorded before it was, and when there was none. */
   catalogueVersion?: string;
+  /** The token classes billed by the gateway's own estimate, not the host's count (see ReservationSettled); absent: none. */
+  estimated?: TokenClass[];
 }
 
 export interface OrgRecord {

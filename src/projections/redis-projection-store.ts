@@ -73,6 +73,7 @@ const TABLE_KEYS: { [T in CounterTable | RecordTable]: string } = {
   keyPeriodSpend: 'key-period-spend',
   keyOpen: 'key-open',
   keyLastUsed: 'key-last-used',
+  refunded: 'refunded',
   organization: 'org',
   members: 'members',
   keyManagers: 'key-managers',
@@ -532,6 +533,7 @@ export class RedisProjectionStore implements ReadModelStore {
       ...(fields.expiresAt ? { expiresAt: Number(fields.expiresAt) } : {}),
       ...(fields.disabled === 'true' ? { disabled: true as const } : {}),
       ...(fields.kind === 'management' ? { kind: 'management' as const } : {}),
+      ...(fields.billing === 'true' ? { billing: true as const } : {}),
       ...(fields.limit ? { limit: JSON.parse(fields.limit) as KeyLimit } : {}),
     };
   }
@@ -609,6 +611,14 @@ export class RedisProjectionStore implements ReadModelStore {
       this.client.hGet(this.tableKey(orgId, 'keyManagers'), userId),
     ]);
     return json === null ? this.nothingFound(null) : { ...(JSON.parse(json) as StoredMember), manageKeys: manager !== null };
+  }
+
+  async refunded(orgId: string, reservationIds: readonly string[]): Promise<Map<string, number>> {
+    if (reservationIds.length === 0) return new Map();
+    const amounts = await this.client.hmGet(this.tableKey(orgId, 'refunded'), [...reservationIds]);
+    const found = new Map<string, number>();
+    amounts.forEach((amount, i) => amount !== null && found.set(reservationIds[i], Number(amount)));
+    return found;
   }
 
   async dailySpend(orgId: string): Promise<Map<string, number>> {

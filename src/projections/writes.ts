@@ -72,6 +72,8 @@ export interface CounterTables {
   keyOpen: string;
   /** When a request made with a key last ended (by key id). */
   keyLastUsed: string;
+  /** Nano-credits refunded of a generation (by reservation id). */
+  refunded: string;
 }
 export type CounterTable = keyof CounterTables;
 export type LedgerField = CounterTables['ledger'];
@@ -108,6 +110,7 @@ export interface StoredKey {
   expiresAt: number;
   disabled: true;
   kind: 'management';
+  billing: true;
   limit: KeyLimit;
 }
 
@@ -140,6 +143,7 @@ export function keyRecordOf(stored: Partial<StoredKey>, lastUsedAt: number | nul
   if (stored.expiresAt !== undefined) record.expiresAt = stored.expiresAt;
   if (stored.disabled !== undefined) record.disabled = stored.disabled;
   if (stored.kind !== undefined) record.kind = stored.kind;
+  if (stored.billing !== undefined) record.billing = stored.billing;
   if (stored.limit !== undefined) record.limit = stored.limit;
   if (spent !== undefined) record.spent = spent;
   return record;

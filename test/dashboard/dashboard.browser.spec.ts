@@ -95,6 +95,15 @@ describeWithBrowser('dashboard in a real browser', () => {
     expect(csv.slice(0, csv.indexOf('\r\n'))).toMatch(/^BilledCost,BillingAccountId,/);
     expect(csv.split('\r\n').filter((line) => line.startsWith('0.00038,'))).toHaveLength(1);
 
+    // The owner refunds part of it from the usage page; the row shows the refund.
+    const requestId = (await page.locator('tr[data-request-id]').first().getAttribute('data-request-id'))!;
+    await byTest('credit-note-generation').fill(requestId);
+    await byTest('credit-note-amount').fill('0.0001');
+    await byTest('credit-note-reason').selectOption('goodwill');
+    await page.getByRole('button', { name: 'Issue credit note' }).click();
+    await byTest('usage-refunded').waitFor();
+    expect(await byTest('usage-refunded').textContent()).toContain('0.0001');
+
     // Revoke, confirm: the API refuses the key.
     await byTest('nav-keys').click();
     const keys = (await page.evaluate(async () => (await fetch('/dashboard/api/keys')).json())) as {

@@ -49,7 +49,7 @@ describe("what a request's log line, metrics and trace show of its end", () => {
       served: modelHost('b'),
       fallback: false,
       ending: { kind: 'complete' },
-      settlement: { action: 'settle', status: 'ok', usage, flag: null },
+      settlement: { action: 'settle', status: 'ok', usage, flag: null, estimated: [] },
     };
     describeEnding(facts, ended, null, settled);
     expect(facts).toEqual({ host: 'b', fallback: false, outcome: 'ok', usage, cost: 99 });
@@ -74,7 +74,7 @@ describe("what a request's log line, metrics and trace show of its end", () => {
       served: modelHost('b'),
       fallback: false,
       ending: { kind: 'complete' },
-      settlement: { action: 'settle', status: 'ok', usage, flag: null },
+      settlement: { action: 'settle', status: 'ok', usage, flag: null, estimated: [] },
     };
     describeEnding(facts, ended, withdrawn, null);
     expect(facts).toEqual({ host: 'b', fallback: false, outcome: 'ok', error: withdrawn.message });

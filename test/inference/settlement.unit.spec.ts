@@ -42,6 +42,7 @@ describe('the settlement', () => {
         status: 'ok',
         usage: reported.usage,
         flag: null,
+        estimated: [],
       });
     });
 
@@ -51,6 +52,7 @@ describe('the settlement', () => {
         status: 'ok',
         usage: uncachedUsage(40, 3),
         flag: 'the host reported no usage',
+        estimated: ['input', 'cacheRead', 'cacheWrite', 'cacheWrite1h', 'output'],
       });
     });
 
@@ -60,6 +62,7 @@ describe('the settlement', () => {
         status: 'ok',
         usage: uncachedUsage(40, 0),
         flag: 'the host reported no usage',
+        estimated: ['input', 'cacheRead', 'cacheWrite', 'cacheWrite1h', 'output'],
       });
     });
 
@@ -70,6 +73,7 @@ describe('the settlement', () => {
         status: 'ok',
         usage: { ...negative.usage, outputTokens: 3 },
         flag: 'outputTokens -5 is not a whole number ≥ 0',
+        estimated: ['output'],
       });
     });
   });
@@ -86,6 +90,7 @@ describe('the settlement', () => {
         status,
         usage: uncachedUsage(40, 3),
         flag: null,
+        estimated: ['input', 'cacheRead', 'cacheWrite', 'cacheWrite1h', 'output'],
       });
       expect(settlementFor(ending, reported, LIMITS)).toMatchObject({ usage: reported.usage });
     });
@@ -96,6 +101,7 @@ describe('the settlement', () => {
         status: 'client_abort',
         usage: { ...countedAtStart.usage, outputTokens: 10 },
         flag: null,
+        estimated: ['output'],
       });
     });
   });
@@ -233,7 +239,7 @@ describe("a stream's progress", () => {
     for (const delivered of [partial, reported]) {
       const cut = settlementFor({ kind: 'abort' }, delivered, LIMITS);
       if (cut.action !== 'settle') throw new Error('expected a settlement');
-      expect(progressOf(delivered, LIMITS)).toEqual({ usage: cut.usage, flag: cut.flag });
+      expect(progressOf(delivered, LIMITS)).toEqual({ usage: cut.usage, flag: cut.flag, estimated: cut.estimated });
     }
   });
 });

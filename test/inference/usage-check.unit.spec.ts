@@ -29,7 +29,7 @@ describe("the host's usage, checked", () => {
   const sound = usage({ inputTokens: 12, cacheReadTokens: 300, cacheWriteTokens: 20, cacheWrite1hTokens: 10, outputTokens: 34 });
 
   it('is billed as reported when every count passes (the same object: nothing is copied)', () => {
-    expect(checkedUsage(sound, 100, LIMITS, COMPLETE)).toEqual({ usage: sound, flag: null });
+    expect(checkedUsage(sound, 100, LIMITS, COMPLETE)).toEqual({ usage: sound, flag: null, estimated: [] });
     expect(checkedUsage(sound, 100, LIMITS, COMPLETE).usage).toBe(sound);
   });
 
@@ -46,6 +46,7 @@ describe("the host's usage, checked", () => {
       expect(checkedUsage({ ...sound, outputTokens }, 100, LIMITS, COMPLETE)).toEqual({
         usage: { ...sound, outputTokens: 25 },
         flag,
+        estimated: ['output'],
       });
     },
   );
@@ -63,6 +64,7 @@ describe("the host's usage, checked", () => {
     expect(checkedUsage({ ...sound, ...counts }, 100, LIMITS, COMPLETE)).toEqual({
       usage: uncachedUsage(40, 34),
       flag,
+      estimated: ['input', 'cacheRead', 'cacheWrite', 'cacheWrite1h'],
     });
   });
 
@@ -77,6 +79,7 @@ describe("the host's usage, checked", () => {
     expect(checkedUsage(usage({ inputTokens: -1, outputTokens: -1 }), 8, LIMITS, COMPLETE)).toEqual({
       usage: uncachedUsage(40, 2),
       flag: 'inputTokens -1 is not a whole number ≥ 0; outputTokens -1 is not a whole number ≥ 0',
+      estimated: ['input', 'cacheRead', 'cacheWrite', 'cacheWrite1h', 'output'],
     });
   });
 
@@ -86,6 +89,7 @@ describe("the host's usage, checked", () => {
     expect(checkedUsage({ ...sound, outputTokens: 9 }, chars, LIMITS, COMPLETE)).toEqual({
       usage: { ...sound, outputTokens: 40 },
       flag: '9 output tokens are too few for what was delivered (at least 10)',
+      estimated: ['output'],
     });
     // Any delivered text is at least a token: 0 for a delivered reply is not believed.
     expect(checkedUsage({ ...sound, outputTokens: 0 }, 1, LIMITS, COMPLETE).flag).toMatch(/too few/);
@@ -95,11 +99,16 @@ describe("the host's usage, checked", () => {
     expect(checkedUsage({ ...sound, outputTokens: 5 }, 5 * 1024 * 1024, LIMITS, COMPLETE)).toEqual({
       usage: { ...sound, outputTokens: 1000 },
       flag: '5 output tokens are too few for what was delivered (at least 1000)',
+      estimated: ['output'],
     });
   });
 
   it('a completed reply with no usage at all is billed the estimate and the characters delivered, flagged', () => {
-    expect(checkedUsage(null, 10, LIMITS, COMPLETE)).toEqual({ usage: uncachedUsage(40, 3), flag: 'the host reported no usage' });
+    expect(checkedUsage(null, 10, LIMITS, COMPLETE)).toEqual({
+      usage: uncachedUsage(40, 3),
+      flag: 'the host reported no usage',
+      estimated: ['input', 'cacheRead', 'cacheWrite', 'cacheWrite1h', 'output'],
+    });
   });
 
   it("the gateway's own count of the output never exceeds the cap", () => {
@@ -109,15 +118,24 @@ describe("the host's usage, checked", () => {
 
   describe('given a request cut short', () => {
     it('missing usage is expected, not flagged: the estimate and what was delivered', () => {
-      expect(checkedUsage(null, 10, LIMITS, CUT)).toEqual({ usage: uncachedUsage(40, 3), flag: null });
+      expect(checkedUsage(null, 10, LIMITS, CUT)).toEqual({
+        usage: uncachedUsage(40, 3),
+        flag: null,
+        estimated: ['input', 'cacheRead', 'cacheWrite', 'cacheWrite1h', 'output'],
+      });
     });
 
     it("the host's input is kept and the output is at least what was delivered (a host counts it at its end), not flagged", () => {
       const atStart = usage({ inputTokens: 12, outputTokens: 1 });
-      expect(checkedUsage(atStart, 40, LIMITS, CUT)).toEqual({ usage: { ...atStart, outputTokens: 10 }, flag: null });
+      expect(checkedUsage(atStart, 40, LIMITS, CUT)).toEqual({
+        usage: { ...atStart, outputTokens: 10 },
+        flag: null,
+        estimated: ['output'],
+      });
       expect(checkedUsage({ ...atStart, outputTokens: 30 }, 40, LIMITS, CUT)).toEqual({
         usage: { ...atStart, outputTokens: 30 },
         flag: null,
+        estimated: [],
       });
     });
 
@@ -125,6 +143,7 @@ describe("the host's usage, checked", () => {
       expect(checkedUsage(usage({ inputTokens: 12, outputTokens: -3 }), 40, LIMITS, CUT)).toEqual({
         usage: usage({ inputTokens: 12, outputTokens: 10 }),
         flag: 'outputTokens -3 is not a whole number ≥ 0',
+        estimated: ['output'],
       });
     });
   });
@@ -146,12 +165,26 @@ describe("the host's usage, checked", () => {
     });
     fc.assert(
       fc.property(fc.option(anyUsage), fc.nat({ max: 10_000_000 }), fc.boolean(), (reported, chars, complete) => {
-        const { usage: billed, flag } = checkedUsage(reported, chars, LIMITS, complete);
+        const { usage: billed, flag, estimated } = checkedUsage(reported, chars, LIMITS, complete);
         const counts = [billed.inputTokens, billed.cacheReadTokens, billed.cacheWriteTokens, billed.cacheWrite1hTokens];
         for (const n of [...counts, billed.outputTokens]) expect(Number.isSafeInteger(n) && n >= 0).toBe(true);
         expect(billed.outputTokens).toBeLessThanOrEqual(LIMITS.maxOutput);
         expect(counts.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(LIMITS.maxInput);
         if (flag === null && reported !== null && complete) expect(billed).toBe(reported);
+        // Provenance: a class not named as the gateway's estimate is billed exactly as the host counted it.
+        const classes = {
+          input: 'inputTokens',
+          cacheRead: 'cacheReadTokens',
+          cacheWrite: 'cacheWriteTokens',
+          cacheWrite1h: 'cacheWrite1hTokens',
+          output: 'outputTokens',
+        } as const;
+        if (reported === null) expect(estimated).toHaveLength(5);
+        else
+          for (const [tokenClass, field] of Object.entries(classes))
+            if (!estimated.includes(tokenClass as keyof typeof classes))
+              // By value (a host's -0 is billed as 0).
+              expect(billed[field] === reported[field]).toBe(true);
       }),
       { numRuns: 2000 },
     );
@@ -166,7 +199,7 @@ describe("the host's hosted-tool uses, checked", () => {
   it('a request carrying a tool allows the uses its reservation held for, of that class only', () => {
     expect(carrying.maxHostedToolUses).toEqual({ webSearch: 5 });
     const reported = withUses({ webSearch: 3 });
-    expect(checkedUsage(reported, 100, carrying, COMPLETE)).toEqual({ usage: reported, flag: null });
+    expect(checkedUsage(reported, 100, carrying, COMPLETE)).toEqual({ usage: reported, flag: null, estimated: [] });
   });
 
   it.each([

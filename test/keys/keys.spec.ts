@@ -120,6 +120,7 @@ function suite(name: string, redis: boolean) {
       expect(await found.json()).toEqual({
         data: {
           id,
+          reservation_id: entry.reservationId,
           created_at: new Date(entry.time).toISOString(),
           surface: 'chat-completions',
           model: M.gpt.slug,
@@ -131,6 +132,11 @@ function suite(name: string, redis: boolean) {
           hosted_tool_uses: {},
           cost: entry.cost / 1e9,
           cost_nano: entry.cost,
+          refunded: 0,
+          refunded_nano: 0,
+          net_cost: entry.cost / 1e9,
+          // Every count the host's own.
+          provenance: { input: 'host', cache_read: 'host', cache_write: 'host', cache_write_1h: 'host', output: 'host' },
           total_cost: entry.cost / 1e9,
           usage: entry.cost / 1e9,
           request_id: id,

@@ -5,6 +5,7 @@ import {
   foldEvent,
   keysFold,
   ledgerFold,
+  refundsFold,
   organizationsFold,
   type ProjectedEvent,
   requestLogFold,
@@ -347,5 +348,35 @@ describe('an event through every slice', () => {
     const writes = new RecordedWrites();
     foldEvent(recorded('UserRegistered', { userId: 'u', email: 'e', passwordHash: 'x', registeredAt: 1 }), writes);
     expect(writes.writes).toEqual([]);
+  });
+});
+
+describe('credit notes, folded', () => {
+  const note = (kind: 'refund' | 'adjustment', amount: number) => ({
+    orgId: 'o1',
+    creditNoteId: 'cn1',
+    idempotencyKey: 'k',
+    kind,
+    reservationId: kind === 'refund' ? 'r1' : null,
+    keyId: kind === 'refund' ? 'k1' : null,
+    amount,
+    reason: 'dispute',
+    issuedBy: 'cli',
+    issuedAt: NOV_24,
+  });
+
+  it('a refund comes off what was spent, its key’s spend (all time, and a limit that never resets), and counts for its generation', () => {
+    expect(writesOf(ledgerFold, 'CreditNoteIssued', note('refund', 40))).toEqual([['add', 'ledger', 'spent', -40]]);
+    expect(writesOf(keysFold, 'CreditNoteIssued', note('refund', 40))).toEqual([
+      ['add', 'keySpend', 'k1', -40],
+      ['add', 'keyPeriodSpend', 'k1|all', -40],
+    ]);
+    expect(writesOf(refundsFold, 'CreditNoteIssued', note('refund', 40))).toEqual([['add', 'refunded', 'r1', 40]]);
+  });
+
+  it('an adjustment moves what was granted, signed, and nothing of any key', () => {
+    expect(writesOf(ledgerFold, 'CreditNoteIssued', note('adjustment', -7))).toEqual([['add', 'ledger', 'granted', -7]]);
+    expect(writesOf(keysFold, 'CreditNoteIssued', note('adjustment', -7))).toEqual([]);
+    expect(writesOf(refundsFold, 'CreditNoteIssued', note('adjustment', 7))).toEqual([]);
   });
 });

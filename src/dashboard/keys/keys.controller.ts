@@ -112,7 +112,11 @@ export class KeysController {
       orgId,
       actor: memberOf(session),
       name: body.name,
-      settings: body.management === true ? { kind: 'management' } : {},
+      settings: {
+        ...(body.management === true ? { kind: 'management' as const } : {}),
+        // Refused by the key's rules unless a management key, given by an owner.
+        ...(body.billing === true ? { billing: true as const } : {}),
+      },
     });
     return {
       id: key.keyId,

@@ -10,6 +10,11 @@ export class CreateKeyDto {
   @IsOptional()
   @IsBoolean()
   management?: boolean;
+
+  /** With `management`: billing rights too (it may issue credit notes); given by owners only. */
+  @IsOptional()
+  @IsBoolean()
+  billing?: boolean;
 }
 
 /** A key's credit limit: an amount of credits (decimal text), or null for none; and when it starts afresh. */

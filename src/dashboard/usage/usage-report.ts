@@ -57,6 +57,17 @@ export function spendPerDay(daily: ReadonlyMap<string, number>, from: string, to
   return days;
 }
 
+/** The requests that match the filter (newest first, as the log keeps them), and the page of them shown. */
+export function matchingRequests(filter: UsageFilter, log: RequestLogEntry[]) {
+  const { page, pageSize, from, to, keyId, model } = filter;
+  const inRange = (e: RequestLogEntry) => {
+    const day = dayOf(e.time);
+    return day >= from && day <= to;
+  };
+  const matching = log.filter((e) => inRange(e) && (!keyId || e.keyId === keyId) && (!model || e.model === model));
+  return { matching, shown: matching.slice((page - 1) * pageSize, page * pageSize) };
+}
+
 /**
  * The usage page: the requests that match (newest first, as the log keeps them), one page of
  * them with their key's name, their count and cost, and the spend per day over the range.
@@ -66,17 +77,16 @@ export function usageReport(
   log: RequestLogEntry[],
   keys: Pick<KeyRecord, 'keyId' | 'name'>[],
   daily: ReadonlyMap<string, number>,
+  /** What credit notes refunded of the shown requests, by reservation id. */
+  refunded: ReadonlyMap<string, number> = new Map(),
 ) {
-  const { page, pageSize, from, to, keyId, model } = filter;
+  const { page, pageSize, from, to } = filter;
   const keyNames = new Map(keys.map((k) => [k.keyId, k.name]));
-  const inRange = (e: RequestLogEntry) => {
-    const day = dayOf(e.time);
-    return day >= from && day <= to;
-  };
-  const matching = log.filter((e) => inRange(e) && (!keyId || e.keyId === keyId) && (!model || e.model === model));
+  const { matching, shown } = matchingRequests(filter, log);
   const totalNano = matching.reduce((n, e) => n + e.cost, 0);
+  const refundOf = (e: RequestLogEntry) => (e.reservationId === null ? 0 : (refunded.get(e.reservationId) ?? 0));
   return {
-    data: matching.slice((page - 1) * pageSize, page * pageSize).map((e) => ({
+    data: shown.map((e) => ({
       requestId: e.requestId,
       time: new Date(e.time).toISOString(),
       surface: e.surface,
@@ -92,6 +102,11 @@ export function usageReport(
       hostedToolUses: e.hostedToolUses ?? {},
       cost: creditsNumber(e.cost),
       costNano: e.cost,
+      reservationId: e.reservationId,
+      refunded: creditsNumber(refundOf(e)),
+      refundedNano: refundOf(e),
+      // The token classes billed by the gateway's estimate, not the host's count: [] when none.
+      estimated: e.estimated ?? [],
       latencyMs: e.latencyMs,
       status: e.status,
       omittedTools: e.omittedTools ?? [],

@@ -4,7 +4,7 @@ import type { ReadModels } from '../../projections/read-models';
 import { CONFIG, READ_MODELS } from '../../runtime/runtime.module';
 import { dashboardErrors } from '../dashboard-error';
 import { ActiveOrgId, SignedIn } from '../session/session.guard';
-import { usageFilterOf, type UsageQuery, usageReport } from './usage-report';
+import { matchingRequests, usageFilterOf, type UsageQuery, usageReport } from './usage-report';
 
 /** The active organization's requests, a page at a time, and its spend per day. */
 @Controller('dashboard/api/usage')
@@ -24,6 +24,7 @@ export class UsageController {
       this.readModels.keysOf(orgId),
       this.readModels.dailySpend(orgId),
     ]);
-    return usageReport(filter, log, keys, daily);
+    const shown = matchingRequests(filter, log).shown.flatMap((e) => (e.reservationId === null ? [] : [e.reservationId]));
+    return usageReport(filter, log, keys, daily, await this.readModels.refunded(orgId, shown));
   }
 }

@@ -78,6 +78,11 @@ export interface UsageRow {
   hostedToolUses?: Record<string, number>;
   cost: number;
   costNano?: number;
+  /** What credit notes refunded of it (absent from an older server). */
+  refunded?: number;
+  refundedNano?: number;
+  /** The token classes billed by the gateway's estimate. */
+  estimated?: string[];
   latencyMs: number | null;
   status: string;
   /** Every host call on the way (retries and hosts passed over included); absent from older servers' rows. */

@@ -148,6 +148,8 @@ export interface CreateApiKey extends Asker {
   expiresAt?: number;
   limit?: KeyLimit;
   kind?: 'management';
+  /** Billing rights, for a management key only, given by the operator or an owner. */
+  billing?: true;
   now: number;
 }
 
@@ -173,6 +175,12 @@ function create(command: CreateApiKey, state: ApiKey, organization: Organization
   if (command.kind === 'management' && command.actor.kind === 'management_key') {
     throw new IdentityRuleError('not_key_manager', 'a management key manages ordinary keys only: it cannot make another');
   }
+  if (command.billing === true) {
+    if (command.kind !== 'management')
+      throw new IdentityRuleError('invalid_key_rights', 'billing rights are for a management key only');
+    if (command.actor.kind === 'member' && organization.members.get(command.actor.userId)?.role !== 'owner')
+      throw new IdentityRuleError('not_owner', "only the organization's owners give a key billing rights");
+  }
   const { keyId, orgId, hash, prefix, now } = command;
   const rateLimits = command.rateLimits === undefined ? null : checkRateLimits(command.rateLimits);
   return [
@@ -189,6 +197,7 @@ function create(command: CreateApiKey, state: ApiKey, organization: Organization
         ...(command.expiresAt === undefined ? {} : { expiresAt: checkExpiry(command.expiresAt, now) }),
         ...(command.limit === undefined ? {} : { limit: checkLimit(command.limit) }),
         ...(command.kind === 'management' ? { kind: 'management' as const } : {}),
+        ...(command.billing === true ? { billing: true as const } : {}),
       },
     },
   ];

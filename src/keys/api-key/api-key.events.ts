@@ -21,6 +21,11 @@ export interface ApiKeyCreated {
     limit?: KeyLimit;
     /** A management key manages the organization's keys (/api/v1/keys) and cannot call models; absent: an ordinary key. */
     kind?: 'management';
+    /**
+     * A management key with billing rights: it may also issue credit notes (/api/v1/credit-notes).
+     * Absent: it may not (and from keys made before the right existed).
+     */
+    billing?: true;
   };
 }
 

@@ -16,6 +16,8 @@ export interface KeySettings {
   expiresAt?: number;
   /** A management key (it manages keys and cannot call models). */
   kind?: 'management';
+  /** Billing rights for a management key: it may issue credit notes. */
+  billing?: true;
   limit?: KeyLimit;
 }
 
@@ -27,6 +29,7 @@ export interface CreatedKey {
   name: string;
   prefix: string;
   kind?: 'management';
+  billing?: true;
   createdAt: number;
   /** The log position of its creation: a view of the key waits for the read models to reach it. */
   position: number;
@@ -68,6 +71,7 @@ export class CreateKeyHandler {
       name: created.name,
       prefix,
       ...(created.kind ? { kind: created.kind } : {}),
+      ...(created.billing ? { billing: created.billing } : {}),
       createdAt: created.createdAt,
       position,
     };

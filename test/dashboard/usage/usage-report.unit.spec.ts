@@ -118,7 +118,7 @@ describe('usage report', () => {
   const filter = { page: 1, pageSize: 25, from: '2025-03-18', to: '2025-03-20' };
 
   it('shows the requests in range, newest first, named by their key, with totals and the days', () => {
-    const report = usageReport(filter, log, keys, daily);
+    const report = usageReport(filter, log, keys, daily, new Map([['r-q3', 50]]));
     expect(report.data.map((r) => [r.requestId, r.keyName])).toEqual([
       ['q4', 'Playground'],
       ['q3', 'ci'],
@@ -139,6 +139,11 @@ describe('usage report', () => {
       hostedToolUses: {},
       cost: 0.0000002,
       costNano: 200,
+      reservationId: 'r-q3',
+      // Credit notes refunded 50 of its 200.
+      refunded: 0.00000005,
+      refundedNano: 50,
+      estimated: [],
       latencyMs: 120,
       status: 'ok',
       omittedTools: [],
@@ -148,6 +153,7 @@ describe('usage report', () => {
     expect(report.data[2].omittedTools).toEqual(['web_search']);
     expect(report.data[2].hostedToolUses).toEqual({ fileSearch: 2 });
     expect(report.data[2].attempts).toEqual(TRIED);
+    expect(report.data[2].refundedNano).toBe(0);
     expect(report).toMatchObject({ page: 1, pageSize: 25, total: 3, totals: { requests: 3, costNano: 600, cost: 0.0000006 } });
     expect(report.spendPerDay.map((d) => d.costNano)).toEqual([0, 200, 0]);
   });

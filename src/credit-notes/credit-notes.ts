@@ -1,0 +1,113 @@
+import { ApiError, type ApiErrorCode } from '../http/api-error';
+import { LedgerRuleError } from '../ledger/ledger.decider';
+import type { CreditNoteIssued } from '../ledger/ledger.events';
+import type { CreditNoteRequest, IssuedCreditNote, LedgerService } from '../ledger/ledger.service';
+import { creditsNumber, formatCredits, parseCredits } from '../ledger/money';
+import type { ReadModels } from '../projections/read-models';
+import { requestIdsOf } from '../surfaces/reply-id';
+
+/**
+ * Credit notes from the front doors (management API, dashboard, operator tool): a generation named
+ * as its callers know it, amounts as credits, the ledger's refusals as API errors, and a note as
+ * they show it. The rules are the credit account decider's.
+ */
+
+/**
+ * The reservation a generation id names: the request log's entry for it (an x-request-id, or the id
+ * its reply carried, as GET /generation finds it), else the id itself, taken as the reservation's
+ * (the request log keeps the latest requests only; the reservation id is for good).
+ */
+export async function reservationOf(readModels: ReadModels, orgId: string, id: string): Promise<string> {
+  let entry = await readModels.request(orgId, id);
+  for (const requestId of requestIdsOf(id)) entry ??= await readModels.request(orgId, requestId);
+  return entry?.reservationId ?? id;
+}
+
+/** A credit note asked for in the front doors' words: a generation id, credits as text or a JSON number. */
+export interface CreditNoteAsked {
+  orgId: string;
+  kind: 'refund' | 'adjustment';
+  generation?: string;
+  /** Credits: a refund's (absent: all its generation's charge not yet refunded) or an adjustment's, signed. */
+  amount?: string | number;
+  reason: string;
+  idempotencyKey: string;
+  memo?: string;
+  issuedBy: string;
+}
+
+/** Credits as text or a JSON number (signed, at most 9 decimals), in nano-credits. */
+export function nanoCreditsOf(amount: string | number, param = 'amount'): number {
+  const text = typeof amount === 'number' ? amount.toFixed(9) : amount.trim();
+  if (typeof amount === 'number' && Number(text) !== amount)
+    throw new ApiError('invalid_request', `${param}: an amount of credits has at most 9 decimals`, { param });
+  const negative = text.startsWith('-');
+  try {
+    const nano = parseCredits(negative || text.startsWith('+') ? text.slice(1) : text);
+    return negative ? -nano : nano;
+  } catch (error) {
+    throw new ApiError('invalid_request', `${param}: ${(error as Error).message}`, { param });
+  }
+}
+
+/** Issues the note asked for; the ledger's refusals become API errors (a rule broken is never a 500). */
+export async function issueCreditNote(ledger: LedgerService, readModels: ReadModels, asked: CreditNoteAsked) {
+  const request: CreditNoteRequest = {
+    orgId: asked.orgId,
+    kind: asked.kind,
+    reservationId:
+      asked.kind === 'refund' && asked.generation !== undefined
+        ? await reservationOf(readModels, asked.orgId, asked.generation)
+        : null,
+    amount: asked.amount === undefined ? null : nanoCreditsOf(asked.amount),
+    reason: asked.reason,
+    idempotencyKey: asked.idempotencyKey,
+    issuedBy: asked.issuedBy,
+    ...(asked.memo === undefined ? {} : { memo: asked.memo }),
+  };
+  try {
+    return await ledger.issueCreditNote(request);
+  } catch (error) {
+    throw error instanceof LedgerRuleError ? refusalOf(error) : error;
+  }
+}
+
+const REFUSALS: Partial<Record<LedgerRuleError['code'], ApiErrorCode>> = {
+  organization_not_found: 'not_found',
+  generation_not_found: 'not_found',
+  credit_note_conflict: 'conflict',
+  insufficient_balance: 'insufficient_credits',
+};
+
+/** What a caller sees of a ledger rule its credit note broke. */
+export const refusalOf = (error: LedgerRuleError): ApiError =>
+  new ApiError(REFUSALS[error.code] ?? 'invalid_request', error.message);
+
+/** A credit note as the APIs show it; `already_issued`: its idempotency key had issued it before. */
+export const creditNoteView = (note: CreditNoteIssued['data'], alreadyIssued?: boolean) => ({
+  id: note.creditNoteId,
+  kind: note.kind,
+  generation: note.reservationId,
+  key_id: note.keyId,
+  amount: creditsNumber(note.amount),
+  amount_nano: note.amount,
+  reason: note.reason,
+  memo: note.memo ?? null,
+  idempotency_key: note.idempotencyKey,
+  issued_by: note.issuedBy,
+  issued_at: new Date(note.issuedAt).toISOString(),
+  ...(alreadyIssued === undefined ? {} : { already_issued: alreadyIssued }),
+});
+
+/** The lines the operator tool prints for an issued note. */
+export function creditNoteLines({ note, alreadyIssued }: IssuedCreditNote): string[] {
+  const what =
+    note.kind === 'refund'
+      ? `refund of ${formatCredits(note.amount)} credits for generation ${note.reservationId}`
+      : `adjustment of ${note.amount > 0 ? '+' : ''}${formatCredits(note.amount)} credits`;
+  return [
+    alreadyIssued
+      ? `credit note ${note.creditNoteId} was already issued with key ${note.idempotencyKey} (${what}, ${note.reason}): nothing more issued`
+      : `issued credit note ${note.creditNoteId}: ${what} (${note.reason})`,
+  ];
+}
