@@ -355,6 +355,19 @@ export class Projector {
     await this.waitFor(await this.events.headPosition(), timeoutMs);
   }
 
+  /**
+   * Undoes the pending holds due by `now` whose reservation never reached the log. In the read
+   * models, a hold whose event is in the log but not applied yet looks the same as one whose event
+   * never came; undoing it would let its credit be admitted twice until the event is applied. So
+   * holds are swept only once everything in the log after `now` is applied: an event appended by
+   * then has turned its hold into a reservation. Rejects, undoing nothing, when the read models do
+   * not get there within `timeoutMs` (the next sweep tries again).
+   */
+  async sweepPendingHolds(now: number, timeoutMs: number): Promise<number> {
+    await this.catchUp(timeoutMs);
+    return this.store.sweepPendingHolds(now);
+  }
+
   async stop(): Promise<void> {
     if (this.probe) clearInterval(this.probe);
     if (this.sweeper) clearInterval(this.sweeper);
