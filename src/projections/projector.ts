@@ -327,6 +327,7 @@ export class Projector {
    */
   waitFor(position: number, timeoutMs = 10_000): Promise<void> {
     if (this.applied >= position) return Promise.resolve();
+    if (this.abort.signal.aborted) return Promise.reject(this.stoppedShortOf(position));
     return new Promise((resolve, reject) => {
       this.waiters.push({ position, deadline: Date.now() + timeoutMs, resolve, reject });
       this.sweeper ??= setInterval(() => this.settleWaiters(Date.now()), WAITER_SWEEP_MS);
@@ -368,10 +369,17 @@ export class Projector {
     return this.store.sweepPendingHolds(now);
   }
 
+  private stoppedShortOf(position: number): Error {
+    return new Error(`read models did not reach position ${position} (at ${this.applied}): the projector stopped`);
+  }
+
   async stop(): Promise<void> {
     if (this.probe) clearInterval(this.probe);
     if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = null;
     this.abort.abort();
+    // Nothing more is applied: whoever waits would wait for ever (a sweep awaited at close among them).
+    for (const waiter of this.waiters.splice(0)) waiter.reject(this.stoppedShortOf(waiter.position));
     await this.running;
   }
 }

@@ -49,7 +49,7 @@ describeWithRedisCluster('three gateways on EventStoreDB and Redis clusters, a l
     } finally {
       await Promise.all([redis?.stop(), esdb?.close()]);
     }
-  });
+  }, 60_000);
 
   it(`${REQUESTS} concurrent requests, credit for ${ADMITTED}: exactly ${ADMITTED} admitted across both failovers, none lost, audit clean`, async () => {
     const started = await startGateways(serviceEnv(t, fake), 3);

@@ -195,6 +195,32 @@ for (const redis of [false, true]) {
       }
     });
 
+    it("a running instance's sweeper leaves such a hold alone however short PENDING_HOLD_MS is", async () => {
+      const lines: string[] = [];
+      const waiting: Array<() => void> = [];
+      const log = (line: string) => {
+        lines.push(line);
+        waiting.splice(0).forEach((wake) => wake());
+      };
+      const short = await openTestRuntime({ redis, sweep: true, log, env: { PENDING_HOLD_MS: '100', SWEEP_INTERVAL_MS: '10' } });
+      try {
+        const { runtime } = short;
+        const orgId = await fundedOrganization(runtime, 1_000_000);
+        await runtime.projector.stop();
+        const admittedAt = Date.now();
+        expect((await runtime.ledger.admit({ ...facts(9), orgId, amount: 1_000_000 })).admitted).toBe(true);
+        // Sweeps that began after the hold's deadline, each left off for the read models lagging behind the log.
+        const leftOff = () => lines.filter((line) => /^sweeper: read models did not reach/.test(line)).length;
+        const from = leftOff();
+        while (leftOff() < from + 2) await new Promise<void>((wake) => waiting.push(wake));
+        expect(Date.now() - admittedAt).toBeGreaterThan(runtime.config.pendingHoldMs);
+        expect(availableOf(await runtime.projections.balance(orgId))).toBe(0);
+        expect((await runtime.ledger.admit({ ...facts(10), orgId, amount: 1_000_000 })).admitted).toBe(false);
+      } finally {
+        await short.cleanup();
+      }
+    });
+
     it('refuses grants to unknown organizations and nonsense amounts', async () => {
       const { runtime } = t;
       await expect(runtime.ledger.grant('00000000-0000-0000-0000-000000000000', 5, 'x')).rejects.toMatchObject({
