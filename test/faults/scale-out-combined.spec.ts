@@ -14,10 +14,11 @@ import { askUntilAnswered, expectNothingLost, reservePerRequest, startGateways, 
  * every request has been admitted or refused, so every admission holds its credit to the end.
  * Half the credit is taken by the first requests; then the Redis master holding the organization's
  * keys is killed and the other 950 requests come while its replica is being promoted (a client
- * takes a 503 at its word and asks again); as soon as the cluster is whole, with the first append
- * after it in flight, the EventStoreDB leader goes down and another is elected. Exactly N reach the
- * host — a hold lost in the failover would let one more in, one counted twice would keep one out —
- * and once it answers, every charge is settled, nothing is left held or pending, the audit is clean.
+ * takes a 503 at its word and asks again); with the first append after the kill in flight (the first
+ * decision once the keys are served again), the EventStoreDB leader goes down and another is
+ * elected. Exactly N reach the host — a hold lost in the failover would let one more in, one
+ * counted twice would keep one out — and once it answers, every charge is settled, nothing is left
+ * held or pending, the audit is clean.
  */
 
 const M = TEST_MODELS;
