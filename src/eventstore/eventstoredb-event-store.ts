@@ -119,7 +119,8 @@ const CLOSE_DEADLINE_MS = 2_000;
  * read; when the caller stops early, destroying the read unpipes the call, and a call the server
  * has already completed (everything sent, status OK) keeps what it buffered forever: cancelling
  * it does nothing, it never ends, and the client's `dispose()` waits for it. So a read left early
- * is cancelled (which ends a call still running) and then drained to its end, its events dropped.
+ * is cancelled (which ends a call still running) and then drained to its end, its events dropped,
+ * its errors heard and ignored.
  */
 export async function* eventsOf<E>(read: StreamingRead<E>): AsyncGenerator<E> {
   let ended = false;
@@ -128,8 +129,11 @@ export async function* eventsOf<E>(read: StreamingRead<E>): AsyncGenerator<E> {
     ended = true;
   } finally {
     if (!ended) {
+      // Heard before cancelling: the call's failure ("Call cancelled", or its node gone in a leader
+      // change) may come while cancel() is awaited, and an error nobody hears ends the process.
+      read.on('error', () => undefined);
       await read.cancel();
-      read.on('error', () => undefined).resume();
+      read.resume();
     }
   }
 }

@@ -327,6 +327,7 @@ export class Projector {
    */
   waitFor(position: number, timeoutMs = 10_000): Promise<void> {
     if (this.applied >= position) return Promise.resolve();
+    if (this.abort.signal.aborted) return Promise.reject(this.stoppedShortOf(position));
     return new Promise((resolve, reject) => {
       this.waiters.push({ position, deadline: Date.now() + timeoutMs, resolve, reject });
       this.sweeper ??= setInterval(() => this.settleWaiters(Date.now()), WAITER_SWEEP_MS);
@@ -355,10 +356,30 @@ export class Projector {
     await this.waitFor(await this.events.headPosition(), timeoutMs);
   }
 
+  /**
+   * Undoes the pending holds due by `now` whose reservation never reached the log. In the read
+   * models, a hold whose event is in the log but not applied yet looks the same as one whose event
+   * never came; undoing it would let its credit be admitted twice until the event is applied. So
+   * holds are swept only once everything in the log after `now` is applied: an event appended by
+   * then has turned its hold into a reservation. Rejects, undoing nothing, when the read models do
+   * not get there within `timeoutMs` (the next sweep tries again).
+   */
+  async sweepPendingHolds(now: number, timeoutMs: number): Promise<number> {
+    await this.catchUp(timeoutMs);
+    return this.store.sweepPendingHolds(now);
+  }
+
+  private stoppedShortOf(position: number): Error {
+    return new Error(`read models did not reach position ${position} (at ${this.applied}): the projector stopped`);
+  }
+
   async stop(): Promise<void> {
     if (this.probe) clearInterval(this.probe);
     if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = null;
     this.abort.abort();
+    // Nothing more is applied: whoever waits would wait for ever (a sweep awaited at close among them).
+    for (const waiter of this.waiters.splice(0)) waiter.reject(this.stoppedShortOf(waiter.position));
     await this.running;
   }
 }

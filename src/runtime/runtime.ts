@@ -21,6 +21,9 @@ import { HostRouting } from '../routing/routing';
 import type { RedisClient } from '../projections/redis-client';
 import { claimServing } from './serving-claim';
 
+/** How long a sweep of pending holds waits for the read models to catch up with the log before it leaves them for the next. */
+const SWEEP_CATCH_UP_MS = 1_000;
+
 /** Where circuit changes are told: the service's log (Nest's logger is the service's once it runs). */
 const routingLog = new Logger('Routing');
 
@@ -149,13 +152,20 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     (message) => routingLog.warn(message),
   );
 
-  let sweeping: Promise<unknown> = Promise.resolve();
+  let sweeping: Promise<unknown> | null = null;
   let reservationsExpired = 0;
   const sweeper = options.sweep
     ? setInterval(() => {
-        sweeping = Promise.all([projections.sweepPendingHolds(Date.now()), ledger.expireDue()])
-          .then(([, expired]) => void (reservationsExpired += expired))
-          .catch((error) => log(`sweeper: ${(error as Error).message}`));
+        // One sweep at a time: one waiting for the read models to catch up may outlast the interval.
+        if (sweeping) return;
+        const failed = (error: Error) => log(`sweeper: ${error.message}`);
+        sweeping = Promise.all([
+          projector.sweepPendingHolds(Date.now(), SWEEP_CATCH_UP_MS).catch(failed),
+          ledger
+            .expireDue()
+            .then((expired) => void (reservationsExpired += expired))
+            .catch(failed),
+        ]).finally(() => (sweeping = null));
       }, config.sweepIntervalMs)
     : null;
   sweeper?.unref();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { AccessDeniedError, DeadlineExceededError, EventStoreDBClient, UnavailableError, jsonEvent } from '@eventstore/db-client';
 import { EVENTSTORE_SCHEMES, parseEventStoreUrl } from '../../src/eventstore/eventstoredb-connection';
 import { AppendOutcomeUnknownError, WrongExpectedRevisionError } from '../../src/eventstore/event-store';
@@ -112,6 +112,22 @@ function describeAdapter(name: string, serverUrl: () => string, enabled: boolean
       ]);
       clearTimeout(timer);
       expect(outcome).toBe('disposed');
+    });
+
+    it('leaves a read early without an error nobody hears when its call fails as it is cancelled', async () => {
+      // As the client's read does when its call is cancelled, or its node goes away in a leader
+      // change: an 'error' event on the read, while cancel() is awaited. Unheard, it ends the process.
+      const read = new Readable({ objectMode: true, read: () => undefined }) as Readable & { cancel(): Promise<void> };
+      read.push({ event: null });
+      read.cancel = () =>
+        new Promise<void>((resolve) =>
+          setImmediate(() => {
+            read.emit('error', new Error('1 CANCELLED: Call cancelled'));
+            resolve();
+          }),
+        );
+      for await (const _ of eventsOf(read as unknown as Parameters<typeof eventsOf>[0])) break;
+      expect(read.listenerCount('error')).toBeGreaterThan(0);
     });
 
     it('sends an append whose reply was lost again with the same ids, and the server writes it once', async () => {

@@ -1,6 +1,7 @@
 import { auditLedger } from '../../src/audit/ledger-audit';
 import { AppendOutcomeUnknownError, EventStore } from '../../src/eventstore/event-store';
 import { LedgerService, ReservationNotRecordedError } from '../../src/ledger/ledger.service';
+import { Projector } from '../../src/projections/projector';
 import { availableOf } from '../../src/projections/read-models';
 import { eventually } from '../support/processes';
 import { testRedisUrl } from '../support/redis';
@@ -167,6 +168,55 @@ for (const redis of [false, true]) {
       await runtime.projector.catchUp();
       expect(await runtime.projections.balance(orgId)).toMatchObject({ reserved: 1_000_000, pending: 0 });
       expect((await auditLedger(runtime.events, runtime.projections)).differences).toEqual([]);
+    });
+
+    it('sweeps no hold whose reservation is in the log but not yet applied: its credit is never admitted twice', async () => {
+      const { runtime } = t;
+      const orgId = await fundedOrganization(runtime, 1_000_000);
+      // The read models lag: nothing appended from now on is applied until a projector follows the log again.
+      await runtime.projector.stop();
+      expect((await runtime.ledger.admit({ ...facts(7), orgId, amount: 1_000_000 })).admitted).toBe(true);
+      // Past the hold's deadline, its event in the log and not applied: the sweep waits for the read models.
+      const pastDeadline = Date.now() + runtime.config.pendingHoldMs + 1;
+      const swept = await runtime.projector.sweepPendingHolds(pastDeadline, 50).catch((error: Error) => error);
+      expect(availableOf(await runtime.projections.balance(orgId))).toBe(0);
+      expect((await runtime.ledger.admit({ ...facts(8), orgId, amount: 1_000_000 })).admitted).toBe(false);
+      expect(String(swept)).toMatch(/did not reach position/);
+
+      // Followed again, the event turns the hold into its reservation; the sweep finds nothing to undo.
+      const following = new Projector(runtime.events, runtime.projections, runtime.config.requestLogRetention);
+      await following.start();
+      try {
+        expect(await following.sweepPendingHolds(pastDeadline, 5_000)).toBe(0);
+        expect(await runtime.projections.balance(orgId)).toMatchObject({ reserved: 1_000_000, pending: 0 });
+        expect((await auditLedger(runtime.events, runtime.projections)).differences).toEqual([]);
+      } finally {
+        await following.stop();
+      }
+    });
+
+    it("a running instance's sweeper leaves such a hold alone however short PENDING_HOLD_MS is", async () => {
+      // When each sweep left off, told by the sweeper's log line.
+      const leftOff: number[] = [];
+      const waiting: Array<() => void> = [];
+      const log = (line: string) => {
+        if (/^sweeper: read models did not reach/.test(line)) leftOff.push(Date.now());
+        waiting.splice(0).forEach((wake) => wake());
+      };
+      const short = await openTestRuntime({ redis, sweep: true, log, env: { PENDING_HOLD_MS: '100', SWEEP_INTERVAL_MS: '10' } });
+      try {
+        const { runtime } = short;
+        const orgId = await fundedOrganization(runtime, 1_000_000);
+        await runtime.projector.stop();
+        expect((await runtime.ledger.admit({ ...facts(9), orgId, amount: 1_000_000 })).admitted).toBe(true);
+        // Two sweeps left off after the hold's deadline: the second began after it (one sweep at a time).
+        const deadline = Date.now() + runtime.config.pendingHoldMs;
+        while (leftOff.filter((at) => at > deadline).length < 2) await new Promise<void>((wake) => waiting.push(wake));
+        expect(availableOf(await runtime.projections.balance(orgId))).toBe(0);
+        expect((await runtime.ledger.admit({ ...facts(10), orgId, amount: 1_000_000 })).admitted).toBe(false);
+      } finally {
+        await short.cleanup();
+      }
     });
 
     it('refuses grants to unknown organizations and nonsense amounts', async () => {

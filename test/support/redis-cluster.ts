@@ -37,6 +37,8 @@ export interface RedisCluster {
   failOver(port: number): Promise<number>;
   /** An unplanned one: the master on `port` is killed; resolves with its replica's port once it is promoted and the cluster is whole. */
   killMaster(port: number): Promise<number>;
+  /** killMaster in two steps: resolves once the master on `port` is dead, with its replica's promotion still to come (`promoted`, as killMaster). */
+  crashMaster(port: number): Promise<{ promoted: Promise<number> }>;
   stop(): Promise<void>;
 }
 
@@ -190,6 +192,22 @@ export async function startRedisCluster(): Promise<RedisCluster> {
     if (!replica) throw new Error(`the master on ${port} has no replica`);
     return replica;
   };
+  const crashMaster = async (port: number) => {
+    const replica = await replicaOf(port);
+    const old = byPort(port);
+    old.client.destroy();
+    old.process.kill('SIGKILL');
+    await once(old.process, 'exit');
+    old.running = false;
+    const promoted = (async () => {
+      await eventually(async () => (await nodesSeenBy(replica.client)).get(replica.id)!.flags.includes('master'), 30_000, 50);
+      await whole(nodes);
+      return replica.port;
+    })();
+    // Awaited by the caller; a failure meanwhile is not unhandled.
+    promoted.catch(() => undefined);
+    return { promoted };
+  };
   const url = nodes.map((n) => `redis://127.0.0.1:${n.port}`).join(',');
   return {
     url,
@@ -214,17 +232,8 @@ export async function startRedisCluster(): Promise<RedisCluster> {
       await whole(nodes);
       return replica.port;
     },
-    async killMaster(port) {
-      const replica = await replicaOf(port);
-      const old = byPort(port);
-      old.client.destroy();
-      old.process.kill('SIGKILL');
-      await once(old.process, 'exit');
-      old.running = false;
-      await eventually(async () => (await nodesSeenBy(replica.client)).get(replica.id)!.flags.includes('master'), 30_000, 50);
-      await whole(nodes);
-      return replica.port;
-    },
+    killMaster: async (port) => (await crashMaster(port)).promoted,
+    crashMaster,
     stop,
   };
 }

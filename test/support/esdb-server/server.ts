@@ -205,6 +205,8 @@ export class EsdbServer {
   state: NodeState = 'leader';
   /** Calls that reached the node, by kind (what a test can count). */
   readonly calls: Record<CallKind, number> = { append: 0, read: 0, subscribe: 0 };
+  /** Who waits for the next call of a kind (nextCall). */
+  private callWaiters: Array<{ kind: CallKind; reached: () => void }> = [];
 
   private constructor(
     public log: TransactionLog,
@@ -236,6 +238,19 @@ export class EsdbServer {
     const queue = this.faults.get(kind) ?? [];
     for (let i = 0; i < times; i++) queue.push(fault);
     this.faults.set(kind, queue);
+  }
+
+  /** Resolves as the next call of `kind` reaches the node, before it is served: a test acts with a call in flight. */
+  nextCall(kind: CallKind): Promise<void> {
+    return new Promise((reached) => this.callWaiters.push({ kind, reached }));
+  }
+
+  private called(kind: CallKind): void {
+    this.calls[kind] += 1;
+    const reached = this.callWaiters.filter((waiter) => waiter.kind === kind);
+    if (reached.length === 0) return;
+    this.callWaiters = this.callWaiters.filter((waiter) => waiter.kind !== kind);
+    for (const waiter of reached) waiter.reached();
   }
 
   /** Faults queued and not yet met. */
@@ -429,7 +444,7 @@ export class EsdbServer {
     if (!options) return void call.emit('error', failure(grpc.status.INVALID_ARGUMENT, 'Options are required'));
     const subscribing = options.hasSubscription();
     const kind: CallKind = subscribing ? 'subscribe' : 'read';
-    this.calls[kind] += 1;
+    this.called(kind);
     const fail = (error: ServiceError): void => void call.emit('error', error);
     const fault = this.nextFault(kind);
     if (this.preempted(fault, fail, () => this.hold(call, () => call.end()))) return;
@@ -552,7 +567,7 @@ export class EsdbServer {
   }
 
   private append(call: grpc.ServerReadableStream<AppendReq, AppendResp>, callback: grpc.sendUnaryData<AppendResp>): void {
-    this.calls.append += 1;
+    this.called('append');
     let answered = false;
     const answer = (error: ServiceError | null, response?: AppendResp) => {
       if (answered) return;
