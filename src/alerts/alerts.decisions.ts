@@ -22,13 +22,7 @@ import type { AlertDeliveryEvent, AlertsSettingsEvent } from './alerts.events';
  * Spend and balances count settled charges only (holds come and go with every request).
  */
 
-/** The credit note the ledger is adding (see the ledger's events): a balance rises (or falls, an adjustment) by it. */
-interface CreditNoteIssued {
-  type: 'CreditNoteIssued';
-  data: { orgId: string; kind: 'refund' | 'adjustment'; keyId: string | null; amount: number; issuedAt: number };
-}
-
-type Followed = LedgerEvent | ApiKeyEvent | AlertsSettingsEvent | AlertDeliveryEvent | CreditNoteIssued;
+type Followed = LedgerEvent | ApiKeyEvent | AlertsSettingsEvent | AlertDeliveryEvent;
 
 export type AlertType = 'balance.below' | 'key.limit' | 'spend.daily' | 'test';
 

@@ -1,27 +1,5 @@
 import type { RecordedEvent } from '../eventstore/event-store';
-import { type LedgerEvent, settledCharge } from '../ledger/ledger.events';
-
-/**
- * A credit note, as the credit notes' contract gives it (appended to the organization's credits
- * stream): a refund of one generation, returned to the balance and taken off its key's spend, or a
- * signed adjustment of the balance. Read here from the log and from exports.
- */
-export interface CreditNoteIssued {
-  type: 'CreditNoteIssued';
-  data: {
-    orgId: string;
-    creditNoteId: string;
-    idempotencyKey: string;
-    kind: 'refund' | 'adjustment';
-    reservationId: string | null;
-    keyId: string | null;
-    amount: number;
-    reason: string;
-    memo?: string;
-    issuedBy: string;
-    issuedAt: number;
-  };
-}
+import { type CreditNoteIssued, type LedgerEvent, settledCharge } from '../ledger/ledger.events';
 
 /** An organization's money as its events add up: nano-credits. */
 export interface LedgerFigures {

@@ -1,7 +1,13 @@
 import type { RecordedEvent } from '../eventstore/event-store';
 import { HOSTED_TOOL_CLASSES } from '../canonical/canonical';
 import { ChainFollower, chainOrgOf } from '../ledger/ledger-chain';
-import { type CreditsGranted, type ReservationSettled, settledPrices, settledUsage } from '../ledger/ledger.events';
+import {
+  type CreditNoteIssued,
+  type CreditsGranted,
+  type ReservationSettled,
+  settledPrices,
+  settledUsage,
+} from '../ledger/ledger.events';
 
 /**
  * A monthly statement of an organization's credits: what it opened with, what was granted, charged
@@ -34,23 +40,7 @@ export function monthBounds(month: StatementMonth): { from: number; to: number }
 /** The month an instant falls in, UTC. */
 export const monthOf = (time: number): StatementMonth => new Date(time).toISOString().slice(0, 7);
 
-/** A credit note as the statement reads it (the ledger's CreditNoteIssued). */
-interface CreditNote {
-  type: 'CreditNoteIssued';
-  data: {
-    orgId: string;
-    creditNoteId: string;
-    kind: 'refund' | 'adjustment';
-    reservationId: string | null;
-    keyId: string | null;
-    amount: number;
-    reason: string;
-    memo?: string;
-    issuedAt: number;
-  };
-}
-
-type StatementEvent = CreditsGranted | ReservationSettled | CreditNote;
+type StatementEvent = CreditsGranted | ReservationSettled | CreditNoteIssued;
 
 /** The token classes and hosted tools a charge is made of, as a statement lists them. */
 export const TOKEN_CLASSES = ['input', 'cacheRead', 'cacheWrite', 'cacheWrite1h', 'output'] as const;

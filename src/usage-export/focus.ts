@@ -1,5 +1,5 @@
 import { ApiError } from '../http/api-error';
-import { type ReservationSettled, settledCharge, settledUsage } from '../ledger/ledger.events';
+import { type CreditNoteIssued, type ReservationSettled, settledCharge, settledUsage } from '../ledger/ledger.events';
 import { formatCredits } from '../ledger/money';
 import { dayOf } from '../projections/read-models';
 
@@ -12,19 +12,8 @@ import { dayOf } from '../projections/read-models';
  * ConsumedQuantity, ConsumedUnit), then ours, `x_`-prefixed as FOCUS asks of custom columns.
  */
 
-/** A credit note as the credit-note contract writes it (the CreditNoteIssued event's data); absent from logs written before credit notes. */
-export interface CreditNote {
-  orgId: string;
-  creditNoteId: string;
-  kind: 'refund' | 'adjustment';
-  reservationId: string | null;
-  keyId: string | null;
-  /** Nano-credits: a refund > 0 (returned), an adjustment signed (+ credits the balance, − debits it). */
-  amount: number;
-  reason: string;
-  memo?: string;
-  issuedAt: number;
-}
+/** A credit note, as the ledger records it. */
+export type CreditNote = CreditNoteIssued['data'];
 
 /** One line of the bill: a settled request, or a credit note. Amounts in nano-credits; cost is what the balance paid (a credit negative). */
 interface Line {
