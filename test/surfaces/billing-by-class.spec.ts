@@ -273,7 +273,9 @@ describe.each(CASES)('a model on an $host host reporting cached tokens', (c) => 
     it('streamed: the same, in the done event', async () => {
       const res = await post(`models/${c.model.slug}/chat`, { ...ask, stream: true });
       const done = events(await res.text()).find((e) => e.event === 'done');
-      expect(done?.data).toEqual({ finish_reason: 'stop', ...accounting() });
+      // The settlement's position, after the reservation's the headers named (read your writes).
+      expect(done?.data).toEqual({ finish_reason: 'stop', ...accounting(), ledger_position: expect.any(Number) });
+      expect(done!.data.ledger_position).toBeGreaterThan(Number(res.headers.get('x-ledger-position')));
       await expectBilled(c, res);
     });
   });
