@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { SqliteEventStore } from '../../src/eventstore/sqlite-event-store';
+import { LEDGER_CHAIN } from '../../src/ledger/ledger-chain';
 import { operatorTool as cli, operatorToolJson as json } from '../support/operator-tool';
 import { tempDir } from '../support/temp';
 
@@ -13,7 +14,8 @@ describe('operator tool: credit notes', () => {
     await json(env, ['credits', 'grant', '--org', orgId, '--amount', '1']);
     const { keyId } = await json(env, ['keys', 'create', '--org', orgId, '--name', 'k']);
     // A generation charged 20 nano-credits (10 + 10 tokens at 1 credit per million).
-    const store = new SqliteEventStore(join(dir.path, 'events.sqlite'));
+    // Written as the service's log writes (its ledger events chained), so the audit finds it whole.
+    const store = new SqliteEventStore(join(dir.path, 'events.sqlite'), { chain: LEDGER_CHAIN });
     const facts = { requestId: 'req-77', keyId, surface: 'chat-completions', model: 'm', reservationId: 'r-77', orgId };
     await store.append(
       'reservation-r-77',
