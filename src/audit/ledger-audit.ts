@@ -316,7 +316,8 @@ async function sealedBeyondLog(events: EventStore, auditor: LogAuditor, orgId?: 
  */
 export async function auditLedger(events: EventStore, projections: ReadModels, options: AuditOptions = {}): Promise<AuditReport> {
   const sealedWithinMs = events.chainSealedWithinMs;
-  const links = events.chainHead === undefined ? false : sealedWithinMs === undefined ? true : { sealedBefore: Date.now() - sealedWithinMs };
+  const links =
+    events.chainHead === undefined ? false : sealedWithinMs === undefined ? true : { sealedBefore: Date.now() - sealedWithinMs };
   const auditor = new LogAuditor(1, links);
   /** Replays the log up to `target` (or its end, if that comes first). */
   const replayTo = async (target: number, onProgress?: AuditOptions['onProgress']) => {

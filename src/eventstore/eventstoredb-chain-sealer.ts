@@ -130,8 +130,17 @@ export class ChainSealer {
       events.push(event);
       byChain.set(chainId, events);
     }
+    // Chains in the order of their first event, each sealed before the next: when one's batch is
+    // appended, every event of the log before the next chain's first is sealed. The last records the
+    // whole batch as sealed, so a sealer restarting reads on from there.
+    const chains = [...byChain];
+    const before = new Map(batch.map((event, i) => [event.position, i === 0 ? after : batch[i - 1].position]));
     let sealed = 0;
-    for (const [chainId, events] of byChain) sealed += await this.sealChain(chainId, events, after);
+    for (const [i, [chainId, events]] of chains.entries()) {
+      const next = chains[i + 1]?.[1][0].position;
+      const sealedThrough = next === undefined ? batch[batch.length - 1].position : before.get(next)!;
+      sealed += await this.sealChain(chainId, events, sealedThrough);
+    }
     if (batch.length > 0) this.through = batch[batch.length - 1].position;
     return { sealed, caughtUp: batch.length < this.batchLimit };
   }
@@ -193,7 +202,7 @@ export class ChainSealer {
 
   private async compareWithWinner(chainId: string, fromRevision: number, ours: ChainSealed['links']): Promise<void> {
     const computed = new Map(ours.map(({ position, link }) => [position, link]));
-    for (let revision = fromRevision; ; ) {
+    for (let revision = fromRevision; ;) {
       const batches = await this.log.readStreamFrom(chainStreamOf(chainId), revision, 100);
       if (batches.length === 0) return;
       for (const batch of batches) {

@@ -62,7 +62,8 @@ export class ChainFollower {
     let difference: string | null = null;
     if (event.chainLink === undefined) {
       this.unstamped += 1;
-      if (links === true) difference = `chain of organization ${orgId}: no link stamped (an event added outside the log's writer?)`;
+      if (links === true)
+        difference = `chain of organization ${orgId}: no link stamped (an event added outside the log's writer?)`;
       else if (links !== false) {
         if (event.recordedAt < links.sealedBefore)
           difference = `chain of organization ${orgId}: not sealed, recorded ${new Date(event.recordedAt).toISOString()} (inserted after sealing, or no sealer running)`;
