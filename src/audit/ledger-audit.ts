@@ -322,7 +322,7 @@ export async function auditLedger(events: EventStore, projections: ReadModels, o
   /** Replays the log up to `target` (or its end, if that comes first). */
   const replayTo = async (target: number, onProgress?: AuditOptions['onProgress']) => {
     while (auditor.model.position < target) {
-      const batch = await events.readAll(auditor.model.position, 5000);
+      const batch = await events.readAll(auditor.model.position, 5000, { chainLinks: true });
       if (batch.length === 0) break;
       for (const event of batch) auditor.check(event);
       onProgress?.(auditor.model.position, target);

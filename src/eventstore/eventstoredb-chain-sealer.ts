@@ -37,8 +37,7 @@ export interface ChainSealed {
 }
 
 /** What the sealer uses of the EventStoreDB adapter. */
-export interface SealableLog extends Pick<EventStore, 'append'> {
-  readAllUnlinked(after: number, limit: number): Promise<RecordedEvent[]>;
+export interface SealableLog extends Pick<EventStore, 'append' | 'readAll'> {
   readStreamFrom(streamId: string, from: number, limit: number): Promise<RecordedEvent[]>;
   lastOfStream(streamId: string): Promise<RecordedEvent | null>;
   lastOfType(type: string): Promise<RecordedEvent | null>;
@@ -62,7 +61,7 @@ interface Sealed {
 }
 
 export const isSealableLog = (log: object): log is SealableLog =>
-  'readAllUnlinked' in log && 'lastOfType' in log && 'lastOfStream' in log && 'readStreamFrom' in log;
+  'lastOfType' in log && 'lastOfStream' in log && 'readStreamFrom' in log;
 
 export class ChainSealer {
   private readonly intervalMs: number;
@@ -121,7 +120,7 @@ export class ChainSealer {
   async sealRound(): Promise<{ sealed: number; caughtUp: boolean }> {
     this.through ??= await this.resumePosition();
     const after = this.through;
-    const batch = await this.log.readAllUnlinked(after, this.batchLimit);
+    const batch = await this.log.readAll(after, this.batchLimit);
     const byChain = new Map<string, RecordedEvent[]>();
     for (const event of batch) {
       const chainId = chainIdOf(this.rule, event.type, event.data);

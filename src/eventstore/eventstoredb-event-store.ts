@@ -346,14 +346,7 @@ export class EventStoreDbEventStore implements EventStore {
     return null;
   }
 
-  async readAll(after: number, limit: number): Promise<RecordedEvent[]> {
-    const events = await this.readAllUnlinked(after, limit);
-    if (this.options.chain) await this.joinLinks(this.options.chain, after, events);
-    return events;
-  }
-
-  /** `readAll` without the chains' links: what the sealer reads to make them. */
-  async readAllUnlinked(after: number, limit: number): Promise<RecordedEvent[]> {
+  async readAll(after: number, limit: number, options: { chainLinks?: boolean } = {}): Promise<RecordedEvent[]> {
     checkPortPosition(after);
     const events: RecordedEvent[] = [];
     if (limit <= 0) return events;
@@ -367,6 +360,7 @@ export class EventStoreDbEventStore implements EventStore {
       events.push(recorded);
       if (events.length >= limit) break;
     }
+    if (options.chainLinks && this.options.chain) await this.joinLinks(this.options.chain, after, events);
     return events;
   }
 

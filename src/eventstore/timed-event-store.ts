@@ -67,8 +67,8 @@ export class TimedEventStore implements EventStore {
     return this.inner.readStream(streamId);
   }
 
-  readAll(after: number, limit: number): Promise<RecordedEvent[]> {
-    return this.inner.readAll(after, limit);
+  readAll(after: number, limit: number, options?: { chainLinks?: boolean }): Promise<RecordedEvent[]> {
+    return this.inner.readAll(after, limit, options);
   }
 
   headPosition(): Promise<number> {
