@@ -212,7 +212,7 @@ describe('the ledger on EventStoreDB, sealed by the gateway in the background', 
   let t: TestRuntime;
   afterEach(async () => t?.cleanup());
 
-  it('seals within the bound; the export verifies with ledger verify; the audit names an event edited after sealing and unsealed events', async () => {
+  it('seals within the bound; the export verifies with ledger verify; the audit names events edited or removed after sealing', async () => {
     t = await openTestRuntime({ sweep: true, env: { EVENTSTORE_URL: server.url } });
     const { runtime } = t;
     const orgId = await fundedOrganization(runtime, 1_000_000_000);
@@ -263,6 +263,23 @@ describe('the ledger on EventStoreDB, sealed by the gateway in the background', 
     ]);
     stored.data = Buffer.from(JSON.stringify(data));
     expect((await auditLedger(runtime.events, runtime.projections)).differences).toEqual([]);
+
+    // Removed after sealing: one in the middle breaks its successor's link; the last leaves its chain
+    // stream sealing more events than the log holds.
+    const settlements = server.log.events.filter((e) => e.type === 'ReservationSettled');
+    const [middle, last] = [settlements[1], settlements[settlements.length - 1]];
+    const successor = settlements[2];
+    server.log.remove(middle.position);
+    server.log.remove(last.position);
+    const removed = (await auditLedger(runtime.events, runtime.projections)).differences;
+    expect(removed).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(
+          new RegExp(`^event ${successor.position} \\(ReservationSettled\\): chain of organization ${orgId}: link`),
+        ),
+        `chain of organization ${orgId}: its stream seals 13 events through position ${last.position}, the log holds 11 (removed after sealing)`,
+      ]),
+    );
   }, 30_000);
 
   it('reports a ledger event with no link as pending within the bound, and as a difference past it (no sealer running)', async () => {
