@@ -20,6 +20,8 @@ export const SEAL_INTERVAL_MS = 1_000;
  * rest is room for a loaded node, a lost race, a sealer restarting.
  */
 export const CHAIN_SEALED_WITHIN_MS = 10_000;
+/** How long a stopping sealer goes on sealing what it has not yet. */
+const FINAL_SEAL_MS = 2_000;
 export const chainStreamOf = (chainId: string): string => `chain-${chainId}`;
 
 /** One batch of a chain's links (an event of `chain-{id}`). */
@@ -103,17 +105,21 @@ export class ChainSealer {
     })();
   }
 
-  /** Ends the background rounds, then seals what the log holds now (best effort: a stopping instance leaves nothing to the next). */
+  /**
+   * Ends the background rounds, then seals what the log holds now, for up to FINAL_SEAL_MS (best
+   * effort, so that a service stopping leaves little unsealed and never hangs on a server that does not answer).
+   */
   async stop(): Promise<void> {
     if (!this.running) return;
     this.stopping?.abort();
     await this.running;
     this.running = null;
-    try {
+    const final = (async () => {
       while (!(await this.sealRound()).caughtUp);
-    } catch (error) {
-      this.warn(`chain sealer: ${(error as Error).message}`);
-    }
+    })().catch((error: Error) => this.warn(`chain sealer: ${error.message}`));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([final, new Promise((resolve) => (timer = setTimeout(resolve, FINAL_SEAL_MS)))]);
+    clearTimeout(timer);
   }
 
   /** Reads the next batch of the log after what is sealed and seals its chained events. */
@@ -154,6 +160,10 @@ export class ChainSealer {
     const known = this.chains.get(chainId);
     if (known) return known;
     const last = await this.log.lastOfStream(chainStreamOf(chainId));
+    if (last !== null && last.type !== CHAIN_SEALED)
+      throw new Error(
+        `${chainStreamOf(chainId)} ends with a ${last.type}, not a ${CHAIN_SEALED}: leave chain streams to the sealers`,
+      );
     const found =
       last === null
         ? { revision: -1, head: chainGenesis(chainId), events: 0, toPosition: 0 }

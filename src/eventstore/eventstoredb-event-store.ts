@@ -175,6 +175,8 @@ export class EventStoreDbEventStore implements EventStore {
   readonly chainHead?: EventStore['chainHead'];
   readonly chainSealedWithinMs?: number;
   private readonly linkCursors = new Map<string, LinkCursor>();
+  /** Joins run one at a time: the cursors are shared, and a join spans several reads. */
+  private joining: Promise<void> = Promise.resolve();
 
   private constructor(
     private readonly client: EsdbClient,
@@ -360,14 +362,20 @@ export class EventStoreDbEventStore implements EventStore {
       events.push(recorded);
       if (events.length >= limit) break;
     }
-    if (options.chainLinks && this.options.chain) await this.joinLinks(this.options.chain, after, events);
+    const rule = this.options.chain;
+    if (options.chainLinks && rule) {
+      const joined = this.joining.then(() => this.joinLinks(rule, after, events));
+      this.joining = joined.catch(() => undefined);
+      await joined;
+    }
     return events;
   }
 
   /**
    * Gives each chained event the link its chain stream holds for its position (none while it is not
    * sealed yet). Reads each chain's batches forward from where the last read left them: reading the
-   * log in order reads every chain stream once; a read from further back starts that chain over.
+   * log in order reads every chain stream once; a read from further back (or two readers at once,
+   * taking turns) starts that chain over.
    */
   private async joinLinks(rule: ChainRule, after: number, events: RecordedEvent[]): Promise<void> {
     const needed = new Map<string, number>();

@@ -149,6 +149,12 @@ describe('the EventStoreDB chain sealer', () => {
       after = batch[batch.length - 1].position;
     }
     for (const e of paged) if (chainOrgOf(e) !== null) expect(e.chainLink).toBe(expected.get(e.position));
+    // Two readers at once, from different places: each gets every link.
+    const [whole, tail] = await Promise.all([
+      store.readAll(0, 1000, { chainLinks: true }),
+      store.readAll(chained[9].position, 1000, { chainLinks: true }),
+    ]);
+    for (const e of [...whole, ...tail]) if (chainOrgOf(e) !== null) expect(e.chainLink).toBe(expected.get(e.position));
   });
 
   it('two sealers racing on one log make one chain: the loser re-reads the winner and goes on from its head', async () => {
