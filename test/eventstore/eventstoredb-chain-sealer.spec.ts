@@ -212,6 +212,37 @@ describe('the EventStoreDB chain sealer', () => {
     const expected = writerLinks(events);
     for (const e of events) if (chainOrgOf(e) !== null) expect(e.chainLink).toBe(expected.get(e.position));
   });
+
+  it('a sealer dying between two chains of a round leaves the second to whoever resumes, and nothing sealed twice', async () => {
+    const store = await connect();
+    // a's chain starts first in the log, so a round seals it first.
+    await store.append('credits-a', [{ type: 'CreditsGranted', data: { orgId: 'a', amount: 1, grantId: 'g' } }], 'no_stream');
+    await appendRequests(store, ['a', 'b'], 6, 'r');
+    // Chain b's append fails as a process killed there would leave it: chain a sealed, b not.
+    const dying = new ChainSealer(
+      {
+        readAll: (after, limit) => store.readAll(after, limit),
+        readStreamFrom: (id, from, limit) => store.readStreamFrom(id, from, limit),
+        lastOfStream: (id) => store.lastOfStream(id),
+        lastOfType: (type) => store.lastOfType(type),
+        append: (id, events, expected) =>
+          id === chainStreamOf('b') ? Promise.reject(new Error('killed')) : store.append(id, events, expected),
+      },
+      LEDGER_CHAIN,
+    );
+    await expect(dying.sealRound()).rejects.toThrow('killed');
+    expect(await store.chainHead!('a')).toMatchObject({ events: 7 });
+    expect(await store.chainHead!('b')).toBeNull();
+
+    const resumed = new ChainSealer(await connect(), LEDGER_CHAIN);
+    await sealAll(resumed);
+    expect(resumed.counts.sealed).toBe(6);
+    expect(await store.chainHead!('b')).toMatchObject({ events: 6 });
+    const events = await store.readAll(0, 1000, { chainLinks: true });
+    const expected = writerLinks(events);
+    for (const e of events) if (chainOrgOf(e) !== null) expect(e.chainLink).toBe(expected.get(e.position));
+    expect((await chainStream(store, 'a')).flatMap((batch) => batch.links)).toHaveLength(7);
+  });
 });
 
 describe('the ledger on EventStoreDB, sealed by the gateway in the background', () => {
