@@ -78,11 +78,11 @@ export interface EventStore {
   /**
    * Up to `limit` events with a position greater than `after`, in log order. `after` is any safe
    * integer ≥ 0: it need not be an event's position (a checkpoint minus one, one from another log).
-   * `chainLinks`: with each chained event's link where the log records links after the fact
-   * (EventStoreDB joins them from the chain streams, a read per chain and batch); a log that stamps
-   * links at commit carries them always.
+   * `chainLinks`: with each chained event's link (true), or only the events of one chain (its id),
+   * where the log records links after the fact (EventStoreDB joins them from the chain streams, a read
+   * per chain and batch); a log that stamps links at commit carries them always.
    */
-  readAll(after: number, limit: number, options?: { chainLinks?: boolean }): Promise<RecordedEvent[]>;
+  readAll(after: number, limit: number, options?: { chainLinks?: boolean | string }): Promise<RecordedEvent[]>;
   /** Position of the newest event, 0 when the log is empty. */
   headPosition(): Promise<number>;
   /**

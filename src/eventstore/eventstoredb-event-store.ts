@@ -348,7 +348,7 @@ export class EventStoreDbEventStore implements EventStore {
     return null;
   }
 
-  async readAll(after: number, limit: number, options: { chainLinks?: boolean } = {}): Promise<RecordedEvent[]> {
+  async readAll(after: number, limit: number, options: { chainLinks?: boolean | string } = {}): Promise<RecordedEvent[]> {
     checkPortPosition(after);
     const events: RecordedEvent[] = [];
     if (limit <= 0) return events;
@@ -364,7 +364,8 @@ export class EventStoreDbEventStore implements EventStore {
     }
     const rule = this.options.chain;
     if (options.chainLinks && rule) {
-      const joined = this.joining.then(() => this.joinLinks(rule, after, events));
+      const only = typeof options.chainLinks === 'string' ? options.chainLinks : null;
+      const joined = this.joining.then(() => this.joinLinks(rule, after, events, only));
       this.joining = joined.catch(() => undefined);
       await joined;
     }
@@ -377,11 +378,11 @@ export class EventStoreDbEventStore implements EventStore {
    * log in order reads every chain stream once; a read from further back (or two readers at once,
    * taking turns) starts that chain over.
    */
-  private async joinLinks(rule: ChainRule, after: number, events: RecordedEvent[]): Promise<void> {
+  private async joinLinks(rule: ChainRule, after: number, events: RecordedEvent[], only: string | null): Promise<void> {
     const needed = new Map<string, number>();
     for (const event of events) {
       const chainId = chainIdOf(rule, event.type, event.data);
-      if (chainId !== null) needed.set(chainId, event.position);
+      if (chainId !== null && (only === null || chainId === only)) needed.set(chainId, event.position);
     }
     for (const [chainId, upTo] of needed) {
       let cursor = this.linkCursors.get(chainId);
@@ -404,7 +405,8 @@ export class EventStoreDbEventStore implements EventStore {
     }
     for (const event of events) {
       const chainId = chainIdOf(rule, event.type, event.data);
-      const link = chainId === null ? undefined : this.linkCursors.get(chainId)?.links.get(event.position);
+      const link =
+        chainId === null || !needed.has(chainId) ? undefined : this.linkCursors.get(chainId)?.links.get(event.position);
       if (link !== undefined) event.chainLink = link;
     }
   }

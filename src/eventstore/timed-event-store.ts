@@ -67,7 +67,7 @@ export class TimedEventStore implements EventStore {
     return this.inner.readStream(streamId);
   }
 
-  readAll(after: number, limit: number, options?: { chainLinks?: boolean }): Promise<RecordedEvent[]> {
+  readAll(after: number, limit: number, options?: { chainLinks?: boolean | string }): Promise<RecordedEvent[]> {
     return this.inner.readAll(after, limit, options);
   }
 

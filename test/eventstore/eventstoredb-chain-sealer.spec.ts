@@ -149,6 +149,12 @@ describe('the EventStoreDB chain sealer', () => {
       after = batch[batch.length - 1].position;
     }
     for (const e of paged) if (chainOrgOf(e) !== null) expect(e.chainLink).toBe(expected.get(e.position));
+    // One chain's links only: the other chains' streams are not read.
+    const streamReads = jest.spyOn(store, 'readStreamFrom');
+    const onlyA = await store.readAll(0, 1000, { chainLinks: 'a' });
+    expect(onlyA.filter((e) => e.chainLink !== undefined).map((e) => chainOrgOf(e))).toEqual(Array(11).fill('a'));
+    expect(new Set(streamReads.mock.calls.map(([id]) => id))).toEqual(new Set([chainStreamOf('a')]));
+    streamReads.mockRestore();
     // Two readers at once, from different places: each gets every link.
     const [whole, tail] = await Promise.all([
       store.readAll(0, 1000, { chainLinks: true }),
