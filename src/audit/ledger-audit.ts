@@ -35,10 +35,12 @@ export interface AuditReport {
   creditNotes: number;
   totals: AuditTotals;
   /**
-   * Each organization's hash chain as replayed (head link and event count). `stamped`: the log stamps
-   * links at commit (SQLite), so each was compared; false (EventStoreDB): recomputed only, see docs/architecture.md.
+   * Each organization's hash chain as replayed (head link and event count). `stamped`: the log records
+   * links, so each was compared (SQLite stamps them at commit; on EventStoreDB a sealer records them
+   * after the fact, within `sealedWithinMs`, and `pending` counts events younger than that still
+   * without theirs, not differences); false: recomputed only. See docs/architecture.md.
    */
-  chains: { stamped: boolean; heads: ChainHead[] };
+  chains: { stamped: boolean; sealedWithinMs?: number; pending: number; heads: ChainHead[] };
   /** Every disagreement found; empty means the ledger is clean. */
   differences: string[];
 }
@@ -83,10 +85,10 @@ export class LogAuditor {
     creditNotes: 0,
   };
 
-  /** `stampedLog`: the log stamps chain links at commit, so an event of a chain without one is a difference. */
+  /** `links`: how the log records chain links, and when an event of a chain without one is a difference (see ChainFollower.follow). */
   constructor(
     requestLogRetention = 1,
-    private readonly stampedLog = false,
+    private readonly links: boolean | { sealedBefore: number } = false,
   ) {
     this.model = new ReadModel(requestLogRetention);
   }
@@ -95,7 +97,7 @@ export class LogAuditor {
     this.counts.events += 1;
     const event = recorded as unknown as ReservationEvent | CreditNoteIssued;
     const where = `event ${recorded.position} (${recorded.type})`;
-    const chained = this.chains.follow(recorded, this.stampedLog);
+    const chained = this.chains.follow(recorded, this.links);
     if (chained?.difference) this.differences.push(`${where}: ${chained.difference}`);
     if (recorded.type === 'CatalogueLoaded') {
       const { version, prices } = (recorded as unknown as CatalogueLoaded).data;
@@ -290,16 +292,37 @@ async function keySpendDifferences(
 }
 
 /**
+ * On a sealed log, chains whose stream seals more events than the replay found up to the sealed head's
+ * position: events removed after sealing (the last ones of a chain leave no successor to break).
+ */
+async function sealedBeyondLog(events: EventStore, auditor: LogAuditor, orgId?: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const chain of auditor.chains.all()) {
+    if (orgId !== undefined && chain.orgId !== orgId) continue;
+    const sealed = await events.chainHead?.(chain.orgId);
+    // A head sealed past the replay holds events appended during the audit: not comparable.
+    if (!sealed || sealed.position > auditor.model.position || sealed.events <= chain.events) continue;
+    found.push(
+      `chain of organization ${chain.orgId}: its stream seals ${sealed.events} events through position ${sealed.position}, the log holds ${chain.events} (removed after sealing)`,
+    );
+  }
+  return found;
+}
+
+/**
  * Replays the log, recomputes every balance and every charge, and compares the balances with
  * the read models, each organization at the same point of the log: read models behind the
  * replay are waited for, and organizations moved by requests during the audit are replayed further.
  */
 export async function auditLedger(events: EventStore, projections: ReadModels, options: AuditOptions = {}): Promise<AuditReport> {
-  const auditor = new LogAuditor(1, events.chainHead !== undefined);
+  const sealedWithinMs = events.chainSealedWithinMs;
+  const links =
+    events.chainHead === undefined ? false : sealedWithinMs === undefined ? true : { sealedBefore: Date.now() - sealedWithinMs };
+  const auditor = new LogAuditor(1, links);
   /** Replays the log up to `target` (or its end, if that comes first). */
   const replayTo = async (target: number, onProgress?: AuditOptions['onProgress']) => {
     while (auditor.model.position < target) {
-      const batch = await events.readAll(auditor.model.position, 5000);
+      const batch = await events.readAll(auditor.model.position, 5000, { chainLinks: true });
       if (batch.length === 0) break;
       for (const event of batch) auditor.check(event);
       onProgress?.(auditor.model.position, target);
@@ -350,6 +373,7 @@ export async function auditLedger(events: EventStore, projections: ReadModels, o
     auditor.differences.push(...(await keySpendDifferences(orgId, auditor, projections, replayTo)));
   }
   auditor.differences.push(...auditor.spendingAboveGrants(options.orgId));
+  if (sealedWithinMs !== undefined) auditor.differences.push(...(await sealedBeyondLog(events, auditor, options.orgId)));
   if (options.orgId && !orgIds.has(options.orgId)) {
     auditor.differences.push(`organization ${options.orgId} has no ledger in the log`);
   }
@@ -360,6 +384,8 @@ export async function auditLedger(events: EventStore, projections: ReadModels, o
     totals,
     chains: {
       stamped: events.chainHead !== undefined,
+      sealedWithinMs,
+      pending: auditor.chains.pending,
       heads: auditor.chains.all().filter((chain) => !options.orgId || chain.orgId === options.orgId),
     },
     differences: auditor.differences,

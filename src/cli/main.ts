@@ -518,6 +518,11 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
           `settled ${report.settlements} (${report.flaggedSettlements} flagged: host usage not believed; ${report.interruptedSettlements} interrupted: billed from their last progress), released ${report.releases}, expired ${report.expiries}`,
           `granted ${totals.granted}, spent ${totals.spent}, reserved ${totals.reserved}`,
           `credit notes ${report.creditNotes}`,
+          ...(report.chains.pending > 0
+            ? [
+                `chain events not sealed yet: ${report.chains.pending} (recorded within the last ${report.chains.sealedWithinMs} ms)`,
+              ]
+            : []),
           ...report.differences.map((d) => `DIFFERENCE ${d}`),
           report.differences.length === 0 ? 'clean' : `${report.differences.length} difference(s)`,
         ]);

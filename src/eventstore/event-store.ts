@@ -16,8 +16,9 @@ export interface RecordedEvent<T extends string = string, D = unknown> extends N
   /** Milliseconds since the epoch when the store recorded it. */
   recordedAt: number;
   /**
-   * The event's link in its chain (see event-chain.ts), where the log stamps one: the SQLite log's
-   * writer does at commit, for the events of the chain rule it was opened with. Absent otherwise.
+   * The event's link in its chain (see event-chain.ts), where the log records one: the SQLite log's
+   * writer stamps it at commit, for the events of the chain rule it was opened with; on EventStoreDB
+   * the adapter joins the link a sealer recorded in the chain's stream (absent until sealed). Absent otherwise.
    */
   chainLink?: string;
 }
@@ -77,8 +78,11 @@ export interface EventStore {
   /**
    * Up to `limit` events with a position greater than `after`, in log order. `after` is any safe
    * integer ≥ 0: it need not be an event's position (a checkpoint minus one, one from another log).
+   * `chainLinks`: with each chained event's link (true), or only the events of one chain (its id),
+   * where the log records links after the fact (EventStoreDB joins them from the chain streams, a read
+   * per chain and batch); a log that stamps links at commit carries them always.
    */
-  readAll(after: number, limit: number): Promise<RecordedEvent[]>;
+  readAll(after: number, limit: number, options?: { chainLinks?: boolean | string }): Promise<RecordedEvent[]>;
   /** Position of the newest event, 0 when the log is empty. */
   headPosition(): Promise<number>;
   /**
@@ -103,8 +107,15 @@ export interface EventStore {
   readLogId(): Promise<string | null>;
   /**
    * A chain's last stamped link, its position and how many events the chain holds, read by index; null
-   * when the chain has no event. Present only on a log that stamps links (see RecordedEvent.chainLink).
+   * when the chain has no event. Present only on a log that records links (see RecordedEvent.chainLink);
+   * on EventStoreDB, the head as sealed (events not sealed yet are not in it).
    */
   chainHead?(chainId: string): Promise<{ head: string; position: number; events: number } | null>;
+  /**
+   * On a log whose links are sealed after the fact (EventStoreDB), how long a chained event may go
+   * without its link while sealers run: older than that, its missing link is a difference. Absent
+   * where links are stamped at commit (an event without one is a difference at once) or not recorded.
+   */
+  readonly chainSealedWithinMs?: number;
   close(): Promise<void>;
 }

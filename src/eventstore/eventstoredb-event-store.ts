@@ -36,6 +36,8 @@ import {
   RecordedEvent,
   WrongExpectedRevisionError,
 } from './event-store';
+import { type ChainRule, chainIdOf } from './event-chain';
+import { CHAIN_SEALED, CHAIN_SEALED_WITHIN_MS, type ChainSealed, chainStreamOf } from './eventstoredb-chain-sealer';
 import { parseEventStoreUrl } from './eventstoredb-connection';
 import {
   EsdbPosition,
@@ -63,6 +65,23 @@ export interface EventStoreDbOptions {
   retryDelaysMs?: number[];
   /** How long `close()` waits for the client's calls to end (default 2 s). */
   closeDeadlineMs?: number;
+  /**
+   * The chains whose links a sealer records in `chain-{id}` streams (see eventstoredb-chain-sealer.ts):
+   * with it, `readAll` joins each chained event's sealed link and `chainHead` reads a chain's sealed head.
+   */
+  chain?: ChainRule;
+  /** How long a chained event may wait for its link (default CHAIN_SEALED_WITHIN_MS): `chainSealedWithinMs`. */
+  sealedWithinMs?: number;
+}
+
+/** Where `readAll` is in one chain's sealed batches: the links read and not yet handed out. */
+interface LinkCursor {
+  /** The chain stream's next revision to read, and the last position its batches read so far cover. */
+  nextRevision: number;
+  through: number;
+  /** Links of positions after `floor` (the `after` of the last read): memory stays about a batch, reading in order. */
+  floor: number;
+  links: Map<number, string>;
 }
 
 /**
@@ -153,6 +172,11 @@ export class EventStoreDbEventStore implements EventStore {
   private failure: Error | null = null;
   /** The probe in flight, shared by whoever asks meanwhile. */
   private probing: Promise<Error | null> | null = null;
+  readonly chainHead?: EventStore['chainHead'];
+  readonly chainSealedWithinMs?: number;
+  private readonly linkCursors = new Map<string, LinkCursor>();
+  /** Joins run one at a time: the cursors are shared, and a join spans several reads. */
+  private joining: Promise<void> = Promise.resolve();
 
   private constructor(
     private readonly client: EsdbClient,
@@ -160,6 +184,10 @@ export class EventStoreDbEventStore implements EventStore {
   ) {
     this.retryDelaysMs = options.retryDelaysMs ?? [50, 250, 1000];
     this.closeDeadlineMs = options.closeDeadlineMs ?? CLOSE_DEADLINE_MS;
+    if (options.chain) {
+      this.chainHead = (chainId) => this.readChainHead(chainId);
+      this.chainSealedWithinMs = options.sealedWithinMs ?? CHAIN_SEALED_WITHIN_MS;
+    }
   }
 
   /** The client connects lazily: an unreachable server surfaces on the first operation. */
@@ -320,7 +348,7 @@ export class EventStoreDbEventStore implements EventStore {
     return null;
   }
 
-  async readAll(after: number, limit: number): Promise<RecordedEvent[]> {
+  async readAll(after: number, limit: number, options: { chainLinks?: boolean | string } = {}): Promise<RecordedEvent[]> {
     checkPortPosition(after);
     const events: RecordedEvent[] = [];
     if (limit <= 0) return events;
@@ -334,7 +362,94 @@ export class EventStoreDbEventStore implements EventStore {
       events.push(recorded);
       if (events.length >= limit) break;
     }
+    const rule = this.options.chain;
+    if (options.chainLinks && rule) {
+      const only = typeof options.chainLinks === 'string' ? options.chainLinks : null;
+      const joined = this.joining.then(() => this.joinLinks(rule, after, events, only));
+      this.joining = joined.catch(() => undefined);
+      await joined;
+    }
     return events;
+  }
+
+  /**
+   * Gives each chained event the link its chain stream holds for its position (none while it is not
+   * sealed yet). Reads each chain's batches forward from where the last read left them: reading the
+   * log in order reads every chain stream once; a read from further back (or two readers at once,
+   * taking turns) starts that chain over.
+   */
+  private async joinLinks(rule: ChainRule, after: number, events: RecordedEvent[], only: string | null): Promise<void> {
+    const needed = new Map<string, number>();
+    for (const event of events) {
+      const chainId = chainIdOf(rule, event.type, event.data);
+      if (chainId !== null && (only === null || chainId === only)) needed.set(chainId, event.position);
+    }
+    for (const [chainId, upTo] of needed) {
+      let cursor = this.linkCursors.get(chainId);
+      if (cursor === undefined || after < cursor.floor) {
+        cursor = { nextRevision: 0, through: 0, floor: after, links: new Map() };
+        this.linkCursors.set(chainId, cursor);
+      }
+      for (const position of cursor.links.keys()) if (position <= after) cursor.links.delete(position);
+      cursor.floor = after;
+      while (cursor.through < upTo) {
+        const batches = await this.readStreamFrom(chainStreamOf(chainId), cursor.nextRevision, 100);
+        if (batches.length === 0) break;
+        for (const batch of batches) {
+          const sealed = batch.data as ChainSealed;
+          for (const { position, link } of sealed.links) if (position > after) cursor.links.set(position, link);
+          cursor.through = sealed.toPosition;
+          cursor.nextRevision = batch.revision + 1;
+        }
+      }
+    }
+    for (const event of events) {
+      const chainId = chainIdOf(rule, event.type, event.data);
+      const link =
+        chainId === null || !needed.has(chainId) ? undefined : this.linkCursors.get(chainId)?.links.get(event.position);
+      if (link !== undefined) event.chainLink = link;
+    }
+  }
+
+  /** Up to `limit` events of a stream from revision `from` on; empty when there are none (or no stream). */
+  async readStreamFrom(streamId: string, from: number, limit: number): Promise<RecordedEvent[]> {
+    const events: RecordedEvent[] = [];
+    try {
+      const read = this.client.readStream(streamId, { fromRevision: BigInt(from), maxCount: limit, direction: FORWARDS });
+      for await (const { event } of eventsOf(read)) if (event) events.push(this.recorded(event));
+    } catch (error) {
+      if (error instanceof StreamNotFoundError) return [];
+      throw error;
+    }
+    return events;
+  }
+
+  /** A stream's last event, or null when it has none. */
+  async lastOfStream(streamId: string): Promise<RecordedEvent | null> {
+    try {
+      const read = this.client.readStream(streamId, { fromRevision: END, maxCount: 1, direction: BACKWARDS });
+      for await (const { event } of eventsOf(read)) if (event) return this.recorded(event);
+    } catch (error) {
+      if (error instanceof StreamNotFoundError) return null;
+      throw error;
+    }
+    return null;
+  }
+
+  /** The newest event of $all of this type (a type of ours), read back from the end; null if none. */
+  async lastOfType(type: string): Promise<RecordedEvent | null> {
+    for await (const { event } of eventsOf(this.client.readAll({ direction: BACKWARDS, fromPosition: END }))) {
+      if (event && !isSystemEvent(event) && event.type === type) return this.recorded(event);
+    }
+    return null;
+  }
+
+  /** A chain's head as sealed: its chain stream's last batch (events recorded since are not in it yet). */
+  private async readChainHead(chainId: string): Promise<{ head: string; position: number; events: number } | null> {
+    const last = await this.lastOfStream(chainStreamOf(chainId));
+    if (last === null || last.type !== CHAIN_SEALED) return null;
+    const sealed = last.data as ChainSealed;
+    return { head: sealed.head, position: sealed.toPosition, events: sealed.events };
   }
 
   async headPosition(): Promise<number> {

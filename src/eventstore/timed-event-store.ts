@@ -19,9 +19,11 @@ export class TimedEventStore implements EventStore {
   private guard: () => (result: AppendResult) => Error | null = () => () => null;
 
   readonly chainHead?: EventStore['chainHead'];
+  readonly chainSealedWithinMs?: number;
 
   constructor(private readonly inner: EventStore) {
     this.chainHead = inner.chainHead?.bind(inner);
+    this.chainSealedWithinMs = inner.chainSealedWithinMs;
   }
 
   /** Called with each append's duration in seconds, whether it succeeded or not. */
@@ -65,8 +67,8 @@ export class TimedEventStore implements EventStore {
     return this.inner.readStream(streamId);
   }
 
-  readAll(after: number, limit: number): Promise<RecordedEvent[]> {
-    return this.inner.readAll(after, limit);
+  readAll(after: number, limit: number, options?: { chainLinks?: boolean | string }): Promise<RecordedEvent[]> {
+    return this.inner.readAll(after, limit, options);
   }
 
   headPosition(): Promise<number> {

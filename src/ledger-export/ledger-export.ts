@@ -106,7 +106,7 @@ export async function* exportLedger(events: EventStore, orgId: string, options: 
     return JSON.stringify(line);
   };
   reading: for (let after = 0; after < head;) {
-    const batch = await events.readAll(after, 2000);
+    const batch = await events.readAll(after, 2000, { chainLinks: orgId });
     if (batch.length === 0) break;
     for (const event of batch) {
       if (event.position > head) break reading;

@@ -41,11 +41,20 @@ export interface ChainHead {
  */
 export class ChainFollower {
   private readonly heads = new Map<string, ChainHead>();
-  /** Events of a chain the log carries no link for (a log that does not stamp: EventStoreDB). */
+  /** Events of a chain the log carries no link for (a log that records none, or links not sealed yet). */
   unstamped = 0;
+  /** Of those, events on a sealed log (EventStoreDB) still within the time their link may take: not differences. */
+  pending = 0;
 
-  /** The link `event` should carry, and a difference if it carries another (or none, in a log that stamps). */
-  follow(event: RecordedEvent, stamping: boolean): { orgId: string; link: string; difference: string | null } | null {
+  /**
+   * The link `event` should carry, and a difference if it carries another, or none where one is due:
+   * `links` true, a log that stamps at commit (due at once); `{ sealedBefore }`, a log sealed after the
+   * fact (due for events recorded before that time); false, a log that records none.
+   */
+  follow(
+    event: RecordedEvent,
+    links: boolean | { sealedBefore: number },
+  ): { orgId: string; link: string; difference: string | null } | null {
     const orgId = chainOrgOf(event);
     if (orgId === null) return null;
     const head = this.head(orgId);
@@ -53,7 +62,13 @@ export class ChainFollower {
     let difference: string | null = null;
     if (event.chainLink === undefined) {
       this.unstamped += 1;
-      if (stamping) difference = `chain of organization ${orgId}: no link stamped (an event added outside the log's writer?)`;
+      if (links === true)
+        difference = `chain of organization ${orgId}: no link stamped (an event added outside the log's writer?)`;
+      else if (links !== false) {
+        if (event.recordedAt < links.sealedBefore)
+          difference = `chain of organization ${orgId}: not sealed, recorded ${new Date(event.recordedAt).toISOString()} (inserted after sealing, or no sealer running)`;
+        else this.pending += 1;
+      }
     } else if (event.chainLink !== link) {
       difference = `chain of organization ${orgId}: link ${event.chainLink} but its predecessor and content give ${link} (edited, removed, inserted or moved)`;
     }
@@ -77,7 +92,8 @@ export class ChainFollower {
 
 /**
  * An organization's chain head and event count, as the log holds it now: the link its last ledger
- * event carries (read by index where the log stamps links), else recomputed by following the log.
+ * event carries (read by index where the log stamps links; on EventStoreDB, its chain stream's last
+ * sealed batch), else recomputed by following the log.
  */
 export async function orgChainHead(events: EventStore, orgId: string): Promise<ChainHead> {
   if (events.chainHead) {

@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config/config';
 import type { EventStore } from '../eventstore/event-store';
+import { ChainSealer, isSealableLog } from '../eventstore/eventstoredb-chain-sealer';
 import { SqliteEventStore } from '../eventstore/sqlite-event-store';
 import { TimedEventStore } from '../eventstore/timed-event-store';
 import { IdentityService } from '../identity/identity.service';
@@ -59,7 +60,7 @@ export async function openEventStore(config: Config): Promise<EventStore> {
   if (config.eventStoreUrl) {
     // Loaded only when asked for, so the embedded path never loads the gRPC client.
     const { EventStoreDbEventStore } = await import('../eventstore/eventstoredb-event-store');
-    return EventStoreDbEventStore.connect(config.eventStoreUrl);
+    return EventStoreDbEventStore.connect(config.eventStoreUrl, { chain: LEDGER_CHAIN });
   }
   return new SqliteEventStore(join(config.dataDir, 'events.sqlite'), { pollIntervalMs: config.logPollMs, chain: LEDGER_CHAIN });
 }
@@ -93,8 +94,10 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
   const log = options.log ?? (() => {});
   const claim = options.serving ? claimServing(config) : null;
   let events: TimedEventStore;
+  let store: EventStore;
   try {
-    events = new TimedEventStore(await openEventStore(config));
+    store = await openEventStore(config);
+    events = new TimedEventStore(store);
   } catch (error) {
     claim?.release();
     throw error;
@@ -169,6 +172,9 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
       }, config.sweepIntervalMs)
     : null;
   sweeper?.unref();
+  // On EventStoreDB, the service seals the ledger's chains in the background (see eventstoredb-chain-sealer.ts).
+  const sealer = options.sweep && isSealableLog(store) ? new ChainSealer(store, LEDGER_CHAIN, { warn: log }) : null;
+  sealer?.start();
 
   return {
     config,
@@ -186,6 +192,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     async close() {
       if (sweeper) clearInterval(sweeper);
       await sweeping;
+      await sealer?.stop();
       await projector.stop();
       // A save that fails (a full disk) costs time at the next start, nothing else: the log closes all the same.
       await projections.close().catch((error: Error) => log(error.message));

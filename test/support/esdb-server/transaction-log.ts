@@ -101,6 +101,20 @@ export class TransactionLog {
     return written;
   }
 
+  /**
+   * Tampering, for tests: the event recorded at `position` taken out of $all and its stream, as
+   * someone editing the node's files would (the others keep their positions and revisions).
+   */
+  remove(position: bigint): void {
+    const index = this.indexAt(position);
+    if (index < 0) throw new Error(`no event at ${position}`);
+    const [removed] = this.events.splice(index, 1);
+    const stream = this.streams.get(removed.streamId)!;
+    stream.splice(stream.indexOf(removed), 1);
+    this.positions.delete(position);
+    for (let i = index; i < this.events.length; i++) this.positions.set(this.events[i].position, i);
+  }
+
   /** Calls `listener` with every event written from now on, until the returned function is called. */
   listen(listener: (event: StoredEvent) => void): () => void {
     this.listeners.add(listener);
