@@ -104,9 +104,11 @@ describeWithRedisCluster('three gateways on EventStoreDB and Redis clusters, a l
     const retried = results.reduce((n, r) => n + r.unavailable, 0);
 
     console.log(`scale-out run: ${JSON.stringify({ killed, promoted, leader, quiet, done: at(), retried })}`);
-    // Both faults in the middle of the traffic: the failover met requests (503s), admissions came after each.
+    // Both faults in the middle of the traffic, admissions coming after each. The second wave, sent while
+    // the organization's master was down, met the failover: answered 503 and retried, or (when the
+    // client held its commands until the replica was promoted) none of it decided before the promotion.
     expect(killed.atHost).toBe(FIRST_WAVE);
-    expect(retried).toBeGreaterThan(0);
+    expect(retried > 0 || (promoted.atHost === FIRST_WAVE && promoted.refused === 0)).toBe(true);
     expect(leader.down.atHost).toBeLessThan(ADMITTED);
     expect(esdb.nodes[1].calls.append).toBeGreaterThan(appendsBefore);
     expect(quiet.atHost).toBe(ADMITTED);
