@@ -93,9 +93,11 @@ const CONNECTION_LOST = new Set(['ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'ETIMEDO
 
 /**
  * Redis's own replies that mean "not now": a cluster without a master for some slots (a failover
- * under way), a slot moving, a replica still loading.
+ * under way), a slot moving (its redirection met by a command the client did not follow, a MULTI),
+ * a master just demoted to replica refusing a write it was sent before the client learnt the new
+ * layout (a planned failover), a replica still loading.
  */
-const STORE_BUSY = /^(CLUSTERDOWN|TRYAGAIN|MASTERDOWN|LOADING) /;
+const STORE_BUSY = /^(CLUSTERDOWN|TRYAGAIN|MASTERDOWN|LOADING|READONLY|MOVED|ASK) /;
 /** node-redis's classes of an error Redis replied. */
 const REPLY_ERRORS = new Set(['ErrorReply', 'SimpleError', 'BlobError']);
 

@@ -19,6 +19,9 @@ describe('toApiError', () => {
     'TRYAGAIN Multiple keys request during rehashing of slot',
     'MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to no',
     'LOADING Redis is loading the dataset in memory',
+    "READONLY You can't write against a read only replica.",
+    'MOVED 8365 127.0.0.1:30002',
+    'ASK 8365 127.0.0.1:30002',
   ])('answers a Redis Cluster mid-failover (%s) with 503, not 500', (reply) => {
     const error = toApiError(new SimpleError(reply));
     expect(error.status).toBe(503);
