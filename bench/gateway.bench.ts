@@ -18,11 +18,11 @@
  *                      first with a pool of three keys, retries configured, sticky routing following a
  *                      prompt_cache_key on every request (circuits in Redis when REDIS_URL is set)
  *   peer               `@portkey-ai/gateway`, run locally
- *   baseline, baseline-messages
+ *   baseline, baseline-messages, baseline-responses
  *                      the same gateway built from another checkout, BENCH_BASELINE_DIR (built: its
  *                      own dist/), started as this one is: the "before" of a before/after run
  *
- * Without BENCH_TARGETS every target is measured but `baseline-messages`, `quiet`, `limited` and `routed`, and the baseline ones
+ * Without BENCH_TARGETS every target is measured but `baseline-messages`, `baseline-responses`, `quiet`, `limited` and `routed`, and the baseline ones
  * only when BENCH_BASELINE_DIR is set. With a baseline, an "after / baseline" table compares the
  * two builds scenario by scenario.
  *
@@ -111,12 +111,13 @@ const KEYS = [
   'peer',
   'baseline',
   'baseline-messages',
+  'baseline-responses',
 ] as const;
 type Key = (typeof KEYS)[number];
 const isKey = (key: string): key is Key => (KEYS as readonly string[]).includes(key);
 const isBaseline = (key: Key) => key.startsWith('baseline');
 /** Targets measured only when BENCH_TARGETS names them. */
-const ONLY_NAMED: readonly Key[] = ['baseline-messages', 'quiet', 'limited', 'routed'];
+const ONLY_NAMED: readonly Key[] = ['baseline-messages', 'baseline-responses', 'quiet', 'limited', 'routed'];
 
 /** The side-by-side tables' pairs: a target, what it is compared with, and the table's title. */
 const PAIRS: Array<[after: Key, baseline: Key, title: string]> = [
@@ -125,6 +126,11 @@ const PAIRS: Array<[after: Key, baseline: Key, title: string]> = [
     'messages',
     'baseline-messages',
     'After / baseline: messages (this checkout against BENCH_BASELINE_DIR, paired round by round)',
+  ],
+  [
+    'responses',
+    'baseline-responses',
+    'After / baseline: Responses (this checkout against BENCH_BASELINE_DIR, paired round by round)',
   ],
   ['routed', 'baseline', 'Routing features on (`routed`) against BENCH_BASELINE_DIR (`baseline`), paired round by round'],
   ['routed', 'gateway', 'Routing features on (`routed`) against this checkout without them (`gateway`), paired round by round'],
@@ -292,6 +298,7 @@ function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subj
     },
     baseline: async () => chatCompletions('baseline', 'baseline gateway', await baselineGateway()),
     'baseline-messages': async () => messages('baseline-messages', 'baseline gateway', await baselineGateway()),
+    'baseline-responses': async () => responses('baseline-responses', 'baseline gateway', await baselineGateway()),
   };
 }
 
