@@ -1,3 +1,4 @@
+import { csvText } from '../http/csv';
 import { formatCredits } from '../ledger/money';
 import type { Statement } from './statement';
 
@@ -54,15 +55,10 @@ function linesOf(s: Statement): Line[] {
   return lines;
 }
 
-const csvField = (value: string | number) => {
-  const text = String(value);
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
-};
-
 export function statementCsv(s: Statement): string {
-  const rows = [['organization', 'month', 'section', 'item', 'quantity', 'credits']];
-  for (const line of linesOf(s)) rows.push([s.orgId, s.month, line.section, line.item, String(line.quantity), line.credits]);
-  return rows.map((row) => row.map(csvField).join(',')).join('\r\n') + '\r\n';
+  const rows: Array<Array<string | number>> = [['organization', 'month', 'section', 'item', 'quantity', 'credits']];
+  for (const line of linesOf(s)) rows.push([s.orgId, s.month, line.section, line.item, line.quantity, line.credits]);
+  return csvText(rows);
 }
 
 /** For a terminal: one line each, the credits aligned. */

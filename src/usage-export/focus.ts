@@ -1,4 +1,5 @@
 import { ApiError } from '../http/api-error';
+import { csvText } from '../http/csv';
 import { type CreditNoteIssued, type ReservationSettled, settledCharge, settledUsage } from '../ledger/ledger.events';
 import { formatCredits } from '../ledger/money';
 import { dayOf } from '../projections/read-models';
@@ -292,24 +293,9 @@ export function focusRows(lines: Line[], account: Account, grouping: FocusGroupi
   return grouping === 'request' ? perRequestRows(lines, account) : perDayRows(lines, account);
 }
 
-/**
- * A CSV field as RFC 4180 quotes it: in double quotes (its own doubled) when it holds a comma, a
- * quote, a line break, or leading/trailing space. A field a spreadsheet would run as a formula
- * (`=`, `+`, `-`, `@` first, not a number) is prefixed with a quote mark (OWASP's advice).
- */
-export function csvField(value: string | number): string {
-  // Numbers (counts, nano-credits) never need quoting: most of a row, written at once.
-  if (typeof value === 'number') return String(value);
-  let text = value;
-  if (/^[=+\-@\t\r]/.test(text) && !/^-?\d+(\.\d+)?$/.test(text)) text = `'${text}`;
-  return /[",\r\n]|^\s|\s$/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-}
-
-/** The CSV text: the header, then every row, lines ended with CRLF as RFC 4180 writes them. */
+/** The CSV text: the header, then every row. */
 export function focusCsv(rows: Row[]): string {
-  const lines = [FOCUS_COLUMNS.join(',')];
-  for (const row of rows) lines.push(FOCUS_COLUMNS.map((c) => csvField(row[c] ?? '')).join(','));
-  return `${lines.join('\r\n')}\r\n`;
+  return csvText([FOCUS_COLUMNS, ...rows.map((row) => FOCUS_COLUMNS.map((c) => row[c] ?? ''))]);
 }
 
 export type { Line as FocusLine };

@@ -163,6 +163,15 @@ describe('a statement printed', () => {
     expect(csv).toContain('"o""rg",2026-11,closing_balance,,,1.499982');
   });
 
+  it('as CSV, a name a spreadsheet would run as a formula made text', () => {
+    const formula = statementOf(
+      [grant('org', 1_500_000_000, NOV), settled('org', NOV + 1, '=HYPERLINK("x")', 'm', { input: 1, output: 1 })],
+      'org',
+      '2026-11',
+    );
+    expect(statementCsv(formula)).toContain(`org,2026-11,charges_by_key,"'=HYPERLINK(""x"")",1,-0.000018`);
+  });
+
   it('as HTML, escaping every name', () => {
     const html = statementHtml(s);
     expect(html).toContain('&lt;b&gt;m&lt;/b&gt;');

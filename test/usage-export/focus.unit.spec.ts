@@ -1,25 +1,6 @@
 import { ApiError } from '../../src/http/api-error';
-import { csvField, focusAskOf, focusCsv, focusRows, settlementLine } from '../../src/usage-export/focus';
+import { focusAskOf, focusCsv, focusRows, settlementLine } from '../../src/usage-export/focus';
 import type { ReservationSettled } from '../../src/ledger/ledger.events';
-
-describe('CSV fields (RFC 4180)', () => {
-  it.each([
-    ['plain', 'plain'],
-    ['a,b', '"a,b"'],
-    ['say "hi"', '"say ""hi"""'],
-    ['two\r\nlines', '"two\r\nlines"'],
-    ['line\nbreak', '"line\nbreak"'],
-    [' padded', '" padded"'],
-    ['', ''],
-    [12, '12'],
-    ['-0.000066', '-0.000066'],
-    // What a spreadsheet would run as a formula is made text.
-    ['=HYPERLINK("x")', '"\'=HYPERLINK(""x"")"'],
-    ['+1+2', "'+1+2"],
-    ['@SUM(A1)', "'@SUM(A1)"],
-    ['-cmd', "'-cmd"],
-  ])('%j is written %j', (value, written) => expect(csvField(value)).toBe(written));
-});
 
 describe('the export asked', () => {
   it('defaults to a row per request, every day', () => {
