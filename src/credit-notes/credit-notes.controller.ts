@@ -1,15 +1,12 @@
-import { Body, Controller, Headers, HttpCode, Inject, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { Body, Controller, Headers, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ApiError, chatCompletionsErrors } from '../http/api-error';
 import { schemaValidation } from '../http/schema-validation';
 import { ManagementKeyGuard } from '../keys/management-key.guard';
-import { LedgerService } from '../ledger/ledger.service';
-import { Projector } from '../projections/projector';
-import type { ReadModels } from '../projections/read-models';
-import { READ_MODELS } from '../runtime/runtime.module';
 import type { KeyedRequest } from '../surfaces/api-key.guard';
-import { creditNoteView, issueCreditNote } from './credit-notes';
+import { creditNoteView } from './credit-notes';
 import { type CreditNoteBody, creditNoteSchema } from './credit-notes.schema';
+import { IssueCreditNoteHandler } from './issue-credit-note.handler';
 
 /** The idempotency key of a request: the body's, else the Idempotency-Key header's; one of them is required. */
 export function idempotencyKeyOf(body: CreditNoteBody, header: unknown): string {
@@ -34,11 +31,7 @@ export function idempotencyKeyOf(body: CreditNoteBody, header: unknown): string 
 @UseGuards(ManagementKeyGuard)
 @UseFilters(chatCompletionsErrors)
 export class CreditNotesController {
-  constructor(
-    private readonly ledger: LedgerService,
-    private readonly projector: Projector,
-    @Inject(READ_MODELS) private readonly readModels: ReadModels,
-  ) {}
+  constructor(private readonly credit: IssueCreditNoteHandler) {}
 
   @Post()
   @HttpCode(201)
@@ -54,17 +47,7 @@ export class CreditNotesController {
         'forbidden',
         'issuing credit notes needs a management key with billing rights (made by an owner in the dashboard, or: keys create --management --billing)',
       );
-    const issued = await issueCreditNote(this.ledger, this.readModels, {
-      orgId,
-      kind: body.kind,
-      ...(body.generation === undefined ? {} : { generation: body.generation }),
-      ...(body.amount === undefined ? {} : { amount: body.amount }),
-      reason: body.reason,
-      idempotencyKey: idempotencyKeyOf(body, header),
-      ...(body.memo === undefined ? {} : { memo: body.memo }),
-      issuedBy: keyId,
-    });
-    await this.projector.waitFor(issued.position);
+    const issued = await this.credit.execute(orgId, body, idempotencyKeyOf(body, header), keyId);
     if (issued.alreadyIssued) void reply.status(200);
     return { data: creditNoteView(issued.note, issued.alreadyIssued) };
   }

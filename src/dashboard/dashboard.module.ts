@@ -4,6 +4,7 @@ import { AlertsModule } from '../alerts/alerts.module';
 import { InferenceModule } from '../inference/inference.module';
 import { KeysModule } from '../keys/keys.module';
 import { AlertsDashboardController } from './alerts/alerts.controller';
+import { CreditNotesModule } from '../credit-notes/credit-notes.module';
 import { CreditNotesController } from './billing/credit-notes.controller';
 import { KeysController } from './keys/keys.controller';
 import { MembersController } from './members/members.controller';
@@ -30,7 +31,7 @@ export class DashboardModule {
   static forSettings(tokens: SessionTokens, settings: DashboardSettings): DynamicModule {
     return {
       module: DashboardModule,
-      imports: [CqrsModule, InferenceModule, KeysModule, AlertsModule, UsageExportModule],
+      imports: [CqrsModule, InferenceModule, KeysModule, AlertsModule, UsageExportModule, CreditNotesModule],
       controllers: [
         SessionController,
         OrganizationsController,

@@ -1,12 +1,11 @@
 import { Body, Controller, HttpCode, Inject, Post, Res, UseFilters } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { creditNoteView, issueCreditNote } from '../../credit-notes/credit-notes';
+import { creditNoteView } from '../../credit-notes/credit-notes';
 import { type CreditNoteBody, creditNoteSchema } from '../../credit-notes/credit-notes.schema';
+import { IssueCreditNoteHandler } from '../../credit-notes/issue-credit-note.handler';
 import { ApiError } from '../../http/api-error';
 import { mayManageBilling } from '../../identity/organization.decider';
 import { schemaValidation } from '../../http/schema-validation';
-import { LedgerService } from '../../ledger/ledger.service';
-import { Projector } from '../../projections/projector';
 import type { ReadModels } from '../../projections/read-models';
 import { READ_MODELS } from '../../runtime/runtime.module';
 import { dashboardErrors } from '../dashboard-error';
@@ -23,8 +22,7 @@ import type { Session } from '../session/sessions';
 @SignedIn({ activeOrg: true })
 export class CreditNotesController {
   constructor(
-    private readonly ledger: LedgerService,
-    private readonly projector: Projector,
+    private readonly credit: IssueCreditNoteHandler,
     @Inject(READ_MODELS) private readonly readModels: ReadModels,
   ) {}
 
@@ -40,17 +38,7 @@ export class CreditNotesController {
       throw new ApiError('forbidden', "only the organization's owners manage its billing");
     if (body.idempotency_key === undefined)
       throw new ApiError('invalid_request', 'idempotency_key is required: the same key again returns the first note');
-    const issued = await issueCreditNote(this.ledger, this.readModels, {
-      orgId,
-      kind: body.kind,
-      ...(body.generation === undefined ? {} : { generation: body.generation }),
-      ...(body.amount === undefined ? {} : { amount: body.amount }),
-      reason: body.reason,
-      idempotencyKey: body.idempotency_key,
-      ...(body.memo === undefined ? {} : { memo: body.memo }),
-      issuedBy: session.userId,
-    });
-    await this.projector.waitFor(issued.position);
+    const issued = await this.credit.execute(orgId, body, body.idempotency_key, session.userId);
     if (issued.alreadyIssued) void reply.status(200);
     return creditNoteView(issued.note, issued.alreadyIssued);
   }
