@@ -198,10 +198,17 @@ describeWithBrowser('dashboard in a real browser', () => {
     expect(shown.data.find((k) => k.id === id)!.expiresAt).toMatch(/^2099-06-30T/);
 
     await byTest('key-name').fill('platform');
+    expect(await byTest('key-billing').isDisabled()).toBe(true); // billing rights come with a management key only
     await byTest('key-management').check();
+    await byTest('key-billing').check();
     await byTest('key-create').click();
     const manager = (await byTest('key-secret').textContent())!.trim();
     await byTest('key-secret-close').click();
+    const listed = (await page.evaluate(async () => (await fetch('/dashboard/api/keys')).json())) as {
+      data: Array<{ name: string; kind: string; billing: boolean }>;
+    };
+    expect(listed.data.find((k) => k.name === 'platform')).toMatchObject({ kind: 'management', billing: true });
+    expect(await byTest('keys-table').textContent()).toContain('Billing');
     const managed = await fetch(`${g.baseUrl}/api/v1/keys`, { headers: { authorization: `Bearer ${manager}` } });
     expect(managed.status).toBe(200);
     await managed.text();

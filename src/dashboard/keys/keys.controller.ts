@@ -125,6 +125,7 @@ export class KeysController {
       secret: key.secret,
       createdAt: new Date(key.createdAt).toISOString(),
       kind: key.kind ?? 'ordinary',
+      billing: key.billing === true,
     };
   }
 
@@ -150,6 +151,7 @@ const keyView = (k: ShownKey) => ({
   limitReset: k.limit ? k.limit.reset : null,
   limitUsage: k.limitUsage === undefined ? null : formatCredits(k.limitUsage),
   kind: k.kind ?? 'ordinary',
+  billing: k.billing === true,
   rateLimits: k.rateLimits ?? null,
   expiresAt: k.expiresAt === undefined ? null : new Date(k.expiresAt).toISOString(),
 });

@@ -50,6 +50,8 @@ export interface ApiKey {
   limitUsage?: string | null;
   /** A management key manages keys through the API and cannot call models. */
   kind?: 'ordinary' | 'management';
+  /** A management key that may also issue credit notes. */
+  billing?: boolean;
   rateLimits?: { requestsPerMinute?: number; tokensPerMinute?: number } | null;
   expiresAt?: string | null;
 }
@@ -60,6 +62,7 @@ export interface CreatedKey {
   secret: string;
   createdAt: string;
   kind: 'ordinary' | 'management';
+  billing: boolean;
 }
 export interface UsageRow {
   requestId: string;

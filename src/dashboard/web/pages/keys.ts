@@ -11,6 +11,12 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
   const org = store.session!.activeOrg!;
   const manages = org.manageKeys;
   const management = h('input', { type: 'checkbox', 'data-testid': 'key-management' });
+  // Billing rights (credit notes through the API) come with a management key, from an owner only.
+  const billing = h('input', { type: 'checkbox', disabled: true, 'data-testid': 'key-billing' });
+  management.addEventListener('change', () => {
+    billing.disabled = !management.checked;
+    if (!management.checked) billing.checked = false;
+  });
   const name = h('input', {
     type: 'text',
     required: true,
@@ -32,9 +38,12 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
     create.disabled = true;
     showError(createErrors, null);
     try {
-      const key = await api<CreatedKey>('POST', '/keys', { name: value, management: management.checked }, ctx.signal);
+      const asked = { name: value, management: management.checked, ...(billing.checked ? { billing: true } : {}) };
+      const key = await api<CreatedKey>('POST', '/keys', asked, ctx.signal);
       name.value = '';
       management.checked = false;
+      billing.checked = false;
+      billing.disabled = true;
       keys = [
         {
           id: key.id,
@@ -44,6 +53,7 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
           lastUsedAt: null,
           status: 'active',
           kind: key.kind,
+          billing: key.billing,
         },
         ...keys,
       ];
@@ -286,6 +296,9 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
             key.kind === 'management'
               ? h('span', { class: 'badge', title: 'Manages keys; cannot call models' }, ' Management')
               : null,
+            key.billing
+              ? h('span', { class: 'badge', title: 'Issues credit notes through /api/v1/credit-notes' }, ' Billing')
+              : null,
           ),
           h('td', { 'data-label': 'Key' }, h('code', null, `${key.prefix}…`)),
           h('td', { 'data-label': 'Created', title: key.createdAt }, formatDateTime(key.createdAt)),
@@ -332,6 +345,14 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
               management,
               ' Management key',
             ),
+            org.billing
+              ? h(
+                  'label',
+                  { class: 'check', title: 'With a management key: issues credit notes through /api/v1/credit-notes' },
+                  billing,
+                  ' Billing rights',
+                )
+              : null,
             create,
           ),
           createErrors,
