@@ -11,4 +11,4 @@ RUN npm install --no-audit --no-fund && npm prune --omit=dev --ignore-scripts
 ENV NODE_ENV=production
 EXPOSE 8080
 # V8 collects garbage on the main thread: see the README (benchmarks) for why.
-CMD ["node", "--single-threaded-gc", "dist/src/main.js"]
+CMD ["node", "--single-threaded-gc", "--heap-growing-percent=100", "dist/src/main.js"]

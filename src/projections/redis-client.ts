@@ -1,4 +1,4 @@
-import { createClient, createCluster } from 'redis';
+import type { createClient, createCluster } from 'redis';
 
 /** A connection to one Redis (`REDIS_URL`) or to a Redis Cluster (`REDIS_CLUSTER=true`). */
 export type RedisClient = ReturnType<typeof createClient> | ReturnType<typeof createCluster>;
@@ -22,6 +22,8 @@ export const isCluster = (client: RedisClient): client is RedisClusterClient => 
  * changed meanwhile).
  */
 export async function connectRedis(target: RedisTarget, onReconnect: () => void = () => {}): Promise<RedisClient> {
+  // Loaded here, not at start: a gateway without REDIS_URL never needs the client (4 MB of heap).
+  const { createClient, createCluster } = await import('redis');
   const options = {
     disableOfflineQueue: true,
     socket: { connectTimeout: 2_000, reconnectStrategy: (retries: number) => Math.min(retries * 100, 2000) },
