@@ -693,10 +693,11 @@ async function main(): Promise<void> {
         'then the lowest and highest round. A change within noise has rounds on both sides of no change (0, ×1.000) and a split count of worse rounds.',
     );
 
-  notes.push(
-    `RSS right after start, before any request: ${startRss.join(', ')} ` +
-      '("idle" above is between tests, after the load of the earlier ones).',
-  );
+  if (startRss.length > 0)
+    notes.push(
+      `RSS right after start, before any request: ${startRss.join(', ')} ` +
+        '("idle" above is between tests, after the load of the earlier ones).',
+    );
   const late = median([...rateRows.values()].flatMap((row) => row.late));
   notes.push(
     `Open loop: the latest a request left its schedule was ${num(late, 1)} ms (median over targets and rounds); latencies are timed from when each request was sent.`,

@@ -124,11 +124,8 @@ async function start(): Promise<void> {
   });
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
-  if (worker) {
-    // A primary gone (killed) takes the port with it: drain and stop rather than linger on the log.
-    process.on('disconnect', () => void stop('the primary exited'));
-    process.send!({ type: WORKER_SERVING, url: `http://${config.host}:${port}` });
-  }
+  // A worker whose primary is killed exits at once (node:cluster's rule), as a crash would.
+  if (worker) process.send!({ type: WORKER_SERVING, url: `http://${config.host}:${port}` });
 }
 
 start().catch((error: Error) => {
