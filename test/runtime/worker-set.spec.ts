@@ -22,8 +22,9 @@ import { tempDir } from '../support/temp';
  */
 
 const M = TEST_MODELS;
-// Short reservations, swept often: the holds of a killed worker's requests expire within the test.
-const TIMING = { REQUEST_TIMEOUT_MS: '2000', RESERVATION_TTL_MS: '2500', PENDING_HOLD_MS: '2500', SWEEP_INTERVAL_MS: '50' };
+// Short reservations, swept often: the holds of a killed worker's requests expire within the test
+// (the timeout long enough that a loaded machine does not turn slow replies into 504s).
+const TIMING = { REQUEST_TIMEOUT_MS: '5000', RESERVATION_TTL_MS: '5500', PENDING_HOLD_MS: '2500', SWEEP_INTERVAL_MS: '50' };
 const MAIN = join(ROOT, 'dist/src/main.js');
 
 interface WorkerSet {
@@ -225,9 +226,11 @@ describeWithRedis('WORKERS=2: one gateway of two processes', () => {
     set.pids = [survivor, replacement];
 
     const ok = replies.filter((r) => r.status === 200);
-    // Some requests were on the killed worker (their connections cut), the rest served.
+    // Some requests were on the killed worker (their connections cut), the rest served. A connection
+    // the primary was handing to the worker as it died stays open unanswered (node:cluster keeps its
+    // copy of the socket until the worker acknowledges it): the client's timeout ends it (-1).
     expect(replies.some((r) => r.status === 0)).toBe(true);
-    expect(replies.filter((r) => r.status !== 200 && r.status !== 0)).toEqual([]);
+    expect(replies.filter((r) => r.status !== 200 && r.status !== 0 && r.status !== -1)).toEqual([]);
     // The killed worker's holds expire (swept by the other workers), then everything is resolved.
     await eventually(async () => {
       await t.runtime.projector.catchUp();
