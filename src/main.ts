@@ -1,13 +1,10 @@
 import 'reflect-metadata';
 import cluster from 'node:cluster';
-import { createApp } from './app';
-import { Catalogue } from './catalogue/catalogue';
 import { ConfigError, loadConfig } from './config/config';
 import { SessionTokens } from './dashboard/session/sessions';
 import { startSimulatedUpstream } from './simulated-upstream/simulated-upstream';
 import { answerPrimaryGathering } from './observability/cluster-metrics';
 import { writePidFile } from './runtime/pid-file';
-import { openRuntime } from './runtime/runtime';
 import { refusedWorkerSet, runWorkerSet, WORKER_SERVING } from './runtime/worker-set';
 
 async function startSimulated(port: number) {
@@ -47,6 +44,12 @@ async function start(): Promise<void> {
     SessionTokens.fromEnvironment(config.dataDir, config.dashboardSecret);
     return runWorkerSet(config, simulated);
   }
+  // Loaded here, not above: a worker set's primary serves nothing and stays small without them.
+  const [{ createApp }, { Catalogue }, { openRuntime }] = await Promise.all([
+    import('./app'),
+    import('./catalogue/catalogue'),
+    import('./runtime/runtime'),
+  ]);
   const catalogue = Catalogue.load(config.cataloguePath);
   // The runtime's lines before the application (and its logger) exist go to stderr; everything after, through pino.
   let log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
