@@ -127,7 +127,7 @@ async function start(): Promise<void> {
   });
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
-  // A worker whose primary is killed exits at once (node:cluster's rule), as a crash would.
+  // Tells the primary this worker serves: gateway.pid and the set's start-up line wait for every worker.
   if (worker) process.send!({ type: WORKER_SERVING, url: `http://${config.host}:${port}` });
 }
 
