@@ -101,6 +101,8 @@ describeWithRedis('WORKERS=2: one gateway of two processes', () => {
     env = { ...serviceEnv(t, fake, TIMING), WORKERS: '2' };
     const orgId = await fundedOrganization(t.runtime, 100_000_000_000);
     key = (await createKey(t.runtime, orgId, 'set')).secret;
+    // In Redis before any worker is asked (the workers follow the log on their own time).
+    await t.runtime.projector.catchUp();
     set = await startWorkerSet(env);
   }, 60_000);
   afterAll(async () => {
@@ -138,6 +140,8 @@ describeWithRedis('WORKERS=2: one gateway of two processes', () => {
     ).amount;
     const orgId = await fundedOrganization(t.runtime, 20 * amount + amount - 1);
     const { secret } = await createKey(t.runtime, orgId, 'racing');
+    // In Redis before any worker is asked (the workers follow the log on their own time).
+    await t.runtime.projector.catchUp();
     // The host answers after a second: every admitted request is held while the others are decided.
     fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' }, firstByteDelayMs: 1000 });
     const replies = await Promise.all(Array.from({ length: 60 }, () => answered(set.base, secret)));
@@ -194,6 +198,8 @@ describeWithRedis('WORKERS=2: one gateway of two processes', () => {
   it('a worker SIGKILLed mid-burst is restarted; nothing lost or billed twice: spent is the sum of the charges, audit clean', async () => {
     const orgId = await fundedOrganization(t.runtime, 100_000_000_000);
     const { secret } = await createKey(t.runtime, orgId, 'burst');
+    // In Redis before any worker is asked (the workers follow the log on their own time).
+    await t.runtime.projector.catchUp();
     fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello there.' }, firstByteDelayMs: 100 });
     const [doomed, survivor] = set.pids;
     const replies: Array<{ status: number; worker: number; id: string }> = [];
