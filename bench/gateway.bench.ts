@@ -17,6 +17,10 @@
  *   routed             this checkout's gateway with the routing features on: the model on two hosts, the
  *                      first with a pool of three keys, retries configured, sticky routing following a
  *                      prompt_cache_key on every request (circuits in Redis when REDIS_URL is set)
+ *   workers-1, workers-2
+ *                      this checkout's gateway as `WORKERS=1` and `WORKERS=2` run it (needs REDIS_URL: a
+ *                      worker set keeps its read models there, so the single process does too, to
+ *                      compare like with like); its CPU is the primary's and the workers' together
  *   peer               `@portkey-ai/gateway`, run locally
  *   baseline, baseline-messages, baseline-responses
  *                      the same gateway built from another checkout, BENCH_BASELINE_DIR (built: its
@@ -59,6 +63,7 @@ import {
 import {
   cleanUp,
   describeCheckout,
+  localRedisPid,
   Gateway,
   memoryMiB,
   ROOT,
@@ -108,6 +113,8 @@ const KEYS = [
   'quiet',
   'limited',
   'routed',
+  'workers-1',
+  'workers-2',
   'peer',
   'baseline',
   'baseline-messages',
@@ -117,7 +124,15 @@ type Key = (typeof KEYS)[number];
 const isKey = (key: string): key is Key => (KEYS as readonly string[]).includes(key);
 const isBaseline = (key: Key) => key.startsWith('baseline');
 /** Targets measured only when BENCH_TARGETS names them. */
-const ONLY_NAMED: readonly Key[] = ['baseline-messages', 'baseline-responses', 'quiet', 'limited', 'routed'];
+const ONLY_NAMED: readonly Key[] = [
+  'baseline-messages',
+  'baseline-responses',
+  'quiet',
+  'limited',
+  'routed',
+  'workers-1',
+  'workers-2',
+];
 
 /** The side-by-side tables' pairs: a target, what it is compared with, and the table's title. */
 const PAIRS: Array<[after: Key, baseline: Key, title: string]> = [
@@ -134,6 +149,11 @@ const PAIRS: Array<[after: Key, baseline: Key, title: string]> = [
   ],
   ['routed', 'baseline', 'Routing features on (`routed`) against BENCH_BASELINE_DIR (`baseline`), paired round by round'],
   ['routed', 'gateway', 'Routing features on (`routed`) against this checkout without them (`gateway`), paired round by round'],
+  [
+    'workers-2',
+    'workers-1',
+    'Two worker processes (`WORKERS=2`) against one (`WORKERS=1`), both on Redis read models, paired round by round',
+  ],
   ['gateway', 'quiet', 'Request log at info and /metrics on (`gateway`) against both off (`quiet`), paired round by round'],
   [
     'limited',
@@ -207,6 +227,15 @@ function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subj
   const routedGateway = once(() =>
     startGateway(fast, slow, { name: 'routed gateway', root: ROOT, routing: true, env: { STICKY_ROUTING: 'on' } }),
   );
+  // This checkout as one and as two worker processes, the read models in Redis for both (a worker set needs them there).
+  const workerSet = (workers: number) =>
+    once(() => {
+      if (!process.env.REDIS_URL)
+        throw new Error(`workers-${workers}: set REDIS_URL (a worker set keeps its read models in Redis)`);
+      return startGateway(fast, slow, { name: `gateway, WORKERS=${workers}`, root: ROOT, env: { WORKERS: String(workers) } });
+    });
+  const oneWorker = workerSet(1);
+  const twoWorkers = workerSet(2);
   const passThrough = once(() => startPassThrough(fast));
   const peer = once(startPeer);
 
@@ -296,6 +325,15 @@ function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subj
       const subject = chatCompletions('routed', 'our gateway, routing features on', gateway);
       return { ...subject, body: chat(gateway.model, 16, 'bench-conversation') };
     },
+    // No open-streams run: the set's RSS is several processes'.
+    'workers-1': async () => ({
+      ...chatCompletions('workers-1', 'our gateway, WORKERS=1, Redis', await oneWorker()),
+      streams: undefined,
+    }),
+    'workers-2': async () => ({
+      ...chatCompletions('workers-2', 'our gateway, WORKERS=2, Redis', await twoWorkers()),
+      streams: undefined,
+    }),
     baseline: async () => chatCompletions('baseline', 'baseline gateway', await baselineGateway()),
     'baseline-messages': async () => messages('baseline-messages', 'baseline gateway', await baselineGateway()),
     'baseline-responses': async () => responses('baseline-responses', 'baseline gateway', await baselineGateway()),
@@ -321,6 +359,8 @@ interface Throughput {
   ratio: number[];
   cpu: number[];
   upstreamCpu: number[];
+  /** The local Redis server's CPU per request (with REDIS_URL on this machine; other jobs' use included). */
+  redisCpu: number[];
   errors: number;
   firstError: string | null;
 }
@@ -391,6 +431,7 @@ async function main(): Promise<void> {
   const fast = await startUpstream('upstream', { firstTokenMs: 0, tokensPerSecond: 0 });
   const slow = await startUpstream('slow upstream', { firstTokenMs: 0, tokensPerSecond: 2 });
   const make = targets(fast, slow);
+  const redis = await localRedisPid();
   const candidates = await Promise.all(keys.map((key) => make[key]()));
 
   const notes: string[] = [];
@@ -459,16 +500,32 @@ async function main(): Promise<void> {
 
     const rps = new Map<string, { rps: number; cpuMsPerRequest: number[]; errors: number; firstError: string | null }>();
     for (const target of order) {
-      rps.set(target.key, await throughput(target, CONNECTIONS, 1000, THROUGHPUT_SECONDS * 1000, [target.pid, fast.child.pid]));
+      rps.set(
+        target.key,
+        await throughput(target, CONNECTIONS, 1000, THROUGHPUT_SECONDS * 1000, [
+          target.pid,
+          fast.child.pid,
+          ...(redis === null ? [] : [redis]),
+        ]),
+      );
       progress(`${tag} throughput   ${target.key.padEnd(width)} ${num(rps.get(target.key)!.rps, 0)} req/s`);
       await sleep(500); // let settlements and GC after the burst finish before the next target
     }
     for (const [key, result] of rps) {
-      const entry = throughputs.get(key) ?? { rps: [], ratio: [], cpu: [], upstreamCpu: [], errors: 0, firstError: null };
+      const entry = throughputs.get(key) ?? {
+        rps: [],
+        ratio: [],
+        cpu: [],
+        upstreamCpu: [],
+        redisCpu: [],
+        errors: 0,
+        firstError: null,
+      };
       throughputs.set(key, entry);
       entry.rps.push(result.rps);
       entry.cpu.push(result.cpuMsPerRequest[0]);
       entry.upstreamCpu.push(result.cpuMsPerRequest[1]);
+      if (redis !== null) entry.redisCpu.push(result.cpuMsPerRequest[2]);
       entry.ratio.push(result.rps / rps.get('direct')!.rps);
       entry.errors += result.errors;
       entry.firstError ??= result.firstError;
@@ -539,9 +596,10 @@ async function main(): Promise<void> {
 
   lines.push(`### Maximum throughput, ${CONNECTIONS} connections, closed loop, ${THROUGHPUT_SECONDS} s (non-streamed)\n`);
   lines.push(
-    `| target | requests/s | ratio to direct | goal: ≥ ${GOALS.throughputRatio * 100}% of direct | CPU ms/request: target process | upstream process |`,
+    `| target | requests/s | ratio to direct | goal: ≥ ${GOALS.throughputRatio * 100}% of direct | CPU ms/request: target process | upstream process |` +
+      (redis === null ? '' : ' Redis server |'),
   );
-  lines.push('| --- | ---: | ---: | --- | ---: | ---: |');
+  lines.push(`| --- | ---: | ---: | --- | ---: | ---: |${redis === null ? '' : ' ---: |'}`);
   for (const target of measured) {
     const entry = throughputs.get(target.key);
     if (!entry) continue;
@@ -550,11 +608,16 @@ async function main(): Promise<void> {
     lines.push(
       `| ${target.label}${errors} | ${num(median(entry.rps), 0)} | ${target.key === 'direct' ? '1.00' : num(ratio, 2)} (${num(ratio * 100, 0)}%) | ` +
         `${target.judged ? verdict(ratio >= GOALS.throughputRatio) : ''} | ` +
-        `${target.key === 'direct' ? '(the upstream)' : num(median(entry.cpu), 3)} | ${num(median(entry.upstreamCpu), 3)} |`,
+        `${target.key === 'direct' ? '(the upstream)' : num(median(entry.cpu), 3)} | ${num(median(entry.upstreamCpu), 3)} |` +
+        (redis === null ? '' : ` ${num(median(entry.redisCpu), 3)} |`),
     );
   }
   lines.push('');
 
+  if (redis !== null)
+    notes.push(
+      `Redis server: the local one at REDIS_URL (pid ${redis}); its CPU per request counts whatever else used it meanwhile (other jobs on this machine).`,
+    );
   if (holders.length > 0) {
     lines.push(`### Memory with ${num(STREAMS, 0)} concurrent open streams (upstream paced at 2 tokens/s)\n`);
     lines.push(
@@ -630,10 +693,11 @@ async function main(): Promise<void> {
         'then the lowest and highest round. A change within noise has rounds on both sides of no change (0, ×1.000) and a split count of worse rounds.',
     );
 
-  notes.push(
-    `RSS right after start, before any request: ${startRss.join(', ')} ` +
-      '("idle" above is between tests, after the load of the earlier ones).',
-  );
+  if (startRss.length > 0)
+    notes.push(
+      `RSS right after start, before any request: ${startRss.join(', ')} ` +
+        '("idle" above is between tests, after the load of the earlier ones).',
+    );
   const late = median([...rateRows.values()].flatMap((row) => row.late));
   notes.push(
     `Open loop: the latest a request left its schedule was ${num(late, 1)} ms (median over targets and rounds); latencies are timed from when each request was sent.`,

@@ -1,10 +1,11 @@
 import 'reflect-metadata';
-import { createApp } from './app';
-import { Catalogue } from './catalogue/catalogue';
+import cluster from 'node:cluster';
 import { ConfigError, loadConfig } from './config/config';
+import { SessionTokens } from './dashboard/session/sessions';
 import { startSimulatedUpstream } from './simulated-upstream/simulated-upstream';
+import { answerPrimaryGathering } from './observability/cluster-metrics';
 import { writePidFile } from './runtime/pid-file';
-import { openRuntime } from './runtime/runtime';
+import { refusedWorkerSet, runWorkerSet, WORKER_SERVING } from './runtime/worker-set';
 
 async function startSimulated(port: number) {
   try {
@@ -21,6 +22,8 @@ async function start(): Promise<void> {
   let config;
   try {
     config = loadConfig();
+    const refused = cluster.isPrimary ? refusedWorkerSet(config) : null;
+    if (refused) throw refused;
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
@@ -28,11 +31,25 @@ async function start(): Promise<void> {
     }
     throw error;
   }
-  const simulated = config.simulatedHostPort === null ? null : await startSimulated(config.simulatedHostPort);
+  // A worker of a set (WORKERS > 1): the primary runs the simulated host, writes gateway.pid, and gathers the metrics.
+  const worker = cluster.isWorker;
+  if (worker && config.metrics) answerPrimaryGathering();
+  const simulated = worker || config.simulatedHostPort === null ? null : await startSimulated(config.simulatedHostPort);
   // The shipped catalogue addresses the simulated host through this variable: the port it runs on,
-  // or when it is off, the catalogue's default (where an operator may run one of their own).
+  // or when it is off, the catalogue's default (where an operator may run one of their own). Workers inherit the primary's.
   if (simulated) process.env.SIMULATED_HOST_PORT = new URL(simulated.url).port;
-  else delete process.env.SIMULATED_HOST_PORT;
+  else if (!worker) delete process.env.SIMULATED_HOST_PORT;
+  if (config.workers > 1 && cluster.isPrimary) {
+    // The dashboard's secret (DASHBOARD_SECRET unset) made once, here: workers starting together would each find none and make their own.
+    SessionTokens.fromEnvironment(config.dataDir, config.dashboardSecret);
+    return runWorkerSet(config, simulated);
+  }
+  // Loaded here, not above: a worker set's primary serves nothing and stays small without them.
+  const [{ createApp }, { Catalogue }, { openRuntime }] = await Promise.all([
+    import('./app'),
+    import('./catalogue/catalogue'),
+    import('./runtime/runtime'),
+  ]);
   const catalogue = Catalogue.load(config.cataloguePath);
   // The runtime's lines before the application (and its logger) exist go to stderr; everything after, through pino.
   let log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
@@ -49,8 +66,11 @@ async function start(): Promise<void> {
         'their cached input tokens are billed at the input price',
     );
   }
+  // Which worker answered, for an operator (and the tests) telling them apart.
+  if (worker)
+    app.getHttpServer().prependListener('request', (_request, reply) => reply.setHeader('x-gateway-worker', String(process.pid)));
   await app.listen(config.port, config.host);
-  const removePidFile = writePidFile(config.dataDir);
+  const removePidFile = worker ? () => {} : writePidFile(config.dataDir);
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   logger.info(
@@ -107,6 +127,8 @@ async function start(): Promise<void> {
   });
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  // Tells the primary this worker serves: gateway.pid and the set's start-up line wait for every worker.
+  if (worker) process.send!({ type: WORKER_SERVING, url: `http://${config.host}:${port}` });
 }
 
 start().catch((error: Error) => {

@@ -5,10 +5,11 @@
  */
 import { ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
+import { createClient } from 'redis';
 import { request } from 'undici';
 
 /** The checkout's root, from dist/bench/gateway/ (compiled) or bench/gateway/ (sources). */
@@ -130,12 +131,46 @@ export function memoryMiB(pid: number): { rss: number; hwm: number } {
   return { rss: field('VmRSS'), hwm: field('VmHWM') };
 }
 
-/** CPU time (user + system) a process has used, in ms, from /proc/<pid>/stat. */
+/**
+ * CPU time (user + system) a process and its live descendants have used, in ms, from /proc: a
+ * gateway started with WORKERS > 1 is its primary and its workers (one process alone: itself).
+ */
 export function cpuMs(pid: number): number {
+  return ownCpuMs(pid) + childrenOf(pid).reduce((sum, child) => sum + cpuMs(child), 0);
+}
+
+function ownCpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // Fields 14 and 15 of stat (utime, stime), counted from the state (field 3) here; clock ticks of 10 ms.
   return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** A process's children, from each of its threads' /proc/<pid>/task/<tid>/children. */
+function childrenOf(pid: number): number[] {
+  return readdirSync(`/proc/${pid}/task`).flatMap((tid) => {
+    try {
+      return readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+    } catch {
+      return []; // the thread ended meanwhile
+    }
+  });
+}
+
+/** The Redis server at REDIS_URL when it runs on this machine (its pid from INFO, checked in /proc), else null. */
+export async function localRedisPid(): Promise<number | null> {
+  const url = process.env.REDIS_URL;
+  if (!url || !['127.0.0.1', 'localhost', '[::1]'].includes(new URL(url).hostname)) return null;
+  const client = createClient({ url });
+  try {
+    await client.connect();
+    const pid = Number(/^process_id:(\d+)/m.exec(await client.info('server'))?.[1]);
+    return Number.isInteger(pid) && existsSync(`/proc/${pid}/stat`) ? pid : null;
+  } catch {
+    return null;
+  } finally {
+    await client.quit().catch(() => undefined);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -335,6 +370,15 @@ export async function startGatewayWith(
     return port;
   })();
   await startedOrFailed(child, ready, 60_000);
+  // Several workers: the first answers before the others listen; measured once the primary says they all serve.
+  if (Number(env.WORKERS ?? 1) > 1)
+    await startedOrFailed(
+      child,
+      (async () => {
+        while (!child.output().includes(' workers serving on ')) await new Promise((r) => setTimeout(r, 100));
+      })(),
+      60_000,
+    );
   return { child, port, secret };
 }
 

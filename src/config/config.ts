@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { EventStoreUrlError, parseEventStoreUrl } from '../eventstore/eventstoredb-connection';
 import { DEFAULT_BREAKER } from '../routing/breaker';
@@ -25,6 +26,8 @@ export interface Config {
   redisCluster: boolean;
   /** Every Redis key starts with this, so several deployments (or test runs) can share a Redis. */
   redisPrefix: string;
+  /** Gateway processes sharing the port (`WORKERS`; `auto`: one per core); 1: this process serves alone, as without it. */
+  workers: number;
   /**
    * Unset: the embedded SQLite log in `dataDir`. Set: EventStoreDB, as a connection string
    * `@eventstore/db-client` parses (`kurrentdb://` and `kdb://` are rewritten to `esdb://`).
@@ -196,6 +199,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisCluster: onOff(env, 'REDIS_CLUSTER', false),
     redisPrefix,
     eventStoreUrl: eventStoreUrl(env),
+    workers: env.WORKERS?.trim().toLowerCase() === 'auto' ? availableParallelism() : integer(env, 'WORKERS', 1, 1, 256),
     requestTimeoutMs,
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 30_000, 0, 3_600_000),
     otlpEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),

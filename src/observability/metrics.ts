@@ -1,4 +1,6 @@
+import cluster from 'node:cluster';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { metricsOfTheSet } from './cluster-metrics';
 import type { RequestFacts } from './request-facts';
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
@@ -33,6 +35,8 @@ const CIRCUIT_PHASES = { closed: 0, half_open: 1, open: 2 } as const;
  */
 export class GatewayMetrics {
   readonly registry = new Registry();
+  /** In a worker of a set (WORKERS > 1): the whole set's metrics, gathered by the primary. */
+  private readonly ofTheSet = cluster.isWorker ? metricsOfTheSet(this.registry) : null;
 
   /** What the metrics ask for only when scraped (none is on the request path). */
   constructor(sources: MetricSources = {}) {
@@ -44,6 +48,7 @@ export class GatewayMetrics {
         name: 'gateway_read_model_lag_events',
         help: 'Events in the log not yet applied to this instance read models',
         registers,
+        aggregator: 'max',
         async collect() {
           this.set(await lag());
         },
@@ -66,6 +71,8 @@ export class GatewayMetrics {
         name: 'gateway_reservations_held',
         help: 'Reservations recorded in the log and not yet settled, released or expired (every instance)',
         registers,
+        // Every worker counts the same log's.
+        aggregator: 'max',
         async collect() {
           this.set(await held());
         },
@@ -127,6 +134,7 @@ export class GatewayMetrics {
       help: 'A host circuit breaker for a model, as this instance last saw it: 0 closed, 1 half-open (probing), 2 open',
       labelNames,
       registers,
+      aggregator: 'max',
       async collect() {
         const circuits = await routing.circuits();
         this.reset();
@@ -143,6 +151,8 @@ export class GatewayMetrics {
         help,
         labelNames,
         registers,
+        // Each worker measures its own calls: a set shows their workers' mean.
+        aggregator: 'average',
         collect() {
           this.reset();
           for (const { hostId, model, health } of routing.health()) {
@@ -260,7 +270,7 @@ export class GatewayMetrics {
   }
 
   text(): Promise<string> {
-    return this.registry.metrics();
+    return this.ofTheSet ? this.ofTheSet() : this.registry.metrics();
   }
 
   get contentType(): string {

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config/config';
 import { eventually, ROOT, startNode } from '../support/processes';
@@ -60,6 +61,14 @@ describe('configuration', () => {
       redisCluster: true,
     });
     expect(loadConfig({ REDIS_URL: 'redis://a:6379' })).toMatchObject({ redisUrl: 'redis://a:6379', redisCluster: false });
+  });
+
+  it('takes WORKERS as a number of processes, or auto for one per core; unset, one', () => {
+    expect(loadConfig({}).workers).toBe(1);
+    expect(loadConfig({ WORKERS: '4' }).workers).toBe(4);
+    expect(loadConfig({ WORKERS: 'auto' }).workers).toBe(availableParallelism());
+    expect(() => loadConfig({ WORKERS: '0' })).toThrow('configuration: WORKERS must be between 1 and 256, got 0');
+    expect(() => loadConfig({ WORKERS: 'many' })).toThrow('configuration: WORKERS must be a whole number, got "many"');
   });
 
   it('stops the service with one clear line on a bad value', () => {
