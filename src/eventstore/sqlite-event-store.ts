@@ -15,6 +15,15 @@ const COLUMNS = 'position, stream_id, revision, type, data, recorded_at, chain_l
 const RECENT_LIMIT = 8192;
 const READ_BATCH = 1000;
 
+/** A subscription's place: the last position it yielded, and the consumer's own (see EventStore.onCommitted). */
+interface Cursor {
+  position: number;
+  reached?: () => number;
+}
+
+const placeOf = (cursor: Cursor): number =>
+  cursor.reached === undefined ? cursor.position : Math.max(cursor.position, cursor.reached());
+
 interface PendingAppend {
   streamId: string;
   expected: ExpectedRevision;
@@ -136,8 +145,13 @@ export class SqliteEventStore implements EventStore {
    * between (SQLite commits one writer at a time, so positions in one append are consecutive).
    */
   private recent: RecordedEvent[] = [];
-  /** Where each live subscription is: what all of them have taken is dropped (it would only age into old-space garbage). */
-  private readonly cursors = new Set<{ position: number }>();
+  /**
+   * Where each live subscription is (and what its consumer has reached by other means): what all of
+   * them have taken is dropped (it would only age into old-space garbage).
+   */
+  private readonly cursors = new Set<Cursor>();
+  /** Who takes this process's events as they commit (the projector, with read models in this process). */
+  private taker: ((events: RecordedEvent[]) => boolean) | null = null;
   private readonly pollIntervalMs: number;
   private readonly commitWindowMs: number;
   /** The log's identity (the one row of `log_identity`): it never changes for a file. */
@@ -263,8 +277,9 @@ export class SqliteEventStore implements EventStore {
       this.sendScheduled = false;
       this.send();
     };
+    // No window: once the code running now has appended what it will (a microtask), not a loop turn later.
     if (delayMs > 0) setTimeout(send, delayMs);
-    else setImmediate(send);
+    else queueMicrotask(send);
   }
 
   private send(): void {
@@ -275,15 +290,34 @@ export class SqliteEventStore implements EventStore {
     this.writer.postMessage(batch);
   }
 
-  /** Resolves (or rejects) the appends the writer answered, then wakes this process's subscribers. */
+  /**
+   * Resolves (or rejects) the appends the writer answered. What they committed is handed first to
+   * the taker, so that an appender finds it applied as soon as it hears; then subscribers that have
+   * not reached it are woken.
+   */
   private resolveAppends(results: WriterResult[]): void {
+    const committed: RecordedEvent[] = [];
+    for (const result of results) {
+      const pending = this.pending.get(result.id);
+      if (pending && 'ok' in result) this.record(pending, result.ok, result.recordedAt, committed);
+    }
+    if (committed.length > 0) {
+      const taken = this.taker !== null && this.taker(committed);
+      const last = committed[committed.length - 1].position;
+      let behind = !taken && this.cursors.size > 0;
+      if (taken) for (const cursor of this.cursors) behind ||= placeOf(cursor) < last;
+      if (behind) {
+        for (const event of committed) this.recent.push(event);
+        if (this.recent.length > RECENT_LIMIT) this.recent = this.recent.slice(this.recent.length - RECENT_LIMIT / 2);
+        this.appended.emit('append');
+      }
+    }
     for (const result of results) {
       const pending = this.pending.get(result.id);
       if (!pending) continue;
       this.pending.delete(result.id);
       if ('ok' in result) {
         this.failure = null;
-        this.remember(pending, result.ok, result.recordedAt);
         pending.resolve(result.ok);
       } else if ('conflict' in result) {
         // The writer's transaction went through: a conflict says nothing against the store.
@@ -294,16 +328,15 @@ export class SqliteEventStore implements EventStore {
         pending.reject(new Error(`append to ${pending.streamId} failed: ${result.error}`));
       }
     }
-    this.appended.emit('append');
   }
 
-  private remember(append: PendingAppend, ok: AppendResult, recordedAt: number): void {
-    if (this.cursors.size === 0) return;
+  /** The events of a committed append as recorded (positions in one commit are consecutive), onto `into`. */
+  private record(append: PendingAppend, ok: AppendResult, recordedAt: number, into: RecordedEvent[]): void {
     const count = append.events.length;
     for (let i = 0; i < count; i++) {
       const event = append.events[i];
       const back = count - 1 - i;
-      this.recent.push({
+      into.push({
         streamId: append.streamId,
         revision: ok.nextExpectedRevision - back,
         position: ok.position - back,
@@ -312,13 +345,16 @@ export class SqliteEventStore implements EventStore {
         recordedAt,
       });
     }
-    if (this.recent.length > RECENT_LIMIT) this.recent = this.recent.slice(this.recent.length - RECENT_LIMIT / 2);
+  }
+
+  onCommitted(taker: (events: RecordedEvent[]) => boolean): void {
+    this.taker = taker;
   }
 
   /** Drops the events every subscription has taken. */
   private forgetTaken(): void {
     let taken = Infinity;
-    for (const cursor of this.cursors) taken = Math.min(taken, cursor.position);
+    for (const cursor of this.cursors) taken = Math.min(taken, placeOf(cursor));
     const recent = this.recent;
     let keep = 0;
     while (keep < recent.length && recent[keep].position <= taken) keep += 1;
@@ -358,12 +394,13 @@ export class SqliteEventStore implements EventStore {
     return this.statements.head.get()?.position ?? 0;
   }
 
-  async *subscribe(after: number, signal: AbortSignal): AsyncIterable<RecordedEvent[]> {
-    const cursor = { position: after };
+  async *subscribe(after: number, signal: AbortSignal, reached?: () => number): AsyncIterable<RecordedEvent[]> {
+    const cursor: Cursor = { position: after, reached };
     this.cursors.add(cursor);
     let readFile = true;
     try {
       while (!signal.aborted && !this.closed) {
+        cursor.position = placeOf(cursor);
         const local = this.fromRecent(cursor.position);
         let batch: RecordedEvent[] = [];
         if (Array.isArray(local)) batch = local;

@@ -34,7 +34,7 @@ export type WriterResult =
 /**
  * To the writer: the appends gathered since its last answer (one message per turn of the
  * sender's event loop), 'probe' (try a small write of its own and say how it went: whether the
- * log takes appends now), or 'close' (commit what it holds, close the connection, answer 'closed').
+ * log takes appends now), or 'close' (after the appends sent before it, committed as they came: close the connection, answer 'closed').
  */
 export type ToWriter = WriterAppend[] | 'probe' | 'close';
 

@@ -48,8 +48,6 @@ const logHead = db.prepare<[], { position: number | null }>('SELECT MAX(position
  */
 const heads = new Map<string, string>();
 let committedHead = -1;
-let queue: WriterAppend[] = [];
-let scheduled = false;
 
 /** The link an event of chain `chainId` follows: the chain's last, read once per chain while the cache holds. */
 const lastLink = (chainId: string): string => heads.get(chainId) ?? chainHead.get(chainId)?.chain_link ?? chainGenesis(chainId);
@@ -87,10 +85,7 @@ const commit = db.transaction((batch: WriterAppend[]) => {
   return results;
 });
 
-function flush(): void {
-  scheduled = false;
-  const batch = queue;
-  queue = [];
+function flush(batch: WriterAppend[]): void {
   if (batch.length === 0) return;
   let results: WriterResult[];
   try {
@@ -129,18 +124,13 @@ port.on('message', (message: ToWriter) => {
     return;
   }
   if (message === 'close') {
-    flush();
     db.close();
     reply('closed');
     return;
   }
-  // Appends come in batches (one message per turn of the sender's event loop).
-  for (const append of message) {
-    queue.push(append);
-    if (!options.groupCommit) flush();
-  }
-  if (options.groupCommit && !scheduled) {
-    scheduled = true;
-    setImmediate(flush);
-  }
+  // Appends come in batches: the sender gathers them while the writer commits and sends the next
+  // batch only once the last is answered, so a batch is all there is to commit now: at once, with
+  // no turn of this loop to wait for company that cannot come.
+  if (options.groupCommit) flush(message);
+  else for (const append of message) flush([append]);
 });
