@@ -6,7 +6,7 @@ import { dirname } from 'node:path';
 import { canonicalJson, type ChainRule, chainGenesis, chainIdOf, chainLink } from './event-chain';
 import { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent, WrongExpectedRevisionError } from './event-store';
 import { startWriter, WriterThread } from './sqlite-writer';
-import type { FromWriter, WriterAppend, WriterResult } from './sqlite-writer.protocol';
+import { CONFLICT, type FromWriter, OK, RESULT_FIELDS, type WriterBatch, type WriterResults } from './sqlite-writer.protocol';
 
 /** position, stream_id, revision, type, data, recorded_at, chain_link: read as arrays, which is faster in a replay. */
 type EventRow = [number, string, number, string, string, number, string | null];
@@ -133,7 +133,9 @@ export class SqliteEventStore implements EventStore {
    * while it commits, new appends gather here (group commit), and each message, a clone and a
    * wake-up on both threads, carries as many as there are.
    */
-  private outgoing: WriterAppend[] = [];
+  private outgoing: WriterBatch = [];
+  /** How many appends `outgoing` holds. */
+  private outgoingAppends = 0;
   /** Appends sent to the writer and not yet answered. */
   private unanswered = 0;
   /** A send is due (after the commit window, or at the next turn). */
@@ -228,10 +230,10 @@ export class SqliteEventStore implements EventStore {
     this.writer.on('message', (results: FromWriter) => {
       if (results === 'closed') return;
       if (!Array.isArray(results)) return this.probeAnswered?.(results.probe);
-      this.unanswered -= results.length;
+      this.unanswered -= results.length / RESULT_FIELDS;
       this.resolveAppends(results);
       if (this.unanswered > 0) return;
-      if (this.outgoing.length > 0) this.send();
+      if (this.outgoingAppends > 0) this.send();
       // What the answered appends' callers append next (their continuations run after this
       // handler) goes at the next turn: a caller waiting on its last append waits for no window.
       else this.scheduleSend(0);
@@ -253,21 +255,27 @@ export class SqliteEventStore implements EventStore {
     if (this.closed) return Promise.reject(new Error('event store is closed'));
     if (this.writerStopped) return Promise.reject(this.writerStopped);
     if (events.length === 0) return Promise.reject(new Error('append needs at least one event'));
+    // Encoded before anything is queued: data JSON cannot encode (a non-finite number in a chained
+    // event) refuses the append alone.
+    const encoded: WriterBatch = [];
+    try {
+      for (const event of events) {
+        const chainId = this.chain === undefined ? null : chainIdOf(this.chain, event.type, event.data);
+        // An event of a chain goes in canonical JSON, which the writer links as it is.
+        encoded.push(event.type, chainId === null ? JSON.stringify(event.data) : canonicalJson(event.data), chainId);
+      }
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
       this.pending.set(id, { streamId, expected, events, resolve, reject });
-      this.outgoing.push({ id, streamId, expected, events: events.map((e) => this.encode(e)) });
+      this.outgoing.push(id, streamId, expected, events.length, ...encoded);
+      this.outgoingAppends += 1;
       // A stream's first event (a reservation) waits the window for company, if one is set; one
-      // that continues a stream (a settlement, which a reply's end awaits) goes at the next loop turn.
+      // that continues a stream (a settlement, which a reply's end awaits) goes at once.
       if (this.unanswered === 0) this.scheduleSend(expected === 'no_stream' ? this.commitWindowMs : 0);
     });
-  }
-
-  /** An event as the writer takes it: an event of a chain with its chain's id and its data in canonical JSON, to link as it is. */
-  private encode(event: NewEvent): WriterAppend['events'][number] {
-    const chainId = this.chain === undefined ? null : chainIdOf(this.chain, event.type, event.data);
-    if (chainId === null) return { type: event.type, data: JSON.stringify(event.data) };
-    return { type: event.type, data: canonicalJson(event.data), chainId };
   }
 
   private scheduleSend(delayMs: number): void {
@@ -283,10 +291,11 @@ export class SqliteEventStore implements EventStore {
   }
 
   private send(): void {
-    if (this.outgoing.length === 0) return;
+    if (this.outgoingAppends === 0) return;
     const batch = this.outgoing;
     this.outgoing = [];
-    this.unanswered += batch.length;
+    this.unanswered += this.outgoingAppends;
+    this.outgoingAppends = 0;
     this.writer.postMessage(batch);
   }
 
@@ -295,11 +304,12 @@ export class SqliteEventStore implements EventStore {
    * the taker, so that an appender finds it applied as soon as it hears; then subscribers that have
    * not reached it are woken.
    */
-  private resolveAppends(results: WriterResult[]): void {
+  private resolveAppends(results: WriterResults): void {
     const committed: RecordedEvent[] = [];
-    for (const result of results) {
-      const pending = this.pending.get(result.id);
-      if (pending && 'ok' in result) this.record(pending, result.ok, result.recordedAt, committed);
+    for (let at = 0; at < results.length; at += RESULT_FIELDS) {
+      const pending = results[at + 1] === OK ? this.pending.get(results[at] as number) : undefined;
+      if (pending)
+        this.record(pending, results[at + 2] as number, results[at + 3] as number, results[at + 4] as number, committed);
     }
     if (committed.length > 0) {
       const taken = this.taker !== null && this.taker(committed);
@@ -312,34 +322,38 @@ export class SqliteEventStore implements EventStore {
         this.appended.emit('append');
       }
     }
-    for (const result of results) {
-      const pending = this.pending.get(result.id);
+    for (let at = 0; at < results.length; at += RESULT_FIELDS) {
+      const id = results[at] as number;
+      const pending = this.pending.get(id);
       if (!pending) continue;
-      this.pending.delete(result.id);
-      if ('ok' in result) {
+      this.pending.delete(id);
+      const outcome = results[at + 1];
+      if (outcome === OK) {
         this.failure = null;
-        pending.resolve(result.ok);
-      } else if ('conflict' in result) {
+        pending.resolve({ nextExpectedRevision: results[at + 2] as number, position: results[at + 3] as number });
+      } else if (outcome === CONFLICT) {
         // The writer's transaction went through: a conflict says nothing against the store.
         this.failure = null;
-        pending.reject(new WrongExpectedRevisionError(pending.streamId, pending.expected, result.conflict));
+        const actual = results[at + 2] as number | 'no_stream';
+        pending.reject(new WrongExpectedRevisionError(pending.streamId, pending.expected, actual));
       } else {
-        this.failure = new Error(result.error);
-        pending.reject(new Error(`append to ${pending.streamId} failed: ${result.error}`));
+        const reason = results[at + 2] as string;
+        this.failure = new Error(reason);
+        pending.reject(new Error(`append to ${pending.streamId} failed: ${reason}`));
       }
     }
   }
 
   /** The events of a committed append as recorded (positions in one commit are consecutive), onto `into`. */
-  private record(append: PendingAppend, ok: AppendResult, recordedAt: number, into: RecordedEvent[]): void {
+  private record(append: PendingAppend, revision: number, position: number, recordedAt: number, into: RecordedEvent[]): void {
     const count = append.events.length;
     for (let i = 0; i < count; i++) {
       const event = append.events[i];
       const back = count - 1 - i;
       into.push({
         streamId: append.streamId,
-        revision: ok.nextExpectedRevision - back,
-        position: ok.position - back,
+        revision: revision - back,
+        position: position - back,
         type: event.type,
         data: event.data,
         recordedAt,
