@@ -93,11 +93,11 @@ export interface EventStore {
   subscribe(after: number, signal: AbortSignal, reached?: () => number): AsyncIterable<RecordedEvent[]>;
   /**
    * Where the log can say so at once (the embedded log), `taker` is handed this process's events as
-   * they commit, in log order, before their appenders hear: it answers whether it took them (applied
-   * them to read models in this process). A subscription whose `reached` (the position its consumer
-   * has reached by other means) is past them then skips them, and is not woken for them.
+   * they commit, in log order, before their appenders hear (to apply them to read models in this
+   * process). A subscription whose `reached()` (where its consumer got by other means) is past them
+   * then leaves them out and is not woken for them.
    */
-  onCommitted?(taker: (events: RecordedEvent[]) => boolean): void;
+  onCommitted?(taker: (events: RecordedEvent[]) => void): void;
   /**
    * Why the log takes no appends now, or null when it does. Null until an append fails for a reason
    * of the store itself (a full disk, a server that does not answer; never a conflict); from then

@@ -153,7 +153,7 @@ export class SqliteEventStore implements EventStore {
    */
   private readonly cursors = new Set<Cursor>();
   /** Who takes this process's events as they commit (the projector, with read models in this process). */
-  private taker: ((events: RecordedEvent[]) => boolean) | null = null;
+  private taker: ((events: RecordedEvent[]) => void) | null = null;
   private readonly pollIntervalMs: number;
   private readonly commitWindowMs: number;
   /** The log's identity (the one row of `log_identity`): it never changes for a file. */
@@ -312,10 +312,10 @@ export class SqliteEventStore implements EventStore {
         this.record(pending, results[at + 2] as number, results[at + 3] as number, results[at + 4] as number, committed);
     }
     if (committed.length > 0) {
-      const taken = this.taker !== null && this.taker(committed);
+      this.taker?.(committed);
       const last = committed[committed.length - 1].position;
-      let behind = !taken && this.cursors.size > 0;
-      if (taken) for (const cursor of this.cursors) behind ||= placeOf(cursor) < last;
+      let behind = false;
+      for (const cursor of this.cursors) behind ||= placeOf(cursor) < last;
       if (behind) {
         for (const event of committed) this.recent.push(event);
         if (this.recent.length > RECENT_LIMIT) this.recent = this.recent.slice(this.recent.length - RECENT_LIMIT / 2);
@@ -361,7 +361,7 @@ export class SqliteEventStore implements EventStore {
     }
   }
 
-  onCommitted(taker: (events: RecordedEvent[]) => boolean): void {
+  onCommitted(taker: (events: RecordedEvent[]) => void): void {
     this.taker = taker;
   }
 

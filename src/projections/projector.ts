@@ -314,7 +314,7 @@ export class Projector {
    * Otherwise (another process's events between, a turn under way, the log in doubt) it leaves
    * them to the subscription, which reads them as before.
    */
-  private applyCommitted(batch: RecordedEvent[]): boolean {
+  private applyCommitted(batch: RecordedEvent[]): void {
     if (
       this.turns > 0 ||
       this.abort.signal.aborted ||
@@ -322,17 +322,16 @@ export class Projector {
       this.checkedAt < this.doubted ||
       batch[0].position !== this.applied + 1
     )
-      return false;
+      return;
     try {
       this.store.applyNow!(batch);
     } catch {
       // The subscription applies them again and says why it could not.
-      return false;
+      return;
     }
     this.failure = null;
     this.applied = batch[batch.length - 1].position;
     if (this.waiters.length > 0) this.settleWaiters(Date.now());
-    return true;
   }
 
   private async applyWithRecovery(batch: Parameters<ProjectionStore['apply']>[0]): Promise<void> {
