@@ -140,6 +140,8 @@ export class SqliteEventStore implements EventStore {
   private unanswered = 0;
   /** A send is due (after the commit window, or at the next turn). */
   private sendScheduled = false;
+  /** How many appends the last batch sent held. */
+  private lastBatch = 0;
   private readonly appended = new EventEmitter();
   /**
    * This process's committed appends, in log order: subscribers take them from here instead
@@ -285,8 +287,11 @@ export class SqliteEventStore implements EventStore {
       this.sendScheduled = false;
       this.send();
     };
-    // No window: once the code running now has appended what it will (a microtask), not a loop turn later.
     if (delayMs > 0) setTimeout(send, delayMs);
+    // Appends arriving together (the last batch held several: many requests at once): at the end of
+    // this loop turn, so that those of the turn's other callbacks share the commit. One at a time
+    // (one connection's requests): once the code running now is done, as a turn would add to its wait.
+    else if (this.lastBatch > 1) setImmediate(send);
     else queueMicrotask(send);
   }
 
@@ -295,6 +300,7 @@ export class SqliteEventStore implements EventStore {
     const batch = this.outgoing;
     this.outgoing = [];
     this.unanswered += this.outgoingAppends;
+    this.lastBatch = this.outgoingAppends;
     this.outgoingAppends = 0;
     this.writer.postMessage(batch);
   }
