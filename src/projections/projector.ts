@@ -316,6 +316,7 @@ export class Projector {
    */
   private applyCommitted(batch: RecordedEvent[]): void {
     if (
+      this.store.applyNow === undefined ||
       this.turns > 0 ||
       this.abort.signal.aborted ||
       this.replaced !== null ||
@@ -324,7 +325,7 @@ export class Projector {
     )
       return;
     try {
-      this.store.applyNow!(batch);
+      this.store.applyNow(batch);
     } catch {
       // The subscription applies them again and says why it could not.
       return;
