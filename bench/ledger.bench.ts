@@ -4,9 +4,11 @@
  *
  *   BENCH_EVENTS (default 1,000,000) sets the size of the log for the rebuild and start-up figures.
  *   REDIS_URL (default redis://127.0.0.1:6379) adds the Redis rows when a Redis answers.
+ *   BENCH_BASELINE_DIR (a built checkout) adds its ledger beside this one's in the one-request-at-a-time rows.
  */
+import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from 'redis';
@@ -62,13 +64,41 @@ const settlement = {
   latencyMs: 10,
 };
 
+/** The ledger's parts, of this checkout or of another one's build (BENCH_BASELINE_DIR), to run side by side. */
+interface LedgerBuild {
+  SqliteEventStore: typeof SqliteEventStore;
+  Projector: typeof Projector;
+  LedgerService: typeof LedgerService;
+  MemoryProjectionStore: typeof MemoryProjectionStore;
+  LEDGER_CHAIN: typeof LEDGER_CHAIN;
+}
+const thisBuild: LedgerBuild = { SqliteEventStore, Projector, LedgerService, MemoryProjectionStore, LEDGER_CHAIN };
+
+function builtAt(checkout: string): LedgerBuild {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- another build's modules, found at run time
+  const load = (module: string) => require(join(checkout, 'dist', 'src', module)) as Record<string, unknown>;
+  return {
+    SqliteEventStore: load('eventstore/sqlite-event-store').SqliteEventStore as typeof SqliteEventStore,
+    Projector: load('projections/projector').Projector as typeof Projector,
+    LedgerService: load('ledger/ledger.service').LedgerService as typeof LedgerService,
+    MemoryProjectionStore: load('projections/memory-projection-store').MemoryProjectionStore as typeof MemoryProjectionStore,
+    LEDGER_CHAIN: load('ledger/ledger-chain').LEDGER_CHAIN as typeof LEDGER_CHAIN,
+  };
+}
+
 /** A store, a ledger on it and a funded organization. */
-async function ledgerFixture(file: string, projections: ProjectionStore, groupCommit: boolean, chained: boolean) {
+async function ledgerFixture(
+  file: string,
+  projections: ProjectionStore,
+  groupCommit: boolean,
+  chained: boolean,
+  build: LedgerBuild = thisBuild,
+) {
   // The service's log stamps the ledger's hash chain; `chained: false` is the log before it.
-  const events = new SqliteEventStore(file, { groupCommit, ...(chained ? { chain: LEDGER_CHAIN } : {}) });
-  const projector = new Projector(events, projections, 1000);
+  const events = new build.SqliteEventStore(file, { groupCommit, ...(chained ? { chain: build.LEDGER_CHAIN } : {}) });
+  const projector = new build.Projector(events, projections, 1000);
   await projector.start();
-  const ledger = new LedgerService(events, projections, { reservationTtlMs: 900_000, pendingHoldMs: 60_000 });
+  const ledger = new build.LedgerService(events, projections, { reservationTtlMs: 900_000, pendingHoldMs: 60_000 });
   const orgId = randomUUID();
   await events.append(
     `org-${orgId}`,
@@ -80,6 +110,7 @@ async function ledgerFixture(file: string, projections: ProjectionStore, groupCo
   return {
     ledger,
     orgId,
+    projector,
     close: async () => {
       await projector.stop();
       await events.close();
@@ -120,6 +151,81 @@ async function throughput(
   await projections.reset();
   dir.cleanup();
   return requests / seconds;
+}
+
+/** This process's CPU time so far, in microseconds (every thread: the writer's included). */
+const cpuMicros = () => {
+  const usage = process.cpuUsage();
+  return usage.user + usage.system;
+};
+
+/** The main thread's CPU time so far, in microseconds (Linux: its /proc entry; elsewhere NaN). */
+function mainThreadMicros(): number {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10_000; // utime + stime, in ticks of 10 ms
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * One request at a time, as one connection's requests: reserve (durable), settle (durable), then
+ * wait for the settlement to be visible in the read models, as a reply does. Latencies in ms and
+ * CPU µs per request.
+ */
+async function sequential(requests: number, build: LedgerBuild): Promise<{ latencies: number[]; cpu: number; mainCpu: number }> {
+  const dir = tempDir();
+  const f = await ledgerFixture(join(dir.path, 'events.sqlite'), new build.MemoryProjectionStore(1000), true, true, build);
+  const latencies: number[] = [];
+  let cpu = 0;
+  let mainCpu = 0;
+  for (let i = -200; i < requests; i++) {
+    if (i === 0) {
+      cpu = cpuMicros();
+      mainCpu = mainThreadMicros();
+    }
+    const start = performance.now();
+    const admission = await f.ledger.admit({
+      requestId: `s${i}`,
+      keyId: 'k',
+      surface: 'bench',
+      model: 'm',
+      orgId: f.orgId,
+      amount: 1_000_000,
+    });
+    if (!admission.admitted) throw new Error('bench organization ran out of credit');
+    const { position } = await f.ledger.recordSettlement(admission.ticket, settlement);
+    await f.projector.waitFor(position);
+    if (i >= 0) latencies.push(performance.now() - start);
+  }
+  cpu = (cpuMicros() - cpu) / requests;
+  mainCpu = (mainThreadMicros() - mainCpu) / requests;
+  await f.close();
+  dir.cleanup();
+  return { latencies, cpu, mainCpu };
+}
+
+/** The floor under `sequential`: two bare SQLite commits in a row (WAL, synchronous = FULL, so each fsyncs), in ms. */
+function twoCommits(requests: number): number[] {
+  const dir = tempDir();
+  const db = new Database(join(dir.path, 'floor.sqlite'));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.exec('CREATE TABLE events (position INTEGER PRIMARY KEY AUTOINCREMENT, data TEXT NOT NULL)');
+  const insert = db.prepare('INSERT INTO events (data) VALUES (?)');
+  const data = JSON.stringify(settlement);
+  const latencies: number[] = [];
+  for (let i = 0; i < requests; i++) {
+    const start = performance.now();
+    insert.run(data);
+    insert.run(data);
+    latencies.push(performance.now() - start);
+  }
+  db.close();
+  dir.cleanup();
+  return latencies;
 }
 
 /** Latency of the admission decision alone (the atomic hold), one at a time, in milliseconds. */
@@ -241,7 +347,50 @@ async function main(): Promise<void> {
   console.log(`\ngroup commit / one commit per append: ${(median(grouped) / median(single)).toFixed(1)}×`);
   console.log(`with the hash chain / without: ${(median(grouped) / median(unchained)).toFixed(3)}×\n`);
 
-  // 2. Admission latency (the atomic hold).
+  // 2. One request at a time: what the ledger adds to the two fsyncs it cannot do without.
+  const baselineDir = process.env.BENCH_BASELINE_DIR;
+  const builds: Array<[string, LedgerBuild]> = [['this checkout', thisBuild]];
+  if (baselineDir) builds.push([`baseline (${baselineDir})`, builtAt(baselineDir)]);
+  row(
+    'one request at a time: reserve, settle, visible (in-process read models), 2,000 in sequence',
+    'p50 ms',
+    'p99 ms',
+    'CPU µs/request',
+    'of which main thread',
+  );
+  row('---', '---:', '---:', '---:', '---:');
+  const floors: number[][] = [];
+  const runs = builds.map(() => [] as Array<{ latencies: number[]; cpu: number; mainCpu: number }>);
+  for (let r = 0; r < ROUNDS; r++) {
+    floors.push(twoCommits(2_000));
+    // Alternating, the first to go changing each round.
+    for (let k = 0; k < builds.length; k++) {
+      const b = (k + r) % builds.length;
+      runs[b].push(await sequential(2_000, builds[b][1]));
+    }
+  }
+  const p = (latencies: number[][], q: number) => median(latencies.map((run) => percentile(run, q)));
+  row('floor: two bare SQLite commits with fsync, in this thread', p(floors, 50).toFixed(3), p(floors, 99).toFixed(3), '–', '–');
+  for (let b = 0; b < builds.length; b++) {
+    const latencies = runs[b].map((run) => run.latencies);
+    row(
+      `the ledger, ${builds[b][0]}`,
+      p(latencies, 50).toFixed(3),
+      p(latencies, 99).toFixed(3),
+      fmt(median(runs[b].map((run) => run.cpu))),
+      fmt(median(runs[b].map((run) => run.mainCpu))),
+    );
+  }
+  console.log(
+    `\nthe ledger beyond the floor, p50: +${(
+      p(
+        runs[0].map((run) => run.latencies),
+        50,
+      ) - p(floors, 50)
+    ).toFixed(3)} ms\n`,
+  );
+
+  // 3. Admission latency (the atomic hold).
   row('admission (atomic hold), 20,000 in sequence', 'p50 ms', 'p99 ms');
   row('---', '---:', '---:');
   const memory = await admissionLatencies(new MemoryProjectionStore(1000), 20_000);
@@ -254,7 +403,7 @@ async function main(): Promise<void> {
   }
   console.log('');
 
-  // 3 and 4. Rebuild and start-up over a large log.
+  // 4 and 5. Rebuild and start-up over a large log.
   const dir = tempDir();
   const file = join(dir.path, 'events.sqlite');
   const writing = performance.now();

@@ -52,7 +52,7 @@ export function canonicalJson(value: unknown): string {
         const member = record[name];
         if (member === undefined) continue;
         if (text.length > 1) text += ',';
-        text += `${quoted(name)}:${canonicalJson(member)}`;
+        text += memberPrefix(name) + canonicalJson(member);
       }
       return `${text}}`;
     }
@@ -65,6 +65,21 @@ export function canonicalJson(value: unknown): string {
 // eslint-disable-next-line no-control-regex -- the control characters are what JSON escapes
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 const quoted = (text: string): string => (NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`);
+
+/**
+ * A member's name quoted with its colon, kept for the names seen first (events have a few dozen):
+ * an event of the ledger is encoded on every append. Bounded, for data whose names are anyone's.
+ */
+const MEMBER_PREFIXES_KEPT = 4096;
+const memberPrefixes = new Map<string, string>();
+function memberPrefix(name: string): string {
+  let prefix = memberPrefixes.get(name);
+  if (prefix === undefined) {
+    prefix = `${quoted(name)}:`;
+    if (memberPrefixes.size < MEMBER_PREFIXES_KEPT) memberPrefixes.set(name, prefix);
+  }
+  return prefix;
+}
 
 const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
 

@@ -87,9 +87,17 @@ export interface EventStore {
   headPosition(): Promise<number>;
   /**
    * Events after `after`: first those already in the log, then live ones as they are appended
-   * (by this process or any other), in batches, in log order. Ends when `signal` aborts.
+   * (by this process or any other), in batches, in log order, leaving out those up to `reached()`
+   * when given (see onCommitted). Ends when `signal` aborts.
    */
-  subscribe(after: number, signal: AbortSignal): AsyncIterable<RecordedEvent[]>;
+  subscribe(after: number, signal: AbortSignal, reached?: () => number): AsyncIterable<RecordedEvent[]>;
+  /**
+   * Where the log can say so at once (the embedded log), `taker` is handed this process's events as
+   * they commit, in log order, before their appenders hear (to apply them to read models in this
+   * process). A subscription whose `reached()` (where its consumer got by other means) is past them
+   * then leaves them out and is not woken for them.
+   */
+  onCommitted?(taker: (events: RecordedEvent[]) => void): void;
   /**
    * Why the log takes no appends now, or null when it does. Null until an append fails for a reason
    * of the store itself (a full disk, a server that does not answer; never a conflict); from then

@@ -6,7 +6,7 @@ import { dirname } from 'node:path';
 import { canonicalJson, type ChainRule, chainGenesis, chainIdOf, chainLink } from './event-chain';
 import { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent, WrongExpectedRevisionError } from './event-store';
 import { startWriter, WriterThread } from './sqlite-writer';
-import type { FromWriter, WriterAppend, WriterResult } from './sqlite-writer.protocol';
+import { CONFLICT, type FromWriter, OK, RESULT_FIELDS, type WriterBatch, type WriterResults } from './sqlite-writer.protocol';
 
 /** position, stream_id, revision, type, data, recorded_at, chain_link: read as arrays, which is faster in a replay. */
 type EventRow = [number, string, number, string, string, number, string | null];
@@ -14,6 +14,15 @@ const COLUMNS = 'position, stream_id, revision, type, data, recorded_at, chain_l
 /** Events this process appended, kept for its own subscribers (beyond this, they read the file). */
 const RECENT_LIMIT = 8192;
 const READ_BATCH = 1000;
+
+/** A subscription's place: the last position it yielded, and the consumer's own (see EventStore.onCommitted). */
+interface Cursor {
+  position: number;
+  reached?: () => number;
+}
+
+const placeOf = (cursor: Cursor): number =>
+  cursor.reached === undefined ? cursor.position : Math.max(cursor.position, cursor.reached());
 
 interface PendingAppend {
   streamId: string;
@@ -124,11 +133,15 @@ export class SqliteEventStore implements EventStore {
    * while it commits, new appends gather here (group commit), and each message, a clone and a
    * wake-up on both threads, carries as many as there are.
    */
-  private outgoing: WriterAppend[] = [];
+  private outgoing: WriterBatch = [];
+  /** How many appends `outgoing` holds. */
+  private outgoingAppends = 0;
   /** Appends sent to the writer and not yet answered. */
   private unanswered = 0;
   /** A send is due (after the commit window, or at the next turn). */
   private sendScheduled = false;
+  /** How many appends the last batch sent held. */
+  private lastBatch = 0;
   private readonly appended = new EventEmitter();
   /**
    * This process's committed appends, in log order: subscribers take them from here instead
@@ -136,8 +149,13 @@ export class SqliteEventStore implements EventStore {
    * between (SQLite commits one writer at a time, so positions in one append are consecutive).
    */
   private recent: RecordedEvent[] = [];
-  /** Where each live subscription is: what all of them have taken is dropped (it would only age into old-space garbage). */
-  private readonly cursors = new Set<{ position: number }>();
+  /**
+   * Where each live subscription is (and what its consumer has reached by other means): what all of
+   * them have taken is dropped (it would only age into old-space garbage).
+   */
+  private readonly cursors = new Set<Cursor>();
+  /** Who takes this process's events as they commit (the projector, with read models in this process). */
+  private taker: ((events: RecordedEvent[]) => void) | null = null;
   private readonly pollIntervalMs: number;
   private readonly commitWindowMs: number;
   /** The log's identity (the one row of `log_identity`): it never changes for a file. */
@@ -214,10 +232,10 @@ export class SqliteEventStore implements EventStore {
     this.writer.on('message', (results: FromWriter) => {
       if (results === 'closed') return;
       if (!Array.isArray(results)) return this.probeAnswered?.(results.probe);
-      this.unanswered -= results.length;
+      this.unanswered -= results.length / RESULT_FIELDS;
       this.resolveAppends(results);
       if (this.unanswered > 0) return;
-      if (this.outgoing.length > 0) this.send();
+      if (this.outgoingAppends > 0) this.send();
       // What the answered appends' callers append next (their continuations run after this
       // handler) goes at the next turn: a caller waiting on its last append waits for no window.
       else this.scheduleSend(0);
@@ -239,21 +257,27 @@ export class SqliteEventStore implements EventStore {
     if (this.closed) return Promise.reject(new Error('event store is closed'));
     if (this.writerStopped) return Promise.reject(this.writerStopped);
     if (events.length === 0) return Promise.reject(new Error('append needs at least one event'));
+    // Encoded before anything is queued: data JSON cannot encode (a non-finite number in a chained
+    // event) refuses the append alone.
+    const encoded: WriterBatch = [];
+    try {
+      for (const event of events) {
+        const chainId = this.chain === undefined ? null : chainIdOf(this.chain, event.type, event.data);
+        // An event of a chain goes in canonical JSON, which the writer links as it is.
+        encoded.push(event.type, chainId === null ? JSON.stringify(event.data) : canonicalJson(event.data), chainId);
+      }
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
       this.pending.set(id, { streamId, expected, events, resolve, reject });
-      this.outgoing.push({ id, streamId, expected, events: events.map((e) => this.encode(e)) });
+      this.outgoing.push(id, streamId, expected, events.length, ...encoded);
+      this.outgoingAppends += 1;
       // A stream's first event (a reservation) waits the window for company, if one is set; one
-      // that continues a stream (a settlement, which a reply's end awaits) goes at the next loop turn.
+      // that continues a stream (a settlement, which a reply's end awaits) goes at once.
       if (this.unanswered === 0) this.scheduleSend(expected === 'no_stream' ? this.commitWindowMs : 0);
     });
-  }
-
-  /** An event as the writer takes it: an event of a chain with its chain's id and its data in canonical JSON, to link as it is. */
-  private encode(event: NewEvent): WriterAppend['events'][number] {
-    const chainId = this.chain === undefined ? null : chainIdOf(this.chain, event.type, event.data);
-    if (chainId === null) return { type: event.type, data: JSON.stringify(event.data) };
-    return { type: event.type, data: canonicalJson(event.data), chainId };
   }
 
   private scheduleSend(delayMs: number): void {
@@ -264,61 +288,93 @@ export class SqliteEventStore implements EventStore {
       this.send();
     };
     if (delayMs > 0) setTimeout(send, delayMs);
-    else setImmediate(send);
+    // Appends arriving together (the last batch held several: many requests at once): at the end of
+    // this loop turn, so that those of the turn's other callbacks share the commit. One at a time
+    // (one connection's requests): once the code running now is done, as a turn would add to its wait.
+    else if (this.lastBatch > 1) setImmediate(send);
+    else queueMicrotask(send);
   }
 
   private send(): void {
-    if (this.outgoing.length === 0) return;
+    if (this.outgoingAppends === 0) return;
     const batch = this.outgoing;
     this.outgoing = [];
-    this.unanswered += batch.length;
+    this.unanswered += this.outgoingAppends;
+    this.lastBatch = this.outgoingAppends;
+    this.outgoingAppends = 0;
     this.writer.postMessage(batch);
   }
 
-  /** Resolves (or rejects) the appends the writer answered, then wakes this process's subscribers. */
-  private resolveAppends(results: WriterResult[]): void {
-    for (const result of results) {
-      const pending = this.pending.get(result.id);
-      if (!pending) continue;
-      this.pending.delete(result.id);
-      if ('ok' in result) {
-        this.failure = null;
-        this.remember(pending, result.ok, result.recordedAt);
-        pending.resolve(result.ok);
-      } else if ('conflict' in result) {
-        // The writer's transaction went through: a conflict says nothing against the store.
-        this.failure = null;
-        pending.reject(new WrongExpectedRevisionError(pending.streamId, pending.expected, result.conflict));
-      } else {
-        this.failure = new Error(result.error);
-        pending.reject(new Error(`append to ${pending.streamId} failed: ${result.error}`));
+  /**
+   * Resolves (or rejects) the appends the writer answered. What they committed is handed first to
+   * the taker, so that an appender finds it applied as soon as it hears; then subscribers that have
+   * not reached it are woken.
+   */
+  private resolveAppends(results: WriterResults): void {
+    const committed: RecordedEvent[] = [];
+    for (let at = 0; at < results.length; at += RESULT_FIELDS) {
+      const pending = results[at + 1] === OK ? this.pending.get(results[at] as number) : undefined;
+      if (pending)
+        this.record(pending, results[at + 2] as number, results[at + 3] as number, results[at + 4] as number, committed);
+    }
+    if (committed.length > 0) {
+      this.taker?.(committed);
+      const last = committed[committed.length - 1].position;
+      let behind = false;
+      for (const cursor of this.cursors) behind ||= placeOf(cursor) < last;
+      if (behind) {
+        for (const event of committed) this.recent.push(event);
+        if (this.recent.length > RECENT_LIMIT) this.recent = this.recent.slice(this.recent.length - RECENT_LIMIT / 2);
+        this.appended.emit('append');
       }
     }
-    this.appended.emit('append');
+    for (let at = 0; at < results.length; at += RESULT_FIELDS) {
+      const id = results[at] as number;
+      const pending = this.pending.get(id);
+      if (!pending) continue;
+      this.pending.delete(id);
+      const outcome = results[at + 1];
+      if (outcome === OK) {
+        this.failure = null;
+        pending.resolve({ nextExpectedRevision: results[at + 2] as number, position: results[at + 3] as number });
+      } else if (outcome === CONFLICT) {
+        // The writer's transaction went through: a conflict says nothing against the store.
+        this.failure = null;
+        const actual = results[at + 2] as number | 'no_stream';
+        pending.reject(new WrongExpectedRevisionError(pending.streamId, pending.expected, actual));
+      } else {
+        const reason = results[at + 2] as string;
+        this.failure = new Error(reason);
+        pending.reject(new Error(`append to ${pending.streamId} failed: ${reason}`));
+      }
+    }
   }
 
-  private remember(append: PendingAppend, ok: AppendResult, recordedAt: number): void {
-    if (this.cursors.size === 0) return;
+  /** The events of a committed append as recorded (positions in one commit are consecutive), onto `into`. */
+  private record(append: PendingAppend, revision: number, position: number, recordedAt: number, into: RecordedEvent[]): void {
     const count = append.events.length;
     for (let i = 0; i < count; i++) {
       const event = append.events[i];
       const back = count - 1 - i;
-      this.recent.push({
+      into.push({
         streamId: append.streamId,
-        revision: ok.nextExpectedRevision - back,
-        position: ok.position - back,
+        revision: revision - back,
+        position: position - back,
         type: event.type,
         data: event.data,
         recordedAt,
       });
     }
-    if (this.recent.length > RECENT_LIMIT) this.recent = this.recent.slice(this.recent.length - RECENT_LIMIT / 2);
+  }
+
+  onCommitted(taker: (events: RecordedEvent[]) => void): void {
+    this.taker = taker;
   }
 
   /** Drops the events every subscription has taken. */
   private forgetTaken(): void {
     let taken = Infinity;
-    for (const cursor of this.cursors) taken = Math.min(taken, cursor.position);
+    for (const cursor of this.cursors) taken = Math.min(taken, placeOf(cursor));
     const recent = this.recent;
     let keep = 0;
     while (keep < recent.length && recent[keep].position <= taken) keep += 1;
@@ -358,12 +414,13 @@ export class SqliteEventStore implements EventStore {
     return this.statements.head.get()?.position ?? 0;
   }
 
-  async *subscribe(after: number, signal: AbortSignal): AsyncIterable<RecordedEvent[]> {
-    const cursor = { position: after };
+  async *subscribe(after: number, signal: AbortSignal, reached?: () => number): AsyncIterable<RecordedEvent[]> {
+    const cursor: Cursor = { position: after, reached };
     this.cursors.add(cursor);
     let readFile = true;
     try {
       while (!signal.aborted && !this.closed) {
+        cursor.position = placeOf(cursor);
         const local = this.fromRecent(cursor.position);
         let batch: RecordedEvent[] = [];
         if (Array.isArray(local)) batch = local;

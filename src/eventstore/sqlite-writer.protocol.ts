@@ -2,8 +2,11 @@ import type { ChainRule } from './event-chain';
 
 /**
  * What the SQLite log's main side (sqlite-event-store.ts) and its writer thread
- * (sqlite-writer.worker.ts) tell each other. Types only: the worker imports nothing at run time
- * from the project's own modules but event-chain.ts (pure, node:crypto only).
+ * (sqlite-writer.worker.ts) tell each other. Appends and their results travel as flat arrays of
+ * strings and numbers: a message is cloned on one thread and rebuilt on the other, and an array of
+ * primitives costs about half what the same in objects does, on both threads, for every append.
+ * The worker imports nothing at run time from the project's own modules but this file and
+ * event-chain.ts (both pure).
  */
 
 /** The writer's start-up options (its `workerData`). */
@@ -15,28 +18,35 @@ export interface WriterOptions {
   chain?: ChainRule;
 }
 
-export interface WriterAppend {
-  id: number;
-  streamId: string;
-  /**
-   * Event types and their data, already JSON; for an event of a chain (see event-chain.ts), the chain's
-   * id and its data in canonical JSON (RFC 8785), which the writer links as it is.
-   */
-  events: Array<{ type: string; data: string; chainId?: string }>;
-  expected: number | 'no_stream' | 'any';
-}
+/**
+ * Appends, one after the other, each as: its id, its stream, the revision expected (a number,
+ * 'no_stream' or 'any'), how many events, then for each event its type, its data already JSON, and
+ * for an event of a chain (see event-chain.ts) the chain's id with its data in canonical JSON
+ * (RFC 8785), which the writer links as it is, else null.
+ */
+export type WriterBatch = Array<string | number | null>;
 
-export type WriterResult =
-  | { id: number; ok: { nextExpectedRevision: number; position: number }; recordedAt: number }
-  | { id: number; conflict: number | 'no_stream' }
-  | { id: number; error: string };
+/** Members of a WriterBatch before an append's events, and of each event. */
+export const APPEND_HEAD = 4;
+export const EVENT_FIELDS = 3;
 
 /**
- * To the writer: the appends gathered since its last answer (one message per turn of the
- * sender's event loop), 'probe' (try a small write of its own and say how it went: whether the
- * log takes appends now), or 'close' (commit what it holds, close the connection, answer 'closed').
+ * The results of a batch's appends, in its order, RESULT_FIELDS each: the append's id, then
+ * OK, the stream's revision, the position of its last event and the recording time; or CONFLICT,
+ * the stream's actual revision (a number or 'no_stream'), 0, 0; or FAILED, the database's message, 0, 0.
  */
-export type ToWriter = WriterAppend[] | 'probe' | 'close';
+export type WriterResults = Array<string | number>;
+export const RESULT_FIELDS = 5;
+export const OK = 0;
+export const CONFLICT = 1;
+export const FAILED = 2;
+
+/**
+ * To the writer: the appends gathered since its last answer (sent once it has answered the last
+ * batch), 'probe' (try a small write of its own and say how it went: whether the log takes appends
+ * now), or 'close' (after the appends sent before it: close the connection, answer 'closed').
+ */
+export type ToWriter = WriterBatch | 'probe' | 'close';
 
 /** Why the probe's write failed (the database's message), or null when it succeeded. */
 export interface ProbeResult {
@@ -44,4 +54,4 @@ export interface ProbeResult {
 }
 
 /** From the writer: the results of the appends it committed together, a probe's result, or 'closed'. */
-export type FromWriter = WriterResult[] | ProbeResult | 'closed';
+export type FromWriter = WriterResults | ProbeResult | 'closed';

@@ -8,7 +8,18 @@ import Database from 'better-sqlite3';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { chainGenesis, chainLinkOf } from './event-chain';
-import type { FromWriter, ToWriter, WriterAppend, WriterOptions, WriterResult } from './sqlite-writer.protocol';
+import {
+  APPEND_HEAD,
+  CONFLICT,
+  EVENT_FIELDS,
+  FAILED,
+  OK,
+  type FromWriter,
+  type ToWriter,
+  type WriterBatch,
+  type WriterOptions,
+  type WriterResults,
+} from './sqlite-writer.protocol';
 
 if (!parentPort) throw new Error('sqlite-writer.worker runs as a worker thread (see sqlite-writer.ts)');
 const port = parentPort;
@@ -48,60 +59,69 @@ const logHead = db.prepare<[], { position: number | null }>('SELECT MAX(position
  */
 const heads = new Map<string, string>();
 let committedHead = -1;
-let queue: WriterAppend[] = [];
-let scheduled = false;
 
 /** The link an event of chain `chainId` follows: the chain's last, read once per chain while the cache holds. */
 const lastLink = (chainId: string): string => heads.get(chainId) ?? chainHead.get(chainId)?.chain_link ?? chainGenesis(chainId);
 
-function tryAppend(append: WriterAppend): WriterResult {
+/** Appends the append at `at` in `batch` (see WriterBatch) if its stream is where it expects, onto `results`; where the next append starts. */
+function tryAppend(batch: WriterBatch, at: number, results: WriterResults): number {
+  const id = batch[at] as number;
+  const streamId = batch[at + 1] as string;
+  const expected = batch[at + 2];
+  const count = batch[at + 3] as number;
+  const next = at + APPEND_HEAD + count * EVENT_FIELDS;
   // MAX() always yields one row (revision null when the stream has no event).
-  const current = revisionOf.get(append.streamId)!.revision;
+  const current = revisionOf.get(streamId)!.revision;
   const actual = current === null ? 'no_stream' : current;
-  if (append.expected !== 'any' && append.expected !== actual) return { id: append.id, conflict: actual };
+  if (expected !== 'any' && expected !== actual) {
+    results.push(id, CONFLICT, actual, 0, 0);
+    return next;
+  }
   let revision = current === null ? -1 : current;
   let position = 0;
   const now = Date.now();
-  for (const event of append.events) {
+  for (let e = at + APPEND_HEAD; e < next; e += EVENT_FIELDS) {
+    const type = batch[e] as string;
+    const data = batch[e + 1] as string;
+    const chainId = batch[e + 2] as string | null;
     revision += 1;
     let link: string | null = null;
-    if (chainRule !== undefined && event.chainId !== undefined) {
-      link = chainLinkOf(lastLink(event.chainId), append.streamId, revision, event.type, event.data, now);
-      heads.set(event.chainId, link);
+    if (chainRule !== undefined && chainId !== null) {
+      link = chainLinkOf(lastLink(chainId), streamId, revision, type, data, now);
+      heads.set(chainId, link);
     }
-    position = Number(
-      insert.run(append.streamId, revision, event.type, event.data, now, event.chainId ?? null, link).lastInsertRowid,
-    );
+    position = Number(insert.run(streamId, revision, type, data, now, chainId, link).lastInsertRowid);
   }
-  return { id: append.id, ok: { nextExpectedRevision: revision, position }, recordedAt: now };
+  results.push(id, OK, revision, position, now);
+  return next;
 }
 
 // Built once: a transaction function made per commit cost the writer about 15 µs each time.
-const commit = db.transaction((batch: WriterAppend[]) => {
+const commit = db.transaction((batch: WriterBatch, from: number, to: number) => {
   if (chainRule !== undefined) {
     const head = logHead.get()!.position ?? 0;
     if (head !== committedHead) heads.clear();
   }
-  const results = batch.map(tryAppend);
+  const results: WriterResults = [];
+  for (let at = from; at < to;) at = tryAppend(batch, at, results);
   if (chainRule !== undefined) committedHead = logHead.get()!.position ?? 0;
   return results;
 });
 
-function flush(): void {
-  scheduled = false;
-  const batch = queue;
-  queue = [];
-  if (batch.length === 0) return;
-  let results: WriterResult[];
+/** Commits the appends of `batch` from `from` to `to` in one transaction and answers for each. */
+function flush(batch: WriterBatch, from: number, to: number): void {
+  if (from >= to) return;
+  let results: WriterResults;
   try {
-    results = commit.immediate(batch);
+    results = commit.immediate(batch, from, to);
   } catch (error) {
     // Rolled back: the links cached for it were never committed.
     heads.clear();
     committedHead = -1;
     const reason = error instanceof Error ? error.message : String(error);
-    reply(batch.map((append) => ({ id: append.id, error: reason })));
-    return;
+    results = [];
+    for (let at = from; at < to; at += APPEND_HEAD + (batch[at + 3] as number) * EVENT_FIELDS)
+      results.push(batch[at] as number, FAILED, reason, 0, 0);
   }
   reply(results);
 }
@@ -129,18 +149,18 @@ port.on('message', (message: ToWriter) => {
     return;
   }
   if (message === 'close') {
-    flush();
     db.close();
     reply('closed');
     return;
   }
-  // Appends come in batches (one message per turn of the sender's event loop).
-  for (const append of message) {
-    queue.push(append);
-    if (!options.groupCommit) flush();
-  }
-  if (options.groupCommit && !scheduled) {
-    scheduled = true;
-    setImmediate(flush);
-  }
+  // Appends come in batches: the sender gathers them while the writer commits and sends the next
+  // batch only once the last is answered, so a batch is all there is to commit now: at once, with
+  // no turn of this loop to wait for company that cannot come.
+  if (options.groupCommit) flush(message, 0, message.length);
+  else
+    for (let at = 0; at < message.length;) {
+      const next = at + APPEND_HEAD + (message[at + 3] as number) * EVENT_FIELDS;
+      flush(message, at, next);
+      at = next;
+    }
 });

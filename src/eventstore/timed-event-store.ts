@@ -20,9 +20,11 @@ export class TimedEventStore implements EventStore {
 
   readonly chainHead?: EventStore['chainHead'];
   readonly chainSealedWithinMs?: number;
+  readonly onCommitted?: EventStore['onCommitted'];
 
   constructor(private readonly inner: EventStore) {
     this.chainHead = inner.chainHead?.bind(inner);
+    this.onCommitted = inner.onCommitted?.bind(inner);
     this.chainSealedWithinMs = inner.chainSealedWithinMs;
   }
 
@@ -75,8 +77,8 @@ export class TimedEventStore implements EventStore {
     return this.inner.headPosition();
   }
 
-  subscribe(after: number, signal: AbortSignal): AsyncIterable<RecordedEvent[]> {
-    return this.inner.subscribe(after, signal);
+  subscribe(after: number, signal: AbortSignal, reached?: () => number): AsyncIterable<RecordedEvent[]> {
+    return this.inner.subscribe(after, signal, reached);
   }
 
   appendFailure(): Promise<Error | null> {

@@ -416,10 +416,26 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
       const event: ReservationSettled = {
         type: 'ReservationSettled',
         data: {
-          ...requestOf(reserved),
+          requestId: reserved.requestId,
+          keyId: reserved.keyId,
+          surface: reserved.surface,
+          model: reserved.model,
+          reservationId: reserved.reservationId,
+          orgId: reserved.orgId,
           host: command.host,
           hostModel: command.hostModel,
-          ...billedAt(usage, prices),
+          inputTokens: usage.inputTokens,
+          cacheReadTokens: usage.cacheReadTokens,
+          cacheWriteTokens: usage.cacheWriteTokens,
+          cacheWrite1hTokens: usage.cacheWrite1hTokens,
+          outputTokens: usage.outputTokens,
+          prices: {
+            input: prices.input,
+            cacheRead: prices.cacheRead,
+            cacheWrite: prices.cacheWrite,
+            cacheWrite1h: prices.cacheWrite1h,
+            output: prices.output,
+          },
           amount: chargeFor(usage, prices),
           held: reserved.amount,
           status: command.status,
@@ -427,6 +443,13 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
           settledAt: command.now,
         },
       };
+      if (usage.hostedToolUses !== undefined) {
+        const { hostedToolUses, prices: withTools } = billedAt(usage, prices);
+        if (hostedToolUses !== undefined) {
+          event.data.hostedToolUses = hostedToolUses;
+          event.data.prices = withTools;
+        }
+      }
       if (command.usageFlag !== undefined) event.data.usageFlag = command.usageFlag;
       const estimated = checkedEstimated(command.estimated);
       if (estimated !== undefined) event.data.estimated = estimated;

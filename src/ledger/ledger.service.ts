@@ -19,6 +19,7 @@ import {
   Refuse,
   Release,
   RecordProgress,
+  Reserve,
   Reservation,
   ReservationCommand,
   reservationDecider,
@@ -37,20 +38,24 @@ import {
 
 export type Clock = () => number;
 
-const settleCommand = (s: Omit<Settle, 'type' | 'now'>, now: number): Settle => ({
-  type: 'Settle',
-  usage: s.usage,
-  prices: s.prices,
-  host: s.host,
-  hostModel: s.hostModel,
-  status: s.status,
-  latencyMs: s.latencyMs,
-  ...(s.usageFlag === undefined ? {} : { usageFlag: s.usageFlag }),
-  ...(s.estimated === undefined ? {} : { estimated: s.estimated }),
-  ...(s.upstreamId === undefined ? {} : { upstreamId: s.upstreamId }),
-  ...(s.attempts === undefined ? {} : { attempts: s.attempts }),
-  now,
-});
+/** The settlement's command (on every request: members set one by one, no spread objects). */
+function settleCommand(s: Omit<Settle, 'type' | 'now'>, now: number): Settle {
+  const command: Settle = {
+    type: 'Settle',
+    usage: s.usage,
+    prices: s.prices,
+    host: s.host,
+    hostModel: s.hostModel,
+    status: s.status,
+    latencyMs: s.latencyMs,
+    now,
+  };
+  if (s.usageFlag !== undefined) command.usageFlag = s.usageFlag;
+  if (s.estimated !== undefined) command.estimated = s.estimated;
+  if (s.upstreamId !== undefined) command.upstreamId = s.upstreamId;
+  if (s.attempts !== undefined) command.attempts = s.attempts;
+  return command;
+}
 
 export interface LedgerSettings {
   /** A reservation never resolved (a crash) expires after this long. */
@@ -202,23 +207,21 @@ export class LedgerService {
     const reservationId = this.newId();
     const now = this.clock();
     const none = reservationDecider.initialState();
-    const [event] = reservationDecider.decide(
-      {
-        type: 'Reserve',
-        reservationId,
-        orgId: request.orgId,
-        amount: request.amount,
-        requestId: request.requestId,
-        keyId: request.keyId,
-        surface: request.surface,
-        model: request.model,
-        ...(request.omittedTools === undefined ? {} : { omittedTools: request.omittedTools }),
-        ...(request.catalogueVersion === undefined ? {} : { catalogueVersion: request.catalogueVersion }),
-        ttlMs: this.settings.reservationTtlMs,
-        now,
-      },
-      none,
-    );
+    const reserve: Reserve = {
+      type: 'Reserve',
+      reservationId,
+      orgId: request.orgId,
+      amount: request.amount,
+      requestId: request.requestId,
+      keyId: request.keyId,
+      surface: request.surface,
+      model: request.model,
+      ttlMs: this.settings.reservationTtlMs,
+      now,
+    };
+    if (request.omittedTools !== undefined) reserve.omittedTools = request.omittedTools;
+    if (request.catalogueVersion !== undefined) reserve.catalogueVersion = request.catalogueVersion;
+    const [event] = reservationDecider.decide(reserve, none);
     const admission = await this.holds.hold(
       request.orgId,
       reservationId,

@@ -120,8 +120,23 @@ function usesTimesPrices(uses: HostedToolCounts | undefined, prices: HostedToolP
  * ceil(Σ tokens of a class × its price / 1e6 + Σ uses of a hosted tool × its price / 1e3)
  * over uncached input, cache reads, 5-minute and 1-hour cache writes, output, and each class of hosted-tool use.
  */
-export const chargeFor = (usage: TokenUsage, prices: TokenPrices): number =>
-  roundedUp(
+export function chargeFor(usage: TokenUsage, prices: TokenPrices): number {
+  // Exact in doubles while every product and their sum are safe integers (any request's tokens at
+  // any price the catalogue takes): BigInt, a dozen allocations a request, only beyond, or with hosted tools.
+  if (usage.hostedToolUses === undefined) {
+    const sum =
+      exactProduct(usage.inputTokens, prices.input) +
+      exactProduct(usage.cacheReadTokens, prices.cacheRead) +
+      exactProduct(usage.cacheWriteTokens, prices.cacheWrite) +
+      exactProduct(usage.cacheWrite1hTokens, prices.cacheWrite1h) +
+      exactProduct(usage.outputTokens, prices.output);
+    // Each term ≥ 0, so every partial sum is at most the sum: safe, hence exact.
+    if (Number.isSafeInteger(sum)) {
+      const rest = sum % 1_000_000;
+      return (sum - rest) / 1_000_000 + (rest > 0 ? 1 : 0);
+    }
+  }
+  return roundedUp(
     BigInt(usage.inputTokens) * BigInt(prices.input) +
       BigInt(usage.cacheReadTokens) * BigInt(prices.cacheRead) +
       BigInt(usage.cacheWriteTokens) * BigInt(prices.cacheWrite) +
@@ -129,6 +144,17 @@ export const chargeFor = (usage: TokenUsage, prices: TokenPrices): number =>
       BigInt(usage.outputTokens) * BigInt(prices.output) +
       usesTimesPrices(usage.hostedToolUses, prices.hostedToolUses),
   );
+}
+
+/**
+ * count × price of two safe integers when the product is a safe integer ≥ 0 (then exact: one past
+ * 2^53 would round to 2^53 or more), else NaN: what BigInt would refuse or compute is left to it.
+ */
+function exactProduct(count: number, price: number): number {
+  if (!Number.isSafeInteger(count) || !Number.isSafeInteger(price)) return NaN;
+  const product = count * price;
+  return product >= 0 && Number.isSafeInteger(product) ? product : NaN;
+}
 
 /** The dearest an input token can be: before the call, nobody knows which input the cache will serve or take. */
 export const dearestInputPrice = (prices: TokenPrices): number =>

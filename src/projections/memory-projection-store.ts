@@ -186,6 +186,10 @@ export class MemoryProjectionStore implements ReadModelStore {
   }
 
   async apply(events: RecordedEvent[]): Promise<void> {
+    this.applyNow(events);
+  }
+
+  applyNow(events: RecordedEvent[]): void {
     if (events.length > 0) this.loaded = null;
     for (const event of events) this.model.apply(event);
     if (this.snapshot && Date.now() - this.savedTime >= this.snapshot.everyMs) this.saveInBackground();

@@ -20,6 +20,8 @@ export interface ProjectionStore extends CreditHolds, KeyLookup {
   sweepPendingHolds(now: number): Promise<number>;
 
   apply(events: RecordedEvent[]): Promise<void>;
+  /** The same at once, where the read models are in this process (no I/O to wait for). */
+  applyNow?(events: RecordedEvent[]): void;
   /** The position up to which every event has been applied. */
   checkpoint(): Promise<number>;
   /** Which log and which position of it the read models say they reflect; null when there are none. */

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { EventStore } from '../eventstore/event-store';
+import type { EventStore, RecordedEvent } from '../eventstore/event-store';
 import type { ProjectionStore } from './projection-store';
 import { ReadModel } from './read-model';
 import { judgeLogContinuity } from './log-continuity';
@@ -110,6 +110,8 @@ export class Projector {
   private probing = false;
   /** Applying a batch and rebuilding take turns: a rebuild never runs under a batch, nor a batch under a rebuild. */
   private turn: Promise<unknown> = Promise.resolve();
+  /** Turns begun and not ended: while any is, this process's commits are left to the subscription. */
+  private turns = 0;
   /** The identity of the log the read models were made whole for at start. */
   private logId: string | null = null;
   /** Why the log answering is not that log, once seen; nothing is followed or rebuilt from then on. */
@@ -195,6 +197,7 @@ export class Projector {
     await this.trustOrRebuild();
     this.logId = await this.events.logId();
     this.applied = await this.store.checkpoint();
+    if (this.store.applyNow !== undefined) this.events.onCommitted?.((batch) => this.applyCommitted(batch));
     this.running = this.follow();
     // Redis may lose the read models while no event arrives to reveal it: look now and then.
     this.probe = setInterval(() => void this.rebuildIfLost(), PRESENCE_PROBE_MS);
@@ -269,9 +272,14 @@ export class Projector {
       try {
         // The log may have been emptied or replaced while the subscription was away: look before following it again.
         if (resumed && !(await this.sameLog())) return;
-        for await (const batch of this.events.subscribe(this.applied, this.abort.signal)) {
-          await this.inTurn(() => this.applyWithRecovery(batch));
-          this.applied = batch[batch.length - 1].position;
+        for await (const read of this.events.subscribe(this.applied, this.abort.signal, () => this.applied)) {
+          // Some may have been applied as they committed (applyCommitted) since the subscription read them.
+          const batch = read[0].position > this.applied ? read : read.filter((event) => event.position > this.applied);
+          if (batch.length === 0) continue;
+          await this.inTurn(async () => {
+            await this.applyWithRecovery(batch);
+            this.applied = batch[batch.length - 1].position;
+          });
           if (this.waiters.length > 0) this.settleWaiters(Date.now());
         }
       } catch (error) {
@@ -293,9 +301,38 @@ export class Projector {
 
   /** Runs `work` once the applying or rebuilding before it has ended. */
   private inTurn<T>(work: () => Promise<T>): Promise<T> {
+    this.turns += 1;
     const run = this.turn.then(work, work);
-    this.turn = run.catch(() => undefined);
+    this.turn = run.catch(() => undefined).finally(() => (this.turns -= 1));
     return run;
+  }
+
+  /**
+   * Applies this process's events as they commit, read models being in this process, when they
+   * follow on from what is applied and nothing else is being applied or rebuilt: visible before
+   * their appenders hear, with no read back, and every waiter they satisfy answered at once.
+   * Otherwise (another process's events between, a turn under way, the log in doubt) it leaves
+   * them to the subscription, which reads them as before.
+   */
+  private applyCommitted(batch: RecordedEvent[]): void {
+    if (
+      this.store.applyNow === undefined ||
+      this.turns > 0 ||
+      this.abort.signal.aborted ||
+      this.replaced !== null ||
+      this.checkedAt < this.doubted ||
+      batch[0].position !== this.applied + 1
+    )
+      return;
+    try {
+      this.store.applyNow(batch);
+    } catch {
+      // The subscription applies them again and says why it could not.
+      return;
+    }
+    this.failure = null;
+    this.applied = batch[batch.length - 1].position;
+    if (this.waiters.length > 0) this.settleWaiters(Date.now());
   }
 
   private async applyWithRecovery(batch: Parameters<ProjectionStore['apply']>[0]): Promise<void> {

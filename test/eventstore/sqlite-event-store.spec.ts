@@ -59,6 +59,24 @@ describe('SQLite log identity', () => {
   });
 });
 
+it('refuses an append whose event cannot be encoded, alone: the appends around it go in', async () => {
+  const chain = { types: ['Charged'], by: 'orgId' };
+  const store = new SqliteEventStore(join(dir.path, 'unencodable.sqlite'), { chain });
+  try {
+    const before = store.append('encode-a', [{ type: 'Charged', data: { orgId: 'o', amount: 1 } }], 'no_stream');
+    // A chained event is encoded in canonical JSON, which has no form for a non-finite number.
+    const refused = store.append('encode-b', [{ type: 'Charged', data: { orgId: 'o', amount: Infinity } }], 'no_stream');
+    const after = store.append('encode-c', [{ type: 'Charged', data: { orgId: 'o', amount: 2 } }], 'no_stream');
+    await expect(refused).rejects.toThrow(TypeError);
+    const [a, c] = await Promise.all([before, after]);
+    expect(c.position).toBe(a.position + 1);
+    expect((await store.readAll(0, 10)).map((e) => e.streamId)).toEqual(['encode-a', 'encode-c']);
+    expect(await store.appendFailure()).toBeNull();
+  } finally {
+    await store.close();
+  }
+});
+
 describe('SQLite commit window', () => {
   // The window runs on Jest's clock: it ends when the test moves the clock, however fast the
   // machine commits. The writer's answers and the event loop's turns stay real.

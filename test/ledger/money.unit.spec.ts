@@ -73,6 +73,38 @@ describe('money', () => {
     expect(chargeFor(uncachedUsage(9_000_000, 9_000_000), flat(75_000_000_000, 150_000_000_000))).toBe(2_025_000_000_000);
     expect(chargeFor(uncachedUsage(0, 0), flat(5, 5))).toBe(0);
   });
+
+  it('gives what the sum in BigInt gives, at and around the edge of exact doubles', () => {
+    const inBigInt = (counts: number[], prices: number[]) => {
+      const sum = counts.reduce((total, n, i) => total + BigInt(n) * BigInt(prices[i]), 0n);
+      return Number((sum + 999_999n) / 1_000_000n);
+    };
+    const edge = Number.MAX_SAFE_INTEGER;
+    let seed = 7;
+    const random = (below: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return Math.floor((seed / 2_147_483_648) * below);
+    };
+    const cases = [
+      [edge, 1, 0, 0, 0, 0],
+      [edge - 999_999, 1, 0, 0, 0, 0],
+      [94_906_265, 94_906_265, 0, 0, 0, 0],
+      [94_906_266, 94_906_266, 0, 0, 0, 0],
+      [Math.floor(edge / 2), 1, Math.floor(edge / 2) + 1, 1, 0, 0],
+      [Math.floor(edge / 2) + 1, 1, Math.floor(edge / 2) + 1, 1, 0, 0],
+    ];
+    for (let i = 0; i < 2000; i++) {
+      const scale = [1_000, 1_000_000, 1e8, 1e9][i % 4];
+      cases.push(Array.from({ length: 6 }, () => random(scale)));
+    }
+    for (const [input, inputPrice, output, outputPrice, cacheRead, cacheReadPrice] of cases) {
+      const usage = { ...uncachedUsage(input, output), cacheReadTokens: cacheRead };
+      const prices = { ...flat(inputPrice, outputPrice), cacheRead: cacheReadPrice };
+      expect(chargeFor(usage, prices)).toBe(inBigInt([input, output, cacheRead], [inputPrice, outputPrice, cacheReadPrice]));
+    }
+    // What BigInt refuses is still refused.
+    expect(() => chargeFor(uncachedUsage(1.5, 0), flat(2, 0))).toThrow(RangeError);
+  });
 });
 
 describe('the charge by token class', () => {

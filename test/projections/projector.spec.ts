@@ -102,3 +102,68 @@ it('refuses to start, naming the mismatch, when read models of another log canno
     dir.cleanup();
   }
 });
+
+/** In-process read models that note every position they are given, however it reaches them. */
+class CountingStore extends MemoryProjectionStore {
+  readonly given: number[] = [];
+
+  applyNow(events: RecordedEvent[]): void {
+    for (const event of events) this.given.push(event.position);
+    super.applyNow(events);
+  }
+}
+
+describe('read models in this process', () => {
+  const created = (orgId: string) => [{ type: 'OrganizationCreated', data: { orgId, name: orgId, createdAt: 1 } }];
+
+  it('show what this process appends once its append resolves, each event given once', async () => {
+    const dir = tempDir('projector');
+    const events = new SqliteEventStore(join(dir.path, 'events.sqlite'));
+    const store = new CountingStore(10);
+    const projector = new Projector(events, store, 10);
+    try {
+      await events.append('org-a', created('a'), 'no_stream');
+      await projector.start();
+      const appended = await Promise.all(['b', 'c', 'd'].map((id) => events.append(`org-${id}`, created(id), 'no_stream')));
+      const last = Math.max(...appended.map((a) => a.position));
+      // No wait: applied as it committed, before the appenders heard.
+      expect(projector.position).toBe(last);
+      expect(await store.organization('d')).toMatchObject({ name: 'd' });
+      // The subscription, woken by the poll, is not handed them again.
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      // (The first was in the log before the start: folded in at start, not given.)
+      expect(store.given).toEqual([2, 3, 4]);
+    } finally {
+      await projector.stop();
+      await events.close();
+      dir.cleanup();
+    }
+  });
+
+  it("apply another process's events between this process's in log order, each once", async () => {
+    const dir = tempDir('projector');
+    const file = join(dir.path, 'events.sqlite');
+    const events = new SqliteEventStore(file, { pollIntervalMs: 60_000 });
+    const other = new SqliteEventStore(file);
+    const store = new CountingStore(10);
+    const projector = new Projector(events, store, 10);
+    try {
+      await projector.start();
+      await events.append('org-a', created('a'), 'no_stream');
+      await other.append('org-b', created('b'), 'no_stream');
+      // Follows the other's event, which this process has not applied: it is read from the file (no poll needed).
+      const { position } = await events.append('org-c', created('c'), 'no_stream');
+      await projector.waitFor(position, 5_000);
+      expect(store.given).toEqual([1, 2, 3]);
+      expect(await store.organization('b')).toMatchObject({ name: 'b' });
+      const next = await events.append('org-d', created('d'), 'no_stream');
+      expect(projector.position).toBe(next.position);
+      expect(store.given).toEqual([1, 2, 3, 4]);
+    } finally {
+      await projector.stop();
+      await other.close();
+      await events.close();
+      dir.cleanup();
+    }
+  });
+});

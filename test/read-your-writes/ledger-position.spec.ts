@@ -163,6 +163,9 @@ function holdTheProjector() {
     await released;
     return apply(batch);
   };
+  // In-process read models take this process's events as they commit (Projector.applyCommitted): without it, they go through apply.
+  const applyNow = Object.getOwnPropertyDescriptor(store, 'applyNow');
+  store.applyNow = undefined;
   projector.waitFor = (position, timeoutMs) => {
     waiting.get(position)?.();
     return waitFor(position, timeoutMs);
@@ -174,6 +177,8 @@ function holdTheProjector() {
     release: async () => {
       release();
       store.apply = apply;
+      if (applyNow) Object.defineProperty(store, 'applyNow', applyNow);
+      else delete store.applyNow;
       projector.waitFor = waitFor;
       await projector.catchUp();
     },
