@@ -40,7 +40,10 @@ if (process.platform === 'linux') {
 const db = new Database(options.path);
 db.pragma('journal_mode = WAL');
 db.pragma('synchronous = FULL');
-db.pragma('busy_timeout = 10000');
+// No busy timeout: SQLite's own handler sleeps 1, 2, 5, 10… ms between tries, far longer than a commit
+// here holds the lock (0.2 to 0.7 ms), so writers of several processes (a WORKERS set) waited
+// milliseconds on each other. whenFree() tries again sooner.
+db.pragma('busy_timeout = 0');
 const revisionOf = db.prepare<[string], { revision: number | null }>(
   'SELECT MAX(revision) AS revision FROM events WHERE stream_id = ?',
 );
@@ -108,12 +111,37 @@ const commit = db.transaction((batch: WriterBatch, from: number, to: number) => 
   return results;
 });
 
+/** How long a write waits in all for other processes' writers (what busy_timeout was). */
+const BUSY_LIMIT_MS = 10_000;
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Runs a write transaction once no other process's writer holds the file's write lock: on
+ * SQLITE_BUSY it tries again after 50 µs, doubling up to 1 ms, for BUSY_LIMIT_MS in all. This thread
+ * only writes, so it may block while it waits.
+ */
+function whenFree<T>(write: () => T): T {
+  let waited = 0;
+  for (let delay = 0.05; ; delay = Math.min(delay * 2, 1)) {
+    try {
+      return write();
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || waited >= BUSY_LIMIT_MS) throw error;
+      // Nothing of it was committed: the chain heads cached on its way are another process's to move.
+      heads.clear();
+      committedHead = -1;
+      Atomics.wait(pause, 0, 0, delay);
+      waited += delay;
+    }
+  }
+}
+
 /** Commits the appends of `batch` from `from` to `to` in one transaction and answers for each. */
 function flush(batch: WriterBatch, from: number, to: number): void {
   if (from >= to) return;
   let results: WriterResults;
   try {
-    results = commit.immediate(batch, from, to);
+    results = whenFree(() => commit.immediate(batch, from, to));
   } catch (error) {
     // Rolled back: the links cached for it were never committed.
     heads.clear();
@@ -133,10 +161,14 @@ function flush(batch: WriterBatch, from: number, to: number): void {
  */
 function probe(): string | null {
   try {
-    db.transaction(() => {
-      db.exec('CREATE TABLE IF NOT EXISTS write_probe (id INTEGER PRIMARY KEY, probed_at INTEGER NOT NULL)');
-      db.prepare('INSERT OR REPLACE INTO write_probe (id, probed_at) VALUES (1, ?)').run(Date.now());
-    }).immediate();
+    whenFree(() =>
+      db
+        .transaction(() => {
+          db.exec('CREATE TABLE IF NOT EXISTS write_probe (id INTEGER PRIMARY KEY, probed_at INTEGER NOT NULL)');
+          db.prepare('INSERT OR REPLACE INTO write_probe (id, probed_at) VALUES (1, ?)').run(Date.now());
+        })
+        .immediate(),
+    );
     return null;
   } catch (error) {
     return error instanceof Error ? error.message : String(error);

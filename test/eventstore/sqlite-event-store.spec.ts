@@ -196,6 +196,33 @@ describe('SQLite event store across processes', () => {
     await Promise.all([ours.close(), theirs.close()]);
   });
 
+  it("waits for another writer's transaction to end, then commits (no busy error)", async () => {
+    const file = join(tmp.path, 'locked.sqlite');
+    const store = new SqliteEventStore(file);
+    try {
+      await store.append('locked', [{ type: 'Tick', data: { i: 0 } }], 'no_stream');
+      // Another process's writer, holding the write lock.
+      const other = new Database(file);
+      other.exec('BEGIN IMMEDIATE');
+      let committed = false;
+      const appending = store.append('locked', [{ type: 'Tick', data: { i: 1 } }], 0).then((result) => {
+        committed = true;
+        return result;
+      });
+      // The writer has tried and is waiting: what is read now is still one event.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(committed).toBe(false);
+      expect(await store.readStream('locked')).toHaveLength(1);
+      other.exec('COMMIT');
+      other.close();
+      expect((await appending).nextExpectedRevision).toBe(1);
+      expect((await store.readStream('locked')).map((e) => (e.data as { i: number }).i)).toEqual([0, 1]);
+      expect(await store.appendFailure()).toBeNull();
+    } finally {
+      await store.close();
+    }
+  });
+
   it('keeps revisions exact with three processes racing for the same streams', async () => {
     const file = join(tmp.path, 'race.sqlite');
     await new SqliteEventStore(file).close();
