@@ -37,6 +37,37 @@ export interface LogStream {
 }
 
 /**
+ * Standard output, written in batches: the lines logged in one turn of the event loop leave in
+ * one write after it, rather than a write (a system call) per line as pino's default
+ * destination does. A line waits at most for the end of its turn; what is pending when the
+ * process exits is written then.
+ */
+class BatchedStdout implements LogStream {
+  private pending = '';
+  private scheduled = false;
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    const lines = this.pending;
+    this.pending = '';
+    if (lines !== '') process.stdout.write(lines);
+  };
+
+  constructor() {
+    process.once('exit', this.flush);
+  }
+
+  write(line: string): void {
+    this.pending += line;
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(this.flush);
+  }
+}
+
+/** One per process: every logger writing to standard output shares its batches. */
+let stdoutBatches: BatchedStdout | null = null;
+
+/**
  * Fastify's logger (pino) as the service uses it: JSON lines at `level`, credentials redacted by
  * path and any key secret in a message or a string field replaced; pretty only when asked.
  */
@@ -69,8 +100,9 @@ export function loggerOptions(settings: LogSettings, stream?: LogStream): Record
         stack: error?.stack === undefined ? undefined : scrubSecrets(error.stack),
       }),
     },
-    ...(stream ? { stream } : {}),
-    ...(settings.pretty && !stream ? { transport: { target: 'pino-pretty', options: { colorize: true } } } : {}),
+    ...(settings.pretty && !stream
+      ? { transport: { target: 'pino-pretty', options: { colorize: true } } }
+      : { stream: stream ?? (stdoutBatches ??= new BatchedStdout()) }),
   };
 }
 
