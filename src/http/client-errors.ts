@@ -1,20 +1,19 @@
-import { STATUS_CODES, type ServerResponse } from 'node:http';
+import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ApiError, ErrorFormat, toApiError } from './api-error';
 
 /** Renders an error in the format of the surface a method and URL name. */
 export type ErrorFormatFor = (method: string, url: string) => ErrorFormat;
 
-interface InFlight {
-  method: string;
-  url: string;
-  id: string;
-  response: ServerResponse;
-}
+/**
+ * The reply each connection is receiving or answering, kept on the connection itself, for an
+ * error Node raises on the connection: a property set and cleared per request, where a WeakMap
+ * entry and a record per request cost allocations and the collector's ephemeron work.
+ */
+const IN_FLIGHT = Symbol('inFlight');
 
-/** The request each connection is receiving or answering, for an error Node raises on the connection itself. */
-const inFlight = new WeakMap<Socket, InFlight>();
+type TrackedSocket = Socket & { [IN_FLIGHT]?: FastifyReply | undefined };
 
 /** The method and URL of a request line at the start of what Node could not parse, if any. */
 function requestLineOf(raw: unknown): { method: string; url: string } | null {
@@ -33,11 +32,11 @@ function connectionError(error: { code?: string }): ApiError {
 /** Remembers which request each connection is on, for connectionErrorHandler. */
 export function trackRequestsOnConnections(fastify: FastifyInstance): void {
   fastify.addHook('onRequest', (request, reply, done) => {
-    inFlight.set(request.raw.socket, { method: request.method, url: request.url, id: request.id, response: reply.raw });
+    (request.raw.socket as TrackedSocket)[IN_FLIGHT] = reply;
     done();
   });
   fastify.addHook('onResponse', (request, _reply, done) => {
-    inFlight.delete(request.raw.socket);
+    (request.raw.socket as TrackedSocket)[IN_FLIGHT] = undefined;
     done();
   });
 }
@@ -51,13 +50,13 @@ export function trackRequestsOnConnections(fastify: FastifyInstance): void {
 export function connectionErrorHandler(newRequestId: () => string, formatFor: ErrorFormatFor) {
   return (error: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void => {
     if (error.code === 'ECONNRESET' || socket.destroyed) return;
-    const current = inFlight.get(socket);
-    inFlight.delete(socket);
+    const current = (socket as TrackedSocket)[IN_FLIGHT];
+    (socket as TrackedSocket)[IN_FLIGHT] = undefined;
     // An answer already under way cannot be replaced: the connection is only closed.
-    if (socket.writable && !current?.response.headersSent) {
-      const named = current ?? requestLineOf(error.rawPacket) ?? { method: 'GET', url: '/' };
+    if (socket.writable && !current?.raw.headersSent) {
+      const named = current?.request ?? requestLineOf(error.rawPacket) ?? { method: 'GET', url: '/' };
       const apiError = toApiError(connectionError(error));
-      const id = current?.id ?? newRequestId();
+      const id = current?.request.id ?? newRequestId();
       const body = JSON.stringify(formatFor(named.method, named.url)(apiError, id));
       socket.write(
         `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\n` +

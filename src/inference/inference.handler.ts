@@ -97,14 +97,17 @@ export class InferenceHandler
   async plan(input: InferenceInput, catalogued: CatalogueModel | null, payer: { orgId: string }): Promise<RoutedPlan | Refusal> {
     const routing = input.routing;
     const fallbacks = (routing?.models ?? []).map((requested) => ({ requested, model: this.catalogue.find(requested) }));
-    const models = [catalogued, ...fallbacks.map((f) => f.model)].filter((m): m is CatalogueModel => m !== null);
-    const out = new Set<string>();
-    const cooling = new Set<string>();
-    for (const { host } of models.flatMap((m) => m.hosts)) {
-      const standing = this.keyPools.standing(host);
-      if (standing === 'out') out.add(host.id);
-      else if (standing === 'cooling') cooling.add(host.id);
-    }
+    const models = catalogued ? [catalogued] : [];
+    for (const f of fallbacks) if (f.model !== null) models.push(f.model);
+    // Made only when a host has no credential left or every one cooling: most requests need neither.
+    let out: Set<string> | undefined;
+    let cooling: Set<string> | undefined;
+    for (const model of models)
+      for (const { host } of model.hosts) {
+        const standing = this.keyPools.standing(host);
+        if (standing === 'out') (out ??= new Set()).add(host.id);
+        else if (standing === 'cooling') (cooling ??= new Set()).add(host.id);
+      }
     const conversation = this.config.stickyRouting ? (routing?.conversation ?? null) : null;
     const sticky = conversation
       ? await this.sticky

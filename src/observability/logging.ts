@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs';
 import type { LoggerService } from '@nestjs/common';
 import type { FastifyBaseLogger } from 'fastify';
 
@@ -36,6 +37,62 @@ export interface LogStream {
   write(line: string): void;
 }
 
+/** For a short wait (Atomics.wait) while standard output is full. */
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Writes all of `text` to a file descriptor synchronously, as pino's default destination does: a
+ * full pipe (EAGAIN, when the descriptor is non-blocking) is waited out; a reader gone (EPIPE)
+ * ends logging there (as pino does), and any other failure is thrown.
+ */
+function writeAllSync(fd: number, text: string): boolean {
+  let bytes = Buffer.from(text);
+  while (bytes.length > 0) {
+    try {
+      bytes = bytes.subarray(writeSync(fd, bytes));
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EPIPE') return false;
+      if (code !== 'EAGAIN') throw error;
+      Atomics.wait(PAUSE, 0, 0, 10);
+    }
+  }
+  return true;
+}
+
+/**
+ * Standard output, written in batches: the lines logged in one turn of the event loop leave in
+ * one synchronous write after it, rather than a write (a system call) per line as pino's
+ * default destination makes. A line waits at most for the end of its turn; what is pending
+ * when the process exits is written then.
+ */
+class BatchedStdout implements LogStream {
+  private pending = '';
+  private scheduled = false;
+  private open = true;
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    const lines = this.pending;
+    this.pending = '';
+    if (lines !== '' && this.open) this.open = writeAllSync(1, lines);
+  };
+
+  constructor() {
+    process.once('exit', this.flush);
+  }
+
+  write(line: string): void {
+    if (!this.open) return;
+    this.pending += line;
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(this.flush);
+  }
+}
+
+/** One per process: every logger writing to standard output shares its batches. */
+let stdoutBatches: BatchedStdout | null = null;
+
 /**
  * Fastify's logger (pino) as the service uses it: JSON lines at `level`, credentials redacted by
  * path and any key secret in a message or a string field replaced; pretty only when asked.
@@ -69,8 +126,9 @@ export function loggerOptions(settings: LogSettings, stream?: LogStream): Record
         stack: error?.stack === undefined ? undefined : scrubSecrets(error.stack),
       }),
     },
-    ...(stream ? { stream } : {}),
-    ...(settings.pretty && !stream ? { transport: { target: 'pino-pretty', options: { colorize: true } } } : {}),
+    ...(settings.pretty && !stream
+      ? { transport: { target: 'pino-pretty', options: { colorize: true } } }
+      : { stream: stream ?? (stdoutBatches ??= new BatchedStdout()) }),
   };
 }
 

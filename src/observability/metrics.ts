@@ -26,6 +26,45 @@ export interface MetricSources {
   };
 }
 
+/** Between a tally's label values in its keys (never in a model, host or status). */
+const SEP = '\u0000';
+
+/**
+ * A counter fed per request through a plain map: an increment adds to a number under one key
+ * (its label values joined), and prom-client is handed the sums when scraped. prom-client would
+ * otherwise build an object and hash its labels on every increment — a dozen per request.
+ */
+class Tally {
+  private readonly series = new Map<string, { pending: number; shown: boolean }>();
+
+  constructor(options: { name: string; help: string; labelNames: readonly string[]; registers: Registry[] }) {
+    const series = this.series;
+    const labelNames = options.labelNames;
+    new Counter({
+      ...options,
+      collect() {
+        for (const [key, entry] of series) {
+          // A series appears once counted, even by 0 (as prom-client shows an increment of 0).
+          if (entry.shown && entry.pending === 0) continue;
+          const values = key.split(SEP);
+          const labels: Record<string, string> = {};
+          labelNames.forEach((name, i) => (labels[name] = values[i]));
+          this.inc(labels, entry.pending);
+          entry.pending = 0;
+          entry.shown = true;
+        }
+      },
+    });
+  }
+
+  /** Adds `n` to the series of the label values in `key` (joined by SEP, in the order of the label names). */
+  add(key: string, n = 1): void {
+    const entry = this.series.get(key);
+    if (entry === undefined) this.series.set(key, { pending: n, shown: false });
+    else entry.pending += n;
+  }
+}
+
 /** A circuit's phase as the gauge shows it. */
 const CIRCUIT_PHASES = { closed: 0, half_open: 1, open: 2 } as const;
 
@@ -178,7 +217,7 @@ export class GatewayMetrics {
     );
   }
 
-  private readonly attempts = new Counter({
+  private readonly attempts = new Tally({
     name: 'gateway_host_attempts_total',
     help: 'Host calls (retries included) and hosts passed over, by host, model and reason (ok, rate_limited, server_error, circuit_open, …)',
     labelNames: ['host', 'model', 'reason'] as const,
@@ -190,7 +229,7 @@ export class GatewayMetrics {
     this.appends.observe(seconds);
   }
 
-  private readonly requests = new Counter({
+  private readonly requests = new Tally({
     name: 'gateway_requests_total',
     help: 'Requests by surface, model, host and HTTP status',
     labelNames: ['surface', 'model', 'host', 'status'] as const,
@@ -210,31 +249,31 @@ export class GatewayMetrics {
     buckets: SECONDS,
     registers: [this.registry],
   });
-  private readonly tokens = new Counter({
+  private readonly tokens = new Tally({
     name: 'gateway_tokens_total',
     help: 'Tokens billed, by class, model and host',
     labelNames: ['class', 'model', 'host'] as const,
     registers: [this.registry],
   });
-  private readonly hostedToolUses = new Counter({
+  private readonly hostedToolUses = new Tally({
     name: 'gateway_hosted_tool_uses_total',
     help: 'Uses of tools hosts ran themselves (web searches…), billed per use, by class, model and host',
     labelNames: ['class', 'model', 'host'] as const,
     registers: [this.registry],
   });
-  private readonly credits = new Counter({
+  private readonly credits = new Tally({
     name: 'gateway_credits_charged_nano_total',
     help: 'Nano-credits charged (the settlements amounts), by model and host',
     labelNames: ['model', 'host'] as const,
     registers: [this.registry],
   });
-  private readonly fallbacks = new Counter({
+  private readonly fallbacks = new Tally({
     name: 'gateway_fallbacks_total',
     help: 'Requests served by a later host after an earlier one failed, by model',
     labelNames: ['model'] as const,
     registers: [this.registry],
   });
-  private readonly refusals = new Counter({
+  private readonly refusals = new Tally({
     name: 'gateway_refusals_total',
     help: 'Requests of a known organization refused before any host was called, by reason',
     labelNames: ['reason'] as const,
@@ -246,27 +285,27 @@ export class GatewayMetrics {
     if (facts === null || facts.surface === undefined) return;
     const model = facts.model ?? '';
     const host = facts.host ?? '';
-    this.requests.inc({ surface: facts.surface, model, host, status: String(status) });
+    const modelHost = model + SEP + host;
+    this.requests.add(facts.surface + SEP + modelHost + SEP + status);
     this.duration.observe({ surface: facts.surface, model }, latencyMs / 1000);
     if (facts.ttftMs !== undefined) this.ttft.observe({ host }, facts.ttftMs / 1000);
     if (facts.upstreamMs !== undefined) this.upstream.observe({ host }, facts.upstreamMs / 1000);
-    if (facts.fallback === true) this.fallbacks.inc({ model });
-    if (facts.attempts !== undefined)
-      for (const a of facts.attempts) this.attempts.inc({ host: a.host, model, reason: a.reason });
+    if (facts.fallback === true) this.fallbacks.add(model);
+    if (facts.attempts !== undefined) for (const a of facts.attempts) this.attempts.add(a.host + SEP + model + SEP + a.reason);
     if (facts.host === undefined && facts.outcome !== undefined && status >= 400 && status < 500) {
-      this.refusals.inc({ reason: facts.outcome });
+      this.refusals.add(facts.outcome);
     }
     const usage = facts.usage;
     if (usage !== undefined) {
-      this.tokens.inc({ class: 'input', model, host }, usage.inputTokens);
-      this.tokens.inc({ class: 'cache_read', model, host }, usage.cacheReadTokens);
-      this.tokens.inc({ class: 'cache_write_5m', model, host }, usage.cacheWriteTokens);
-      this.tokens.inc({ class: 'cache_write_1h', model, host }, usage.cacheWrite1hTokens);
-      this.tokens.inc({ class: 'output', model, host }, usage.outputTokens);
+      this.tokens.add('input' + SEP + modelHost, usage.inputTokens);
+      this.tokens.add('cache_read' + SEP + modelHost, usage.cacheReadTokens);
+      this.tokens.add('cache_write_5m' + SEP + modelHost, usage.cacheWriteTokens);
+      this.tokens.add('cache_write_1h' + SEP + modelHost, usage.cacheWrite1hTokens);
+      this.tokens.add('output' + SEP + modelHost, usage.outputTokens);
       for (const [toolClass, n] of Object.entries(usage.hostedToolUses ?? {}))
-        this.hostedToolUses.inc({ class: toolClass, model, host }, n);
+        this.hostedToolUses.add(toolClass + SEP + modelHost, n);
     }
-    if (facts.cost !== undefined) this.credits.inc({ model, host }, facts.cost);
+    if (facts.cost !== undefined) this.credits.add(modelHost, facts.cost);
   }
 
   text(): Promise<string> {

@@ -1,9 +1,15 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ServerResponse } from 'node:http';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { maskSecrets } from '../key-secret/key-secret';
 import { GatewayMetrics, type MetricSources } from './metrics';
 import { serveMetrics } from './metrics-server';
 import { factsOf, levelOf, type ObservedRequest, requestLine } from './request-facts';
 import { Tracing } from './tracing';
+
+/** Where a response keeps its Fastify reply, for the one listener of every response's close. */
+const OBSERVED_REPLY = Symbol('observedReply');
+
+type ObservedResponse = ServerResponse & { [OBSERVED_REPLY]: FastifyReply };
 
 /** The status a request's line and metrics show when its client left before its reply ended (nginx's). */
 const CLIENT_CLOSED_REQUEST = 499;
@@ -71,17 +77,21 @@ export async function observeRequests(
       done();
     });
     // A stream its client cuts never finishes (no onResponse): its line, with status 499 (the
-    // client closed the request), once its settlement says what it was billed.
-    fastify.addHook('onRequest', (request, reply, done) => {
-      reply.raw.once('close', () => {
-        if (reply.raw.writableFinished) return;
-        const latencyMs = reply.elapsedTime;
-        // After the other listeners of this event: the stream's own one ends the request, and says when it is settled.
-        setImmediate(() => {
-          const settled = (request as unknown as ObservedRequest).facts?.settled ?? Promise.resolve();
-          void settled.then(() => requestEnded(request, CLIENT_CLOSED_REQUEST, latencyMs));
-        });
+    // client closed the request), once its settlement says what it was billed. One listener
+    // function for every request (its reply kept on the response): no closure per request.
+    function whenClosed(this: ObservedResponse): void {
+      if (this.writableFinished) return;
+      const reply = this[OBSERVED_REPLY];
+      const latencyMs = reply.elapsedTime;
+      // After the other listeners of this event: the stream's own one ends the request, and says when it is settled.
+      setImmediate(() => {
+        const settled = (reply.request as unknown as ObservedRequest).facts?.settled ?? Promise.resolve();
+        void settled.then(() => requestEnded(reply.request, CLIENT_CLOSED_REQUEST, latencyMs));
       });
+    }
+    fastify.addHook('onRequest', (_request, reply, done) => {
+      (reply.raw as ObservedResponse)[OBSERVED_REPLY] = reply;
+      reply.raw.on('close', whenClosed);
       done();
     });
   }

@@ -3,7 +3,7 @@ import { CqrsModule } from '@nestjs/cqrs';
 import { EmbeddingsModule } from '../embeddings/embeddings.module';
 import { InferenceModule } from '../inference/inference.module';
 import { EmbeddingsController } from './embeddings/embeddings.controller';
-import { ChatCompletionsController } from './chat-completions/chat-completions.controller';
+import { ChatCompletionsRoute } from './chat-completions/chat-completions.controller';
 import { GeminiController } from './gemini/gemini.controller';
 import { MessagesController } from './messages/messages.controller';
 import { ModelsController } from './models/models.controller';
@@ -14,7 +14,6 @@ import { ResponsesController } from './responses/responses.controller';
 @Module({
   imports: [CqrsModule, InferenceModule, EmbeddingsModule],
   controllers: [
-    ChatCompletionsController,
     EmbeddingsController,
     MessagesController,
     ResponsesController,
@@ -22,5 +21,7 @@ import { ResponsesController } from './responses/responses.controller';
     ModelsController,
     NativeController,
   ],
+  // Hot routes Fastify serves directly (each registers itself when the module starts).
+  providers: [ChatCompletionsRoute],
 })
 export class SurfacesModule {}

@@ -1,13 +1,15 @@
-import { Body, Controller, HttpCode, Inject, Post, Req, Res, UseFilters } from '@nestjs/common';
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
 import { CommandBus } from '@nestjs/cqrs';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config/config';
-import { chatCompletionsErrors } from '../../http/api-error';
+import { chatCompletionsError } from '../../http/api-error';
 import { requireKey } from '../../http/credentials';
 import { schemaValidation } from '../../http/schema-validation';
 import { InferenceCommand } from '../../inference/inference.command';
 import { factsOf } from '../../observability/request-facts';
 import { CONFIG } from '../../runtime/runtime.module';
+import { serveDirectly } from '../direct-route';
 import { respond } from '../respond';
 import { ChatCompletionRequest, chatCompletionRequestSchema } from './chat-completions.schema';
 import { chunkSerializer, completionBody, errorBody, toCanonical } from './chat-completions.wire';
@@ -15,21 +17,22 @@ import { routingOfBody } from '../../routing/preferences';
 
 const bodyValidation = schemaValidation<ChatCompletionRequest>(chatCompletionRequestSchema);
 
-@Controller('api/v1/chat')
-@UseFilters(chatCompletionsErrors)
-export class ChatCompletionsController {
+/** POST /api/v1/chat/completions, served by Fastify directly (a hot route: see serveDirectly). */
+@Injectable()
+export class ChatCompletionsRoute implements OnModuleInit {
   constructor(
     private readonly commands: CommandBus,
     @Inject(CONFIG) private readonly config: Config,
+    private readonly adapter: HttpAdapterHost,
   ) {}
 
-  @Post('completions')
-  @HttpCode(200)
-  async create(
-    @Body(bodyValidation) body: ChatCompletionRequest,
-    @Req() request: FastifyRequest,
-    @Res() reply: FastifyReply,
-  ): Promise<void> {
+  onModuleInit(): void {
+    const fastify = this.adapter.httpAdapter.getInstance<FastifyInstance>();
+    serveDirectly(fastify, '/api/v1/chat/completions', chatCompletionsError, (request, reply) => this.create(request, reply));
+  }
+
+  async create(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const body = bodyValidation.transform(request.body, { type: 'body' });
     const apiKey = requireKey(request);
     const canonical = toCanonical(body);
     const result = await this.commands.execute(

@@ -6,14 +6,15 @@ import {
   HttpCode,
   Inject,
   Injectable,
+  OnModuleInit,
   Post,
   Req,
-  Res,
   UseFilters,
   UseGuards,
 } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config/config';
 import { ApiError, SurfaceErrorFilter } from '../../http/api-error';
 import { requireKey } from '../../http/credentials';
@@ -22,6 +23,7 @@ import { CountTokensQuery } from '../../inference/count-tokens.query';
 import { InferenceCommand } from '../../inference/inference.command';
 import { factsOf } from '../../observability/request-facts';
 import { CONFIG } from '../../runtime/runtime.module';
+import { serveDirectly } from '../direct-route';
 import { respond, SurfaceWire } from '../respond';
 import { CountTokensRequest, countTokensRequestSchema, MessagesRequest, messagesRequestSchema } from './messages.schema';
 import { betasOf, eventSerializer, messageBody, messagesError, toCanonical } from './messages.wire';
@@ -56,19 +58,23 @@ const isAcceptedVersion = (version: string): boolean => {
  * A key must be present (401) and a dated version from 2023-06-01 on, in `compat-version` or
  * `anthropic-version` (400): checked before the body, as the format's own API does.
  */
+function checkMessagesHeaders(request: FastifyRequest): void {
+  messagesKey(request); // present, or a 401 now
+  const header = request.headers['compat-version'] ?? request.headers['anthropic-version'];
+  const version = typeof header === 'string' ? header.trim() : '';
+  if (version === '') {
+    throw new ApiError('invalid_request', 'missing version header: send "anthropic-version: 2023-06-01" (or "compat-version")');
+  }
+  if (!isAcceptedVersion(version)) {
+    throw new ApiError('invalid_request', `version "${version}" is not a dated version from ${FIRST_VERSION} on`);
+  }
+}
+
+/** The headers' checks, for the routes Nest serves. */
 @Injectable()
 export class MessagesHeadersGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
-    const request = context.switchToHttp().getRequest<FastifyRequest>();
-    messagesKey(request); // present, or a 401 now
-    const header = request.headers['compat-version'] ?? request.headers['anthropic-version'];
-    const version = typeof header === 'string' ? header.trim() : '';
-    if (version === '') {
-      throw new ApiError('invalid_request', 'missing version header: send "anthropic-version: 2023-06-01" (or "compat-version")');
-    }
-    if (!isAcceptedVersion(version)) {
-      throw new ApiError('invalid_request', `version "${version}" is not a dated version from ${FIRST_VERSION} on`);
-    }
+    checkMessagesHeaders(context.switchToHttp().getRequest<FastifyRequest>());
     return true;
   }
 }
@@ -82,20 +88,23 @@ const betasOfRequest = (request: FastifyRequest): string[] => betasOf(request.he
 @Controller('api/v1')
 @UseGuards(MessagesHeadersGuard)
 @UseFilters(new SurfaceErrorFilter(messagesError))
-export class MessagesController {
+export class MessagesController implements OnModuleInit {
   constructor(
     private readonly commands: CommandBus,
     private readonly queries: QueryBus,
     @Inject(CONFIG) private readonly config: Config,
+    private readonly adapter: HttpAdapterHost,
   ) {}
 
-  @Post('messages')
-  @HttpCode(200)
-  async create(
-    @Body(bodyValidation) body: MessagesRequest,
-    @Req() request: FastifyRequest,
-    @Res() reply: FastifyReply,
-  ): Promise<void> {
+  /** POST /api/v1/messages, served by Fastify directly (a hot route: see serveDirectly). */
+  onModuleInit(): void {
+    const fastify = this.adapter.httpAdapter.getInstance<FastifyInstance>();
+    serveDirectly(fastify, '/api/v1/messages', messagesError, (request, reply) => this.create(request, reply));
+  }
+
+  async create(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    checkMessagesHeaders(request);
+    const body = bodyValidation.transform(request.body, { type: 'body' });
     const apiKey = messagesKey(request);
     const canonical = toCanonical(body, betasOfRequest(request));
     const result = await this.commands.execute(

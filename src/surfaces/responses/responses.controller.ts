@@ -1,6 +1,7 @@
-import { All, Body, Controller, HttpCode, Inject, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { All, Controller, Inject, OnModuleInit, Req, UseFilters } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
 import { CommandBus } from '@nestjs/cqrs';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config/config';
 import { ApiError, SurfaceErrorFilter } from '../../http/api-error';
 import { requireKey } from '../../http/credentials';
@@ -9,7 +10,7 @@ import { InferenceCommand } from '../../inference/inference.command';
 import { factsOf } from '../../observability/request-facts';
 import { maskSecrets } from '../../key-secret/key-secret';
 import { CONFIG } from '../../runtime/runtime.module';
-import { BearerPresentGuard } from '../api-key.guard';
+import { serveDirectly } from '../direct-route';
 import { respond } from '../respond';
 import { ResponsesRequest, responsesRequestSchema } from './responses.schema';
 import { eventSerializer, replyContextOf, responseBody, responsesError, toCanonical } from './responses.wire';
@@ -23,21 +24,23 @@ const bodyValidation = schemaValidation<ResponsesRequest>(responsesRequestSchema
  */
 @Controller('api/v1/responses')
 @UseFilters(new SurfaceErrorFilter(responsesError))
-export class ResponsesController {
+export class ResponsesController implements OnModuleInit {
   constructor(
     private readonly commands: CommandBus,
     @Inject(CONFIG) private readonly config: Config,
+    private readonly adapter: HttpAdapterHost,
   ) {}
 
-  @Post()
-  @HttpCode(200)
-  @UseGuards(BearerPresentGuard)
-  async create(
-    @Body(bodyValidation) body: ResponsesRequest,
-    @Req() request: FastifyRequest,
-    @Res() reply: FastifyReply,
-  ): Promise<void> {
+  /** POST /api/v1/responses, served by Fastify directly (a hot route: see serveDirectly). */
+  onModuleInit(): void {
+    const fastify = this.adapter.httpAdapter.getInstance<FastifyInstance>();
+    serveDirectly(fastify, '/api/v1/responses', responsesError, (request, reply) => this.create(request, reply));
+  }
+
+  async create(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    // A missing key is a 401 before the body is looked at.
     const apiKey = requireKey(request);
+    const body = bodyValidation.transform(request.body, { type: 'body' });
     const canonical = toCanonical(body);
     const result = await this.commands.execute(
       new InferenceCommand({
