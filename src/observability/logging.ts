@@ -70,7 +70,7 @@ class BatchedStdout implements LogStream {
   private pending = '';
   private scheduled = false;
   private open = true;
-  private readonly flush = (): void => {
+  private readonly writePending = (): void => {
     this.scheduled = false;
     const lines = this.pending;
     this.pending = '';
@@ -78,7 +78,13 @@ class BatchedStdout implements LogStream {
   };
 
   constructor() {
-    process.once('exit', this.flush);
+    process.once('exit', this.writePending);
+  }
+
+  /** pino's `logger.flush(done)` (the service calls it before exiting): what is pending is written, then `done`. */
+  flush(done: () => void): void {
+    this.writePending();
+    done();
   }
 
   write(line: string): void {
@@ -86,7 +92,7 @@ class BatchedStdout implements LogStream {
     this.pending += line;
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(this.flush);
+    setImmediate(this.writePending);
   }
 }
 

@@ -1,8 +1,17 @@
 import { loadConfig } from '../../src/config/config';
-import { scrubSecrets } from '../../src/observability/logging';
+import pino from 'pino';
+import { loggerOptions, scrubSecrets } from '../../src/observability/logging';
 import { levelOf, requestLine } from '../../src/observability/request-facts';
 
 describe('log lines, decided', () => {
+  it("answers pino's flush on standard output: the service exits only once it has", () => {
+    const { stream, ...options } = loggerOptions({ level: 'info', pretty: false });
+    const logger = pino(options, stream as pino.DestinationStream);
+    const done = jest.fn();
+    logger.flush(done);
+    expect(done).toHaveBeenCalledTimes(1);
+  });
+
   it('replaces every key secret in a text, and leaves other text alone', () => {
     const key = `sk-svc-${'aB3_-'.repeat(9)}`;
     expect(scrubSecrets(`bad key ${key} and ${key}.`)).toBe('bad key sk-svc-[redacted] and sk-svc-[redacted].');
