@@ -72,11 +72,15 @@ function unknownRoute(message: string): string {
 
 /**
  * Errors of the stores' clients that mean a store cannot be reached now — Redis offline or
- * reconnecting (node-redis's classes) — answered 503:
+ * reconnecting, a cluster's client dropping the connections to nodes no longer in the layout it
+ * has just learnt (a failover: the commands in flight on them fail with DisconnectsClientError),
+ * or reaching none of the nodes it knows (node-redis's classes) — answered 503:
  * the request may succeed in a moment, and nothing was held or billed.
  */
 const STORE_UNAVAILABLE = new Set([
   'ClientOfflineError',
+  'DisconnectsClientError',
+  'RootNodesUnavailableError',
   'ClientClosedError',
   'ConnectionTimeoutError',
   'SocketClosedUnexpectedlyError',

@@ -1,4 +1,4 @@
-import { SimpleError } from 'redis';
+import { DisconnectsClientError, RootNodesUnavailableError, SimpleError } from 'redis';
 import { toApiError } from '../../src/http/api-error';
 
 /** The error node-redis rejects its commands in flight with when Redis dies under them: the socket's own. */
@@ -24,6 +24,15 @@ describe('toApiError', () => {
     'ASK 8365 127.0.0.1:30002',
   ])('answers a Redis Cluster mid-failover (%s) with 503, not 500', (reply) => {
     const error = toApiError(new SimpleError(reply));
+    expect(error.status).toBe(503);
+    expect(error.code).toBe('unavailable');
+  });
+
+  it.each([
+    ['the cluster client dropping a node it no longer has (a failover)', new DisconnectsClientError()],
+    ['the cluster client reaching none of its nodes', new RootNodesUnavailableError()],
+  ])('answers %s with 503, not 500', (_what, thrown) => {
+    const error = toApiError(thrown);
     expect(error.status).toBe(503);
     expect(error.code).toBe('unavailable');
   });
