@@ -118,6 +118,20 @@ async function ledgerFixture(
   };
 }
 
+/** One bench request: admitted, then settled (each append durable); the settlement's resolution. */
+async function reserveAndSettle(f: Awaited<ReturnType<typeof ledgerFixture>>, requestId: string) {
+  const admission = await f.ledger.admit({
+    requestId,
+    keyId: 'k',
+    surface: 'bench',
+    model: 'm',
+    orgId: f.orgId,
+    amount: 1_000_000,
+  });
+  if (!admission.admitted) throw new Error('bench organization ran out of credit');
+  return f.ledger.recordSettlement(admission.ticket, settlement);
+}
+
 /** Requests per second of reserve + settle (two durable events each) at a fixed concurrency. */
 async function throughput(
   groupCommit: boolean,
@@ -132,16 +146,7 @@ async function throughput(
   const worker = async () => {
     while (next < requests) {
       const i = next++;
-      const admission = await f.ledger.admit({
-        requestId: `b${i}`,
-        keyId: 'k',
-        surface: 'bench',
-        model: 'm',
-        orgId: f.orgId,
-        amount: 1_000_000,
-      });
-      if (!admission.admitted) throw new Error('bench organization ran out of credit');
-      await f.ledger.recordSettlement(admission.ticket, settlement);
+      await reserveAndSettle(f, `b${i}`);
     }
   };
   const start = performance.now();
@@ -187,16 +192,7 @@ async function sequential(requests: number, build: LedgerBuild): Promise<{ laten
       mainCpu = mainThreadMicros();
     }
     const start = performance.now();
-    const admission = await f.ledger.admit({
-      requestId: `s${i}`,
-      keyId: 'k',
-      surface: 'bench',
-      model: 'm',
-      orgId: f.orgId,
-      amount: 1_000_000,
-    });
-    if (!admission.admitted) throw new Error('bench organization ran out of credit');
-    const { position } = await f.ledger.recordSettlement(admission.ticket, settlement);
+    const { position } = await reserveAndSettle(f, `s${i}`);
     await f.projector.waitFor(position);
     if (i >= 0) latencies.push(performance.now() - start);
   }
