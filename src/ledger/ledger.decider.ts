@@ -413,6 +413,7 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
       const reserved = openReservation(state);
       const { usage, prices } = command;
       checkUsage(usage, prices);
+      const billed = billedAt(usage, prices);
       const event: ReservationSettled = {
         type: 'ReservationSettled',
         data: {
@@ -424,18 +425,12 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
           orgId: reserved.orgId,
           host: command.host,
           hostModel: command.hostModel,
-          inputTokens: usage.inputTokens,
-          cacheReadTokens: usage.cacheReadTokens,
-          cacheWriteTokens: usage.cacheWriteTokens,
-          cacheWrite1hTokens: usage.cacheWrite1hTokens,
-          outputTokens: usage.outputTokens,
-          prices: {
-            input: prices.input,
-            cacheRead: prices.cacheRead,
-            cacheWrite: prices.cacheWrite,
-            cacheWrite1h: prices.cacheWrite1h,
-            output: prices.output,
-          },
+          inputTokens: billed.inputTokens,
+          cacheReadTokens: billed.cacheReadTokens,
+          cacheWriteTokens: billed.cacheWriteTokens,
+          cacheWrite1hTokens: billed.cacheWrite1hTokens,
+          outputTokens: billed.outputTokens,
+          prices: billed.prices,
           amount: chargeFor(usage, prices),
           held: reserved.amount,
           status: command.status,
@@ -443,13 +438,7 @@ export function decideReservation(command: ReservationCommand, state: Reservatio
           settledAt: command.now,
         },
       };
-      if (usage.hostedToolUses !== undefined) {
-        const { hostedToolUses, prices: withTools } = billedAt(usage, prices);
-        if (hostedToolUses !== undefined) {
-          event.data.hostedToolUses = hostedToolUses;
-          event.data.prices = withTools;
-        }
-      }
+      if (billed.hostedToolUses !== undefined) event.data.hostedToolUses = billed.hostedToolUses;
       if (command.usageFlag !== undefined) event.data.usageFlag = command.usageFlag;
       const estimated = checkedEstimated(command.estimated);
       if (estimated !== undefined) event.data.estimated = estimated;
@@ -537,6 +526,7 @@ function billedAt(usage: TokenUsage, prices: TokenPrices) {
       output: prices.output,
     },
   };
+  if (usage.hostedToolUses === undefined) return billed;
   const uses: HostedToolCounts = {};
   const usePrices: HostedToolPrices = {};
   for (const toolClass of HOSTED_TOOL_CLASSES) {
