@@ -28,6 +28,23 @@ describe('canonical JSON (RFC 8785)', () => {
     expect(() => canonicalJson({ x: NaN })).toThrow(/no form/);
   });
 
+  it('orders any set of member names as a sort by UTF-16 code units does, small sets and large', () => {
+    // Deterministic pseudo-random names (a fixed LCG), ASCII and beyond, a few to past the in-place sort's bound.
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    for (const size of [0, 1, 2, 3, 17, 32, 33, 80]) {
+      const value: Record<string, number> = {};
+      while (Object.keys(value).length < size) {
+        const name = Array.from({ length: 1 + (next() % 6) }, () =>
+          String.fromCharCode(next() % 3 === 0 ? 0x80 + (next() % 0x2000) : 0x30 + (next() % 0x4b)),
+        ).join('');
+        value[name] = size;
+      }
+      const sorted = Object.keys(value).sort();
+      expect(canonicalJson(value)).toBe(`{${sorted.map((k) => `${JSON.stringify(k)}:${size}`).join(',')}}`);
+    }
+  });
+
   it('links an event as SHA-256 of the RFC 8785 text of its predecessor’s link and its content', () => {
     const event = {
       streamId: 'credits-o',
