@@ -1,5 +1,5 @@
 import cluster from 'node:cluster';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
 import { metricsOfTheSet } from './cluster-metrics';
 import type { RequestFacts } from './request-facts';
 
@@ -62,6 +62,97 @@ class Tally {
     const entry = this.series.get(key);
     if (entry === undefined) this.series.set(key, { pending: n, shown: false });
     else entry.pending += n;
+  }
+}
+
+/** One series of a TalliedHistogram: its label values, observations per bucket (the last past every bound), their sum. */
+interface HistogramSeries {
+  labels: Record<string, string>;
+  counts: number[];
+  sum: number;
+  count: number;
+}
+
+/**
+ * A histogram fed per request through a plain map, as Tally feeds a counter: an observation finds
+ * its series by one key and its bucket by a loop, and prom-client formats what it holds when scraped
+ * (the samples a prom-client Histogram gives: cumulative `_bucket`s with `le`, `_sum`, `_count`).
+ * prom-client's own would build a label object and hash it on every observation.
+ */
+export class TalliedHistogram {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  private readonly series = new Map<string, HistogramSeries>();
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly labelNames: readonly string[],
+    private readonly bounds: readonly number[],
+    registry: Registry,
+  ) {
+    registry.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0]);
+    // Without labels its one series shows from the start, at 0 (as prom-client's does).
+    if (labelNames.length === 0) this.seriesOf('');
+  }
+
+  private seriesOf(key: string): HistogramSeries {
+    let series = this.series.get(key);
+    if (series === undefined) {
+      const labels: Record<string, string> = {};
+      const values = key.split(SEP);
+      this.labelNames.forEach((name, i) => (labels[name] = values[i]));
+      series = { labels, counts: new Array<number>(this.bounds.length + 1).fill(0), sum: 0, count: 0 };
+      this.series.set(key, series);
+    }
+    return series;
+  }
+
+  /** Observes `value` in the series of the label values in `key` (joined by SEP, in the order of the label names). */
+  observe(key: string, value: number): void {
+    const series = this.seriesOf(key);
+    let bucket = 0;
+    while (bucket < this.bounds.length && value > this.bounds[bucket]) bucket++;
+    series.counts[bucket] += 1;
+    series.sum += value;
+    series.count += 1;
+  }
+
+  /** As prom-client's histogram gives them for text: `le` as the sample's label, the series' labels shared. */
+  getForPromString() {
+    type Sample = {
+      labels: { le?: number | string };
+      sharedLabels: Record<string, string>;
+      value: number;
+      metricName: string;
+      exemplar?: null;
+    };
+    const values: Sample[] = [];
+    const bucket = `${this.name}_bucket`;
+    for (const { labels, counts, sum, count } of this.series.values()) {
+      let cumulative = 0;
+      this.bounds.forEach((le, i) => {
+        cumulative += counts[i];
+        values.push({ labels: { le }, sharedLabels: labels, value: cumulative, metricName: bucket, exemplar: null });
+      });
+      values.push({ labels: { le: '+Inf' }, sharedLabels: labels, value: count, metricName: bucket, exemplar: null });
+      values.push({ labels: {}, sharedLabels: labels, value: sum, metricName: `${this.name}_sum` });
+      values.push({ labels: {}, sharedLabels: labels, value: count, metricName: `${this.name}_count` });
+    }
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+  }
+
+  /** As prom-client's histogram gives them as JSON (what a worker set's primary sums): each sample's labels whole. */
+  get() {
+    const text = this.getForPromString();
+    return {
+      ...text,
+      values: text.values.map(({ labels, sharedLabels, ...sample }) => ({ ...sample, labels: { ...labels, ...sharedLabels } })),
+    };
+  }
+
+  reset(): void {
+    this.series.clear();
   }
 }
 
@@ -150,19 +241,20 @@ export class GatewayMetrics {
     }
   }
 
-  private readonly appends = new Histogram({
-    name: 'gateway_event_log_append_seconds',
-    help: 'Time to append to the event log (durable when it returns)',
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [this.registry],
-  });
-  private readonly upstream = new Histogram({
-    name: 'gateway_upstream_duration_seconds',
-    help: 'Time of the call to the host that served (or last failed), from its start to its end',
-    labelNames: ['host'] as const,
-    buckets: SECONDS,
-    registers: [this.registry],
-  });
+  private readonly appends = new TalliedHistogram(
+    'gateway_event_log_append_seconds',
+    'Time to append to the event log (durable when it returns)',
+    [],
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    this.registry,
+  );
+  private readonly upstream = new TalliedHistogram(
+    'gateway_upstream_duration_seconds',
+    'Time of the call to the host that served (or last failed), from its start to its end',
+    ['host'],
+    SECONDS,
+    this.registry,
+  );
 
   /** Hosts' circuits and measured health, read when scraped; a host and model gone from the window is dropped. */
   private routingGauges(routing: NonNullable<MetricSources['routing']>): void {
@@ -226,7 +318,7 @@ export class GatewayMetrics {
 
   /** One append to the event log, timed. */
   observeAppend(seconds: number): void {
-    this.appends.observe(seconds);
+    this.appends.observe('', seconds);
   }
 
   private readonly requests = new Tally({
@@ -235,20 +327,20 @@ export class GatewayMetrics {
     labelNames: ['surface', 'model', 'host', 'status'] as const,
     registers: [this.registry],
   });
-  private readonly duration = new Histogram({
-    name: 'gateway_request_duration_seconds',
-    help: 'Time from a request arriving to its reply ending, by surface and model',
-    labelNames: ['surface', 'model'] as const,
-    buckets: SECONDS,
-    registers: [this.registry],
-  });
-  private readonly ttft = new Histogram({
-    name: 'gateway_time_to_first_token_seconds',
-    help: 'Time from a request arriving to its first output, by host',
-    labelNames: ['host'] as const,
-    buckets: SECONDS,
-    registers: [this.registry],
-  });
+  private readonly duration = new TalliedHistogram(
+    'gateway_request_duration_seconds',
+    'Time from a request arriving to its reply ending, by surface and model',
+    ['surface', 'model'],
+    SECONDS,
+    this.registry,
+  );
+  private readonly ttft = new TalliedHistogram(
+    'gateway_time_to_first_token_seconds',
+    'Time from a request arriving to its first output, by host',
+    ['host'],
+    SECONDS,
+    this.registry,
+  );
   private readonly tokens = new Tally({
     name: 'gateway_tokens_total',
     help: 'Tokens billed, by class, model and host',
@@ -287,9 +379,9 @@ export class GatewayMetrics {
     const host = facts.host ?? '';
     const modelHost = model + SEP + host;
     this.requests.add(facts.surface + SEP + modelHost + SEP + status);
-    this.duration.observe({ surface: facts.surface, model }, latencyMs / 1000);
-    if (facts.ttftMs !== undefined) this.ttft.observe({ host }, facts.ttftMs / 1000);
-    if (facts.upstreamMs !== undefined) this.upstream.observe({ host }, facts.upstreamMs / 1000);
+    this.duration.observe(facts.surface + SEP + model, latencyMs / 1000);
+    if (facts.ttftMs !== undefined) this.ttft.observe(host, facts.ttftMs / 1000);
+    if (facts.upstreamMs !== undefined) this.upstream.observe(host, facts.upstreamMs / 1000);
     if (facts.fallback === true) this.fallbacks.add(model);
     if (facts.attempts !== undefined) for (const a of facts.attempts) this.attempts.add(a.host + SEP + model + SEP + a.reason);
     if (facts.host === undefined && facts.outcome !== undefined && status >= 400 && status < 500) {
