@@ -108,7 +108,9 @@ export class InferenceHandler
         if (standing === 'out') (out ??= new Set()).add(host.id);
         else if (standing === 'cooling') (cooling ??= new Set()).add(host.id);
       }
-    const conversation = this.config.stickyRouting ? (routing?.conversation ?? null) : null;
+    // Stickiness chooses among hosts: with one, there is nothing to remember.
+    const choices = models.reduce((hosts, model) => hosts + model.hosts.length, 0);
+    const conversation = this.config.stickyRouting && choices > 1 ? (routing?.conversation() ?? null) : null;
     const sticky = conversation
       ? await this.sticky
           .hostsOf(

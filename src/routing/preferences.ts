@@ -13,8 +13,21 @@ export interface RoutingAsk {
   provider: ProviderPreferences;
   /** Models to try after the one asked for, in order (catalogue slugs or UUIDs). */
   models: string[];
-  /** The conversation the request continues, when it can be told (see conversationOf). */
-  conversation: Conversation | null;
+  /**
+   * The conversation the request continues, when it can be told (see conversationOf): worked out
+   * when first asked, once. Routing asks only when it has hosts to choose among: an agent's prompt
+   * prefix is not serialized and hashed for a model served by one host.
+   */
+  conversation: () => Conversation | null;
+}
+
+/** The conversation of `request`, worked out on the first call and kept. */
+function conversationWhenAsked(
+  request: CanonicalRequest,
+  headers: Record<string, string | string[] | undefined>,
+): () => Conversation | null {
+  let conversation: Conversation | null | undefined;
+  return () => (conversation === undefined ? (conversation = conversationOf(request, headers)) : conversation);
 }
 
 /** A conversation, as a hash its stickiness is stored under, and how long a host's cache of it lives. */
@@ -192,7 +205,7 @@ export function routingOfBody(
   return {
     provider: providerPreferences(body.provider),
     models: fallbackModels(body.models, asked),
-    conversation: conversationOf(request, headers),
+    conversation: conversationWhenAsked(request, headers),
   };
 }
 
@@ -205,7 +218,7 @@ export function routingOfHeaders(
   return {
     provider: providerPreferences(headerJson(headers[PROVIDER_HEADER], PROVIDER_HEADER, false), PROVIDER_HEADER),
     models: fallbackModels(headerJson(headers[MODELS_HEADER], MODELS_HEADER, true), asked, MODELS_HEADER),
-    conversation: conversationOf(request, headers),
+    conversation: conversationWhenAsked(request, headers),
   };
 }
 

@@ -1,5 +1,9 @@
 import { chargeFor, parseCredits, reservationFor, TokenPrices } from '../../src/ledger/money';
 import { CreditsReserved, ReservationSettled, settledPrices, settledUsage } from '../../src/ledger/ledger.events';
+import type { CanonicalRequest } from '../../src/canonical/canonical';
+import { conversationOf } from '../../src/routing/preferences';
+import { STICKY_ROUTES } from '../../src/routing/routing.providers';
+import type { StickyRoutes } from '../../src/routing/sticky';
 import type { FakeUpstream, ReceivedRequest } from '../support/fake-upstream';
 import { auditThenClose, startGateway, TestGateway } from '../support/gateway';
 import { LogCapture } from '../support/log-capture';
@@ -408,6 +412,26 @@ describe('routing', () => {
       expect((await turn('conversation-a')).status).toBe(200);
       expect((await turn('conversation-a')).status).toBe(200);
       expect(calledSince(g.fake, later)).toEqual(['fake-sticky-2', 'fake-sticky-1', 'fake-sticky-1']);
+    });
+
+    it('remembers a conversation only for a model with hosts to choose among (one host: its prompt is not even hashed)', async () => {
+      const sticky = g.app.get<StickyRoutes>(STICKY_ROUTES);
+      const named = (key: string) =>
+        conversationOf(
+          {
+            messages: [],
+            original: { format: 'chat-completions', body: { prompt_cache_key: key } },
+          } as unknown as CanonicalRequest,
+          {},
+        )!;
+      expect((await turn('conversation-two-hosts')).status).toBe(200);
+      expect((await ask(g, CHAT_COMPLETIONS, 'test/primary', {}, { prompt_cache_key: 'conversation-one-host' })).status).toBe(
+        200,
+      );
+      expect(await sticky.hostsOf(g.orgId, named('conversation-two-hosts'), ['test/sticky'])).toEqual(
+        new Map([['test/sticky', 'sticky-1']]),
+      );
+      expect(await sticky.hostsOf(g.orgId, named('conversation-one-host'), ['test/primary'])).toEqual(new Map());
     });
 
     it('an explicit order wins over the conversation’s host', async () => {
