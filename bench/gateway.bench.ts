@@ -45,7 +45,7 @@
  *
  * A messages or Responses target gets its rows when that route answers 200.
  * Smaller runs for a quick check: BENCH_ROUNDS, BENCH_SEQUENTIAL, BENCH_RATE_SECONDS,
- * BENCH_TTFB, BENCH_THROUGHPUT_SECONDS, BENCH_STREAMS.
+ * BENCH_TTFB, BENCH_THROUGHPUT_SECONDS, BENCH_STREAMS. BENCH_PROMPT=agent: agent-sized requests.
  */
 import { arch, cpus, loadavg, platform } from 'node:os';
 import { resolve } from 'node:path';
@@ -195,12 +195,48 @@ interface Subject extends Target {
 
 const CHAT_MESSAGES = [{ role: 'user', content: 'Hello there, how are you?' }];
 const json = (body: object) => JSON.stringify(body);
+
+/**
+ * BENCH_PROMPT=agent: every request carries what a coding agent sends on each turn, in its surface's
+ * own format: about 8 KB of instructions and 24 tools with JSON Schemas (a 34 KB chat completion).
+ * Otherwise a one-line prompt, which measures the gateway's cost per request rather than per byte.
+ */
+const AGENT = process.env.BENCH_PROMPT === 'agent';
+const AGENT_INSTRUCTIONS = 'You are a coding agent working in a repository. '.repeat(170);
+const AGENT_TOOLS = Array.from({ length: 24 }, (_, i) => ({
+  name: `tool_${i}`,
+  description: `Does thing number ${i}. ${'Use it carefully when the user asks for it, and only then. '.repeat(6)}`,
+  schema: {
+    type: 'object',
+    properties: Object.fromEntries(
+      Array.from({ length: 6 }, (_, j) => [
+        `arg${j}`,
+        { type: 'string', description: `Argument ${j} of the tool, as a path or a pattern.` },
+      ]),
+    ),
+    required: ['arg0'],
+  },
+}));
+const AGENT_ASK = 'Please fix the failing test in src/app.ts.';
+
 /** A chat completion's bodies; `cacheKey`: a `prompt_cache_key`, which sticky routing follows. */
 const chat = (model: string, maxTokens: number, cacheKey?: string) => {
   const key = cacheKey === undefined ? {} : { prompt_cache_key: cacheKey };
+  const prompt = AGENT
+    ? {
+        messages: [
+          { role: 'system', content: AGENT_INSTRUCTIONS },
+          { role: 'user', content: AGENT_ASK },
+        ],
+        tools: AGENT_TOOLS.map((t) => ({
+          type: 'function',
+          function: { name: t.name, description: t.description, parameters: t.schema },
+        })),
+      }
+    : { messages: CHAT_MESSAGES };
   return {
-    plain: json({ model, messages: CHAT_MESSAGES, max_tokens: maxTokens, ...key }),
-    streamed: json({ model, messages: CHAT_MESSAGES, max_tokens: maxTokens, stream: true, ...key }),
+    plain: json({ model, ...prompt, max_tokens: maxTokens, ...key }),
+    streamed: json({ model, ...prompt, max_tokens: maxTokens, stream: true, ...key }),
   };
 };
 
@@ -278,7 +314,13 @@ function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subj
       json({
         model: gateway.model,
         max_tokens: 16,
-        messages: [{ role: 'user', content: 'Hello' }],
+        ...(AGENT
+          ? {
+              system: AGENT_INSTRUCTIONS,
+              messages: [{ role: 'user', content: AGENT_ASK }],
+              tools: AGENT_TOOLS.map((t) => ({ name: t.name, description: t.description, input_schema: t.schema })),
+            }
+          : { messages: [{ role: 'user', content: 'Hello' }] }),
         ...(stream ? { stream } : {}),
       });
     const target = {
@@ -293,7 +335,23 @@ function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subj
   };
   const responses = (key: Key, name: string, gateway: Gateway): Subject => {
     const body = (stream: boolean) =>
-      json({ model: gateway.model, max_output_tokens: 16, input: CHAT_MESSAGES, ...(stream ? { stream } : {}) });
+      json({
+        model: gateway.model,
+        max_output_tokens: 16,
+        ...(AGENT
+          ? {
+              instructions: AGENT_INSTRUCTIONS,
+              input: AGENT_ASK,
+              tools: AGENT_TOOLS.map((t) => ({
+                type: 'function',
+                name: t.name,
+                description: t.description,
+                parameters: t.schema,
+              })),
+            }
+          : { input: CHAT_MESSAGES }),
+        ...(stream ? { stream } : {}),
+      });
     const target = {
       key,
       label: `${name}, responses (billing on)`,
@@ -420,7 +478,8 @@ async function main(): Promise<void> {
   const keys = selectedKeys();
   console.log(
     `# Gateway bench: node ${process.version}, ${new Date().toISOString().slice(0, 10)}, ${platform()} ${arch()}, ` +
-      `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'CPU'}, ${ROUNDS} rounds, medians shown\n`,
+      `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'CPU'}, ${ROUNDS} rounds, medians shown` +
+      (AGENT ? '; agent-sized requests (BENCH_PROMPT=agent: 8 KB of instructions, 24 tools)\n' : '\n'),
   );
   if (BASELINE_DIR !== undefined && keys.some(isBaseline))
     console.log(
