@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import type { EventStore } from '../eventstore/event-store';
 import {
@@ -16,6 +17,8 @@ import { type AlertSecrets, signedHeaders } from './signing';
 
 /** Attempts one instance has in flight at most. */
 const MAX_IN_FLIGHT = 16;
+/** Once caught up with the log, the pause between two batches of it (see follow). */
+const FOLLOW_PAUSE_MS = 25;
 
 export interface DeliverySettings {
   /** The longest an attempt may take, from the request's start to the end of the receiver's answer. */
@@ -78,6 +81,9 @@ export class AlertDelivery {
           applied = batch[batch.length - 1].position;
           if (applied >= head) this.caughtUp = true;
           this.deliverDue();
+          // Caught up, the next batch is taken a moment later: every append would otherwise wake the
+          // follower for its one or two events; an alert leaves at most FOLLOW_PAUSE_MS later for it.
+          if (this.caughtUp) await sleep(FOLLOW_PAUSE_MS, undefined, { signal: this.stopping.signal });
         }
       } catch (error) {
         if (this.stopping.signal.aborted) return;

@@ -116,6 +116,51 @@ function addChains(db: Database.Database, rule: ChainRule | undefined): void {
 }
 
 /**
+ * A subscription's waits: for an append by this process, or the poll interval (other processes'
+ * appends), or the end. One timer and one listener of each for the whole subscription, armed again
+ * for each wait: every append wakes every subscription, and a timer and four listeners made and
+ * dropped each time cost more than the wait itself.
+ */
+class Waking {
+  private waiting: ((why: 'append' | 'poll') => void) | null = null;
+  private readonly onAppend = () => this.wake('append');
+  private readonly onPoll = () => this.wake('poll');
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly appended: EventEmitter,
+    private readonly signal: AbortSignal,
+    pollIntervalMs: number,
+  ) {
+    this.timer = setTimeout(this.onPoll, pollIntervalMs);
+    appended.on('append', this.onAppend);
+    signal.addEventListener('abort', this.onPoll);
+  }
+
+  /** The next wake: an append, or the poll interval from now (or the end, as a poll). */
+  next(): Promise<'append' | 'poll'> {
+    return new Promise((resolve) => {
+      this.waiting = resolve;
+      this.timer.refresh();
+    });
+  }
+
+  private wake(why: 'append' | 'poll'): void {
+    const waiting = this.waiting;
+    // Between waits the subscription reads what there is before it waits again: nothing is missed.
+    if (waiting === null) return;
+    this.waiting = null;
+    waiting(why);
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.appended.off('append', this.onAppend);
+    this.signal.removeEventListener('abort', this.onPoll);
+  }
+}
+
+/**
  * The embedded event log: one SQLite file in WAL mode with full fsync on commit, so an append
  * is durable when its promise resolves and a killed process never leaves a torn event.
  * Writes go through a writer thread (see sqlite-writer.worker.ts) that commits appends arriving
@@ -417,6 +462,7 @@ export class SqliteEventStore implements EventStore {
   async *subscribe(after: number, signal: AbortSignal, reached?: () => number): AsyncIterable<RecordedEvent[]> {
     const cursor: Cursor = { position: after, reached };
     this.cursors.add(cursor);
+    const waking = new Waking(this.appended, signal, this.pollIntervalMs);
     let readFile = true;
     try {
       while (!signal.aborted && !this.closed) {
@@ -432,30 +478,13 @@ export class SqliteEventStore implements EventStore {
           continue;
         }
         // Woken by this process's own append, the file has nothing else worth reading yet.
-        readFile = (await this.nextAppendOrPoll(signal)) === 'poll';
+        readFile = (await waking.next()) === 'poll';
       }
     } finally {
+      waking.stop();
       this.cursors.delete(cursor);
       this.forgetTaken();
     }
-  }
-
-  /** Wakes on an append by this process, or after the poll interval for other processes. */
-  private nextAppendOrPoll(signal: AbortSignal): Promise<'append' | 'poll'> {
-    // Plain listeners and a timer: abort signals per wait would cost an error object each time.
-    return new Promise((resolve) => {
-      const wake = (why: 'append' | 'poll') => {
-        clearTimeout(timer);
-        this.appended.off('append', onAppend);
-        signal.removeEventListener('abort', onPoll);
-        resolve(why);
-      };
-      const onAppend = () => wake('append');
-      const onPoll = () => wake('poll');
-      const timer = setTimeout(onPoll, this.pollIntervalMs);
-      this.appended.on('append', onAppend);
-      signal.addEventListener('abort', onPoll);
-    });
   }
 
   /**
