@@ -1,6 +1,5 @@
 import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
-import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { canonicalJson, type ChainRule, chainGenesis, chainIdOf, chainLink } from './event-chain';
@@ -19,6 +18,7 @@ const READ_BATCH = 1000;
 interface Cursor {
   position: number;
   reached?: () => number;
+  waking: Waking;
 }
 
 const placeOf = (cursor: Cursor): number =>
@@ -116,25 +116,27 @@ function addChains(db: Database.Database, rule: ChainRule | undefined): void {
 }
 
 /**
- * A subscription's waits: for an append by this process, or the poll interval (other processes'
- * appends), or the end. One timer and one listener of each for the whole subscription, armed again
- * for each wait: every append wakes every subscription, and a timer and four listeners made and
- * dropped each time cost more than the wait itself.
+ * A subscription's waits: for an append by this process that it has not reached, or the poll
+ * interval (other processes' appends), or the end. One timer and one listener for the whole
+ * subscription, armed again for each wait: a timer and listeners made and dropped on every append
+ * cost more than the wait itself.
  */
 class Waking {
   private waiting: ((why: 'append' | 'poll') => void) | null = null;
-  private readonly onAppend = () => this.wake('append');
   private readonly onPoll = () => this.wake('poll');
   private readonly timer: NodeJS.Timeout;
 
   constructor(
-    private readonly appended: EventEmitter,
     private readonly signal: AbortSignal,
     pollIntervalMs: number,
   ) {
     this.timer = setTimeout(this.onPoll, pollIntervalMs);
-    appended.on('append', this.onAppend);
     signal.addEventListener('abort', this.onPoll);
+  }
+
+  /** This process appended what the subscription has not reached (or the log closed). */
+  appended(): void {
+    this.wake('append');
   }
 
   /** The next wake: an append, or the poll interval from now (or the end, as a poll). */
@@ -155,7 +157,6 @@ class Waking {
 
   stop(): void {
     clearTimeout(this.timer);
-    this.appended.off('append', this.onAppend);
     this.signal.removeEventListener('abort', this.onPoll);
   }
 }
@@ -187,7 +188,6 @@ export class SqliteEventStore implements EventStore {
   private sendScheduled = false;
   /** How many appends the last batch sent held. */
   private lastBatch = 0;
-  private readonly appended = new EventEmitter();
   /**
    * This process's committed appends, in log order: subscribers take them from here instead
    * of reading back and parsing what was just written, whenever no other process's event lies
@@ -257,7 +257,6 @@ export class SqliteEventStore implements EventStore {
     }
     this.identity = identity.get()!.log_id;
     addChains(this.db, options.chain);
-    this.appended.setMaxListeners(0);
     this.statements = {
       readStream: this.db
         .prepare<[string], EventRow>(`SELECT ${COLUMNS} FROM events WHERE stream_id = ? ORDER BY revision`)
@@ -370,7 +369,8 @@ export class SqliteEventStore implements EventStore {
       if (behind) {
         for (const event of committed) this.recent.push(event);
         if (this.recent.length > RECENT_LIMIT) this.recent = this.recent.slice(this.recent.length - RECENT_LIMIT / 2);
-        this.appended.emit('append');
+        // Only those behind: a projector that applied the batch as it committed is not woken for it.
+        for (const cursor of this.cursors) if (placeOf(cursor) < last) cursor.waking.appended();
       }
     }
     for (let at = 0; at < results.length; at += RESULT_FIELDS) {
@@ -460,9 +460,9 @@ export class SqliteEventStore implements EventStore {
   }
 
   async *subscribe(after: number, signal: AbortSignal, reached?: () => number): AsyncIterable<RecordedEvent[]> {
-    const cursor: Cursor = { position: after, reached };
+    const waking = new Waking(signal, this.pollIntervalMs);
+    const cursor: Cursor = { position: after, reached, waking };
     this.cursors.add(cursor);
-    const waking = new Waking(this.appended, signal, this.pollIntervalMs);
     let readFile = true;
     try {
       while (!signal.aborted && !this.closed) {
@@ -535,7 +535,7 @@ export class SqliteEventStore implements EventStore {
         setTimeout(resolve, 10_000).unref();
       });
     await this.writer.terminate();
-    this.appended.emit('append');
+    for (const cursor of this.cursors) cursor.waking.appended();
     this.db.close();
   }
 }
