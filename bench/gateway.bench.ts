@@ -21,6 +21,8 @@
  *                      this checkout's gateway as `WORKERS=1` and `WORKERS=2` run it (needs REDIS_URL: a
  *                      worker set keeps its read models there, so the single process does too, to
  *                      compare like with like); its CPU is the primary's and the workers' together
+ *   baseline-workers-1, baseline-workers-2
+ *                      the same from BENCH_BASELINE_DIR
  *   peer               `@portkey-ai/gateway`, run locally
  *   baseline, baseline-messages, baseline-responses
  *                      the same gateway built from another checkout, BENCH_BASELINE_DIR (built: its
@@ -120,6 +122,8 @@ const KEYS = [
   'baseline',
   'baseline-messages',
   'baseline-responses',
+  'baseline-workers-1',
+  'baseline-workers-2',
 ] as const;
 type Key = (typeof KEYS)[number];
 const isKey = (key: string): key is Key => (KEYS as readonly string[]).includes(key);
@@ -133,6 +137,8 @@ const ONLY_NAMED: readonly Key[] = [
   'routed',
   'workers-1',
   'workers-2',
+  'baseline-workers-1',
+  'baseline-workers-2',
 ];
 
 /** The side-by-side tables' pairs: a target, what it is compared with, and the table's title. */
@@ -155,6 +161,17 @@ const PAIRS: Array<[after: Key, baseline: Key, title: string]> = [
     'workers-1',
     'Two worker processes (`WORKERS=2`) against one (`WORKERS=1`), both on Redis read models, paired round by round',
   ],
+  [
+    'workers-2',
+    'baseline-workers-2',
+    'Two worker processes (`WORKERS=2`) against BENCH_BASELINE_DIR as two (`baseline-workers-2`), paired round by round',
+  ],
+  [
+    'workers-1',
+    'baseline-workers-1',
+    'One worker process (`WORKERS=1`) against BENCH_BASELINE_DIR as one (`baseline-workers-1`), paired round by round',
+  ],
+  ['baseline-workers-2', 'baseline-workers-1', 'BENCH_BASELINE_DIR: two worker processes against one, paired round by round'],
   ['gateway', 'quiet', 'Request log at info and /metrics on (`gateway`) against both off (`quiet`), paired round by round'],
   [
     'limited',
@@ -265,14 +282,15 @@ function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subj
     startGateway(fast, slow, { name: 'routed gateway', root: ROOT, routing: true, env: { STICKY_ROUTING: 'on' } }),
   );
   // This checkout as one and as two worker processes, the read models in Redis for both (a worker set needs them there).
-  const workerSet = (workers: number) =>
+  const workerSet = (workers: number, root: string, name: string) =>
     once(() => {
-      if (!process.env.REDIS_URL)
-        throw new Error(`workers-${workers}: set REDIS_URL (a worker set keeps its read models in Redis)`);
-      return startGateway(fast, slow, { name: `gateway, WORKERS=${workers}`, root: ROOT, env: { WORKERS: String(workers) } });
+      if (!process.env.REDIS_URL) throw new Error(`${name}: set REDIS_URL (a worker set keeps its read models in Redis)`);
+      return startGateway(fast, slow, { name: `${name}, WORKERS=${workers}`, root, env: { WORKERS: String(workers) } });
     });
-  const oneWorker = workerSet(1);
-  const twoWorkers = workerSet(2);
+  const oneWorker = workerSet(1, ROOT, 'gateway');
+  const twoWorkers = workerSet(2, ROOT, 'gateway');
+  const baselineOneWorker = workerSet(1, BASELINE_DIR ?? '', 'baseline gateway');
+  const baselineTwoWorkers = workerSet(2, BASELINE_DIR ?? '', 'baseline gateway');
   const passThrough = once(() => startPassThrough(fast));
   const peer = once(startPeer);
 
@@ -391,6 +409,14 @@ function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subj
     }),
     'workers-2': async () => ({
       ...chatCompletions('workers-2', 'our gateway, WORKERS=2, Redis', await twoWorkers()),
+      streams: undefined,
+    }),
+    'baseline-workers-1': async () => ({
+      ...chatCompletions('baseline-workers-1', 'baseline gateway, WORKERS=1, Redis', await baselineOneWorker()),
+      streams: undefined,
+    }),
+    'baseline-workers-2': async () => ({
+      ...chatCompletions('baseline-workers-2', 'baseline gateway, WORKERS=2, Redis', await baselineTwoWorkers()),
       streams: undefined,
     }),
     baseline: async () => chatCompletions('baseline', 'baseline gateway', await baselineGateway()),

@@ -185,8 +185,9 @@ export class MemoryProjectionStore implements ReadModelStore {
     return swept;
   }
 
-  async apply(events: RecordedEvent[]): Promise<void> {
+  async apply(events: RecordedEvent[]): Promise<number> {
     this.applyNow(events);
+    return this.model.position;
   }
 
   applyNow(events: RecordedEvent[]): void {

@@ -19,7 +19,12 @@ export interface ProjectionStore extends CreditHolds, KeyLookup {
   /** Releases pending holds older than `now` whose event never arrived; returns how many. */
   sweepPendingHolds(now: number): Promise<number>;
 
-  apply(events: RecordedEvent[]): Promise<void>;
+  /**
+   * Applies a batch of the log, in order after what is applied. Resolves to the position up to which
+   * every event is applied: the batch's last, or further where other followers of the log (another
+   * worker, another instance) have applied more; events they had applied already are not applied again.
+   */
+  apply(events: RecordedEvent[]): Promise<number>;
   /** The same at once, where the read models are in this process (no I/O to wait for). */
   applyNow?(events: RecordedEvent[]): void;
   /** The position up to which every event has been applied. */

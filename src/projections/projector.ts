@@ -277,8 +277,8 @@ export class Projector {
           const batch = read[0].position > this.applied ? read : read.filter((event) => event.position > this.applied);
           if (batch.length === 0) continue;
           await this.inTurn(async () => {
-            await this.applyWithRecovery(batch);
-            this.applied = batch[batch.length - 1].position;
+            // Further than the batch when other followers applied more: the subscription goes on from there.
+            this.applied = Math.max(batch[batch.length - 1].position, await this.applyWithRecovery(batch));
           });
           if (this.waiters.length > 0) this.settleWaiters(Date.now());
         }
@@ -335,12 +335,13 @@ export class Projector {
     if (this.waiters.length > 0) this.settleWaiters(Date.now());
   }
 
-  private async applyWithRecovery(batch: Parameters<ProjectionStore['apply']>[0]): Promise<void> {
+  /** Applies a batch (see ProjectionStore.apply); resolves to the position every event up to is applied. */
+  private async applyWithRecovery(batch: Parameters<ProjectionStore['apply']>[0]): Promise<number> {
     for (;;) {
       try {
-        await this.store.apply(batch);
+        const applied = await this.store.apply(batch);
         this.failure = null;
-        return;
+        return applied;
       } catch (error) {
         if (!(error instanceof ReadModelsLostError) || this.abort.signal.aborted) throw error;
         this.log('projector: read models missing in Redis; rebuilding from the log');

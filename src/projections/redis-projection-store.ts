@@ -394,13 +394,19 @@ export class RedisProjectionStore implements ReadModelStore {
 
   /**
    * Applies a batch: each organization's writes in one script, then the shared writes, all
-   * pipelined; throws ReadModelsLostError if Redis lost the read models.
+   * pipelined; throws ReadModelsLostError if Redis lost the read models. Resolves to the shared
+   * checkpoint. What the checkpoint already covers is skipped: another follower of the log (a worker
+   * of the same set, another instance) applied it, and advanced the checkpoint only after all of it
+   * was written, so it is neither folded nor sent again.
    */
-  async apply(events: RecordedEvent[]): Promise<void> {
-    if (events.length === 0) return;
-    if (this.built && !(await this.client.exists(this.checkpointKey))) throw new ReadModelsLostError();
+  async apply(events: RecordedEvent[]): Promise<number> {
+    const last = events.length === 0 ? 0 : events[events.length - 1].position;
+    const stored = await this.client.get(this.checkpointKey);
+    if (stored === null && this.built) throw new ReadModelsLostError();
+    const checkpoint = stored === null ? 0 : Number(stored);
+    if (checkpoint >= last) return checkpoint;
     const batch = new RedisBatch(this, this.requestLogRetention);
-    for (const event of events) foldEvent(event, batch);
+    for (const event of events) if (event.position > checkpoint) foldEvent(event, batch);
     try {
       await this.write(batch, 'sha');
     } catch (error) {
@@ -411,13 +417,13 @@ export class RedisProjectionStore implements ReadModelStore {
       await this.write(batch, 'eval');
     }
     await this.replicated();
-    const last = events[events.length - 1].position;
     // Read models started here from nothing are of this schema and this log (before the checkpoint says they exist).
     if (!this.built)
       await Promise.all([this.client.set(this.schemaKey, READ_MODEL_SCHEMA), this.client.set(this.logIdKey, this.logId)]);
-    await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [last]);
+    const advanced = Number(await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [last]));
     await this.replicated(this.checkpointKey);
     this.built = true;
+    return advanced;
   }
 
   /**

@@ -171,11 +171,18 @@ if element and string.sub(element, 1, #n + 1) == n .. ' ' then return element en
 return false
 `;
 
-/** KEYS: checkpoint. ARGV: position. Writes the checkpoint if there is none, else moves it forward only. */
+/**
+ * KEYS: checkpoint. ARGV: position. Writes the checkpoint if there is none, else moves it forward
+ * only. Returns the checkpoint as it stands after (further than ARGV[1] when another follower got
+ * further).
+ */
 export const ADVANCE_CHECKPOINT = `
 local current = redis.call('GET', KEYS[1])
-if not current or tonumber(ARGV[1]) > tonumber(current) then redis.call('SET', KEYS[1], ARGV[1]) end
-return 1
+if not current or tonumber(ARGV[1]) > tonumber(current) then
+  redis.call('SET', KEYS[1], ARGV[1])
+  return ARGV[1]
+end
+return current
 `;
 
 /** KEYS: lock. ARGV: token. Releases the lock only if this holder still has it. */

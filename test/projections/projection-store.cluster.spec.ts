@@ -1,5 +1,9 @@
 import { RedisProjectionStore } from '../../src/projections/redis-projection-store';
-import { describeProjectionStore, describeRedisReadModelsLost } from '../support/projection-store-contract';
+import {
+  describeProjectionStore,
+  describeRedisFollowersSharing,
+  describeRedisReadModelsLost,
+} from '../support/projection-store-contract';
 import { uniquePrefix } from '../support/redis';
 import { describeWithRedisCluster, RedisCluster, startRedisCluster } from '../support/redis-cluster';
 
@@ -21,4 +25,5 @@ describeWithRedisCluster('projection store', () => {
     () => cluster.target,
     () => cluster.env,
   );
+  describeRedisFollowersSharing('Redis Cluster', () => cluster.target);
 });

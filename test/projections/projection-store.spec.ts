@@ -1,6 +1,10 @@
 import { MemoryProjectionStore } from '../../src/projections/memory-projection-store';
 import { RedisProjectionStore } from '../../src/projections/redis-projection-store';
-import { describeProjectionStore, describeRedisReadModelsLost } from '../support/projection-store-contract';
+import {
+  describeProjectionStore,
+  describeRedisFollowersSharing,
+  describeRedisReadModelsLost,
+} from '../support/projection-store-contract';
 import { describeWithRedis, testRedisUrl, uniquePrefix } from '../support/redis';
 
 describeProjectionStore('in-process', async () => new MemoryProjectionStore(5));
@@ -17,3 +21,5 @@ describeWithRedis('Redis', () =>
     () => ({}),
   ),
 );
+
+describeWithRedis('Redis', () => describeRedisFollowersSharing('Redis', () => ({ url: testRedisUrl()!, cluster: false })));

@@ -30,9 +30,9 @@ class RebuildingStore extends MemoryProjectionStore {
     this.lost = false;
   }
 
-  async apply(events: RecordedEvent[]): Promise<void> {
+  async apply(events: RecordedEvent[]): Promise<number> {
     if (this.loading) this.appliedWhileLoading = true;
-    await super.apply(events);
+    return super.apply(events);
   }
 }
 

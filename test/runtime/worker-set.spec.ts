@@ -1,15 +1,19 @@
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
+import { createClient } from 'redis';
 import request from 'supertest';
 import type { CreditsReserved, ReservationSettled } from '../../src/ledger/ledger.events';
 import { settledCharge } from '../../src/ledger/ledger.events';
+import type { RedisProjectionStore } from '../../src/projections/redis-projection-store';
+import { APPLY } from '../../src/projections/redis-scripts';
 import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
 import { serviceEnv, TEST_MODELS } from '../support/gateway';
 import { createKey } from '../support/keys';
 import { operatorTool, operatorToolJson } from '../support/operator-tool';
 import { Child, eventually, ROOT, startNode } from '../support/processes';
-import { describeWithRedis } from '../support/redis';
+import { describeWithRedis, testRedisUrl } from '../support/redis';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
 import { openCountingStream } from '../support/streams';
 import { tempDir } from '../support/temp';
@@ -265,6 +269,95 @@ describeWithRedis('WORKERS=2: one gateway of two processes', () => {
     expect(existsSync(join(env.DATA_DIR, 'gateway.pid'))).toBe(false);
     expect(await operatorToolJson(env, ['ledger', 'audit'])).toMatchObject({ clean: true, differences: [] });
   });
+});
+
+/**
+ * The positions of the log's events an APPLY script (EVALSHA or EVAL, as MONITOR prints it) carries
+ * for the organizations under `prefix`: ARGV is, for each event, its position, its creation flag and
+ * how many arguments its writes take, then those.
+ */
+function appliedPositions(line: string, prefix: string, applySha: string): number[] {
+  const words = [...line.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]);
+  const [command, script, keyCount] = words;
+  const isApply =
+    (command.toUpperCase() === 'EVALSHA' && script === applySha) ||
+    (command.toUpperCase() === 'EVAL' && script.includes('unknown read-model write'));
+  const keys = words.slice(3, 3 + Number(keyCount));
+  if (!isApply || !keys[0]?.startsWith(`${prefix}{org:`)) return [];
+  const args = words.slice(3 + Number(keyCount));
+  const positions: number[] = [];
+  for (let i = 0; i < args.length; i += 3 + Number(args[i + 2])) positions.push(Number(args[i]));
+  return positions;
+}
+
+describeWithRedis('WORKERS=2: each event is applied to the read models once for the set', () => {
+  let fake: FakeUpstream;
+  let t: TestRuntime;
+  let set: WorkerSet;
+
+  afterAll(async () => {
+    set?.primary.process.kill('SIGKILL');
+    for (const pid of set?.pids ?? []) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+    await fake?.close();
+    await t?.cleanup();
+  });
+
+  it("a worker reading the other worker's events from the log skips those the other has applied: no event sent to Redis twice", async () => {
+    fake = await startFakeUpstream();
+    // Followers wake on their own appends (the longest poll: none within the test): each worker reads the
+    // other's events when its next request appends, after the other has applied them (requests one at a time).
+    const quiet = { ...TIMING, LOG_POLL_MS: '10000' };
+    t = await openTestRuntime({ redis: true, env: quiet });
+    const env: Record<string, string> = { ...serviceEnv(t, fake, quiet), WORKERS: '2' };
+    const orgId = await fundedOrganization(t.runtime, 100_000_000_000);
+    const key = (await createKey(t.runtime, orgId, 'set')).secret;
+    await t.runtime.projector.catchUp();
+    set = await startWorkerSet(env);
+    fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
+
+    const applySha = createHash('sha1').update(APPLY).digest('hex');
+    // This test's own runtime follows the log too: only the workers' connections are counted.
+    const runtimeClient = (await (t.runtime.projections as RedisProjectionStore).client.clientInfo()).addr;
+    const senders = new Map<number, Set<string>>();
+    const monitor = createClient({ url: testRedisUrl()! });
+    await monitor.connect();
+    try {
+      await monitor.monitor((line: string) => {
+        const client = /\[\d+ ([^\]]+)\]/.exec(line)?.[1] ?? '';
+        if (client === runtimeClient) return;
+        for (const position of appliedPositions(line, env.REDIS_PREFIX, applySha)) {
+          const from = senders.get(position) ?? new Set<string>();
+          senders.set(position, from.add(client));
+        }
+      });
+      const before = await t.runtime.events.headPosition();
+      const workers = new Set<number>();
+      // One at a time, each on a connection of its own: the primary hands them to the workers in turn.
+      for (let i = 0; i < 12; i++) {
+        const reply = await answeredOnNewConnection(set.base, key);
+        expect(reply.status).toBe(200);
+        workers.add(reply.worker);
+      }
+      expect(workers).toEqual(new Set(set.pids));
+      const head = await t.runtime.events.headPosition();
+      // Every event of the requests reached Redis (each reply waited for its own)…
+      await eventually(() => [...senders.keys()].some((p) => p >= head));
+      const ours = [...senders].filter(([position]) => position > before);
+      expect(ours.length).toBeGreaterThanOrEqual(24);
+      // …from both workers' connections, and each from one of them only.
+      expect(new Set(ours.flatMap(([, from]) => [...from])).size).toBe(2);
+      expect(ours.filter(([, from]) => from.size > 1).map(([position]) => position)).toEqual([]);
+    } finally {
+      await monitor.close();
+    }
+    expect(await operatorToolJson(env, ['ledger', 'audit'])).toMatchObject({ clean: true, differences: [] });
+  }, 60_000);
 });
 
 describe('WORKERS=2 without REDIS_URL', () => {

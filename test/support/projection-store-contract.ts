@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import type { RecordedEvent } from '../../src/eventstore/event-store';
 import { loadConfig } from '../../src/config/config';
@@ -6,6 +7,7 @@ import { ReadModel } from '../../src/projections/read-model';
 import { availableOf } from '../../src/projections/read-models';
 import { ReadModelsLostError, RedisProjectionStore } from '../../src/projections/redis-projection-store';
 import { scanKeys, type RedisTarget } from '../../src/projections/redis-client';
+import { APPLY } from '../../src/projections/redis-scripts';
 import { openRuntime } from '../../src/runtime/runtime';
 import { uniquePrefix } from './redis';
 import { openTestRuntime } from './runtime';
@@ -507,6 +509,54 @@ export function describeRedisReadModelsLost(name: string, target: () => RedisTar
         await second.projections.reset();
         await second.close();
         rmSync(first.env.DATA_DIR, { recursive: true, force: true });
+      }
+    });
+  });
+}
+
+/**
+ * Several followers of one log sharing read models in Redis (the workers of a set, instances): what
+ * the shared checkpoint covers, another follower has applied; it is neither folded nor sent again.
+ */
+export function describeRedisFollowersSharing(name: string, target: () => RedisTarget) {
+  describe(`${name} read models shared by followers`, () => {
+    it("a follower's batch is sent only past the shared checkpoint, and its apply answers the checkpoint", async () => {
+      const prefix = uniquePrefix('sharing');
+      const first = await RedisProjectionStore.connect(target(), prefix, 5, 'test-log');
+      const second = await RedisProjectionStore.connect(target(), prefix, 5, 'test-log');
+      try {
+        const log = sampleLog();
+        log.push({
+          type: 'CreditsGranted',
+          data: { orgId: 'org-a', grantId: 'g2', amount: 500, reason: 'r', grantedAt: 8 },
+          streamId: 's',
+          revision: 0,
+          position: 8,
+          recordedAt: 0,
+        });
+        expect(await first.apply(log.slice(0, 7))).toBe(7);
+        expect(await second.checkpoint()).toBe(7);
+        // What the second follower sends by script (EVALSHA, or EVAL after NOSCRIPT), observed on its way to Redis.
+        const evalSha = jest.spyOn(second.client, 'evalSha');
+        const evalScript = jest.spyOn(second.client, 'eval');
+        // Wholly covered (the first follower applied it): nothing sent; the answer is past the batch.
+        expect(await second.apply(log.slice(0, 4))).toBe(7);
+        expect(evalSha).not.toHaveBeenCalled();
+        expect(evalScript).not.toHaveBeenCalled();
+        // Partly covered: only the event past the checkpoint is folded and sent (APPLY's ARGV[1]: its position).
+        expect(await second.apply(log.slice(4))).toBe(8);
+        const applySha = createHash('sha1').update(APPLY).digest('hex');
+        const applied = [...evalSha.mock.calls, ...evalScript.mock.calls]
+          .filter(([script]) => script === APPLY || script === applySha)
+          .map(([, options]) => Number((options as { arguments: string[] }).arguments[0]));
+        expect(new Set(applied)).toEqual(new Set([8]));
+        expect(await first.balance('org-a')).toEqual({ granted: 1_500, spent: 250, reserved: 200, pending: 0 });
+        expect(await first.checkpoint()).toBe(8);
+      } finally {
+        jest.restoreAllMocks();
+        await first.reset();
+        await first.close();
+        await second.close();
       }
     });
   });
