@@ -76,6 +76,7 @@ import {
   startUpstream,
   Upstream,
 } from './gateway/processes';
+import { AGENT, AGENT_ASK, AGENT_INSTRUCTIONS, AGENT_TOOLS, chat, CHAT_MESSAGES, json } from './gateway/prompts';
 
 const env = (name: string, fallback: number) => {
   const value = Number(process.env[name] ?? fallback);
@@ -209,53 +210,6 @@ interface Subject extends Target {
   /** The memory test's requests: streams from the slow upstream, held open. */
   streams?: Target;
 }
-
-const CHAT_MESSAGES = [{ role: 'user', content: 'Hello there, how are you?' }];
-const json = (body: object) => JSON.stringify(body);
-
-/**
- * BENCH_PROMPT=agent: every request carries what a coding agent sends on each turn, in its surface's
- * own format: about 8 KB of instructions and 24 tools with JSON Schemas (a 34 KB chat completion).
- * Otherwise a one-line prompt, which measures the gateway's cost per request rather than per byte.
- */
-const AGENT = process.env.BENCH_PROMPT === 'agent';
-const AGENT_INSTRUCTIONS = 'You are a coding agent working in a repository. '.repeat(170);
-const AGENT_TOOLS = Array.from({ length: 24 }, (_, i) => ({
-  name: `tool_${i}`,
-  description: `Does thing number ${i}. ${'Use it carefully when the user asks for it, and only then. '.repeat(6)}`,
-  schema: {
-    type: 'object',
-    properties: Object.fromEntries(
-      Array.from({ length: 6 }, (_, j) => [
-        `arg${j}`,
-        { type: 'string', description: `Argument ${j} of the tool, as a path or a pattern.` },
-      ]),
-    ),
-    required: ['arg0'],
-  },
-}));
-const AGENT_ASK = 'Please fix the failing test in src/app.ts.';
-
-/** A chat completion's bodies; `cacheKey`: a `prompt_cache_key`, which sticky routing follows. */
-const chat = (model: string, maxTokens: number, cacheKey?: string) => {
-  const key = cacheKey === undefined ? {} : { prompt_cache_key: cacheKey };
-  const prompt = AGENT
-    ? {
-        messages: [
-          { role: 'system', content: AGENT_INSTRUCTIONS },
-          { role: 'user', content: AGENT_ASK },
-        ],
-        tools: AGENT_TOOLS.map((t) => ({
-          type: 'function',
-          function: { name: t.name, description: t.description, parameters: t.schema },
-        })),
-      }
-    : { messages: CHAT_MESSAGES };
-  return {
-    plain: json({ model, ...prompt, max_tokens: maxTokens, ...key }),
-    streamed: json({ model, ...prompt, max_tokens: maxTokens, stream: true, ...key }),
-  };
-};
 
 /** How to reach each target; a target's process is started once, when the first target needing it is made. */
 function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subject>> {

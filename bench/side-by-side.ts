@@ -1,0 +1,80 @@
+/**
+ * Two gateways under load at the same moment, round after round: this checkout's and another
+ * build's (BENCH_BASELINE_DIR; without it, this checkout twice: the noise floor), each at
+ * SIDE_CONNECTIONS connections in a closed loop on the same upstream. On a machine shared with other
+ * jobs, builds measured one after the other meet different moments of it; measured together they
+ * meet the same one, and their CPU per request compares to within a few percent where alternating
+ * rounds of the gateway bench varied by tens. SIDE_ENV (JSON) adds variables to this checkout's
+ * gateway alone, to compare two settings of one build (`{"LOG_LEVEL":"silent"}`). BENCH_PROMPT=agent
+ * sends agent-sized requests; BENCH_ROUNDS (8) and BENCH_THROUGHPUT_SECONDS (3) size the run.
+ */
+import { resolve } from 'node:path';
+import { throughput, type Target } from './gateway/load';
+import { cleanUp, describeCheckout, type Gateway, ROOT, startGateway, startUpstream } from './gateway/processes';
+import { AGENT, chat } from './gateway/prompts';
+
+const count = (name: string, fallback: number) => {
+  const value = Number(process.env[name] ?? fallback);
+  return Number.isFinite(value) && value > 0 ? value : fallback;
+};
+const ROUNDS = count('BENCH_ROUNDS', 8);
+const SECONDS = count('BENCH_THROUGHPUT_SECONDS', 3);
+const CONNECTIONS = count('SIDE_CONNECTIONS', 25);
+const OTHER = process.env.BENCH_BASELINE_DIR ? resolve(process.env.BENCH_BASELINE_DIR) : ROOT;
+const SETTINGS = JSON.parse(process.env.SIDE_ENV ?? '{}') as Record<string, string>;
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const ratio = (x: number) => `×${x.toFixed(3)}`;
+
+function target(name: string, gateway: Gateway): Target {
+  return {
+    key: name,
+    label: name,
+    origin: `http://127.0.0.1:${gateway.port}`,
+    path: '/api/v1/chat/completions',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${gateway.secret}` },
+    body: chat(gateway.model, 16),
+  };
+}
+
+async function main(): Promise<void> {
+  const fast = await startUpstream('upstream', { firstTokenMs: 0, tokensPerSecond: 0 });
+  const slow = await startUpstream('slow upstream', { firstTokenMs: 0, tokensPerSecond: 2 });
+  const before = await startGateway(fast, slow, { name: 'other build', root: OTHER });
+  const after = await startGateway(fast, slow, { name: 'this checkout', root: ROOT, env: SETTINGS });
+  const targets = [target('other', before), target('this', after)];
+  const pids = [before.child.pid, after.child.pid];
+  console.log(
+    `# Side by side: this checkout (${describeCheckout(ROOT)}${Object.keys(SETTINGS).length > 0 ? `, with ${JSON.stringify(SETTINGS)}` : ''}) ` +
+      `against ${OTHER === ROOT ? 'itself (the noise floor)' : `${OTHER} (${describeCheckout(OTHER)})`}, ` +
+      `${CONNECTIONS} connections each, at once, ${ROUNDS} rounds of ${SECONDS} s${AGENT ? ', agent-sized requests' : ''}\n`,
+  );
+  console.log('| round | other: requests/s | CPU ms/request | this: requests/s | CPU ms/request | CPU this / other |');
+  console.log('| ---: | ---: | ---: | ---: | ---: | ---: |');
+  const cpuRatios: number[] = [];
+  const rpsRatios: number[] = [];
+  for (let round = 0; round <= ROUNDS; round++) {
+    // Round 0 warms both up and is not counted.
+    const [a, b] = await Promise.all(targets.map((t, i) => throughput(t, CONNECTIONS, 500, SECONDS * 1000, [pids[i]])));
+    for (const run of [a, b]) if (run.errors > 0) throw new Error(`a request failed: ${run.firstError}`);
+    if (round === 0) continue;
+    const cpu = b.cpuMsPerRequest[0] / a.cpuMsPerRequest[0];
+    cpuRatios.push(cpu);
+    rpsRatios.push(b.rps / a.rps);
+    console.log(
+      `| ${round} | ${a.rps.toFixed(0)} | ${a.cpuMsPerRequest[0].toFixed(3)} | ${b.rps.toFixed(0)} | ${b.cpuMsPerRequest[0].toFixed(3)} | ${ratio(cpu)} |`,
+    );
+  }
+  const sorted = [...cpuRatios].sort((x, y) => x - y);
+  console.log(
+    `\nCPU per request, this / other: median ${ratio(median(cpuRatios))} (rounds ${ratio(sorted[0])} … ${ratio(sorted[sorted.length - 1])}); ` +
+      `requests/s ${ratio(median(rpsRatios))}.`,
+  );
+}
+
+main()
+  .catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  })
+  .finally(() => cleanUp());
