@@ -60,24 +60,18 @@ function writeAllSync(fd: number, text: string): boolean {
   return true;
 }
 
-/** How long a log line may wait for company before its batch is written. */
-const BATCH_MS = 10;
-/** A batch this large is written at once (a pipe holds 64 KiB). */
-const BATCH_CHARS = 32 * 1024;
-
 /**
- * Standard output, written in batches: the lines logged within BATCH_MS leave in one synchronous
- * write, rather than a write (a system call, and the reader woken) per line as pino's default
- * destination makes; under load one write carries dozens of lines. What is pending when the process
- * exits (an uncaught error included) is written then; only a SIGKILL loses it, BATCH_MS at most.
+ * Standard output, written in batches: the lines logged in one turn of the event loop leave in
+ * one synchronous write after it, rather than a write (a system call) per line as pino's
+ * default destination makes. A line waits at most for the end of its turn; what is pending
+ * when the process exits is written then.
  */
 class BatchedStdout implements LogStream {
   private pending = '';
-  private timer: NodeJS.Timeout | null = null;
+  private scheduled = false;
   private open = true;
   private readonly writePending = (): void => {
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
+    this.scheduled = false;
     const lines = this.pending;
     this.pending = '';
     if (lines !== '' && this.open) this.open = writeAllSync(1, lines);
@@ -96,9 +90,9 @@ class BatchedStdout implements LogStream {
   write(line: string): void {
     if (!this.open) return;
     this.pending += line;
-    if (this.pending.length >= BATCH_CHARS) this.writePending();
-    // Unreferenced: a pending batch never keeps the process alive (it is written at exit).
-    else if (this.timer === null) this.timer = setTimeout(this.writePending, BATCH_MS).unref();
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(this.writePending);
   }
 }
 
