@@ -69,6 +69,7 @@ import {
   Gateway,
   memoryMiB,
   ROOT,
+  setting,
   startArgs,
   startGateway,
   startPassThrough,
@@ -78,18 +79,14 @@ import {
 } from './gateway/processes';
 import { AGENT, AGENT_ASK, AGENT_INSTRUCTIONS, AGENT_TOOLS, chat, CHAT_MESSAGES, json } from './gateway/prompts';
 
-const env = (name: string, fallback: number) => {
-  const value = Number(process.env[name] ?? fallback);
-  return Number.isFinite(value) && value > 0 ? value : fallback;
-};
-const ROUNDS = env('BENCH_ROUNDS', 5);
-const SEQUENTIAL = env('BENCH_SEQUENTIAL', 2000);
+const ROUNDS = setting('BENCH_ROUNDS', 5);
+const SEQUENTIAL = setting('BENCH_SEQUENTIAL', 2000);
 const RATE = 500;
-const RATE_SECONDS = env('BENCH_RATE_SECONDS', 5);
-const TTFB = env('BENCH_TTFB', 2000);
+const RATE_SECONDS = setting('BENCH_RATE_SECONDS', 5);
+const TTFB = setting('BENCH_TTFB', 2000);
 const CONNECTIONS = 50;
-const THROUGHPUT_SECONDS = env('BENCH_THROUGHPUT_SECONDS', 6);
-const STREAMS = env('BENCH_STREAMS', 1000);
+const THROUGHPUT_SECONDS = setting('BENCH_THROUGHPUT_SECONDS', 6);
+const STREAMS = setting('BENCH_STREAMS', 1000);
 const BASELINE_DIR = process.env.BENCH_BASELINE_DIR ? resolve(process.env.BENCH_BASELINE_DIR) : undefined;
 
 /** Issue 28's goals (they replaced the first ones: p50 ≤ 1 ms, p99 ≤ 5 ms, first event ≤ 2 ms, 25 %, 400 MB). */
@@ -335,6 +332,12 @@ function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subj
     return subject(target, gateway.child.pid, { judged: true, optional: true });
   };
 
+  // No open-streams run for a worker set: its RSS is several processes'.
+  const workerSetTarget = (key: Key, name: string, gateway: Gateway): Subject => ({
+    ...chatCompletions(key, name, gateway),
+    streams: undefined,
+  });
+
   return {
     direct: async () => subject(upstream('direct', 'direct (upstream)', fast.port), fast.child.pid),
     'pass-through': async () => {
@@ -356,23 +359,12 @@ function targets(fast: Upstream, slow: Upstream): Record<Key, () => Promise<Subj
       const subject = chatCompletions('routed', 'our gateway, routing features on', gateway);
       return { ...subject, body: chat(gateway.model, 16, 'bench-conversation') };
     },
-    // No open-streams run: the set's RSS is several processes'.
-    'workers-1': async () => ({
-      ...chatCompletions('workers-1', 'our gateway, WORKERS=1, Redis', await oneWorker()),
-      streams: undefined,
-    }),
-    'workers-2': async () => ({
-      ...chatCompletions('workers-2', 'our gateway, WORKERS=2, Redis', await twoWorkers()),
-      streams: undefined,
-    }),
-    'baseline-workers-1': async () => ({
-      ...chatCompletions('baseline-workers-1', 'baseline gateway, WORKERS=1, Redis', await baselineOneWorker()),
-      streams: undefined,
-    }),
-    'baseline-workers-2': async () => ({
-      ...chatCompletions('baseline-workers-2', 'baseline gateway, WORKERS=2, Redis', await baselineTwoWorkers()),
-      streams: undefined,
-    }),
+    'workers-1': async () => workerSetTarget('workers-1', 'our gateway, WORKERS=1, Redis', await oneWorker()),
+    'workers-2': async () => workerSetTarget('workers-2', 'our gateway, WORKERS=2, Redis', await twoWorkers()),
+    'baseline-workers-1': async () =>
+      workerSetTarget('baseline-workers-1', 'baseline gateway, WORKERS=1, Redis', await baselineOneWorker()),
+    'baseline-workers-2': async () =>
+      workerSetTarget('baseline-workers-2', 'baseline gateway, WORKERS=2, Redis', await baselineTwoWorkers()),
     baseline: async () => chatCompletions('baseline', 'baseline gateway', await baselineGateway()),
     'baseline-messages': async () => messages('baseline-messages', 'baseline gateway', await baselineGateway()),
     'baseline-responses': async () => responses('baseline-responses', 'baseline gateway', await baselineGateway()),

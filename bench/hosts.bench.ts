@@ -37,17 +37,23 @@ import type { StreamFraming } from '../src/hosts/host-kind';
 import { HOST_KIND_NAMES, isHostKindName } from '../src/hosts/hosts';
 import { sseFraming } from '../src/hosts/transport';
 import { Latencies, percentile, probeFailure, recorder, sequential, Target, timed } from './gateway/load';
-import { cleanUp, cpuMs, launch, ROOT, startArgs, startedOrFailed, startGatewayWith, tempDir } from './gateway/processes';
+import {
+  cleanUp,
+  cpuMs,
+  launch,
+  ROOT,
+  setting,
+  startArgs,
+  startedOrFailed,
+  startGatewayWith,
+  tempDir,
+} from './gateway/processes';
 import { BENCH_KEY, BENCH_KEY_ENV, BENCH_KINDS, BenchKind, FakeHost } from './hosts/kinds';
 
-const env = (name: string, fallback: number) => {
-  const value = Number(process.env[name] ?? fallback);
-  return Number.isFinite(value) && value > 0 ? value : fallback;
-};
-const ROUNDS = env('BENCH_ROUNDS', 5);
-const SEQUENTIAL = env('BENCH_SEQUENTIAL', 400);
-const CPU_SEQUENTIAL = env('BENCH_CPU_SEQUENTIAL', 250);
-const MICRO_RUNS = env('BENCH_MICRO_RUNS', 2000);
+const ROUNDS = setting('BENCH_ROUNDS', 5);
+const SEQUENTIAL = setting('BENCH_SEQUENTIAL', 400);
+const CPU_SEQUENTIAL = setting('BENCH_CPU_SEQUENTIAL', 250);
+const MICRO_RUNS = setting('BENCH_MICRO_RUNS', 2000);
 const REFERENCE = 'openai';
 
 const median = (xs: number[]) => {

@@ -11,16 +11,12 @@
  */
 import { resolve } from 'node:path';
 import { throughput, type Target } from './gateway/load';
-import { cleanUp, describeCheckout, type Gateway, ROOT, startGateway, startUpstream } from './gateway/processes';
+import { cleanUp, describeCheckout, type Gateway, ROOT, setting, startGateway, startUpstream } from './gateway/processes';
 import { AGENT, chat } from './gateway/prompts';
 
-const count = (name: string, fallback: number) => {
-  const value = Number(process.env[name] ?? fallback);
-  return Number.isFinite(value) && value > 0 ? value : fallback;
-};
-const ROUNDS = count('BENCH_ROUNDS', 6);
-const SECONDS = count('BENCH_THROUGHPUT_SECONDS', 3);
-const CONNECTIONS = count('SIDE_CONNECTIONS', 25);
+const ROUNDS = setting('BENCH_ROUNDS', 6);
+const SECONDS = setting('BENCH_THROUGHPUT_SECONDS', 3);
+const CONNECTIONS = setting('SIDE_CONNECTIONS', 25);
 const OTHER = process.env.BENCH_BASELINE_DIR ? resolve(process.env.BENCH_BASELINE_DIR) : ROOT;
 const SETTINGS = JSON.parse(process.env.SIDE_ENV ?? '{}') as Record<string, string>;
 

@@ -113,6 +113,12 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   });
 }
 
+/** A bench's numeric setting from the environment: a positive number, else `fallback`. */
+export function setting(name: string, fallback: number): number {
+  const value = Number(process.env[name] ?? fallback);
+  return Number.isFinite(value) && value > 0 ? value : fallback;
+}
+
 export function freePort(): Promise<number> {
   return new Promise((done, fail) => {
     const server = createServer();

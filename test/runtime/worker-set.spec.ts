@@ -49,6 +49,18 @@ async function startWorkerSet(env: Record<string, string>): Promise<WorkerSet> {
   return { primary, base, pids: pids.split(', ').map(Number) };
 }
 
+/** The primary and every worker it named, killed at once (a test's end, whatever state it left them in). */
+function killWorkerSet(set: WorkerSet | undefined): void {
+  set?.primary.process.kill('SIGKILL');
+  for (const pid of set?.pids ?? []) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
 const ask = (base: string, key: string, signal?: AbortSignal) =>
   fetch(`${base}/api/v1/chat/completions`, {
     method: 'POST',
@@ -110,14 +122,7 @@ describeWithRedis('WORKERS=2: one gateway of two processes', () => {
     set = await startWorkerSet(env);
   }, 60_000);
   afterAll(async () => {
-    set?.primary.process.kill('SIGKILL');
-    for (const pid of set?.pids ?? []) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    }
+    killWorkerSet(set);
     await fake.close();
     await t.cleanup();
   });
@@ -296,14 +301,7 @@ describeWithRedis('WORKERS=2: each event is applied to the read models once for 
   let set: WorkerSet;
 
   afterAll(async () => {
-    set?.primary.process.kill('SIGKILL');
-    for (const pid of set?.pids ?? []) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    }
+    killWorkerSet(set);
     await fake?.close();
     await t?.cleanup();
   });
