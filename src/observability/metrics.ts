@@ -29,6 +29,14 @@ export interface MetricSources {
 /** Between a tally's label values in its keys (never in a model, host or status). */
 const SEP = '\u0000';
 
+/** A series' labels from its key (label values joined by SEP, in the order of the label names). */
+function labelsOf(key: string, labelNames: readonly string[]): Record<string, string> {
+  const values = key.split(SEP);
+  const labels: Record<string, string> = {};
+  labelNames.forEach((name, i) => (labels[name] = values[i]));
+  return labels;
+}
+
 /**
  * A counter fed per request through a plain map: an increment adds to a number under one key
  * (its label values joined), and prom-client is handed the sums when scraped. prom-client would
@@ -46,10 +54,7 @@ class Tally {
         for (const [key, entry] of series) {
           // A series appears once counted, even by 0 (as prom-client shows an increment of 0).
           if (entry.shown && entry.pending === 0) continue;
-          const values = key.split(SEP);
-          const labels: Record<string, string> = {};
-          labelNames.forEach((name, i) => (labels[name] = values[i]));
-          this.inc(labels, entry.pending);
+          this.inc(labelsOf(key, labelNames), entry.pending);
           entry.pending = 0;
           entry.shown = true;
         }
@@ -99,10 +104,12 @@ export class TalliedHistogram {
   private seriesOf(key: string): HistogramSeries {
     let series = this.series.get(key);
     if (series === undefined) {
-      const labels: Record<string, string> = {};
-      const values = key.split(SEP);
-      this.labelNames.forEach((name, i) => (labels[name] = values[i]));
-      series = { labels, counts: new Array<number>(this.bounds.length + 1).fill(0), sum: 0, count: 0 };
+      series = {
+        labels: labelsOf(key, this.labelNames),
+        counts: new Array<number>(this.bounds.length + 1).fill(0),
+        sum: 0,
+        count: 0,
+      };
       this.series.set(key, series);
     }
     return series;
