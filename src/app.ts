@@ -42,6 +42,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   const logger = logging ? loggerOptions({ level: config.logLevel, pretty: config.logPretty }, options.logStream) : false;
   const adapter = httpAdapter(config, logger, errorFormatFor);
   const fastify = adapter.getInstance();
+  runtime.requests.track(fastify);
   /** The pipeline's settlements in flight, once the application exists. */
   let settlements: InFlightSettlements | null = null;
   // Alerts are delivered by every instance from the log (each once, by claims on the log), from start to close.

@@ -4,6 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { canonicalJson, type ChainRule, chainGenesis, chainIdOf, chainLink } from './event-chain';
 import { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent, WrongExpectedRevisionError } from './event-store';
+import { failedResults, isBusy, type LogCommitter, logCommitter } from './sqlite-commit';
 import { startWriter, WriterThread } from './sqlite-writer';
 import { CONFLICT, type FromWriter, OK, RESULT_FIELDS, type WriterBatch, type WriterResults } from './sqlite-writer.protocol';
 
@@ -44,6 +45,12 @@ export interface SqliteEventStoreOptions {
    * appends made while a commit is under way travel together in the next one whatever the window.
    */
   commitWindowMs?: number;
+  /**
+   * Whether this thread may now commit an append made alone, while the writer is idle, itself (see
+   * `send`): the runtime says yes while no other request is being answered, so that one request at a
+   * time waits for its commits without the hops to the writer thread and back. Default: never.
+   */
+  commitAloneHere?: () => boolean;
   /**
    * The events the writer stamps with their chain's link at commit (the ledger's, by organization).
    * Every process writing the file must be given the same rule: the runtime gives the ledger's.
@@ -165,13 +172,15 @@ class Waking {
  * The embedded event log: one SQLite file in WAL mode with full fsync on commit, so an append
  * is durable when its promise resolves and a killed process never leaves a torn event.
  * Writes go through a writer thread (see sqlite-writer.worker.ts) that commits appends arriving
- * together in one transaction; reads use this thread's own connection (WAL readers do not wait
- * for the writer). Several processes may share the file: SQLite serialises their writers.
+ * together in one transaction, but for an append made alone, which this thread commits itself (see
+ * `send`); reads use this thread's own connection (WAL readers do not wait for the writer). Several processes may share the file: SQLite serialises their writers.
  * The writer thread lives until `close()`, which every owner calls.
  */
 export class SqliteEventStore implements EventStore {
   private readonly db: Database.Database;
   private readonly writer: WriterThread;
+  /** This thread's own connection for the appends it commits itself, its committer and when it may; null when never. */
+  private readonly here: { db: Database.Database; commit: LogCommitter; allowed: () => boolean } | null = null;
   private readonly pending = new Map<number, PendingAppend>();
   private nextId = 1;
   /**
@@ -276,14 +285,15 @@ export class SqliteEventStore implements EventStore {
     this.writer.on('message', (results: FromWriter) => {
       if (results === 'closed') return;
       if (!Array.isArray(results)) return this.probeAnswered?.(results.probe);
-      this.unanswered -= results.length / RESULT_FIELDS;
-      this.resolveAppends(results);
-      if (this.unanswered > 0) return;
-      if (this.outgoingAppends > 0) this.send();
-      // What the answered appends' callers append next (their continuations run after this
-      // handler) goes at the next turn: a caller waiting on its last append waits for no window.
-      else this.scheduleSend(0);
+      this.answered(results);
     });
+    if (options.commitAloneHere !== undefined && path !== ':memory:') {
+      const db = new Database(path);
+      db.pragma('synchronous = FULL');
+      // Never waits for the lock: another process's writer holding it sends the append to the writer thread, which does.
+      db.pragma('busy_timeout = 0');
+      this.here = { db, commit: logCommitter(db, options.chain), allowed: options.commitAloneHere };
+    }
     const failAll = (error: Error) => {
       this.writerStopped = error;
       this.failure = error;
@@ -339,14 +349,49 @@ export class SqliteEventStore implements EventStore {
     else queueMicrotask(send);
   }
 
+  /**
+   * Sends the appends gathered to the writer thread. An append made alone while the writer is idle
+   * (the last batch held one append too), when the owner allows (no other request being answered),
+   * this thread commits itself: its caller waits for the commit either way, and the hop to the
+   * writer and back, with a wake on each side, cost about as much as the commit. Appends made
+   * together, or while a commit is under way, or while other requests are being answered, go to the
+   * writer: a commit here blocks this thread for its fsync, and commits made here one by one would
+   * never gather into one (group commit).
+   */
   private send(): void {
     if (this.outgoingAppends === 0) return;
     const batch = this.outgoing;
+    const appends = this.outgoingAppends;
     this.outgoing = [];
-    this.unanswered += this.outgoingAppends;
-    this.lastBatch = this.outgoingAppends;
     this.outgoingAppends = 0;
+    this.unanswered += appends;
+    const alone = appends === 1 && this.lastBatch <= 1 && this.unanswered === 1 && this.probing === null;
+    this.lastBatch = appends;
+    if (alone && this.here !== null && !this.closed && this.here.allowed()) {
+      const results = this.commitHere(batch);
+      if (results !== null) return this.answered(results);
+    }
     this.writer.postMessage(batch);
+  }
+
+  /** Commits `batch` on this thread's connection; null when another process holds the write lock (the writer thread waits for it). */
+  private commitHere(batch: WriterBatch): WriterResults | null {
+    try {
+      return this.here!.commit(batch, 0, batch.length);
+    } catch (error) {
+      return isBusy(error) ? null : failedResults(batch, 0, batch.length, error);
+    }
+  }
+
+  /** The results of appends committed (by the writer thread or this one). */
+  private answered(results: WriterResults): void {
+    this.unanswered -= results.length / RESULT_FIELDS;
+    this.resolveAppends(results);
+    if (this.unanswered > 0) return;
+    if (this.outgoingAppends > 0) this.send();
+    // What the answered appends' callers append next (their continuations run after this
+    // handler) goes at the next turn: a caller waiting on its last append waits for no window.
+    else this.scheduleSend(0);
   }
 
   /**
@@ -536,6 +581,7 @@ export class SqliteEventStore implements EventStore {
       });
     await this.writer.terminate();
     for (const cursor of this.cursors) cursor.waking.appended();
+    this.here?.db.close();
     this.db.close();
   }
 }

@@ -1,19 +1,16 @@
 /**
  * The SQLite log's writer, run in a worker thread (started by sqlite-writer.ts) so that commits
  * and their fsync never block the event loop that serves requests. Appends that arrive together
- * are committed in one transaction (group commit), each with its own expected-revision check.
+ * are committed in one transaction (group commit, see sqlite-commit.ts).
  * What it is told and answers: sqlite-writer.protocol.ts.
  */
 import Database from 'better-sqlite3';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { chainGenesis, chainLinkOf } from './event-chain';
+import { failedResults, isBusy, logCommitter } from './sqlite-commit';
 import {
   APPEND_HEAD,
-  CONFLICT,
   EVENT_FIELDS,
-  FAILED,
-  OK,
   type FromWriter,
   type ToWriter,
   type WriterBatch,
@@ -44,72 +41,7 @@ db.pragma('synchronous = FULL');
 // here holds the lock (0.2 to 0.7 ms), so writers of several processes (a WORKERS set) waited
 // milliseconds on each other. whenFree() tries again sooner.
 db.pragma('busy_timeout = 0');
-const revisionOf = db.prepare<[string], { revision: number | null }>(
-  'SELECT MAX(revision) AS revision FROM events WHERE stream_id = ?',
-);
-const insert = db.prepare<[string, number, string, string, number, string | null, string | null]>(
-  'INSERT INTO events (stream_id, revision, type, data, recorded_at, chain_id, chain_link) VALUES (?, ?, ?, ?, ?, ?, ?)',
-);
-const chainRule = options.chain;
-const chainHead = db.prepare<[string], { chain_link: string }>(
-  'SELECT chain_link FROM events WHERE chain_id = ? ORDER BY position DESC LIMIT 1',
-);
-const logHead = db.prepare<[], { position: number | null }>('SELECT MAX(position) AS position FROM events');
-/**
- * Each chain's last link, as this writer last committed it. Valid while the log's head is where this
- * writer's last commit left it: another process sharing the file may have appended since, so each
- * commit checks the head first (under the write lock) and starts afresh if it moved.
- */
-const heads = new Map<string, string>();
-let committedHead = -1;
-
-/** The link an event of chain `chainId` follows: the chain's last, read once per chain while the cache holds. */
-const lastLink = (chainId: string): string => heads.get(chainId) ?? chainHead.get(chainId)?.chain_link ?? chainGenesis(chainId);
-
-/** Appends the append at `at` in `batch` (see WriterBatch) if its stream is where it expects, onto `results`; where the next append starts. */
-function tryAppend(batch: WriterBatch, at: number, results: WriterResults): number {
-  const id = batch[at] as number;
-  const streamId = batch[at + 1] as string;
-  const expected = batch[at + 2];
-  const count = batch[at + 3] as number;
-  const next = at + APPEND_HEAD + count * EVENT_FIELDS;
-  // MAX() always yields one row (revision null when the stream has no event).
-  const current = revisionOf.get(streamId)!.revision;
-  const actual = current === null ? 'no_stream' : current;
-  if (expected !== 'any' && expected !== actual) {
-    results.push(id, CONFLICT, actual, 0, 0);
-    return next;
-  }
-  let revision = current === null ? -1 : current;
-  let position = 0;
-  const now = Date.now();
-  for (let e = at + APPEND_HEAD; e < next; e += EVENT_FIELDS) {
-    const type = batch[e] as string;
-    const data = batch[e + 1] as string;
-    const chainId = batch[e + 2] as string | null;
-    revision += 1;
-    let link: string | null = null;
-    if (chainRule !== undefined && chainId !== null) {
-      link = chainLinkOf(lastLink(chainId), streamId, revision, type, data, now);
-      heads.set(chainId, link);
-    }
-    position = Number(insert.run(streamId, revision, type, data, now, chainId, link).lastInsertRowid);
-  }
-  results.push(id, OK, revision, position, now);
-  return next;
-}
-
-// Built once: a transaction function made per commit cost the writer about 15 µs each time.
-const commit = db.transaction((batch: WriterBatch, from: number, to: number) => {
-  if (chainRule !== undefined) {
-    const head = logHead.get()!.position ?? 0;
-    if (head !== committedHead) heads.clear();
-  }
-  const results: WriterResults = [];
-  for (let at = from; at < to;) at = tryAppend(batch, at, results);
-  if (chainRule !== undefined) committedHead = logHead.get()!.position ?? 0;
-  return results;
-});
+const commit = logCommitter(db, options.chain);
 
 /** How long a write waits in all for other processes' writers (what busy_timeout was). */
 const BUSY_LIMIT_MS = 10_000;
@@ -126,10 +58,7 @@ function whenFree<T>(write: () => T): T {
     try {
       return write();
     } catch (error) {
-      if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || waited >= BUSY_LIMIT_MS) throw error;
-      // Nothing of it was committed: the chain heads cached on its way are another process's to move.
-      heads.clear();
-      committedHead = -1;
+      if (!isBusy(error) || waited >= BUSY_LIMIT_MS) throw error;
       Atomics.wait(pause, 0, 0, delay);
       waited += delay;
     }
@@ -141,15 +70,9 @@ function flush(batch: WriterBatch, from: number, to: number): void {
   if (from >= to) return;
   let results: WriterResults;
   try {
-    results = whenFree(() => commit.immediate(batch, from, to));
+    results = whenFree(() => commit(batch, from, to));
   } catch (error) {
-    // Rolled back: the links cached for it were never committed.
-    heads.clear();
-    committedHead = -1;
-    const reason = error instanceof Error ? error.message : String(error);
-    results = [];
-    for (let at = from; at < to; at += APPEND_HEAD + (batch[at + 3] as number) * EVENT_FIELDS)
-      results.push(batch[at] as number, FAILED, reason, 0, 0);
+    results = failedResults(batch, from, to, error);
   }
   reply(results);
 }

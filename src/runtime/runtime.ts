@@ -18,6 +18,7 @@ import { MemoryRateLimitStore, RateLimitStore } from '../rate-limits/rate-limit-
 import { RedisRateLimitStore } from '../rate-limits/redis-rate-limits';
 import { MemoryBreakerStore, RedisBreakerStore } from '../routing/breaker-store';
 import { HostHealth } from '../routing/health';
+import { RequestsAnswered } from '../http/requests-answered';
 import { HostRouting } from '../routing/routing';
 import type { RedisClient } from '../projections/redis-client';
 import { claimServing } from './serving-claim';
@@ -51,18 +52,28 @@ export interface Runtime {
    * the keys of one script or MULTI must share a hash tag.
    */
   redis: RedisClient | null;
+  /** The HTTP requests this process is answering (counted once the application is built on the runtime). */
+  requests: RequestsAnswered;
   /** Reservations this process's sweeper has expired since it started. */
   readonly reservationsExpired: number;
   close(): Promise<void>;
 }
 
-export async function openEventStore(config: Config): Promise<EventStore> {
+/**
+ * The log the configuration names. `commitAloneHere` (the SQLite log): whether an append made alone
+ * may be committed on the calling thread now (see SqliteEventStoreOptions).
+ */
+export async function openEventStore(config: Config, commitAloneHere?: () => boolean): Promise<EventStore> {
   if (config.eventStoreUrl) {
     // Loaded only when asked for, so the embedded path never loads the gRPC client.
     const { EventStoreDbEventStore } = await import('../eventstore/eventstoredb-event-store');
     return EventStoreDbEventStore.connect(config.eventStoreUrl, { chain: LEDGER_CHAIN });
   }
-  return new SqliteEventStore(join(config.dataDir, 'events.sqlite'), { pollIntervalMs: config.logPollMs, chain: LEDGER_CHAIN });
+  return new SqliteEventStore(join(config.dataDir, 'events.sqlite'), {
+    pollIntervalMs: config.logPollMs,
+    chain: LEDGER_CHAIN,
+    commitAloneHere,
+  });
 }
 
 /** The read models' store, told which log they follow (whether what it holds is of that log is the projector's to check). */
@@ -93,10 +104,12 @@ export interface RuntimeOptions {
 export async function openRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
   const log = options.log ?? (() => {});
   const claim = options.serving ? claimServing(config) : null;
+  const requests = new RequestsAnswered();
   let events: TimedEventStore;
   let store: EventStore;
   try {
-    store = await openEventStore(config);
+    // A request being answered alone commits its reservation and settlement on the main thread.
+    store = await openEventStore(config, () => requests.now <= 1);
     events = new TimedEventStore(store);
   } catch (error) {
     claim?.release();
@@ -186,6 +199,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     rateLimits,
     routing,
     redis: projections instanceof RedisProjectionStore ? projections.client : null,
+    requests,
     get reservationsExpired() {
       return reservationsExpired;
     },

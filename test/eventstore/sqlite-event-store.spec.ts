@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { copyFileSync, readdirSync, readFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { join } from 'node:path';
+import { type ChainRule, chainGenesis, chainLink } from '../../src/eventstore/event-chain';
 import { SqliteEventStore } from '../../src/eventstore/sqlite-event-store';
 import { ROOT, startNode } from '../support/processes';
 import { tempDir } from '../support/temp';
@@ -11,6 +12,10 @@ const dir = tempDir('sqlite-contract');
 afterAll(() => dir.cleanup());
 
 describeEventStoreContract('SQLite', async () => new SqliteEventStore(join(dir.path, 'contract.sqlite'), { pollIntervalMs: 20 }));
+describeEventStoreContract(
+  'SQLite, an append made alone committed on the calling thread',
+  async () => new SqliteEventStore(join(dir.path, 'contract-here.sqlite'), { pollIntervalMs: 20, commitAloneHere: () => true }),
+);
 
 const WORKER = join(ROOT, 'test/support/workers/append-worker.js');
 
@@ -75,6 +80,85 @@ it('refuses an append whose event cannot be encoded, alone: the appends around i
   } finally {
     await store.close();
   }
+});
+
+describe('SQLite: an append made alone, committed on the calling thread', () => {
+  /** A store whose calling thread may commit while `allowed.now`; `posts` counts the batches sent to its writer thread. */
+  function storeWithPosts(name: string, chain?: ChainRule) {
+    const allowed = { now: true };
+    const store = new SqliteEventStore(join(dir.path, name), { chain, commitAloneHere: () => allowed.now });
+    const writer = (store as unknown as { writer: { postMessage(message: unknown): void } }).writer;
+    const posts = jest.spyOn(writer, 'postMessage');
+    return { store, allowed, batchesSent: () => posts.mock.calls.filter(([message]) => Array.isArray(message)).length };
+  }
+
+  it('commits there only when alone and allowed: appends made together, or not allowed, go to the writer thread', async () => {
+    const { store, allowed, batchesSent } = storeWithPosts('alone.sqlite');
+    try {
+      // One at a time, allowed: no batch reaches the writer.
+      for (let i = 0; i < 3; i++) await store.append('alone-a', [{ type: 'Tick', data: { i } }], i === 0 ? 'no_stream' : i - 1);
+      expect(batchesSent()).toBe(0);
+      // Not allowed (another request being answered): the writer commits it.
+      allowed.now = false;
+      await store.append('alone-a', [{ type: 'Tick', data: { i: 3 } }], 2);
+      expect(batchesSent()).toBe(1);
+      // Allowed, but made together: one batch to the writer, one commit for all.
+      allowed.now = true;
+      await Promise.all(['b', 'c', 'd'].map((s) => store.append(`alone-${s}`, [{ type: 'Tick', data: {} }], 'no_stream')));
+      expect(batchesSent()).toBe(2);
+      // Alone again after a batch of several: the first goes to the writer (the load may go on), the next is committed here.
+      await store.append('alone-e', [{ type: 'Tick', data: {} }], 'no_stream');
+      await store.append('alone-f', [{ type: 'Tick', data: {} }], 'no_stream');
+      expect(batchesSent()).toBe(3);
+      const all = await store.readAll(0, 100);
+      expect(all.map((e) => e.position)).toEqual(all.map((_, i) => i + 1));
+      expect((await store.readStream('alone-a')).map((e) => (e.data as { i: number }).i)).toEqual([0, 1, 2, 3]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("keeps every chain's links exact when its commits alternate between the two threads", async () => {
+    const chain = { types: ['Charged'], by: 'orgId' };
+    const { store, allowed, batchesSent } = storeWithPosts('alternate.sqlite', chain);
+    try {
+      for (let i = 0; i < 40; i++) {
+        allowed.now = i % 3 !== 0;
+        await store.append(`charge-${i}`, [{ type: 'Charged', data: { orgId: `org-${i % 2}`, amount: i } }], 'no_stream');
+      }
+      expect(batchesSent()).toBe(14);
+      const events = await store.readAll(0, 100);
+      const heads = new Map<string, string>();
+      for (const event of events) {
+        const orgId = (event.data as { orgId: string }).orgId;
+        const link = chainLink(heads.get(orgId) ?? chainGenesis(orgId), event);
+        expect(event.chainLink).toBe(link);
+        heads.set(orgId, link);
+      }
+      expect(events).toHaveLength(40);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("answers a failed commit there as the writer would: the append is refused with the database's message", async () => {
+    const { store } = storeWithPosts('failing.sqlite');
+    const other = new Database(join(dir.path, 'failing.sqlite'));
+    try {
+      await store.append('failing', [{ type: 'Tick', data: {} }], 'no_stream');
+      // A trigger of another connection's making refuses the next insert inside the transaction.
+      other.exec(
+        "CREATE TRIGGER refuse BEFORE INSERT ON events WHEN NEW.stream_id = 'refused' BEGIN SELECT RAISE(ABORT, 'refused here'); END",
+      );
+      await expect(store.append('refused', [{ type: 'Tick', data: {} }], 'no_stream')).rejects.toThrow(
+        'append to refused failed: refused here',
+      );
+      expect(await store.append('failing', [{ type: 'Tick', data: {} }], 0)).toMatchObject({ nextExpectedRevision: 1 });
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
 });
 
 describe('SQLite commit window', () => {
@@ -196,9 +280,12 @@ describe('SQLite event store across processes', () => {
     await Promise.all([ours.close(), theirs.close()]);
   });
 
-  it("waits for another writer's transaction to end, then commits (no busy error)", async () => {
-    const file = join(tmp.path, 'locked.sqlite');
-    const store = new SqliteEventStore(file);
+  it.each([
+    ['on the writer thread', false],
+    ['made alone, allowed on the calling thread: the writer thread waits', true],
+  ])("waits for another writer's transaction to end, then commits (no busy error): %s", async (_, here) => {
+    const file = join(tmp.path, `locked-${here}.sqlite`);
+    const store = new SqliteEventStore(file, { commitAloneHere: here ? () => true : undefined });
     try {
       await store.append('locked', [{ type: 'Tick', data: { i: 0 } }], 'no_stream');
       // Another process's writer, holding the write lock.
@@ -226,7 +313,8 @@ describe('SQLite event store across processes', () => {
   it('keeps revisions exact with three processes racing for the same streams', async () => {
     const file = join(tmp.path, 'race.sqlite');
     await new SqliteEventStore(file).close();
-    const children = ['a', 'b', 'c'].map((tag) => startNode(WORKER, [file, '150', tag]));
+    // Two of them commit on their main threads, one on its writer thread.
+    const children = ['a', 'b', 'c'].map((tag) => startNode(WORKER, [file, '150', tag, tag === 'b' ? 'writer' : 'here']));
     await Promise.all(children.map((c) => c.waitForLine('done', 60_000)));
     const store = new SqliteEventStore(file);
     let total = 0;
@@ -239,9 +327,12 @@ describe('SQLite event store across processes', () => {
     await store.close();
   });
 
-  it('leaves no torn event when a writer is killed mid-burst', async () => {
-    const file = join(tmp.path, 'crash.sqlite');
-    const child = startNode(WORKER, [file, '100000', 'doomed']);
+  it.each([
+    ['writer', 'writer'],
+    ['main', 'here'],
+  ])('leaves no torn event when a writer is killed mid-burst (committing on its %s thread)', async (_, where) => {
+    const file = join(tmp.path, `crash-${where}.sqlite`);
+    const child = startNode(WORKER, [file, '100000', 'doomed', where]);
     await child.waitForLine('appending');
     child.process.kill('SIGKILL');
     await child.exited();

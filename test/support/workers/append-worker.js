@@ -1,13 +1,14 @@
 'use strict';
-// A separate process appending to a shared SQLite log: `node append-worker.js <file> <count> <tag>`.
+// A separate process appending to a shared SQLite log: `node append-worker.js <file> <count> <tag> [here]`
+// (`here`: it commits its appends, made one at a time, on its main thread, as a gateway answering one request does).
 // Each append claims the next revision of shared streams, retrying on conflicts, so several
 // such processes race for the same revisions. Prints "ready" first, "done" when finished.
 const { SqliteEventStore } = require('../../../dist/src/eventstore/sqlite-event-store');
 const { WrongExpectedRevisionError } = require('../../../dist/src/eventstore/event-store');
 
 async function main() {
-  const [file, countText, tag] = process.argv.slice(2);
-  const store = new SqliteEventStore(file);
+  const [file, countText, tag, here] = process.argv.slice(2);
+  const store = new SqliteEventStore(file, here === 'here' ? { commitAloneHere: () => true } : {});
   process.stdout.write('ready\n');
   const count = Number(countText);
   for (let i = 0; i < count; i++) {
