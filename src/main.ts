@@ -45,10 +45,11 @@ async function start(): Promise<void> {
     return runWorkerSet(config, simulated);
   }
   // Loaded here, not above: a worker set's primary serves nothing and stays small without them.
-  const [{ createApp }, { Catalogue }, { openRuntime }] = await Promise.all([
+  const [{ createApp }, { Catalogue }, { openRuntime }, { listenOn }] = await Promise.all([
     import('./app'),
     import('./catalogue/catalogue'),
     import('./runtime/runtime'),
+    import('./http/http-adapter'),
   ]);
   const catalogue = Catalogue.load(config.cataloguePath);
   // The runtime's lines before the application (and its logger) exist go to stderr; everything after, through pino.
@@ -69,7 +70,7 @@ async function start(): Promise<void> {
   // Which worker answered, for an operator (and the tests) telling them apart.
   if (worker)
     app.getHttpServer().prependListener('request', (_request, reply) => reply.setHeader('x-gateway-worker', String(process.pid)));
-  await app.listen(config.port, config.host);
+  await app.listen(listenOn(config.port, config.host));
   const removePidFile = worker ? () => {} : writePidFile(config.dataDir);
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : config.port;

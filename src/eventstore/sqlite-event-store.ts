@@ -172,9 +172,10 @@ class Waking {
  * The embedded event log: one SQLite file in WAL mode with full fsync on commit, so an append
  * is durable when its promise resolves and a killed process never leaves a torn event.
  * Writes go through a writer thread (see sqlite-writer.worker.ts) that commits appends arriving
- * together in one transaction, but for an append made alone, which this thread commits itself (see
- * `send`); reads use this thread's own connection (WAL readers do not wait for the writer). Several processes may share the file: SQLite serialises their writers.
- * The writer thread lives until `close()`, which every owner calls.
+ * together in one transaction, but for an append made alone, which this thread may commit itself
+ * (see `send`); reads use this thread's own connection (WAL readers do not wait for the writer).
+ * Several processes may share the file: SQLite serialises their writers. The writer thread lives
+ * until `close()`, which every owner calls.
  */
 export class SqliteEventStore implements EventStore {
   private readonly db: Database.Database;

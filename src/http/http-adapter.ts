@@ -11,6 +11,14 @@ export interface HttpSettings {
   requestReadTimeoutMs: number;
 }
 
+/**
+ * Where and how the service listens. The backlog holds the connections the kernel has accepted
+ * before the event loop takes them: Node's default, 511, overflowed when a thousand clients
+ * connected at once to a busy process, and the connections past it were reset (ECONNRESET)
+ * instead of waiting their turn. Linux caps it at net.core.somaxconn (4096 by default).
+ */
+export const listenOn = (port: number, host: string) => ({ port, host, backlog: 4096 });
+
 const newRequestId = () => `req_${randomUUID().replace(/-/g, '')}`;
 
 /**

@@ -4,6 +4,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createApp } from '../../src/app';
 import { Catalogue } from '../../src/catalogue/catalogue';
 import { loadConfig } from '../../src/config/config';
+import { listenOn } from '../../src/http/http-adapter';
 import { openRuntime, Runtime } from '../../src/runtime/runtime';
 import { auditLedger, AuditReport } from '../../src/audit/ledger-audit';
 import { operatorTool } from './operator-tool';
@@ -264,7 +265,7 @@ export async function startGateway(
       : scan,
     catalogue: options.catalogue ? Catalogue.parse(options.catalogue(fake), hostKeys) : testCatalogue(fake),
   });
-  await app.listen(0, '127.0.0.1');
+  await app.listen(listenOn(0, '127.0.0.1'));
   const address = app.getHttpServer().address() as { port: number };
   const orgId = await fundedOrganization(t.runtime, options.credits ?? 100_000_000_000);
   const { secret, keyId } = await createKey(t.runtime, orgId, 'tests');
@@ -348,7 +349,7 @@ export async function startOtherInstance(
   const runtime = await openRuntime(loadConfig(g.t.env));
   const catalogue = options.catalogue ? Catalogue.parse(options.catalogue(g.fake), TEST_HOST_KEYS) : testCatalogue(g.fake);
   const app = await createApp(runtime, { logger: false, catalogue });
-  await app.listen(0, '127.0.0.1');
+  await app.listen(listenOn(0, '127.0.0.1'));
   return {
     url: `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`,
     runtime,
