@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { canonicalJson, type ChainRule, chainGenesis, chainIdOf, chainLink } from './event-chain';
 import { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent, WrongExpectedRevisionError } from './event-store';
-import { failedResults, isBusy, type LogCommitter, logCommitter } from './sqlite-commit';
+import { committingConnection, failedResults, isBusy, type LogCommitter, logCommitter } from './sqlite-commit';
 import { startWriter, WriterThread } from './sqlite-writer';
 import { CONFLICT, type FromWriter, OK, RESULT_FIELDS, type WriterBatch, type WriterResults } from './sqlite-writer.protocol';
 
@@ -289,10 +289,8 @@ export class SqliteEventStore implements EventStore {
       this.answered(results);
     });
     if (options.commitAloneHere !== undefined && path !== ':memory:') {
-      const db = new Database(path);
-      db.pragma('synchronous = FULL');
       // Never waits for the lock: another process's writer holding it sends the append to the writer thread, which does.
-      db.pragma('busy_timeout = 0');
+      const db = committingConnection(path);
       this.here = { db, commit: logCommitter(db, options.chain), allowed: options.commitAloneHere };
     }
     const failAll = (error: Error) => {

@@ -4,10 +4,9 @@
  * are committed in one transaction (group commit, see sqlite-commit.ts).
  * What it is told and answers: sqlite-writer.protocol.ts.
  */
-import Database from 'better-sqlite3';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { failedResults, isBusy, logCommitter } from './sqlite-commit';
+import { committingConnection, failedResults, isBusy, logCommitter } from './sqlite-commit';
 import {
   APPEND_HEAD,
   EVENT_FIELDS,
@@ -34,13 +33,8 @@ if (process.platform === 'linux') {
   }
 }
 
-const db = new Database(options.path);
-db.pragma('journal_mode = WAL');
-db.pragma('synchronous = FULL');
-// No busy timeout: SQLite's own handler sleeps 1, 2, 5, 10… ms between tries, far longer than a commit
-// here holds the lock (0.2 to 0.7 ms), so writers of several processes (a WORKERS set) waited
-// milliseconds on each other. whenFree() tries again sooner.
-db.pragma('busy_timeout = 0');
+// Waits for other processes' writers in whenFree(), sooner than SQLite's busy handler would.
+const db = committingConnection(options.path);
 const commit = logCommitter(db, options.chain);
 
 /** How long a write waits in all for other processes' writers (what busy_timeout was). */
