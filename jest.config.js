@@ -20,6 +20,9 @@ const transform = {
 
 module.exports = {
   testTimeout: 30000,
+  // Most suites wait on processes, sockets, Redis and the disk: a worker per core, two at least. Jest's
+  // default (cores − 1) runs a 2-core machine's suites one at a time, with a core idle half the run.
+  maxWorkers: Math.max(2, require('node:os').availableParallelism() - 1),
   projects: [
     {
       displayName: 'unit',

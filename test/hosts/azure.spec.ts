@@ -48,11 +48,14 @@ const model = (slug: string, id: string, hosts: unknown[]) => ({
 function catalogue(fake: FakeUpstream) {
   const file = testCatalogueFile(fake);
   // The fake's Azure paths are at its root, as on a resource's endpoint.
+  // Each host is called once per request, as the shared catalogue's are: what a failure leads to here
+  // is the next host; retrying the same one is routing/retries.spec's.
   const azure = (id: string, fields: Record<string, string> = {}) => ({
     id,
     kind: 'azure',
     endpoint: fake.url,
     apiKeyEnv: 'FAKE_OPENAI_KEY',
+    retry: { attempts: 0 },
     ...fields,
   });
   return {

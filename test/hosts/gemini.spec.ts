@@ -30,8 +30,12 @@ function catalogue(fake: FakeUpstream) {
   return {
     hosts: [
       ...file.hosts,
-      { id: 'fake-gemini', kind: 'gemini', baseUrl: `${fake.url}/v1beta`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
-      { id: 'fake-gemini-flaky', kind: 'gemini', baseUrl: `${fake.url}/v1beta` },
+      // Each host is called once per request, as the shared catalogue's are: what a failure leads to
+      // here is the next host; retrying the same one is routing/retries.spec's.
+      ...[
+        { id: 'fake-gemini', kind: 'gemini', baseUrl: `${fake.url}/v1beta`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
+        { id: 'fake-gemini-flaky', kind: 'gemini', baseUrl: `${fake.url}/v1beta` },
+      ].map((host) => ({ ...host, retry: { attempts: 0 } })),
     ],
     models: [
       ...file.models,

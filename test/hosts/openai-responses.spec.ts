@@ -34,8 +34,12 @@ function catalogue(fake: FakeUpstream) {
   return {
     hosts: [
       ...file.hosts,
-      { id: 'fake-responses', kind: 'openai-responses', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
-      { id: 'fake-responses-flaky', kind: 'openai-responses', baseUrl: `${fake.url}/v1` },
+      // Each host is called once per request, as the shared catalogue's are: what a failure leads to
+      // here is the next host; retrying the same one is routing/retries.spec's.
+      ...[
+        { id: 'fake-responses', kind: 'openai-responses', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
+        { id: 'fake-responses-flaky', kind: 'openai-responses', baseUrl: `${fake.url}/v1` },
+      ].map((host) => ({ ...host, retry: { attempts: 0 } })),
     ],
     models: [
       ...file.models,

@@ -97,10 +97,14 @@ function catalogue(fake: FakeUpstream) {
   return {
     hosts: [
       ...file.hosts,
-      vertexHost(fake, 'fake-vertex'),
-      vertexHost(fake, 'fake-vertex-flaky'),
-      // Port 1: nothing listens, so the token request is refused at once.
-      vertexHost(fake, 'fake-vertex-tokenless', 'http://127.0.0.1:1/token'),
+      // Each host is called once per request, as the shared catalogue's are: what a failure leads to
+      // here is the next host; retrying the same one is routing/retries.spec's.
+      ...[
+        vertexHost(fake, 'fake-vertex'),
+        vertexHost(fake, 'fake-vertex-flaky'),
+        // Port 1: nothing listens, so the token request is refused at once.
+        vertexHost(fake, 'fake-vertex-tokenless', 'http://127.0.0.1:1/token'),
+      ].map((host) => ({ ...host, retry: { attempts: 0 } })),
     ],
     models: [
       ...file.models,

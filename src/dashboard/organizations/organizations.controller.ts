@@ -51,8 +51,9 @@ export class OrganizationsController {
     @Req() request: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const orgs = await this.readModels.organizationsOf(session.userId);
-    if (!orgs.some((o) => o.orgId === body.orgId)) throw new ApiError('not_found', 'no such organization');
+    if ((await this.readModels.membership(body.orgId, session.userId)) === null) {
+      throw new ApiError('not_found', 'no such organization');
+    }
     setSessionCookie(request, reply, this.tokens.withActiveOrg(session, body.orgId));
     return sessionView(this.readModels, { ...session, activeOrgId: body.orgId });
   }

@@ -58,10 +58,9 @@ export class SessionGuard implements CanActivate {
     return true;
   }
 
-  /** The active organization, if the user (still) belongs to it. */
+  /** The active organization, if the user (still) belongs to it: one membership read, whatever the user's count of organizations. */
   private async activeOrg(session: Session): Promise<string> {
-    const orgs = await this.readModels.organizationsOf(session.userId);
-    if (!session.activeOrgId || !orgs.some((o) => o.orgId === session.activeOrgId)) {
+    if (!session.activeOrgId || (await this.readModels.membership(session.activeOrgId, session.userId)) === null) {
       throw new ApiError('not_found', 'no active organization: create one or pick one');
     }
     return session.activeOrgId;
