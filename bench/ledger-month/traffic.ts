@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
+import type { EventStore } from '../../src/eventstore/event-store';
 import { LedgerService } from '../../src/ledger/ledger.service';
 import { chargeFor, reservationFor, type TokenPrices, type TokenUsage } from '../../src/ledger/money';
 import { exportLedger } from '../../src/ledger-export/ledger-export';
@@ -82,7 +83,7 @@ export interface MonthTraffic {
  */
 export async function generateMonth(
   rt: Runtime,
-  options: { requests: number; from: number; to: number; concurrency?: number; seed?: number },
+  options: { requests: number; from: number; to: number; concurrency?: number; seed?: number; organizations?: number },
 ): Promise<MonthTraffic> {
   const next = random(options.seed ?? 20261126);
   let now = options.from;
@@ -91,7 +92,9 @@ export async function generateMonth(
     Math.floor(now),
   );
   const orgIds: string[] = [];
-  for (const name of ['Acme', 'Globex', 'Initech']) orgIds.push((await rt.identity.createOrganization(name)).orgId);
+  const names = ['Acme', 'Globex', 'Initech'];
+  for (let i = 0; i < (options.organizations ?? names.length); i++)
+    orgIds.push((await rt.identity.createOrganization(names[i] ?? `Organization ${i + 1}`)).orgId);
   const traffic: MonthTraffic = { orgIds, months: [], settled: 0, grants: 0, refunds: 0, adjustments: 0 };
   const topUp = async (orgId: string, i: number) => {
     await ledger.grant(orgId, 2_000_000_000_000, `invoice ${i}`, `inv-${orgId.slice(0, 8)}-${i}`);
@@ -183,17 +186,35 @@ export interface Books {
   ms: { statements: number; export: number; verify: number };
 }
 
-/** Writes the organization's export to `file`, verifies it from the file alone, and reads its statements for `months`. */
-export async function readBooks(rt: Runtime, orgId: string, months: string[], file: string): Promise<Books> {
+/**
+ * The same log without its chain index (`readChain`): statements and exports read it whole and keep
+ * one organization's events, as they did before they read its chain alone.
+ */
+export const wholeLogOf = (events: EventStore): EventStore =>
+  new Proxy(events, {
+    get: (target, name) => (name === 'readChain' ? undefined : (Reflect.get(target, name, target) as unknown)),
+  });
+
+/**
+ * Writes the organization's export to `file`, verifies it from the file alone, and reads its statements
+ * for `months`, from `events` (the runtime's log unless given).
+ */
+export async function readBooks(
+  rt: Runtime,
+  orgId: string,
+  months: string[],
+  file: string,
+  events: EventStore = rt.events,
+): Promise<Books> {
   let started = performance.now();
   const statements: Statement[] = [];
-  for (const month of months) statements.push(await readStatement(rt.events, orgId, month));
+  for (const month of months) statements.push(await readStatement(events, orgId, month));
   const statementsMs = performance.now() - started;
 
   started = performance.now();
   const out = createWriteStream(file);
   let exportBytes = 0;
-  for await (const line of exportLedger(rt.events, orgId)) {
+  for await (const line of exportLedger(events, orgId)) {
     exportBytes += Buffer.byteLength(line) + 1;
     if (!out.write(`${line}\n`)) await once(out, 'drain');
   }

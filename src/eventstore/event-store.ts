@@ -120,6 +120,12 @@ export interface EventStore {
    */
   chainHead?(chainId: string): Promise<{ head: string; position: number; events: number } | null>;
   /**
+   * Where the log indexes its chains (the embedded log, opened with a chain rule): up to `limit`
+   * events of one chain with a position greater than `after`, in log order, each with its link. A
+   * reader of one organization's ledger reads it instead of the whole log (see ledgerBatches).
+   */
+  readChain?(chainId: string, after: number, limit: number): Promise<RecordedEvent[]>;
+  /**
    * On a log whose links are sealed after the fact (EventStoreDB), how long a chained event may go
    * without its link while sealers run: older than that, its missing link is a difference. Absent
    * where links are stamped at commit (an event without one is a difference at once) or not recorded.

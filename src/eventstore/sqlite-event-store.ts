@@ -226,9 +226,12 @@ export class SqliteEventStore implements EventStore {
   private readonly chain: ChainRule | undefined;
   /** Present when the writer stamps links (opened with a chain rule). */
   readonly chainHead?: EventStore['chainHead'];
+  /** Present when the writer stamps links: a chain's events through the chain index. */
+  readonly readChain?: EventStore['readChain'];
   private readonly statements: {
     readStream: Database.Statement<[string], EventRow>;
     readAll: Database.Statement<[number, number], EventRow>;
+    readChain: Database.Statement<[string, number, number], EventRow>;
     head: Database.Statement<[], { position: number | null }>;
     chainHead: Database.Statement<[string], { head: string; position: number }>;
     chainCount: Database.Statement<[string], { events: number }>;
@@ -274,6 +277,11 @@ export class SqliteEventStore implements EventStore {
       readAll: this.db
         .prepare<[number, number], EventRow>(`SELECT ${COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`)
         .raw(true),
+      readChain: this.db
+        .prepare<[string, number, number], EventRow>(
+          `SELECT ${COLUMNS} FROM events WHERE chain_id = ? AND position > ? ORDER BY position LIMIT ?`,
+        )
+        .raw(true),
       head: this.db.prepare('SELECT MAX(position) AS position FROM events'),
       chainHead: this.db.prepare(
         'SELECT chain_link AS head, position FROM events WHERE chain_id = ? ORDER BY position DESC LIMIT 1',
@@ -281,7 +289,10 @@ export class SqliteEventStore implements EventStore {
       chainCount: this.db.prepare('SELECT COUNT(*) AS events FROM events WHERE chain_id = ?'),
     };
     this.chain = options.chain;
-    if (options.chain) this.chainHead = (chainId) => this.readChainHead(chainId);
+    if (options.chain) {
+      this.chainHead = (chainId) => this.readChainHead(chainId);
+      this.readChain = async (chainId, after, limit) => this.statements.readChain.all(chainId, after, limit).map(toRecorded);
+    }
     this.writer = startWriter({ path, groupCommit: options.groupCommit ?? true, chain: options.chain });
     this.writer.on('message', (results: FromWriter) => {
       if (results === 'closed') return;

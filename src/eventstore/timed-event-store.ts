@@ -19,11 +19,13 @@ export class TimedEventStore implements EventStore {
   private guard: () => (result: AppendResult) => Error | null = () => () => null;
 
   readonly chainHead?: EventStore['chainHead'];
+  readonly readChain?: EventStore['readChain'];
   readonly chainSealedWithinMs?: number;
   readonly onCommitted?: EventStore['onCommitted'];
 
   constructor(private readonly inner: EventStore) {
     this.chainHead = inner.chainHead?.bind(inner);
+    this.readChain = inner.readChain?.bind(inner);
     this.onCommitted = inner.onCommitted?.bind(inner);
     this.chainSealedWithinMs = inner.chainSealedWithinMs;
   }

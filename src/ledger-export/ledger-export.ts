@@ -1,6 +1,6 @@
 import type { EventStore, RecordedEvent } from '../eventstore/event-store';
 import { chainGenesis } from '../eventstore/event-chain';
-import { ChainFollower } from '../ledger/ledger-chain';
+import { ChainFollower, ledgerBatches } from '../ledger/ledger-chain';
 import { type LedgerFigures, LedgerReplay } from './ledger-replay';
 
 /**
@@ -105,12 +105,8 @@ export async function* exportLedger(events: EventStore, orgId: string, options: 
     };
     return JSON.stringify(line);
   };
-  reading: for (let after = 0; after < head;) {
-    const batch = await events.readAll(after, 2000, { chainLinks: orgId });
-    if (batch.length === 0) break;
+  reading: for await (const batch of ledgerBatches(events, orgId, head, 2000, true)) {
     for (const event of batch) {
-      if (event.position > head) break reading;
-      after = event.position;
       const followed = chains.follow(event, false);
       if (followed === null || followed.orgId !== orgId) continue;
       const link = event.chainLink ?? followed.link;
@@ -130,8 +126,10 @@ export async function* exportLedger(events: EventStore, orgId: string, options: 
       lastLink = link;
       yield JSON.stringify(exported(event, link));
     }
-    options.onProgress?.(after, head);
+    options.onProgress?.(batch[batch.length - 1].position, head);
   }
+  // Read to the head: a chain read alone stops at the organization's last event before it.
+  options.onProgress?.(head, head);
   if (replay === null) {
     yield header();
     lastLink = previousLink;

@@ -20,6 +20,32 @@ export const LEDGER_CHAIN: ChainRule = {
   by: 'orgId',
 };
 
+/**
+ * One organization's ledger events up to the log's position `head`, in log order, in batches of at
+ * most `size`: its chain alone where the log indexes chains (`readChain`), so that a statement or an
+ * export reads that organization's events and not every organization's; else the whole log (each
+ * chained event of `orgId` with its link when `links`), which the reader filters by organization.
+ */
+export async function* ledgerBatches(
+  events: EventStore,
+  orgId: string,
+  head: number,
+  size: number,
+  links = false,
+): AsyncGenerator<RecordedEvent[]> {
+  for (let after = 0; after < head;) {
+    const batch = events.readChain
+      ? await events.readChain(orgId, after, size)
+      : await events.readAll(after, size, links ? { chainLinks: orgId } : undefined);
+    const past = batch.findIndex((event) => event.position > head);
+    if (past !== -1) batch.length = past;
+    if (batch.length === 0) return;
+    yield batch;
+    if (past !== -1) return;
+    after = batch[batch.length - 1].position;
+  }
+}
+
 /** The organization whose chain an event is in, or null for an event outside the ledger's chains. */
 export const chainOrgOf = (event: { type: string; data: unknown }): string | null =>
   chainIdOf(LEDGER_CHAIN, event.type, event.data);

@@ -1,4 +1,5 @@
 import type { EventStore } from '../eventstore/event-store';
+import { ledgerBatches } from '../ledger/ledger-chain';
 import { type Statement, StatementFold, type StatementMonth } from './statement';
 
 /** How many events one read of the log brings: enough to keep the fold busy, few enough to stay small. */
@@ -15,12 +16,6 @@ export async function readStatement(
 ): Promise<Statement & { position: number }> {
   const fold = new StatementFold(orgId, month);
   const head = await events.headPosition();
-  let after = 0;
-  while (after < head) {
-    const batch = await events.readAll(after, BATCH);
-    if (batch.length === 0) break;
-    for (const event of batch) if (event.position <= head) fold.apply(event);
-    after = batch[batch.length - 1].position;
-  }
+  for await (const batch of ledgerBatches(events, orgId, head, BATCH)) for (const event of batch) fold.apply(event);
   return { ...fold.statement(), position: head };
 }

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { EventStore } from '../eventstore/event-store';
+import { ledgerBatches } from '../ledger/ledger-chain';
 import type { ReservationSettled } from '../ledger/ledger.events';
 import type { ReadModels } from '../projections/read-models';
 import { EVENTS, READ_MODELS } from '../runtime/runtime.module';
@@ -42,11 +43,8 @@ export class UsageExport {
     ]);
     const settled = new Map<string, FocusLine>();
     const lines: FocusLine[] = [];
-    for (let after = 0; after < head;) {
-      const batch = await this.events.readAll(after, BATCH);
-      if (batch.length === 0) break;
+    for await (const batch of ledgerBatches(this.events, orgId, head, BATCH)) {
       for (const event of batch) {
-        if (event.position > head) break;
         const data = event.data as { orgId?: unknown };
         if (data.orgId !== orgId) continue;
         if (event.type === 'ReservationSettled') {
@@ -59,7 +57,6 @@ export class UsageExport {
           if (inRange(line, ask)) lines.push(line);
         }
       }
-      after = batch[batch.length - 1].position;
     }
     const account = {
       orgId,

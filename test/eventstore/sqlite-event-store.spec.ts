@@ -64,6 +64,42 @@ describe('SQLite log identity', () => {
   });
 });
 
+describe('SQLite: one chain read through its index', () => {
+  const chain = { types: ['Charged'], by: 'orgId' };
+
+  it('reads the events of one chain after a position, in log order, with their links, and no other', async () => {
+    const store = new SqliteEventStore(join(dir.path, 'read-chain.sqlite'), { chain });
+    try {
+      // Three organizations' charges interleaved, and events outside every chain between them.
+      for (let i = 0; i < 30; i++) {
+        const orgId = ['a', 'b', 'c'][i % 3];
+        await store.append(`charge-${i}`, [{ type: 'Charged', data: { orgId, amount: i } }], 'no_stream');
+        if (i % 4 === 0) await store.append(`note-${i}`, [{ type: 'Noted', data: { orgId } }], 'no_stream');
+      }
+      const all = await store.readAll(0, 1_000);
+      const ofB = all.filter((e) => e.type === 'Charged' && (e.data as { orgId: string }).orgId === 'b');
+      expect(ofB).toHaveLength(10);
+      expect(await store.readChain!('b', 0, 1_000)).toEqual(ofB);
+      expect((await store.readChain!('b', 0, 1_000)).every((e) => typeof e.chainLink === 'string')).toBe(true);
+      // After a position that is not one of the chain's, and at most `limit`.
+      expect(await store.readChain!('b', ofB[3].position - 1, 4)).toEqual(ofB.slice(3, 7));
+      expect(await store.readChain!('b', ofB[9].position, 10)).toEqual([]);
+      expect(await store.readChain!('nobody', 0, 10)).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('is not offered by a log without a chain rule (it indexes no chain)', async () => {
+    const store = new SqliteEventStore(join(dir.path, 'no-chain.sqlite'));
+    try {
+      expect(store.readChain).toBeUndefined();
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 it('refuses an append whose event cannot be encoded, alone: the appends around it go in', async () => {
   const chain = { types: ['Charged'], by: 'orgId' };
   const store = new SqliteEventStore(join(dir.path, 'unencodable.sqlite'), { chain });

@@ -1,5 +1,10 @@
 import { auditLedger } from '../../src/audit/ledger-audit';
-import { booksDisagree, generateMonth, readBooks } from '../../bench/ledger-month/traffic';
+import type { EventStore, RecordedEvent } from '../../src/eventstore/event-store';
+import { exportLedger } from '../../src/ledger-export/ledger-export';
+import { chainOrgOf, ledgerBatches } from '../../src/ledger/ledger-chain';
+import { readStatement } from '../../src/statements/statement.query';
+import { UsageExport } from '../../src/usage-export/usage-export';
+import { booksDisagree, generateMonth, readBooks, wholeLogOf } from '../../bench/ledger-month/traffic';
 import { openTestRuntime, type TestRuntime } from '../support/runtime';
 import { tempDir } from '../support/temp';
 
@@ -32,6 +37,45 @@ describe.each([false, true])('a month of books (read models in Redis: %s)', (red
     }
     const audit = await auditLedger(t.runtime.events, t.runtime.projections);
     expect(audit.differences).toEqual([]);
+  });
+
+  it("reads the same books through each organization's chain as through the whole log", async () => {
+    const events = t.runtime.events;
+    expect(events.readChain).toBeDefined();
+    const wholeLog = wholeLogOf(events);
+    const traffic = await generateMonth(t.runtime, { requests: 300, from: Date.UTC(2026, 9, 31), to: Date.UTC(2026, 10, 2) });
+    const lines = async (log: EventStore, orgId: string) => {
+      const out: string[] = [];
+      for await (const line of exportLedger(log, orgId)) out.push(line.replace(/"exportedAt":\d+/, ''));
+      return out;
+    };
+    for (const orgId of traffic.orgIds) {
+      for (const month of traffic.months) {
+        expect(await readStatement(events, orgId, month)).toEqual(await readStatement(wholeLog, orgId, month));
+      }
+      const exported = await lines(events, orgId);
+      expect(exported.length).toBeGreaterThan(100);
+      expect(exported).toEqual(await lines(wholeLog, orgId));
+      for (const grouping of ['request', 'day'] as const) {
+        const ask = { grouping, from: null, to: null };
+        const focus = await new UsageExport(events, t.runtime.projections).focus(orgId, ask);
+        expect(focus).toEqual(await new UsageExport(wholeLog, t.runtime.projections).focus(orgId, ask));
+      }
+    }
+
+    // Both ways stop at the head they were given: what is appended after is left for the next read.
+    const orgId = traffic.orgIds[0];
+    const head = await events.headPosition();
+    await t.runtime.ledger.grant(orgId, 1_000, 'after the head');
+    const read = async (log: EventStore) => {
+      const out: RecordedEvent[] = [];
+      for await (const batch of ledgerBatches(log, orgId, head, 7)) out.push(...batch);
+      return out.filter((event) => chainOrgOf(event) === orgId);
+    };
+    const chained = await read(events);
+    expect(chained.at(-1)!.position).toBeLessThanOrEqual(head);
+    expect(chained).toEqual(await read(wholeLog));
+    expect(chained.length).toBeGreaterThan(100);
   });
 
   it('names a disagreement: a statement that drops a charge no longer matches the export', async () => {
