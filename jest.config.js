@@ -19,7 +19,9 @@ const transform = {
 };
 
 module.exports = {
-  testTimeout: 30000,
+  // A guard against a hang, not a measure of speed: the agent CLIs' and the operator tool's tests
+  // spawn processes that take 10 s here with two workers sharing two cores, more on a slower machine.
+  testTimeout: 60000,
   // Most suites wait on processes, sockets, Redis and the disk: a worker per core, two at least. Jest's
   // default (cores − 1) runs a 2-core machine's suites one at a time, with a core idle half the run.
   maxWorkers: Math.max(2, require('node:os').availableParallelism() - 1),
