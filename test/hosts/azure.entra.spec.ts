@@ -61,7 +61,7 @@ describe('an azure host with Entra ID', () => {
   const withCredential = (secret: string): HostKind => ({
     ...azureHost,
     authorizer: () =>
-      entraAuthorizer(
+      entraAuthorizer(() =>
         entraCredential(env(secret), {
           authorityHost: entra.url,
           disableInstanceDiscovery: true,
@@ -125,9 +125,9 @@ describe('an azure host with Entra ID', () => {
     expect(fake.requests.some((r) => r.body?.model === 'refused-deployment')).toBe(false);
   });
 
-  it('the kind’s credential: the service principal’s when its three variables are set, else DefaultAzureCredential’s chain', () => {
-    expect(entraCredential(env(SECRET))).toBeInstanceOf(ClientSecretCredential);
-    expect(entraCredential({ AZURE_TENANT_ID: TENANT, AZURE_CLIENT_ID: CLIENT })).toBeInstanceOf(DefaultAzureCredential);
-    expect(entraCredential({})).toBeInstanceOf(DefaultAzureCredential);
+  it('the kind’s credential: the service principal’s when its three variables are set, else DefaultAzureCredential’s chain', async () => {
+    expect(await entraCredential(env(SECRET))).toBeInstanceOf(ClientSecretCredential);
+    expect(await entraCredential({ AZURE_TENANT_ID: TENANT, AZURE_CLIENT_ID: CLIENT })).toBeInstanceOf(DefaultAzureCredential);
+    expect(await entraCredential({})).toBeInstanceOf(DefaultAzureCredential);
   });
 });

@@ -1,10 +1,4 @@
-import {
-  ClientSecretCredential,
-  type ClientSecretCredentialOptions,
-  DefaultAzureCredential,
-  getBearerTokenProvider,
-  type TokenCredential,
-} from '@azure/identity';
+import type { ClientSecretCredentialOptions, TokenCredential } from '@azure/identity';
 import type { HostAuthorizer } from '../host-kind';
 
 /** The scope of an Entra ID token for Azure OpenAI's data plane. */
@@ -15,11 +9,14 @@ export const AZURE_OPENAI_SCOPE = 'https://cognitiveservices.azure.com/.default'
  * AZURE_CLIENT_ID and AZURE_CLIENT_SECRET are all set (AZURE_AUTHORITY_HOST, read by the library,
  * names a sovereign cloud's login host), else DefaultAzureCredential's chain (workload or managed
  * identity, the Azure CLI's sign-in, …). `options`: the library's own, for the service principal.
+ * The library is loaded when a credential is first made: a gateway with no Entra ID host never
+ * loads it (about 10 MB of memory with the AWS chain, see bedrock.signing.ts).
  */
-export function entraCredential(
+export async function entraCredential(
   env: Record<string, string | undefined> = process.env,
   options: ClientSecretCredentialOptions = {},
-): TokenCredential {
+): Promise<TokenCredential> {
+  const { ClientSecretCredential, DefaultAzureCredential } = await import('@azure/identity');
   const { AZURE_TENANT_ID: tenant, AZURE_CLIENT_ID: client, AZURE_CLIENT_SECRET: secret } = env;
   if (tenant && client && secret) return new ClientSecretCredential(tenant, client, secret, options);
   return new DefaultAzureCredential();
@@ -28,8 +25,22 @@ export function entraCredential(
 /**
  * `Authorization: Bearer` with a token of the credential for Azure OpenAI's scope, fetched by the
  * library and kept until shortly before it expires (then refreshed), so most calls wait for none.
+ * The credential is made on the first call.
  */
-export function entraAuthorizer(credential: TokenCredential): HostAuthorizer {
-  const token = getBearerTokenProvider(credential, AZURE_OPENAI_SCOPE);
-  return { headers: async () => ({ authorization: `Bearer ${await token()}` }) };
+export function entraAuthorizer(credential: () => Promise<TokenCredential>): HostAuthorizer {
+  let token: Promise<() => Promise<string>> | null = null;
+  const tokenProvider = async () => {
+    const [{ getBearerTokenProvider }, made] = await Promise.all([import('@azure/identity'), credential()]);
+    return getBearerTokenProvider(made, AZURE_OPENAI_SCOPE);
+  };
+  return {
+    async headers() {
+      // A credential that could not be made is made again on the next call.
+      token ??= tokenProvider().catch((error: unknown) => {
+        token = null;
+        throw error;
+      });
+      return { authorization: `Bearer ${await (await token)()}` };
+    },
+  };
 }

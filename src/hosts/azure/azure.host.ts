@@ -110,7 +110,7 @@ export const azureHost: HostKind<'azure'> = {
   },
 
   // Made once per host: the credential (and its token cache) lives as long as the catalogue's host.
-  authorizer: (host) => (host.settings.auth === 'entra' ? entraAuthorizer(entraCredential()) : null),
+  authorizer: (host) => (host.settings.auth === 'entra' ? entraAuthorizer(() => entraCredential()) : null),
 
   decoder: (passThrough = false, settings = DEFAULTS) => formatOf(settings).decoder(passThrough),
 

@@ -1,4 +1,4 @@
-import { defaultProvider } from '@aws-sdk/credential-provider-node';
+import type { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { AuthorizedHost, HostAuthorizer, OutgoingCall } from '../host-kind';
@@ -15,9 +15,13 @@ const SIGNATURE_HEADERS = ['authorization', 'x-amz-date', 'x-amz-security-token'
 /**
  * AWS's standard credential chain (environment, shared config and SSO profiles, web identity, the
  * container and instance metadata services), made once: it keeps what it found until it expires.
+ * Its library is loaded on the first signature: a gateway that signs no call never loads it.
  */
-let chain: AwsCredentials | null = null;
-const awsCredentials = (): AwsCredentials => (chain ??= defaultProvider());
+let chain: Promise<AwsCredentials> | null = null;
+const awsCredentials: AwsCredentials = async (options) => {
+  chain ??= import('@aws-sdk/credential-provider-node').then(({ defaultProvider }) => defaultProvider());
+  return (await chain)(options);
+};
 
 /** A SigV4 signer over one call exactly as it goes out (its host, path, headers and body). */
 export function signingAuthorizer(region: string, credentials: AwsCredentials): HostAuthorizer {
@@ -51,5 +55,5 @@ export function signingAuthorizer(region: string, credentials: AwsCredentials): 
  */
 export function bedrockAuthorizer(host: AuthorizedHost): HostAuthorizer | null {
   if (host.apiKey !== null) return null;
-  return signingAuthorizer(host.settings.region, awsCredentials());
+  return signingAuthorizer(host.settings.region, awsCredentials);
 }

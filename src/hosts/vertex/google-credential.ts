@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { gaxios, GoogleAuth } from 'google-auth-library';
+import type { gaxios, GoogleAuth } from 'google-auth-library';
 import type { HostAuthorizer } from '../host-kind';
 
 /** The scope Vertex AI's calls need. */
@@ -43,10 +43,10 @@ async function readKeyFile(path: string, where: string): Promise<Record<string, 
  * token endpoint (`token_uri`), which the library ignores (it always posts to Google's): a file
  * naming another one (a private endpoint, a test's) is honoured here.
  */
-function tokenTransporter(key: KeyFile | null): gaxios.Gaxios {
+function tokenTransporter(library: typeof gaxios, key: KeyFile | null): gaxios.Gaxios {
   // Node's own fetch: the library's default (node-fetch) is loaded by a dynamic import, which a
   // runtime without ES module loading (jest's sandbox) cannot do.
-  const transporter = new gaxios.Gaxios({ timeout: TOKEN_TIMEOUT_MS, fetchImplementation: fetch });
+  const transporter = new library.Gaxios({ timeout: TOKEN_TIMEOUT_MS, fetchImplementation: fetch });
   const tokenUri = key?.type === 'service_account' && typeof key.token_uri === 'string' ? key.token_uri : null;
   if (tokenUri && tokenUri !== GOOGLE_TOKEN_URL)
     transporter.interceptors.request.add({
@@ -70,12 +70,14 @@ export function googleCredential(credentialsFile: string, env: NodeJS.ProcessEnv
     : null;
   const file = named ?? fromEnv;
   let auth: Promise<GoogleAuth> | null = null;
+  // The library is loaded on the first call: a gateway with no Vertex AI host never loads it.
   const made = async (): Promise<GoogleAuth> => {
     const credentials = file ? await readKeyFile(file.path, file.where) : null;
-    return new GoogleAuth({
+    const library = await import('google-auth-library');
+    return new library.GoogleAuth({
       scopes: [CLOUD_PLATFORM_SCOPE],
       ...(credentials ? { credentials } : {}),
-      clientOptions: { transporter: tokenTransporter(credentials) },
+      clientOptions: { transporter: tokenTransporter(library.gaxios, credentials) },
     });
   };
   return {

@@ -1,0 +1,38 @@
+import { execFileSync } from 'node:child_process';
+import { ROOT } from '../support/processes';
+
+/**
+ * The cloud credential libraries (Azure's identity, Google's auth, AWS's credential chain: about 10 MB
+ * of memory and 280 modules at start) are loaded by a host's first call, not with the service.
+ */
+const LIBRARIES = ['@azure/identity', 'google-auth-library', '@aws-sdk/credential-provider-node'];
+
+it('loads no cloud credential library with the service or a host’s authorizer, only with a call that needs it', () => {
+  // In a process of its own (jest's module registry is not Node's): the service's modules, an
+  // authorizer of each kind made as a catalogue's host makes it, then one Bedrock call signed.
+  const script = `
+    const loaded = () => ${JSON.stringify(LIBRARIES)}.filter((m) => Object.keys(require.cache).some((f) => f.includes('/node_modules/' + m + '/')));
+    require('./dist/src/app');
+    const { HOST_KINDS } = require('./dist/src/hosts/hosts');
+    const host = (settings) => ({ id: 'h', baseUrl: 'https://example.invalid', apiKey: null, settings });
+    const authorizers = [
+      HOST_KINDS.azure.authorizer(host({ auth: 'entra' })),
+      HOST_KINDS.vertex.authorizer(host({ credentialsFile: '' })),
+      HOST_KINDS.bedrock.authorizer(host({ region: 'us-east-1' })),
+    ];
+    const atStart = loaded();
+    const url = new URL('https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse');
+    authorizers[2].headers({ method: 'POST', url, headers: { 'content-type': 'application/json' }, body: '{}' }).then((signed) =>
+      console.log(JSON.stringify({ atStart, made: authorizers.map((a) => a !== null), signed: Object.keys(signed), afterSigning: loaded() })),
+    );
+  `;
+  // AWS's chain finds these in the environment first: no file, no metadata service.
+  const env = { ...process.env, AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE', AWS_SECRET_ACCESS_KEY: 'example-secret', AWS_PROFILE: '' };
+  const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: ROOT, env, encoding: 'utf8' })) as unknown;
+  expect(out).toEqual({
+    atStart: [],
+    made: [true, true, true],
+    signed: expect.arrayContaining(['authorization', 'x-amz-date']) as unknown,
+    afterSigning: ['@aws-sdk/credential-provider-node'],
+  });
+});
