@@ -233,7 +233,7 @@ describe('dashboard API', () => {
     abort.abort();
     await g.fake.closed(index);
     await g.settled();
-    await eventually(async () => (await dan.get('/usage')).body.data[0]?.status === 'client_abort', 5_000);
+    await eventually(async () => (await dan.get('/usage')).body.data[0]?.status === 'client_abort', 15_000);
     expect((await dan.get('/usage')).body.data[0]).toMatchObject({ surface: 'playground', status: 'client_abort' });
   });
 

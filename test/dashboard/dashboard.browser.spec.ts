@@ -82,7 +82,7 @@ describeWithBrowser('dashboard in a real browser', () => {
     // …and the request shows in usage with its cost (300 × $1/M + 40 × $2/M = 0.00038).
     await byTest('nav-usage').click();
     await byTest('usage-table').waitFor();
-    await eventually(async () => ((await byTest('usage-table').textContent()) ?? '').includes(M.gpt.slug), 5_000);
+    await eventually(async () => ((await byTest('usage-table').textContent()) ?? '').includes(M.gpt.slug), 15_000);
     const row = (await byTest('usage-table').textContent())!;
     expect(row).toContain('ci');
     expect(row).toContain('0.00038');
@@ -111,7 +111,7 @@ describeWithBrowser('dashboard in a real browser', () => {
     };
     await byTest(`key-revoke-${keys.data[0].id}`).click();
     await byTest('key-revoke-confirm').click();
-    await eventually(async () => ((await byTest('keys-table').textContent()) ?? '').toLowerCase().includes('revoked'), 5_000);
+    await eventually(async () => ((await byTest('keys-table').textContent()) ?? '').toLowerCase().includes('revoked'), 15_000);
     await snap('keys');
     const refused = await client.chat.completions
       .create({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }] })
@@ -163,7 +163,7 @@ describeWithBrowser('dashboard in a real browser', () => {
     await byTest(`key-limit-${id}`).click();
     await byTest('key-limit-amount').fill('1');
     await byTest('key-limit-save').click();
-    await eventually(async () => ((await byTest(`key-limit-text-${id}`).textContent()) ?? '').includes('of 1 a month'), 5_000);
+    await eventually(async () => ((await byTest(`key-limit-text-${id}`).textContent()) ?? '').includes('of 1 a month'), 15_000);
     const served = await ask();
     expect(served.choices[0].message.content).toBe('Capped.');
     await g.settled();
@@ -191,7 +191,7 @@ describeWithBrowser('dashboard in a real browser', () => {
     await byTest('key-expiry-at').fill('2099-06-30T12:00');
     await byTest('key-expiry-save').click();
     // The saved expiry shown (while the editor is open, the cell holds the form: no 'Never' either).
-    await eventually(async () => ((await byTest(`key-expiry-text-${id}`).textContent()) ?? '').includes('2099'), 5_000);
+    await eventually(async () => ((await byTest(`key-expiry-text-${id}`).textContent()) ?? '').includes('2099'), 15_000);
     const shown = (await page.evaluate(async () => (await fetch('/dashboard/api/keys')).json())) as {
       data: Array<{ id: string; expiresAt: string | null }>;
     };
@@ -219,7 +219,7 @@ describeWithBrowser('dashboard in a real browser', () => {
     await byTest('member-email').fill('lin@example.com');
     await byTest('member-manage-keys').check();
     await byTest('member-add').click();
-    await eventually(async () => ((await byTest('members-table').textContent()) ?? '').includes('lin@example.com'), 5_000);
+    await eventually(async () => ((await byTest('members-table').textContent()) ?? '').includes('lin@example.com'), 15_000);
     const members = (await page.evaluate(async () => (await fetch('/dashboard/api/members')).json())) as {
       data: Array<{ email: string; manageKeys: boolean }>;
     };
@@ -236,7 +236,7 @@ describeWithBrowser('dashboard in a real browser', () => {
     const csv = await page.evaluate(async (href) => (await fetch(href)).text(), csvHref!);
     expect(csv).toMatch(/,closing_balance,,,/);
     // The ledger card shows the organization's chain head and links its export.
-    await eventually(async () => /^[0-9a-f]{64}$/.test((await byTest('ledger-chain-head').textContent()) ?? ''), 5_000);
+    await eventually(async () => /^[0-9a-f]{64}$/.test((await byTest('ledger-chain-head').textContent()) ?? ''), 15_000);
     expect(await byTest('ledger-export').getAttribute('href')).toBe('/dashboard/api/ledger/export');
     await snap('billing');
   });
@@ -268,7 +268,7 @@ describeWithBrowser('dashboard in a real browser', () => {
       10,
     );
     expect(lengths.size).toBeGreaterThan(5);
-    await eventually(async () => /40/.test((await byTest('playground-meta').textContent()) ?? ''), 5_000);
+    await eventually(async () => /40/.test((await byTest('playground-meta').textContent()) ?? ''), 15_000);
     expect(await byTest('playground-meta').textContent()).toMatch(/0\.0001/);
     await snap('playground');
 
@@ -281,7 +281,7 @@ describeWithBrowser('dashboard in a real browser', () => {
     const index = g.fake.requests.length;
     await byTest('playground-input').fill('A very long answer please');
     await byTest('playground-send').click();
-    await eventually(async () => ((await byTest('playground-reply').textContent()) ?? '').includes('w5'), 5_000, 10);
+    await eventually(async () => ((await byTest('playground-reply').textContent()) ?? '').includes('w5'), 15_000, 10);
     await byTest('playground-stop').click();
     await g.fake.closed(index);
     const stoppedAt = (await byTest('playground-reply').textContent()) ?? '';

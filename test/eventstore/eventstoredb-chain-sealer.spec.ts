@@ -263,7 +263,7 @@ describe('the ledger on EventStoreDB, sealed by the gateway in the background', 
     await Promise.all(requests.map((r, i) => runtime.events.append(`reservation-r${i}`, [r.reserved], 'no_stream')));
     const lastAppended = Date.now();
     await Promise.all(requests.map((r, i) => runtime.events.append(`reservation-r${i}`, [r.settled], 0)));
-    await eventually(async () => (await runtime.events.chainHead!(orgId))?.events === 13, 5_000);
+    await eventually(async () => (await runtime.events.chainHead!(orgId))?.events === 13, 15_000);
     const sealDelay = Date.now() - lastAppended;
     expect(sealDelay).toBeLessThan(runtime.events.chainSealedWithinMs!);
     await runtime.projector.catchUp();

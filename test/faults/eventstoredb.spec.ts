@@ -232,7 +232,7 @@ describeWithRedis('billing on a three-node EventStoreDB cluster (protocol server
     const traffic = Promise.all(Array.from({ length: 30 }, () => ask(g.baseUrl, key)));
     // Once the first of them is being written, the leader goes down and another is elected.
     const appendsBefore = cluster.nodes[0].calls.append;
-    await eventually(() => cluster.nodes[0].calls.append > appendsBefore, 5_000);
+    await eventually(() => cluster.nodes[0].calls.append > appendsBefore, 15_000);
     await cluster.switchLeader(1);
     const answers = await traffic;
     expect(cluster.nodes[1].calls.append).toBeGreaterThan(0);

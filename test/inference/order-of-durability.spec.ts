@@ -278,7 +278,7 @@ describe("a reply's end leaves only once its settlement is in the log", () => {
     const body = reading(await sent);
     await log.held.entered.opened;
     // The text reaches the client; the end would follow at once if it could.
-    await eventually(() => body.seen.includes('reader.'), 5_000);
+    await eventually(() => body.seen.includes('reader.'), 15_000);
     expect(await within(body.ended, WAIT_MS)).toBe('not yet');
     for (const marker of c.terminal) expect(body.seen).not.toContain(marker);
     const beforeSettled = body.seen.length;

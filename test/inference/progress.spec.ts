@@ -74,7 +74,7 @@ describe("a stream's progress", () => {
     const leave = new AbortController();
     const res = await chat(true, leave.signal);
     const requestId = res.headers.get('x-request-id')!;
-    await eventually(async () => (await eventsOf(requestId)).some((e) => e.type === 'ReservationProgress'), 5_000);
+    await eventually(async () => (await eventsOf(requestId)).some((e) => e.type === 'ReservationProgress'), 15_000);
     leave.abort();
     await res.text().catch(() => undefined);
     await g.settled();

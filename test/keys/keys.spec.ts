@@ -104,7 +104,7 @@ function suite(name: string, redis: boolean) {
       expect(keyStatus(record, record.expiresAt! - 1)).toBe('active');
       expect(keyStatus(record, record.expiresAt)).toBe('expired');
       // Polled, not slept: the key works until its time, then is refused.
-      await eventually(async () => (await chat(key.secret)).status === 401, 5_000, 50);
+      await eventually(async () => (await chat(key.secret)).status === 401, 15_000, 50);
       expect((await get('/api/v1/key', key.secret)).status).toBe(401);
     });
 

@@ -263,7 +263,7 @@ describe('reservation expiry', () => {
       // Nothing is due yet.
       expect(await runtime.ledger.expireDue()).toBe(0);
       // Two "instances" racing to expire the same reservation: one wins.
-      await eventually(async () => (await runtime.projections.expiredReservations(Date.now(), 10)).length === 3, 5_000);
+      await eventually(async () => (await runtime.projections.expiredReservations(Date.now(), 10)).length === 3, 15_000);
       const race = await Promise.all([
         runtime.ledger.expire(tickets[0]!.reservationId),
         runtime.ledger.expire(tickets[0]!.reservationId),

@@ -286,14 +286,16 @@ export async function startGateway(
           if (b.reserved !== 0 || b.pending !== 0) return false;
         }
         return true;
-      }, 5_000),
+        // Well past the holds that end by expiring (a suite's reservations of 2.5 s): a fresh-clone CI run
+        // with a worker per core missed 5 s once, the other worker's suites sharing the cores.
+      }, 15_000),
     logged: async (requestId) => {
       let entry: RequestLogEntry | undefined;
       await eventually(async () => {
         await t.runtime.projector.catchUp();
         entry = (await t.runtime.projections.recentRequests(orgId, 50)).find((e) => e.requestId === requestId);
         return entry !== undefined;
-      }, 5_000);
+      }, 15_000);
       return entry!;
     },
     audit: async () => {

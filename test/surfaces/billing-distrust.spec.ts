@@ -140,7 +140,7 @@ async function settlementOf(g: TestGateway, requestId: string): Promise<Reservat
     const hit = events.find((e) => e.type === 'ReservationSettled' && (e.data as { requestId: string }).requestId === requestId);
     found = hit?.data as ReservationSettled['data'] | undefined;
     return found !== undefined;
-  }, 5_000);
+  }, 15_000);
   return found!;
 }
 

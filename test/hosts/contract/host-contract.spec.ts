@@ -150,7 +150,7 @@ describe.each(CONTRACT_KINDS)('the $kind host kind', (k) => {
           (e.data as { requestId: string }).requestId === requestId,
       );
       return found !== undefined;
-    }, 5_000);
+    }, 15_000);
     return found as ReservationSettled | ReservationReleased;
   }
 
