@@ -1,5 +1,6 @@
 import type { ClientSecretCredentialOptions, TokenCredential } from '@azure/identity';
 import type { HostAuthorizer } from '../host-kind';
+import { madeOnce } from '../made-once';
 
 /** The scope of an Entra ID token for Azure OpenAI's data plane. */
 export const AZURE_OPENAI_SCOPE = 'https://cognitiveservices.azure.com/.default';
@@ -28,19 +29,9 @@ export async function entraCredential(
  * The credential is made on the first call.
  */
 export function entraAuthorizer(credential: () => Promise<TokenCredential>): HostAuthorizer {
-  let token: Promise<() => Promise<string>> | null = null;
-  const tokenProvider = async () => {
+  const token = madeOnce(async () => {
     const [{ getBearerTokenProvider }, made] = await Promise.all([import('@azure/identity'), credential()]);
     return getBearerTokenProvider(made, AZURE_OPENAI_SCOPE);
-  };
-  return {
-    async headers() {
-      // A credential that could not be made is made again on the next call.
-      token ??= tokenProvider().catch((error: unknown) => {
-        token = null;
-        throw error;
-      });
-      return { authorization: `Bearer ${await (await token)()}` };
-    },
-  };
+  });
+  return { headers: async () => ({ authorization: `Bearer ${await (await token())()}` }) };
 }

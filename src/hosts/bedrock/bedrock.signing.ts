@@ -2,6 +2,7 @@ import type { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { AuthorizedHost, HostAuthorizer, OutgoingCall } from '../host-kind';
+import { madeOnce } from '../made-once';
 
 /** Where a signer gets its credentials from (AWS's chain, or given ones in tests). */
 export type AwsCredentials = ReturnType<typeof defaultProvider>;
@@ -17,11 +18,8 @@ const SIGNATURE_HEADERS = ['authorization', 'x-amz-date', 'x-amz-security-token'
  * container and instance metadata services), made once: it keeps what it found until it expires.
  * Its library is loaded on the first signature: a gateway that signs no call never loads it.
  */
-let chain: Promise<AwsCredentials> | null = null;
-const awsCredentials: AwsCredentials = async (options) => {
-  chain ??= import('@aws-sdk/credential-provider-node').then(({ defaultProvider }) => defaultProvider());
-  return (await chain)(options);
-};
+const chain = madeOnce(async () => (await import('@aws-sdk/credential-provider-node')).defaultProvider());
+const awsCredentials: AwsCredentials = async (options) => (await chain())(options);
 
 /** A SigV4 signer over one call exactly as it goes out (its host, path, headers and body). */
 export function signingAuthorizer(region: string, credentials: AwsCredentials): HostAuthorizer {

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { gaxios, GoogleAuth } from 'google-auth-library';
 import type { HostAuthorizer } from '../host-kind';
+import { madeOnce } from '../made-once';
 
 /** The scope Vertex AI's calls need. */
 export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
@@ -69,9 +70,9 @@ export function googleCredential(credentialsFile: string, env: NodeJS.ProcessEnv
     ? { path: env.GOOGLE_APPLICATION_CREDENTIALS, where: 'GOOGLE_APPLICATION_CREDENTIALS' }
     : null;
   const file = named ?? fromEnv;
-  let auth: Promise<GoogleAuth> | null = null;
-  // The library is loaded on the first call: a gateway with no Vertex AI host never loads it.
-  const made = async (): Promise<GoogleAuth> => {
+  // The library is loaded on the first call: a gateway with no Vertex AI host never loads it. A file
+  // that could not be read is read again on the next call (it may have been fixed).
+  const auth = madeOnce(async (): Promise<GoogleAuth> => {
     const credentials = file ? await readKeyFile(file.path, file.where) : null;
     const library = await import('google-auth-library');
     return new library.GoogleAuth({
@@ -79,15 +80,10 @@ export function googleCredential(credentialsFile: string, env: NodeJS.ProcessEnv
       ...(credentials ? { credentials } : {}),
       clientOptions: { transporter: tokenTransporter(library.gaxios, credentials) },
     });
-  };
+  });
   return {
     async headers(call) {
-      // A file that could not be read is read again on the next call (it may have been fixed).
-      auth ??= made().catch((error: unknown) => {
-        auth = null;
-        throw error;
-      });
-      const headers = await (await auth).getRequestHeaders(call.url);
+      const headers = await (await auth()).getRequestHeaders(call.url);
       return Object.fromEntries(headers.entries());
     },
   };
