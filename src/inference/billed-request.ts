@@ -11,7 +11,7 @@ import { LedgerService, ReservationNotRecordedError, ReservationTicket, Resoluti
 import type { HostAttempt, TokenClass } from '../ledger/ledger.events';
 import type { TokenUsage } from '../ledger/money';
 import type { RequestFacts } from '../observability/request-facts';
-import { failed } from '../observability/tracing';
+import { failed } from '../observability/span-attributes';
 import type { RateLimitStore } from '../rate-limits/rate-limit-store';
 import { rateLimited, rateLimitHeaders, totalTokens } from '../rate-limits/rate-limits';
 import { CONFIG, RATE_LIMITS } from '../runtime/runtime.module';

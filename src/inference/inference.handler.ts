@@ -10,7 +10,7 @@ import type { Config } from '../config/config';
 import { HOST_KINDS } from '../hosts/hosts';
 import { HostTransport } from '../hosts/transport';
 import type { ApiError } from '../http/api-error';
-import { failed, GATEWAY, GEN_AI, usageAttributes } from '../observability/tracing';
+import { failed, GATEWAY, GEN_AI, usageAttributes } from '../observability/span-attributes';
 import { HostAttempt, MAX_ATTEMPTS } from '../ledger/ledger.events';
 import { attemptReason, circuitOpen, hostAtFault, hostAttempt } from '../routing/attempts';
 import { credentialOutcome, CredentialLease, KeyPools } from '../routing/key-pool';

@@ -4,7 +4,6 @@ import { maskSecrets } from '../key-secret/key-secret';
 import { GatewayMetrics, type MetricSources } from './metrics';
 import { serveMetrics } from './metrics-server';
 import { factsOf, levelOf, type ObservedRequest, requestLine } from './request-facts';
-import { Tracing } from './tracing';
 
 /** Where a response keeps its Fastify reply, for the one listener of every response's close. */
 const OBSERVED_REPLY = Symbol('observedReply');
@@ -47,7 +46,8 @@ export async function observeRequests(
   fastify.decorateRequest('facts', null);
   const metrics = settings.metrics ? new GatewayMetrics(sources.gauges) : null;
   if (metrics) sources.eventLog.onAppend((seconds) => metrics.observeAppend(seconds));
-  const tracing = settings.otlpEndpoint === null ? null : Tracing.start(settings.otlpEndpoint);
+  // The SDK is loaded only when traces are exported.
+  const tracing = settings.otlpEndpoint === null ? null : (await import('./tracing')).Tracing.start(settings.otlpEndpoint);
   if (tracing) {
     fastify.decorate('tracing', tracing);
     // Spans end with their settlements (a request cut at the grace period's end is settled as the
