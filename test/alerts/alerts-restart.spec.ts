@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createApp } from '../../src/app';
 import { listenOn } from '../../src/http/http-adapter';
 import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
@@ -20,6 +21,7 @@ const C = 1_000_000_000;
 let fake: FakeUpstream;
 let t: TestRuntime;
 let receiver: WebhookReceiver;
+let gateway: { app: NestFastifyApplication; base: string } | null = null;
 
 beforeAll(async () => {
   fake = await startFakeUpstream();
@@ -27,6 +29,7 @@ beforeAll(async () => {
   receiver = await WebhookReceiver.start();
 });
 afterAll(async () => {
+  await gateway?.app.close();
   await receiver.close();
   await fake.close();
   await t.cleanup();
@@ -49,29 +52,25 @@ it('a restarted gateway follows the log for alerts from its saved checkpoint and
       body: body === undefined ? undefined : JSON.stringify(body),
     });
 
-  let gateway = await started();
+  gateway = await started();
   // At the balance: the first charge takes it below.
   expect((await call(gateway.base, 'PUT', '/api/v1/alerts', { url: receiver.url, balance_below: '10' })).status).toBe(200);
   expect((await call(gateway.base, 'POST', '/api/v1/alerts/test')).status).toBe(202);
   await receiver.until((r) => r.length === 1);
   await gateway.app.close();
+  gateway = null;
   const saved = JSON.parse(readFileSync(join(t.env.DATA_DIR, 'alerts.snapshot.json'), 'utf8')) as { position: number };
   expect(saved.position).toBeGreaterThan(5);
 
   const subscribed = jest.spyOn(t.runtime.events, 'subscribe');
   gateway = await started();
-  try {
-    const res = await chatCompletion(gateway.base, key, { max_tokens: 6 });
-    expect(res.status).toBe(200);
-    await res.text();
-    await receiver.until((r) => r.length === 2);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    // The projector's subscription runs on: the one subscription made is the follower's, from its checkpoint.
-    expect(subscribed.mock.calls.map(([after]) => after)).toEqual([saved.position]);
-    expect(receiver.received.map((r) => (JSON.parse(r.body) as { type: string }).type)).toEqual(['test', 'balance.below']);
-    expect(receiver.ids()).toHaveLength(2);
-  } finally {
-    subscribed.mockRestore();
-    await gateway.app.close();
-  }
+  const res = await chatCompletion(gateway.base, key, { max_tokens: 6 });
+  expect(res.status).toBe(200);
+  await res.text();
+  await receiver.until((r) => r.length === 2);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  // The projector's subscription runs on: the one subscription made is the follower's, from its checkpoint.
+  expect(subscribed.mock.calls.map(([after]) => after)).toEqual([saved.position]);
+  expect(receiver.received.map((r) => (JSON.parse(r.body) as { type: string }).type)).toEqual(['test', 'balance.below']);
+  expect(receiver.ids()).toHaveLength(2);
 });

@@ -31,13 +31,22 @@ beforeAll(async () => {
 beforeEach(() => {
   receiver.received.length = 0;
 });
+/** Followers to stop and logs to close, however the test ended (an open log keeps the process alive). */
+const toClose: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const close of toClose.splice(0).reverse()) await close().catch(() => undefined);
+});
 afterAll(async () => {
   await receiver.close();
   dir.cleanup();
 });
 
 let opened = 0;
-const sqliteLog = (file = join(dir.path, `events-${++opened}.sqlite`)) => new SqliteEventStore(file, { pollIntervalMs: 10 });
+function sqliteLog(file = join(dir.path, `events-${++opened}.sqlite`)): SqliteEventStore {
+  const events = new SqliteEventStore(file, { pollIntervalMs: 10 });
+  toClose.push(() => events.close());
+  return events;
+}
 
 const grant = (amount: number): NewEvent => ({
   type: 'CreditsGranted',
@@ -106,8 +115,8 @@ function counted(events: EventStore) {
   return { store, reads };
 }
 
-const follower = (events: EventStore, file: string, lines: string[] = [], everyMs = 600_000) =>
-  new AlertDelivery(
+function follower(events: EventStore, file: string, lines: string[] = [], everyMs = 600_000): AlertDelivery {
+  const delivery = new AlertDelivery(
     events,
     AlertSecrets.fromEnvironment(dir.path, 'x'.repeat(40)),
     {
@@ -118,6 +127,9 @@ const follower = (events: EventStore, file: string, lines: string[] = [], everyM
     },
     (line) => lines.push(line),
   );
+  toClose.push(() => delivery.stop());
+  return delivery;
+}
 
 const savedAt = (file: string) => (JSON.parse(readFileSync(file, 'utf8')) as AlertsSnapshot).position;
 
@@ -141,8 +153,14 @@ describe.each([
     'EventStoreDB (simulated server)',
     () => {
       const server = new SimulatedEventStoreDb();
-      const over = () =>
-        EventStoreDbEventStore.withClient(server, { appendCredentials: { username: 'u', password: 'p' }, retryDelaysMs: [] });
+      const over = () => {
+        const events = EventStoreDbEventStore.withClient(server, {
+          appendCredentials: { username: 'u', password: 'p' },
+          retryDelaysMs: [],
+        });
+        toClose.push(() => events.close());
+        return events;
+      };
       // A restarted follower gets a new client, as a restarted gateway would.
       return { events: over(), again: () => over(), invalid: () => server.invalidPositions };
     },
@@ -186,8 +204,6 @@ describe.each([
     expect(receiver.ids()).toHaveLength(2);
     expect(savedAt(file)).toBeGreaterThan(checkpoint);
     expect(invalid()).toEqual([]);
-    await restarted.close();
-    if (restarted !== events) await events.close();
   });
 });
 
@@ -228,8 +244,6 @@ describe('a saved state that is not of the log as it is now is ignored: the log 
     // Trusted on its own log, and equal to the whole log folded.
     const own = await new AlertsSnapshotFile(file, await one.logId(), 0, () => {}).load(one);
     expect(savedAlertsState(own!.state)).toStrictEqual(await foldedWhole(one));
-    await one.close();
-    await other.close();
   });
 
   it('of a log restored from an older backup: past its head, then with another event at the checkpoint', async () => {
@@ -261,7 +275,6 @@ describe('a saved state that is not of the log as it is now is ignored: the log 
     expect(start.lines).toEqual([
       expect.stringMatching(/\(the log holds another event at checkpoint \d+ than the read models end with\)/),
     ]);
-    await events.close();
   });
 
   it('of another version, incomplete, or damaged', async () => {
@@ -286,7 +299,6 @@ describe('a saved state that is not of the log as it is now is ignored: the log 
       expect({ what, subscribedAfter: start.subscribedAfter }).toEqual({ what, subscribedAfter: [0] });
       expect(start.lines).toEqual([expect.stringMatching(reason)]);
     }
-    await events.close();
   });
 });
 
@@ -332,11 +344,10 @@ describeWithSmallDisk('the saved state on a full disk', () => {
     disk.free();
     await delivery.stop();
     expect(savedAt(file)).toBeGreaterThan(3);
-    await events.close();
   });
 });
 
-it('the state saved is the state folded, whatever the follower had to write (a log with nothing to tell writes a small file)', async () => {
+it("the file holds the whole log's state as folded, the log's identity and the last event folded", async () => {
   const events = sqliteLog();
   await loggedOrganization(events, 10);
   const file = join(dir.path, 'plain.json');
@@ -354,5 +365,4 @@ it('the state saved is the state folded, whatever the follower had to write (a l
     position: 13,
     last: { streamId: 'filler-0', revision: 9 },
   });
-  await events.close();
 });
