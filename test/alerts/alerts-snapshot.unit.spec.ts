@@ -208,7 +208,7 @@ it('a saved state plus the events after its checkpoint is the whole log folded: 
           const firedAfter = events.slice(position).map((event) => evolveAlerts(restored, event));
           expect(firedAfter).toStrictEqual(firedWhole.slice(position));
           expectSameState(restored, whole);
-          // And so the same alerts due, in the same order, at any moment.
+          // And so the same alerts due, in the same order (here at the log's last moment).
           const at = events[events.length - 1].recordedAt;
           expect(dueAlerts(restored, at)).toStrictEqual(dueAlerts(whole, at));
         }
