@@ -1,5 +1,6 @@
 import { NestFactory } from '@nestjs/core';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { join } from 'node:path';
 import { AlertDelivery } from './alerts/delivery';
 import { AlertSecrets } from './alerts/signing';
 import { AppModule } from './app.module';
@@ -53,6 +54,8 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
       attemptTimeoutMs: config.alertAttemptTimeoutMs,
       retry: { maxAttempts: config.alertMaxAttempts, baseDelayMs: config.alertRetryBaseMs, maxDelayMs: 3_600_000 },
       tickMs: 250,
+      // Saved as often as the in-process read models (runtime.ts).
+      snapshot: { file: join(config.dataDir, 'alerts.snapshot.json'), everyMs: 30_000 },
     },
     (line) => fastify.log.warn(line),
   );

@@ -87,6 +87,27 @@ export interface AlertsState {
 
 export const initialAlertsState = (): AlertsState => ({ orgs: new Map(), keys: new Map(), pending: new Map() });
 
+/** The state as it is saved (alerts-snapshot.ts): each map as its entries, in its order (pending alerts are tried in it). */
+export interface SavedAlertsState {
+  orgs: Array<[string, OrgState]>;
+  keys: Array<[string, KeyState]>;
+  pending: Array<[string, PendingAlert]>;
+}
+
+/** The state's entries, sharing its objects: serialize them before the next event is applied. */
+export const savedAlertsState = (state: AlertsState): SavedAlertsState => ({
+  orgs: [...state.orgs],
+  keys: [...state.keys],
+  pending: [...state.pending],
+});
+
+/** The state `savedAlertsState` gave, once serialized and parsed back: equal to the one saved. */
+export const alertsStateOf = (saved: SavedAlertsState): AlertsState => ({
+  orgs: new Map(saved.orgs),
+  keys: new Map(saved.keys),
+  pending: new Map(saved.pending),
+});
+
 const RESETS: LimitReset[] = ['never', 'daily', 'weekly', 'monthly'];
 
 const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);

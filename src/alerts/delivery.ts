@@ -13,6 +13,7 @@ import {
   type RetryPolicy,
 } from './alerts.decisions';
 import { type AlertDeliveryEvent, alertStream } from './alerts.events';
+import { type AlertsCheckpoint, AlertsSnapshotFile } from './alerts-snapshot';
 import { type AlertSecrets, signedHeaders } from './signing';
 
 /** Attempts one instance has in flight at most. */
@@ -26,6 +27,8 @@ export interface DeliverySettings {
   retry: RetryPolicy;
   /** How often due alerts (a backoff over, a claim lapsed) are looked for. */
   tickMs: number;
+  /** Where the state is saved, at most every `everyMs` and on stop, for the next start to fold only the events after it. */
+  snapshot: { file: string; everyMs: number } | null;
 }
 
 /** Deliveries made by this instance since it started, by how each attempt ended (for the metrics). */
@@ -42,10 +45,14 @@ export interface DeliveryCounts {
  * POSTs it signed, and records how the attempt ended. A claim stands for the attempt's timeout and
  * a margin: if its instance dies (SIGKILL) before recording the end, any instance (it too, restarted)
  * claims the alert again once the claim lapses. Receivers may see an alert twice (the dead instance
- * may have delivered it), always with the same `webhook-id`.
+ * may have delivered it), always with the same `webhook-id`. It starts from its saved state
+ * (alerts-snapshot.ts) when the log still holds what that state was folded from.
  */
 export class AlertDelivery {
-  private readonly state: AlertsState = initialAlertsState();
+  private state: AlertsState = initialAlertsState();
+  /** The last event folded into `state` (none: position 0). */
+  private checkpoint: AlertsCheckpoint = { position: 0, last: { streamId: '', revision: -1 } };
+  private snapshot: AlertsSnapshotFile | null = null;
   private readonly instance = randomUUID();
   private readonly stopping = new AbortController();
   private readonly inFlight = new Map<string, Promise<void>>();
@@ -63,24 +70,34 @@ export class AlertDelivery {
   ) {}
 
   async start(): Promise<void> {
+    const saving = this.settings.snapshot;
+    if (saving) {
+      this.snapshot = new AlertsSnapshotFile(saving.file, await this.events.logId(), saving.everyMs, this.log);
+      const saved = await this.snapshot.load(this.events);
+      if (saved) ({ state: this.state, checkpoint: this.checkpoint } = saved);
+    }
     const head = await this.events.headPosition();
-    if (head === 0) this.caughtUp = true;
+    if (this.checkpoint.position >= head) this.caughtUp = true;
     this.following = this.follow(head);
     this.timer = setInterval(() => this.deliverDue(), this.settings.tickMs);
     this.timer.unref();
   }
 
-  /** Folds the log in order from its start; a subscription that fails (the log unreachable) is taken up again where it was, a second later. */
+  /**
+   * Folds the log in order from the checkpoint (0: its start); a subscription that fails (the log
+   * unreachable) is taken up again where it was, a second later.
+   */
   private async follow(head: number): Promise<void> {
-    let applied = 0;
     while (!this.stopping.signal.aborted) {
       try {
-        for await (const batch of this.events.subscribe(applied, this.stopping.signal)) {
+        for await (const batch of this.events.subscribe(this.checkpoint.position, this.stopping.signal)) {
           if (batch.length === 0) continue;
           for (const event of batch) evolveAlerts(this.state, event);
-          applied = batch[batch.length - 1].position;
-          if (applied >= head) this.caughtUp = true;
+          const { position, streamId, revision } = batch[batch.length - 1];
+          this.checkpoint = { position, last: { streamId, revision } };
+          if (position >= head) this.caughtUp = true;
           this.deliverDue();
+          await this.snapshot?.saveIfDue(this.state, this.checkpoint);
           // Caught up, the next batch is taken a moment later: every append would otherwise wake the
           // follower for its one or two events; an alert leaves at most FOLLOW_PAUSE_MS later for it.
           if (this.caughtUp) await sleep(FOLLOW_PAUSE_MS, undefined, { signal: this.stopping.signal });
@@ -108,7 +125,8 @@ export class AlertDelivery {
     if (this.timer) clearInterval(this.timer);
     this.stopping.abort();
     await this.following;
-    await Promise.all(this.inFlight.values());
+    // Nothing is folded any more: the state saved is the one at the checkpoint.
+    await Promise.all([this.snapshot?.save(this.state, this.checkpoint), ...this.inFlight.values()]);
   }
 
   private deliverDue(): void {

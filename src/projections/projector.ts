@@ -3,7 +3,7 @@ import type { EventStore, RecordedEvent } from '../eventstore/event-store';
 import type { ProjectionStore } from './projection-store';
 import { ReadModel } from './read-model';
 import { judgeLogContinuity } from './log-continuity';
-import { trustReadModels, type Verdict } from './read-model-trust';
+import { judgeAgainstLog, type Verdict } from './read-model-trust';
 import { ReadModelsLostError } from './redis-projection-store';
 
 const FOLD_BATCH = 5000;
@@ -207,16 +207,7 @@ export class Projector {
 
   /** What the read models say they reflect, judged against the log as it is now. */
   private async verdict(): Promise<Verdict> {
-    const origin = await this.store.origin();
-    // Read after the origin: the log's head only grows, so a checkpoint read before it is never wrongly past it.
-    const logId = await this.events.logId();
-    const head = await this.events.headPosition();
-    let atCheckpoint;
-    if (origin?.last !== undefined && origin.position > 0) {
-      const [event] = await this.events.readAll(origin.position - 1, 1);
-      atCheckpoint = event?.position === origin.position ? { streamId: event.streamId, revision: event.revision } : null;
-    }
-    return trustReadModels(origin, { logId, head, atCheckpoint, applied: this.applied });
+    return judgeAgainstLog(this.events, await this.store.origin(), this.applied);
   }
 
   /**

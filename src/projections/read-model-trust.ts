@@ -1,10 +1,13 @@
+import type { EventStore } from '../eventstore/event-store';
+
 /**
  * Whether read models may be served from, or must be rebuilt from the log first. Read models say
  * which log and which position of it they reflect; they are trusted only for that log, and only
  * where it still is: a fresh log (a new `DATA_DIR`) beside a Redis that holds an earlier log's read
  * models, or a log restored from a backup older than their checkpoint, would otherwise be served
- * from balances and keys of events that are not in it, and its new events skipped. Pure: the
- * projector gathers the facts and does what this says.
+ * from balances and keys of events that are not in it, and its new events skipped. The judgement
+ * (trustReadModels) is pure; judgeAgainstLog gathers its facts from the log. The projector and the
+ * alert follower (its saved state) do what it says.
  */
 
 /** An event as the read models and the log name it. */
@@ -59,4 +62,17 @@ export function trustReadModels(origin: ReadModelOrigin | null, facts: TrustFact
     );
   }
   return { trust: true };
+}
+
+/** `origin` (read first) judged against the log as it is now; `applied`: what this process applied before (0 at start). */
+export async function judgeAgainstLog(events: EventStore, origin: ReadModelOrigin | null, applied: number): Promise<Verdict> {
+  // Read after the origin: the log's head only grows, so a checkpoint read before it is never wrongly past it.
+  const logId = await events.logId();
+  const head = await events.headPosition();
+  let atCheckpoint;
+  if (origin?.last !== undefined && origin.position > 0) {
+    const [event] = await events.readAll(origin.position - 1, 1);
+    atCheckpoint = event?.position === origin.position ? { streamId: event.streamId, revision: event.revision } : null;
+  }
+  return trustReadModels(origin, { logId, head, atCheckpoint, applied });
 }
