@@ -46,10 +46,12 @@ export function launch(
   name: string,
   args: string[],
   env: NodeJS.ProcessEnv,
-  options: { ipc?: boolean; cwd?: string } = {},
+  options: { ipc?: boolean; cwd?: string; wrap?: string[] } = {},
 ): Child {
   const ipc = options.ipc ?? false;
-  const process_ = spawn(process.execPath, args, {
+  // A wrapper (valgrind) runs node itself: the child's pid is node's.
+  const [command, ...wrapArgs] = [...(options.wrap ?? []), process.execPath];
+  const process_ = spawn(command, [...wrapArgs, ...args], {
     cwd: options.cwd ?? ROOT,
     env,
     stdio: ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
@@ -278,6 +280,9 @@ export interface GatewayOptions {
   env?: Record<string, string>;
   /** Added to the operator tool's `keys create` (e.g. a credit limit and rate limits on the bench key). */
   keyArgs?: string[];
+  /** A command node runs under (`valgrind --tool=callgrind …`): the gateway is given `readyMs` to answer. */
+  wrap?: string[];
+  readyMs?: number;
   /**
    * The routing features on (the `routed` target): the fast model on two hosts (both the fast
    * upstream, under two ids), the first with a pool of three keys, each with its own retry policy.
@@ -360,7 +365,7 @@ export async function startGatewayWith(
   )) as { secret: string };
 
   const nodeArgs = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const child = launch(name, [...nodeArgs, ...args], env, { cwd: root });
+  const child = launch(name, [...nodeArgs, ...args], env, { cwd: root, wrap: options.wrap });
   // Ready when it answers HTTP: builds differ in where (and whether) they log their start-up line.
   const port = Number(env.PORT);
   const ready = (async () => {
@@ -375,7 +380,7 @@ export async function startGatewayWith(
     }
     return port;
   })();
-  await startedOrFailed(child, ready, 60_000);
+  await startedOrFailed(child, ready, options.readyMs ?? 60_000);
   // Several workers: the first answers before the others listen; measured once the primary says they all serve.
   if (Number(env.WORKERS ?? 1) > 1)
     await startedOrFailed(
