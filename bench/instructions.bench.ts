@@ -1,7 +1,9 @@
 /**
- * Instructions a request: `npm run bench:instructions` (needs Debian's `valgrind`; about 3 minutes a
- * gateway measured). The CPU time the other benches read moves with the machine's other jobs by tens
- * of per cent; the instructions a gateway executes do not. Each gateway runs under callgrind
+ * Instructions a request: `npm run bench:instructions` (needs Debian's `valgrind`; 3 to 6 minutes a
+ * gateway measured, about an hour for the defaults with a baseline). The CPU time the other benches
+ * read moves with the machine's other jobs by tens of per cent; the instructions a gateway executes
+ * do not (its own decisions, when to collect garbage, where to commit, still spread runs: see
+ * docs/benchmarks.md). Each gateway runs under callgrind
  * (`--separate-threads=yes`), started as `npm start` runs it on the gateway bench's upstream; it is
  * warmed with BENCH_WARMUP requests (8,000: with a few hundred, TurboFan was still compiling, in
  * threads of its own, while the requests measured ran unoptimized code), its counters are zeroed,
