@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { EventStore } from '../eventstore/event-store';
 import { type EventAt, judgeAgainstLog } from '../projections/read-model-trust';
+import { SlicedJson } from '../projections/sliced-json';
 import { type AlertsState, alertsStateOf, type SavedAlertsState, savedAlertsState } from './alerts.decisions';
 
 /**
@@ -33,28 +33,25 @@ export interface AlertsSnapshot extends AlertsCheckpoint, SavedAlertsState {
 }
 
 /**
- * The snapshot's JSON text in pieces, `sliceSize` entries at a time with a turn of the event loop
- * between slices (as the read models' snapshotPieces): requests go on being served while a large state
- * is serialized, and no string of all of it is built. Its entries share the follower's objects: it
- * applies no event until this resolves.
+ * The snapshot's JSON text in pieces, its entries a slice at a time between turns of the event loop
+ * (SlicedJson, as the read models'). Its entries share the follower's objects: it applies no event
+ * until this resolves.
  */
 export async function alertsSnapshotPieces(
   snapshot: AlertsSnapshot,
   sliceSize = 1000,
-  pause: () => Promise<unknown> = nextTurn,
+  pause?: () => Promise<unknown>,
 ): Promise<string[]> {
   const { orgs, keys, pending, ...rest } = snapshot;
-  const pieces = [JSON.stringify(rest).slice(0, -1)];
+  const json = new SlicedJson(sliceSize, pause);
+  json.push(JSON.stringify(rest).slice(0, -1));
   for (const [name, entries] of Object.entries({ orgs, keys, pending })) {
-    pieces.push(`,"${name}":[`);
-    for (let start = 0; start < entries.length; start += sliceSize) {
-      if (start > 0) await pause();
-      pieces.push(`${start > 0 ? ',' : ''}${JSON.stringify(entries.slice(start, start + sliceSize)).slice(1, -1)}`);
-    }
-    pieces.push(']');
+    json.push(`,"${name}":[`);
+    await json.pushEntries(entries);
+    json.push(']');
   }
-  pieces.push('}');
-  return pieces;
+  json.push('}');
+  return json.pieces;
 }
 
 /** What a start needs of a file before the log is asked about it (what a partial or damaged one lacks). */

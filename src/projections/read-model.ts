@@ -1,9 +1,9 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { RecordedEvent } from '../eventstore/event-store';
 import type { KeyRecord } from '../identity/key-lookup';
 import { foldEvent } from './folds';
 import type { MemberRecord, OpenReservation, OrgLedger, OrgRecord, RequestLogEntry } from './read-models';
 import { RequestLog } from './request-log';
+import { SlicedJson } from './sliced-json';
 import {
   keyRecordOf,
   keySpendField,
@@ -73,35 +73,26 @@ export interface ReadModelSnapshot {
 
 /**
  * A snapshot's JSON text in pieces, its request logs (the bulk: up to the retention per
- * organization) serialized `sliceSize` entries at a time with a turn of the event loop between
- * slices, so a save never holds requests up for its whole serialization (one log of 12,500
- * entries took ~21 ms in one piece), nor builds one string of it all. The snapshot
- * must share nothing mutable with a live model (`ReadModel.toSnapshot` makes it so); the pieces,
- * written one after another, parse back to it.
+ * organization) serialized a slice at a time between turns of the event loop (SlicedJson: one log
+ * of 12,500 entries took ~21 ms in one piece). The snapshot must share nothing mutable with a live
+ * model (`ReadModel.toSnapshot` makes it so); the pieces, written one after another, parse back to it.
  */
 export async function snapshotPieces(
   snapshot: ReadModelSnapshot,
   sliceSize = 500,
-  pause: () => Promise<unknown> = nextTurn,
+  pause?: () => Promise<unknown>,
 ): Promise<string[]> {
   const { requests, ...rest } = snapshot;
-  const pieces = [JSON.stringify(rest).slice(0, -1), ',"requests":['];
-  let sinceTurn = 0;
+  const json = new SlicedJson(sliceSize, pause);
+  json.push(JSON.stringify(rest).slice(0, -1) + ',"requests":[');
   for (let org = 0; org < requests.length; org++) {
     const [orgId, log] = requests[org];
-    pieces.push(`${org > 0 ? ',' : ''}[${JSON.stringify(orgId)},[`);
-    for (let start = 0; start < log.length; start += sliceSize) {
-      pieces.push(`${start > 0 ? ',' : ''}${JSON.stringify(log.slice(start, start + sliceSize)).slice(1, -1)}`);
-      sinceTurn += Math.min(sliceSize, log.length - start);
-      if (sinceTurn >= sliceSize) {
-        sinceTurn = 0;
-        await pause();
-      }
-    }
-    pieces.push(']]');
+    json.push(`${org > 0 ? ',' : ''}[${JSON.stringify(orgId)},[`);
+    await json.pushEntries(log);
+    json.push(']]');
   }
-  pieces.push(']}');
-  return pieces;
+  json.push(']}');
+  return json.pieces;
 }
 
 const NO_COUNTS: ReadonlyMap<string, number> = new Map();
