@@ -16,7 +16,7 @@ import { type LogStream, loggerOptions, NestPinoLogger } from './observability/l
 import { observeRequests } from './observability/observe-requests';
 import { serveOpenApiDocument } from './openapi/openapi.route';
 import type { HostHealthReader } from './routing/plan';
-import type { Runtime } from './runtime/runtime';
+import { type Runtime, SNAPSHOT_EVERY_MS } from './runtime/runtime';
 import { openStreams } from './surfaces/sse';
 
 /** The read-model lag metric counts events up to this many (a scrape reads no more of the log). */
@@ -54,8 +54,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
       attemptTimeoutMs: config.alertAttemptTimeoutMs,
       retry: { maxAttempts: config.alertMaxAttempts, baseDelayMs: config.alertRetryBaseMs, maxDelayMs: 3_600_000 },
       tickMs: 250,
-      // Saved as often as the in-process read models (runtime.ts).
-      snapshot: { file: join(config.dataDir, 'alerts.snapshot.json'), everyMs: 30_000 },
+      snapshot: { file: join(config.dataDir, 'alerts.snapshot.json'), everyMs: SNAPSHOT_EVERY_MS },
     },
     (line) => fastify.log.warn(line),
   );

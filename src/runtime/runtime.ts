@@ -77,6 +77,9 @@ export async function openEventStore(config: Config, commitAloneHere?: () => boo
 }
 
 /** The read models' store, told which log they follow (whether what it holds is of that log is the projector's to check). */
+/** How often the in-process read models and the alerts' state are saved while the log moves. */
+export const SNAPSHOT_EVERY_MS = 30_000;
+
 export async function openProjectionStore(config: Config, events: EventStore): Promise<ReadModelStore> {
   const logId = await events.logId();
   if (config.redisUrl) {
@@ -86,7 +89,7 @@ export async function openProjectionStore(config: Config, events: EventStore): P
   mkdirSync(config.dataDir, { recursive: true });
   const store = new MemoryProjectionStore(config.requestLogRetention, {
     file: join(config.dataDir, 'read-models.snapshot.json'),
-    everyMs: 30_000,
+    everyMs: SNAPSHOT_EVERY_MS,
     logId,
   });
   store.loadSnapshot();
