@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import type { EventStore } from '../eventstore/event-store';
 import { type EventAt, judgeAgainstLog } from '../projections/read-model-trust';
 import { SlicedJson } from '../projections/sliced-json';
+import { removeStaleSideFiles, writeAside } from '../projections/snapshot-file';
 import { type AlertsState, alertsStateOf, type SavedAlertsState, savedAlertsState } from './alerts.decisions';
 
 /**
@@ -76,17 +75,13 @@ export class AlertsSnapshotFile {
   private savedTime = Date.now();
   /** The write in flight: one at a time. */
   private writing: Promise<void> | null = null;
-  /** Named for this writer: other instances on the same data directory (a worker set's) save the same file. */
-  private readonly partial: string;
 
   constructor(
     private readonly file: string,
     private readonly logId: string,
     private readonly everyMs: number,
     private readonly log: (line: string) => void,
-  ) {
-    this.partial = `${file}.${randomUUID()}.partial`;
-  }
+  ) {}
 
   /** The saved state and its checkpoint when they may be trusted on the log as it is now; else null, saying why (nothing when there is no file). */
   async load(events: EventStore): Promise<{ state: AlertsState; checkpoint: AlertsCheckpoint } | null> {
@@ -94,6 +89,7 @@ export class AlertsSnapshotFile {
       this.log(`alerts: the saved state ${this.file} is not used (${reason}): folding the log from its start`);
       return null;
     };
+    await removeStaleSideFiles(this.file, this.log);
     let saved: unknown;
     try {
       saved = JSON.parse(await readFile(this.file, 'utf8'));
@@ -102,7 +98,8 @@ export class AlertsSnapshotFile {
     }
     if (!wellFormed(saved)) return ignored('incomplete');
     const { logId, position, last, version } = saved;
-    const verdict = await judgeAgainstLog(events, { logId, position, last, ofThisVersion: version === VERSION }, 0);
+    const origin = { logId, position, last, ofThisVersion: version === VERSION };
+    const verdict = await judgeAgainstLog(events, origin, 0, { name: 'saved state', are: 'is' });
     if (!verdict.trust) return ignored(verdict.reason);
     this.saved = position;
     return { state: alertsStateOf(saved), checkpoint: { position, last } };
@@ -130,18 +127,12 @@ export class AlertsSnapshotFile {
     return alertsSnapshotPieces({ version: VERSION, logId: this.logId, ...checkpoint, ...savedAlertsState(state) });
   }
 
-  /**
-   * Written aside, then renamed: a reader (or a crash) never sees half a file. A write that fails (a
-   * full disk) removes what it wrote and leaves the last save; delivery goes on, only the next start is longer.
-   */
+  /** A write that fails (a full disk) leaves the last save; delivery goes on, only the next start is longer. */
   private async write(pieces: string[], position: number): Promise<void> {
     try {
-      await mkdir(dirname(this.file), { recursive: true });
-      await writeFile(this.partial, pieces);
-      await rename(this.partial, this.file);
+      await writeAside(this.file, pieces);
       this.saved = position;
     } catch (error) {
-      await rm(this.partial, { force: true }).catch(() => undefined);
       this.log(`alerts: state not saved (${(error as Error).message}): the next start folds the log from the last save`);
     }
   }

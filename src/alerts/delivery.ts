@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import type { EventStore } from '../eventstore/event-store';
 import {
@@ -100,7 +100,10 @@ export class AlertDelivery {
           await this.snapshot?.saveIfDue(this.state, this.checkpoint);
           // Caught up, the next batch is taken a moment later: every append would otherwise wake the
           // follower for its one or two events; an alert leaves at most FOLLOW_PAUSE_MS later for it.
+          // Behind, requests get a turn between batches: a log read on this thread (SQLite) would
+          // otherwise hold them all until the fold reaches the head (seconds, from the start of a long log).
           if (this.caughtUp) await sleep(FOLLOW_PAUSE_MS, undefined, { signal: this.stopping.signal });
+          else await nextTurn();
         }
       } catch (error) {
         if (this.stopping.signal.aborted) return;

@@ -1,11 +1,11 @@
 import { readFileSync, rmSync } from 'node:fs';
-import { rename, rm, writeFile } from 'node:fs/promises';
 import type { RecordedEvent } from '../eventstore/event-store';
 import type { HoldResult } from '../ledger/credit-holds';
 import type { KeyHold } from '../ledger/key-limit';
 import type { ReadModelStore } from './projection-store';
 import { ReadModel, ReadModelSnapshot, snapshotPieces } from './read-model';
 import type { ReadModelOrigin } from './read-model-trust';
+import { writeAside } from './snapshot-file';
 import {
   availableOf,
   type Balance,
@@ -93,18 +93,10 @@ export class MemoryProjectionStore implements ReadModelStore {
    */
   private async write(): Promise<void> {
     if (!this.snapshot || this.model.position === this.savedAt) return;
-    const { file } = this.snapshot;
-    const partial = `${file}.${process.pid}.partial`;
     const position = this.model.position;
     this.savedTime = Date.now();
-    try {
-      // Written piece by piece: no string of the whole snapshot is built.
-      await writeFile(partial, await snapshotPieces({ ...this.model.toSnapshot(), logId: this.snapshot.logId }));
-      await rename(partial, file);
-    } catch (error) {
-      await rm(partial, { force: true });
-      throw error;
-    }
+    // Written piece by piece: no string of the whole snapshot is built.
+    await writeAside(this.snapshot.file, await snapshotPieces({ ...this.model.toSnapshot(), logId: this.snapshot.logId }));
     this.savedAt = position;
   }
 

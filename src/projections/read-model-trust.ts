@@ -41,19 +41,28 @@ export interface TrustFacts {
 
 export type Verdict = { trust: true } | { trust: false; reason: string };
 
-/** `origin` null: there are no read models (an empty Redis, no saved copy). */
-export function trustReadModels(origin: ReadModelOrigin | null, facts: TrustFacts): Verdict {
+/** What is judged, as its reasons name it: the read models, or the alert follower's saved state. */
+export interface Judged {
+  name: string;
+  are: 'is' | 'are';
+}
+
+export const READ_MODELS: Judged = { name: 'read models', are: 'are' };
+
+/** `origin` null: there is none of what is judged (an empty Redis, no saved copy). */
+export function trustReadModels(origin: ReadModelOrigin | null, facts: TrustFacts, judged = READ_MODELS): Verdict {
   const rebuild = (reason: string): Verdict => ({ trust: false, reason });
-  if (origin === null) return rebuild('there are no read models');
-  if (!origin.ofThisVersion) return rebuild('the read models are of another version of the service');
+  const { name, are } = judged;
+  if (origin === null) return rebuild(`there ${are} no ${name}`);
+  if (!origin.ofThisVersion) return rebuild(`the ${name} ${are} of another version of the service`);
   if (origin.logId !== facts.logId) {
-    return rebuild(`read models are of another log (${origin.logId ?? 'none recorded'}; this log is ${facts.logId})`);
+    return rebuild(`the ${name} ${are} of another log (${origin.logId ?? 'none recorded'}; this log is ${facts.logId})`);
   }
   if (origin.position > facts.head) return rebuild(`checkpoint ${origin.position} is past the log's head ${facts.head}`);
   if (origin.last !== undefined && origin.position > 0) {
     const at = facts.atCheckpoint;
     if (!at || at.streamId !== origin.last.streamId || at.revision !== origin.last.revision) {
-      return rebuild(`the log holds another event at checkpoint ${origin.position} than the read models end with`);
+      return rebuild(`the log holds another event at checkpoint ${origin.position} than the last one in the ${name}`);
     }
   }
   if (origin.position < facts.applied) {
@@ -65,7 +74,12 @@ export function trustReadModels(origin: ReadModelOrigin | null, facts: TrustFact
 }
 
 /** `origin` (read first) judged against the log as it is now; `applied`: what this process applied before (0 at start). */
-export async function judgeAgainstLog(events: EventStore, origin: ReadModelOrigin | null, applied: number): Promise<Verdict> {
+export async function judgeAgainstLog(
+  events: EventStore,
+  origin: ReadModelOrigin | null,
+  applied: number,
+  judged = READ_MODELS,
+): Promise<Verdict> {
   // Read after the origin: the log's head only grows, so a checkpoint read before it is never wrongly past it.
   const logId = await events.logId();
   const head = await events.headPosition();
@@ -74,5 +88,5 @@ export async function judgeAgainstLog(events: EventStore, origin: ReadModelOrigi
     const [event] = await events.readAll(origin.position - 1, 1);
     atCheckpoint = event?.position === origin.position ? { streamId: event.streamId, revision: event.revision } : null;
   }
-  return trustReadModels(origin, { logId, head, atCheckpoint, applied });
+  return trustReadModels(origin, { logId, head, atCheckpoint, applied }, judged);
 }

@@ -14,6 +14,7 @@ import type { ReadModelStore } from '../projections/projection-store';
 import { appendLandedBehind } from '../projections/log-continuity';
 import { Projector } from '../projections/projector';
 import { RedisProjectionStore } from '../projections/redis-projection-store';
+import { removeStaleSideFiles } from '../projections/snapshot-file';
 import { MemoryRateLimitStore, RateLimitStore } from '../rate-limits/rate-limit-store';
 import { RedisRateLimitStore } from '../rate-limits/redis-rate-limits';
 import { MemoryBreakerStore, RedisBreakerStore } from '../routing/breaker-store';
@@ -80,18 +81,20 @@ export async function openEventStore(config: Config, commitAloneHere?: () => boo
 /** How often the in-process read models and the alerts' state are saved while the log moves. */
 export const SNAPSHOT_EVERY_MS = 30_000;
 
-export async function openProjectionStore(config: Config, events: EventStore): Promise<ReadModelStore> {
+export async function openProjectionStore(
+  config: Config,
+  events: EventStore,
+  log: (line: string) => void,
+): Promise<ReadModelStore> {
   const logId = await events.logId();
   if (config.redisUrl) {
     const target = { url: config.redisUrl, cluster: config.redisCluster };
     return RedisProjectionStore.connect(target, config.redisPrefix, config.requestLogRetention, logId);
   }
   mkdirSync(config.dataDir, { recursive: true });
-  const store = new MemoryProjectionStore(config.requestLogRetention, {
-    file: join(config.dataDir, 'read-models.snapshot.json'),
-    everyMs: SNAPSHOT_EVERY_MS,
-    logId,
-  });
+  const file = join(config.dataDir, 'read-models.snapshot.json');
+  await removeStaleSideFiles(file, log);
+  const store = new MemoryProjectionStore(config.requestLogRetention, { file, everyMs: SNAPSHOT_EVERY_MS, logId });
   store.loadSnapshot();
   return store;
 }
@@ -120,7 +123,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
   }
   let projections: ReadModelStore;
   try {
-    projections = await openProjectionStore(config, events);
+    projections = await openProjectionStore(config, events, log);
   } catch (error) {
     await events.close();
     claim?.release();

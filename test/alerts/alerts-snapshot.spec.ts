@@ -1,4 +1,5 @@
-import { copyFileSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { join } from 'node:path';
 import type { EventStore, NewEvent, RecordedEvent } from '../../src/eventstore/event-store';
 import { EventStoreDbEventStore } from '../../src/eventstore/eventstoredb-event-store';
@@ -7,6 +8,7 @@ import { evolveAlerts, initialAlertsState, savedAlertsState } from '../../src/al
 import { type AlertsSnapshot, AlertsSnapshotFile } from '../../src/alerts/alerts-snapshot';
 import { AlertDelivery } from '../../src/alerts/delivery';
 import { AlertSecrets } from '../../src/alerts/signing';
+import { STALE_SIDE_FILE_MS } from '../../src/projections/snapshot-file';
 import { eventually } from '../support/processes';
 import { SimulatedEventStoreDb } from '../support/simulated-eventstoredb';
 import { describeWithSmallDisk, mountSmallDisk, type SmallDisk } from '../support/small-disk';
@@ -239,7 +241,7 @@ describe('a saved state that is not of the log as it is now is ignored: the log 
     const { subscribedAfter, lines } = await started(other, file);
     expect(subscribedAfter).toEqual([0]);
     expect(lines).toEqual([
-      expect.stringMatching(/is not used \(read models are of another log .*\): folding the log from its start$/),
+      expect.stringMatching(/is not used \(the saved state is of another log .*\): folding the log from its start$/),
     ]);
     // Trusted on its own log, and equal to the whole log folded.
     const own = await new AlertsSnapshotFile(file, await one.logId(), 0, () => {}).load(one);
@@ -273,7 +275,7 @@ describe('a saved state that is not of the log as it is now is ignored: the log 
     start = await started(events, file);
     expect(start.subscribedAfter).toEqual([0]);
     expect(start.lines).toEqual([
-      expect.stringMatching(/\(the log holds another event at checkpoint \d+ than the read models end with\)/),
+      expect.stringMatching(/\(the log holds another event at checkpoint \d+ than the last one in the saved state\)/),
     ]);
   });
 
@@ -287,7 +289,7 @@ describe('a saved state that is not of the log as it is now is ignored: the log 
 
     const saved = JSON.parse(good) as AlertsSnapshot;
     const cases: Array<[string, string, RegExp]> = [
-      ['another version', JSON.stringify({ ...saved, version: 0 }), /\(the read models are of another version of the service\)/],
+      ['another version', JSON.stringify({ ...saved, version: 0 }), /\(the saved state is of another version of the service\)/],
       ['cut short', good.slice(0, Math.floor(good.length / 2)), /\(.*JSON.*\)/],
       ['without its last event', JSON.stringify({ ...saved, last: undefined }), /\(incomplete\)/],
       ['without its alerts', JSON.stringify({ ...saved, pending: undefined }), /\(incomplete\)/],
@@ -365,4 +367,40 @@ it("the file holds the whole log's state as folded, the log's identity and the l
     position: 13,
     last: { streamId: 'filler-0', revision: 9 },
   });
+});
+
+it('a start removes the side files of saves never finished (its writer killed), saying so, and keeps a fresh one', async () => {
+  const events = sqliteLog();
+  await loggedOrganization(events, 10);
+  const file = join(dir.path, 'side-files.json');
+  const stale = `${file}.0b5d.partial`;
+  const fresh = `${file}.e91f.partial`;
+  writeFileSync(stale, '{"version":1,"logId":');
+  writeFileSync(fresh, '{"version":1,"logId":');
+  const killedAt = (Date.now() - STALE_SIDE_FILE_MS - 60_000) / 1000;
+  utimesSync(stale, killedAt, killedAt);
+  const lines: string[] = [];
+  await follower(events, file, lines).start();
+  expect(lines).toEqual([
+    expect.stringMatching(
+      /side-files\.json: removed 1 side file\(s\) of saves never finished \(side-files\.json\.0b5d\.partial\)$/,
+    ),
+  ]);
+  expect(readdirSync(dir.path).filter((name) => name.startsWith('side-files.json.'))).toEqual(['side-files.json.e91f.partial']);
+});
+
+it('folding a long log from its start, the follower lets the event loop turn between batches', async () => {
+  const events = sqliteLog();
+  await loggedOrganization(events, 5_000);
+  const head = await events.headPosition();
+  const { store, reads } = counted(events);
+  await follower(store, join(dir.path, 'turns.json')).start();
+  // Each turn of the event loop finds the follower further on, never the whole log folded in one.
+  const seen: number[] = [];
+  while (reads.last < head) {
+    await nextTurn();
+    seen.push(reads.last);
+  }
+  expect(seen.length).toBeGreaterThanOrEqual(4);
+  expect(seen[0]).toBeLessThan(head);
 });

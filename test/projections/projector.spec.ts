@@ -94,7 +94,7 @@ it('refuses to start, naming the mismatch, when read models of another log canno
   try {
     await events.append('org-a', [{ type: 'OrganizationCreated', data: { orgId: 'a', name: 'a', createdAt: 1 } }], 'no_stream');
     await expect(projector.start()).rejects.toThrow(
-      `read models are of another log (another-log; this log is ${await events.logId()}), and they could not be rebuilt from the log: ENOSPC: no space left on device`,
+      `the read models are of another log (another-log; this log is ${await events.logId()}), and they could not be rebuilt from the log: ENOSPC: no space left on device`,
     );
   } finally {
     await projector.stop();

@@ -155,7 +155,7 @@ describeWithRedis('read models in Redis of another log', () => {
 
       b = await serve(envOf(dirB.path));
       const logB = await b.runtime.events.logId();
-      expect(b.lines[0]).toBe(`projector: read models are of another log (${logA}; this log is ${logB}): rebuilding`);
+      expect(b.lines[0]).toBe(`projector: the read models are of another log (${logA}; this log is ${logB}): rebuilding`);
       const second = await customer(b);
       expect(await chats(b, second.key, 3)).toEqual([200, 200, 200]);
       await b.runtime.projector.catchUp();
@@ -191,7 +191,7 @@ describeWithRedis('read models in Redis of another log', () => {
         return status === 200;
       });
       expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
-      expect(g.lines).toContain(`projector: read models are of another log (another-log; this log is ${logId}): rebuilding`);
+      expect(g.lines).toContain(`projector: the read models are of another log (another-log; this log is ${logId}): rebuilding`);
       await g.runtime.projector.catchUp();
       const audit = await operatorAudit(env);
       expect(audit.report.differences).toEqual([]);

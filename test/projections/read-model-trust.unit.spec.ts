@@ -27,18 +27,26 @@ describe('trusting read models: of this log, never past where it is', () => {
     );
   });
 
+  it("names what it judges in its reasons (the alert follower's saved state)", () => {
+    const savedState = { name: 'saved state', are: 'is' } as const;
+    expect(trustReadModels(null, log, savedState)).toEqual(rebuild('there is no saved state'));
+    expect(trustReadModels(origin({ logId: 'log-a' }), log, savedState)).toEqual(
+      rebuild('the saved state is of another log (log-a; this log is log-b)'),
+    );
+  });
+
   it('rebuilds those of another log (a fresh DATA_DIR beside an old Redis), wherever their checkpoint is', () => {
     expect(trustReadModels(origin({ logId: 'log-a', position: 98 }), log)).toEqual(
-      rebuild('read models are of another log (log-a; this log is log-b)'),
+      rebuild('the read models are of another log (log-a; this log is log-b)'),
     );
     expect(trustReadModels(origin({ logId: 'log-a', position: 3 }), log)).toEqual(
-      rebuild('read models are of another log (log-a; this log is log-b)'),
+      rebuild('the read models are of another log (log-a; this log is log-b)'),
     );
   });
 
   it('rebuilds those that record no log (made before logs had an identity)', () => {
     expect(trustReadModels(origin({ logId: null }), log)).toEqual(
-      rebuild('read models are of another log (none recorded; this log is log-b)'),
+      rebuild('the read models are of another log (none recorded; this log is log-b)'),
     );
   });
 
@@ -49,7 +57,7 @@ describe('trusting read models: of this log, never past where it is', () => {
   it('rebuilds those ending with an event the log does not hold at their checkpoint (restored, then written again)', () => {
     const last = { streamId: 'credits-1', revision: 3 };
     expect(trustReadModels(origin({ last }), { ...log, atCheckpoint: last })).toEqual({ trust: true });
-    const reason = 'the log holds another event at checkpoint 40 than the read models end with';
+    const reason = 'the log holds another event at checkpoint 40 than the last one in the read models';
     expect(trustReadModels(origin({ last }), { ...log, atCheckpoint: { streamId: 'credits-2', revision: 0 } })).toEqual(
       rebuild(reason),
     );

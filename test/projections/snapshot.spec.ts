@@ -1,8 +1,9 @@
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/config';
 import { SqliteEventStore } from '../../src/eventstore/sqlite-event-store';
 import { MemoryProjectionStore } from '../../src/projections/memory-projection-store';
+import { STALE_SIDE_FILE_MS } from '../../src/projections/snapshot-file';
 import { openRuntime } from '../../src/runtime/runtime';
 import { fundedOrganization } from '../support/runtime';
 import { tempDir } from '../support/temp';
@@ -32,6 +33,31 @@ describe('in-process read models saved with their checkpoint', () => {
     }
   });
 
+  it('a start removes the side files of saves a killed process never finished, saying so, and keeps a fresh one', async () => {
+    const dir = tempDir('snapshot-side-files');
+    try {
+      const stale = join(dir.path, 'read-models.snapshot.json.6d1e.partial');
+      const fresh = join(dir.path, 'read-models.snapshot.json.a7c3.partial');
+      writeFileSync(stale, '{"version":6,"posi');
+      writeFileSync(fresh, '{"version":6,"posi');
+      const killedAt = (Date.now() - STALE_SIDE_FILE_MS - 60_000) / 1000;
+      utimesSync(stale, killedAt, killedAt);
+      const lines: string[] = [];
+      const runtime = await openRuntime(loadConfig({ DATA_DIR: dir.path, REDIS_URL: '' }), { log: (line) => lines.push(line) });
+      await runtime.close();
+      expect(lines).toContainEqual(
+        expect.stringMatching(
+          /read-models\.snapshot\.json: removed 1 side file\(s\) of saves never finished \(read-models\.snapshot\.json\.6d1e\.partial\)$/,
+        ),
+      );
+      expect(readdirSync(dir.path).filter((name) => name.endsWith('.partial'))).toEqual([
+        'read-models.snapshot.json.a7c3.partial',
+      ]);
+    } finally {
+      dir.cleanup();
+    }
+  });
+
   it('rebuilds, saying why, from a saved state that belongs to another log, even one as long', async () => {
     const a = tempDir('snapshot-a');
     try {
@@ -45,7 +71,7 @@ describe('in-process read models saved with their checkpoint', () => {
       await other.close();
       const lines: string[] = [];
       const again = await openRuntime(loadConfig({ DATA_DIR: a.path, REDIS_URL: '' }), { log: (line) => lines.push(line) });
-      expect(lines[0]).toMatch(/^projector: read models are of another log \(.+\): rebuilding$/);
+      expect(lines[0]).toMatch(/^projector: the read models are of another log \(.+\): rebuilding$/);
       expect(await again.projections.ledgers()).toEqual(new Map());
       expect(await again.projections.checkpoint()).toBe(5);
       await again.close();
