@@ -22,6 +22,16 @@ export const listenOn = (port: number, host: string) => ({ port, host, backlog: 
 const newRequestId = () => `req_${randomUUID().replace(/-/g, '')}`;
 
 /**
+ * Names an answer with its request's id: `x-request-id`, and on the messages surface `request-id`
+ * too, the header Anthropic's API sends and its SDKs read (a message's `_request_id`, an error's
+ * `requestID`).
+ */
+function nameAnswer(request: FastifyRequest, reply: FastifyReply): void {
+  void reply.header('x-request-id', request.id);
+  if (request.url.startsWith('/api/v1/messages')) void reply.header('request-id', request.id);
+}
+
+/**
  * The HTTP server as the service runs it: its limits and timeouts, a request id on every answer,
  * and the failures Fastify and Node answer themselves (a bad URL, a body too deep, a connection
  * that is not HTTP) answered in the format of the surface the request names.
@@ -51,7 +61,7 @@ export function httpAdapter(
     // A URL that cannot be decoded (a bad percent-encoding) is refused in the format of the surface it names.
     frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
       // Raised while routing, before the onRequest hook that names every answer.
-      void reply.header('x-request-id', request.id);
+      nameAnswer(request, reply);
       const message = error.code === 'FST_ERR_BAD_URL' ? 'the URL is not valid (a malformed percent-encoding)' : error.message;
       replyWithError(reply, new ApiError('invalid_request', message), formatFor(request.method, request.url));
     },
@@ -70,7 +80,7 @@ export function httpAdapter(
   trackRequestsOnConnections(fastify);
   // Callback style: an async hook costs a promise on every request.
   fastify.addHook('onRequest', (request, reply, done) => {
-    void reply.header('x-request-id', request.id);
+    nameAnswer(request, reply);
     done();
   });
   return adapter;

@@ -79,6 +79,8 @@ describe.each(clients)('messages surface with %s', (_name, makeClient) => {
         usage: { input_tokens: 20, output_tokens: 3 },
       });
       expect(message.id).toMatch(/^msg_/);
+      // Read from the `request-id` header, as Anthropic's API sends it.
+      expect((message as { _request_id?: string | null })._request_id).toMatch(/^req_[0-9a-f]{32}$/);
       const upstream = last().body;
       if (model === M.claude) {
         expect(upstream).toMatchObject({
@@ -216,6 +218,7 @@ describe.each(clients)('messages surface with %s', (_name, makeClient) => {
         type: 'error',
         error: { type: 'not_found_error', message: expect.stringMatching(/nobody\/nothing/) },
       });
+      expect((err as { requestID?: string | null }).requestID).toBe((err.error as { request_id: string }).request_id);
       g.fake.on(model.hostModel, { kind: 'status', status: 500 });
       const failed = (await client.messages
         .create({ model: model.slug, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })
