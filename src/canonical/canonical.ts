@@ -89,6 +89,12 @@ export interface CanonicalRequest {
   carriedTools?: CarriedTools;
   /** Hosted tools the client offered that the serving hosts do not run, left out of the call (hosted-tools.ts): the reply names them. */
   omittedTools?: string[];
+  /**
+   * Tools the client runs that only its own format has (the messages `bash_20250124`,
+   * `text_editor_20250728`…), by type: carried in its body passed whole; admission refuses the
+   * request when a host that may serve it would translate it.
+   */
+  wholeOnlyTools?: string[];
 }
 
 /** A request's tools, as a surface classifies them. */

@@ -14,10 +14,7 @@ import type { CarriedTools, HostedToolClass, ToolsAsked, WireFormat } from './ca
  * types that are not functions (`custom`, `computer_use_preview`, `bash_20250124`…) are the
  * client's to run: never left out, refused by the surface when it has no translation for them.
  */
-export const HOSTED_TOOL_TYPE =
-  '^(web_search|web_fetch|file_search|code_interpreter|code_execution|image_generation|mcp|tool_search)';
-
-const HOSTED = new RegExp(HOSTED_TOOL_TYPE);
+const HOSTED = /^(web_search|web_fetch|file_search|code_interpreter|code_execution|image_generation|mcp|tool_search)/;
 
 export const isHostedTool = (type: string): boolean => HOSTED.test(type);
 

@@ -231,6 +231,10 @@ function hostedToolPrices(pricing: Raw, where: string): HostedToolPrices | undef
 const PRICING_FIELDS = ['input', 'cacheRead', 'cacheWrite', 'cacheWrite1h', 'output', ...HOSTED_TOOL_CLASSES];
 
 /** A model's host as the hosted-tools decision sees it: what its kind runs, which classes its entry prices per use. */
+/** Whether `h` is sent a body of a client in `format` whole (HostKind.wholeFormat), rather than translated. */
+export const passesWhole = (h: ModelHost, format: WireFormat): boolean =>
+  HOST_KINDS[h.host.kind].wholeFormat?.(h.model, h.host.settings) === format;
+
 export const servingHostOf = (h: ModelHost): ServingHost => ({
   runs: HOST_KINDS[h.host.kind].hostedTools,
   priced: new Set(Object.keys(h.prices.hostedToolUses ?? {}) as HostedToolClass[]),

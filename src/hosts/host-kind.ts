@@ -1,4 +1,4 @@
-import type { CanonicalEvent, CanonicalRequest } from '../canonical/canonical';
+import type { CanonicalEvent, CanonicalRequest, WireFormat } from '../canonical/canonical';
 import type { HostedToolsRun } from '../canonical/hosted-tools';
 
 /** An upstream HTTP request, before transport: path relative to the host's baseUrl. */
@@ -146,6 +146,12 @@ export interface HostKind<Name extends string = string> {
    * `carriedTools.maxUses`. Absent: the kind runs none, and they are left out of its calls.
    */
   readonly hostedTools?: HostedToolsRun;
+  /**
+   * The format whose clients' bodies this kind sends `hostModel` whole (its own wire: see
+   * CanonicalRequest.original); null or absent, it translates every format. What a body carries that
+   * has no translation (the messages format's client-run tools) reaches only these.
+   */
+  wholeFormat?(hostModel: string, settings?: HostSettings): WireFormat | null;
 }
 
 /**

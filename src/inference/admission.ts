@@ -1,6 +1,6 @@
 import { HOSTED_TOOL_CLASSES, type CanonicalRequest } from '../canonical/canonical';
 import { carriedToolsOf, decideHostedTools, runnableTools, withoutHostedTools } from '../canonical/hosted-tools';
-import { servingHostOf, type CatalogueModel, type ModelHost, type ModelKind } from '../catalogue/catalogue';
+import { passesWhole, servingHostOf, type CatalogueModel, type ModelHost, type ModelKind } from '../catalogue/catalogue';
 import { ApiError, ApiErrorCode } from '../http/api-error';
 import { maskSecrets } from '../key-secret/key-secret';
 import type { KeyLimit, LimitReset } from '../identity/identity.events';
@@ -163,6 +163,8 @@ export function planAdmission(
   const routed = routeModels(models, preferences, context);
   if (routed.kind === 'none') return noRoute(servable.model.slug, routed.reason);
   const hosts = routed.routes.map((r) => r.served);
+  const untranslatable = untranslatableTools(request, hosts);
+  if (untranslatable) return refusal(servable.model.slug, 'invalid_request', untranslatable);
   // Hosted tools are decided once for every host that may serve, whichever model it serves.
   const tooled = withHostedTools(request, hosts, { maxUses, elsewhere });
   if ('refused' in tooled) return refusal(servable.model.slug, 'invalid_request', tooled.refused);
@@ -190,6 +192,21 @@ export function planAdmission(
     amount,
     ...(omittedTools ? { omittedTools } : {}),
   };
+}
+
+/**
+ * Why a request offering tools only its own format has (CanonicalRequest.wholeOnlyTools) cannot be
+ * served: some host that may serve it would be sent a translation, which has no such tools. Null: every
+ * host is sent the body whole (or there are none).
+ */
+function untranslatableTools(request: CanonicalRequest, hosts: ModelHost[]): string | null {
+  const types = request.wholeOnlyTools;
+  const format = request.original?.format;
+  if (types === undefined || types.length === 0 || format === undefined) return null;
+  const translating = [...new Set(hosts.filter((h) => !passesWhole(h, format)).map((h) => h.host.id))];
+  if (translating.length === 0) return null;
+  const tools = [...new Set(types)].map((t) => `"${t}"`).join(', ');
+  return `tools of type ${tools} are run by the client as the ${format} format defines them, and have no translation for host ${translating.join(', ')}, which is sent this request translated: use a model whose hosts take ${format} requests whole (the anthropic kind, or Claude on vertex), or offer the tool as a function with an input_schema`;
 }
 
 /**

@@ -127,3 +127,43 @@ describe.each(surfaces.filter((s) => s.required !== null))(
     });
   },
 );
+
+describe("the messages format's tools the client runs (bash, text editor, memory): no schema, no translation", () => {
+  const clientRun = [
+    { type: 'text_editor_20250728', name: 'str_replace_based_edit_tool', max_characters: 10000 },
+    { type: 'bash_20250124', name: 'bash' },
+    { type: 'memory_20250818', name: 'memory' },
+  ];
+  const asked = (model: string) => ({
+    model,
+    max_tokens: 50,
+    messages: [{ role: 'user', content: 'Fix the typo in README.md' }],
+    tools: [...clientRun, { name: weather.name, description: weather.description, input_schema: weather.parameters }],
+  });
+
+  it('go as sent to a host that takes the messages format whole', async () => {
+    g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: 'Looking.', usage: { input: 30, output: 2 } } });
+    const res = await post('messages', asked(M.claude.slug));
+    expect(res.status).toBe(200);
+    expect(lastSent().body.tools).toEqual(asked(M.claude.slug).tools);
+  });
+
+  it('are refused 400 naming them and the host, for a model whose host would get a translation; the host is not called', async () => {
+    const before = g.fake.requests.length;
+    const res = await post('messages', asked(M.gpt.slug));
+    expect(res.status).toBe(400);
+    expect(res.body.error.type).toBe('invalid_request_error');
+    expect(res.body.error.message).toMatch(
+      /^tools of type "text_editor_20250728", "bash_20250124", "memory_20250818" are run by the client as the messages format defines them, and have no translation for host \S+, which is sent this request translated/,
+    );
+    expect(g.fake.requests.length).toBe(before);
+  });
+
+  it('a custom tool still needs its input_schema, with or without its type', async () => {
+    for (const tool of [{ name: 'lookup' }, { type: 'custom', name: 'lookup' }]) {
+      const res = await post('messages', { ...asked(M.claude.slug), tools: [tool] });
+      expect(res.status).toBe(400);
+      expect(res.body.error.message).toMatch(/tools\.0\.input_schema/);
+    }
+  });
+});

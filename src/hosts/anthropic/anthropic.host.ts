@@ -569,6 +569,7 @@ const countTokensRequest = (body: Record<string, unknown>, hostModel: string, ap
 export const anthropicHost: HostKind<'anthropic'> = {
   name: 'anthropic',
   hostedTools: HOSTED_TOOLS,
+  wholeFormat: () => 'messages',
   buildRequest,
   countTokensRequest,
   decoder: (passThrough = false) => new AnthropicDecoder(passThrough),

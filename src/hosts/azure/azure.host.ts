@@ -103,6 +103,8 @@ export const azureHost: HostKind<'azure'> = {
 
   defaultBaseUrl: (settings) => settings.endpoint || undefined,
 
+  wholeFormat: (hostModel, settings = DEFAULTS) => formatOf(settings).wholeFormat!(hostModel),
+
   buildRequest(request, hostModel, apiKey, settings = DEFAULTS) {
     const operation = settings.api === 'responses' ? 'responses' : 'chat/completions';
     const upstream = formatOf(settings).buildRequest(request, hostModel, null);

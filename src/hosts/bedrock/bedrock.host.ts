@@ -82,6 +82,8 @@ export const bedrockHost: HostKind<'bedrock'> = {
   authorizer: bedrockAuthorizer,
   framing: eventStreamFraming,
   buildRequest,
+  // InvokeModel takes a messages client's body whole (invokeBody); Converse is a translation.
+  wholeFormat: (_hostModel, settings) => (settings?.api === 'invoke' ? 'messages' : null),
   decoder: (passThrough = false) => new BedrockStreamDecoder(passThrough),
   decodeReply,
   errorMessage,

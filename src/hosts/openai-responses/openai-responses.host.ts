@@ -344,6 +344,7 @@ const WEB_SEARCH_TOOL = { type: 'web_search' };
 export const openAiResponsesHost: HostKind<'openai-responses'> = {
   name: 'openai-responses',
   hostedTools: HOSTED_TOOLS,
+  wholeFormat: () => 'responses',
 
   buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
     const headers: Record<string, string> = {

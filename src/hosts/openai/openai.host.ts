@@ -238,6 +238,7 @@ function passThroughBody(request: CanonicalRequest, original: Record<string, unk
 
 export const openAiHost: HostKind<'openai'> = {
   name: 'openai',
+  wholeFormat: () => 'chat-completions',
 
   buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
     const headers: Record<string, string> = {

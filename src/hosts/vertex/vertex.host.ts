@@ -150,4 +150,6 @@ export const vertexHost: HostKind<'vertex'> = {
   // publisher) as the gemini kind reads it, which reads Anthropic's (`{"error": {"message"}}`) too.
   errorMessage: (status, body) => geminiHost.errorMessage(status, body),
   hostedTools: HOSTED_TOOLS,
+  // Claude in the Messages wire, passed whole from a messages client (messagesBody); Gemini translated.
+  wholeFormat: (hostModel, settings) => (publisherOf(hostModel, settings) === 'anthropic' ? 'messages' : null),
 };

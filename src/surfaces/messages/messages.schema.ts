@@ -1,4 +1,3 @@
-import { HOSTED_TOOL_TYPE } from '../../canonical/hosted-tools';
 import {
   integerFrom,
   modelReference,
@@ -143,8 +142,9 @@ export const countTokensRequestSchema = {
         type: 'object',
         required: ['name'],
         properties: { type: { type: 'string' }, name: nonEmptyString, description: { type: 'string' }, input_schema: object },
-        // A server tool has no schema (its host knows it); the client's own tools need one.
-        if: { required: ['type'], properties: { type: { type: 'string', pattern: HOSTED_TOOL_TYPE } } },
+        // A tool of the API's own (a server tool, or one the client runs: `bash_20250124`…) has no
+        // schema, the model knows it; the client's custom tools need one.
+        if: { required: ['type'], properties: { type: { type: 'string', not: { const: 'custom' } } } },
         else: { required: ['input_schema'], properties: { input_schema: object } },
       },
     },

@@ -85,6 +85,8 @@ export function betasOf(header: string | string[] | undefined): string[] {
 type Tool = NonNullable<MessagesRequest['tools']>[number];
 
 const isServerTool = (tool: Tool) => tool.type !== undefined && isHostedTool(tool.type);
+/** The client's custom tools, with their schema: functions in every format. */
+const isCustomTool = (tool: Tool) => tool.type === undefined || tool.type === 'custom';
 
 /**
  * The server tools offered (`web_search_20250305`…) and whether `tool_choice` requires one (or any
@@ -128,6 +130,7 @@ export function toCanonical(
 ): CanonicalRequest {
   const body = asked;
   const serverTools = serverToolsOf(body);
+  const clientRun = (body.tools ?? []).filter((t) => !isCustomTool(t) && !isServerTool(t)).map((t) => t.type!);
   const system = body.system == null ? [] : typeof body.system === 'string' ? [body.system] : [textOfBlocks(body.system)];
   const messages: CanonicalMessage[] = [];
   for (const message of body.messages) {
@@ -168,9 +171,10 @@ export function toCanonical(
   return {
     system: system.filter((s) => s !== ''),
     messages,
-    // The client's own tools, which have a schema (messages.schema.ts); its server tools are hostedTools.
+    // The client's custom tools, which have a schema (messages.schema.ts); its server tools are
+    // hostedTools; the API's tools it runs itself (`bash_20250124`…) go only in its body passed whole.
     tools: (body.tools ?? [])
-      .filter((t) => !isServerTool(t))
+      .filter(isCustomTool)
       .map((t) => ({ name: t.name, description: t.description, parameters: t.input_schema! })),
     // A server tool named by tool_choice is the hosted tool required (hostedTools.required).
     toolChoice:
@@ -186,6 +190,7 @@ export function toCanonical(
     reasoning: reasoningOf(body),
     original: { format: 'messages', body: body as unknown as Record<string, unknown> },
     ...(serverTools.asked ? { hostedTools: serverTools.asked } : {}),
+    ...(clientRun.length > 0 ? { wholeOnlyTools: clientRun } : {}),
   };
 }
 
