@@ -275,6 +275,16 @@ function openaiMessage(req: any, reply: FakeReply) {
   };
 }
 
+/** What OpenAI answers `max_tokens` on a reasoning model (o1, o3, o4-mini, gpt-5…). */
+const OPENAI_MAX_TOKENS_REFUSED = {
+  error: {
+    message: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+    type: 'invalid_request_error',
+    param: 'max_tokens',
+    code: 'unsupported_parameter',
+  },
+};
+
 function openaiError(status: number, message?: string) {
   const [type, code] =
     status === 401
@@ -872,6 +882,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     const ids: Record<string, string> = fmt.requestIdHeader ? { [fmt.requestIdHeader]: newId('req_') } : {};
     if (typeof body !== 'object' || body === null)
       return send(res, 400, fmt.error(400, 'The request body is not valid JSON.'), ids);
+    // OpenAI's reasoning models refuse max_tokens, as the real API does (their cap is max_completion_tokens).
+    if (api === 'openai' && /^(o\d|gpt-5)/.test(azure?.model ?? body.model) && 'max_tokens' in body)
+      return send(res, 400, OPENAI_MAX_TOKENS_REFUSED, ids);
     // The fake speaks Gemini's stream as server-sent events only (the API's other form is one JSON array).
     if ((gemini?.stream || (vertex?.publisher === 'google' && vertex.stream)) && url.searchParams.get('alt') !== 'sse')
       return send(res, 400, geminiError(400, 'the fake streams only with alt=sse'), ids);

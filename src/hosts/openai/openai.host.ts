@@ -236,6 +236,14 @@ function passThroughBody(request: CanonicalRequest, original: Record<string, unk
   return body;
 }
 
+/**
+ * OpenAI's reasoning models (o1, o3, o4-mini, gpt-5…) refuse `max_tokens` (400 `unsupported_parameter`)
+ * and take the cap as `max_completion_tokens`; the others, and the servers compatible with the
+ * format, take `max_tokens` (some know no other). By the model's name, as it is called at the host.
+ */
+const REASONING_MODEL = /^(o\d|gpt-5)/;
+const capFieldOf = (hostModel: string) => (REASONING_MODEL.test(hostModel) ? 'max_completion_tokens' : 'max_tokens');
+
 export const openAiHost: HostKind<'openai'> = {
   name: 'openai',
   wholeFormat: () => 'chat-completions',
@@ -261,7 +269,7 @@ export const openAiHost: HostKind<'openai'> = {
     };
     // Asked for always: settlement uses the host's own count (a whole reply carries it anyway).
     if (request.stream) body.stream_options = { include_usage: true };
-    if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
+    if (request.maxTokens !== undefined) body[capFieldOf(hostModel)] = request.maxTokens;
     if (request.temperature !== undefined) body.temperature = request.temperature;
     if (request.topP !== undefined) body.top_p = request.topP;
     if (request.stop.length > 0) body.stop = request.stop;
