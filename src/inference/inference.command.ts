@@ -51,6 +51,11 @@ export interface InferenceResult {
   stream: boolean;
   /** Headers every answer to the request carries (a key's rate limits), whatever the reply turns out to be. */
   headers?: Record<string, string>;
+  /**
+   * Why the host last called goes without the reasoning asked for (its kind's omittedReasoning), or
+   * null; set as each host is called, read by the surfaces as they write their headers.
+   */
+  omittedReasoning?: string | null;
   /** Cold: subscribing calls the host; unsubscribing aborts it. Settles exactly once on any ending. */
   events: Observable<PipelineEvent>;
 }

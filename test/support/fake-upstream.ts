@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { messagesThinkingProblem } from './fakes/anthropic-thinking';
 import { azureRoute } from './fakes/azure';
 import { bedrockRoute, serveBedrock } from './fakes/bedrock';
 import { DEFAULT_SEARCH, type FakeSearch } from './fakes/search';
@@ -872,6 +873,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     const ids: Record<string, string> = fmt.requestIdHeader ? { [fmt.requestIdHeader]: newId('req_') } : {};
     if (typeof body !== 'object' || body === null)
       return send(res, 400, fmt.error(400, 'The request body is not valid JSON.'), ids);
+    // What the Messages API refuses beside thinking, whatever the test configured: a gateway sending it fails.
+    const thinkingProblem = api === 'anthropic' ? messagesThinkingProblem(body) : null;
+    if (thinkingProblem) return send(res, 400, fmt.error(400, thinkingProblem), ids);
     // The fake speaks Gemini's stream as server-sent events only (the API's other form is one JSON array).
     if ((gemini?.stream || (vertex?.publisher === 'google' && vertex.stream)) && url.searchParams.get('alt') !== 'sse')
       return send(res, 400, geminiError(400, 'the fake streams only with alt=sse'), ids);
