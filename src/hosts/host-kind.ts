@@ -88,6 +88,12 @@ export interface HostKind<Name extends string = string> {
    * (`?alt=sse`).
    */
   buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null, settings?: HostSettings): UpstreamRequest;
+  /**
+   * Kinds that translate reasoning into a form the host refuses beside some requests (Anthropic's
+   * thinking): why `buildRequest` leaves this request's reasoning out, named in the reply's
+   * `x-gateway-omitted-reasoning` header; null when it goes, or none was asked for. Absent: always carried.
+   */
+  omittedReasoning?(request: CanonicalRequest, hostModel: string, settings?: HostSettings): string | null;
   /** The host entry's own fields this kind reads (see HostSetting); none when absent. */
   readonly settings?: readonly HostSetting[];
   /**

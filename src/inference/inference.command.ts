@@ -42,6 +42,9 @@ export interface Billed {
 
 export type PipelineEvent = CanonicalEvent | Billed;
 
+/** The reply header naming why the host that served went without the reasoning asked for (InferenceResult.omittedReasoning). */
+export const OMITTED_REASONING_HEADER = 'x-gateway-omitted-reasoning';
+
 export interface InferenceResult {
   requestId: string;
   model: CatalogueModel;
@@ -51,6 +54,11 @@ export interface InferenceResult {
   stream: boolean;
   /** Headers every answer to the request carries (a key's rate limits), whatever the reply turns out to be. */
   headers?: Record<string, string>;
+  /**
+   * Why the host last called goes without the reasoning asked for (its kind's omittedReasoning), or
+   * null; set as each host is called, read by the surfaces as they write their headers.
+   */
+  omittedReasoning?: string | null;
   /** Cold: subscribing calls the host; unsubscribing aborts it. Settles exactly once on any ending. */
   events: Observable<PipelineEvent>;
 }

@@ -85,7 +85,12 @@ export class InferenceHandler
       created: Math.floor(Date.now() / 1000),
       stream: plan.request.stream,
       // A `models` fallback that serves is the reply's model: the surfaces read it as they write.
-      events: new Observable<PipelineEvent>((subscriber) => this.run(admitted, subscriber, (model) => (result.model = model))),
+      events: new Observable<PipelineEvent>((subscriber) =>
+        this.run(admitted, subscriber, (model, omittedReasoning) => {
+          result.model = model;
+          result.omittedReasoning = omittedReasoning;
+        }),
+      ),
     };
     return result;
   }
@@ -147,13 +152,14 @@ export class InferenceHandler
    * backoff, the next host, or the end). Each host call is asked of its circuit first, recorded
    * (`attempts`), and told to the circuit and the host's health when it ends. The calls follow the
    * plan's routes (a host of a model: another model's after a `models` fallback), each on a credential
-   * leased from its host's key pool for that call. `serving` is told each model called.
+   * leased from its host's key pool for that call. `serving` is told each model called, and why its
+   * host goes without the reasoning asked for (null: it does not).
    * Returns the teardown (the client unsubscribing is an abort).
    */
   private run(
     admitted: Admitted<RoutedPlan>,
     subscriber: Subscriber<PipelineEvent>,
-    serving: (model: CatalogueModel) => void,
+    serving: (model: CatalogueModel, omittedReasoning: string | null) => void,
   ): () => void {
     const { routes } = admitted.plan;
     const attempt = initialAttempt(
@@ -286,7 +292,7 @@ export class InferenceHandler
       });
     };
     const dispatch = ({ model, served, request }: PlannedRoute) => {
-      serving(model);
+      serving(model, HOST_KINDS[served.host.kind].omittedReasoning?.(request, served.model, served.host.settings) ?? null);
       if (facts) facts.model = model.slug;
       upstreamStarted = performance.now();
       const lease = this.keyPools.lease(served.host);

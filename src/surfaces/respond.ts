@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { ErrorFormat } from '../http/api-error';
-import type { InferenceResult } from '../inference/inference.command';
+import { OMITTED_REASONING_HEADER, type InferenceResult } from '../inference/inference.command';
 import { collectReply, Reply } from '../inference/reduce';
 import { ledgerPositionHeader } from '../read-your-writes/ledger-position';
 import { StreamSerializer, streamSse } from './sse';
@@ -11,6 +11,10 @@ export interface SurfaceWire {
   body(result: InferenceResult, reply: Reply): unknown;
   error: ErrorFormat;
 }
+
+/** Why the host called went without the reasoning asked for, when it did (see HostKind.omittedReasoning). */
+const omittedReasoningHeader = (result: InferenceResult): Record<string, string> =>
+  result.omittedReasoning ? { [OMITTED_REASONING_HEADER]: result.omittedReasoning } : {};
 
 /**
  * Answers a pipeline result the way every surface does: as server-sent events when the request
@@ -27,9 +31,11 @@ export async function respond(
     return streamSse(reply, result.events, wire.serializer(result), {
       keepAliveMs,
       failBeforeStart: (error) => void reply.status(error.status).send(wire.error(error, reply.request.id)),
+      lateHeaders: () => omittedReasoningHeader(result),
     });
   }
   const whole = await collectReply(result.events, reply.raw);
   if (whole.billed) void reply.headers(ledgerPositionHeader(whole.billed.position));
+  if (result.omittedReasoning) void reply.header(OMITTED_REASONING_HEADER, result.omittedReasoning);
   void reply.send(wire.body(result, whole));
 }

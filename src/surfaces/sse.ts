@@ -20,6 +20,8 @@ export interface SseOptions {
   keepAliveMs: number;
   /** Answers a failure that happens before anything was sent, in the surface's error format. */
   failBeforeStart: (error: ApiError) => void;
+  /** Headers known only once the host is called, read when the headers go out. */
+  lateHeaders?: () => Record<string, string>;
 }
 
 /** Streams whose headers have gone out and that have not ended, in this process (for the metrics). */
@@ -88,6 +90,7 @@ export function streamSse(
       reply.hijack();
       raw.writeHead(200, {
         ...(reply.getHeaders() as Record<string, string>),
+        ...options.lateHeaders?.(),
         'content-type': 'text/event-stream; charset=utf-8',
         'cache-control': 'no-cache',
         connection: 'keep-alive',

@@ -618,6 +618,42 @@ describe('anthropicHost.buildRequest, across formats: reasoning and images', () 
     expect(bodyOf({ maxTokens: 1024, reasoning: { effort: 'high' } })).not.toHaveProperty('thinking');
   });
 
+  it("leaves thinking out, not the client's sampling or tool_choice, when the API would refuse them together", () => {
+    const base = { maxTokens: 10_000, reasoning: { effort: 'high' as const } };
+    const tools = [{ name: 'get_weather', parameters: { type: 'object' } }];
+    const sampled = bodyOf({ ...base, temperature: 0.2, topK: 5 });
+    expect(sampled).not.toHaveProperty('thinking');
+    expect(sampled).toMatchObject({ temperature: 0.2, top_k: 5 });
+    const forced = bodyOf({ ...base, tools, toolChoice: 'required' });
+    expect(forced).not.toHaveProperty('thinking');
+    expect(forced.tool_choice).toEqual({ type: 'any' });
+    const loop: CanonicalRequest['messages'] = [
+      { role: 'user', content: 'Weather?' },
+      { role: 'assistant', content: '', toolCalls: [{ id: 'toolu_1', name: 'get_weather', arguments: '{}' }] },
+      { role: 'tool', toolCallId: 'toolu_1', content: '18°C' },
+    ];
+    expect(bodyOf({ ...base, tools, messages: loop })).not.toHaveProperty('thinking');
+    expect(anthropicHost.omittedReasoning?.(request({ ...base, temperature: 0.2 }), 'claude-sonnet-4-5')).toBe('temperature');
+    expect(anthropicHost.omittedReasoning?.(request(base), 'claude-sonnet-4-5')).toBeNull();
+  });
+
+  it("says nothing of reasoning for a messages client's body passed whole: its own thinking goes as sent", () => {
+    const body = {
+      model: 'x',
+      max_tokens: 4000,
+      thinking: { type: 'enabled', budget_tokens: 2048 },
+      temperature: 0.2,
+      messages: [],
+    };
+    const passed = request({ maxTokens: 4000, reasoning: { budgetTokens: 2048 }, temperature: 0.2 });
+    passed.original = { format: 'messages', body };
+    expect(anthropicHost.omittedReasoning?.(passed, 'claude-sonnet-4-5')).toBeNull();
+    expect(anthropicHost.buildRequest(passed, 'claude-sonnet-4-5', null).body).toMatchObject({
+      thinking: { type: 'enabled', budget_tokens: 2048 },
+      temperature: 0.2,
+    });
+  });
+
   it('sends images as image blocks before the text: inline data as base64, other URLs by URL', () => {
     const body = bodyOf({
       messages: [

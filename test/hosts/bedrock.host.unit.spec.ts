@@ -116,18 +116,23 @@ describe('bedrockHost.buildRequest (Converse)', () => {
     expect(choice('none', history)).toEqual({ tools: [expect.any(Object)] });
   });
 
-  it('asks Anthropic models for thinking (and top_k) in their own terms, other models for neither', () => {
-    const reasoning = request({ reasoning: { budgetTokens: 2048 }, topK: 5, maxTokens: 4000 });
+  it('asks Anthropic models for thinking (or top_k) in their own terms, other models for neither', () => {
+    const reasoning = request({ reasoning: { budgetTokens: 2048 }, maxTokens: 4000 });
     expect((host.buildRequest(reasoning, CLAUDE, null, CONVERSE).body as any).additionalModelRequestFields).toEqual({
       thinking: { type: 'enabled', budget_tokens: 2048 },
-      top_k: 5,
     });
+    // Claude refuses top_k beside thinking: the client's top_k goes, its reasoning does not (and the reply says why).
+    const sampled = request({ reasoning: { budgetTokens: 2048 }, topK: 5, maxTokens: 4000 });
+    expect((host.buildRequest(sampled, CLAUDE, null, CONVERSE).body as any).additionalModelRequestFields).toEqual({ top_k: 5 });
+    expect(host.omittedReasoning?.(sampled, CLAUDE, CONVERSE)).toBe('top_k');
+    expect(host.omittedReasoning?.(reasoning, CLAUDE, CONVERSE)).toBeNull();
     // An effort: its share of the cap (high: 80% of 10,000).
     const effort = request({ reasoning: { effort: 'high' }, maxTokens: 10_000 });
     expect((host.buildRequest(effort, CLAUDE, null, CONVERSE).body as any).additionalModelRequestFields).toEqual({
       thinking: { type: 'enabled', budget_tokens: 8000 },
     });
     expect(host.buildRequest(reasoning, NOVA, null, CONVERSE).body).not.toHaveProperty('additionalModelRequestFields');
+    expect(host.omittedReasoning?.(sampled, NOVA, CONVERSE)).toBeNull();
   });
 
   it('refuses an image given by URL or in a format Bedrock does not take, as a 400 the client can fix', () => {

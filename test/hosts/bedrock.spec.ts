@@ -575,3 +575,73 @@ describe('an Anthropic model through InvokeModel', () => {
     },
   );
 });
+
+describe('reasoning from a chat-completions client, beside what Claude refuses with thinking', () => {
+  const OMITTED = 'x-gateway-omitted-reasoning';
+  const weather = { type: 'function', function: WEATHER };
+  /** The second turn of a tool loop. */
+  const LOOP = [
+    { role: 'user', content: 'Weather in Paris?' },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: CALL.id, type: 'function', function: { name: CALL.name, arguments: CALL.arguments } }],
+    },
+    { role: 'tool', tool_call_id: CALL.id, content: '18°C and sunny' },
+  ];
+  const chat = (slug: string, body: object) =>
+    fetch(`${g.baseUrl}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${g.key}` },
+      body: JSON.stringify({ model: slug, reasoning_effort: 'low', messages: [{ role: 'user', content: 'Hi' }], ...body }),
+    });
+
+  it.each([false, true])(
+    'the second turn of a tool loop goes to Converse without thinking, and the reply says why (streamed: %s)',
+    async (stream) => {
+      g.fake.on(CONVERSE.hostModel, { kind: 'reply', reply: { text: TEXT } });
+      const res = await chat(CONVERSE.slug, { messages: LOOP, tools: [weather], stream });
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('Sunny');
+      const upstream = sent(CONVERSE.hostModel).body;
+      expect(upstream.messages[1].content).toEqual([
+        { toolUse: { toolUseId: CALL.id, name: CALL.name, input: { city: 'Paris' } } },
+      ]);
+      expect(upstream).not.toHaveProperty('additionalModelRequestFields');
+      expect(res.headers.get(OMITTED)).toBe('tool_loop');
+    },
+  );
+
+  it('temperature 0.2 or a forced tool goes to Converse as asked, thinking not, and the reply says why', async () => {
+    g.fake.on(CONVERSE.hostModel, { kind: 'reply', reply: { text: TEXT } });
+    const warm = await chat(CONVERSE.slug, { temperature: 0.2 });
+    expect(warm.status).toBe(200);
+    expect(sent(CONVERSE.hostModel).body).toMatchObject({ inferenceConfig: { temperature: 0.2 } });
+    expect(sent(CONVERSE.hostModel).body).not.toHaveProperty('additionalModelRequestFields');
+    expect(warm.headers.get(OMITTED)).toBe('temperature');
+    const forced = await chat(CONVERSE.slug, { tools: [weather], tool_choice: 'required' });
+    expect(forced.status).toBe(200);
+    expect(sent(CONVERSE.hostModel).body.toolConfig.toolChoice).toEqual({ any: {} });
+    expect(sent(CONVERSE.hostModel).body).not.toHaveProperty('additionalModelRequestFields');
+    expect(forced.headers.get(OMITTED)).toBe('tool_choice');
+  });
+
+  it('a first turn still thinks, on Converse and through InvokeModel; a tool loop through InvokeModel does not', async () => {
+    g.fake.on(CONVERSE.hostModel, { kind: 'reply', reply: { text: TEXT } });
+    g.fake.on(INVOKE.hostModel, { kind: 'reply', reply: { text: TEXT } });
+    const first = await chat(CONVERSE.slug, { tools: [weather] });
+    expect(first.status).toBe(200);
+    expect(sent(CONVERSE.hostModel).body.additionalModelRequestFields.thinking).toEqual({
+      type: 'enabled',
+      budget_tokens: expect.any(Number),
+    });
+    expect(first.headers.get(OMITTED)).toBeNull();
+    const invoked = await chat(INVOKE.slug, {});
+    expect(invoked.status).toBe(200);
+    expect(sent(INVOKE.hostModel).body.thinking).toEqual({ type: 'enabled', budget_tokens: expect.any(Number) });
+    const loop = await chat(INVOKE.slug, { messages: LOOP, tools: [weather] });
+    expect(loop.status).toBe(200);
+    expect(sent(INVOKE.hostModel).body).not.toHaveProperty('thinking');
+    expect(loop.headers.get(OMITTED)).toBe('tool_loop');
+  });
+});

@@ -100,4 +100,40 @@ describe('the fake Bedrock Runtime', () => {
     expect(ok.status).toBe(200);
     expect(await ok.json()).toMatchObject({ type: 'message', role: 'assistant', content: [{ type: 'text' }] });
   });
+
+  it('refuses what Claude refuses beside thinking, through Converse and InvokeModel, as Bedrock passes on a model’s refusal', async () => {
+    const converse = '/model/us.anthropic.claude-x-v1%3A0/converse';
+    const thinking = { type: 'enabled', budget_tokens: 2048 };
+    const toolConfig = { tools: [{ toolSpec: { name: 'f', inputSchema: { json: { type: 'object' } } } }] };
+    const loop = [
+      { role: 'user', content: [{ text: 'Hi' }] },
+      { role: 'assistant', content: [{ toolUse: { toolUseId: 't1', name: 'f', input: {} } }] },
+      { role: 'user', content: [{ toolResult: { toolUseId: 't1', content: [{ text: 'done' }] } }] },
+    ];
+    const refusals: Array<[object, RegExp]> = [
+      [{ messages: loop, toolConfig }, /Expected `thinking` or `redacted_thinking`, but found `tool_use`/],
+      [{ ...BODY, inferenceConfig: { temperature: 0.2 } }, /`temperature` may only be set to 1 when thinking is enabled/],
+      [
+        { ...BODY, toolConfig: { ...toolConfig, toolChoice: { any: {} } } },
+        /Thinking may not be enabled when tool_choice forces tool use/,
+      ],
+    ];
+    for (const [body, message] of refusals) {
+      const refused = await post(converse, { ...body, additionalModelRequestFields: { thinking } });
+      expect(refused.status).toBe(400);
+      expect(refused.headers.get('x-amzn-errortype')).toMatch(/^ValidationException:/);
+      expect(((await refused.json()) as { message: string }).message).toMatch(message);
+      expect((await post(converse, body)).status).toBe(200);
+    }
+    const invoke = '/model/anthropic.claude-x-v1%3A0/invoke';
+    const top = await post(invoke, {
+      anthropic_version: 'bedrock-2023-05-31',
+      max_tokens: 4000,
+      thinking,
+      top_k: 5,
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
+    expect(top.status).toBe(400);
+    expect(((await top.json()) as { message: string }).message).toMatch(/`top_k` must be unset when thinking is enabled/);
+  });
 });

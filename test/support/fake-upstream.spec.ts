@@ -366,6 +366,53 @@ describe('Anthropic Messages', () => {
     }
   });
 
+  it('refuses what the API refuses beside thinking, with its error body, and takes the same body without thinking', async () => {
+    const thinking = { type: 'enabled', budget_tokens: 2048 };
+    const tools = [{ name: 'f', input_schema: { type: 'object' } }];
+    const loop = [
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'f', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'done' }] },
+    ];
+    const hi = [{ role: 'user', content: 'Hi' }];
+    const refusals: Array<[object, RegExp]> = [
+      [
+        { messages: loop, tools },
+        /^messages\.1\.content\.0\.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`/,
+      ],
+      [{ messages: hi, temperature: 0.2 }, /^`temperature` may only be set to 1 when thinking is enabled/],
+      [{ messages: hi, top_k: 5 }, /^`top_k` must be unset when thinking is enabled/],
+      [{ messages: hi, top_p: 0.5 }, /^`top_p` must be greater than or equal to 0\.95/],
+      [{ messages: hi, tools, tool_choice: { type: 'any' } }, /^Thinking may not be enabled when tool_choice forces tool use/],
+      [{ messages: hi, tools, tool_choice: { type: 'tool', name: 'f' } }, /^Thinking may not be enabled/],
+    ];
+    for (const [body, message] of refusals) {
+      const refused = await post(ANTHROPIC, { model: 'm', max_tokens: 4000, thinking, ...body });
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message } });
+      const without = await post(ANTHROPIC, { model: 'm', max_tokens: 4000, ...body });
+      expect(without.status).toBe(200);
+      await without.text();
+    }
+    // A loop whose turn starts with the thinking it was given with, temperature 1 and top_p 0.95: taken.
+    const signed = [
+      loop[0],
+      { role: 'assistant', content: [{ type: 'thinking', thinking: 't', signature: 's' }, loop[1].content[0]] },
+      loop[2],
+    ];
+    const ok = await post(ANTHROPIC, {
+      model: 'm',
+      max_tokens: 4000,
+      thinking,
+      messages: signed,
+      tools,
+      temperature: 1,
+      top_p: 0.95,
+    });
+    expect(ok.status).toBe(200);
+    await ok.text();
+  });
+
   it('answers non-streamed requests with a message object', async () => {
     fake.on('tools', {
       kind: 'reply',

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { messagesThinkingProblem } from './fakes/anthropic-thinking';
 import { azureRoute } from './fakes/azure';
 import { bedrockRoute, serveBedrock } from './fakes/bedrock';
 import { DEFAULT_SEARCH, type FakeSearch } from './fakes/search';
@@ -885,6 +886,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     // OpenAI's reasoning models refuse max_tokens, as the real API does (their cap is max_completion_tokens).
     if (api === 'openai' && /^(o\d|gpt-5)/.test(azure?.model ?? body.model) && 'max_tokens' in body)
       return send(res, 400, OPENAI_MAX_TOKENS_REFUSED, ids);
+    // What the Messages API refuses beside thinking, whatever the test configured: a gateway sending it fails.
+    const thinkingProblem = api === 'anthropic' ? messagesThinkingProblem(body) : null;
+    if (thinkingProblem) return send(res, 400, fmt.error(400, thinkingProblem), ids);
     // The fake speaks Gemini's stream as server-sent events only (the API's other form is one JSON array).
     if ((gemini?.stream || (vertex?.publisher === 'google' && vertex.stream)) && url.searchParams.get('alt') !== 'sse')
       return send(res, 400, geminiError(400, 'the fake streams only with alt=sse'), ids);

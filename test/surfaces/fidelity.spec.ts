@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import fc from 'fast-check';
 import OpenAI from 'openai';
-import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { auditThenClose, startGateway, TEST_MODELS, testCatalogueFile, TestGateway } from '../support/gateway';
 
 /**
  * Fidelity: a client whose wire format is its host's has its request and reply carried whole
@@ -11,8 +11,25 @@ import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../suppo
 const M = TEST_MODELS;
 let g: TestGateway;
 
+/** Claude with room to think: the shared test models allow 1,000 output tokens, below the smallest thinking budget (1,024). */
+const THINKER = { slug: 'test/claude-thinks', id: 'd0000000-0000-4000-8000-000000000001', hostModel: 'fake-claude-thinks' };
+
 beforeAll(async () => {
-  g = await startGateway();
+  g = await startGateway({
+    catalogue: (fake) => {
+      const file = testCatalogueFile(fake);
+      const thinker = {
+        slug: THINKER.slug,
+        id: THINKER.id,
+        name: 'Test Claude thinking',
+        contextLength: 128_000,
+        maxOutputTokens: 8000,
+        reasoning: true,
+        hosts: [{ host: 'fake-anthropic', model: THINKER.hostModel, pricing: { input: '3.00', output: '15.00' } }],
+      };
+      return { ...file, models: [...file.models, thinker] };
+    },
+  });
 });
 afterAll(() => auditThenClose(g));
 
@@ -426,5 +443,117 @@ describe('across formats', () => {
     expect(last().body).not.toHaveProperty('thinking');
     await ask({ reasoning_effort: 'none' });
     expect(last().body).not.toHaveProperty('thinking');
+  });
+});
+
+describe('reasoning from another format to an anthropic host, beside what the API refuses with thinking', () => {
+  const OMITTED = 'x-gateway-omitted-reasoning';
+  const WEATHER = {
+    type: 'function',
+    function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+  };
+  /** The second turn of a tool loop, as a chat-completions client sends it. */
+  const LOOP = [
+    { role: 'user', content: 'Weather in Paris?' },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'toolu_01', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+    },
+    { role: 'tool', tool_call_id: 'toolu_01', content: '18°C and sunny' },
+  ];
+  const chat = (body: object) =>
+    post(
+      'chat/completions',
+      chatHeaders(),
+      JSON.stringify({
+        model: THINKER.slug,
+        reasoning_effort: 'high',
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+        ...body,
+      }),
+    );
+
+  beforeEach(() => g.fake.on(THINKER.hostModel, { kind: 'reply', reply: { text: 'It is 18°C.' } }));
+
+  it('a first turn with reasoning_effort gets thinking, and the reply names nothing left out', async () => {
+    const response = await chat({ tools: [WEATHER] });
+    expect(response.status).toBe(200);
+    await response.text();
+    // high: 80% of the model's 8,000-token cap.
+    expect(last().body.thinking).toEqual({ type: 'enabled', budget_tokens: 6400 });
+    expect(response.headers.get(OMITTED)).toBeNull();
+  });
+
+  it.each([false, true])(
+    'the second turn of a tool loop (streamed: %s) is answered without thinking, and the reply says why',
+    async (stream) => {
+      const response = await chat({ messages: LOOP, tools: [WEATHER], stream });
+      expect(response.status).toBe(200);
+      const text = await response.text();
+      expect(text).toContain('18°C');
+      expect(last().body).not.toHaveProperty('thinking');
+      expect(last().body.messages[1].content).toEqual([
+        { type: 'tool_use', id: 'toolu_01', name: 'get_weather', input: { city: 'Paris' } },
+      ]);
+      expect(response.headers.get(OMITTED)).toBe('tool_loop');
+    },
+  );
+
+  it('temperature 0.2 goes as the client asked; thinking does not, and the reply says why', async () => {
+    const response = await chat({ temperature: 0.2 });
+    expect(response.status).toBe(200);
+    await response.text();
+    expect(last().body).toMatchObject({ temperature: 0.2 });
+    expect(last().body).not.toHaveProperty('thinking');
+    expect(response.headers.get(OMITTED)).toBe('temperature');
+  });
+
+  it('tool_choice required goes as the API forces a tool; thinking does not, and the reply says why', async () => {
+    const response = await chat({ tools: [WEATHER], tool_choice: 'required' });
+    expect(response.status).toBe(200);
+    await response.text();
+    expect(last().body.tool_choice).toEqual({ type: 'any' });
+    expect(last().body).not.toHaveProperty('thinking');
+    expect(response.headers.get(OMITTED)).toBe('tool_choice');
+  });
+
+  it("a Responses client's reasoning.effort on a tool loop's second turn: answered without thinking", async () => {
+    const response = await post(
+      'responses',
+      chatHeaders(),
+      JSON.stringify({
+        model: THINKER.slug,
+        reasoning: { effort: 'medium' },
+        tools: [{ type: 'function', name: 'get_weather', parameters: WEATHER.function.parameters }],
+        input: [
+          { role: 'user', content: 'Weather in Paris?' },
+          { type: 'function_call', call_id: 'toolu_01', name: 'get_weather', arguments: '{"city":"Paris"}' },
+          { type: 'function_call_output', call_id: 'toolu_01', output: '18°C and sunny' },
+        ],
+      }),
+    );
+    expect(response.status).toBe(200);
+    await response.text();
+    expect(last().body).not.toHaveProperty('thinking');
+    expect(response.headers.get(OMITTED)).toBe('tool_loop');
+  });
+
+  it("a messages client's own thinking goes as sent: beside temperature 0.2 the host's refusal reaches it", async () => {
+    const response = await post(
+      'messages',
+      messagesHeaders(),
+      JSON.stringify({
+        model: THINKER.slug,
+        max_tokens: 4000,
+        thinking: { type: 'enabled', budget_tokens: 2048 },
+        temperature: 0.2,
+        messages: [{ role: 'user', content: 'Think.' }],
+      }),
+    );
+    expect(last().body).toMatchObject({ thinking: { type: 'enabled', budget_tokens: 2048 }, temperature: 0.2 });
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain('`temperature` may only be set to 1 when thinking is enabled');
+    expect(response.headers.get(OMITTED)).toBeNull();
   });
 });

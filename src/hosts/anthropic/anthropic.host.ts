@@ -15,6 +15,7 @@ import {
 } from '../../canonical/canonical';
 import { hostedToolClassOf, type HostedToolsRun } from '../../canonical/hosted-tools';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
+import { thinkingConflict, type ThinkingConflict } from './anthropic.thinking';
 
 /** The Messages API requires max_tokens; used only when the pipeline left it open. */
 export const DEFAULT_MAX_TOKENS = 4096;
@@ -215,14 +216,26 @@ function headersFor(apiKey: string | null, betas: string[] = []): Record<string,
   return headers;
 }
 
+/** Whether the request asks for reasoning (an effort other than `none`, or a budget). */
+const asksReasoning = (request: CanonicalRequest): boolean =>
+  request.reasoning !== undefined && request.reasoning.effort !== 'none';
+
+/**
+ * Why a translated request asking for reasoning goes without thinking (see anthropic.thinking.ts), or
+ * null: it asks for none, or its thinking goes.
+ */
+export const thinkingLeftOut = (request: CanonicalRequest): ThinkingConflict | null =>
+  asksReasoning(request) ? thinkingConflict(request) : null;
+
 /**
  * Thinking for a reasoning request: its budget, or the effort's share of the output cap, within
  * what the API takes (at least 1024 tokens, less than the cap). None when no reasoning was asked
- * for, `none` was, or the cap is too small to think within.
+ * for, `none` was, the cap is too small to think within, or the request holds what the API refuses
+ * beside thinking (thinkingLeftOut).
  */
 export function thinkingFor(request: CanonicalRequest, maxTokens: number): { type: 'enabled'; budget_tokens: number } | null {
   const reasoning = request.reasoning;
-  if (reasoning === undefined || reasoning.effort === 'none') return null;
+  if (reasoning === undefined || reasoning.effort === 'none' || thinkingConflict(request) !== null) return null;
   const wanted = reasoning.budgetTokens ?? Math.floor(maxTokens * THINKING_SHARE[reasoning.effort ?? 'medium']);
   const budget = Math.min(Math.max(wanted, MIN_THINKING_BUDGET), maxTokens - 1);
   return budget < MIN_THINKING_BUDGET ? null : { type: 'enabled', budget_tokens: budget };
@@ -571,6 +584,8 @@ export const anthropicHost: HostKind<'anthropic'> = {
   hostedTools: HOSTED_TOOLS,
   wholeFormat: () => 'messages',
   buildRequest,
+  // A messages client's body goes whole, its own thinking as sent.
+  omittedReasoning: (request) => (request.original?.format === 'messages' ? null : thinkingLeftOut(request)),
   countTokensRequest,
   decoder: (passThrough = false) => new AnthropicDecoder(passThrough),
   decodeReply,

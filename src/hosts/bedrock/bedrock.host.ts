@@ -1,7 +1,14 @@
 import type { CanonicalEvent, CanonicalRequest } from '../../canonical/canonical';
-import { anthropicHost } from '../anthropic/anthropic.host';
+import { anthropicHost, thinkingLeftOut } from '../anthropic/anthropic.host';
 import type { HostKind, HostSettings, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
-import { bedrockMessage, converseBody, ConverseStreamDecoder, decodeConverseReply, parseObject } from './bedrock.converse';
+import {
+  bedrockMessage,
+  converseBody,
+  ConverseStreamDecoder,
+  decodeConverseReply,
+  isAnthropicModel,
+  parseObject,
+} from './bedrock.converse';
 import { eventStreamFraming } from './bedrock.event-stream';
 import { invokeBody, InvokeStreamDecoder } from './bedrock.invoke';
 import { bedrockAuthorizer } from './bedrock.signing';
@@ -39,6 +46,15 @@ function buildRequest(
   if (api === 'converse') return { path, headers, body: converseBody(request, hostModel) };
   const { body, passThrough } = invokeBody(request, hostModel);
   return { path, headers, body, ...(passThrough ? { passThrough } : {}) };
+}
+
+/**
+ * Why a call leaves its reasoning out: InvokeModel's as the anthropic kind's; Converse's, for
+ * Anthropic's models (the only ones it sends thinking to), as the same decision.
+ */
+function omittedReasoning(request: CanonicalRequest, hostModel: string, settings?: HostSettings): string | null {
+  if (settings?.api === 'invoke') return anthropicHost.omittedReasoning?.(request, hostModel) ?? null;
+  return isAnthropicModel(hostModel) ? thinkingLeftOut(request) : null;
 }
 
 /** A stream of either operation: what its first message is says which (`chunk`: InvokeModel's). */
@@ -84,6 +100,7 @@ export const bedrockHost: HostKind<'bedrock'> = {
   buildRequest,
   // InvokeModel takes a messages client's body whole (invokeBody); Converse is a translation.
   wholeFormat: (_hostModel, settings) => (settings?.api === 'invoke' ? 'messages' : null),
+  omittedReasoning,
   decoder: (passThrough = false) => new BedrockStreamDecoder(passThrough),
   decodeReply,
   errorMessage,

@@ -141,6 +141,8 @@ export const vertexHost: HostKind<'vertex'> = {
   defaultBaseUrl,
   authorizer: (host) => googleCredential(host.settings.credentialsFile),
   buildRequest,
+  omittedReasoning: (request, hostModel, settings) =>
+    wireOf(hostModel, settings).omittedReasoning?.(request, hostModel, settings) ?? null,
   countTokensRequest,
   decoder: (passThrough = false, settings, hostModel = '') =>
     wireOf(hostModel, settings).decoder(passThrough, settings, hostModel),

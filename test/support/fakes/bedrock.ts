@@ -30,6 +30,7 @@ import {
   wired,
   withUsage,
 } from '../fake-upstream';
+import { converseThinkingProblem, messagesThinkingProblem } from './anthropic-thinking';
 
 /** The AWS account the fake takes signatures of: the test gateway's credentials (its environment's). */
 export const BEDROCK_TEST_CREDENTIALS = {
@@ -361,6 +362,9 @@ export async function serveBedrock(route: BedrockRoute, call: BedrockCall, confi
   } else if (!Array.isArray(body.messages)) {
     return sendError(res, 400, "1 validation error detected: Value null at 'messages' failed to satisfy constraint");
   }
+  // What Claude refuses beside thinking, passed on as Bedrock passes on a model's refusal.
+  const thinkingProblem = route.api === 'invoke' ? messagesThinkingProblem(body) : converseThinkingProblem(body);
+  if (thinkingProblem) return sendError(res, 400, `The model returned the following errors: ${thinkingProblem}`);
 
   const b: FakeBehaviour = configured ?? { kind: 'reply', reply: DEFAULT_REPLY };
   const reply = 'reply' in b ? withUsage(b.reply) : DEFAULT_REPLY;

@@ -1,0 +1,101 @@
+// What Anthropic's API refuses beside extended thinking, in its own words (a 400 invalid_request_error):
+// the rules of "Building with extended thinking" (feature compatibility, thinking with tool use,
+// preserving thinking blocks), for the fake's Messages wire (Anthropic's API, Claude on Vertex AI,
+// Bedrock's InvokeModel) and for Claude behind Bedrock's Converse (its fields moved to Converse's places).
+
+const DOCS = 'https://docs.claude.com/en/docs/build-with-claude/extended-thinking';
+const CONSIDERATIONS = `Please consult our documentation at ${DOCS}#important-considerations-when-using-extended-thinking`;
+
+/** A request's fields the rules read, wherever its wire puts them. */
+interface ThinkingView {
+  thinking: unknown;
+  temperature: unknown;
+  topP: unknown;
+  topK: unknown;
+  /** `tool_choice.type` (Converse's `any` / `tool` named the same). */
+  toolChoice: unknown;
+  /** The last assistant message: its index and its blocks' types, in the Messages API's names. */
+  lastAssistant: { index: number; blocks: string[] } | null;
+}
+
+/** The API's message for a request it refuses beside thinking, or null (the rules apply with thinking on). */
+function refusal(view: ThinkingView): string | null {
+  const type = (view.thinking as { type?: unknown } | undefined)?.type;
+  if (type !== 'enabled' && type !== 'adaptive') return null;
+  if (view.toolChoice === 'any' || view.toolChoice === 'tool')
+    return 'Thinking may not be enabled when tool_choice forces tool use.';
+  if (view.temperature !== undefined && view.temperature !== 1)
+    return `\`temperature\` may only be set to 1 when thinking is enabled. ${CONSIDERATIONS}`;
+  if (view.topK !== undefined) return `\`top_k\` must be unset when thinking is enabled. ${CONSIDERATIONS}`;
+  if (view.topP !== undefined && (typeof view.topP !== 'number' || view.topP < 0.95 || view.topP > 1))
+    return `\`top_p\` must be greater than or equal to 0.95 or unset when thinking is enabled. ${CONSIDERATIONS}`;
+  // The turn answering the tool results in flight must start with the thinking it was given with. Not
+  // with adaptive thinking, where the model may not think at all (Claude Code sends such turns back as they came).
+  const last = view.lastAssistant;
+  if (
+    type === 'enabled' &&
+    last &&
+    last.blocks.includes('tool_use') &&
+    last.blocks[0] !== 'thinking' &&
+    last.blocks[0] !== 'redacted_thinking'
+  )
+    return (
+      `messages.${last.index}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${last.blocks[0]}\`. ` +
+      'When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost ' +
+      'set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid ' +
+      `this requirement, disable \`thinking\`. Please consult our documentation at ${DOCS}`
+    );
+  return null;
+}
+
+/** The last assistant message of a list, its blocks' types named by `typeOf`. */
+function lastAssistantOf(messages: unknown, typeOf: (block: any) => string): ThinkingView['lastAssistant'] {
+  if (!Array.isArray(messages)) return null;
+  for (let index = messages.length - 1; index >= 0; index--) {
+    const message = messages[index];
+    if (message?.role !== 'assistant') continue;
+    const content: unknown = message.content;
+    return { index, blocks: Array.isArray(content) ? content.map(typeOf) : ['text'] };
+  }
+  return null;
+}
+
+/** What the Messages API refuses in a body beside thinking, or null. */
+export function messagesThinkingProblem(body: any): string | null {
+  return refusal({
+    thinking: body.thinking,
+    temperature: body.temperature,
+    topP: body.top_p,
+    topK: body.top_k,
+    toolChoice: body.tool_choice?.type,
+    lastAssistant: lastAssistantOf(body.messages, (block) => String(block?.type)),
+  });
+}
+
+/** Converse's blocks in the Messages API's names. */
+const converseBlockType = (block: any): string =>
+  block?.toolUse
+    ? 'tool_use'
+    : block?.reasoningContent?.redactedContent
+      ? 'redacted_thinking'
+      : block?.reasoningContent
+        ? 'thinking'
+        : block?.text !== undefined
+          ? 'text'
+          : block?.image
+            ? 'image'
+            : 'tool_result';
+
+/** What Claude refuses in a Converse body beside thinking (`additionalModelRequestFields.thinking`), or null. */
+export function converseThinkingProblem(body: any): string | null {
+  const extra = body.additionalModelRequestFields ?? {};
+  const choice = body.toolConfig?.toolChoice;
+  return refusal({
+    thinking: extra.thinking,
+    temperature: body.inferenceConfig?.temperature,
+    topP: body.inferenceConfig?.topP,
+    topK: extra.top_k,
+    toolChoice: choice?.any ? 'any' : choice?.tool ? 'tool' : undefined,
+    lastAssistant: lastAssistantOf(body.messages, converseBlockType),
+  });
+}
