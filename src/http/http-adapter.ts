@@ -77,6 +77,9 @@ export function httpAdapter(
   const fastify = adapter.getInstance();
   // Bodies nested past a bound are a 400 before anything recursive reads them.
   boundJsonDepth(fastify);
+  // Every body is JSON: JSON sent as text/plain is refused as any other type is (415, saying to send
+  // it as application/json), not read as a string and then refused as "not a JSON object".
+  fastify.removeContentTypeParser('text/plain');
   trackRequestsOnConnections(fastify);
   // Callback style: an async hook costs a promise on every request.
   fastify.addHook('onRequest', (request, reply, done) => {

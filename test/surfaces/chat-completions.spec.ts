@@ -429,11 +429,19 @@ describe('chat-completions surface with the official openai client', () => {
     await expectError(client.chat.completions.create({ ...chat, stream: true }), 502, 'provider_error');
     await g.settled();
   });
+  it('no key is a 401 before the body is looked at', async () => {
+    const res = await request(g.baseUrl).post('/api/v1/chat/completions').send({ bad: 'body' });
+    expect(res.status).toBe(401);
+    expect(res.body.error).toMatchObject({ code: 'invalid_api_key' });
+  });
+
   it('refuses a body that is not JSON (a form, XML, plain text) with 400 in each surface format, never a 500', async () => {
     for (const [type, body] of [
       ['application/x-www-form-urlencoded', 'model=x&messages=hi'],
       ['application/xml', '<chat/>'],
       ['text/plain', 'hello'],
+      // JSON itself, but sent as text: told to send it as JSON.
+      ['text/plain', JSON.stringify({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }] })],
     ]) {
       const chat = await request(g.baseUrl)
         .post('/api/v1/chat/completions')
@@ -441,7 +449,10 @@ describe('chat-completions surface with the official openai client', () => {
         .set('content-type', type)
         .send(body);
       expect(chat.status).toBe(400);
-      expect(chat.body.error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/JSON/) });
+      expect(chat.body.error).toMatchObject({
+        code: 'invalid_request',
+        message: 'the body must be JSON, sent with "content-type: application/json"',
+      });
       const messages = await request(g.baseUrl)
         .post('/api/v1/messages')
         .set('x-api-key', g.key)

@@ -181,6 +181,7 @@ describe('@google/genai: the rest of the surface', () => {
     const names = pager.page.map((m) => m.name);
     expect(names).toEqual(expect.arrayContaining([`models/${M.gpt.slug}`, `models/${M.claude.slug}`]));
     expect(names).not.toContain(`models/${M.unhosted.slug}`);
+    await expect(ai.models.get({ model: M.unhosted.slug })).rejects.toThrow(/none of its hosts is configured/);
     const model = await ai.models.get({ model: M.claude.slug });
     expect(model).toMatchObject({
       name: `models/${M.claude.slug}`,

@@ -32,8 +32,9 @@ export class ChatCompletionsRoute implements OnModuleInit {
   }
 
   async create(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const body = bodyValidation.transform(request.body, { type: 'body' });
+    // No key is a 401 before the body is looked at, as on the other surfaces.
     const apiKey = requireKey(request);
+    const body = bodyValidation.transform(request.body, { type: 'body' });
     const canonical = toCanonical(body);
     const result = await this.commands.execute(
       new InferenceCommand({

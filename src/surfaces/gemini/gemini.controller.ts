@@ -23,6 +23,7 @@ import { ordinaryKey, requireKey } from '../../http/credentials';
 import { schemaValidation } from '../../http/schema-validation';
 import { IdentityService } from '../../identity/identity.service';
 import { CountTokensQuery } from '../../inference/count-tokens.query';
+import { servableModel } from '../../inference/admission';
 import { InferenceCommand } from '../../inference/inference.command';
 import { factsOf } from '../../observability/request-facts';
 import { CONFIG } from '../../runtime/runtime.module';
@@ -158,11 +159,14 @@ export class GeminiController {
   @UseGuards(GeminiKeyGuard)
   retrieve(@Param('*') path: string) {
     const model = this.catalogue.find(catalogueRefOf(path, this.catalogue.models));
-    if (!model || model.kind !== 'chat' || !model.hosts.some((h) => h.host.usable))
+    if (!model || model.kind !== 'chat')
       throw new ApiError(
         'not_found',
         `model "${path.slice(0, 256)}" is not in the catalogue (GET /api/v1beta/models lists them)`,
       );
+    // In the catalogue with no host configured: said as a request naming it would be told.
+    const servable = servableModel(model.slug, model);
+    if (servable.kind === 'refuse') throw servable.error;
     return modelOf(model);
   }
 }

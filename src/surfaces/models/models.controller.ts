@@ -1,6 +1,7 @@
 import { Controller, Get, Param, UseFilters, UseGuards } from '@nestjs/common';
 import { Catalogue, CatalogueModel } from '../../catalogue/catalogue';
-import { ApiError, chatCompletionsErrors } from '../../http/api-error';
+import { chatCompletionsErrors } from '../../http/api-error';
+import { servableModel } from '../../inference/admission';
 import { ApiKeyGuard } from '../api-key.guard';
 
 const describe = (model: CatalogueModel) => {
@@ -57,10 +58,10 @@ export class ModelsController {
   @Get('*')
   retrieve(@Param('*') ref: string) {
     const model = this.catalogue.find(ref);
-    if (!model || !model.hosts.some((h) => h.host.usable)) {
-      // Echoed bounded (and masked, as every error is): a key pasted into the path is not sent back.
-      throw new ApiError('not_found', `model "${ref.slice(0, 256)}" is not in the catalogue (GET /api/v1/models lists them)`);
-    }
-    return describe(model);
+    // As a request naming it would be told: unknown, or in the catalogue with none of its hosts
+    // configured. Echoed bounded (and masked): a key pasted into the path is not sent back.
+    const servable = servableModel(ref.slice(0, 256), model, model?.kind);
+    if (servable.kind === 'refuse') throw servable.error;
+    return describe(servable.model);
   }
 }
