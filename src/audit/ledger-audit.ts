@@ -45,6 +45,17 @@ export interface AuditReport {
   differences: string[];
 }
 
+const emptyCounts = () => ({
+  events: 0,
+  reservations: 0,
+  settlements: 0,
+  flaggedSettlements: 0,
+  interruptedSettlements: 0,
+  releases: 0,
+  expiries: 0,
+  creditNotes: 0,
+});
+
 interface Tracked {
   orgId: string;
   keyId: string;
@@ -74,27 +85,30 @@ export class LogAuditor {
   private readonly debited = new Map<string, number>();
   /** Per organization, the idempotency keys its credit notes were issued under: each issues once. */
   private readonly creditNoteKeys = new Map<string, Set<string>>();
-  counts = {
-    events: 0,
-    reservations: 0,
-    settlements: 0,
-    flaggedSettlements: 0,
-    interruptedSettlements: 0,
-    releases: 0,
-    expiries: 0,
-    creditNotes: 0,
-  };
+  /** The events counted: every one, or with `countedOrg` that organization's. */
+  readonly counts = emptyCounts();
+  /** Where the events of other organizations than `countedOrg` are counted, and forgotten. */
+  private readonly others = emptyCounts();
 
-  /** `links`: how the log records chain links, and when an event of a chain without one is a difference (see ChainFollower.follow). */
+  /**
+   * `links`: how the log records chain links, and when an event of a chain without one is a
+   * difference (see ChainFollower.follow). `countedOrg`: count only this organization's events (all
+   * are checked, as each may be a difference of the log's).
+   */
   constructor(
     requestLogRetention = 1,
     private readonly links: boolean | { sealedBefore: number } = false,
+    private readonly countedOrg?: string,
   ) {
     this.model = new ReadModel(requestLogRetention);
   }
 
   check(recorded: RecordedEvent): void {
-    this.counts.events += 1;
+    const counts =
+      this.countedOrg === undefined || (recorded.data as { orgId?: unknown } | null)?.orgId === this.countedOrg
+        ? this.counts
+        : this.others;
+    counts.events += 1;
     const event = recorded as unknown as ReservationEvent | CreditNoteIssued;
     const where = `event ${recorded.position} (${recorded.type})`;
     const chained = this.chains.follow(recorded, this.links);
@@ -105,7 +119,7 @@ export class LogAuditor {
     }
     switch (event.type) {
       case 'CreditsReserved':
-        this.counts.reservations += 1;
+        counts.reservations += 1;
         if (this.reservations.has(event.data.reservationId)) {
           this.differences.push(`${where}: reservation ${event.data.reservationId} recorded twice`);
         }
@@ -120,6 +134,7 @@ export class LogAuditor {
         });
         break;
       case 'CreditNoteIssued':
+        counts.creditNotes += 1;
         this.checkCreditNote(event.data, where);
         break;
       case 'ReservationProgress': {
@@ -135,10 +150,10 @@ export class LogAuditor {
       case 'ReservationReleased':
       case 'ReservationExpired': {
         if (event.type === 'ReservationSettled') {
-          this.counts.settlements += 1;
+          counts.settlements += 1;
           const d = event.data;
-          if (d.usageFlag !== undefined) this.counts.flaggedSettlements += 1;
-          if (d.interrupted !== undefined) this.counts.interruptedSettlements += 1;
+          if (d.usageFlag !== undefined) counts.flaggedSettlements += 1;
+          if (d.interrupted !== undefined) counts.interruptedSettlements += 1;
           let recomputed: number | string;
           try {
             recomputed = settledCharge(d);
@@ -151,8 +166,8 @@ export class LogAuditor {
           }
           this.checkCatalogueVersion(where, d);
           this.chargedWithinHolds.set(d.orgId, (this.chargedWithinHolds.get(d.orgId) ?? 0) + Math.min(d.amount, d.held));
-        } else if (event.type === 'ReservationReleased') this.counts.releases += 1;
-        else this.counts.expiries += 1;
+        } else if (event.type === 'ReservationReleased') counts.releases += 1;
+        else counts.expiries += 1;
         const tracked = this.reservations.get(event.data.reservationId);
         if (!tracked) {
           this.differences.push(`${where}: resolves unknown reservation ${event.data.reservationId}`);
@@ -195,7 +210,6 @@ export class LogAuditor {
    * it was charged, and returned to what may be spent again; an adjustment of a non-zero amount.
    */
   private checkCreditNote(note: CreditNoteIssued['data'], where: string): void {
-    this.counts.creditNotes += 1;
     const keys = this.creditNoteKeys.get(note.orgId) ?? new Set<string>();
     this.creditNoteKeys.set(note.orgId, keys);
     if (keys.has(note.idempotencyKey)) this.differences.push(`${where}: idempotency key ${note.idempotencyKey} issued twice`);
@@ -318,7 +332,7 @@ export async function auditLedger(events: EventStore, projections: ReadModels, o
   const sealedWithinMs = events.chainSealedWithinMs;
   const links =
     events.chainHead === undefined ? false : sealedWithinMs === undefined ? true : { sealedBefore: Date.now() - sealedWithinMs };
-  const auditor = new LogAuditor(1, links);
+  const auditor = new LogAuditor(1, links, options.orgId);
   /** Replays the log up to `target` (or its end, if that comes first). */
   const replayTo = async (target: number, onProgress?: AuditOptions['onProgress']) => {
     while (auditor.model.position < target) {

@@ -398,7 +398,17 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
           list,
           list.length === 0
             ? ['no keys']
-            : list.map((k) => `${k.keyId}  ${k.prefix}…  ${k.status.padEnd(7)}  ${k.createdAt}  ${k.name}`),
+            : list.map((k) =>
+                [
+                  `${k.keyId}  ${k.prefix}…  ${k.status.padEnd(8)}`,
+                  `spent ${k.spent}${k.limit ? ` of ${k.limit.credits} (${k.limit.reset})` : ''}`,
+                  ...(k.expiresAt ? [`expires ${k.expiresAt}`] : []),
+                  ...(k.rateLimits?.requestsPerMinute ? [`${k.rateLimits.requestsPerMinute} rpm`] : []),
+                  ...(k.rateLimits?.tokensPerMinute ? [`${k.rateLimits.tokensPerMinute} tpm`] : []),
+                  `created ${k.createdAt}`,
+                  k.name,
+                ].join('  '),
+              ),
         );
       }),
     );

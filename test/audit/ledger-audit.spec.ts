@@ -144,6 +144,16 @@ describe('ledger audit of spending above grants', () => {
       // Also when the audit is of that one organization, and not of the other.
       expect((await auditLedger(runtime.events, runtime.projections, { orgId: overdrawn })).differences).toHaveLength(1);
       expect((await auditLedger(runtime.events, runtime.projections, { orgId: estimatedLow })).differences).toEqual([]);
+
+      // Counted per organization when the audit is of one: its own events, reservations and settlements.
+      const whole = await auditLedger(runtime.events, runtime.projections);
+      const one = await auditLedger(runtime.events, runtime.projections, { orgId: estimatedLow });
+      const other = await auditLedger(runtime.events, runtime.projections, { orgId: overdrawn });
+      expect([whole.reservations, one.reservations, other.reservations]).toEqual([9, 2, 7]);
+      expect([whole.settlements, one.settlements, other.settlements]).toEqual([9, 2, 7]);
+      // Each organization's own events: the same set-up, and two events a request (five requests more).
+      expect(other.events - one.events).toBe(10);
+      expect(one.events + other.events).toBeLessThanOrEqual(whole.events);
     } finally {
       await t.cleanup();
     }

@@ -144,6 +144,16 @@ describe('operator tool', () => {
       name: 'agent-2',
       limit: { credits: '2.5', reset: 'weekly' },
     });
+    // As text, what the JSON says: status, spend against the limit, expiry, rate limits, creation, name.
+    await json(env, ['keys', 'update', '--key', key.keyId, '--rpm', '5', '--tpm', '900', '--expires', '2099-01-01T00:00:00Z']);
+    const listed = await cli(env, ['keys', 'list', '--org', orgId]);
+    expect(listed.stdout).toMatch(
+      new RegExp(
+        `^${key.keyId}  sk-svc-\\S+…  active    spent 0 of 2\\.5 \\(weekly\\)  expires 2099-01-01T00:00:00\\.000Z  5 rpm  900 tpm  created \\S+Z  agent-2$`,
+        'm',
+      ),
+    );
+    await json(env, ['keys', 'update', '--key', key.keyId, '--no-expiry', '--no-rate-limits']);
     // The amount alone keeps the period.
     await json(env, ['keys', 'update', '--key', key.keyId, '--limit', '4']);
     expect((await json(env, ['keys', 'list', '--org', orgId]))[0].limit).toEqual({ credits: '4', reset: 'weekly' });

@@ -370,12 +370,14 @@ describe('the wire, as the published documents describe it', () => {
       const unknown = await send('GET', '/api/v1/models/nobody/none');
       expect(unknown.status).toBe(404);
       conforms(unknown.body, OPENAI_ERROR);
-      expect(unknown.body.error.message).toBe('model "nobody/none" is not in the catalogue (GET /api/v1/models lists them)');
+      expect((unknown.body as { error: { message: string } }).error.message).toBe(
+        'model "nobody/none" is not in the catalogue (GET /api/v1/models lists them)',
+      );
       // In the catalogue, none of its hosts configured: said as a request naming it is told.
       const unhosted = await send('GET', `/api/v1/models/${M.unhosted.slug}`);
       expect(unhosted.status).toBe(404);
       conforms(unhosted.body, OPENAI_ERROR);
-      expect(unhosted.body.error.message).toBe(
+      expect((unhosted.body as { error: { message: string } }).error.message).toBe(
         `model "${M.unhosted.slug}" is not available here: none of its hosts is configured`,
       );
       const noKey = await send('GET', '/api/v1/models', { key: null });
