@@ -15,10 +15,15 @@ ajv.addKeyword('x-message');
 /** `messages.0.content` from `/messages/0/content`. */
 const pathOf = (error: ErrorObject): string => error.instancePath.slice(1).replace(/\//g, '.');
 
-/** The field at fault, as `input[0].content`: the path, with a missing property's name added. */
+/** The field at fault, as `input[0].content`: the path, with the name of a property missing or not allowed added. */
 function paramOf(error: ErrorObject): string | null {
-  const missing = error.keyword === 'required' ? `/${(error.params as { missingProperty: string }).missingProperty}` : '';
-  const path = (error.instancePath + missing)
+  const named =
+    error.keyword === 'required'
+      ? `/${(error.params as { missingProperty: string }).missingProperty}`
+      : error.keyword === 'additionalProperties'
+        ? `/${(error.params as { additionalProperty: string }).additionalProperty}`
+        : '';
+  const path = (error.instancePath + named)
     .slice(1)
     .replace(/\/(\d+)(?=\/|$)/g, '[$1]')
     .replace(/\//g, '.');
@@ -48,6 +53,13 @@ function describe(error: ErrorObject): string {
     const extra = (error.params as { additionalProperty: string }).additionalProperty;
     return `${at ? `${at}.` : ''}${extra} is not allowed`;
   }
+  const bound = (error.params as { limit?: number }).limit;
+  const plural = (n: number, unit: string) => `${n} ${unit}${n === 1 ? '' : 's'}`;
+  if (error.keyword === 'minLength')
+    return `${at || 'the body'} ${bound === 1 ? 'must not be empty' : `must be at least ${plural(bound!, 'character')} long`}`;
+  if (error.keyword === 'maxLength') return `${at || 'the body'} must be at most ${plural(bound!, 'character')} long`;
+  if (error.keyword === 'minItems') return `${at || 'the body'} must hold at least ${plural(bound!, 'item')}`;
+  if (error.keyword === 'maxItems') return `${at || 'the body'} must hold at most ${plural(bound!, 'item')}`;
   const allowed =
     error.keyword === 'enum'
       ? `: ${(error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`

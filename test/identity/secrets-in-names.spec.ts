@@ -126,6 +126,7 @@ describe('a secret pasted into a name is masked before it is stored or echoed', 
     );
     expect(field.status).toBe(400);
     expect(field.body.error.message).toBe('sk-svc-… is not allowed');
+    expect(JSON.stringify(field.body)).not.toContain(g.key);
     const notJson = seen(
       await request(g.baseUrl).post('/api/v1/chat/completions').set(bearer).set('content-type', 'application/json').send(g.key),
     );

@@ -122,6 +122,7 @@ describe('management API', () => {
     const unknownField = await call('POST', '/api/v1/keys', managementA, { name: 'x', budget: 5 });
     expect(unknownField.status).toBe(400);
     expect(unknownField.body.error.message).toBe('budget is not allowed');
+    expect(unknownField.body.error.param).toBe('budget');
     expect((await call('POST', '/api/v1/keys', managementA, { name: 'x', expires_at: 'soon' })).body.error.message).toMatch(
       /ISO 8601/,
     );
@@ -154,6 +155,7 @@ describe('management API', () => {
     }
     const misspelt = await call('PATCH', `/api/v1/keys/${id}`, managementA, { rate_limits: { requests_per_minute: 5, rpm: 3 } });
     expect(misspelt.body.error.message).toBe('rate_limits.rpm is not allowed');
+    expect(misspelt.body.error.param).toBe('rate_limits.rpm');
     expect((await call('PATCH', `/api/v1/keys/${id}`, managementA, [1])).body.error.message).toBe(
       'the body must be a JSON object',
     );
