@@ -27,7 +27,7 @@ import { rebuildProjections } from '../projections/projector';
 import { availableOf, reservedOf } from '../projections/read-models';
 import { openRuntime, Runtime } from '../runtime/runtime';
 import { PID_FILE } from '../runtime/pid-file';
-import { monthBounds } from '../statements/statement';
+import { checkStatementMonth } from '../statements/statement';
 import { statementCsv, statementHtml, statementText } from '../statements/statement-format';
 import { readStatement } from '../statements/statement.query';
 
@@ -76,7 +76,7 @@ function creditAmount(what: string) {
 /** A calendar month as YYYY-MM. */
 function statementMonth(value: string) {
   try {
-    monthBounds(value);
+    checkStatementMonth(value);
   } catch (error) {
     throw new InvalidArgumentError((error as Error).message);
   }

@@ -22,8 +22,8 @@ export type StatementMonth = string;
 const MONTH = /^(\d{4})-(0[1-9]|1[0-2])$/;
 
 export class StatementPeriodError extends Error {
-  constructor(text: string) {
-    super(`"${text}" is not a month: use YYYY-MM (a calendar month, UTC)`);
+  constructor(message: string) {
+    super(message);
     this.name = 'StatementPeriodError';
   }
 }
@@ -31,10 +31,17 @@ export class StatementPeriodError extends Error {
 /** The month's first and the next month's first millisecond, UTC. */
 export function monthBounds(month: StatementMonth): { from: number; to: number } {
   const match = MONTH.exec(month);
-  if (!match) throw new StatementPeriodError(month);
+  if (!match) throw new StatementPeriodError(`"${month}" is not a month: use YYYY-MM (a calendar month, UTC)`);
   const year = Number(match[1]);
   const index = Number(match[2]) - 1;
   return { from: Date.UTC(year, index, 1), to: Date.UTC(year, index + 1, 1) };
+}
+
+/** A month a statement may be asked of: one that has begun at `now` (the current one is its statement so far). */
+export function checkStatementMonth(month: StatementMonth, now = Date.now()): void {
+  if (monthBounds(month).from > now) {
+    throw new StatementPeriodError(`${month} has not begun: statements are of months that have (the current one so far)`);
+  }
 }
 
 /** The month an instant falls in, UTC. */

@@ -2,7 +2,7 @@ import type { RecordedEvent } from '../../src/eventstore/event-store';
 import { ChainFollower } from '../../src/ledger/ledger-chain';
 import { chargeFor } from '../../src/ledger/money';
 import { formatMicroNano, statementCsv, statementHtml } from '../../src/statements/statement-format';
-import { monthBounds, StatementPeriodError, statementOf } from '../../src/statements/statement';
+import { checkStatementMonth, monthBounds, StatementPeriodError, statementOf } from '../../src/statements/statement';
 
 let position = 0;
 const recorded = (type: string, data: object): RecordedEvent => ({
@@ -146,6 +146,15 @@ describe('a monthly statement', () => {
     for (const bad of ['2026-13', '2026-1', 'November', '2026-11-01'])
       expect(() => monthBounds(bad)).toThrow(StatementPeriodError);
     expect(monthBounds('2026-12')).toEqual({ from: DEC, to: Date.UTC(2027, 0, 1) });
+  });
+
+  it('refuses a month that has not begun; the current one is its statement so far', () => {
+    expect(() => checkStatementMonth('2026-12', DEC - 1)).toThrow(
+      '2026-12 has not begun: statements are of months that have (the current one so far)',
+    );
+    expect(() => checkStatementMonth('2026-12', DEC)).not.toThrow();
+    expect(() => checkStatementMonth('2026-11', DEC - 1)).not.toThrow();
+    expect(() => checkStatementMonth('2026-13', DEC)).toThrow(StatementPeriodError);
   });
 });
 

@@ -69,6 +69,9 @@ describe('statements from the operator tool', () => {
     const bad = await operatorTool(g.t.env, ['statements', 'show', '--org', g.orgId, '--month', '2026-13']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('"2026-13" is not a month: use YYYY-MM');
+    const future = await operatorTool(g.t.env, ['statements', 'show', '--org', g.orgId, '--month', '2999-01']);
+    expect(future.code).toBe(2);
+    expect(future.stderr).toContain('2999-01 has not begun');
     const nobody = await operatorTool(g.t.env, [
       'statements',
       'show',

@@ -5,7 +5,7 @@ import { ApiError } from '../../http/api-error';
 import { mayManageBilling } from '../../identity/organization.decider';
 import type { ReadModels } from '../../projections/read-models';
 import { EVENTS, READ_MODELS } from '../../runtime/runtime.module';
-import { monthBounds, StatementPeriodError } from '../../statements/statement';
+import { checkStatementMonth, StatementPeriodError } from '../../statements/statement';
 import { statementCsv, statementHtml } from '../../statements/statement-format';
 import { readStatement } from '../../statements/statement.query';
 import { dashboardErrors } from '../dashboard-error';
@@ -37,7 +37,7 @@ export class StatementsController {
     }
     const month = typeof query.month === 'string' ? query.month : '';
     try {
-      monthBounds(month);
+      checkStatementMonth(month);
     } catch (error) {
       if (error instanceof StatementPeriodError) throw new ApiError('invalid_request', `month: ${error.message}`);
       throw error;
