@@ -4,12 +4,11 @@ import type {
   Citation,
   CanonicalRequest,
   FinishReason,
-  HostedToolClass,
   HostedToolUses,
   Usage,
 } from '../../canonical/canonical';
 import { effortOf, HostError, isOutput, upstreamIdOf } from '../../canonical/canonical';
-import type { HostedToolsRun } from '../../canonical/hosted-tools';
+import { hostedToolItemClassOf, type HostedToolsRun } from '../../canonical/hosted-tools';
 import { openAiErrorMessage } from '../host-kind';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
 
@@ -26,20 +25,12 @@ const HOSTED_TOOLS: HostedToolsRun = {
   translated: new Set(['webSearch']),
 };
 
-/** The output items that are uses of a hosted tool, by the class each is billed in. */
-const HOSTED_TOOL_ITEMS: Record<string, HostedToolClass> = {
-  web_search_call: 'webSearch',
-  file_search_call: 'fileSearch',
-  code_interpreter_call: 'codeExecution',
-  image_generation_call: 'imageGeneration',
-};
-
-/** Hosted-tool uses by class among output items (null: none). */
+/** Hosted-tool uses by class among output items, each a hosted tool's call (null: none). */
 function hostedToolUsesOf(items: unknown[]): HostedToolUses | null {
   const uses: HostedToolUses = {};
   for (const item of items) {
-    const toolClass = isObject(item) && typeof item.type === 'string' ? HOSTED_TOOL_ITEMS[item.type] : undefined;
-    if (toolClass !== undefined) uses[toolClass] = (uses[toolClass] ?? 0) + 1;
+    const toolClass = isObject(item) && typeof item.type === 'string' ? hostedToolItemClassOf(item.type) : null;
+    if (toolClass !== null) uses[toolClass] = (uses[toolClass] ?? 0) + 1;
   }
   return Object.keys(uses).length > 0 ? uses : null;
 }
