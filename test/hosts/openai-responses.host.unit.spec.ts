@@ -128,7 +128,7 @@ describe('openAiResponsesHost.buildRequest', () => {
 describe('openAiResponsesHost, a Responses client’s body', () => {
   const original = { model: 'test/slug', input: 'Hi', max_output_tokens: 5000, include: ['reasoning.encrypted_content'], x: 1 };
 
-  it('is sent whole, the model renamed and the cap lowered to the model’s', () => {
+  it('is sent whole, the model renamed and the cap the pipeline gave in place of the client’s', () => {
     const upstream = host.buildRequest(
       request({ maxTokens: 1000, original: { format: 'responses', body: original } }),
       'gpt-x',
@@ -136,12 +136,16 @@ describe('openAiResponsesHost, a Responses client’s body', () => {
     );
     expect(upstream).toMatchObject({ path: '/responses', passThrough: true });
     expect(upstream.body).toEqual({ ...original, model: 'gpt-x', max_output_tokens: 1000 });
-    const lower = host.buildRequest(
-      request({ maxTokens: 1000, original: { format: 'responses', body: { ...original, max_output_tokens: 10 } } }),
-      'gpt-x',
-      'k',
-    );
-    expect(lower.body).toMatchObject({ max_output_tokens: 10 });
+    const sentFor = (asked: number, maxTokens: number) =>
+      host.buildRequest(
+        request({ maxTokens, original: { format: 'responses', body: { ...original, max_output_tokens: asked } } }),
+        'gpt-x',
+        'k',
+      ).body;
+    // Kept, or raised to the API's least (admission raises it for this kind: see minOutputTokens).
+    expect(sentFor(20, 20)).toMatchObject({ max_output_tokens: 20 });
+    expect(sentFor(10, 16)).toMatchObject({ max_output_tokens: 16 });
+    expect(host.minOutputTokens!({})).toBe(16);
   });
 
   it('has its reply and each stream event passed back beside their canonical events, with the host’s id', () => {

@@ -476,6 +476,23 @@ function anthropicError(status: number, message?: string) {
 
 // ---- OpenAI Responses ----
 
+/**
+ * What the Responses API refuses of a body the fake otherwise serves, as it refuses it: a
+ * `max_output_tokens` below its minimum of 16 (OpenAI's and Azure's words and code). Null: served.
+ */
+function responsesRefusal(req: any) {
+  const cap = req.max_output_tokens;
+  if (typeof cap !== 'number' || cap >= 16) return null;
+  return {
+    error: {
+      message: `Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got ${cap} instead.`,
+      type: 'invalid_request_error',
+      param: 'max_output_tokens',
+      code: 'integer_below_min_value',
+    },
+  };
+}
+
 /** Responses usage: `input_tokens` includes the cached ones; the format has no cache write fields. */
 function responsesUsage(u: FakeUsage) {
   if (u.cacheWrite || u.cacheWrite1h) throw new Error('Responses usage has no cache writes');
@@ -872,6 +889,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     const ids: Record<string, string> = fmt.requestIdHeader ? { [fmt.requestIdHeader]: newId('req_') } : {};
     if (typeof body !== 'object' || body === null)
       return send(res, 400, fmt.error(400, 'The request body is not valid JSON.'), ids);
+    const refused = api === 'responses' ? responsesRefusal(body) : null;
+    if (refused) return send(res, 400, refused, ids);
     // The fake speaks Gemini's stream as server-sent events only (the API's other form is one JSON array).
     if ((gemini?.stream || (vertex?.publisher === 'google' && vertex.stream)) && url.searchParams.get('alt') !== 'sse')
       return send(res, 400, geminiError(400, 'the fake streams only with alt=sse'), ids);

@@ -103,6 +103,9 @@ export const azureHost: HostKind<'azure'> = {
 
   defaultBaseUrl: (settings) => settings.endpoint || undefined,
 
+  // The Responses API's least cap holds on Azure too.
+  minOutputTokens: (settings) => formatOf(settings).minOutputTokens?.(settings) ?? 1,
+
   buildRequest(request, hostModel, apiKey, settings = DEFAULTS) {
     const operation = settings.api === 'responses' ? 'responses' : 'chat/completions';
     const upstream = formatOf(settings).buildRequest(request, hostModel, null);

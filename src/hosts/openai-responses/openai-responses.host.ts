@@ -308,11 +308,20 @@ class ResponsesDecoder implements StreamDecoder {
   }
 }
 
-/** The client's own Responses body, whole: the host's model in place of the slug, and a cap the pipeline lowered to the model's limit. */
+/**
+ * The least `max_output_tokens` the API takes (the published document's `minimum`; below it, a 400
+ * `integer_below_min_value`), where the other formats take any cap from 1.
+ */
+export const RESPONSES_MIN_OUTPUT_TOKENS = 16;
+
+/**
+ * The client's own Responses body, whole: the host's model in place of the slug, and the cap the
+ * pipeline gave where it differs from the client's (lowered to the model's limit, or raised to the
+ * API's least).
+ */
 function passThroughBody(request: CanonicalRequest, original: Record<string, unknown>, hostModel: string) {
   const body: Record<string, unknown> = { ...original, model: hostModel };
-  const asked = original.max_output_tokens;
-  if (request.maxTokens !== undefined && (typeof asked !== 'number' || request.maxTokens < asked))
+  if (request.maxTokens !== undefined && request.maxTokens !== original.max_output_tokens)
     body.max_output_tokens = request.maxTokens;
   boundToolCalls(body, request);
   return body;
@@ -335,6 +344,7 @@ const WEB_SEARCH_TOOL = { type: 'web_search' };
 export const openAiResponsesHost: HostKind<'openai-responses'> = {
   name: 'openai-responses',
   hostedTools: HOSTED_TOOLS,
+  minOutputTokens: () => RESPONSES_MIN_OUTPUT_TOKENS,
 
   buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
     const headers: Record<string, string> = {
