@@ -14,10 +14,10 @@ const request = (overrides: Partial<CanonicalRequest> = {}): CanonicalRequest =>
   ...overrides,
 });
 
-/** A usage object as OpenAI's Responses API writes it. */
-const wireUsage = (input: number, cached: number, output: number, reasoning: number) => ({
+/** A usage object as OpenAI's Responses API writes it: `input` counts every input token, those read from the cache and written to it too. */
+const wireUsage = (input: number, cached: number, output: number, reasoning: number, written = 0) => ({
   input_tokens: input,
-  input_tokens_details: { cached_tokens: cached },
+  input_tokens_details: { cached_tokens: cached, cache_write_tokens: written },
   output_tokens: output,
   output_tokens_details: { reasoning_tokens: reasoning },
   total_tokens: input + output,
@@ -195,7 +195,7 @@ describe('openAiResponsesHost.decodeReply', () => {
           },
           { id: 'fc_1', type: 'function_call', call_id: 'call_1', name: 'lookup', arguments: '{"q":1}' },
         ],
-        usage: wireUsage(20_100, 20_000, 500, 200),
+        usage: wireUsage(23_100, 20_000, 500, 200, 3_000),
       }),
     );
     expect(events).toEqual([
@@ -203,7 +203,7 @@ describe('openAiResponsesHost.decodeReply', () => {
       { type: 'text', text: 'Hello.' },
       { type: 'tool_call', index: 0, id: 'call_1', name: 'lookup', argumentsDelta: '{"q":1}' },
       { type: 'finish', reason: 'tool_calls' },
-      counted({ inputTokens: 100, cacheReadTokens: 20_000, outputTokens: 500, reasoningTokens: 200 }),
+      counted({ inputTokens: 100, cacheReadTokens: 20_000, cacheWriteTokens: 3_000, outputTokens: 500, reasoningTokens: 200 }),
     ]);
   });
 
@@ -271,7 +271,7 @@ describe('openAiResponsesHost.decoder', () => {
       frame('response.function_call_arguments.delta', { output_index: 2, item_id: 'fc_1', delta: ':1}' }),
       frame('response.function_call_arguments.done', { output_index: 2, item_id: 'fc_1', arguments: '{"q":1}' }),
       frame('response.output_item.done', { output_index: 2, item: { ...item, arguments: '{"q":1}' } }),
-      frame('response.completed', { response: { status: 'completed', usage: wireUsage(1_012, 1_000, 40, 30) } }),
+      frame('response.completed', { response: { status: 'completed', usage: wireUsage(1_512, 1_000, 40, 30, 500) } }),
     ]);
     expect(done).toBe(true);
     expect(events).toEqual([
@@ -284,7 +284,7 @@ describe('openAiResponsesHost.decoder', () => {
       { type: 'tool_call', index: 0, argumentsDelta: '{"q"' },
       { type: 'tool_call', index: 0, argumentsDelta: ':1}' },
       { type: 'finish', reason: 'tool_calls' },
-      counted({ inputTokens: 12, cacheReadTokens: 1_000, outputTokens: 40, reasoningTokens: 30 }),
+      counted({ inputTokens: 12, cacheReadTokens: 1_000, cacheWriteTokens: 500, outputTokens: 40, reasoningTokens: 30 }),
     ]);
   });
 

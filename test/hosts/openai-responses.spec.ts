@@ -241,7 +241,7 @@ describe('a Responses client on an openai-responses host, passed whole', () => {
       // 6,100,000 nano-credits, as billed by class above.
       expect(response.usage).toEqual({
         input_tokens: 20_100,
-        input_tokens_details: { cached_tokens: 20_000 },
+        input_tokens_details: { cached_tokens: 20_000, cache_write_tokens: 0 },
         output_tokens: 500,
         output_tokens_details: { reasoning_tokens: 200 },
         total_tokens: 20_600,

@@ -493,14 +493,18 @@ function responsesRefusal(req: any) {
   };
 }
 
-/** Responses usage: `input_tokens` includes the cached ones; the format has no cache write fields. */
+/**
+ * Responses usage: `input_tokens` includes the tokens read from the cache and written to it, each
+ * in its `input_tokens_details` field (both required by the API's ResponseUsage); the format has no
+ * 1-hour writes.
+ */
 function responsesUsage(u: FakeUsage) {
-  if (u.cacheWrite || u.cacheWrite1h) throw new Error('Responses usage has no cache writes');
-  const { cacheRead = 0, reasoning = 0 } = u;
-  const input = u.input + cacheRead;
+  if (u.cacheWrite1h) throw new Error('Responses usage has no 1-hour cache writes');
+  const { cacheRead = 0, cacheWrite = 0, reasoning = 0 } = u;
+  const input = u.input + cacheRead + cacheWrite;
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: cacheRead },
+    input_tokens_details: { cached_tokens: cacheRead, cache_write_tokens: cacheWrite },
     output_tokens: u.output,
     output_tokens_details: { reasoning_tokens: reasoning },
     total_tokens: input + u.output,

@@ -80,17 +80,20 @@ const count = (value: unknown, absent: number): number =>
 const shownCount = (value: unknown): number => (Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : 0);
 
 /**
- * Tokens by class: `input_tokens` includes the cached ones, taken out here; the format reports no
- * cache writes. `output_tokens` includes reasoning. Without the two required counts, NaN.
+ * Tokens by class: `input_tokens` includes those read from the cache (`cached_tokens`) and written
+ * to it (`cache_write_tokens`), taken out here as the openai kind takes them out of `prompt_tokens`;
+ * the format has no 1-hour writes. `output_tokens` includes reasoning. Without the two required
+ * counts, NaN.
  */
 function usageOf(usage: Record<string, unknown>): Usage {
   const input = isObject(usage.input_tokens_details) ? usage.input_tokens_details : {};
   const output = isObject(usage.output_tokens_details) ? usage.output_tokens_details : {};
   const reads = count(input.cached_tokens, 0);
+  const writes = count(input.cache_write_tokens, 0);
   return {
-    inputTokens: count(usage.input_tokens, NaN) - reads,
+    inputTokens: count(usage.input_tokens, NaN) - reads - writes,
     cacheReadTokens: reads,
-    cacheWriteTokens: 0,
+    cacheWriteTokens: writes,
     cacheWrite1hTokens: 0,
     outputTokens: count(usage.output_tokens, NaN),
     reasoningTokens: shownCount(output.reasoning_tokens),
