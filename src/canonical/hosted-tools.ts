@@ -46,6 +46,26 @@ export function hostedToolClassOf(type: string): HostedToolClass | null {
 }
 
 /**
+ * The Responses format's items that are a hosted tool's calls, by the class each use is billed in: an
+ * `openai-responses` host counts them among its reply's output items; a Responses client sends them
+ * back in a later turn's `input` (OpenAI takes them there), kept in the body a host of that format is
+ * sent whole, with no counterpart in a translation for another.
+ */
+const RESPONSES_HOSTED_TOOL_ITEMS: Readonly<Record<string, HostedToolClass>> = {
+  web_search_call: 'webSearch',
+  file_search_call: 'fileSearch',
+  code_interpreter_call: 'codeExecution',
+  image_generation_call: 'imageGeneration',
+};
+
+/** The class of a Responses item that is a hosted tool's call (`web_search_call`…); null for any other item. */
+export const hostedToolItemClassOf = (type: string): HostedToolClass | null =>
+  Object.hasOwn(RESPONSES_HOSTED_TOOL_ITEMS, type) ? RESPONSES_HOSTED_TOOL_ITEMS[type] : null;
+
+/** The Responses items that are hosted tools' calls, as a message names them. */
+export const RESPONSES_HOSTED_TOOL_ITEM_TYPES: readonly string[] = Object.keys(RESPONSES_HOSTED_TOOL_ITEMS);
+
+/**
  * What a kind of host runs of the hosted tools, by class (declared on its HostKind): `whole`, those
  * it runs in the body of a client of its own `format` passed to it whole; `translated`, those it
  * runs when a client of another format offers them (it adds its own tool for the request's

@@ -106,6 +106,12 @@ export interface HostKind<Name extends string = string> {
    * catalogue host and kept. Absent or null: the kind's headers (with the static key) are enough.
    */
   authorizer?(host: AuthorizedHost): HostAuthorizer | null;
+  /**
+   * The least output cap this kind's upstream takes (OpenAI's Responses API: 16), on a host with these
+   * settings: a request capped lower is sent this cap instead, and its hold and usage check are of it
+   * (see admission.ts). Absent: any cap from 1.
+   */
+  minOutputTokens?(settings: HostSettings): number;
   /** How this kind's streams are framed; server-sent events when absent. */
   framing?(): StreamFraming;
   /**

@@ -1,6 +1,7 @@
 import { HOSTED_TOOL_CLASSES, type CanonicalRequest } from '../canonical/canonical';
 import { carriedToolsOf, decideHostedTools, runnableTools, withoutHostedTools } from '../canonical/hosted-tools';
 import { passesWhole, servingHostOf, type CatalogueModel, type ModelHost, type ModelKind } from '../catalogue/catalogue';
+import { HOST_KINDS } from '../hosts/hosts';
 import { ApiError, ApiErrorCode } from '../http/api-error';
 import { maskSecrets } from '../key-secret/key-secret';
 import type { KeyLimit, LimitReset } from '../identity/identity.events';
@@ -25,7 +26,10 @@ export interface AdmissionPlan {
   hosts: ModelHost[];
   /** The request as the first model's hosts get it: the output cap filled in, or lowered to the model's limit; reasoning only for a model that reasons. */
   request: CanonicalRequest;
-  /** Host by host, in the order tried: the model it serves (another after `models` fallback) and the request as it gets it. */
+  /**
+   * Host by host, in the order tried: the model it serves (another after `models` fallback) and the
+   * request as it gets it (its cap raised to the least the host takes, see flooredFor).
+   */
   routes: PlannedRoute[];
   estimate: TokenEstimate;
   /** The highest prices among the hosts of every model allowed: a fallback must stay covered. */
@@ -139,7 +143,7 @@ export function servableModel(requested: string, model: CatalogueModel | null, r
  * Given the model asked for, what the catalogue found for it, the client's request and how it
  * asks to be routed: the plan to reserve, or the refusal. The hosts are those the provider
  * preferences allow, of the model asked for and then of its `models` fallbacks; the hold covers
- * the dearest of them and the largest output cap among those models.
+ * the dearest of them and the largest output cap any of them is sent.
  */
 export function planAdmission(
   requested: string,
@@ -169,7 +173,7 @@ export function planAdmission(
   const tooled = withHostedTools(request, hosts, { maxUses, elsewhere });
   if ('refused' in tooled) return refusal(servable.model.slug, 'invalid_request', tooled.refused);
   const capped = new Map(models.map((model) => [model, cappedFor(model, tooled)]));
-  const routes = routed.routes.map((route) => ({ ...route, request: capped.get(route.model)! }));
+  const routes = routed.routes.map((route) => ({ ...route, request: flooredFor(route.served, capped.get(route.model)!) }));
   const first = capped.get(servable.model)!;
   const carried = tooled.carriedTools;
   // The input as any model gets it (text is the same); the largest output cap among the models allowed.
@@ -252,6 +256,16 @@ const cappedFor = (model: CatalogueModel, request: CanonicalRequest): CanonicalR
   maxTokens: Math.min(request.maxTokens ?? model.maxOutputTokens, model.maxOutputTokens),
   reasoning: model.reasoning ? request.reasoning : undefined,
 });
+
+/**
+ * The request as one host is sent it: its cap raised to the least the host's kind takes (OpenAI's
+ * Responses API: 16, where a messages client may ask for 1). The host may produce that many, so the
+ * hold (the largest cap among the routes) and the check of the host's count are of the cap sent.
+ */
+function flooredFor(served: ModelHost, request: CanonicalRequest): CanonicalRequest {
+  const least = HOST_KINDS[served.host.kind].minOutputTokens?.(served.host.settings) ?? 1;
+  return request.maxTokens! >= least ? request : { ...request, maxTokens: least };
+}
 
 /** No host left by the provider preferences: a 402 naming max_price when the price limit took them out, else a 404. */
 function noRoute(model: string, reason: 'max_price' | 'preferences'): Refusal {

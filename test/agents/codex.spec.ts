@@ -189,6 +189,34 @@ const hosts: Array<[string, { slug: string; hostModel: string }, string]> = [
         prices: { hostedToolUses: { webSearch: 10_000_000_000 } },
       });
     }, 90_000);
+
+    it('its next turn sends back the web_search_call item the host returned (store: false), and is served', async () => {
+      g.fake.on(RESPONSES.hostModel, (request) =>
+        toolResultsIn(request).length > 0
+          ? { kind: 'reply', reply: { text: 'The command printed 42.' } }
+          : {
+              kind: 'reply',
+              reply: {
+                toolCalls: [
+                  { id: 'call_shell_1', name: 'exec_command', arguments: JSON.stringify({ cmd: 'echo $((6 * 7))-from-shell' }) },
+                ],
+              },
+            },
+      );
+      const before = g.fake.requests.length;
+      const run = await codexExec(tmp, g, RESPONSES.slug, 'Search, then work out six times seven with the shell');
+      expect(run).toMatchObject({ code: 0 });
+      expect(agentMessages(run)).toEqual(['The command printed 42.']);
+      const sent = g.fake.requests.slice(before).filter((r) => r.path === '/v1/responses');
+      expect(sent).toHaveLength(2);
+      // The first reply's search, resent whole with the command's output.
+      const input = (sent[1].body as { store: boolean; input: Array<{ type?: string }> }).input;
+      expect(sent[1].body).toMatchObject({ store: false });
+      expect(input).toContainEqual(
+        expect.objectContaining({ type: 'web_search_call', action: expect.objectContaining({ query: DEFAULT_SEARCH.query }) }),
+      );
+      expect(input).toContainEqual(expect.objectContaining({ type: 'function_call_output', call_id: 'call_shell_1' }));
+    }, 90_000);
   },
 );
 

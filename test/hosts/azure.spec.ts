@@ -468,6 +468,26 @@ describe.each(SURFACES)('the $name surface on azure hosts', (surface) => {
   });
 });
 
+describe("a messages client's max_tokens 1 (Claude Code's quota probe) on the Responses API, which takes no cap below 16", () => {
+  it('is served: the deployment is sent 16, and its count is billed as it reported it', async () => {
+    g.fake.on(RESPONSES.deployment, { kind: 'reply', reply: { text: 'Hi', finish: 'length', usage: { input: 8, output: 16 } } });
+    const res = await fetch(`${g.baseUrl}/api/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': g.key, 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: RESPONSES.slug, max_tokens: 1, messages: [{ role: 'user', content: 'quota' }] }),
+    });
+    expect(res.status).toBe(200);
+    expect(sent(RESPONSES.deployment)).toMatchObject({ path: '/openai/v1/responses', body: { max_output_tokens: 16 } });
+    const settled = await settlementOf(res);
+    expect(settled).toMatchObject({
+      inputTokens: 8,
+      outputTokens: 16,
+      amount: chargeOf(RESPONSES.prices, { input: 8, output: 16 }),
+    });
+    expect(settled).not.toHaveProperty('usageFlag');
+  });
+});
+
 describe('a chat-completions client on an azure deployment, passed whole', () => {
   it.each([false, true])(
     'gets Azure’s reply under the slug, its filter results kept, with the cost (streamed: %s)',

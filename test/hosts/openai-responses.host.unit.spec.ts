@@ -14,10 +14,10 @@ const request = (overrides: Partial<CanonicalRequest> = {}): CanonicalRequest =>
   ...overrides,
 });
 
-/** A usage object as OpenAI's Responses API writes it. */
-const wireUsage = (input: number, cached: number, output: number, reasoning: number) => ({
+/** A usage object as OpenAI's Responses API writes it: `input` counts every input token, those read from the cache and written to it too. */
+const wireUsage = (input: number, cached: number, output: number, reasoning: number, written = 0) => ({
   input_tokens: input,
-  input_tokens_details: { cached_tokens: cached },
+  input_tokens_details: { cached_tokens: cached, cache_write_tokens: written },
   output_tokens: output,
   output_tokens_details: { reasoning_tokens: reasoning },
   total_tokens: input + output,
@@ -128,7 +128,7 @@ describe('openAiResponsesHost.buildRequest', () => {
 describe('openAiResponsesHost, a Responses client’s body', () => {
   const original = { model: 'test/slug', input: 'Hi', max_output_tokens: 5000, include: ['reasoning.encrypted_content'], x: 1 };
 
-  it('is sent whole, the model renamed and the cap lowered to the model’s', () => {
+  it('is sent whole, the model renamed and the cap the pipeline gave in place of the client’s', () => {
     const upstream = host.buildRequest(
       request({ maxTokens: 1000, original: { format: 'responses', body: original } }),
       'gpt-x',
@@ -136,12 +136,16 @@ describe('openAiResponsesHost, a Responses client’s body', () => {
     );
     expect(upstream).toMatchObject({ path: '/responses', passThrough: true });
     expect(upstream.body).toEqual({ ...original, model: 'gpt-x', max_output_tokens: 1000 });
-    const lower = host.buildRequest(
-      request({ maxTokens: 1000, original: { format: 'responses', body: { ...original, max_output_tokens: 10 } } }),
-      'gpt-x',
-      'k',
-    );
-    expect(lower.body).toMatchObject({ max_output_tokens: 10 });
+    const sentFor = (asked: number, maxTokens: number) =>
+      host.buildRequest(
+        request({ maxTokens, original: { format: 'responses', body: { ...original, max_output_tokens: asked } } }),
+        'gpt-x',
+        'k',
+      ).body;
+    // Kept, or raised to the API's least (admission raises it for this kind: see minOutputTokens).
+    expect(sentFor(20, 20)).toMatchObject({ max_output_tokens: 20 });
+    expect(sentFor(10, 16)).toMatchObject({ max_output_tokens: 16 });
+    expect(host.minOutputTokens!({})).toBe(16);
   });
 
   it('has its reply and each stream event passed back beside their canonical events, with the host’s id', () => {
@@ -191,7 +195,7 @@ describe('openAiResponsesHost.decodeReply', () => {
           },
           { id: 'fc_1', type: 'function_call', call_id: 'call_1', name: 'lookup', arguments: '{"q":1}' },
         ],
-        usage: wireUsage(20_100, 20_000, 500, 200),
+        usage: wireUsage(23_100, 20_000, 500, 200, 3_000),
       }),
     );
     expect(events).toEqual([
@@ -199,7 +203,7 @@ describe('openAiResponsesHost.decodeReply', () => {
       { type: 'text', text: 'Hello.' },
       { type: 'tool_call', index: 0, id: 'call_1', name: 'lookup', argumentsDelta: '{"q":1}' },
       { type: 'finish', reason: 'tool_calls' },
-      counted({ inputTokens: 100, cacheReadTokens: 20_000, outputTokens: 500, reasoningTokens: 200 }),
+      counted({ inputTokens: 100, cacheReadTokens: 20_000, cacheWriteTokens: 3_000, outputTokens: 500, reasoningTokens: 200 }),
     ]);
   });
 
@@ -267,7 +271,7 @@ describe('openAiResponsesHost.decoder', () => {
       frame('response.function_call_arguments.delta', { output_index: 2, item_id: 'fc_1', delta: ':1}' }),
       frame('response.function_call_arguments.done', { output_index: 2, item_id: 'fc_1', arguments: '{"q":1}' }),
       frame('response.output_item.done', { output_index: 2, item: { ...item, arguments: '{"q":1}' } }),
-      frame('response.completed', { response: { status: 'completed', usage: wireUsage(1_012, 1_000, 40, 30) } }),
+      frame('response.completed', { response: { status: 'completed', usage: wireUsage(1_512, 1_000, 40, 30, 500) } }),
     ]);
     expect(done).toBe(true);
     expect(events).toEqual([
@@ -280,7 +284,7 @@ describe('openAiResponsesHost.decoder', () => {
       { type: 'tool_call', index: 0, argumentsDelta: '{"q"' },
       { type: 'tool_call', index: 0, argumentsDelta: ':1}' },
       { type: 'finish', reason: 'tool_calls' },
-      counted({ inputTokens: 12, cacheReadTokens: 1_000, outputTokens: 40, reasoningTokens: 30 }),
+      counted({ inputTokens: 12, cacheReadTokens: 1_000, cacheWriteTokens: 500, outputTokens: 40, reasoningTokens: 30 }),
     ]);
   });
 

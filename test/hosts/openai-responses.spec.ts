@@ -241,7 +241,7 @@ describe('a Responses client on an openai-responses host, passed whole', () => {
       // 6,100,000 nano-credits, as billed by class above.
       expect(response.usage).toEqual({
         input_tokens: 20_100,
-        input_tokens_details: { cached_tokens: 20_000 },
+        input_tokens_details: { cached_tokens: 20_000, cache_write_tokens: 0 },
         output_tokens: 500,
         output_tokens_details: { reasoning_tokens: 200 },
         total_tokens: 20_600,
@@ -272,6 +272,59 @@ describe('a Responses client on an openai-responses host, passed whole', () => {
     expect(alone.status).toBe(200);
     expect(sent(RESPONSES.hostModel).body).not.toHaveProperty('tools');
     expect(sent(RESPONSES.hostModel).body).not.toHaveProperty('tool_choice');
+  });
+});
+
+describe("a cap below the Responses API's least (16), which the fake refuses as OpenAI does", () => {
+  const post = (path: string, body: Record<string, unknown>) =>
+    fetch(`${g.baseUrl}/api/v1/${path}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        authorization: `Bearer ${g.key}`,
+        'x-api-key': g.key,
+        'anthropic-version': '2023-06-01',
+      },
+      body: JSON.stringify({ model: RESPONSES.slug, ...body }),
+    });
+  const probes: Array<[string, string, (cap: number) => Record<string, unknown>]> = [
+    [
+      'a messages client (max_tokens 1, as Claude Code probes its quota)',
+      'messages',
+      (cap) => ({ max_tokens: cap, messages: [{ role: 'user', content: 'quota' }] }),
+    ],
+    [
+      'a chat-completions client (max_tokens 1)',
+      'chat/completions',
+      (cap) => ({ max_tokens: cap, messages: [{ role: 'user', content: 'quota' }] }),
+    ],
+  ];
+
+  it.each(probes)(
+    '%s is served: the host is sent 16, and its count is billed, within what was held',
+    async (_client, path, body) => {
+      // The host may write the 16 tokens it was allowed.
+      g.fake.on(RESPONSES.hostModel, { kind: 'reply', reply: { text: 'Hi', finish: 'length', usage: { input: 8, output: 16 } } });
+      const res = await post(path, body(1));
+      expect(res.status).toBe(200);
+      expect(sent(RESPONSES.hostModel).body.max_output_tokens).toBe(16);
+      const settled = await settlementOf(res);
+      // 8 × $1 + 16 × $2 per million: the host's count, believed (no flag, nothing estimated).
+      expect(settled).toMatchObject({ inputTokens: 8, outputTokens: 16, amount: 40_000 });
+      expect(settled).not.toHaveProperty('usageFlag');
+      expect(settled).not.toHaveProperty('estimated');
+      // Held as for a cap of 16: the same request asking 16 holds the same.
+      const asked16 = await settlementOf(await post(path, body(16)));
+      expect(settled.held).toBe(asked16.held);
+      expect(settled.held).toBeGreaterThanOrEqual(settled.amount);
+    },
+  );
+
+  it("a Responses client's body passed whole is sent 16 in place of a lower cap", async () => {
+    g.fake.on(RESPONSES.hostModel, { kind: 'reply', reply: { text: TEXT } });
+    const res = await post('responses', { input: 'Hello', max_output_tokens: 5 });
+    expect(res.status).toBe(200);
+    expect(sent(RESPONSES.hostModel).body.max_output_tokens).toBe(16);
   });
 });
 

@@ -71,6 +71,36 @@ describe('admission', () => {
       expect(plan.amount).toBe(chargeFor(uncachedUsage(plan.estimate.inputTokens, 1000), plan.prices));
     });
 
+    it('raises a cap below the least a host takes to it, for that host only: the reservation is sized by it', () => {
+      const responses = (settings: Record<string, string>) => {
+        const h = modelHost('r', {
+          kind: settings.endpoint ? 'azure' : 'openai-responses',
+          input: 1_000_000_000,
+          output: 2_000_000_000,
+        });
+        return { ...h, host: { ...h.host, settings } };
+      };
+      const kinds = [
+        responses({}),
+        responses({ endpoint: 'https://r.openai.azure.com', route: 'v1', api: 'responses', auth: 'api-key' }),
+      ];
+      for (const first of kinds) {
+        // The Responses API's least is 16; a chat-completions fallback takes the cap as asked.
+        const m = model([first, host('chat', true, 1, 1)]);
+        const plan = planAdmission(m.slug, m, request(1));
+        if (plan.kind !== 'reserve') throw new Error('refused');
+        expect(plan.routes.map((r) => r.request.maxTokens)).toEqual([16, 1]);
+        expect(plan.estimate.outputTokens).toBe(16);
+        expect(plan.amount).toBe(chargeFor(uncachedUsage(plan.estimate.inputTokens, 16), plan.prices));
+      }
+      // Azure's chat-completions API takes any cap.
+      const chat = model([
+        responses({ endpoint: 'https://r.openai.azure.com', route: 'v1', api: 'chat-completions', auth: 'api-key' }),
+      ]);
+      const plan = planAdmission(chat.slug, chat, request(1));
+      expect(plan.kind === 'reserve' && plan.routes[0].request.maxTokens).toBe(1);
+    });
+
     it('keeps a cap at or below the limit as it is', () => {
       const m = model([host('a', true, 1, 1)]);
       for (const cap of [1, 999, 1000]) {

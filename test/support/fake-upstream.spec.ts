@@ -643,3 +643,21 @@ it('unknown paths get an OpenAI-style 404, and are still recorded', async () => 
   expect(await res.json()).toMatchObject({ error: { type: 'invalid_request_error', message: 'Invalid URL (POST /v1/nope)' } });
   expect(fake.requests[0].path).toBe('/v1/nope');
 });
+
+describe('OpenAI Responses', () => {
+  it('refuses a max_output_tokens below 16 as the API does (its words, param and code), and serves 16', async () => {
+    const refused = await post('/v1/responses', { model: 'm', input: 'quota', max_output_tokens: 15 });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({
+      error: {
+        message: "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got 15 instead.",
+        type: 'invalid_request_error',
+        param: 'max_output_tokens',
+        code: 'integer_below_min_value',
+      },
+    });
+    const served = await post('/v1/responses', { model: 'm', input: 'quota', max_output_tokens: 16 });
+    expect(served.status).toBe(200);
+    expect(await served.json()).toMatchObject({ object: 'response', status: 'completed', max_output_tokens: 16 });
+  });
+});

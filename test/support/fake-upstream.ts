@@ -487,14 +487,35 @@ function anthropicError(status: number, message?: string) {
 
 // ---- OpenAI Responses ----
 
-/** Responses usage: `input_tokens` includes the cached ones; the format has no cache write fields. */
+/**
+ * What the Responses API refuses of a body the fake otherwise serves, as it refuses it: a
+ * `max_output_tokens` below its minimum of 16 (OpenAI's and Azure's words and code). Null: served.
+ */
+function responsesRefusal(req: any) {
+  const cap = req.max_output_tokens;
+  if (typeof cap !== 'number' || cap >= 16) return null;
+  return {
+    error: {
+      message: `Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got ${cap} instead.`,
+      type: 'invalid_request_error',
+      param: 'max_output_tokens',
+      code: 'integer_below_min_value',
+    },
+  };
+}
+
+/**
+ * Responses usage: `input_tokens` includes the tokens read from the cache and written to it, each
+ * in its `input_tokens_details` field (both required by the API's ResponseUsage); the format has no
+ * 1-hour writes.
+ */
 function responsesUsage(u: FakeUsage) {
-  if (u.cacheWrite || u.cacheWrite1h) throw new Error('Responses usage has no cache writes');
-  const { cacheRead = 0, reasoning = 0 } = u;
-  const input = u.input + cacheRead;
+  if (u.cacheWrite1h) throw new Error('Responses usage has no 1-hour cache writes');
+  const { cacheRead = 0, cacheWrite = 0, reasoning = 0 } = u;
+  const input = u.input + cacheRead + cacheWrite;
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: cacheRead },
+    input_tokens_details: { cached_tokens: cacheRead, cache_write_tokens: cacheWrite },
     output_tokens: u.output,
     output_tokens_details: { reasoning_tokens: reasoning },
     total_tokens: input + u.output,
@@ -889,6 +910,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     // What the Messages API refuses beside thinking, whatever the test configured: a gateway sending it fails.
     const thinkingProblem = api === 'anthropic' ? messagesThinkingProblem(body) : null;
     if (thinkingProblem) return send(res, 400, fmt.error(400, thinkingProblem), ids);
+    const refused = api === 'responses' ? responsesRefusal(body) : null;
+    if (refused) return send(res, 400, refused, ids);
     // The fake speaks Gemini's stream as server-sent events only (the API's other form is one JSON array).
     if ((gemini?.stream || (vertex?.publisher === 'google' && vertex.stream)) && url.searchParams.get('alt') !== 'sse')
       return send(res, 400, geminiError(400, 'the fake streams only with alt=sse'), ids);

@@ -158,7 +158,7 @@ const responsesUsage = fc.oneof(
     input_tokens: v,
     output_tokens: v,
     total_tokens: v,
-    input_tokens_details: fc.oneof(v, optional({ cached_tokens: v })),
+    input_tokens_details: fc.oneof(v, optional({ cached_tokens: v, cache_write_tokens: v })),
     output_tokens_details: fc.oneof(v, optional({ reasoning_tokens: v })),
   }),
   v,

@@ -1,8 +1,8 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import type { ReservationSettled } from '../../src/ledger/ledger.events';
-import type { FakeUsage } from '../support/fake-upstream';
-import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import type { FakeUpstream, FakeUsage } from '../support/fake-upstream';
+import { auditThenClose, startGateway, TEST_MODELS, testCatalogueFile, TestGateway } from '../support/gateway';
 import { sseEvents as events } from '../support/surfaces';
 
 /**
@@ -12,9 +12,39 @@ import { sseEvents as events } from '../support/surfaces';
 
 const M = TEST_MODELS;
 
+/** A model on an `openai-responses` host, at the prices of M.gpt: cache reads and writes each at its own. */
+const RESPONSES = { slug: 'test/responses-cache', id: '12121212-1212-4121-8121-121212121212', hostModel: 'fake-responses-cache' };
+
+function catalogue(fake: FakeUpstream) {
+  const file = testCatalogueFile(fake);
+  return {
+    hosts: [
+      ...file.hosts,
+      { id: 'fake-openai-responses', kind: 'openai-responses', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
+    ],
+    models: [
+      ...file.models,
+      {
+        ...RESPONSES,
+        name: RESPONSES.slug,
+        contextLength: 128_000,
+        maxOutputTokens: 1000,
+        reasoning: true,
+        hosts: [
+          {
+            host: 'fake-openai-responses',
+            model: RESPONSES.hostModel,
+            pricing: { input: '1.00', cacheRead: '0.25', cacheWrite: '1.25', output: '2.00' },
+          },
+        ],
+      },
+    ],
+  };
+}
+
 interface Case {
-  host: 'openai' | 'anthropic';
-  model: (typeof M)['gpt' | 'claude'];
+  host: 'openai' | 'anthropic' | 'openai-responses';
+  model: { slug: string; hostModel: string };
   usage: FakeUsage;
   /** Nano-credits, worked out by hand below. */
   charge: number;
@@ -49,6 +79,16 @@ const CASES: Case[] = [
     atInputPrice: 79_800_000,
     prices: { input: 3e9, cacheRead: 0.3e9, cacheWrite: 3.75e9, cacheWrite1h: 6e9, output: 15e9 },
   },
+  {
+    host: 'openai-responses',
+    model: RESPONSES,
+    // input_tokens 23,100 of which 20,000 cached_tokens and 3,000 cache_write_tokens; 500 output tokens, 200 of them reasoning:
+    // the openai case's counts, in the Responses API's fields, at the same prices.
+    usage: { input: 100, cacheRead: 20_000, cacheWrite: 3_000, output: 500, reasoning: 200 },
+    charge: 9_850_000,
+    atInputPrice: 24_100_000,
+    prices: { input: 1e9, cacheRead: 0.25e9, cacheWrite: 1.25e9, cacheWrite1h: 1e9, output: 2e9 },
+  },
 ];
 
 const cacheWrites = (c: Case) => (c.usage.cacheWrite ?? 0) + (c.usage.cacheWrite1h ?? 0);
@@ -56,7 +96,7 @@ const allInput = (c: Case) => c.usage.input + (c.usage.cacheRead ?? 0) + cacheWr
 
 let g: TestGateway;
 beforeAll(async () => {
-  g = await startGateway();
+  g = await startGateway({ catalogue });
 });
 afterAll(async () => {
   await auditThenClose(g);

@@ -144,6 +144,37 @@ describe('a Responses client on an openai-responses host: its web search passed 
   });
 });
 
+describe("a Responses client's next turn, sending back every output item (as Codex and the Agents SDK do, with store: false)", () => {
+  /** The first turn's reply, from the openai-responses host: its web_search_call items, then the message citing them. */
+  async function firstTurn() {
+    g.fake.on(RESPONSES.hostModel, { kind: 'reply', reply: { text: TEXT, searches: SEARCHES.slice(0, 2), usage: USAGE } });
+    const res = await post('responses', { model: RESPONSES.slug, input: 'Weather in Paris?', tools: [{ type: 'web_search' }] });
+    expect(res.status).toBe(200);
+    const output = ((await res.json()) as { output: Array<{ type: string }> }).output;
+    expect(output.map((item) => item.type)).toEqual(['web_search_call', 'web_search_call', 'message']);
+    return [{ role: 'user', content: 'Weather in Paris?' }, ...output, { role: 'user', content: 'And tomorrow?' }];
+  }
+
+  it('to a model on an openai-responses host: the items reach the host whole, in the body it is passed', async () => {
+    const input = await firstTurn();
+    const res = await post('responses', { model: RESPONSES.slug, input, tools: [{ type: 'web_search' }] });
+    expect(res.status).toBe(200);
+    expect(sent(RESPONSES.hostModel).body.input).toEqual(input);
+  });
+
+  it('to a model on an anthropic host (translated): the items, which have no counterpart, are left out; the text they led to is carried', async () => {
+    const input = await firstTurn();
+    g.fake.on(CLAUDE.hostModel, { kind: 'reply', reply: { text: TEXT, searches: [], usage: USAGE } });
+    const res = await post('responses', { model: CLAUDE.slug, input, tools: [{ type: 'web_search' }] });
+    expect(res.status).toBe(200);
+    expect(sent(CLAUDE.hostModel).body.messages).toEqual([
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: TEXT },
+      { role: 'user', content: 'And tomorrow?' },
+    ]);
+  });
+});
+
 describe('a messages client on an anthropic host: its server tool passed whole, billed per use', () => {
   it.each([false, true])('streamed: %s', async (stream) => {
     g.fake.on(CLAUDE.hostModel, { kind: 'reply', reply: { text: TEXT, searches: SEARCHES.slice(0, 2), usage: USAGE } });

@@ -305,6 +305,44 @@ describe('Responses request → canonical request', () => {
     }
   });
 
+  it("accepts a hosted tool's calls sent back (as an openai-responses host returned them): kept in the body a host of this format gets whole, with no counterpart in a translation", () => {
+    const calls = [
+      {
+        type: 'web_search_call',
+        id: 'ws_1',
+        status: 'completed',
+        action: { type: 'search', query: 'paris weather', sources: [{ type: 'url', url: 'https://w.example/p' }] },
+      },
+      { type: 'file_search_call', id: 'fs_1', status: 'completed', queries: ['q'], results: null },
+      {
+        type: 'code_interpreter_call',
+        id: 'ci_1',
+        status: 'completed',
+        code: 'print(1)',
+        container_id: 'cntr_1',
+        outputs: [{ type: 'logs', logs: '1' }],
+      },
+      { type: 'image_generation_call', id: 'ig_1', status: 'completed', result: 'iVBORw0KGgo=' },
+    ];
+    const input = [
+      { role: 'user', content: 'Weather in Paris?' },
+      ...calls,
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Sunny.', annotations: [] }] },
+      { role: 'user', content: 'And tomorrow?' },
+    ];
+    const request = canonical({ model: 'm', input, tools: [{ type: 'web_search' }] });
+    expect(request.messages).toEqual([
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: 'Sunny.', toolCalls: [] },
+      { role: 'user', content: 'And tomorrow?' },
+    ]);
+    expect(request.original!.body.input).toEqual(input);
+    // A call of a tool the client runs is still refused, the message naming what is taken.
+    expect(refusal({ model: 'm', input: [{ type: 'local_shell_call', id: 'ls_1' }] }).message).toBe(
+      'input[0]: input items of type "local_shell_call" are not supported (messages, function_call, function_call_output, reasoning items and hosted tools\' calls — web_search_call, file_search_call, code_interpreter_call, image_generation_call — are)',
+    );
+  });
+
   it('names the field of a badly typed body, in the message and as param', () => {
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ input: 'hi' }, 'model'],

@@ -104,6 +104,8 @@ export const azureHost: HostKind<'azure'> = {
   defaultBaseUrl: (settings) => settings.endpoint || undefined,
 
   wholeFormat: (hostModel, settings = DEFAULTS) => formatOf(settings).wholeFormat!(hostModel),
+  // The Responses API's least cap holds on Azure too.
+  minOutputTokens: (settings) => formatOf(settings).minOutputTokens?.(settings) ?? 1,
 
   buildRequest(request, hostModel, apiKey, settings = DEFAULTS) {
     const operation = settings.api === 'responses' ? 'responses' : 'chat/completions';

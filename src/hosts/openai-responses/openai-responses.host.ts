@@ -4,12 +4,11 @@ import type {
   Citation,
   CanonicalRequest,
   FinishReason,
-  HostedToolClass,
   HostedToolUses,
   Usage,
 } from '../../canonical/canonical';
 import { effortOf, HostError, isOutput, upstreamIdOf } from '../../canonical/canonical';
-import type { HostedToolsRun } from '../../canonical/hosted-tools';
+import { hostedToolItemClassOf, type HostedToolsRun } from '../../canonical/hosted-tools';
 import { openAiErrorMessage } from '../host-kind';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
 
@@ -26,20 +25,12 @@ const HOSTED_TOOLS: HostedToolsRun = {
   translated: new Set(['webSearch']),
 };
 
-/** The output items that are uses of a hosted tool, by the class each is billed in. */
-const HOSTED_TOOL_ITEMS: Record<string, HostedToolClass> = {
-  web_search_call: 'webSearch',
-  file_search_call: 'fileSearch',
-  code_interpreter_call: 'codeExecution',
-  image_generation_call: 'imageGeneration',
-};
-
-/** Hosted-tool uses by class among output items (null: none). */
+/** Hosted-tool uses by class among output items, each a hosted tool's call (null: none). */
 function hostedToolUsesOf(items: unknown[]): HostedToolUses | null {
   const uses: HostedToolUses = {};
   for (const item of items) {
-    const toolClass = isObject(item) && typeof item.type === 'string' ? HOSTED_TOOL_ITEMS[item.type] : undefined;
-    if (toolClass !== undefined) uses[toolClass] = (uses[toolClass] ?? 0) + 1;
+    const toolClass = isObject(item) && typeof item.type === 'string' ? hostedToolItemClassOf(item.type) : null;
+    if (toolClass !== null) uses[toolClass] = (uses[toolClass] ?? 0) + 1;
   }
   return Object.keys(uses).length > 0 ? uses : null;
 }
@@ -89,17 +80,20 @@ const count = (value: unknown, absent: number): number =>
 const shownCount = (value: unknown): number => (Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : 0);
 
 /**
- * Tokens by class: `input_tokens` includes the cached ones, taken out here; the format reports no
- * cache writes. `output_tokens` includes reasoning. Without the two required counts, NaN.
+ * Tokens by class: `input_tokens` includes those read from the cache (`cached_tokens`) and written
+ * to it (`cache_write_tokens`), taken out here as the openai kind takes them out of `prompt_tokens`;
+ * the format has no 1-hour writes. `output_tokens` includes reasoning. Without the two required
+ * counts, NaN.
  */
 function usageOf(usage: Record<string, unknown>): Usage {
   const input = isObject(usage.input_tokens_details) ? usage.input_tokens_details : {};
   const output = isObject(usage.output_tokens_details) ? usage.output_tokens_details : {};
   const reads = count(input.cached_tokens, 0);
+  const writes = count(input.cache_write_tokens, 0);
   return {
-    inputTokens: count(usage.input_tokens, NaN) - reads,
+    inputTokens: count(usage.input_tokens, NaN) - reads - writes,
     cacheReadTokens: reads,
-    cacheWriteTokens: 0,
+    cacheWriteTokens: writes,
     cacheWrite1hTokens: 0,
     outputTokens: count(usage.output_tokens, NaN),
     reasoningTokens: shownCount(output.reasoning_tokens),
@@ -317,11 +311,20 @@ class ResponsesDecoder implements StreamDecoder {
   }
 }
 
-/** The client's own Responses body, whole: the host's model in place of the slug, and a cap the pipeline lowered to the model's limit. */
+/**
+ * The least `max_output_tokens` the API takes (the published document's `minimum`; below it, a 400
+ * `integer_below_min_value`), where the other formats take any cap from 1.
+ */
+export const RESPONSES_MIN_OUTPUT_TOKENS = 16;
+
+/**
+ * The client's own Responses body, whole: the host's model in place of the slug, and the cap the
+ * pipeline gave where it differs from the client's (lowered to the model's limit, or raised to the
+ * API's least).
+ */
 function passThroughBody(request: CanonicalRequest, original: Record<string, unknown>, hostModel: string) {
   const body: Record<string, unknown> = { ...original, model: hostModel };
-  const asked = original.max_output_tokens;
-  if (request.maxTokens !== undefined && (typeof asked !== 'number' || request.maxTokens < asked))
+  if (request.maxTokens !== undefined && request.maxTokens !== original.max_output_tokens)
     body.max_output_tokens = request.maxTokens;
   boundToolCalls(body, request);
   return body;
@@ -345,6 +348,7 @@ export const openAiResponsesHost: HostKind<'openai-responses'> = {
   name: 'openai-responses',
   hostedTools: HOSTED_TOOLS,
   wholeFormat: () => 'responses',
+  minOutputTokens: () => RESPONSES_MIN_OUTPUT_TOKENS,
 
   buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
     const headers: Record<string, string> = {

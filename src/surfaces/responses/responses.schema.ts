@@ -40,7 +40,11 @@ export interface ReasoningItem {
   type: 'reasoning';
 }
 
-/** Other item types (item_reference, built-in tools' calls, …) are refused by the translation, which names them. */
+/**
+ * Hosted tools' calls from an earlier reply (`web_search_call`…) are accepted as reasoning items are;
+ * other item types (item_reference, client-run built-in tools' calls, …) are refused by the
+ * translation, which names them.
+ */
 export type InputItem = MessageItem | FunctionCallItem | FunctionCallOutputItem | ReasoningItem | { type: string };
 
 export interface FunctionTool {

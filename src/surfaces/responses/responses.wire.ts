@@ -1,5 +1,5 @@
 import { replyIdOf } from '../reply-id';
-import { isHostedTool } from '../../canonical/hosted-tools';
+import { hostedToolItemClassOf, isHostedTool, RESPONSES_HOSTED_TOOL_ITEM_TYPES } from '../../canonical/hosted-tools';
 import { ApiError, chatCompletionsError } from '../../http/api-error';
 import { creditsNumber } from '../../ledger/money';
 import type {
@@ -126,8 +126,12 @@ function addItem(item: InputItem, at: string, system: string[], messages: Canoni
     case 'item_reference':
       throw invalid(`${at}: item_reference is not supported: ${STATELESS}`, `${at}.type`);
     default:
+      // A hosted tool's call from an earlier reply (an openai-responses host's web_search_call…), sent
+      // back: it stays in the body a host of this format is sent whole; translated, it has no
+      // counterpart (the reply's text that followed it carries what it found).
+      if (hostedToolItemClassOf(type) !== null) return;
       throw invalid(
-        `${at}: input items of type "${type}" are not supported (messages, function_call, function_call_output and reasoning items are)`,
+        `${at}: input items of type "${type}" are not supported (messages, function_call, function_call_output, reasoning items and hosted tools' calls — ${RESPONSES_HOSTED_TOOL_ITEM_TYPES.join(', ')} — are)`,
         `${at}.type`,
       );
   }

@@ -133,11 +133,12 @@ export const CONTRACT_KINDS: ContractKind[] = [
     host: (fake, id) => ({ id, kind: 'openai-responses', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' }),
     path: () => '/v1/responses',
     authorized: bearer(TEST_HOST_KEYS.FAKE_OPENAI_KEY),
-    // GPT-5's list prices, but cached input at four decimals so that the rounding up shows.
-    prices: { input: '1.25', cacheRead: '0.1255', output: '10.00' },
-    usage: { input: 1_237, cacheRead: 20_011, output: 523, reasoning: 211 },
+    // GPT-5's list prices, but cached input at four decimals so that the rounding up shows, and the
+    // cache's writes (`cache_write_tokens`) at a price of their own, as a catalogue entry may give (four decimals too).
+    prices: { input: '1.25', cacheRead: '0.1255', cacheWrite: '1.5626', output: '10.00' },
+    usage: { input: 1_237, cacheRead: 20_011, cacheWrite: 3_003, output: 523, reasoning: 211 },
     wireUsage: (input, output) =>
-      `{"input_tokens":${input},"input_tokens_details":{"cached_tokens":0},"output_tokens":${output},"output_tokens_details":{"reasoning_tokens":0},"total_tokens":18}`,
+      `{"input_tokens":${input},"input_tokens_details":{"cached_tokens":0,"cache_write_tokens":0},"output_tokens":${output},"output_tokens_details":{"reasoning_tokens":0},"total_tokens":18}`,
     supports: { images: true, reasoning: true, tools: true },
     sent: {
       cap: (body) => body.max_output_tokens,
