@@ -55,6 +55,11 @@ export interface CanonicalRequest {
   messages: CanonicalMessage[];
   tools: CanonicalTool[];
   toolChoice?: CanonicalToolChoice;
+  /**
+   * false: at most one tool call a turn (chat-completions and Responses `parallel_tool_calls`, the
+   * messages `tool_choice.disable_parallel_tool_use`); absent: the host's default, several allowed.
+   */
+  parallelToolCalls?: false;
   /** Cap on output tokens; the pipeline fills in the model's default when the client gave none. */
   maxTokens?: number;
   temperature?: number;

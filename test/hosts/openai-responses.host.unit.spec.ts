@@ -45,6 +45,17 @@ describe('openAiResponsesHost.buildRequest', () => {
     });
   });
 
+  it('asks for one tool call a turn with parallel_tool_calls false, beside tools only', () => {
+    const tools = [{ name: 'lookup', parameters: { type: 'object' } }];
+    expect(host.buildRequest(request({ tools, parallelToolCalls: false }), 'gpt-x', null).body).toMatchObject({
+      parallel_tool_calls: false,
+    });
+    expect(host.buildRequest(request({ parallelToolCalls: false }), 'gpt-x', null).body).not.toHaveProperty(
+      'parallel_tool_calls',
+    );
+    expect(host.buildRequest(request({ tools }), 'gpt-x', null).body).not.toHaveProperty('parallel_tool_calls');
+  });
+
   it('translates a conversation with images, calls and their results into input items', () => {
     const upstream = host.buildRequest(
       request({

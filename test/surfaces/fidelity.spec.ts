@@ -446,6 +446,61 @@ describe('across formats', () => {
   });
 });
 
+describe('one tool call a turn, asked in each format, reaches a host of another in its terms', () => {
+  const weather = { type: 'object', properties: { city: { type: 'string' } } };
+  const chatTools = [{ type: 'function', function: { name: 'get_weather', parameters: weather } }];
+
+  it('chat-completions parallel_tool_calls false → anthropic: tool_choice with disable_parallel_tool_use', async () => {
+    g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: 'ok' } });
+    const ask = (extra: object) =>
+      post(
+        'chat/completions',
+        chatHeaders(),
+        JSON.stringify({ model: M.claude.slug, messages: [{ role: 'user', content: 'Weather?' }], tools: chatTools, ...extra }),
+      ).then((r) => expect(r.status).toBe(200));
+    await ask({ parallel_tool_calls: false });
+    expect(last().body.tool_choice).toEqual({ type: 'auto', disable_parallel_tool_use: true });
+    await ask({ parallel_tool_calls: false, tool_choice: 'required' });
+    expect(last().body.tool_choice).toEqual({ type: 'any', disable_parallel_tool_use: true });
+    // The API takes none without it; nothing else asks for one call at a time.
+    await ask({ parallel_tool_calls: false, tool_choice: 'none' });
+    expect(last().body.tool_choice).toEqual({ type: 'none' });
+    await ask({ parallel_tool_calls: true });
+    expect(last().body).not.toHaveProperty('tool_choice');
+  });
+
+  it('messages disable_parallel_tool_use → openai: parallel_tool_calls false, only beside tools', async () => {
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'ok' } });
+    const ask = (extra: object) =>
+      post(
+        'messages',
+        messagesHeaders(),
+        JSON.stringify({ model: M.gpt.slug, max_tokens: 100, messages: [{ role: 'user', content: 'Weather?' }], ...extra }),
+      ).then((r) => expect(r.status).toBe(200));
+    const tools = [{ name: 'get_weather', input_schema: weather }];
+    await ask({ tools, tool_choice: { type: 'auto', disable_parallel_tool_use: true } });
+    expect(last().body).toMatchObject({ parallel_tool_calls: false, tool_choice: 'auto' });
+    await ask({ tools, tool_choice: { type: 'auto' } });
+    expect(last().body).not.toHaveProperty('parallel_tool_calls');
+  });
+
+  it('Responses parallel_tool_calls false → anthropic: tool_choice with disable_parallel_tool_use', async () => {
+    g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: 'ok' } });
+    const res = await post(
+      'responses',
+      chatHeaders(),
+      JSON.stringify({
+        model: M.claude.slug,
+        input: 'Weather?',
+        tools: [{ type: 'function', name: 'get_weather', parameters: weather }],
+        parallel_tool_calls: false,
+      }),
+    );
+    expect(res.status).toBe(200);
+    expect(last().body.tool_choice).toEqual({ type: 'auto', disable_parallel_tool_use: true });
+  });
+});
+
 describe('reasoning from another format to an anthropic host, beside what the API refuses with thinking', () => {
   const OMITTED = 'x-gateway-omitted-reasoning';
   const WEATHER = {

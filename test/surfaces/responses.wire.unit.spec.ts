@@ -125,6 +125,7 @@ describe('Responses request → canonical request', () => {
         { name: 'noop', parameters: { type: 'object', properties: {} } },
       ],
       toolChoice: { name: 'get_weather' },
+      parallelToolCalls: false,
       maxTokens: 77,
       temperature: 0.2,
       topP: 0.9,

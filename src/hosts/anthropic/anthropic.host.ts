@@ -309,6 +309,11 @@ export function messagesBody(request: CanonicalRequest): { body: Record<string, 
     // Inside the branch: the API refuses tool_choice on a request without tools.
     if (carried?.required === 'webSearch') body.tool_choice = { type: 'tool', name: WEB_SEARCH_TOOL.name };
     else if (request.toolChoice !== undefined) body.tool_choice = toToolChoice(request.toolChoice);
+    // One call a turn: said in tool_choice (the API takes it with every type but none).
+    if (request.parallelToolCalls === false) {
+      const choice = (body.tool_choice as Record<string, unknown> | undefined) ?? { type: 'auto' };
+      if (choice.type !== 'none') body.tool_choice = { ...choice, disable_parallel_tool_use: true };
+    }
   }
   if (request.stop.length > 0) body.stop_sequences = request.stop;
   if (request.temperature !== undefined) body.temperature = request.temperature;

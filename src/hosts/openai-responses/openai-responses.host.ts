@@ -381,6 +381,7 @@ export const openAiResponsesHost: HostKind<'openai-responses'> = {
     const carried = request.carriedTools;
     if (carried?.classes.includes('webSearch')) tools.push(WEB_SEARCH_TOOL);
     if (tools.length > 0) body.tools = tools;
+    if (request.parallelToolCalls === false && tools.length > 0) body.parallel_tool_calls = false;
     boundToolCalls(body, request);
     if (carried?.required === 'webSearch')
       body.tool_choice = { type: 'allowed_tools', mode: 'required', tools: [WEB_SEARCH_TOOL] };

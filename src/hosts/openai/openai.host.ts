@@ -279,6 +279,8 @@ export const openAiHost: HostKind<'openai'> = {
         function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.parameters },
       }));
     }
+    // The API refuses parallel_tool_calls on a request without tools.
+    if (request.parallelToolCalls === false && request.tools.length > 0) body.parallel_tool_calls = false;
     if (request.toolChoice !== undefined) {
       body.tool_choice =
         typeof request.toolChoice === 'string'

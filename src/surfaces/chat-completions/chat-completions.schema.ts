@@ -32,6 +32,7 @@ export interface ChatCompletionRequest {
   messages: ChatMessage[];
   tools?: Array<{ type: 'function'; function: { name: string; description?: string; parameters?: Record<string, unknown> } }>;
   tool_choice?: ToolChoice | null;
+  parallel_tool_calls?: boolean | null;
   max_tokens?: number | null;
   max_completion_tokens?: number | null;
   temperature?: number | null;
@@ -116,6 +117,7 @@ export const chatCompletionRequestSchema = {
         },
       ],
     },
+    parallel_tool_calls: optionalBoolean,
     max_tokens: integerFrom(1),
     max_completion_tokens: integerFrom(1),
     temperature: numberBetween(0, 2),

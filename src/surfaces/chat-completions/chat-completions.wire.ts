@@ -105,6 +105,7 @@ export function toCanonical(body: ChatCompletionRequest): CanonicalRequest {
       parameters: t.function.parameters ?? { type: 'object', properties: {} },
     })),
     toolChoice: choice == null ? undefined : typeof choice === 'string' ? choice : { name: choice.function.name },
+    ...(body.parallel_tool_calls === false ? { parallelToolCalls: false } : {}),
     // null is "not given" (some clients send it): the host's or model's default applies.
     maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined,
     temperature: body.temperature ?? undefined,

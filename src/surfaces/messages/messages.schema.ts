@@ -47,7 +47,7 @@ export interface MessagesRequest {
   system?: string | TextBlock[] | null;
   /** The client's tools (with a schema), and server tools (a `type` such as `web_search_20250305`, run by the host). */
   tools?: Array<{ type?: string; name: string; description?: string; input_schema?: Record<string, unknown> }>;
-  tool_choice?: { type: 'auto' | 'any' | 'tool' | 'none'; name?: string } | null;
+  tool_choice?: { type: 'auto' | 'any' | 'tool' | 'none'; name?: string; disable_parallel_tool_use?: boolean | null } | null;
   stop_sequences?: string[] | null;
   temperature?: number | null;
   top_p?: number | null;
@@ -151,7 +151,11 @@ export const countTokensRequestSchema = {
     tool_choice: {
       type: ['object', 'null'],
       required: ['type'],
-      properties: { type: { enum: ['auto', 'any', 'tool', 'none'] }, name: { type: 'string' } },
+      properties: {
+        type: { enum: ['auto', 'any', 'tool', 'none'] },
+        name: { type: 'string' },
+        disable_parallel_tool_use: optionalBoolean,
+      },
     },
     thinking: {
       type: ['object', 'null'],

@@ -179,6 +179,7 @@ export function toCanonical(
     // A server tool named by tool_choice is the hosted tool required (hostedTools.required).
     toolChoice:
       choice == null || serverTools.named ? undefined : choice.type === 'tool' ? { name: choice.name! } : CHOICE[choice.type],
+    ...(choice?.disable_parallel_tool_use === true ? { parallelToolCalls: false } : {}),
     maxTokens: body.max_tokens,
     // null is "not given" (some clients send it): the host's default applies.
     temperature: body.temperature ?? undefined,

@@ -247,6 +247,7 @@ export function toCanonical(body: ResponsesRequest): CanonicalRequest {
     messages,
     tools,
     toolChoice: toolChoiceOf(body.tool_choice),
+    ...(body.parallel_tool_calls === false ? { parallelToolCalls: false } : {}),
     // null is "not given" (some clients send it): the model's default applies.
     maxTokens: body.max_output_tokens ?? undefined,
     temperature: body.temperature ?? undefined,
