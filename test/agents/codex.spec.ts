@@ -1,6 +1,6 @@
 import type { ReservationSettled } from '../../src/ledger/ledger.events';
 import { parseCredits } from '../../src/ledger/money';
-import { DEFAULT_SEARCH, FakeUpstream, ReceivedRequest } from '../support/fake-upstream';
+import { DEFAULT_SEARCH, FakeBehaviour, FakeUpstream, ReceivedRequest } from '../support/fake-upstream';
 import { AgentRun, CODEX, codexExec } from '../support/agents';
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 import {
@@ -86,6 +86,25 @@ const hasToolResult = (request: ReceivedRequest): boolean =>
     (m) => m.role === 'tool' || (Array.isArray(m.content) && m.content.some((b: { type?: string }) => b.type === 'tool_result')),
   );
 
+/**
+ * The model of a shell turn: it asks Codex to run a command, then, shown the command's output
+ * (`answered`), says what it printed; with the host's `usage` on both replies when given.
+ */
+const shellTurn =
+  (answered: (request: ReceivedRequest) => boolean, usage?: NewKindModel['usage']) =>
+  (request: ReceivedRequest): FakeBehaviour =>
+    answered(request)
+      ? { kind: 'reply', reply: { text: 'The command printed 42.', ...(usage ? { usage } : {}) } }
+      : {
+          kind: 'reply',
+          reply: {
+            toolCalls: [
+              { id: 'call_shell_1', name: 'exec_command', arguments: JSON.stringify({ cmd: 'echo $((6 * 7))-from-shell' }) },
+            ],
+            ...(usage ? { usage } : {}),
+          },
+        };
+
 const hosts: Array<[string, { slug: string; hostModel: string }, string]> = [
   ['a model on an openai host', M.gpt, '/v1/chat/completions'],
   ['a model on an anthropic host', M.claude, '/v1/messages'],
@@ -119,18 +138,7 @@ const hosts: Array<[string, { slug: string; hostModel: string }, string]> = [
     }, 90_000);
 
     it('completes a tool-using turn: the model calls exec_command, Codex runs it and sends the output back', async () => {
-      g.fake.on(model.hostModel, (request) =>
-        hasToolResult(request)
-          ? { kind: 'reply', reply: { text: 'The command printed 42.' } }
-          : {
-              kind: 'reply',
-              reply: {
-                toolCalls: [
-                  { id: 'call_shell_1', name: 'exec_command', arguments: JSON.stringify({ cmd: 'echo $((6 * 7))-from-shell' }) },
-                ],
-              },
-            },
-      );
+      g.fake.on(model.hostModel, shellTurn(hasToolResult));
       const before = g.fake.requests.length;
       const run = await codexExec(tmp, g, model.slug, 'Work out six times seven with the shell');
       expect(run).toMatchObject({ code: 0 });
@@ -191,17 +199,9 @@ const hosts: Array<[string, { slug: string; hostModel: string }, string]> = [
     }, 90_000);
 
     it('its next turn sends back the web_search_call item the host returned (store: false), and is served', async () => {
-      g.fake.on(RESPONSES.hostModel, (request) =>
-        toolResultsIn(request).length > 0
-          ? { kind: 'reply', reply: { text: 'The command printed 42.' } }
-          : {
-              kind: 'reply',
-              reply: {
-                toolCalls: [
-                  { id: 'call_shell_1', name: 'exec_command', arguments: JSON.stringify({ cmd: 'echo $((6 * 7))-from-shell' }) },
-                ],
-              },
-            },
+      g.fake.on(
+        RESPONSES.hostModel,
+        shellTurn((request) => toolResultsIn(request).length > 0),
       );
       const before = g.fake.requests.length;
       const run = await codexExec(tmp, g, RESPONSES.slug, 'Search, then work out six times seven with the shell');
@@ -229,18 +229,9 @@ const newKinds: Array<[string, NewKindModel]> = [
   `Codex CLI (codex exec, its default configuration) on a model on %s${MISSING}`,
   (_where, model) => {
     it('completes a tool-using turn: the model calls exec_command, Codex runs it and sends the output back; billed exactly', async () => {
-      g.fake.on(model.hostModel, (request) =>
-        toolResultsIn(request).length > 0
-          ? { kind: 'reply', reply: { text: 'The command printed 42.', usage: model.usage } }
-          : {
-              kind: 'reply',
-              reply: {
-                toolCalls: [
-                  { id: 'call_shell_1', name: 'exec_command', arguments: JSON.stringify({ cmd: 'echo $((6 * 7))-from-shell' }) },
-                ],
-                usage: model.usage,
-              },
-            },
+      g.fake.on(
+        model.hostModel,
+        shellTurn((request) => toolResultsIn(request).length > 0, model.usage),
       );
       const before = g.fake.requests.length;
       const run = await codexExec(tmp, g, model.slug, 'Work out six times seven with the shell');

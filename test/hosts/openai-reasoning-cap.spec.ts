@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { startGateway, testCatalogueFile, TestGateway } from '../support/gateway';
+import { extraChatModel, startGateway, testCatalogueWith, TestGateway } from '../support/gateway';
 
 // OpenAI's reasoning models (o3, gpt-5…) refuse `max_tokens` (the fake answers as the API does): a
 // request translated for them carries its cap as `max_completion_tokens`; other models keep `max_tokens`.
@@ -7,21 +7,7 @@ const O3 = { slug: 'test/o3', id: '0f3a0f3a-0f3a-4f3a-8f3a-0f3a0f3a0f3a', hostMo
 let g: TestGateway;
 
 beforeAll(async () => {
-  g = await startGateway({
-    catalogue: (fake) => {
-      const file = testCatalogueFile(fake);
-      const model = {
-        slug: O3.slug,
-        id: O3.id,
-        name: 'Test o3',
-        contextLength: 128_000,
-        maxOutputTokens: 1000,
-        reasoning: true,
-        hosts: [{ host: 'fake-openai', model: O3.hostModel, pricing: { input: '2.00', output: '8.00' } }],
-      };
-      return { ...file, models: [...file.models, model] };
-    },
-  });
+  g = await startGateway({ catalogue: testCatalogueWith(extraChatModel(O3, 'fake-openai', 'Test o3')) });
 });
 afterAll(async () => {
   await g.settled();

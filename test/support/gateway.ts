@@ -141,6 +141,28 @@ export function serviceEnv(runtime: TestRuntime, fake: FakeUpstream, extra: Reco
   };
 }
 
+/**
+ * A chat model of the test catalogue's file, served by one of its hosts (`fake-openai`,
+ * `fake-anthropic`…) as `hostModel`, reasoning, with room for 8,000 output tokens.
+ */
+export const extraChatModel = (m: { slug: string; id: string; hostModel: string }, host: string, name: string) => ({
+  slug: m.slug,
+  id: m.id,
+  name,
+  contextLength: 128_000,
+  maxOutputTokens: 8000,
+  reasoning: true,
+  hosts: [{ host, model: m.hostModel, pricing: { input: '3.00', output: '15.00' } }],
+});
+
+/** The test catalogue's file with `models` added (see extraChatModel), for startGateway's `catalogue`. */
+export const testCatalogueWith =
+  (...models: object[]) =>
+  (fake: FakeUpstream) => {
+    const file = testCatalogueFile(fake);
+    return { ...file, models: [...file.models, ...models] };
+  };
+
 /** The test catalogue as its file holds it (for a service started as its own process, with TEST_HOST_KEYS in its environment). */
 export function testCatalogueFile(fake: FakeUpstream) {
   const m = TEST_MODELS;

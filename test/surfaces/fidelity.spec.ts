@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import fc from 'fast-check';
 import OpenAI from 'openai';
-import { auditThenClose, startGateway, TEST_MODELS, testCatalogueFile, TestGateway } from '../support/gateway';
+import { auditThenClose, extraChatModel, startGateway, TEST_MODELS, testCatalogueWith, TestGateway } from '../support/gateway';
 
 /**
  * Fidelity: a client whose wire format is its host's has its request and reply carried whole
@@ -15,21 +15,7 @@ let g: TestGateway;
 const THINKER = { slug: 'test/claude-thinks', id: 'd0000000-0000-4000-8000-000000000001', hostModel: 'fake-claude-thinks' };
 
 beforeAll(async () => {
-  g = await startGateway({
-    catalogue: (fake) => {
-      const file = testCatalogueFile(fake);
-      const thinker = {
-        slug: THINKER.slug,
-        id: THINKER.id,
-        name: 'Test Claude thinking',
-        contextLength: 128_000,
-        maxOutputTokens: 8000,
-        reasoning: true,
-        hosts: [{ host: 'fake-anthropic', model: THINKER.hostModel, pricing: { input: '3.00', output: '15.00' } }],
-      };
-      return { ...file, models: [...file.models, thinker] };
-    },
-  });
+  g = await startGateway({ catalogue: testCatalogueWith(extraChatModel(THINKER, 'fake-anthropic', 'Test Claude thinking')) });
 });
 afterAll(() => auditThenClose(g));
 
