@@ -616,6 +616,13 @@ describe('anthropicHost.buildRequest, across formats: reasoning and images', () 
     expect(bodyOf({ maxTokens: 10_000, reasoning: { effort: 'none' } })).not.toHaveProperty('thinking');
     expect(bodyOf({ maxTokens: 10_000 })).not.toHaveProperty('thinking');
     expect(bodyOf({ maxTokens: 1024, reasoning: { effort: 'high' } })).not.toHaveProperty('thinking');
+    // Only the last is reasoning asked for and left out, and the reply says why.
+    const omitted = (overrides: Partial<CanonicalRequest>) =>
+      anthropicHost.omittedReasoning?.(request(overrides), 'claude-sonnet-4-5');
+    expect(omitted({ maxTokens: 1024, reasoning: { effort: 'high' } })).toBe('cap');
+    expect(omitted({ maxTokens: 1025, reasoning: { effort: 'high' } })).toBeNull();
+    expect(omitted({ maxTokens: 10_000, reasoning: { effort: 'none' } })).toBeNull();
+    expect(omitted({ maxTokens: 10_000 })).toBeNull();
   });
 
   it("leaves thinking out, not the client's sampling or tool_choice, when the API would refuse them together", () => {

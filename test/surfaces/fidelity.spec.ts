@@ -418,16 +418,19 @@ describe('across formats', () => {
 
   it('reasoning_effort reaches an anthropic host as a thinking budget when the cap leaves room, and not otherwise', async () => {
     g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: 'ok' } });
-    const ask = (extra: object) =>
-      post(
+    const ask = async (extra: object) => {
+      const res = await post(
         'chat/completions',
         chatHeaders(),
         JSON.stringify({ model: M.claude.slug, messages: [{ role: 'user', content: 'Think.' }], ...extra }),
-      ).then((r) => r.text());
-    // The test models allow 1,000 output tokens: below the API's smallest budget (1,024) there is no room to think.
-    await ask({ reasoning_effort: 'high' });
+      );
+      await res.text();
+      return res.headers.get('x-gateway-omitted-reasoning');
+    };
+    // The test models allow 1,000 output tokens: below the API's smallest budget (1,024) there is no room to think, and the reply says so.
+    expect(await ask({ reasoning_effort: 'high' })).toBe('cap');
     expect(last().body).not.toHaveProperty('thinking');
-    await ask({ reasoning_effort: 'none' });
+    expect(await ask({ reasoning_effort: 'none' })).toBeNull();
     expect(last().body).not.toHaveProperty('thinking');
   });
 });

@@ -15,7 +15,7 @@ import {
 } from '../../canonical/canonical';
 import { hostedToolClassOf, type HostedToolsRun } from '../../canonical/hosted-tools';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
-import { thinkingConflict, type ThinkingConflict } from './anthropic.thinking';
+import { thinkingConflict, type ThinkingLeftOut } from './anthropic.thinking';
 
 /** The Messages API requires max_tokens; used only when the pipeline left it open. */
 export const DEFAULT_MAX_TOKENS = 4096;
@@ -216,29 +216,34 @@ function headersFor(apiKey: string | null, betas: string[] = []): Record<string,
   return headers;
 }
 
-/** Whether the request asks for reasoning (an effort other than `none`, or a budget). */
-const asksReasoning = (request: CanonicalRequest): boolean =>
-  request.reasoning !== undefined && request.reasoning.effort !== 'none';
+type Thinking = { type: 'enabled'; budget_tokens: number };
 
 /**
- * Why a translated request asking for reasoning goes without thinking (see anthropic.thinking.ts), or
- * null: it asks for none, or its thinking goes.
+ * For a request asking for reasoning (an effort other than `none`, or a budget): its thinking — its
+ * budget, or the effort's share of the output cap, within what the API takes (at least 1024 tokens,
+ * less than the cap) — or why it goes without: what the API refuses beside thinking
+ * (anthropic.thinking.ts), or a cap too small to think within (`cap`). Null: none was asked for.
  */
-export const thinkingLeftOut = (request: CanonicalRequest): ThinkingConflict | null =>
-  asksReasoning(request) ? thinkingConflict(request) : null;
-
-/**
- * Thinking for a reasoning request: its budget, or the effort's share of the output cap, within
- * what the API takes (at least 1024 tokens, less than the cap). None when no reasoning was asked
- * for, `none` was, the cap is too small to think within, or the request holds what the API refuses
- * beside thinking (thinkingLeftOut).
- */
-export function thinkingFor(request: CanonicalRequest, maxTokens: number): { type: 'enabled'; budget_tokens: number } | null {
+function thinkingDecision(request: CanonicalRequest, maxTokens: number): Thinking | ThinkingLeftOut | null {
   const reasoning = request.reasoning;
-  if (reasoning === undefined || reasoning.effort === 'none' || thinkingConflict(request) !== null) return null;
+  if (reasoning === undefined || reasoning.effort === 'none') return null;
+  const conflict = thinkingConflict(request);
+  if (conflict !== null) return conflict;
   const wanted = reasoning.budgetTokens ?? Math.floor(maxTokens * THINKING_SHARE[reasoning.effort ?? 'medium']);
   const budget = Math.min(Math.max(wanted, MIN_THINKING_BUDGET), maxTokens - 1);
-  return budget < MIN_THINKING_BUDGET ? null : { type: 'enabled', budget_tokens: budget };
+  return budget < MIN_THINKING_BUDGET ? 'cap' : { type: 'enabled', budget_tokens: budget };
+}
+
+/** Why a translated request asking for reasoning goes without thinking, or null: it asks for none, or its thinking goes. */
+export function thinkingLeftOut(request: CanonicalRequest): ThinkingLeftOut | null {
+  const decided = thinkingDecision(request, request.maxTokens ?? DEFAULT_MAX_TOKENS);
+  return typeof decided === 'string' ? decided : null;
+}
+
+/** The thinking of a request translated for a maximum of `maxTokens`, or null (see thinkingDecision). */
+export function thinkingFor(request: CanonicalRequest, maxTokens: number): Thinking | null {
+  const decided = thinkingDecision(request, maxTokens);
+  return typeof decided === 'object' ? decided : null;
 }
 
 /**

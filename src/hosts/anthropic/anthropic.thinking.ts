@@ -18,6 +18,9 @@ import type { CanonicalMessage, CanonicalRequest } from '../../canonical/canonic
 /** Why thinking is left out of a call, as the reply's `x-gateway-omitted-reasoning` header names it. */
 export type ThinkingConflict = 'tool_choice' | 'temperature' | 'top_k' | 'top_p' | 'tool_loop';
 
+/** Why thinking is left out, the conflicts and `cap`: an output cap too small to think within (the API's least budget is 1,024, below the cap). */
+export type ThinkingLeftOut = ThinkingConflict | 'cap';
+
 /** The `top_p` values the API takes with thinking on. */
 const THINKING_TOP_P = { min: 0.95, max: 1 };
 
