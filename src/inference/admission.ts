@@ -59,6 +59,8 @@ export interface TokenEstimate {
   inputTokens: number;
   outputTokens: number;
   hostedToolUses?: HostedToolCounts;
+  /** The least cap a host that may serve takes, above 1 (flooredFor): a lower max_tokens would be raised to it. */
+  leastOutputTokens?: number;
 }
 
 /** How admission rules on hosted tools: the most uses of each carried class a request may make, and where a refused one runs. */
@@ -177,10 +179,12 @@ export function planAdmission(
   const first = capped.get(servable.model)!;
   const carried = tooled.carriedTools;
   // The input as any model gets it (text is the same); the largest output cap among the models allowed.
+  const least = Math.max(...routes.map((r) => leastOutputTokensOf(r.served)));
   const estimate: TokenEstimate = {
     inputTokens: estimateInputTokens(first),
     outputTokens: Math.max(...routes.map((r) => r.request.maxTokens!)),
     ...(carried ? { hostedToolUses: Object.fromEntries(carried.classes.map((c) => [c, carried.maxUses])) } : {}),
+    ...(least > 1 ? { leastOutputTokens: least } : {}),
   };
   const prices = highestPrices(hosts);
   const amount = reservationFor(estimate.inputTokens, estimate.outputTokens, prices, estimate.hostedToolUses);
@@ -263,9 +267,12 @@ const cappedFor = (model: CatalogueModel, request: CanonicalRequest): CanonicalR
  * hold (the largest cap among the routes) and the check of the host's count are of the cap sent.
  */
 function flooredFor(served: ModelHost, request: CanonicalRequest): CanonicalRequest {
-  const least = HOST_KINDS[served.host.kind].minOutputTokens?.(served.host.settings) ?? 1;
+  const least = leastOutputTokensOf(served);
   return request.maxTokens! >= least ? request : { ...request, maxTokens: least };
 }
+
+const leastOutputTokensOf = (served: ModelHost): number =>
+  HOST_KINDS[served.host.kind].minOutputTokens?.(served.host.settings) ?? 1;
 
 /** No host left by the provider preferences: a 402 naming max_price when the price limit took them out, else a 404. */
 function noRoute(model: string, reason: 'max_price' | 'preferences'): Refusal {
@@ -323,11 +330,14 @@ export function insufficientCredits(available: number, estimate: TokenEstimate, 
   const affordable =
     prices.output === 0 ? estimate.outputTokens : Number((BigInt(available - inputCost) * 1_000_000n) / BigInt(prices.output));
   const balance = `${formatCredits(Math.max(0, available))} credits available`;
+  const least = estimate.leastOutputTokens ?? 1;
   return new ApiError(
     'insufficient_credits',
-    affordable > 0
+    affordable >= least
       ? `insufficient credits: ${balance}, enough for at most ${affordable} output tokens on this request (asked for ${estimate.outputTokens}); lower max_tokens or add credits`
-      : `insufficient credits: ${balance}, not enough for this request's input; add credits`,
+      : affordable > 0
+        ? `insufficient credits: ${balance}, enough for at most ${affordable} output tokens on this request, fewer than the ${least} its host is sent at least; add credits`
+        : `insufficient credits: ${balance}, not enough for this request's input; add credits`,
   );
 }
 

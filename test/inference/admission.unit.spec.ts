@@ -254,6 +254,16 @@ describe('insufficient credits (402)', () => {
     );
   });
 
+  it('given a balance below the least cap its host takes (16 on the Responses API), does not suggest a lower max_tokens', () => {
+    const estimate = { inputTokens: 4, outputTokens: 16, leastOutputTokens: 16 };
+    expect(insufficientCredits(10_000_000_000, estimate, prices).message).toBe(
+      'insufficient credits: 10 credits available, enough for at most 3 output tokens on this request, fewer than the 16 its host is sent at least; add credits',
+    );
+    expect(insufficientCredits(40_000_000_000, estimate, prices).message).toMatch(
+      /enough for at most 18 output tokens .*lower max_tokens/,
+    );
+  });
+
   it('given a balance below the input alone, says so', () => {
     const error = insufficientCredits(3_000_000_000, { inputTokens: 4, outputTokens: 100 }, prices);
     expect(error.message).toBe("insufficient credits: 3 credits available, not enough for this request's input; add credits");
