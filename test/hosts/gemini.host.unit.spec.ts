@@ -1,5 +1,11 @@
 import { CanonicalEvent, CanonicalRequest, HostError, Usage } from '../../src/canonical/canonical';
-import { geminiHost as host, geminiUsageOf } from '../../src/hosts/gemini/gemini.host';
+import {
+  geminiHost as host,
+  geminiUsageOf,
+  SKIP_SIGNATURE,
+  thinkingConfigOf,
+  thinkingRangeOf,
+} from '../../src/hosts/gemini/gemini.host';
 import { HOST_KINDS } from '../../src/hosts/hosts';
 import { usage } from '../support/usage';
 
@@ -229,6 +235,122 @@ describe('geminiHost.buildRequest', () => {
       ),
     ).toEqual([512, 1024, 8192, 24576].map((thinkingBudget) => ({ thinkingBudget, includeThoughts: true })));
     expect(config({ reasoning: { effort: 'none' } }).thinkingConfig).toEqual({ thinkingBudget: 0 });
+  });
+});
+
+describe('a Gemini 3 tool loop from a client that keeps no signatures', () => {
+  const loop = (reasoning?: { text: string; signature?: string }): CanonicalRequest['messages'] => [
+    { role: 'user', content: 'Weather in Paris and Rome?' },
+    {
+      role: 'assistant',
+      content: '',
+      toolCalls: [
+        { id: 'a', name: 'weather', arguments: '{"city":"Paris"}' },
+        { id: 'b', name: 'weather', arguments: '{"city":"Rome"}' },
+      ],
+      ...(reasoning ? { reasoning } : {}),
+    },
+    { role: 'tool', toolCallId: 'a', content: 'Sunny' },
+    { role: 'tool', toolCallId: 'b', content: 'Rain' },
+    { role: 'assistant', content: '', toolCalls: [{ id: 'c', name: 'weather', arguments: '{"city":"Oslo"}' }] },
+    { role: 'tool', toolCallId: 'c', content: 'Snow' },
+  ];
+  const modelTurns = (messages: CanonicalRequest['messages'], hostModel: string) =>
+    (
+      host.buildRequest(request({ messages }), hostModel, null).body as { contents: Array<{ role: string; parts: any[] }> }
+    ).contents
+      .filter((c) => c.role === 'model')
+      .map((c) => c.parts);
+
+  it('sends each step’s first call with Google’s placeholder signature, the others without', () => {
+    for (const model of ['gemini-3-pro-preview', 'gemini-3-flash-preview', 'publishers/google/models/gemini-3.1-pro-preview'])
+      expect(modelTurns(loop(), model)).toEqual([
+        [
+          { functionCall: { name: 'weather', args: { city: 'Paris' } }, thoughtSignature: SKIP_SIGNATURE },
+          { functionCall: { name: 'weather', args: { city: 'Rome' } } },
+        ],
+        [{ functionCall: { name: 'weather', args: { city: 'Oslo' } }, thoughtSignature: SKIP_SIGNATURE }],
+      ]);
+    expect(SKIP_SIGNATURE).toBe('skip_thought_signature_validator');
+  });
+
+  it('keeps a real signature where the history has one', () => {
+    expect(
+      modelTurns(loop({ text: '', signature: 'real' }), 'gemini-3-pro-preview').map((parts) => parts[0].thoughtSignature),
+    ).toEqual(['real', SKIP_SIGNATURE]);
+  });
+
+  it('sends none to Gemini 2.5, which checks none, nor on a turn without calls', () => {
+    expect(
+      modelTurns(loop(), 'gemini-2.5-flash')
+        .flat()
+        .filter((part) => 'thoughtSignature' in part),
+    ).toEqual([]);
+    const text: CanonicalRequest['messages'] = [
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant', content: 'Hello.', toolCalls: [] },
+      { role: 'user', content: 'Bye' },
+    ];
+    expect(modelTurns(text, 'gemini-3-pro-preview')).toEqual([[{ text: 'Hello.' }]]);
+  });
+});
+
+describe('thinking a model takes', () => {
+  const none = { effort: 'none' as const };
+
+  it('knows the 2.5 budgets Google lists, and no others', () => {
+    expect(thinkingRangeOf('gemini-2.5-pro')).toEqual({ min: 128, max: 32768, canDisable: false });
+    expect(thinkingRangeOf('models/gemini-2.5-flash-preview-09-2025')).toEqual({ min: 1, max: 24576, canDisable: true });
+    expect(thinkingRangeOf('gemini-2.5-flash-lite')).toEqual({ min: 512, max: 24576, canDisable: true });
+    expect(thinkingRangeOf('fake-gemini')).toBeNull();
+  });
+
+  it('bounds a budget to the model’s range', () => {
+    expect(thinkingConfigOf({ budgetTokens: 64 }, 'gemini-2.5-pro')).toEqual({ thinkingBudget: 128, includeThoughts: true });
+    expect(thinkingConfigOf({ budgetTokens: 60000 }, 'gemini-2.5-pro')).toEqual({ thinkingBudget: 32768, includeThoughts: true });
+    expect(thinkingConfigOf({ budgetTokens: 30000 }, 'gemini-2.5-flash')).toEqual({
+      thinkingBudget: 24576,
+      includeThoughts: true,
+    });
+    expect(thinkingConfigOf({ budgetTokens: 100 }, 'gemini-2.5-flash-lite')).toEqual({
+      thinkingBudget: 512,
+      includeThoughts: true,
+    });
+    expect(thinkingConfigOf({ budgetTokens: 60000 }, 'fake-gemini')).toEqual({ thinkingBudget: 60000, includeThoughts: true });
+  });
+
+  it('none is a budget of 0 where thinking turns off, else the least thinking, named as not carried', () => {
+    expect(thinkingConfigOf(none, 'gemini-2.5-flash')).toEqual({ thinkingBudget: 0 });
+    expect(thinkingConfigOf(none, 'gemini-2.5-flash-lite')).toEqual({ thinkingBudget: 0 });
+    expect(thinkingConfigOf(none, 'gemini-2.5-pro')).toEqual({ thinkingBudget: 128 });
+    expect(thinkingConfigOf(none, 'gemini-3-pro-preview')).toEqual({ thinkingLevel: 'low' });
+    expect(thinkingConfigOf(none, 'gemini-3-flash-preview')).toEqual({ thinkingLevel: 'minimal' });
+    const omitted = (reasoning: CanonicalRequest['reasoning'], model: string) =>
+      host.omittedReasoning!(request({ reasoning }), model);
+    expect(omitted(none, 'gemini-2.5-pro')).toBe('thinking_required');
+    expect(omitted(none, 'gemini-3-pro-preview')).toBe('thinking_required');
+    expect(omitted(none, 'gemini-3-flash-preview')).toBe('thinking_required');
+    expect(omitted(none, 'gemini-2.5-flash')).toBeNull();
+    expect(omitted({ effort: 'low' }, 'gemini-2.5-pro')).toBeNull();
+    expect(omitted(undefined, 'gemini-2.5-pro')).toBeNull();
+  });
+
+  it('an effort is Gemini 3’s thinking level (low or high on Pro); a budget stays a budget', () => {
+    const level = (effort: 'minimal' | 'low' | 'medium' | 'high', model: string) => thinkingConfigOf({ effort }, model);
+    expect((['minimal', 'low', 'medium', 'high'] as const).map((e) => level(e, 'gemini-3-pro-preview'))).toEqual(
+      ['low', 'low', 'high', 'high'].map((thinkingLevel) => ({ thinkingLevel, includeThoughts: true })),
+    );
+    expect((['minimal', 'low', 'medium', 'high'] as const).map((e) => level(e, 'gemini-3-flash-preview'))).toEqual(
+      ['minimal', 'low', 'medium', 'high'].map((thinkingLevel) => ({ thinkingLevel, includeThoughts: true })),
+    );
+    expect(thinkingConfigOf({ budgetTokens: 2048 }, 'gemini-3-pro-preview')).toEqual({
+      thinkingBudget: 2048,
+      includeThoughts: true,
+    });
+  });
+
+  it('reasoning asked with neither effort nor budget is the model’s dynamic thinking, shown', () => {
+    expect(thinkingConfigOf({}, 'gemini-2.5-pro')).toEqual({ includeThoughts: true });
   });
 });
 

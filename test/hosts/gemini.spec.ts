@@ -1,6 +1,7 @@
 import type { ReservationSettled } from '../../src/ledger/ledger.events';
 import type { FakeUpstream } from '../support/fake-upstream';
 import { thoughtSignatureOf } from '../support/fakes/gemini';
+import { SKIP_SIGNATURE } from '../../src/hosts/gemini/gemini.host';
 import { auditThenClose, startGateway, testCatalogueFile, TestGateway } from '../support/gateway';
 
 /**
@@ -14,6 +15,10 @@ import { auditThenClose, startGateway, testCatalogueFile, TestGateway } from '..
 const GEMINI = { slug: 'test/gemini', id: 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb', hostModel: 'fake-gemini' };
 /** Two hosts: the first (`fake-gemini-first`, at $9/M) fails before output; the second serves at $0.50/M and $0.75/M. */
 const FALLBACK = { slug: 'test/gemini-fallback', id: 'cccccccc-cccc-4ccc-8ccc-cccccccccccc', hostModel: 'fake-gemini-second' };
+
+/** Models Google holds to its rules (see the fake's geminiProblem): Gemini 3 checks call signatures; 2.5 Pro always thinks. */
+const GEMINI3 = { slug: 'test/gemini-3', id: 'c3c3c3c3-c3c3-4c3c-8c3c-c3c3c3c3c3c3', hostModel: 'gemini-3-pro-preview' };
+const GEMINI25_PRO = { slug: 'test/gemini-2.5-pro', id: 'c4c4c4c4-c4c4-4c4c-8c4c-c4c4c4c4c4c4', hostModel: 'gemini-2.5-pro' };
 
 const model = (m: typeof GEMINI, hosts: unknown[]) => ({
   slug: m.slug,
@@ -42,6 +47,9 @@ function catalogue(fake: FakeUpstream) {
       model(GEMINI, [
         { host: 'fake-gemini', model: GEMINI.hostModel, pricing: { input: '1.25', cacheRead: '0.3125', output: '10.00' } },
       ]),
+      ...[GEMINI3, GEMINI25_PRO].map((m) =>
+        model(m, [{ host: 'fake-gemini', model: m.hostModel, pricing: { input: '1.25', output: '10.00' } }]),
+      ),
       model(FALLBACK, [
         { host: 'fake-gemini-flaky', model: 'fake-gemini-first', pricing: { input: '9.00', output: '9.00' } },
         { host: 'fake-gemini', model: FALLBACK.hostModel, pricing: { input: '0.50', output: '0.75' } },
@@ -566,5 +574,158 @@ describe('a Gemini reply', () => {
     const { res, text } = await call(SURFACES[0], GEMINI.slug, false);
     expect(res.status).toBeGreaterThanOrEqual(400);
     expect(text).toContain('Function call is missing a thought_signature.');
+  });
+});
+
+describe('what Google refuses, not sent', () => {
+  const chat = SURFACES[0];
+  const responses = SURFACES[2];
+  const gemini = SURFACES[3];
+  const weatherTool = { type: 'function', function: WEATHER };
+
+  it.each([false, true])(
+    'a chat-completions client’s second tool-loop turn on Gemini 3 goes with the placeholder signature (streamed: %s)',
+    async (stream) => {
+      g.fake.on(GEMINI3.hostModel, { kind: 'reply', reply: { text: TEXT } });
+      const { res, text } = await post(
+        chat,
+        GEMINI3.slug,
+        {
+          model: GEMINI3.slug,
+          stream,
+          tools: [weatherTool],
+          messages: [
+            { role: 'user', content: 'Weather in Paris?' },
+            {
+              role: 'assistant',
+              content: null,
+              tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+            },
+            { role: 'tool', tool_call_id: 'call_1', content: '18°C' },
+          ],
+        },
+        stream,
+      );
+      expect(res.status).toBe(200);
+      expect(chat.read(text, stream).text).toBe(TEXT);
+      expect(sent(GEMINI3.hostModel).body.contents[1]).toEqual({
+        role: 'model',
+        parts: [{ functionCall: { name: 'get_weather', args: { city: 'Paris' } }, thoughtSignature: SKIP_SIGNATURE }],
+      });
+    },
+  );
+
+  it('a Responses client’s second tool-loop turn on Gemini 3 too', async () => {
+    g.fake.on(GEMINI3.hostModel, { kind: 'reply', reply: { text: TEXT } });
+    const { res } = await post(
+      responses,
+      GEMINI3.slug,
+      {
+        model: GEMINI3.slug,
+        tools: [{ type: 'function', ...WEATHER }],
+        input: [
+          { role: 'user', content: 'Weather in Paris?' },
+          { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
+          { type: 'function_call_output', call_id: 'call_1', output: '18°C' },
+        ],
+      },
+      false,
+    );
+    expect(res.status).toBe(200);
+  });
+
+  it.each([false, true])(
+    'reasoning_effort none on Gemini 2.5 Pro, which only thinks: its least budget, and the header says so (streamed: %s)',
+    async (stream) => {
+      g.fake.on(GEMINI25_PRO.hostModel, { kind: 'reply', reply: { text: TEXT } });
+      const { res, text } = await post(
+        chat,
+        GEMINI25_PRO.slug,
+        { model: GEMINI25_PRO.slug, stream, reasoning_effort: 'none', messages: [{ role: 'user', content: 'Hi' }] },
+        stream,
+      );
+      expect(res.status).toBe(200);
+      expect(chat.read(text, stream).text).toBe(TEXT);
+      if (!stream) expect(res.headers.get('x-gateway-omitted-reasoning')).toBe('thinking_required');
+      expect(sent(GEMINI25_PRO.hostModel).body.generationConfig.thinkingConfig).toEqual({ thinkingBudget: 128 });
+    },
+  );
+
+  it('a Gemini client’s budget 0, or one above the range, on Gemini 2.5 Pro: the range’s bound', async () => {
+    g.fake.on(GEMINI25_PRO.hostModel, { kind: 'reply', reply: { text: TEXT } });
+    const ask = (thinkingConfig: object) =>
+      post(
+        gemini,
+        GEMINI25_PRO.slug,
+        { contents: [{ role: 'user', parts: [{ text: 'Hi' }] }], generationConfig: { thinkingConfig } },
+        false,
+      );
+    const off = await ask({ thinkingBudget: 0 });
+    expect(off.res.status).toBe(200);
+    expect(off.res.headers.get('x-gateway-omitted-reasoning')).toBe('thinking_required');
+    expect(sent(GEMINI25_PRO.hostModel).body.generationConfig.thinkingConfig).toEqual({ thinkingBudget: 128 });
+    const over = await ask({ thinkingBudget: 50000, includeThoughts: true });
+    expect(over.res.status).toBe(200);
+    expect(over.res.headers.get('x-gateway-omitted-reasoning')).toBeNull();
+    expect(sent(GEMINI25_PRO.hostModel).body.generationConfig.thinkingConfig).toEqual({
+      thinkingBudget: 32768,
+      includeThoughts: true,
+    });
+  });
+
+  it('a Gemini client’s includeThoughts alone asks for the thoughts, the model’s own amount of them', async () => {
+    g.fake.on(GEMINI25_PRO.hostModel, { kind: 'reply', reply: { thinking: THINKING, text: TEXT } });
+    const { res, text } = await post(
+      gemini,
+      GEMINI25_PRO.slug,
+      { contents: [{ role: 'user', parts: [{ text: 'Hi' }] }], generationConfig: { thinkingConfig: { includeThoughts: true } } },
+      false,
+    );
+    expect(res.status).toBe(200);
+    expect(gemini.read(text, false).reasoning).toBe(THINKING);
+    expect(sent(GEMINI25_PRO.hostModel).body.generationConfig.thinkingConfig).toEqual({ includeThoughts: true });
+  });
+
+  it.each([false, true])(
+    'a Gemini client not asking for thoughts gets the signature on the call, and sending the call back is accepted (streamed: %s)',
+    async (stream) => {
+      g.fake.on(GEMINI3.hostModel, { kind: 'reply', reply: { thinking: THINKING, toolCalls: [CALL] } });
+      const body: Record<string, any> = { ...gemini.body(GEMINI3.slug, stream, true), generationConfig: {} };
+      const first = await post(gemini, GEMINI3.slug, body, stream);
+      expect(first.res.status).toBe(200);
+      const parts: any[] = (stream ? sseEvents(first.text).map((e) => e.data) : [JSON.parse(first.text)]).flatMap(
+        (r: any) => r.candidates[0].content.parts,
+      );
+      const calls = parts.filter((part) => part.functionCall);
+      expect(calls).toEqual([
+        { functionCall: expect.objectContaining({ name: CALL.name }), thoughtSignature: thoughtSignatureOf(THINKING) },
+      ]);
+      expect(parts.filter((part) => part.thought)).toEqual([]);
+
+      // As Gemini CLI keeps it: the call part alone, and the call's result.
+      g.fake.on(GEMINI3.hostModel, { kind: 'reply', reply: { text: TEXT } });
+      const next = await post(
+        gemini,
+        GEMINI3.slug,
+        {
+          ...body,
+          contents: [
+            ...body.contents,
+            { role: 'model', parts: calls },
+            { role: 'user', parts: [{ functionResponse: { name: CALL.name, response: { output: '18°C, sunny' } } }] },
+          ],
+        },
+        stream,
+      );
+      expect(next.res.status).toBe(200);
+      expect(sent(GEMINI3.hostModel).body.contents[1].parts[0].thoughtSignature).toBe(thoughtSignatureOf(THINKING));
+    },
+  );
+
+  it('a Gemini client’s toolConfig.includeServerSideToolInvocations is taken', async () => {
+    g.fake.on(GEMINI3.hostModel, { kind: 'reply', reply: { text: TEXT } });
+    const body = gemini.body(GEMINI3.slug, false, true);
+    const { res } = await post(gemini, GEMINI3.slug, { ...body, toolConfig: { includeServerSideToolInvocations: true } }, false);
+    expect(res.status).toBe(200);
   });
 });

@@ -192,6 +192,30 @@ describe('vertexHost.buildRequest, for Gemini (Google’s publisher)', () => {
     ]);
   });
 
+  it('asks for no server-side tool invocations beside a search, a field Vertex AI does not have; the gemini kind does', () => {
+    const overrides: Partial<CanonicalRequest> = {
+      tools: [{ name: 'get_weather', parameters: { type: 'object' } }],
+      toolChoice: 'auto',
+      carriedTools: { classes: ['webSearch'], maxUses: 5 },
+    };
+    const body = build(overrides, 'gemini-3-flash-preview').body as Record<string, unknown>;
+    expect(body.tools).toEqual([
+      { functionDeclarations: [{ name: 'get_weather', parametersJsonSchema: { type: 'object' } }] },
+      { googleSearch: {} },
+    ]);
+    expect(body.toolConfig).toEqual({ functionCallingConfig: { mode: 'AUTO' } });
+    expect((geminiHost.buildRequest(request(overrides), 'gemini-3-flash-preview', 'k').body as any).toolConfig).toEqual({
+      functionCallingConfig: { mode: 'AUTO' },
+      includeServerSideToolInvocations: true,
+    });
+  });
+
+  it('names the thinking a Gemini model could not turn off, as the gemini kind does', () => {
+    const none = request({ reasoning: { effort: 'none' } });
+    expect(vertexHost.omittedReasoning!(none, GEMINI, SETTINGS)).toBe('thinking_required');
+    expect(vertexHost.omittedReasoning!(none, 'gemini-2.5-flash', SETTINGS)).toBeNull();
+  });
+
   it('a host naming Google’s publisher serves any model name with it', () => {
     const named = vertexHost.buildRequest(request(), 'claude-lookalike', null, { ...SETTINGS, publisher: 'google' });
     expect(named.path).toBe('/publishers/google/models/claude-lookalike:streamGenerateContent?alt=sse');

@@ -11,7 +11,15 @@ import { messagesThinkingProblem } from './fakes/anthropic-thinking';
 import { azureRoute } from './fakes/azure';
 import { bedrockRoute, serveBedrock } from './fakes/bedrock';
 import { DEFAULT_SEARCH, type FakeSearch } from './fakes/search';
-import { GEMINI_MALFORMED, GEMINI_STREAM_ERROR, geminiError, geminiMessage, geminiRoute, geminiStream } from './fakes/gemini';
+import {
+  GEMINI_MALFORMED,
+  GEMINI_STREAM_ERROR,
+  geminiError,
+  geminiMessage,
+  geminiProblem,
+  geminiRoute,
+  geminiStream,
+} from './fakes/gemini';
 import { FakeGoogleOAuth } from './fakes/google-oauth';
 import {
   googleError,
@@ -910,6 +918,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     // What the Messages API refuses beside thinking, whatever the test configured: a gateway sending it fails.
     const thinkingProblem = api === 'anthropic' ? messagesThinkingProblem(body) : null;
     if (thinkingProblem) return send(res, 400, fmt.error(400, thinkingProblem), ids);
+    // What the Gemini API refuses (a Gemini 3 call without its signature, a budget the model does not take…), on Vertex AI too.
+    const googleProblem = api === 'gemini' ? geminiProblem((gemini ?? vertex)!.model, body, vertex !== null) : null;
+    if (googleProblem) return send(res, 400, fmt.error(400, googleProblem), ids);
     const refused = api === 'responses' ? responsesRefusal(body) : null;
     if (refused) return send(res, 400, refused, ids);
     // The fake speaks Gemini's stream as server-sent events only (the API's other form is one JSON array).

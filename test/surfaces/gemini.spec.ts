@@ -326,7 +326,7 @@ describe('@google/genai: the rest of the surface', () => {
     ]);
   });
 
-  it.each([false, true])('shows thoughts, signed, only when asked (streamed: %s)', async (streamed) => {
+  it.each([false, true])('shows thoughts only when asked, and signs the turn either way (streamed: %s)', async (streamed) => {
     g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { thinking: 'Looking at the pixel.', text: 'A red dot.' } });
     const partsOf = async (includeThoughts: boolean) => {
       const ask = { model: M.claude.slug, contents: 'What is it?', config: { thinkingConfig: { includeThoughts } } };
@@ -338,7 +338,10 @@ describe('@google/genai: the rest of the surface', () => {
     const shown = await partsOf(true);
     const thoughts = shown.filter((p) => p.thought);
     expect(thoughts.map((p) => p.text).join('')).toBe('Looking at the pixel.');
-    expect(thoughts.some((p) => typeof p.thoughtSignature === 'string' && p.thoughtSignature !== '')).toBe(true);
+    // The signature where the API puts it: a reply without calls signs its last part, not a thought.
+    const signedParts = (parts: typeof shown) =>
+      parts.filter((p) => typeof p.thoughtSignature === 'string' && p.thoughtSignature !== '');
+    expect(signedParts(shown)).toEqual([expect.not.objectContaining({ thought: true })]);
     expect(
       shown
         .filter((p) => !p.thought)
@@ -347,6 +350,7 @@ describe('@google/genai: the rest of the surface', () => {
     ).toBe('A red dot.');
     const hidden = await partsOf(false);
     expect(hidden.some((p) => p.thought)).toBe(false);
+    expect(signedParts(hidden)).toHaveLength(1);
     expect(hidden.map((p) => p.text).join('')).toBe('A red dot.');
   });
 });

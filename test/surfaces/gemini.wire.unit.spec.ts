@@ -168,9 +168,13 @@ describe('the Gemini wire: requests', () => {
     const thinking = (thinkingConfig: object) => canonical({ generationConfig: { thinkingConfig } }).reasoning;
     expect(thinking({ thinkingBudget: 2048 })).toEqual({ budgetTokens: 2048 });
     expect(thinking({ thinkingBudget: 0 })).toEqual({ effort: 'none' });
-    expect(thinking({ thinkingBudget: -1 })).toBeUndefined();
+    // Dynamic, or thoughts asked for without a budget: reasoning asked, the host's own amount.
+    expect(thinking({ thinkingBudget: -1 })).toEqual({});
+    expect(thinking({ thinkingBudget: -1, includeThoughts: true })).toEqual({});
     expect(thinking({ thinkingLevel: 'high' })).toEqual({ effort: 'high' });
-    expect(thinking({ includeThoughts: true })).toBeUndefined();
+    expect(thinking({ includeThoughts: true })).toEqual({});
+    expect(thinking({ includeThoughts: false })).toBeUndefined();
+    expect(thinking({})).toBeUndefined();
   });
 
   it('carries the sampling settings, and refuses what has no counterpart by name', () => {

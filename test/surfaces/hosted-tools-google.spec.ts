@@ -365,6 +365,22 @@ describe("Google Search beside the client's functions", () => {
 });
 
 describe("a vertex host: Google's publisher grounds, Anthropic's runs Claude's server tool", () => {
+  it('Gemini 3 runs the search beside functions without the server-side invocations, a field Vertex AI does not have', async () => {
+    const tools = [
+      { type: 'web_search' },
+      { type: 'function', name: 'get_time', parameters: { type: 'object', properties: {} } },
+    ];
+    g.fake.on(VERTEX_GEMINI3.hostModel, { kind: 'reply', reply: { text: TEXT, searches: SEARCHES.slice(0, 1), usage: USAGE } });
+    const res = await post('responses', { model: VERTEX_GEMINI3.slug, input: 'Weather?', tools, tool_choice: 'auto' });
+    expect(res.status).toBe(200);
+    const body = sent(VERTEX_GEMINI3.hostModel).body;
+    expect(body.tools).toEqual([
+      { functionDeclarations: [{ name: 'get_time', parametersJsonSchema: { type: 'object', properties: {} } }] },
+      { googleSearch: {} },
+    ]);
+    expect(body.toolConfig).toEqual({ functionCallingConfig: { mode: 'AUTO' } });
+  });
+
   it.each([false, true])(
     'a chat-completions client offering web_search_options on Gemini 2.5 (streamed: %s): one grounded prompt billed',
     async (stream) => {

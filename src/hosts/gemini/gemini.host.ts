@@ -104,16 +104,27 @@ function argsOf(text: string): Record<string, unknown> {
 }
 
 /**
- * A model turn's parts: its text, then its calls. The thought signature the host gave the turn
- * goes back where Gemini puts it: on the first call when there are calls (required there by
- * Gemini 3), else on the last part.
+ * The placeholder Google documents for a call whose signature is lost (a history from another
+ * model or client): Gemini 3 checks no signature on a call that carries it ("Thought signatures",
+ * ai.google.dev/gemini-api/docs/thought-signatures and Vertex AI's page of the same name, read
+ * 2026-11-27).
  */
-function modelParts(message: Extract<CanonicalMessage, { role: 'assistant' }>): Part[] {
+export const SKIP_SIGNATURE = 'skip_thought_signature_validator';
+
+/**
+ * A model turn's parts: its text, then its calls. The thought signature the host gave the turn
+ * goes back where Gemini puts it: on the first call when there are calls, else on the last part.
+ * Gemini 3 refuses a turn whose first call has no signature ("Function call is missing a
+ * thought_signature"), and chat-completions and Responses clients keep none: there a turn with
+ * calls and no signature carries SKIP_SIGNATURE on its first call.
+ */
+function modelParts(message: Extract<CanonicalMessage, { role: 'assistant' }>, hostModel: string): Part[] {
   const parts: Part[] = [
     ...(message.content === '' ? [] : [{ text: message.content }]),
     ...message.toolCalls.map((call) => ({ functionCall: { name: call.name, args: argsOf(call.arguments) } })),
   ];
-  const signature = message.reasoning?.signature;
+  const signature =
+    message.reasoning?.signature || (message.toolCalls.length > 0 && (geminiVersion(hostModel) ?? 0) >= 3 ? SKIP_SIGNATURE : '');
   if (signature && parts.length > 0) {
     const signed = parts.findIndex((part) => 'functionCall' in part);
     const at = signed === -1 ? parts.length - 1 : signed;
@@ -128,7 +139,7 @@ function modelParts(message: Extract<CanonicalMessage, { role: 'assistant' }>): 
  * one content, so that the results of parallel calls travel together as the API asks. Instructions
  * given mid-conversation have no place in contents: they join the system instruction (see below).
  */
-function contentsOf(messages: CanonicalMessage[]): Content[] {
+function contentsOf(messages: CanonicalMessage[], hostModel: string): Content[] {
   const names = new Map<string, string>();
   const contents: Content[] = [];
   for (const message of messages) {
@@ -144,7 +155,7 @@ function contentsOf(messages: CanonicalMessage[]): Content[] {
       case 'assistant':
         role = 'model';
         for (const call of message.toolCalls) names.set(call.id, call.name);
-        parts = modelParts(message);
+        parts = modelParts(message, hostModel);
         break;
       case 'tool':
         role = 'user';
@@ -179,23 +190,84 @@ function toolConfigOf(choice: CanonicalToolChoice): Record<string, unknown> {
  */
 const EFFORT_BUDGET: Record<Exclude<ReasoningEffort, 'none'>, number> = { minimal: 512, low: 1024, medium: 8192, high: 24576 };
 
-/**
- * Thinking for a reasoning request: its budget, or its effort's, with the thoughts shown; `none` a
- * budget of 0. Nothing when the client said nothing: the model thinks as it does by default, its
- * thoughts not shown.
- */
-function thinkingConfigOf(reasoning: CanonicalRequest['reasoning']): Record<string, unknown> | undefined {
-  if (reasoning === undefined) return undefined;
-  if (reasoning.effort === 'none') return { thinkingBudget: 0 };
-  return { thinkingBudget: reasoning.budgetTokens ?? EFFORT_BUDGET[reasoning.effort ?? 'medium'], includeThoughts: true };
+/** The thinking a model takes: its budgets (least and most), and whether a budget of 0 turns thinking off. */
+export interface ThinkingRange {
+  min: number;
+  max: number;
+  canDisable: boolean;
 }
 
-function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
+/**
+ * The thinking budgets a model takes, by its name, as Google's thinking page lists them
+ * (ai.google.dev/gemini-api/docs/thinking, read 2026-11-27): 2.5 Pro 128–32,768, thinking always on
+ * ("Budget 0 is invalid. This model only works in thinking mode."); 2.5 Flash 0–24,576; 2.5
+ * Flash-Lite 512–24,576, or 0. Null for other models, whose budgets go as asked.
+ */
+export function thinkingRangeOf(hostModel: string): ThinkingRange | null {
+  const name = hostModel.replace(/^(?:models\/|publishers\/google\/models\/)/, '');
+  if (name.startsWith('gemini-2.5-pro')) return { min: 128, max: 32768, canDisable: false };
+  if (name.startsWith('gemini-2.5-flash-lite')) return { min: 512, max: 24576, canDisable: true };
+  if (name.startsWith('gemini-2.5-flash')) return { min: 1, max: 24576, canDisable: true };
+  return null;
+}
+
+/** Gemini 3's Pro models, which think at `low` or `high` only and cannot stop thinking. */
+const isGemini3Pro = (hostModel: string) => /^(?:models\/|publishers\/google\/models\/)?gemini-[3-9][\d.]*-pro/.test(hostModel);
+
+/**
+ * The `thinkingLevel` of an effort on Gemini 3 (Google's recommended setting there, in place of a
+ * budget): the Pro models take `low` and `high`, the others `minimal` to `high`. `none` is the
+ * least level: Gemini 3 cannot turn thinking off (`minimal` too may think).
+ */
+function thinkingLevelOf(effort: ReasoningEffort, hostModel: string): string {
+  if (isGemini3Pro(hostModel)) return effort === 'medium' || effort === 'high' ? 'high' : 'low';
+  return effort === 'none' ? 'minimal' : effort;
+}
+
+/** Whether a request asks for no thinking from a model that cannot stop thinking (Gemini 2.5 Pro, every Gemini 3). */
+const thinkingRequired = (reasoning: CanonicalRequest['reasoning'], hostModel: string): boolean =>
+  reasoning?.effort === 'none' && ((geminiVersion(hostModel) ?? 0) >= 3 || thinkingRangeOf(hostModel)?.canDisable === false);
+
+/**
+ * Thinking for a reasoning request on a model, with the thoughts shown: on Gemini 3 an effort as
+ * its `thinkingLevel`; else its budget, or its effort's, within what the model takes (a 2.5 model's
+ * budgets are bounded, see thinkingRangeOf); neither (a Gemini client's `includeThoughts` alone, or
+ * a dynamic budget) the model's own dynamic thinking. `none` is a budget of 0, or, on a model that
+ * cannot stop thinking, its least thinking (named in `x-gateway-omitted-reasoning`, see
+ * geminiHost.omittedReasoning). Nothing when the client said nothing: the model thinks as it does by
+ * default, its thoughts not shown.
+ */
+export function thinkingConfigOf(
+  reasoning: CanonicalRequest['reasoning'],
+  hostModel: string,
+): Record<string, unknown> | undefined {
+  if (reasoning === undefined) return undefined;
+  const shown = reasoning.effort === 'none' ? {} : { includeThoughts: true };
+  if ((geminiVersion(hostModel) ?? 0) >= 3 && reasoning.budgetTokens === undefined && reasoning.effort !== undefined)
+    return { thinkingLevel: thinkingLevelOf(reasoning.effort, hostModel), ...shown };
+  const range = thinkingRangeOf(hostModel);
+  if (reasoning.effort === 'none') return range && !range.canDisable ? { thinkingBudget: range.min } : { thinkingBudget: 0 };
+  if (reasoning.budgetTokens === undefined && reasoning.effort === undefined) return { includeThoughts: true };
+  const wanted = reasoning.budgetTokens ?? EFFORT_BUDGET[reasoning.effort ?? 'medium'];
+  return { thinkingBudget: range ? Math.min(Math.max(wanted, range.min), range.max) : wanted, includeThoughts: true };
+}
+
+/**
+ * The request for a model, on the Gemini API or (`vertex`) Vertex AI's Google publisher, whose
+ * `toolConfig` has no `includeServerSideToolInvocations` ("not supported in Vertex AI", as
+ * Google's js-genai `ToolConfig` reference says, read 2026-11-27).
+ */
+export function geminiRequest(
+  request: CanonicalRequest,
+  hostModel: string,
+  apiKey: string | null,
+  vertex = false,
+): UpstreamRequest {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (apiKey !== null) headers['x-goog-api-key'] = apiKey;
   const model = encodeURIComponent(hostModel);
   const path = request.stream ? `/models/${model}:streamGenerateContent?alt=sse` : `/models/${model}:generateContent`;
-  const body: Record<string, unknown> = { contents: contentsOf(request.messages) };
+  const body: Record<string, unknown> = { contents: contentsOf(request.messages, hostModel) };
   // Every instruction, those given mid-conversation after the others (their position is lost, their text is not).
   const system = [
     ...request.system,
@@ -220,8 +292,8 @@ function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: stri
   // its searches: a count above the uses held for is billed at the bound (see usage-check.ts).
   if (request.carriedTools?.classes.includes('webSearch')) {
     tools.push({ googleSearch: {} });
-    // Beside functions (a model admission let run both, see searchesBesideFunctions), the API asks for this.
-    if (request.tools.length > 0)
+    // Beside functions (a model admission let run both, see searchesBesideFunctions), the Gemini API asks for this.
+    if (request.tools.length > 0 && !vertex)
       body.toolConfig = { ...(body.toolConfig as object | undefined), includeServerSideToolInvocations: true };
   }
   if (request.carriedTools?.classes.includes('webFetch')) tools.push({ urlContext: {} });
@@ -232,7 +304,7 @@ function buildRequest(request: CanonicalRequest, hostModel: string, apiKey: stri
   if (request.topP !== undefined) config.topP = request.topP;
   if (request.topK !== undefined) config.topK = request.topK;
   if (request.stop.length > 0) config.stopSequences = request.stop;
-  const thinking = thinkingConfigOf(request.reasoning);
+  const thinking = thinkingConfigOf(request.reasoning, hostModel);
   if (thinking) config.thinkingConfig = thinking;
   body.generationConfig = config;
   return { path, headers, body };
@@ -539,7 +611,9 @@ function errorMessage(status: number, body: string): string {
 
 export const geminiHost: HostKind<'gemini'> = {
   name: 'gemini',
-  buildRequest,
+  buildRequest: (request, hostModel, apiKey) => geminiRequest(request, hostModel, apiKey),
+  // No thinking asked of a model that cannot stop thinking: it thinks the least it can.
+  omittedReasoning: (request, hostModel) => (thinkingRequired(request.reasoning, hostModel) ? 'thinking_required' : null),
   decoder: (passThrough = false, _settings, hostModel = '') => new GeminiDecoder(passThrough, hostModel),
   decodeReply,
   errorMessage,

@@ -1,7 +1,7 @@
 import { CanonicalRequest } from '../../canonical/canonical';
 import type { HostedToolsRun } from '../../canonical/hosted-tools';
 import { anthropicHost, messagesBody } from '../anthropic/anthropic.host';
-import { geminiHost, searchesBesideFunctions } from '../gemini/gemini.host';
+import { geminiHost, geminiRequest, searchesBesideFunctions } from '../gemini/gemini.host';
 import type { HostKind, HostSettings, UpstreamRequest } from '../host-kind';
 import { googleCredential } from './google-credential';
 
@@ -89,10 +89,11 @@ function anthropicRequest(request: CanonicalRequest, hostModel: string): Upstrea
 
 /**
  * Gemini on Vertex AI: the gemini kind's request (`…/models/{model}:generateContent`, or
- * `:streamGenerateContent?alt=sse`), under Google's publisher, without a key.
+ * `:streamGenerateContent?alt=sse`), under Google's publisher, without a key, and without what
+ * Vertex AI does not take (see geminiRequest).
  */
 function googleRequest(request: CanonicalRequest, hostModel: string): UpstreamRequest {
-  const upstream = geminiHost.buildRequest(request, hostModel, null);
+  const upstream = geminiRequest(request, hostModel, null, true);
   return { ...upstream, path: `/publishers/google${upstream.path}` };
 }
 

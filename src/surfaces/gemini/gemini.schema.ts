@@ -58,7 +58,11 @@ export interface GenerateContentRequest {
   contents: Content[];
   systemInstruction?: Content | string;
   tools?: Tool[];
-  toolConfig?: { functionCallingConfig?: { mode?: string; allowedFunctionNames?: string[] } };
+  toolConfig?: {
+    functionCallingConfig?: { mode?: string; allowedFunctionNames?: string[] };
+    /** Left out: the gateway asks for it itself on the calls that need it (Google Search beside functions on Gemini 3). */
+    includeServerSideToolInvocations?: boolean;
+  };
   generationConfig?: GenerationConfig;
   safetySettings?: unknown[];
   cachedContent?: string;
@@ -214,6 +218,7 @@ const generateContentProperties = {
         properties: { mode: { type: 'string' }, allowedFunctionNames: { type: 'array', items: { type: 'string' } } },
       },
       retrievalConfig: object,
+      includeServerSideToolInvocations: { type: 'boolean' },
     },
   },
   generationConfig,

@@ -224,7 +224,11 @@ const LEVELS: Record<string, Exclude<ReasoningEffort, 'none'>> = {
   HIGH: 'high',
 };
 
-/** `thinkingBudget` 0 is none, -1 the host's own default (the API's "dynamic"), else a budget; `thinkingLevel` an effort. */
+/**
+ * `thinkingBudget` 0 is none, else a budget; `thinkingLevel` an effort. A dynamic budget (-1), or
+ * `includeThoughts` without a budget, asks for reasoning with neither (the host's own dynamic
+ * thinking, its thoughts shown); nothing said, none is asked for.
+ */
 function reasoningOf(thinking: GenerationConfig['thinkingConfig']): CanonicalRequest['reasoning'] {
   if (thinking?.thinkingLevel !== undefined) {
     const effort = LEVELS[thinking.thinkingLevel.toUpperCase()];
@@ -234,7 +238,8 @@ function reasoningOf(thinking: GenerationConfig['thinkingConfig']): CanonicalReq
     return { effort };
   }
   const budget = thinking?.thinkingBudget;
-  if (budget === undefined || budget === -1) return undefined;
+  if (budget === -1 || (budget === undefined && thinking?.includeThoughts === true)) return {};
+  if (budget === undefined) return undefined;
   return budget === 0 ? { effort: 'none' } : { budgetTokens: budget };
 }
 
@@ -335,9 +340,20 @@ function argsOf(args: string): Record<string, unknown> {
 
 const callPart = (call: CanonicalToolCall) => ({ functionCall: { id: call.id, name: call.name, args: argsOf(call.arguments) } });
 
-const thoughtParts = (text: string, signature: string | undefined) => [
-  { text, thought: true, ...(signature ? { thoughtSignature: signature } : {}) },
-];
+/** A thought summary's part; its signature goes on the part it signed (see signed). */
+const thoughtPart = (text: string) => ({ text, thought: true });
+
+/**
+ * Parts with the turn's thought signature where the API puts it, thoughts shown or not: on the
+ * first function call, else on the last part. A Gemini client sending back the turn's call (Gemini
+ * CLI keeps calls in its history, not thoughts) sends the signature back with it.
+ */
+function signed(parts: Record<string, unknown>[], signature: string | undefined): Record<string, unknown>[] {
+  if (!signature || parts.length === 0) return parts;
+  const call = parts.findIndex((part) => 'functionCall' in part);
+  const at = call === -1 ? parts.length - 1 : call;
+  return parts.map((part, index) => (index === at ? { ...part, thoughtSignature: signature } : part));
+}
 
 /** The reply's id and model, as every response (and every chunk) names them. */
 const replyNames = (result: InferenceResult) => ({ modelVersion: result.model.slug, responseId: result.requestId });
@@ -390,11 +406,14 @@ const response = (
 
 /** The whole reply: thoughts (when asked for), the text, the calls. */
 export function responseBody(result: InferenceResult, reply: Reply, thoughts: boolean) {
-  const parts = [
-    ...(thoughts && reply.reasoning !== '' ? thoughtParts(reply.reasoning, reply.reasoningSignature) : []),
-    ...(reply.text !== '' || reply.toolCalls.length === 0 ? [{ text: reply.text }] : []),
-    ...reply.toolCalls.map(callPart),
-  ];
+  const parts = signed(
+    [
+      ...(thoughts && reply.reasoning !== '' ? [thoughtPart(reply.reasoning)] : []),
+      ...(reply.text !== '' || reply.toolCalls.length === 0 ? [{ text: reply.text }] : []),
+      ...reply.toolCalls.map(callPart),
+    ],
+    reply.reasoningSignature,
+  );
   return response(result, parts, { finish: reply.finish, usage: reply, citations: reply.citations, text: reply.text });
 }
 
@@ -411,10 +430,15 @@ export function chunkSerializer(result: InferenceResult, thoughts: boolean): Str
   const citations: Citation[] = [];
   let text = '';
   const chunk = (parts: unknown[]) => sseData(response(result, parts));
+  /** The last signature the host gave, not yet sent: on the next call, else on the last chunk's part. */
+  let signature: string | undefined;
   const flushCalls = () => {
     const done = calls.filter(Boolean);
     calls.length = 0;
-    return done.length > 0 ? chunk(done.map(callPart)) : '';
+    if (done.length === 0) return '';
+    const parts = signed(done.map(callPart), signature);
+    signature = undefined;
+    return chunk(parts);
   };
   return {
     open: () => '',
@@ -427,7 +451,8 @@ export function chunkSerializer(result: InferenceResult, thoughts: boolean): Str
           citations.push(event);
           return '';
         case 'reasoning':
-          return thoughts && (event.text !== '' || event.signature) ? chunk(thoughtParts(event.text, event.signature)) : '';
+          if (event.signature) signature = event.signature;
+          return thoughts && event.text !== '' ? chunk([thoughtPart(event.text)]) : '';
         case 'tool_call': {
           const call = (calls[event.index] ??= { id: '', name: '', arguments: '' });
           if (event.id) call.id = event.id;
@@ -452,7 +477,13 @@ export function chunkSerializer(result: InferenceResult, thoughts: boolean): Str
     close: () =>
       flushCalls() +
       sseData({
-        ...response(result, [], { finish, usage: { billed, usage }, citations, text }),
+        // A signature no call took (a reply of text) on the last chunk's empty text, as the API sends it.
+        ...response(result, signature ? signed([{ text: '' }], signature) : [], {
+          finish,
+          usage: { billed, usage },
+          citations,
+          text,
+        }),
         ...(billed ? { ledgerPosition: billed.position } : {}),
       }),
     error: (error: ApiError) => sseData(geminiError(error)),

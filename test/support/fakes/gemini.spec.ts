@@ -129,6 +129,63 @@ describe('the fake Gemini API', () => {
     expect(signed).toEqual([{ text: '', thoughtSignature: thoughtSignatureOf('Hmm.') }]);
   });
 
+  it('refuses what Google refuses, with its error body: an unsigned Gemini 3 call of the current turn, a budget the model does not take', async () => {
+    const ask = async (model: string, body: object): Promise<{ status: number; body: any }> => {
+      const res = await generate(model, false, { body: JSON.stringify(body) });
+      return { status: res.status, body: await res.json() };
+    };
+    const loop = (signature?: string) => ({
+      contents: [
+        { role: 'user', parts: [{ text: 'Weather?' }] },
+        {
+          role: 'model',
+          parts: [{ functionCall: { name: 'get_weather', args: {} }, ...(signature ? { thoughtSignature: signature } : {}) }],
+        },
+        { role: 'user', parts: [{ functionResponse: { name: 'get_weather', response: { output: 'Sunny' } } }] },
+      ],
+    });
+    const unsigned = await ask('gemini-3-pro-preview', loop());
+    expect(unsigned).toEqual({
+      status: 400,
+      body: {
+        error: {
+          code: 400,
+          message: expect.stringMatching(
+            /^Function call is missing a thought_signature in functionCall parts\..*`default_api:get_weather` , position 2\./,
+          ),
+          status: 'INVALID_ARGUMENT',
+        },
+      },
+    });
+    expect((await ask('gemini-3-pro-preview', loop('skip_thought_signature_validator'))).status).toBe(200);
+    expect((await ask('gemini-2.5-flash', loop())).status).toBe(200);
+    // A turn before the current one is not checked.
+    expect(
+      (
+        await ask('gemini-3-pro-preview', {
+          contents: [
+            ...loop().contents,
+            { role: 'model', parts: [{ text: 'Sunny.' }] },
+            { role: 'user', parts: [{ text: 'Thanks' }] },
+          ],
+        })
+      ).status,
+    ).toBe(200);
+
+    const thinking = (model: string, thinkingConfig: object) => ask(model, { ...BODY, generationConfig: { thinkingConfig } });
+    expect((await thinking('gemini-2.5-pro', { thinkingBudget: 0 })).body.error.message).toBe(
+      'Budget 0 is invalid. This model only works in thinking mode.',
+    );
+    expect((await thinking('gemini-3-pro-preview', { thinkingBudget: 0 })).status).toBe(400);
+    expect((await thinking('gemini-2.5-pro', { thinkingBudget: 64 })).status).toBe(400);
+    expect((await thinking('gemini-2.5-pro', { thinkingBudget: 32769 })).status).toBe(400);
+    expect((await thinking('gemini-2.5-flash', { thinkingBudget: 24577 })).status).toBe(400);
+    expect((await thinking('gemini-2.5-flash-lite', { thinkingBudget: 100 })).status).toBe(400);
+    expect((await thinking('gemini-2.5-flash-lite', { thinkingBudget: 0 })).status).toBe(200);
+    expect((await thinking('gemini-2.5-pro', { thinkingBudget: -1 })).status).toBe(200);
+    expect((await thinking('gemini-2.5-pro', { thinkingLevel: 'low' })).status).toBe(400);
+  });
+
   it('answers errors with the API’s error body, and a stream asked without alt=sse with a 400', async () => {
     fake.on('busy', { kind: 'status', status: 429 });
     const res = await generate('busy', true);

@@ -271,3 +271,72 @@ export const GEMINI_MALFORMED = 'data: {"candidates": [{"content": {"parts": [{"
 
 /** How the API reports a failure after the 200 has gone out: an error body as a chunk. */
 export const GEMINI_STREAM_ERROR = `data: ${JSON.stringify(geminiError(500, 'An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting'))}\n\n`;
+
+/** The model's name without the API's prefixes (`models/`, Vertex AI's `publishers/google/models/`). */
+const bareModel = (model: string) => model.replace(/^(?:models\/|publishers\/google\/models\/)/, '');
+
+/** Gemini 3 and later, by name. */
+const isGemini3 = (model: string) => /^gemini-(?:[3-9]|\d{2,})/.test(bareModel(model));
+
+/**
+ * The thinking budgets a model takes, as Google's thinking page lists them
+ * (ai.google.dev/gemini-api/docs/thinking): 2.5 Pro 128–32,768 and never off; 2.5 Flash 0–24,576;
+ * 2.5 Flash-Lite 512–24,576 or 0; Gemini 3 Pro never off. -1 (dynamic) is taken by all of them.
+ */
+function budgetRange(model: string): { min: number; max: number; off: boolean } | null {
+  const name = bareModel(model);
+  if (name.startsWith('gemini-2.5-pro')) return { min: 128, max: 32768, off: false };
+  if (name.startsWith('gemini-2.5-flash-lite')) return { min: 512, max: 24576, off: true };
+  if (name.startsWith('gemini-2.5-flash')) return { min: 1, max: 24576, off: true };
+  if (/^gemini-[3-9][\d.]*-pro/.test(name)) return { min: 1, max: Infinity, off: false };
+  return null;
+}
+
+/**
+ * Where the current turn starts: the last user content holding something other than function
+ * responses (Gemini 3 checks the signatures of the model turns after it).
+ */
+function currentTurnStart(contents: any[]): number {
+  for (let i = contents.length - 1; i >= 0; i--) {
+    const parts: any[] = Array.isArray(contents[i]?.parts) ? contents[i].parts : [];
+    if (contents[i]?.role === 'user' && parts.some((p) => p?.functionResponse === undefined)) return i;
+  }
+  return 0;
+}
+
+/**
+ * What the Gemini API (and Vertex AI's Google publisher, `vertex`) refuses, whatever the test
+ * configured, with Google's own messages: a Gemini 3 model turn of the current turn whose first
+ * call has no `thoughtSignature`; a thinking budget the model does not take (0 for a model that
+ * only thinks, or out of its range); `thinkingLevel` on Gemini 2.5; on Vertex AI,
+ * `toolConfig.includeServerSideToolInvocations`, a field it does not have. Null: none of these.
+ */
+export function geminiProblem(model: string, body: any, vertex: boolean): string | null {
+  if (vertex && body?.toolConfig?.includeServerSideToolInvocations !== undefined)
+    return 'Invalid JSON payload received. Unknown name "includeServerSideToolInvocations" at \'tool_config\': Cannot find field.';
+  const thinking = body?.generationConfig?.thinkingConfig;
+  const budget = thinking?.thinkingBudget;
+  const range = budgetRange(model);
+  if (typeof budget === 'number' && budget !== -1 && range) {
+    if (budget === 0 && !range.off) return 'Budget 0 is invalid. This model only works in thinking mode.';
+    if (budget !== 0 && (budget < range.min || budget > range.max))
+      return `The thinking budget ${budget} is invalid. Please choose a value between ${range.min} and ${range.max}.`;
+  }
+  if (thinking?.thinkingLevel !== undefined && bareModel(model).startsWith('gemini-2'))
+    return 'Thinking level is not supported for this model.';
+  if (isGemini3(model) && Array.isArray(body?.contents)) {
+    const contents: any[] = body.contents;
+    for (let i = currentTurnStart(contents); i < contents.length; i++) {
+      if (contents[i]?.role !== 'model') continue;
+      const call = (contents[i].parts ?? []).find((p: any) => p?.functionCall !== undefined);
+      if (call && typeof call.thoughtSignature !== 'string')
+        return (
+          'Function call is missing a thought_signature in functionCall parts. This is required for tools to work ' +
+          'correctly, and missing thought_signature may lead to degraded model performance. Additional data, function ' +
+          `call \`default_api:${call.functionCall.name}\` , position ${i + 1}. Please refer to ` +
+          'https://ai.google.dev/gemini-api/docs/thought-signatures for more details.'
+        );
+    }
+  }
+  return null;
+}
