@@ -111,8 +111,13 @@ describe('anthropicHost.buildRequest', () => {
   });
 
   it('passes max tokens, stop sequences and sampling parameters', () => {
-    const body = bodyOf({ maxTokens: 300, stop: ['END', '###'], temperature: 0, topP: 0.9, topK: 40 });
-    expect(body).toMatchObject({ max_tokens: 300, stop_sequences: ['END', '###'], temperature: 0, top_p: 0.9, top_k: 40 });
+    const body = bodyOf({ maxTokens: 300, stop: ['END', '###'], temperature: 0, topK: 40 });
+    expect(body).toMatchObject({ max_tokens: 300, stop_sequences: ['END', '###'], temperature: 0, top_k: 40 });
+    expect(bodyOf({ topP: 0.9 })).toMatchObject({ top_p: 0.9 });
+    // Claude's 4.5 models refuse temperature and top_p together: the temperature goes.
+    const both = bodyOf({ temperature: 0.2, topP: 0.9 });
+    expect(both).toMatchObject({ temperature: 0.2 });
+    expect(both).not.toHaveProperty('top_p');
   });
 
   it('leaves out what the request does not set', () => {

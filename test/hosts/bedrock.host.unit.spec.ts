@@ -135,6 +135,21 @@ describe('bedrockHost.buildRequest (Converse)', () => {
     expect(host.omittedReasoning?.(sampled, NOVA, CONVERSE)).toBeNull();
   });
 
+  it("sends Claude the temperature alone when both it and top_p are given (Claude's 4.5 models refuse both); other models both", () => {
+    const both = request({ temperature: 0.2, topP: 0.9 });
+    expect((host.buildRequest(both, CLAUDE, null, CONVERSE).body as any).inferenceConfig).toEqual({
+      maxTokens: 1000,
+      temperature: 0.2,
+    });
+    expect((host.buildRequest(both, NOVA, null, CONVERSE).body as any).inferenceConfig).toMatchObject({
+      temperature: 0.2,
+      topP: 0.9,
+    });
+    expect((host.buildRequest(request({ topP: 0.9 }), CLAUDE, null, CONVERSE).body as any).inferenceConfig).toMatchObject({
+      topP: 0.9,
+    });
+  });
+
   it('refuses an image given by URL or in a format Bedrock does not take, as a 400 the client can fix', () => {
     for (const url of ['https://example.com/cat.png', 'data:image/tiff;base64,AAAA', 'data:__proto__;base64,AAAA']) {
       const build = () =>

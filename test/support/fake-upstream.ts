@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { messagesThinkingProblem } from './fakes/anthropic-thinking';
+import { messagesThinkingProblem, samplingProblem } from './fakes/anthropic-thinking';
 import { azureRoute } from './fakes/azure';
 import { bedrockRoute, serveBedrock } from './fakes/bedrock';
 import { DEFAULT_SEARCH, type FakeSearch } from './fakes/search';
@@ -916,7 +916,10 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     if (api === 'openai' && /^(o\d|gpt-5)/.test(azure?.model ?? body.model) && 'max_tokens' in body)
       return send(res, 400, OPENAI_MAX_TOKENS_REFUSED, ids);
     // What the Messages API refuses beside thinking, whatever the test configured: a gateway sending it fails.
-    const thinkingProblem = api === 'anthropic' ? messagesThinkingProblem(body) : null;
+    const thinkingProblem =
+      api === 'anthropic'
+        ? (messagesThinkingProblem(body) ?? samplingProblem(vertex?.model ?? body.model, body.temperature, body.top_p))
+        : null;
     if (thinkingProblem) return send(res, 400, fmt.error(400, thinkingProblem), ids);
     // What the Gemini API refuses (a Gemini 3 call without its signature, a budget the model does not take…), on Vertex AI too.
     const googleProblem = api === 'gemini' ? geminiProblem((gemini ?? vertex)!.model, body, vertex !== null) : null;

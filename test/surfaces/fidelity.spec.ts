@@ -13,9 +13,16 @@ let g: TestGateway;
 
 /** Claude with room to think: the shared test models allow 1,000 output tokens, below the smallest thinking budget (1,024). */
 const THINKER = { slug: 'test/claude-thinks', id: 'd0000000-0000-4000-8000-000000000001', hostModel: 'fake-claude-thinks' };
+/** Named as Claude Sonnet 4.5 at its host: the fake refuses it temperature and top_p together, as the API does. */
+const SONNET_4_5 = { slug: 'test/claude-4.5', id: 'd0000000-0000-4000-8000-000000000002', hostModel: 'claude-sonnet-4-5' };
 
 beforeAll(async () => {
-  g = await startGateway({ catalogue: testCatalogueWith(extraChatModel(THINKER, 'fake-anthropic', 'Test Claude thinking')) });
+  g = await startGateway({
+    catalogue: testCatalogueWith(
+      extraChatModel(THINKER, 'fake-anthropic', 'Test Claude thinking'),
+      extraChatModel(SONNET_4_5, 'fake-anthropic', 'Test Claude 4.5'),
+    ),
+  });
 });
 afterAll(() => auditThenClose(g));
 
@@ -432,6 +439,23 @@ describe('across formats', () => {
     expect(last().body).not.toHaveProperty('thinking');
     expect(await ask({ reasoning_effort: 'none' })).toBeNull();
     expect(last().body).not.toHaveProperty('thinking');
+  });
+});
+
+describe("sampling Claude's 4.5 models take: temperature or top_p, not both", () => {
+  it('a client giving both (as Gemini CLI does by default) is answered: the temperature goes, top_p does not', async () => {
+    g.fake.on(SONNET_4_5.hostModel, { kind: 'reply', reply: { text: 'ok' } });
+    const ask = (extra: object) =>
+      post(
+        'chat/completions',
+        chatHeaders(),
+        JSON.stringify({ model: SONNET_4_5.slug, messages: [{ role: 'user', content: 'Hi' }], ...extra }),
+      );
+    expect((await ask({ temperature: 1, top_p: 0.95 })).status).toBe(200);
+    expect(last().body).toMatchObject({ temperature: 1 });
+    expect(last().body).not.toHaveProperty('top_p');
+    expect((await ask({ top_p: 0.95 })).status).toBe(200);
+    expect(last().body).toMatchObject({ top_p: 0.95 });
   });
 });
 

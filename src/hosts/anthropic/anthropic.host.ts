@@ -322,7 +322,8 @@ export function messagesBody(request: CanonicalRequest): { body: Record<string, 
   }
   if (request.stop.length > 0) body.stop_sequences = request.stop;
   if (request.temperature !== undefined) body.temperature = request.temperature;
-  if (request.topP !== undefined) body.top_p = request.topP;
+  // Claude's 4.5 models refuse the two together ("temperature and top_p cannot both be specified"): the temperature goes.
+  if (request.topP !== undefined && request.temperature === undefined) body.top_p = request.topP;
   if (request.topK !== undefined) body.top_k = request.topK;
   return { body, passThrough: false };
 }

@@ -123,7 +123,9 @@ export function converseBody(request: CanonicalRequest, hostModel: string): Reco
   const maxTokens = request.maxTokens ?? DEFAULT_MAX_TOKENS;
   const inferenceConfig: Record<string, unknown> = { maxTokens };
   if (request.temperature !== undefined) inferenceConfig.temperature = request.temperature;
-  if (request.topP !== undefined) inferenceConfig.topP = request.topP;
+  // As on Anthropic's API, Claude's 4.5 models refuse both: the temperature goes (other models take both).
+  if (request.topP !== undefined && (request.temperature === undefined || !isAnthropicModel(hostModel)))
+    inferenceConfig.topP = request.topP;
   if (request.stop.length > 0) inferenceConfig.stopSequences = request.stop;
   const body: Record<string, unknown> = { messages: turns, inferenceConfig };
   const system = [...request.system, ...inConversation].filter((part) => part !== '');

@@ -72,6 +72,18 @@ export function messagesThinkingProblem(body: any): string | null {
   });
 }
 
+/**
+ * Claude's 4.5 models (and Opus 4.1) refuse `temperature` and `top_p` together, thinking or not
+ * (Anthropic's migration notes for Claude 4.5; the API's own words as users report them).
+ */
+const ONE_SAMPLER_ONLY = /claude-(?:sonnet-4-5|haiku-4-5|opus-4-5|opus-4-1)/;
+
+/** What such a model refuses of its sampling parameters, or null. */
+export function samplingProblem(model: unknown, temperature: unknown, topP: unknown): string | null {
+  if (typeof model !== 'string' || !ONE_SAMPLER_ONLY.test(model) || temperature === undefined || topP === undefined) return null;
+  return '`temperature` and `top_p` cannot both be specified for this model. Please use only one.';
+}
+
 /** Converse's blocks in the Messages API's names. */
 const converseBlockType = (block: any): string =>
   block?.toolUse

@@ -30,7 +30,7 @@ import {
   wired,
   withUsage,
 } from '../fake-upstream';
-import { converseThinkingProblem, messagesThinkingProblem } from './anthropic-thinking';
+import { converseThinkingProblem, messagesThinkingProblem, samplingProblem } from './anthropic-thinking';
 
 /** The AWS account the fake takes signatures of: the test gateway's credentials (its environment's). */
 export const BEDROCK_TEST_CREDENTIALS = {
@@ -363,7 +363,11 @@ export async function serveBedrock(route: BedrockRoute, call: BedrockCall, confi
     return sendError(res, 400, "1 validation error detected: Value null at 'messages' failed to satisfy constraint");
   }
   // What Claude refuses beside thinking, passed on as Bedrock passes on a model's refusal.
-  const thinkingProblem = route.api === 'invoke' ? messagesThinkingProblem(body) : converseThinkingProblem(body);
+  const thinkingProblem =
+    route.api === 'invoke'
+      ? (messagesThinkingProblem(body) ?? samplingProblem(route.modelId, body.temperature, body.top_p))
+      : (converseThinkingProblem(body) ??
+        samplingProblem(route.modelId, body.inferenceConfig?.temperature, body.inferenceConfig?.topP));
   if (thinkingProblem) return sendError(res, 400, `The model returned the following errors: ${thinkingProblem}`);
 
   const b: FakeBehaviour = configured ?? { kind: 'reply', reply: DEFAULT_REPLY };
