@@ -135,6 +135,25 @@ describe('bedrockHost.buildRequest (Converse)', () => {
     expect(host.omittedReasoning?.(sampled, NOVA, CONVERSE)).toBeNull();
   });
 
+  it('sends toolChoice only to models that take it (Claude, Nova): auto is left to the others, a required tool refused naming the model', () => {
+    const LLAMA = 'meta.llama3-3-70b-instruct-v1:0';
+    const asked = (toolChoice: CanonicalRequest['toolChoice']) => request({ tools: [WEATHER], toolChoice });
+    expect((host.buildRequest(asked('auto'), LLAMA, null, CONVERSE).body as any).toolConfig).not.toHaveProperty('toolChoice');
+    expect((host.buildRequest(asked('required'), CLAUDE, null, CONVERSE).body as any).toolConfig.toolChoice).toEqual({ any: {} });
+    for (const choice of ['required', { name: 'get_weather' }] as const) {
+      const build = () => host.buildRequest(asked(choice), LLAMA, null, CONVERSE);
+      expect(build).toThrow(HostError);
+      expect(build).toThrow(
+        `${LLAMA} on Bedrock's Converse takes no tool_choice requiring a tool (only Claude and Nova models do)`,
+      );
+      try {
+        build();
+      } catch (error) {
+        expect((error as HostError).status).toBe(400);
+      }
+    }
+  });
+
   it("sends Claude the temperature alone when both it and top_p are given (Claude's 4.5 models refuse both); other models both", () => {
     const both = request({ temperature: 0.2, topP: 0.9 });
     expect((host.buildRequest(both, CLAUDE, null, CONVERSE).body as any).inferenceConfig).toEqual({

@@ -32,6 +32,13 @@ const INVOKE = {
 /** Signed first, then a host with a Bedrock API key ($1/M, $2/M). */
 const KEYED = { slug: 'test/bedrock-keyed', id: 'b0000000-0000-4000-8000-000000000004', hostModel: 'amazon.nova-keyed-v1:0' };
 
+/** A model that takes no toolChoice on Converse (only Claude and Nova do). */
+const LLAMA = {
+  slug: 'test/bedrock-llama',
+  id: 'b0000000-0000-4000-8000-000000000005',
+  hostModel: 'meta.llama3-3-70b-instruct-v1:0',
+};
+
 const ANTHROPIC_PRICES = { input: '3.00', cacheRead: '0.30', cacheWrite: '3.75', cacheWrite1h: '6.00', output: '15.00' };
 
 const model = (m: { slug: string; id: string }, hosts: unknown[]) => ({
@@ -72,6 +79,7 @@ function catalogue(fake: FakeUpstream) {
         { host: 'fake-bedrock', model: FALLBACK.hostModel, pricing: { input: '0.50', output: '0.75' } },
       ]),
       model(INVOKE, [{ host: 'fake-bedrock-invoke', model: INVOKE.hostModel, pricing: ANTHROPIC_PRICES }]),
+      model(LLAMA, [{ host: 'fake-bedrock', model: LLAMA.hostModel, pricing: { input: '0.72', output: '0.72' } }]),
       model(KEYED, [
         { host: 'fake-bedrock', model: 'amazon.nova-signed-v1:0', pricing: { input: '1.00', output: '2.00' } },
         { host: 'fake-bedrock-keyed', model: KEYED.hostModel, pricing: { input: '1.00', output: '2.00' } },
@@ -491,6 +499,36 @@ describe('an image by URL', () => {
     const body = (await res.json()) as { type: string; error: { type: string; message: string } };
     expect(body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
     expect(body.error.message).toMatch(/Bedrock takes images inline/);
+    expect(g.fake.requests.length).toBe(before);
+  });
+});
+
+describe('a model that takes no toolChoice on Converse (Llama): the fake refuses it, as AWS does', () => {
+  const ask = (tool_choice: unknown) =>
+    fetch(`${g.baseUrl}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${g.key}` },
+      body: JSON.stringify({
+        model: LLAMA.slug,
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+        tools: [{ type: 'function', function: WEATHER }],
+        tool_choice,
+      }),
+    });
+
+  it("auto is the model's own way: the tools go without a toolChoice, and it is answered", async () => {
+    g.fake.on(LLAMA.hostModel, { kind: 'reply', reply: { text: 'Sunny.' } });
+    const res = await ask('auto');
+    expect(res.status).toBe(200);
+    expect(sent(LLAMA.hostModel).body.toolConfig).toEqual({ tools: [expect.objectContaining({ toolSpec: expect.anything() })] });
+  });
+
+  it('a tool required is refused 400 naming the model, the host not called', async () => {
+    const before = g.fake.requests.length;
+    const res = await ask('required');
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { message: string } };
+    expect(body.error.message).toContain(`${LLAMA.hostModel} on Bedrock's Converse takes no tool_choice requiring a tool`);
     expect(g.fake.requests.length).toBe(before);
   });
 });

@@ -96,16 +96,35 @@ const usesTools = (messages: CanonicalMessage[]): boolean =>
   messages.some((m) => m.role === 'tool' || (m.role === 'assistant' && m.toolCalls.length > 0));
 
 /**
+ * The models that take Converse's `toolChoice` (AWS's ToolChoice reference: Anthropic's Claude 3 and
+ * later, Amazon Nova); the others refuse it ("This model doesn't support the toolConfig.toolChoice.any
+ * field"), and choose among the tools themselves.
+ */
+const takesToolChoice = (hostModel: string): boolean => isAnthropicModel(hostModel) || /(^|[./])amazon\.nova/.test(hostModel);
+
+/**
  * The tool configuration. Converse has no "none": such a request is sent without its tools, unless
  * the conversation already holds tool calls, for which Converse requires the tools to be declared.
+ * A model that takes no `toolChoice` is sent none for `auto` (its own way), and a choice that
+ * requires a tool is refused (400), naming the model: it cannot be carried.
  */
-function toolConfigOf(request: CanonicalRequest): Record<string, unknown> | null {
+function toolConfigOf(request: CanonicalRequest, hostModel: string): Record<string, unknown> | null {
   if (request.tools.length === 0) return null;
   const choice = request.toolChoice;
   if (choice === 'none' && !usesTools(request.messages)) return null;
   const tools = request.tools.map(({ name, description, parameters }) => ({
     toolSpec: { name, ...(description === undefined ? {} : { description }), inputSchema: { json: parameters } },
   }));
+  if (!takesToolChoice(hostModel)) {
+    if (choice === 'required' || typeof choice === 'object') {
+      throw new HostError(
+        'status',
+        `${hostModel} on Bedrock's Converse takes no tool_choice requiring a tool (only Claude and Nova models do): leave tool_choice out or "auto"`,
+        400,
+      );
+    }
+    return { tools };
+  }
   const toolChoice =
     choice === undefined || choice === 'none'
       ? undefined
@@ -130,7 +149,7 @@ export function converseBody(request: CanonicalRequest, hostModel: string): Reco
   const body: Record<string, unknown> = { messages: turns, inferenceConfig };
   const system = [...request.system, ...inConversation].filter((part) => part !== '');
   if (system.length > 0) body.system = system.map((text) => ({ text }));
-  const toolConfig = toolConfigOf(request);
+  const toolConfig = toolConfigOf(request, hostModel);
   if (toolConfig) body.toolConfig = toolConfig;
   // Fields Converse has no place for, in the model's own terms: Anthropic's thinking and top_k.
   if (isAnthropicModel(hostModel)) {

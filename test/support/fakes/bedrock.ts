@@ -361,6 +361,16 @@ export async function serveBedrock(route: BedrockRoute, call: BedrockCall, confi
       if (key in body) return sendError(res, 400, `Malformed input request: #: extraneous key [${key}] is not permitted`);
   } else if (!Array.isArray(body.messages)) {
     return sendError(res, 400, "1 validation error detected: Value null at 'messages' failed to satisfy constraint");
+  } else {
+    // Only Claude and Nova take toolChoice (AWS's ToolChoice reference); the others refuse it by name.
+    const choice = body.toolConfig?.toolChoice;
+    const kind = choice && Object.keys(choice)[0];
+    if (kind && !/(^|[./])(anthropic|amazon\.nova)/.test(route.modelId))
+      return sendError(
+        res,
+        400,
+        `This model doesn't support the toolConfig.toolChoice.${kind} field. Remove toolConfig.toolChoice.${kind} and try again.`,
+      );
   }
   // What Claude refuses beside thinking, passed on as Bedrock passes on a model's refusal.
   const thinkingProblem =
