@@ -67,12 +67,11 @@ export const RESPONSES_HOSTED_TOOL_ITEM_TYPES: readonly string[] = Object.keys(R
 
 /**
  * What a kind of host runs of the hosted tools, by class (declared on its HostKind): `whole`, those
- * it runs in the body of a client of its own `format` passed to it whole; `translated`, those it
+ * it runs in the body of a client of the format it takes whole (HostKind.wholeFormat); `translated`, those it
  * runs when a client of another format offers them (it adds its own tool for the request's
  * `carriedTools`). A kind that runs none declares nothing.
  */
 export interface HostedToolsRun {
-  format?: WireFormat;
   whole: ReadonlySet<HostedToolClass>;
   translated: ReadonlySet<HostedToolClass>;
   /**
@@ -86,6 +85,8 @@ export interface HostedToolsRun {
 /** One host that may serve a request, as the decision sees it: what its kind runs, what its catalogue entry prices per use, its model. */
 export interface ServingHost {
   runs: HostedToolsRun | undefined;
+  /** The format whose clients' bodies it is sent whole (HostKind.wholeFormat), or null. */
+  whole: WireFormat | null;
   priced: ReadonlySet<HostedToolClass>;
   /** The model's name at the host. */
   model: string;
@@ -101,7 +102,7 @@ export function hostRuns(host: ServingHost, type: string, format: WireFormat | u
   const runs = host.runs;
   if (toolClass === null || runs === undefined || !host.priced.has(toolClass)) return false;
   if (withFunctions && runs.besideFunctions?.(host.model) === false) return false;
-  return format !== undefined && format === runs.format ? runs.whole.has(toolClass) : runs.translated.has(toolClass);
+  return format !== undefined && format === host.whole ? runs.whole.has(toolClass) : runs.translated.has(toolClass);
 }
 
 /**

@@ -230,13 +230,17 @@ function hostedToolPrices(pricing: Raw, where: string): HostedToolPrices | undef
 /** Every field a host's `pricing` may give: the token classes, then the hosted tools' per-use prices. */
 const PRICING_FIELDS = ['input', 'cacheRead', 'cacheWrite', 'cacheWrite1h', 'output', ...HOSTED_TOOL_CLASSES];
 
-/** A model's host as the hosted-tools decision sees it: what its kind runs, which classes its entry prices per use. */
-/** Whether `h` is sent a body of a client in `format` whole (HostKind.wholeFormat), rather than translated. */
-export const passesWhole = (h: ModelHost, format: WireFormat): boolean =>
-  HOST_KINDS[h.host.kind].wholeFormat?.(h.model, h.host.settings) === format;
+/** The format whose clients' bodies `h` is sent whole (HostKind.wholeFormat), or null: it translates every format. */
+const wholeFormatOf = (h: ModelHost): WireFormat | null =>
+  HOST_KINDS[h.host.kind].wholeFormat?.(h.model, h.host.settings) ?? null;
 
+/** Whether `h` is sent a body of a client in `format` whole, rather than translated. */
+export const passesWhole = (h: ModelHost, format: WireFormat): boolean => wholeFormatOf(h) === format;
+
+/** A model's host as the hosted-tools decision sees it: what its kind runs, the format it takes whole, which classes its entry prices per use. */
 export const servingHostOf = (h: ModelHost): ServingHost => ({
   runs: HOST_KINDS[h.host.kind].hostedTools,
+  whole: wholeFormatOf(h),
   priced: new Set(Object.keys(h.prices.hostedToolUses ?? {}) as HostedToolClass[]),
   model: h.model,
 });

@@ -13,6 +13,7 @@ import { HOST_KINDS } from '../../src/hosts/hosts';
 /** A host of `kind` whose catalogue entry prices `priced` per use. */
 const host = (kind: keyof typeof HOST_KINDS, priced: HostedToolClass[] = ['webSearch'], model = 'm'): ServingHost => ({
   runs: HOST_KINDS[kind].hostedTools,
+  whole: HOST_KINDS[kind].wholeFormat?.(model, {}) ?? null,
   priced: new Set(priced),
   model,
 });

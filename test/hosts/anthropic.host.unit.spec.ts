@@ -736,7 +736,6 @@ describe('anthropicHost and its server tools (hosted web search and fetch)', () 
 
   it('declares the server tools it runs: web search and fetch passed whole, web search translated', () => {
     expect(anthropicHost.hostedTools).toEqual({
-      format: 'messages',
       whole: new Set(['webSearch', 'webFetch']),
       translated: new Set(['webSearch']),
     });

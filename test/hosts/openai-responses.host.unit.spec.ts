@@ -373,7 +373,6 @@ describe('openAiResponsesHost and its hosted tools', () => {
 
   it('declares the tools it runs: web search, file search, code interpreter and image generation whole; web search translated', () => {
     expect(host.hostedTools).toEqual({
-      format: 'responses',
       whole: new Set(['webSearch', 'fileSearch', 'codeExecution', 'imageGeneration']),
       translated: new Set(['webSearch']),
     });

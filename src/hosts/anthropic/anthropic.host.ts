@@ -27,7 +27,6 @@ export const DEFAULT_MAX_TOKENS = 4096;
  * billed by container time, which the usage does not report: it is not run.
  */
 const HOSTED_TOOLS: HostedToolsRun = {
-  format: 'messages',
   whole: new Set(['webSearch', 'webFetch']),
   translated: new Set(['webSearch']),
 };

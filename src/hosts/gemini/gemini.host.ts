@@ -19,9 +19,12 @@ import type { HostKind, HostSettings, SseMessage, StreamDecoder, UpstreamRequest
  * for a whole reply, `:streamGenerateContent?alt=sse` for a stream, the key in `x-goog-api-key`.
  */
 
+/** A host model's name without the resource path it may be given with (`models/…`, Vertex AI's `publishers/google/models/…`). */
+const bareName = (hostModel: string): string => hostModel.replace(/^(?:models\/|publishers\/google\/models\/)/, '');
+
 /** A Gemini model's major version, by its name (`gemini-2.5-flash`, `models/gemini-3-pro-preview`); null for other names. */
 const geminiVersion = (hostModel: string): number | null => {
-  const version = /^(?:models\/|publishers\/google\/models\/)?gemini-(\d+)/.exec(hostModel);
+  const version = /^gemini-(\d+)/.exec(bareName(hostModel));
   return version === null ? null : Number(version[1]);
 };
 
@@ -204,7 +207,7 @@ export interface ThinkingRange {
  * Flash-Lite 512–24,576, or 0. Null for other models, whose budgets go as asked.
  */
 export function thinkingRangeOf(hostModel: string): ThinkingRange | null {
-  const name = hostModel.replace(/^(?:models\/|publishers\/google\/models\/)/, '');
+  const name = bareName(hostModel);
   if (name.startsWith('gemini-2.5-pro')) return { min: 128, max: 32768, canDisable: false };
   if (name.startsWith('gemini-2.5-flash-lite')) return { min: 512, max: 24576, canDisable: true };
   if (name.startsWith('gemini-2.5-flash')) return { min: 1, max: 24576, canDisable: true };
@@ -212,7 +215,7 @@ export function thinkingRangeOf(hostModel: string): ThinkingRange | null {
 }
 
 /** Gemini 3's Pro models, which think at `low` or `high` only and cannot stop thinking. */
-const isGemini3Pro = (hostModel: string) => /^(?:models\/|publishers\/google\/models\/)?gemini-[3-9][\d.]*-pro/.test(hostModel);
+const isGemini3Pro = (hostModel: string) => /^gemini-[3-9][\d.]*-pro/.test(bareName(hostModel));
 
 /**
  * The `thinkingLevel` of an effort on Gemini 3 (Google's recommended setting there, in place of a

@@ -20,7 +20,6 @@ import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../ho
  * format's own `web_search` tool.
  */
 const HOSTED_TOOLS: HostedToolsRun = {
-  format: 'responses',
   whole: new Set(['webSearch', 'fileSearch', 'codeExecution', 'imageGeneration']),
   translated: new Set(['webSearch']),
 };

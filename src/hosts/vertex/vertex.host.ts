@@ -25,7 +25,6 @@ export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
  * web fetch, which Vertex AI does not list for Claude, is run by neither.
  */
 const HOSTED_TOOLS: HostedToolsRun = {
-  format: 'messages',
   whole: new Set(['webSearch']),
   translated: new Set(['webSearch']),
   // Claude searches beside functions; Gemini as on the gemini kind. By the model's name, as the publisher is told by default.
