@@ -23,13 +23,31 @@ export type CanonicalMessage =
       role: 'assistant';
       content: string;
       toolCalls: CanonicalToolCall[];
-      /**
-       * The reasoning shown before this turn, as the client gave it back, and the host's signature of
-       * it: hosts that take reasoning back (Gemini's thought signatures) return it with the turn.
-       */
-      reasoning?: { text: string; signature?: string };
+      /** The reasoning shown before this turn, as the client gave it back. */
+      reasoning?: CanonicalReasoning;
     }
   | { role: 'tool'; toolCallId: string; content: string };
+
+/**
+ * Reasoning given back with an assistant turn: its text and the host's signature of it, which hosts
+ * that take reasoning back (Gemini's thought signatures) return with the turn; and, from a messages
+ * client, Anthropic's thinking blocks one by one (see SignedThinking).
+ */
+export interface CanonicalReasoning {
+  text: string;
+  signature?: string;
+  blocks?: SignedThinking[];
+}
+
+/**
+ * One of Anthropic's thinking blocks as a messages client gave it back, with its own signature: Claude
+ * hosts reached by translation (Bedrock's Converse) take a tool loop's thinking back only block by
+ * block, each as it was signed (the joined text and last signature would not verify).
+ */
+export interface SignedThinking {
+  thinking: string;
+  signature: string;
+}
 
 /**
  * An image the user gave, as a URL: `https:` for one the host fetches, or a `data:` URL

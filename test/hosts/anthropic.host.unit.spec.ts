@@ -649,6 +649,35 @@ describe('anthropicHost.buildRequest, across formats: reasoning and images', () 
     expect(anthropicHost.omittedReasoning?.(request(base), 'claude-sonnet-4-5')).toBeNull();
   });
 
+  it('thinks on in a tool loop whose calling turn came back with its signed thinking blocks, sent first in the turn', () => {
+    const base = { maxTokens: 10_000, reasoning: { effort: 'high' as const } };
+    const tools = [{ name: 'get_weather', parameters: { type: 'object' } }];
+    const blocks = [{ thinking: 'Look it up.', signature: 'c2ln' }];
+    const loop: CanonicalRequest['messages'] = [
+      { role: 'user', content: 'Weather?' },
+      {
+        role: 'assistant',
+        content: 'Checking.',
+        toolCalls: [{ id: 'toolu_1', name: 'get_weather', arguments: '{}' }],
+        reasoning: { text: 'Look it up.', signature: 'c2ln', blocks },
+      },
+      { role: 'tool', toolCallId: 'toolu_1', content: '18°C' },
+    ];
+    const body = bodyOf({ ...base, tools, messages: loop });
+    expect(body.thinking).toEqual({ type: 'enabled', budget_tokens: 8000 });
+    expect((body.messages as { content: unknown }[])[1].content).toEqual([
+      { type: 'thinking', thinking: 'Look it up.', signature: 'c2ln' },
+      { type: 'text', text: 'Checking.' },
+      { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} },
+    ]);
+    // Thinking off (no reasoning asked): the blocks stay behind, as before.
+    const off = bodyOf({ maxTokens: 10_000, tools, messages: loop });
+    expect((off.messages as { content: unknown }[])[1].content).toEqual([
+      { type: 'text', text: 'Checking.' },
+      { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} },
+    ]);
+  });
+
   it("says nothing of reasoning for a messages client's body passed whole: its own thinking goes as sent", () => {
     const body = {
       model: 'x',

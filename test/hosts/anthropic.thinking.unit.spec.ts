@@ -54,9 +54,21 @@ describe('thinkingConflict', () => {
     // Text before the calls, in one message or merged from two: the turn still holds them.
     const said: CanonicalMessage = { role: 'assistant', content: 'Let me look.', toolCalls: [] };
     expect(thinkingConflict(request({ messages: [asked('Weather?'), said, calling, result] }))).toBe('tool_loop');
-    // Signed reasoning given back with the turn is not carried to Anthropic's wire: the loop still conflicts.
+    // Reasoning with one signature of the whole (another format's) cannot go back block by block: the loop still conflicts.
     const signed: CanonicalMessage = { ...calling, reasoning: { text: 'Look it up.', signature: 'c2ln' } };
     expect(thinkingConflict(request({ messages: [asked('Weather?'), signed, result] }))).toBe('tool_loop');
+  });
+
+  it('lets thinking go in a tool loop whose turn opens with the thinking blocks a messages client gave back', () => {
+    const blocks = [{ thinking: 'Look it up.', signature: 'c2ln' }];
+    const given: CanonicalMessage = { ...calling, reasoning: { text: 'Look it up.', signature: 'c2ln', blocks } };
+    expect(thinkingConflict(request({ messages: [asked('Weather?'), given, result] }))).toBeNull();
+    // Merged from two messages, the thinking must open the turn: on the first one.
+    const said: CanonicalMessage = { role: 'assistant', content: 'Let me look.', toolCalls: [], reasoning: given.reasoning };
+    expect(thinkingConflict(request({ messages: [asked('Weather?'), said, calling, result] }))).toBeNull();
+    expect(thinkingConflict(request({ messages: [asked('Weather?'), { ...said, reasoning: undefined }, given, result] }))).toBe(
+      'tool_loop',
+    );
   });
 
   it('lets thinking go once the loop has ended: the last assistant turn answered in text', () => {

@@ -135,6 +135,32 @@ describe('bedrockHost.buildRequest (Converse)', () => {
     expect(host.omittedReasoning?.(sampled, NOVA, CONVERSE)).toBeNull();
   });
 
+  it("gives Claude a tool loop's signed thinking back as reasoningContent, first in the turn, and keeps thinking on", () => {
+    const blocks = [{ thinking: 'Look it up.', signature: 'c2ln' }];
+    const messages: CanonicalRequest['messages'] = [
+      { role: 'user', content: 'Weather?' },
+      {
+        role: 'assistant',
+        content: '',
+        toolCalls: [{ id: 'toolu_1', name: 'get_weather', arguments: '{}' }],
+        reasoning: { text: 'Look it up.', signature: 'c2ln', blocks },
+      },
+      { role: 'tool', toolCallId: 'toolu_1', content: '18°C' },
+    ];
+    const loop = request({ reasoning: { budgetTokens: 2048 }, maxTokens: 4000, tools: [WEATHER], messages });
+    const body = host.buildRequest(loop, CLAUDE, null, CONVERSE).body as any;
+    expect(body.additionalModelRequestFields).toEqual({ thinking: { type: 'enabled', budget_tokens: 2048 } });
+    expect(body.messages[1].content).toEqual([
+      { reasoningContent: { reasoningText: { text: 'Look it up.', signature: 'c2ln' } } },
+      { toolUse: { toolUseId: 'toolu_1', name: 'get_weather', input: {} } },
+    ]);
+    expect(host.omittedReasoning?.(loop, CLAUDE, CONVERSE)).toBeNull();
+    // Another model thinks in no Anthropic terms: nothing of it goes.
+    expect((host.buildRequest(loop, NOVA, null, CONVERSE).body as any).messages[1].content).toEqual([
+      { toolUse: { toolUseId: 'toolu_1', name: 'get_weather', input: {} } },
+    ]);
+  });
+
   it('sends toolChoice only to models that take it (Claude, Nova): auto is left to the others, a required tool refused naming the model', () => {
     const LLAMA = 'meta.llama3-3-70b-instruct-v1:0';
     const asked = (toolChoice: CanonicalRequest['toolChoice']) => request({ tools: [WEATHER], toolChoice });

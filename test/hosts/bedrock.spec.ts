@@ -683,3 +683,69 @@ describe('reasoning from a chat-completions client, beside what Claude refuses w
     expect(loop.headers.get(OMITTED)).toBe('tool_loop');
   });
 });
+
+describe("a messages client's tool loop with thinking, on Claude through Converse", () => {
+  const OMITTED = 'x-gateway-omitted-reasoning';
+  const tools = [{ name: WEATHER.name, description: WEATHER.description, input_schema: WEATHER.parameters }];
+  const messages = (body: object) =>
+    fetch(`${g.baseUrl}/api/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': g.key, 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({
+        model: CONVERSE.slug,
+        max_tokens: 4000,
+        thinking: { type: 'enabled', budget_tokens: 2048 },
+        tools,
+        ...body,
+      }),
+    });
+
+  it.each([false, true])(
+    'gives the turn its signed thinking back as reasoningContent and keeps thinking on (streamed: %s)',
+    async (stream) => {
+      // The first turn: Converse thinks, signs and calls; the client keeps the content as it came.
+      g.fake.on(CONVERSE.hostModel, { kind: 'reply', reply: { thinking: THINKING, toolCalls: [CALL] } });
+      const first = await messages({ messages: [{ role: 'user', content: 'Weather in Paris?' }] });
+      expect(first.status).toBe(200);
+      const answered = (await first.json()) as { content: object[] };
+      expect(answered.content[0]).toEqual({ type: 'thinking', thinking: THINKING, signature: signatureOf(THINKING) });
+      // The second: the fake checks the signature and that the turn opens with it, as Claude does.
+      g.fake.on(CONVERSE.hostModel, { kind: 'reply', reply: { text: TEXT } });
+      const loop = [
+        { role: 'user', content: 'Weather in Paris?' },
+        { role: 'assistant', content: answered.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: CALL.id, content: '18°C and sunny' }] },
+      ];
+      const second = await messages({ stream, messages: loop });
+      expect(second.status).toBe(200);
+      expect(await second.text()).toContain('Sunny');
+      expect(second.headers.get(OMITTED)).toBeNull();
+      const upstream = sent(CONVERSE.hostModel).body;
+      expect(upstream.additionalModelRequestFields).toEqual({ thinking: { type: 'enabled', budget_tokens: 2048 } });
+      expect(upstream.messages[1].content).toEqual([
+        { reasoningContent: { reasoningText: { text: THINKING, signature: signatureOf(THINKING) } } },
+        { toolUse: { toolUseId: CALL.id, name: CALL.name, input: { city: 'Paris' } } },
+      ]);
+    },
+  );
+
+  it('passes on the refusal of a thinking block whose signature is not its own, as a 400 in the messages format', async () => {
+    const loop = [
+      { role: 'user', content: 'Weather in Paris?' },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'thinking', thinking: 'Edited by the client.', signature: signatureOf(THINKING) },
+          { type: 'tool_use', id: CALL.id, name: CALL.name, input: { city: 'Paris' } },
+        ],
+      },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: CALL.id, content: '18°C and sunny' }] },
+    ];
+    const res = await messages({ messages: loop });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: expect.stringContaining('Invalid `signature` in `thinking` block') },
+    });
+  });
+});

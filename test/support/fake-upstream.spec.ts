@@ -1,5 +1,5 @@
 // Verifies the fake upstream itself against the real wire shapes, with plain fetch.
-import { FakeUpstream, splitText, startFakeUpstream } from './fake-upstream';
+import { FakeUpstream, signatureOf, splitText, startFakeUpstream } from './fake-upstream';
 
 const OPENAI = '/v1/chat/completions';
 const ANTHROPIC = '/v1/messages';
@@ -394,10 +394,23 @@ describe('Anthropic Messages', () => {
       expect(without.status).toBe(200);
       await without.text();
     }
+    // A thinking block given back whose signature is not its own: refused, thinking on or not.
+    const forged = [
+      loop[0],
+      { role: 'assistant', content: [{ type: 'thinking', thinking: 't', signature: signatureOf('other') }, loop[1].content[0]] },
+      loop[2],
+    ];
+    for (const on of [{ thinking }, {}]) {
+      const refused = await post(ANTHROPIC, { model: 'm', max_tokens: 4000, ...on, messages: forged, tools });
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toMatchObject({
+        error: { type: 'invalid_request_error', message: 'messages.1.content.0: Invalid `signature` in `thinking` block' },
+      });
+    }
     // A loop whose turn starts with the thinking it was given with, temperature 1 and top_p 0.95: taken.
     const signed = [
       loop[0],
-      { role: 'assistant', content: [{ type: 'thinking', thinking: 't', signature: 's' }, loop[1].content[0]] },
+      { role: 'assistant', content: [{ type: 'thinking', thinking: 't', signature: signatureOf('t') }, loop[1].content[0]] },
       loop[2],
     ];
     const ok = await post(ANTHROPIC, {

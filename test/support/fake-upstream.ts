@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { messagesThinkingProblem, samplingProblem } from './fakes/anthropic-thinking';
+import { messagesThinkingProblem, samplingProblem, signatureOf } from './fakes/anthropic-thinking';
 import { azureRoute } from './fakes/azure';
 import { bedrockRoute, serveBedrock } from './fakes/bedrock';
 import { DEFAULT_SEARCH, type FakeSearch } from './fakes/search';
@@ -310,8 +310,7 @@ function openaiError(status: number, message?: string) {
 
 // ---- Anthropic Messages ----
 
-/** A thinking block's signature (opaque base64 on the real API): one per thinking text, so tests can expect it. */
-export const signatureOf = (thinking: string) => Buffer.from(`signed:${thinking}`).toString('base64');
+export { signatureOf };
 
 /** The server tools' requests, as the API counts them in `usage.server_tool_use` (when the request offered one). */
 const serverToolUse = (searches: FakeSearch[] | null) =>

@@ -109,6 +109,29 @@ describe('messages wire: reasoning and images, for hosts of the other format', (
       toolCalls: [{ id: 't1', name: 'f', arguments: '{}' }],
       reasoning: { text: 'First. Second.', signature: 'sig-2' },
     });
+    // Each block signed and none redacted: the blocks themselves too, for Claude hosts, which check each signature.
+    const reasoningOf = (content: object[]) => (turn(content) as { reasoning?: unknown }).reasoning;
+    expect(
+      reasoningOf([
+        { type: 'thinking', thinking: 'First. ', signature: 'sig-1' },
+        { type: 'thinking', thinking: 'Second.', signature: 'sig-2' },
+        { type: 'tool_use', id: 't1', name: 'f', input: {} },
+      ]),
+    ).toEqual({
+      text: 'First. Second.',
+      signature: 'sig-2',
+      blocks: [
+        { thinking: 'First. ', signature: 'sig-1' },
+        { thinking: 'Second.', signature: 'sig-2' },
+      ],
+    });
+    expect(
+      reasoningOf([
+        { type: 'redacted_thinking', data: 'ZW5j' },
+        { type: 'thinking', thinking: 'Second.', signature: 'sig-2' },
+        { type: 'tool_use', id: 't1', name: 'f', input: {} },
+      ]),
+    ).toEqual({ text: 'Second.', signature: 'sig-2' });
     expect(
       turn([
         { type: 'thinking', thinking: 'Unsigned.' },

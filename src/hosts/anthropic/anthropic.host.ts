@@ -15,7 +15,7 @@ import {
 } from '../../canonical/canonical';
 import { hostedToolClassOf, type HostedToolsRun } from '../../canonical/hosted-tools';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
-import { thinkingConflict, type ThinkingLeftOut } from './anthropic.thinking';
+import { thinkingConflict, thinkingGivenBack, type ThinkingLeftOut } from './anthropic.thinking';
 
 /** The Messages API requires max_tokens; used only when the pipeline left it open. */
 export const DEFAULT_MAX_TOKENS = 4096;
@@ -49,6 +49,7 @@ const THINKING_SHARE: Record<Exclude<ReasoningEffort, 'none'>, number> = { minim
 type ImageSource = { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string };
 
 type Block =
+  | { type: 'thinking'; thinking: string; signature: string }
   | { type: 'text'; text: string }
   | { type: 'image'; source: ImageSource }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
@@ -142,7 +143,8 @@ function imageBlock(image: CanonicalImage): Block {
   };
 }
 
-function blocksOf(message: CanonicalMessage): Block[] {
+/** A message's blocks; an assistant's open with the thinking given back when `thinking` is on (anthropic.thinking.ts). */
+function blocksOf(message: CanonicalMessage, thinking: boolean): Block[] {
   switch (message.role) {
     case 'system':
       return textBlocks(message.content);
@@ -151,6 +153,7 @@ function blocksOf(message: CanonicalMessage): Block[] {
       return [...(message.images ?? []).map(imageBlock), ...textBlocks(message.content)];
     case 'assistant':
       return [
+        ...(thinking ? thinkingGivenBack(message).map((block): Block => ({ type: 'thinking', ...block })) : []),
         ...textBlocks(message.content),
         ...message.toolCalls.map((call): Block => ({
           type: 'tool_use',
@@ -169,11 +172,11 @@ function blocksOf(message: CanonicalMessage): Block[] {
  * consecutive messages of one role become one turn. A message with no blocks (empty content, no
  * tool calls) is dropped, which lets its neighbours merge instead of sending an empty turn.
  */
-function toMessages(messages: CanonicalMessage[]): { role: Role; content: string | Block[] }[] {
+function toMessages(messages: CanonicalMessage[], thinking: boolean): { role: Role; content: string | Block[] }[] {
   const turns: { role: Role; blocks: Block[] }[] = [];
   for (const message of messages) {
     const role: Role = message.role === 'tool' ? 'user' : message.role;
-    const blocks = blocksOf(message);
+    const blocks = blocksOf(message, thinking);
     if (blocks.length === 0) continue;
     const last = turns.at(-1);
     if (last?.role === role) last.blocks.push(...blocks);
@@ -291,12 +294,12 @@ export function messagesBody(request: CanonicalRequest): { body: Record<string, 
     return { body: passThroughBody(request, request.original.body), passThrough: true };
   const placed = placeSystem(request);
   const maxTokens = request.maxTokens ?? DEFAULT_MAX_TOKENS;
+  const thinking = thinkingFor(request, maxTokens);
   const body: Record<string, unknown> = {
     max_tokens: maxTokens,
     stream: request.stream,
-    messages: toMessages(placed.messages),
+    messages: toMessages(placed.messages, thinking !== null),
   };
-  const thinking = thinkingFor(request, maxTokens);
   if (thinking) body.thinking = thinking;
   const system = placed.system.filter((part) => part !== '').join('\n\n');
   if (system !== '') body.system = system;

@@ -1,4 +1,4 @@
-import type { CanonicalMessage, CanonicalRequest } from '../../canonical/canonical';
+import type { CanonicalMessage, CanonicalRequest, SignedThinking } from '../../canonical/canonical';
 
 /**
  * Whether Anthropic's extended thinking can be switched on for a request translated from another
@@ -9,9 +9,10 @@ import type { CanonicalMessage, CanonicalRequest } from '../../canonical/canonic
  * compatibility, thinking with tool use, preserving thinking blocks):
  * - a `tool_choice` that forces a tool (`any`, `tool`), the gateway's own forced web search included;
  * - `temperature` other than 1, any `top_k`, a `top_p` outside 0.95–1;
- * - a final assistant turn holding tool calls that does not start with the thinking block it was
- *   answered with: a translated history carries no thinking blocks back (the canonical history keeps
- *   no signature of Anthropic's from other formats), so every later turn of a tool loop is refused.
+ * - a final assistant turn holding tool calls that does not start with the thinking blocks it was
+ *   answered with. Only a messages client gives those back, block by block with their signatures
+ *   (CanonicalReasoning.blocks), and the translations send them back first in the turn; other formats
+ *   keep no signature of Anthropic's, so every later turn of their tool loops goes without thinking.
  * What the client asked explicitly of sampling and tools wins: its reasoning is the one not carried.
  */
 
@@ -31,7 +32,7 @@ export function thinkingConflict(request: CanonicalRequest): ThinkingConflict | 
   if (request.topK !== undefined) return 'top_k';
   const topP = request.topP;
   if (topP !== undefined && (topP < THINKING_TOP_P.min || topP > THINKING_TOP_P.max)) return 'top_p';
-  if (finalAssistantTurnCalls(request.messages)) return 'tool_loop';
+  if (toolLoopWithoutThinking(request.messages)) return 'tool_loop';
   return null;
 }
 
@@ -49,22 +50,36 @@ function forcesTool(request: CanonicalRequest): boolean {
 }
 
 /**
- * Whether the conversation's last assistant turn holds tool calls, its messages merged as the
- * translations merge them (one of no content and no calls is dropped; system messages take no turn).
+ * The thinking blocks an assistant message goes back to Claude with, when thinking is on: those a
+ * messages client gave back, signed. A message of no content and no calls is dropped with them.
  */
-function finalAssistantTurnCalls(messages: CanonicalMessage[]): boolean {
+export function thinkingGivenBack(message: CanonicalMessage): SignedThinking[] {
+  if (message.role !== 'assistant' || (message.content === '' && message.toolCalls.length === 0)) return [];
+  return message.reasoning?.blocks ?? [];
+}
+
+/**
+ * Whether the conversation's last assistant turn holds tool calls and does not open with the thinking
+ * it was answered with, its messages merged as the translations merge them (one of no content and no
+ * calls is dropped; system messages take no turn).
+ */
+function toolLoopWithoutThinking(messages: CanonicalMessage[]): boolean {
   let inAssistantTurn = false;
   let calls = false;
+  let opensWithThinking = false;
   for (const message of messages) {
     if (message.role === 'system') continue;
     if (message.role === 'assistant') {
       if (message.content === '' && message.toolCalls.length === 0) continue;
-      if (!inAssistantTurn) calls = false;
+      if (!inAssistantTurn) {
+        calls = false;
+        opensWithThinking = thinkingGivenBack(message).length > 0;
+      }
       inAssistantTurn = true;
       if (message.toolCalls.length > 0) calls = true;
     } else if (message.role === 'tool' || message.content !== '' || (message.images?.length ?? 0) > 0) {
       inAssistantTurn = false;
     }
   }
-  return calls;
+  return calls && !opensWithThinking;
 }

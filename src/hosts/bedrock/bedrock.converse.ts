@@ -9,6 +9,7 @@ import {
   Usage,
 } from '../../canonical/canonical';
 import { DEFAULT_MAX_TOKENS, thinkingFor, toolInput } from '../anthropic/anthropic.host';
+import { thinkingGivenBack } from '../anthropic/anthropic.thinking';
 import type { SseMessage, StreamDecoder } from '../host-kind';
 
 /**
@@ -53,12 +54,18 @@ function imageBlock(image: CanonicalImage): Block {
 // Converse rejects blank text blocks, so empty content gives none.
 const textBlocks = (text: string): Block[] => (text === '' ? [] : [{ text }]);
 
-function blocksOf(message: Exclude<CanonicalMessage, { role: 'system' }>): Block[] {
+/** A message's blocks; an assistant's open with the thinking given back when Claude's `thinking` is on (anthropic.thinking.ts). */
+function blocksOf(message: Exclude<CanonicalMessage, { role: 'system' }>, thinking: boolean): Block[] {
   switch (message.role) {
     case 'user':
       return [...(message.images ?? []).map(imageBlock), ...textBlocks(message.content)];
     case 'assistant':
       return [
+        ...(thinking
+          ? thinkingGivenBack(message).map((block) => ({
+              reasoningContent: { reasoningText: { text: block.thinking, signature: block.signature } },
+            }))
+          : []),
         ...textBlocks(message.content),
         ...message.toolCalls.map((call) => ({
           toolUse: { toolUseId: call.id, name: call.name, input: toolInput(call.arguments) },
@@ -74,7 +81,10 @@ function blocksOf(message: Exclude<CanonicalMessage, { role: 'system' }>): Block
  * of one role in a row become one turn, and one with no blocks is left out. System messages are
  * Converse's top-level `system`, which is the only place it takes instructions.
  */
-function toTurns(messages: CanonicalMessage[]): { system: string[]; turns: { role: Role; content: Block[] }[] } {
+function toTurns(
+  messages: CanonicalMessage[],
+  thinking: boolean,
+): { system: string[]; turns: { role: Role; content: Block[] }[] } {
   const system: string[] = [];
   const turns: { role: Role; content: Block[] }[] = [];
   for (const message of messages) {
@@ -83,7 +93,7 @@ function toTurns(messages: CanonicalMessage[]): { system: string[]; turns: { rol
       continue;
     }
     const role: Role = message.role === 'assistant' ? 'assistant' : 'user';
-    const blocks = blocksOf(message);
+    const blocks = blocksOf(message, thinking);
     if (blocks.length === 0) continue;
     const last = turns.at(-1);
     if (last?.role === role) last.content.push(...blocks);
@@ -138,8 +148,9 @@ function toolConfigOf(request: CanonicalRequest, hostModel: string): Record<stri
 
 /** A Converse request body: the model is in the path. */
 export function converseBody(request: CanonicalRequest, hostModel: string): Record<string, unknown> {
-  const { system: inConversation, turns } = toTurns(request.messages);
   const maxTokens = request.maxTokens ?? DEFAULT_MAX_TOKENS;
+  const thinking = isAnthropicModel(hostModel) ? thinkingFor(request, maxTokens) : null;
+  const { system: inConversation, turns } = toTurns(request.messages, thinking !== null);
   const inferenceConfig: Record<string, unknown> = { maxTokens };
   if (request.temperature !== undefined) inferenceConfig.temperature = request.temperature;
   // As on Anthropic's API, Claude's 4.5 models refuse both: the temperature goes (other models take both).
@@ -154,7 +165,6 @@ export function converseBody(request: CanonicalRequest, hostModel: string): Reco
   // Fields Converse has no place for, in the model's own terms: Anthropic's thinking and top_k.
   if (isAnthropicModel(hostModel)) {
     const extra: Record<string, unknown> = {};
-    const thinking = thinkingFor(request, maxTokens);
     if (thinking) extra.thinking = thinking;
     if (request.topK !== undefined) extra.top_k = request.topK;
     if (Object.keys(extra).length > 0) body.additionalModelRequestFields = extra;

@@ -4,6 +4,7 @@ import { ApiError, ApiErrorCode } from '../../http/api-error';
 import type {
   CanonicalImage,
   CanonicalMessage,
+  CanonicalReasoning,
   CanonicalRequest,
   CanonicalToolChoice,
   FinishReason,
@@ -110,9 +111,11 @@ function serverToolsOf(body: Pick<MessagesRequest, 'tools' | 'tool_choice'>): { 
 
 /**
  * The thinking blocks of an assistant turn given back: their text, and the last signature (the one
- * closing the turn's reasoning, as this gateway sends a host's signature), for hosts that take it back.
+ * closing the turn's reasoning, as this gateway sends a host's signature), for hosts that take it
+ * back; and the blocks themselves when each is signed and none is redacted, for Claude hosts, which
+ * verify each block's signature (a redacted block's encrypted data has no canonical place).
  */
-function reasoningGivenBack(blocks: ContentBlock[]): { reasoning?: { text: string; signature?: string } } {
+function reasoningGivenBack(blocks: ContentBlock[]): { reasoning?: CanonicalReasoning } {
   const thinking = blocks.filter((b): b is ThinkingBlock => b.type === 'thinking');
   if (thinking.length === 0) return {};
   const signature = thinking
@@ -120,7 +123,15 @@ function reasoningGivenBack(blocks: ContentBlock[]): { reasoning?: { text: strin
     .filter((s): s is string => typeof s === 'string' && s !== '')
     .at(-1);
   const text = thinking.map((b) => (typeof b.thinking === 'string' ? b.thinking : '')).join('');
-  return { reasoning: signature === undefined ? { text } : { text, signature } };
+  const signed = thinking.every((b) => typeof b.thinking === 'string' && typeof b.signature === 'string' && b.signature !== '');
+  const whole = signed && !blocks.some((b) => b.type === 'redacted_thinking');
+  return {
+    reasoning: {
+      text,
+      ...(signature === undefined ? {} : { signature }),
+      ...(whole ? { blocks: thinking.map((b) => ({ thinking: b.thinking as string, signature: b.signature as string })) } : {}),
+    },
+  };
 }
 
 /** A message request (or a count_tokens body, which has no cap and no stream) and its betas, as a canonical request. */

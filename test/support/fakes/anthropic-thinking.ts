@@ -6,6 +6,9 @@
 const DOCS = 'https://docs.claude.com/en/docs/build-with-claude/extended-thinking';
 const CONSIDERATIONS = `Please consult our documentation at ${DOCS}#important-considerations-when-using-extended-thinking`;
 
+/** A thinking block's signature (opaque base64 on the real API): one per thinking text, so tests can expect it. */
+export const signatureOf = (thinking: string) => Buffer.from(`signed:${thinking}`).toString('base64');
+
 /** A request's fields the rules read, wherever its wire puts them. */
 interface ThinkingView {
   thinking: unknown;
@@ -16,10 +19,14 @@ interface ThinkingView {
   toolChoice: unknown;
   /** The last assistant message: its index and its blocks' types, in the Messages API's names. */
   lastAssistant: { index: number; blocks: string[] } | null;
+  /** Where the first thinking block given back whose signature is not its own sits (`messages.1.content.0`), or null. */
+  forged: string | null;
 }
 
 /** The API's message for a request it refuses beside thinking, or null (the rules apply with thinking on). */
 function refusal(view: ThinkingView): string | null {
+  // Every thinking block given back is checked against its signature, thinking on or not.
+  if (view.forged !== null) return `${view.forged}: Invalid \`signature\` in \`thinking\` block`;
   const type = (view.thinking as { type?: unknown } | undefined)?.type;
   if (type !== 'enabled' && type !== 'adaptive') return null;
   if (view.toolChoice === 'any' || view.toolChoice === 'tool')
@@ -60,6 +67,23 @@ function lastAssistantOf(messages: unknown, typeOf: (block: any) => string): Thi
   return null;
 }
 
+/**
+ * The first thinking block of `messages` (`signed` reads a block's text and signature, or null for
+ * another block) that was not signed as the fake signs: where it sits, or null.
+ */
+function forgedAt(messages: unknown, signed: (block: any) => { text: unknown; signature: unknown } | null): string | null {
+  if (!Array.isArray(messages)) return null;
+  for (const [index, message] of messages.entries()) {
+    if (message?.role !== 'assistant' || !Array.isArray(message.content)) continue;
+    for (const [at, block] of message.content.entries()) {
+      const thinking = signed(block);
+      if (thinking && (typeof thinking.text !== 'string' || thinking.signature !== signatureOf(thinking.text)))
+        return `messages.${index}.content.${at}`;
+    }
+  }
+  return null;
+}
+
 /** What the Messages API refuses in a body beside thinking, or null. */
 export function messagesThinkingProblem(body: any): string | null {
   return refusal({
@@ -69,6 +93,9 @@ export function messagesThinkingProblem(body: any): string | null {
     topK: body.top_k,
     toolChoice: body.tool_choice?.type,
     lastAssistant: lastAssistantOf(body.messages, (block) => String(block?.type)),
+    forged: forgedAt(body.messages, (block) =>
+      block?.type === 'thinking' ? { text: block.thinking, signature: block.signature } : null,
+    ),
   });
 }
 
@@ -109,5 +136,9 @@ export function converseThinkingProblem(body: any): string | null {
     topK: extra.top_k,
     toolChoice: choice?.any ? 'any' : choice?.tool ? 'tool' : undefined,
     lastAssistant: lastAssistantOf(body.messages, converseBlockType),
+    forged: forgedAt(body.messages, (block) => {
+      const reasoning = block?.reasoningContent?.reasoningText;
+      return reasoning ? { text: reasoning.text, signature: reasoning.signature } : null;
+    }),
   });
 }
