@@ -90,6 +90,16 @@ function inference(summary: string, body: string, reply: string, event: string |
 }
 
 const bearer = [{ bearer: [] }];
+
+/** The model routes answer Anthropic's SDKs, which send `anthropic-version`, in the Models API's shapes. */
+const ANTHROPIC_VERSION = {
+  name: 'anthropic-version',
+  in: 'header',
+  schema: { type: 'string' },
+  description: "sent (as Anthropic's SDKs send it): Anthropic's Models API shapes, and errors in the messages format",
+};
+const ANTHROPIC_SHAPES =
+  "OpenAI's and OpenRouter's shapes; with `anthropic-version`, Anthropic's Models API's (its chat models, newest first, in pages of `limit`), errors as MessagesError.";
 const messagesAuth = [{ apiKey: [] }, { bearer: [] }];
 const geminiAuth = [{ googApiKey: [] }, { googKey: [] }, { bearer: [] }];
 
@@ -217,14 +227,45 @@ export function openApiDocument(): Record<string, unknown> {
       '/api/v1/models': {
         get: {
           summary: 'The models some configured host can serve',
-          responses: { '200': { description: 'the list', content: json(ref('ModelList')) }, ...errors('ChatError', [401]) },
+          description: ANTHROPIC_SHAPES,
+          security: messagesAuth,
+          parameters: [
+            ANTHROPIC_VERSION,
+            {
+              name: 'limit',
+              in: 'query',
+              schema: { type: 'integer', minimum: 1, maximum: 1000, default: 20 },
+              description: 'with anthropic-version: models a page',
+            },
+            {
+              name: 'after_id',
+              in: 'query',
+              schema: { type: 'string' },
+              description: 'with anthropic-version: the page after this model',
+            },
+            {
+              name: 'before_id',
+              in: 'query',
+              schema: { type: 'string' },
+              description: 'with anthropic-version: the page before this model',
+            },
+          ],
+          responses: {
+            '200': { description: 'the list', content: json({ oneOf: [ref('ModelList'), ref('AnthropicModelList')] }) },
+            ...errors('ChatError', [400, 401]),
+          },
         },
       },
       '/api/v1/models/{model}': {
         get: {
           summary: 'One model, by slug or UUID',
-          parameters: [{ name: 'model', in: 'path', required: true, schema: { type: 'string' } }],
-          responses: { '200': { description: 'the model', content: json(ref('Model')) }, ...errors('ChatError', [401, 404]) },
+          description: ANTHROPIC_SHAPES,
+          security: messagesAuth,
+          parameters: [{ name: 'model', in: 'path', required: true, schema: { type: 'string' } }, ANTHROPIC_VERSION],
+          responses: {
+            '200': { description: 'the model', content: json({ oneOf: [ref('Model'), ref('AnthropicModel')] }) },
+            ...errors('ChatError', [401, 404]),
+          },
         },
       },
       '/api/v1/credits': {

@@ -219,6 +219,19 @@ const model = object(
   ['id', 'object', 'kind', 'name', 'uuid', 'context_length', 'pricing'],
 );
 
+/** A model as Anthropic's Models API describes one (`ModelInfo`), for its SDKs (`anthropic-version` sent). */
+const anthropicModel = object(
+  {
+    type: { const: 'model' },
+    id: string,
+    display_name: string,
+    created_at: { type: 'string', format: 'date-time' },
+    max_input_tokens: integer,
+    max_tokens: integer,
+  },
+  ['type', 'id', 'display_name', 'created_at'],
+);
+
 const resets = { enum: ['never', 'daily', 'weekly', 'monthly'] };
 const perMinute = nullable(integer);
 const time = { type: 'string', description: 'an ISO 8601 time, UTC' };
@@ -419,6 +432,13 @@ export const REPLY_SCHEMAS = {
   GeminiModelList: object({ models: { type: 'array', items: ref('GeminiModel') } }),
   Model: model,
   ModelList: object({ object: { const: 'list' }, data: { type: 'array', items: ref('Model') } }),
+  AnthropicModel: anthropicModel,
+  AnthropicModelList: object({
+    data: { type: 'array', items: ref('AnthropicModel') },
+    has_more: { type: 'boolean' },
+    first_id: nullable(string),
+    last_id: nullable(string),
+  }),
   Credits: object({
     data: object({ total_credits: number, total_usage: number, reserved: number, available: number }),
   }),

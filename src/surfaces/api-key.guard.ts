@@ -1,6 +1,6 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { ordinaryKey, requireKey } from '../http/credentials';
+import { type KeyHeaders, ordinaryKey, requireKey } from '../http/credentials';
 import { IdentityService } from '../identity/identity.service';
 import type { KeyRecord } from '../identity/key-lookup';
 
@@ -12,13 +12,22 @@ export type KeyedRequest = FastifyRequest & { apiKey: KeyRecord };
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
+  /** Where the key is read from. */
+  protected readonly headers: KeyHeaders = 'bearer';
+
   constructor(private readonly identity: IdentityService) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<KeyedRequest>();
-    request.apiKey = ordinaryKey(await this.identity.authenticate(requireKey(request)));
+    request.apiKey = ordinaryKey(await this.identity.authenticate(requireKey(request, this.headers)));
     return true;
   }
+}
+
+/** ApiKeyGuard, the key taken from `x-api-key` as well: the model list, which Anthropic's SDKs call so. */
+@Injectable()
+export class AnyKeyHeaderGuard extends ApiKeyGuard {
+  protected override readonly headers: KeyHeaders = 'x-api-key or bearer';
 }
 
 /** A missing key is a 401 before the body is looked at (whether it is valid is the inference command's to say). */

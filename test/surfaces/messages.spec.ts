@@ -615,3 +615,67 @@ describe.each(bedrockModels)('@anthropic-ai/sdk on a model on a bedrock host (%s
     },
   );
 });
+
+describe("the model list, as Anthropic's SDK reads it (GET /v1/models and /v1/models/{id})", () => {
+  const client = () => new Anthropic({ baseURL: `${g.baseUrl}/api`, apiKey: g.key, maxRetries: 0 });
+  /** The chat models the OpenAI-shaped list gives, newest first, as the Models API orders them. */
+  const chatModels = async () => {
+    const res = await fetch(`${g.baseUrl}/api/v1/models`, { headers: { authorization: `Bearer ${g.key}` } });
+    const list = (await res.json()) as { object: string; data: { id: string; kind: string; created: number }[] };
+    expect(list.object).toBe('list');
+    return list.data
+      .filter((m) => m.kind === 'chat')
+      .sort((a, b) => b.created - a.created || a.id.localeCompare(b.id))
+      .map((m) => m.id);
+  };
+
+  it('lists the chat models newest first, page by page, each as a ModelInfo, the key in x-api-key', async () => {
+    const expected = await chatModels();
+    expect(expected.length).toBeGreaterThan(2);
+    const seen: Anthropic.ModelInfo[] = [];
+    for await (const model of client().models.list({ limit: 2 })) seen.push(model);
+    expect(seen.map((m) => m.id)).toEqual(expected);
+    for (const model of seen) {
+      expect(model).toEqual({
+        type: 'model',
+        id: expect.any(String),
+        display_name: expect.any(String),
+        created_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
+        max_input_tokens: expect.any(Number),
+        max_tokens: expect.any(Number),
+      });
+    }
+    // A page before a cursor, and the page's ends named.
+    const before = await client().models.list({ before_id: expected[3], limit: 2 });
+    expect(before.data.map((m) => m.id)).toEqual(expected.slice(1, 3));
+    expect(before).toMatchObject({ has_more: true, first_id: expected[1], last_id: expected[2] });
+  });
+
+  it('gives one model by its slug, and a model it does not know as not_found_error', async () => {
+    const [newest] = await chatModels();
+    expect(await client().models.retrieve(newest)).toMatchObject({ type: 'model', id: newest });
+    const unknown = await client()
+      .models.retrieve('nobody/none')
+      .catch((error: unknown) => error);
+    expect(unknown).toBeInstanceOf(Anthropic.NotFoundError);
+    expect((unknown as InstanceType<typeof Anthropic.NotFoundError>).error).toMatchObject({
+      type: 'error',
+      error: { type: 'not_found_error', message: expect.stringContaining('nobody/none') },
+    });
+  });
+
+  it('answers a bad page or a missing key in the messages format', async () => {
+    const headers = { 'anthropic-version': '2023-06-01', 'x-api-key': g.key };
+    for (const query of ['limit=0', 'limit=1001', 'limit=two', 'after_id=nobody%2Fnone', 'after_id=a&before_id=b']) {
+      const res = await fetch(`${g.baseUrl}/api/v1/models?${query}`, { headers });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+    }
+    const keyless = await fetch(`${g.baseUrl}/api/v1/models`, { headers: { 'anthropic-version': '2023-06-01' } });
+    expect(keyless.status).toBe(401);
+    expect(await keyless.json()).toMatchObject({
+      type: 'error',
+      error: { type: 'authentication_error', message: expect.stringContaining('x-api-key') },
+    });
+  });
+});
