@@ -66,13 +66,23 @@ export class WrongExpectedRevisionError extends Error {
 export const revisionWentBack = (error: WrongExpectedRevisionError): boolean =>
   typeof error.expected === 'number' && (error.actual === 'no_stream' || error.actual < error.expected);
 
+/**
+ * What an append has reached when it resolves. `disk` (the default): the disk, surviving the
+ * machine's power loss. `log`: the log, read by every reader and surviving this process's crash,
+ * but on the embedded log not a power loss until a later append reaches the disk: the log is a
+ * prefix of its appends either way, so such an append is lost only with all that follows it. For
+ * a reservation that is enough: one lost with the machine would only have been released.
+ * EventStoreDB takes every append to the disk.
+ */
+export type Durability = 'disk' | 'log';
+
 export interface EventStore {
   /**
    * Appends `events` after the stream's revision `expected`, atomically, or not at all: a
    * WrongExpectedRevisionError if the stream is elsewhere, AppendOutcomeUnknownError if whether it
    * went in cannot be known. An adapter that retries an append itself records it at most once.
    */
-  append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
+  append(streamId: string, events: NewEvent[], expected: ExpectedRevision, durability?: Durability): Promise<AppendResult>;
   /** Every event of a stream in order; empty when the stream does not exist. */
   readStream(streamId: string): Promise<RecordedEvent[]>;
   /**

@@ -7,7 +7,17 @@
  */
 import Database from 'better-sqlite3';
 import { type ChainRule, chainGenesis, chainLinkOf } from './event-chain';
-import { APPEND_HEAD, CONFLICT, EVENT_FIELDS, FAILED, OK, type WriterBatch, type WriterResults } from './sqlite-writer.protocol';
+import {
+  APPEND_HEAD,
+  CONFLICT,
+  DISK,
+  DURABILITY_AT,
+  EVENT_FIELDS,
+  FAILED,
+  OK,
+  type WriterBatch,
+  type WriterResults,
+} from './sqlite-writer.protocol';
 
 /**
  * Commits the appends of `batch` from `from` to `to` in one write transaction and answers each;
@@ -16,10 +26,10 @@ import { APPEND_HEAD, CONFLICT, EVENT_FIELDS, FAILED, OK, type WriterBatch, type
 export type LogCommitter = (batch: WriterBatch, from: number, to: number) => WriterResults;
 
 /**
- * A connection that commits to the log's file: WAL, a full fsync per commit, and no busy timeout
- * (SQLite's own handler sleeps 1, 2, 5, 10… ms between tries, far longer than a commit here holds
- * the lock, 0.2 to 0.7 ms): the writer thread tries again sooner itself, the main thread hands a
- * busy append to the writer thread.
+ * A connection that commits to the log's file: WAL, an fsync per commit of an append that must
+ * reach the disk (see logCommitter), and no busy timeout (SQLite's own handler sleeps 1, 2, 5, 10…
+ * ms between tries, far longer than a commit here holds the lock, 0.2 to 0.7 ms): the writer
+ * thread tries again sooner itself, the main thread hands a busy append to the writer thread.
  */
 export function committingConnection(path: string): Database.Database {
   const db = new Database(path);
@@ -27,6 +37,13 @@ export function committingConnection(path: string): Database.Database {
   db.pragma('synchronous = FULL');
   db.pragma('busy_timeout = 0');
   return db;
+}
+
+/** Whether an append of `batch` from `from` to `to` must reach the disk. */
+function needsDisk(batch: WriterBatch, from: number, to: number): boolean {
+  for (let at = from; at < to; at += APPEND_HEAD + (batch[at + 3] as number) * EVENT_FIELDS)
+    if (batch[at + DURABILITY_AT] === DISK) return true;
+  return false;
 }
 
 /** A committer on `db`, opened by committingConnection. */
@@ -98,7 +115,18 @@ export function logCommitter(db: Database.Database, chainRule: ChainRule | undef
     return results;
   });
 
+  // A commit in WAL mode fsyncs the log under `synchronous = FULL`, not under NORMAL, where it is in
+  // the log (the OS's) for every reader and survives this process's crash; the next FULL commit's
+  // fsync takes it to the disk with itself. Set between transactions, when it changes; never as a
+  // prepared statement, since SQLite applies this pragma as it compiles it.
+  let fsyncs = true;
+
   return (batch, from, to) => {
+    const disk = needsDisk(batch, from, to);
+    if (disk !== fsyncs) {
+      db.pragma(disk ? 'synchronous = FULL' : 'synchronous = NORMAL');
+      fsyncs = disk;
+    }
     try {
       return transaction.immediate(batch, from, to);
     } catch (error) {

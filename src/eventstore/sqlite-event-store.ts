@@ -3,10 +3,27 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { canonicalJson, type ChainRule, chainGenesis, chainIdOf, chainLink } from './event-chain';
-import { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent, WrongExpectedRevisionError } from './event-store';
+import {
+  AppendResult,
+  type Durability,
+  EventStore,
+  ExpectedRevision,
+  NewEvent,
+  RecordedEvent,
+  WrongExpectedRevisionError,
+} from './event-store';
 import { committingConnection, failedResults, isBusy, type LogCommitter, logCommitter } from './sqlite-commit';
 import { startWriter, WriterThread } from './sqlite-writer';
-import { CONFLICT, type FromWriter, OK, RESULT_FIELDS, type WriterBatch, type WriterResults } from './sqlite-writer.protocol';
+import {
+  CONFLICT,
+  DISK,
+  type FromWriter,
+  LOG_ONLY,
+  OK,
+  RESULT_FIELDS,
+  type WriterBatch,
+  type WriterResults,
+} from './sqlite-writer.protocol';
 
 /** position, stream_id, revision, type, data, recorded_at, chain_link: read as arrays, which is faster in a replay. */
 type EventRow = [number, string, number, string, string, number, string | null];
@@ -317,7 +334,12 @@ export class SqliteEventStore implements EventStore {
     this.writer.on('exit', () => failAll(new Error('the event log writer stopped')));
   }
 
-  append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+  append(
+    streamId: string,
+    events: NewEvent[],
+    expected: ExpectedRevision,
+    durability: Durability = 'disk',
+  ): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new Error('event store is closed'));
     if (this.writerStopped) return Promise.reject(this.writerStopped);
     if (events.length === 0) return Promise.reject(new Error('append needs at least one event'));
@@ -336,7 +358,7 @@ export class SqliteEventStore implements EventStore {
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
       this.pending.set(id, { streamId, expected, events, resolve, reject });
-      this.outgoing.push(id, streamId, expected, events.length, ...encoded);
+      this.outgoing.push(id, streamId, expected, events.length, durability === 'disk' ? DISK : LOG_ONLY, ...encoded);
       this.outgoingAppends += 1;
       // A stream's first event (a reservation) waits the window for company, if one is set; one
       // that continues a stream (a settlement, which a reply's end awaits) goes at once.

@@ -20,15 +20,20 @@ export interface WriterOptions {
 
 /**
  * Appends, one after the other, each as: its id, its stream, the revision expected (a number,
- * 'no_stream' or 'any'), how many events, then for each event its type, its data already JSON, and
- * for an event of a chain (see event-chain.ts) the chain's id with its data in canonical JSON
- * (RFC 8785), which the writer links as it is, else null.
+ * 'no_stream' or 'any'), how many events, whether it must reach the disk (DISK or LOG_ONLY, see
+ * Durability), then for each event its type, its data already JSON, and for an event of a chain
+ * (see event-chain.ts) the chain's id with its data in canonical JSON (RFC 8785), which the writer
+ * links as it is, else null.
  */
 export type WriterBatch = Array<string | number | null>;
 
 /** Members of a WriterBatch before an append's events, and of each event. */
-export const APPEND_HEAD = 4;
+export const APPEND_HEAD = 5;
 export const EVENT_FIELDS = 3;
+/** Where an append's durability sits in its head, and its values. */
+export const DURABILITY_AT = 4;
+export const DISK = 1;
+export const LOG_ONLY = 0;
 
 /**
  * The results of a batch's appends, in its order, RESULT_FIELDS each: the append's id, then

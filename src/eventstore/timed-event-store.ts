@@ -1,5 +1,6 @@
 import {
   type AppendResult,
+  type Durability,
   type EventStore,
   type ExpectedRevision,
   type NewEvent,
@@ -49,11 +50,11 @@ export class TimedEventStore implements EventStore {
     this.guard = guard;
   }
 
-  async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+  async append(streamId: string, events: NewEvent[], expected: ExpectedRevision, durability?: Durability): Promise<AppendResult> {
     const started = performance.now();
     const judge = this.guard();
     try {
-      const result = await this.inner.append(streamId, events, expected);
+      const result = await this.inner.append(streamId, events, expected, durability);
       const refused = judge(result);
       if (refused) throw refused;
       return result;

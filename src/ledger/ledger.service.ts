@@ -232,7 +232,10 @@ export class LedgerService {
     if (!admission.admitted) return admission;
     let position: number;
     try {
-      ({ position } = await this.events.append(reservationStream(reservationId), [event], 'no_stream'));
+      // In the log before the host is called, without waiting for the disk: a reservation lost with
+      // the machine (and all after it: the log stays a prefix) would only have been released; the
+      // settlement's append, which waits for the disk, takes it there first.
+      ({ position } = await this.events.append(reservationStream(reservationId), [event], 'no_stream', 'log'));
     } catch (error) {
       // An append that may have landed keeps its hold: if the event is in the log, applying it
       // turns the hold into a recorded reservation (which expires unless settled); if not, the

@@ -56,6 +56,20 @@ for (const redis of [false, true]) {
       expect(report.reservations).toBe(20);
     });
 
+    it('appends a reservation to the log without waiting for the disk, and its settlement waiting for it', async () => {
+      const { runtime } = t;
+      const orgId = await fundedOrganization(runtime, 10_000_000_000);
+      const append = jest.spyOn(runtime.events, 'append');
+      const admission = await runtime.ledger.admit({ ...facts(1), orgId, amount: 2_000_000 });
+      if (!admission.admitted) throw new Error('expected admission');
+      await runtime.ledger.recordSettlement(admission.ticket, settlement);
+      expect(append.mock.calls.map(([, events, , durability]) => [events[0].type, durability ?? 'disk'])).toEqual([
+        ['CreditsReserved', 'log'],
+        ['ReservationSettled', 'disk'],
+      ]);
+      append.mockRestore();
+    });
+
     it('settles at the charge computed from usage and returns the rest of the hold', async () => {
       const { runtime } = t;
       const orgId = await fundedOrganization(runtime, 10_000_000_000);
