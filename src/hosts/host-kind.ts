@@ -74,6 +74,14 @@ export interface StreamDecoder {
   readonly done: boolean;
 }
 
+/** The limits of an upstream's wire a request can break (see HostKind.limits); absent: none. */
+export interface WireLimits {
+  /** The most stop sequences it takes. */
+  stopSequences?: number;
+  /** The function (tool) names it takes, and that rule in words, for a refusal. */
+  toolNames?: { pattern: RegExp; rule: string };
+}
+
 /**
  * A kind of host: pure translation between the canonical request/stream and one upstream wire
  * format. The transport (HTTP, keep-alive, aborts, timeouts) is shared and knows no format.
@@ -112,6 +120,13 @@ export interface HostKind<Name extends string = string> {
    * (see admission.ts). Absent: any cap from 1.
    */
   minOutputTokens?(settings: HostSettings): number;
+  /**
+   * What this kind's upstream refuses outright on `hostModel`, as its API reference says (more stop
+   * sequences than it takes, a function name outside its rule): admission sends a request only to the
+   * hosts whose limits it keeps, and refuses it (400) when none does. `baseUrl`: the host's, for a kind
+   * whose servers differ (OpenAI's own API, or a server compatible with its format). Absent: none known.
+   */
+  limits?(hostModel: string, settings: HostSettings, baseUrl: string): WireLimits;
   /** How this kind's streams are framed; server-sent events when absent. */
   framing?(): StreamFraming;
   /**

@@ -1,4 +1,4 @@
-import { HOSTED_TOOL_CLASSES, type CanonicalRequest } from '../canonical/canonical';
+import { HOSTED_TOOL_CLASSES, type CanonicalRequest, type WireFormat } from '../canonical/canonical';
 import { carriedToolsOf, decideHostedTools, runnableTools, withoutHostedTools } from '../canonical/hosted-tools';
 import { passesWhole, servingHostOf, type CatalogueModel, type ModelHost, type ModelKind } from '../catalogue/catalogue';
 import { HOST_KINDS } from '../hosts/hosts';
@@ -168,14 +168,26 @@ export function planAdmission(
   }
   const routed = routeModels(models, preferences, context);
   if (routed.kind === 'none') return noRoute(servable.model.slug, routed.reason);
-  const hosts = routed.routes.map((r) => r.served);
+  // A host whose API would refuse the request outright (too many stop sequences, a tool name it does
+  // not take) is not tried; with none left, the client is told what to change.
+  const broken = routed.routes.map((r) => brokenLimit(request, r.served));
+  const kept = routed.routes.filter((_, i) => broken[i] === null);
+  if (kept.length === 0) {
+    const reasons = [...new Set(broken)].join('; ');
+    return refusal(
+      servable.model.slug,
+      'invalid_request',
+      `no host of model "${servable.model.slug}" takes this request: ${reasons}`,
+    );
+  }
+  const hosts = kept.map((r) => r.served);
   const untranslatable = untranslatableTools(request, hosts);
   if (untranslatable) return refusal(servable.model.slug, 'invalid_request', untranslatable);
   // Hosted tools are decided once for every host that may serve, whichever model it serves.
   const tooled = withHostedTools(request, hosts, { maxUses, elsewhere });
   if ('refused' in tooled) return refusal(servable.model.slug, 'invalid_request', tooled.refused);
   const capped = new Map(models.map((model) => [model, cappedFor(model, tooled)]));
-  const routes = routed.routes.map((route) => ({ ...route, request: flooredFor(route.served, capped.get(route.model)!) }));
+  const routes = kept.map((route) => ({ ...route, request: flooredFor(route.served, capped.get(route.model)!) }));
   const first = capped.get(servable.model)!;
   const carried = tooled.carriedTools;
   // The input as any model gets it (text is the same); the largest output cap among the models allowed.
@@ -215,6 +227,27 @@ function untranslatableTools(request: CanonicalRequest, hosts: ModelHost[]): str
   if (translating.length === 0) return null;
   const tools = [...new Set(types)].map((t) => `"${t}"`).join(', ');
   return `tools of type ${tools} are run by the client as the ${format} format defines them, and have no translation for host ${translating.join(', ')}, which is sent this request translated: use a model whose hosts take ${format} requests whole (the anthropic kind, or Claude on vertex), or offer the tool as a function with an input_schema`;
+}
+
+/** The field each format names its stop sequences by; the Gemini surface's (which keeps no original body) otherwise. */
+const STOP_FIELD: Partial<Record<WireFormat, string>> = { 'chat-completions': 'stop', messages: 'stop_sequences' };
+
+/**
+ * Which of its kind's limits (HostKind.limits) `served` would refuse the request for, said for the
+ * client: the field or the tool, the host and its limit; null when it keeps them all.
+ */
+function brokenLimit(request: CanonicalRequest, served: ModelHost): string | null {
+  const { host } = served;
+  const limits = HOST_KINDS[host.kind].limits?.(served.model, host.settings, host.baseUrl) ?? {};
+  const most = limits.stopSequences;
+  if (most !== undefined && request.stop.length > most) {
+    const field = (request.original && STOP_FIELD[request.original.format]) ?? 'generationConfig.stopSequences';
+    return `${field} has ${request.stop.length} stop sequences, and host ${host.id} takes at most ${most}`;
+  }
+  const names = limits.toolNames;
+  const named = names && request.tools.find((t) => !names.pattern.test(t.name));
+  if (names && named) return `tool "${named.name}": host ${host.id} takes tool names of ${names.rule}`;
+  return null;
 }
 
 /**

@@ -729,3 +729,52 @@ describe('what Google refuses, not sent', () => {
     expect(res.status).toBe(200);
   });
 });
+
+describe('what generateContent refuses outright, refused before the call', () => {
+  const chat = SURFACES[0];
+  const messages = SURFACES[1];
+
+  it('a messages client’s six stop sequences (Google takes five): a 400 in its format naming the field and the limit', async () => {
+    const before = g.fake.requests.length;
+    const stops = ['1', '2', '3', '4', '5', '6'];
+    const body = { model: GEMINI.slug, max_tokens: 100, stop_sequences: stops, messages: [{ role: 'user', content: 'Count.' }] };
+    const { res, text } = await post(messages, GEMINI.slug, body, false);
+    expect(res.status).toBe(400);
+    expect(JSON.parse(text)).toMatchObject({
+      type: 'error',
+      error: {
+        type: 'invalid_request_error',
+        message: `no host of model "${GEMINI.slug}" takes this request: stop_sequences has 6 stop sequences, and host fake-gemini takes at most 5`,
+      },
+    });
+    expect(g.fake.requests.length).toBe(before);
+  });
+
+  it('a chat-completions client’s tool named as OpenAI allows and Google does not: a 400 naming the tool and the rule', async () => {
+    const before = g.fake.requests.length;
+    const tool = { type: 'function', function: { ...WEATHER, name: '9lives' } };
+    const body = { model: GEMINI.slug, tools: [tool], messages: [{ role: 'user', content: 'Weather?' }] };
+    const { res, text } = await post(chat, GEMINI.slug, body, false);
+    expect(res.status).toBe(400);
+    expect(JSON.parse(text).error.message).toBe(
+      `no host of model "${GEMINI.slug}" takes this request: tool "9lives": host fake-gemini takes tool names of a letter or an ` +
+        'underscore, then letters, digits, underscores, dots, colons and dashes, at most 128 characters',
+    );
+    expect(g.fake.requests.length).toBe(before);
+  });
+
+  it('five stop sequences and a dotted name go, as Google takes them', async () => {
+    g.fake.on(GEMINI.hostModel, { kind: 'reply', reply: { text: TEXT } });
+    const tool = { name: 'files.read', input_schema: { type: 'object' } };
+    const body = {
+      model: GEMINI.slug,
+      max_tokens: 100,
+      stop_sequences: ['1', '2', '3', '4', '5'],
+      tools: [tool],
+      messages: [{ role: 'user', content: 'Count.' }],
+    };
+    const { res } = await post(messages, GEMINI.slug, body, false);
+    expect(res.status).toBe(200);
+    expect(sent(GEMINI.hostModel).body.generationConfig.stopSequences).toHaveLength(5);
+  });
+});

@@ -1,5 +1,6 @@
 import type { CanonicalRequest } from '../../src/canonical/canonical';
 import type { ModelHost } from '../../src/catalogue/catalogue';
+import type { HostKindName } from '../../src/hosts/hosts';
 import { highestPrices, insufficientCredits, planAdmission } from '../../src/inference/admission';
 import { estimateInputTokens } from '../../src/inference/tokens';
 import { chargeFor, TokenPrices, uncachedUsage } from '../../src/ledger/money';
@@ -232,6 +233,60 @@ describe('admission', () => {
       const a = responsesHost('a', { webSearch: 10 });
       const b = responsesHost('b', { webSearch: 25, fileSearch: 3 });
       expect(highestPrices([a, b]).hostedToolUses).toEqual({ webSearch: 25, fileSearch: 3 });
+    });
+  });
+
+  describe("given a request breaking a limit of some hosts' APIs", () => {
+    const kindHost = (id: string, kind: HostKindName, baseUrl = `http://${id}/v1`): ModelHost => {
+      const h = modelHost(id, { kind });
+      return { ...h, host: { ...h.host, baseUrl } };
+    };
+    const gemini = kindHost('gem', 'gemini');
+    const openai = kindHost('oai', 'openai', 'https://api.openai.com/v1');
+    const compatible = kindHost('vllm', 'openai');
+    const converse = kindHost('br', 'bedrock');
+    const stops = (n: number): CanonicalRequest => ({ ...request(), stop: Array.from({ length: n }, (_, i) => `S${i}`) });
+    const tool = (name: string): CanonicalRequest => ({ ...request(), tools: [{ name, parameters: { type: 'object' } }] });
+
+    it('sends it only to the hosts that take it', () => {
+      const m = model([openai, gemini]);
+      const plan = planAdmission(m.slug, m, stops(5));
+      expect(plan.kind === 'reserve' && plan.routes.map((r) => r.served.host.id)).toEqual(['gem']);
+      expect(plan.kind === 'reserve' && plan.hosts.map((h) => h.host.id)).toEqual(['gem']);
+    });
+
+    it('refuses it with 400 naming the field, each host and its limit when no host takes it', () => {
+      const m = model([openai, gemini]);
+      const chat = { ...stops(6), original: { format: 'chat-completions' as const, body: {} } };
+      expect(planAdmission(m.slug, m, chat)).toEqual({
+        kind: 'refuse',
+        model: 'vendor/model',
+        error: expect.objectContaining({
+          code: 'invalid_request',
+          message:
+            'no host of model "vendor/model" takes this request: stop has 6 stop sequences, and host oai takes at most 4; ' +
+            'stop has 6 stop sequences, and host gem takes at most 5',
+        }),
+      });
+    });
+
+    it('refuses a tool name the hosts do not take, naming the tool and their rule', () => {
+      const m = model([converse]);
+      const plan = planAdmission(m.slug, m, tool('files.read'));
+      expect(plan.kind === 'refuse' && plan.error.message).toBe(
+        'no host of model "vendor/model" takes this request: tool "files.read": host br takes tool names of letters, ' +
+          'digits, underscores and dashes, at most 64 characters',
+      );
+      // Google's rule takes dots; a name of 65 characters is too long for OpenAI, not for Gemini.
+      expect(planAdmission(m.slug, model([gemini]), tool('files.read')).kind).toBe('reserve');
+      expect(planAdmission(m.slug, model([openai]), tool('x'.repeat(65))).kind).toBe('refuse');
+      expect(planAdmission(m.slug, model([gemini]), tool('x'.repeat(65))).kind).toBe('reserve');
+    });
+
+    it("holds a server compatible with OpenAI's format (vLLM, Groq…) to none of OpenAI's own limits", () => {
+      const m = model([compatible]);
+      expect(planAdmission(m.slug, m, stops(8)).kind).toBe('reserve');
+      expect(planAdmission(m.slug, m, tool('files.read')).kind).toBe('reserve');
     });
   });
 

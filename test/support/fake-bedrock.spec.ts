@@ -101,6 +101,26 @@ describe('the fake Bedrock Runtime', () => {
     expect(await ok.json()).toMatchObject({ type: 'message', role: 'assistant', content: [{ type: 'text' }] });
   });
 
+  it('refuses a Converse tool name outside [a-zA-Z0-9_-]+ or over 64, as its input validation does', async () => {
+    const named = (name: string) => ({
+      ...BODY,
+      toolConfig: { tools: [{ toolSpec: { name, inputSchema: { json: { type: 'object' } } } }] },
+    });
+    for (const [name, message] of [
+      [
+        'files.read',
+        /at 'toolConfig\.tools\.1\.member\.toolSpec\.name' failed to satisfy constraint: Member must satisfy regular expression pattern: \[a-zA-Z0-9_-\]\+/,
+      ],
+      ['x'.repeat(65), /Member must have length less than or equal to 64/],
+    ] as const) {
+      const refused = await post(CONVERSE, named(name));
+      expect(refused.status).toBe(400);
+      expect(refused.headers.get('x-amzn-errortype')).toMatch(/^ValidationException:/);
+      expect(((await refused.json()) as { message: string }).message).toMatch(message);
+    }
+    expect((await post(CONVERSE, named('read_file-2'))).status).toBe(200);
+  });
+
   it('refuses what Claude refuses beside thinking, through Converse and InvokeModel, as Bedrock passes on a model’s refusal', async () => {
     const converse = '/model/us.anthropic.claude-x-v1%3A0/converse';
     const thinking = { type: 'enabled', budget_tokens: 2048 };

@@ -674,3 +674,42 @@ describe('OpenAI Responses', () => {
     expect(await served.json()).toMatchObject({ object: 'response', status: 'completed', max_output_tokens: 16 });
   });
 });
+
+describe('what the APIs refuse of stop sequences and tool names', () => {
+  it('OpenAI’s chat completions: more than 4 stop sequences, a function name outside ^[a-zA-Z0-9_-]+$ or over 64, naming the parameter', async () => {
+    const base = { model: 'gpt-x', messages: [{ role: 'user', content: 'Hi' }] };
+    const fn = (name: string) => ({ ...base, tools: [{ type: 'function', function: { name, parameters: { type: 'object' } } }] });
+    const refusals: Array<[object, string, string]> = [
+      [{ ...base, stop: ['1', '2', '3', '4', '5'] }, 'stop', 'array_above_max_length'],
+      [fn('files.read'), 'tools[0].function.name', 'invalid_value'],
+      [fn('x'.repeat(65)), 'tools[0].function.name', 'string_above_max_length'],
+    ];
+    for (const [body, param, code] of refusals) {
+      const res = await post(OPENAI, body);
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: object }).error).toMatchObject({ type: 'invalid_request_error', param, code });
+    }
+    expect((await post(OPENAI, { ...fn('read_file'), stop: ['1', '2', '3', '4'] })).status).toBe(200);
+  });
+
+  it('the Messages API: a tool name outside ^[a-zA-Z0-9_-]{1,128}$, as its validation words it', async () => {
+    const body = (name: string) => ({
+      model: 'claude-x',
+      max_tokens: 10,
+      messages: [{ role: 'user', content: 'Hi' }],
+      tools: [{ name, input_schema: { type: 'object' } }],
+    });
+    for (const name of ['files.read', 'x'.repeat(129)]) {
+      const res = await post(ANTHROPIC, body(name));
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message: "tools.0.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'",
+        },
+      });
+    }
+    expect((await post(ANTHROPIC, body('x'.repeat(128)))).status).toBe(200);
+  });
+});

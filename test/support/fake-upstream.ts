@@ -308,9 +308,51 @@ function openaiError(status: number, message?: string) {
   return { error: { message: message ?? `Fake upstream error (HTTP ${status}).`, type, param: null, code } };
 }
 
+/**
+ * What OpenAI's chat completions refuse (on Azure too): more than 4 stop sequences, a function name
+ * outside `^[a-zA-Z0-9_-]+$` or over 64; the error body the API answers, naming the parameter.
+ */
+function chatCompletionsLimitsRefusal(body: any): object | null {
+  const invalid = (message: string, param: string, code: string) => ({
+    error: { message, type: 'invalid_request_error', param, code },
+  });
+  if (Array.isArray(body.stop) && body.stop.length > 4)
+    return invalid(
+      `Invalid 'stop': array too long. Expected an array with maximum length 4, but got an array with length ${body.stop.length} instead.`,
+      'stop',
+      'array_above_max_length',
+    );
+  const tools: any[] = Array.isArray(body.tools) ? body.tools : [];
+  for (const [i, tool] of tools.entries()) {
+    const name = tool?.function?.name;
+    if (typeof name !== 'string') continue;
+    const param = `tools[${i}].function.name`;
+    if (name.length > 64)
+      return invalid(
+        `Invalid '${param}': string too long. Expected a string with maximum length 64, but got a string with length ${name.length} instead.`,
+        param,
+        'string_above_max_length',
+      );
+    if (!/^[a-zA-Z0-9_-]+$/.test(name))
+      return invalid(
+        `Invalid '${param}': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`,
+        param,
+        'invalid_value',
+      );
+  }
+  return null;
+}
+
 // ---- Anthropic Messages ----
 
 export { signatureOf };
+
+/** The Messages API's refusal of a tool name outside the pattern it validates, as it words it; null: none. */
+function messagesToolNameProblem(body: any): string | null {
+  const tools: any[] = Array.isArray(body.tools) ? body.tools : [];
+  const i = tools.findIndex((t) => typeof t?.name === 'string' && !/^[a-zA-Z0-9_-]{1,128}$/.test(t.name));
+  return i < 0 ? null : `tools.${i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`;
+}
 
 /** The server tools' requests, as the API counts them in `usage.server_tool_use` (when the request offered one). */
 const serverToolUse = (searches: FakeSearch[] | null) =>
@@ -920,6 +962,11 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         ? (messagesThinkingProblem(body) ?? samplingProblem(vertex?.model ?? body.model, body.temperature, body.top_p))
         : null;
     if (thinkingProblem) return send(res, 400, fmt.error(400, thinkingProblem), ids);
+    // Stop sequences and tool names the API refuses, as it says so.
+    const toolNameProblem = api === 'anthropic' ? messagesToolNameProblem(body) : null;
+    const limitRefused =
+      api === 'openai' ? chatCompletionsLimitsRefusal(body) : toolNameProblem ? fmt.error(400, toolNameProblem) : null;
+    if (limitRefused) return send(res, 400, limitRefused, ids);
     // What the Gemini API refuses (a Gemini 3 call without its signature, a budget the model does not take…), on Vertex AI too.
     const googleProblem = api === 'gemini' ? geminiProblem((gemini ?? vertex)!.model, body, vertex !== null) : null;
     if (googleProblem) return send(res, 400, fmt.error(400, googleProblem), ids);

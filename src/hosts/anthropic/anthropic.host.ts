@@ -14,7 +14,7 @@ import {
   type Citation,
 } from '../../canonical/canonical';
 import { hostedToolClassOf, type HostedToolsRun } from '../../canonical/hosted-tools';
-import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
+import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest, WireLimits } from '../host-kind';
 import { thinkingConflict, thinkingGivenBack, type ThinkingLeftOut } from './anthropic.thinking';
 
 /** The Messages API requires max_tokens; used only when the pipeline left it open. */
@@ -592,8 +592,18 @@ const countTokensRequest = (body: Record<string, unknown>, hostModel: string, ap
   body: { ...body, model: hostModel },
 });
 
+/**
+ * What the Messages API refuses of a tool's name: outside `^[a-zA-Z0-9_-]{1,128}$`, the pattern its
+ * validation names (its tool-use guide says at most 64; the longer bound is the one enforced). It
+ * documents no limit on stop sequences.
+ */
+export const MESSAGES_LIMITS: WireLimits = {
+  toolNames: { pattern: /^[a-zA-Z0-9_-]{1,128}$/, rule: 'letters, digits, underscores and dashes, at most 128 characters' },
+};
+
 export const anthropicHost: HostKind<'anthropic'> = {
   name: 'anthropic',
+  limits: () => MESSAGES_LIMITS,
   hostedTools: HOSTED_TOOLS,
   wholeFormat: () => 'messages',
   buildRequest,

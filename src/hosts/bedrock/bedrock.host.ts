@@ -1,6 +1,6 @@
 import type { CanonicalEvent, CanonicalRequest } from '../../canonical/canonical';
 import { anthropicHost, thinkingLeftOut } from '../anthropic/anthropic.host';
-import type { HostKind, HostSettings, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
+import type { HostKind, HostSettings, SseMessage, StreamDecoder, UpstreamRequest, WireLimits } from '../host-kind';
 import {
   bedrockMessage,
   converseBody,
@@ -91,6 +91,15 @@ function errorMessage(status: number, body: string): string {
   return body.trim().slice(0, 300) || `upstream answered ${status}`;
 }
 
+/**
+ * What Converse refuses (the Bedrock Runtime API reference): more than 2,500 stop sequences
+ * (InferenceConfiguration), a tool name (ToolSpecification) outside `[a-zA-Z0-9_-]+` or over 64.
+ */
+export const CONVERSE_LIMITS: WireLimits = {
+  stopSequences: 2500,
+  toolNames: { pattern: /^[a-zA-Z0-9_-]{1,64}$/, rule: 'letters, digits, underscores and dashes, at most 64 characters' },
+};
+
 export const bedrockHost: HostKind<'bedrock'> = {
   name: 'bedrock',
   settings: [{ name: 'region' }, { name: 'api', default: 'converse', values: BEDROCK_APIS }],
@@ -100,6 +109,8 @@ export const bedrockHost: HostKind<'bedrock'> = {
   buildRequest,
   // InvokeModel takes a messages client's body whole (invokeBody); Converse is a translation.
   wholeFormat: (_hostModel, settings) => (settings?.api === 'invoke' ? 'messages' : null),
+  // InvokeModel's body is the model's own format, whose limits AWS does not state.
+  limits: (_hostModel, settings) => (settings.api === 'invoke' ? {} : CONVERSE_LIMITS),
   omittedReasoning,
   decoder: (passThrough = false) => new BedrockStreamDecoder(passThrough),
   decodeReply,

@@ -12,7 +12,7 @@ import type {
 } from '../../canonical/canonical';
 import { HostError, isOutput, upstreamIdOf } from '../../canonical/canonical';
 import type { HostedToolsRun } from '../../canonical/hosted-tools';
-import type { HostKind, HostSettings, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
+import type { HostKind, HostSettings, SseMessage, StreamDecoder, UpstreamRequest, WireLimits } from '../host-kind';
 
 /**
  * Gemini API hosts (`generativelanguage.googleapis.com/v1beta`): `models/{model}:generateContent`
@@ -612,8 +612,22 @@ function errorMessage(status: number, body: string): string {
   return body.trim().slice(0, 300) || `upstream answered ${status}`;
 }
 
+/**
+ * What generateContent refuses, on the Gemini API and Vertex AI alike (their references, and the
+ * google-genai SDK's FunctionDeclaration): more than 5 `stopSequences`; a function name not starting
+ * with a letter or an underscore, or holding other than letters, digits, `_ . : -`, or over 128.
+ */
+export const GENERATE_CONTENT_LIMITS: WireLimits = {
+  stopSequences: 5,
+  toolNames: {
+    pattern: /^[a-zA-Z_][a-zA-Z0-9_.:-]{0,127}$/,
+    rule: 'a letter or an underscore, then letters, digits, underscores, dots, colons and dashes, at most 128 characters',
+  },
+};
+
 export const geminiHost: HostKind<'gemini'> = {
   name: 'gemini',
+  limits: () => GENERATE_CONTENT_LIMITS,
   buildRequest: (request, hostModel, apiKey) => geminiRequest(request, hostModel, apiKey),
   // No thinking asked of a model that cannot stop thinking: it thinks the least it can.
   omittedReasoning: (request, hostModel) => (thinkingRequired(request.reasoning, hostModel) ? 'thinking_required' : null),

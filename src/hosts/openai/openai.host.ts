@@ -1,7 +1,7 @@
 import type { CanonicalEvent, CanonicalMessage, CanonicalRequest, FinishReason, Usage } from '../../canonical/canonical';
 import { effortOf, HostError, isOutput, upstreamIdOf } from '../../canonical/canonical';
 import { openAiErrorMessage } from '../host-kind';
-import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
+import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest, WireLimits } from '../host-kind';
 import { openAiEmbeddingsRequest } from './openai.embeddings';
 
 /** Chat-completions hosts: OpenAI and every compatible server (Groq, Together, vLLM, Ollama, …). */
@@ -244,9 +244,32 @@ function passThroughBody(request: CanonicalRequest, original: Record<string, unk
 const REASONING_MODEL = /^(o\d|gpt-5)/;
 const capFieldOf = (hostModel: string) => (REASONING_MODEL.test(hostModel) ? 'max_completion_tokens' : 'max_tokens');
 
+/**
+ * What OpenAI's chat completions refuse (its OpenAPI reference: `stop` up to 4, a function's name of
+ * a-z, A-Z, 0-9, underscores and dashes, at most 64); Azure OpenAI's too.
+ */
+export const CHAT_COMPLETIONS_LIMITS: WireLimits = {
+  stopSequences: 4,
+  toolNames: { pattern: /^[a-zA-Z0-9_-]{1,64}$/, rule: 'letters, digits, underscores and dashes, at most 64 characters' },
+};
+
+/** Base URLs seen, and whether each is OpenAI's: asked on every request, a URL parsed once. */
+const openAiBaseUrls = new Map<string, boolean>();
+
+/** OpenAI's own API: the servers compatible with its format (vLLM, Groq, Ollama…) have limits of their own. */
+function isOpenAi(baseUrl: string): boolean {
+  let known = openAiBaseUrls.get(baseUrl);
+  if (known === undefined) {
+    known = URL.canParse(baseUrl) && new URL(baseUrl).hostname === 'api.openai.com';
+    openAiBaseUrls.set(baseUrl, known);
+  }
+  return known;
+}
+
 export const openAiHost: HostKind<'openai'> = {
   name: 'openai',
   wholeFormat: () => 'chat-completions',
+  limits: (_hostModel, _settings, baseUrl) => (isOpenAi(baseUrl) ? CHAT_COMPLETIONS_LIMITS : {}),
 
   buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
     const headers: Record<string, string> = {

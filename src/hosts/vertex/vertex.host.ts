@@ -143,6 +143,7 @@ export const vertexHost: HostKind<'vertex'> = {
   buildRequest,
   omittedReasoning: (request, hostModel, settings) =>
     wireOf(hostModel, settings).omittedReasoning?.(request, hostModel, settings) ?? null,
+  limits: (hostModel, settings, baseUrl) => wireOf(hostModel, settings).limits?.(hostModel, settings, baseUrl) ?? {},
   countTokensRequest,
   decoder: (passThrough = false, settings, hostModel = '') =>
     wireOf(hostModel, settings).decoder(passThrough, settings, hostModel),

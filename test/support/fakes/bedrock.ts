@@ -345,6 +345,27 @@ const corruptMessage = () => {
   return message;
 };
 
+/**
+ * What Converse's input validation refuses of stop sequences and tool names (the API reference's
+ * InferenceConfiguration and ToolSpecification constraints), in the words AWS's validation uses.
+ */
+function converseValidation(body: any): string | null {
+  const stops = body.inferenceConfig?.stopSequences;
+  if (Array.isArray(stops) && stops.length > 2500)
+    return "1 validation error detected: Value at 'inferenceConfig.stopSequences' failed to satisfy constraint: Member must have length less than or equal to 2500";
+  const tools: any[] = Array.isArray(body.toolConfig?.tools) ? body.toolConfig.tools : [];
+  for (const [i, tool] of tools.entries()) {
+    const name = tool?.toolSpec?.name;
+    if (typeof name !== 'string') continue;
+    const at = `'toolConfig.tools.${i + 1}.member.toolSpec.name'`;
+    if (name.length > 64)
+      return `1 validation error detected: Value '${name}' at ${at} failed to satisfy constraint: Member must have length less than or equal to 64`;
+    if (!/^[a-zA-Z0-9_-]+$/.test(name))
+      return `1 validation error detected: Value '${name}' at ${at} failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_-]+`;
+  }
+  return null;
+}
+
 /** One Bedrock call: authorized, then answered as the behaviour configured for its model says. */
 export async function serveBedrock(route: BedrockRoute, call: BedrockCall, configured: FakeBehaviour | undefined): Promise<void> {
   const { res, received } = call;
@@ -371,6 +392,8 @@ export async function serveBedrock(route: BedrockRoute, call: BedrockCall, confi
         400,
         `This model doesn't support the toolConfig.toolChoice.${kind} field. Remove toolConfig.toolChoice.${kind} and try again.`,
       );
+    const problem = converseValidation(body);
+    if (problem) return sendError(res, 400, problem, 'ValidationException');
   }
   // What Claude refuses beside thinking, passed on as Bedrock passes on a model's refusal.
   const thinkingProblem =

@@ -186,6 +186,29 @@ describe('the fake Gemini API', () => {
     expect((await thinking('gemini-2.5-pro', { thinkingLevel: 'low' })).status).toBe(400);
   });
 
+  it('refuses more than 5 stop sequences and a function name outside Google’s rule, with its error body', async () => {
+    const body = (extra: object) => ({ body: JSON.stringify({ ...BODY, ...extra }) });
+    const declared = (name: string) => body({ tools: [{ functionDeclarations: [{ name }] }] });
+    const refusals: Array<[RequestInit, RegExp]> = [
+      [body({ generationConfig: { stopSequences: ['1', '2', '3', '4', '5', '6'] } }), /stop_sequences: .*must not exceed 5/],
+      [declared('9lives'), /function_declarations\[0\]\.name: Invalid function name/],
+      [declared('a b'), /Invalid function name/],
+      [declared('x'.repeat(129)), /Invalid function name/],
+    ];
+    for (const [init, message] of refusals) {
+      const res = await generate('gemini-x', false, init);
+      expect(res.status).toBe(400);
+      const { error } = (await res.json()) as { error: { code: number; message: string; status: string } };
+      expect(error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT' });
+      expect(error.message).toMatch(message);
+    }
+    const taken = body({
+      generationConfig: { stopSequences: ['1', '2', '3', '4', '5'] },
+      tools: [{ functionDeclarations: [{ name: '_mcp:files.read-2' }] }],
+    });
+    expect((await generate('gemini-x', false, taken)).status).toBe(200);
+  });
+
   it('answers errors with the API’s error body, and a stream asked without alt=sse with a 400', async () => {
     fake.on('busy', { kind: 'status', status: 429 });
     const res = await generate('busy', true);

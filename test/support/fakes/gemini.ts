@@ -305,13 +305,39 @@ function currentTurnStart(contents: any[]): number {
 }
 
 /**
+ * What generateContent refuses of stop sequences (up to 5) and function names (a letter or an
+ * underscore, then letters, digits, `_ . : -`, at most 128), on the Gemini API and Vertex AI alike.
+ */
+function generateContentLimitsProblem(body: any): string | null {
+  const stops = body?.generationConfig?.stopSequences;
+  if (Array.isArray(stops) && stops.length > 5)
+    return `* GenerateContentRequest.generation_config.stop_sequences: the number of stop sequences must not exceed 5, got ${stops.length}.`;
+  const tools: any[] = Array.isArray(body?.tools) ? body.tools : [];
+  for (const [t, tool] of tools.entries()) {
+    const declarations: any[] = Array.isArray(tool?.functionDeclarations) ? tool.functionDeclarations : [];
+    for (const [d, declaration] of declarations.entries()) {
+      const name = declaration?.name;
+      if (typeof name === 'string' && !/^[a-zA-Z_][a-zA-Z0-9_.:-]{0,127}$/.test(name))
+        return (
+          `* GenerateContentRequest.tools[${t}].function_declarations[${d}].name: Invalid function name. Must start with ` +
+          'a letter or an underscore. Must be alphameric (a-z, A-Z, 0-9), underscores (_), dots (.), colons (:), or ' +
+          'dashes (-), with a maximum length of 128.'
+        );
+    }
+  }
+  return null;
+}
+
+/**
  * What the Gemini API (and Vertex AI's Google publisher, `vertex`) refuses, whatever the test
  * configured, with Google's own messages: a Gemini 3 model turn of the current turn whose first
  * call has no `thoughtSignature`; a thinking budget the model does not take (0 for a model that
  * only thinks, or out of its range); `thinkingLevel` on Gemini 2.5; on Vertex AI,
- * `toolConfig.includeServerSideToolInvocations`, a field it does not have. Null: none of these.
+ * `toolConfig.includeServerSideToolInvocations`, a field it does not have; the limits above. Null: none of these.
  */
 export function geminiProblem(model: string, body: any, vertex: boolean): string | null {
+  const limit = generateContentLimitsProblem(body);
+  if (limit) return limit;
   if (vertex && body?.toolConfig?.includeServerSideToolInvocations !== undefined)
     return 'Invalid JSON payload received. Unknown name "includeServerSideToolInvocations" at \'tool_config\': Cannot find field.';
   const thinking = body?.generationConfig?.thinkingConfig;
