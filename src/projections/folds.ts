@@ -274,10 +274,17 @@ export const refundsFold: Fold = {
   },
 };
 
-/** Spend per UTC day (not bounded by the request log's retention). */
+/**
+ * Spend per UTC day (not bounded by the request log's retention), net of refunds as the ledger's `spent`
+ * is, so the days sum to it: a charge on the day it settled, a refund off the day it was issued (the day
+ * the FOCUS export's Credit row falls on). An adjustment is not spend (`granted` holds it).
+ */
 export const dailySpendFold: Fold = {
   ReservationSettled: ({ data }, w) => {
     if (data.amount > 0) w.add('daily', calendarOf(data.settledAt).name, data.amount);
+  },
+  CreditNoteIssued: ({ data }, w) => {
+    if (data.kind === 'refund') w.add('daily', calendarOf(data.issuedAt).name, -data.amount);
   },
 };
 
