@@ -25,15 +25,14 @@ describeWithBrowser('the dashboard icon', () => {
     });
     await page.goto(`${g.baseUrl}/dashboard/`, { waitUntil: 'networkidle' });
     expect(missing).toEqual([]);
-    const icon = await page.locator('link[rel="icon"]').getAttribute('href');
+    const links = page.locator('link[rel="icon"]');
+    expect(await links.count()).toBe(1);
+    const icon = await links.getAttribute('href');
     expect(icon).toMatch(/^data:image\/svg\+xml,/);
-    // The data URL is an SVG the browser draws (it is an image the page's CSP allows: img-src data:).
-    const drawn = await page.evaluate(async (href) => {
-      const image = new Image();
-      image.src = href;
-      await image.decode();
-      return image.naturalWidth > 0;
-    }, icon!);
+    // The data URL is an SVG the browser draws (an image the page's CSP allows: img-src data:).
+    const drawn = await page.evaluate(
+      `(async () => { const image = document.createElement('img'); image.src = ${JSON.stringify(icon)}; await image.decode(); return image.naturalWidth > 0; })()`,
+    );
     expect(drawn).toBe(true);
   });
 });
