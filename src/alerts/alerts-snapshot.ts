@@ -14,9 +14,10 @@ import { type AlertsState, alertsStateOf, type SavedAlertsState, savedAlertsStat
 
 /**
  * Bump it whenever evolveAlerts or its state changes what a saved state means (a field, an event it
- * follows): a copy of another version is ignored and the log folded from its start.
+ * follows): a copy of another version is ignored and the log folded from its start. 2: a refund comes off a
+ * key's spend only under a limit that never resets (version 1 took it off every period's).
  */
-const VERSION = 1;
+const VERSION = 2;
 
 /** How far the follower has applied the log: the position and the event there. */
 export interface AlertsCheckpoint {

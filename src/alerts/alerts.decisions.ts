@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '../eventstore/event-store';
 import type { KeyLimit, LimitReset } from '../identity/identity.events';
 import type { ApiKeyEvent } from '../keys/api-key/api-key.events';
-import { periodOf } from '../ledger/key-limit';
+import { type KeySpendChange, keySpendChangeOf, LIMIT_RESETS, periodOf, periodsOf } from '../ledger/key-limit';
 import type { LedgerEvent } from '../ledger/ledger.events';
 import { formatCredits } from '../ledger/money';
 import type { AlertDeliveryEvent, AlertsSettingsEvent } from './alerts.events';
@@ -16,7 +16,9 @@ import type { AlertDeliveryEvent, AlertsSettingsEvent } from './alerts.events';
  * - `balance.below`: a balance change (a settled charge, a debit) taking it from at or above the
  *   threshold to below; it re-arms once the balance is back at or above (a grant, a credit note).
  * - `key.limit`: a settled charge taking a key's spend in its limit's period to 80 % or to 100 % of
- *   the limit (the highest level reached, once per level and period; a refund below re-arms it).
+ *   the limit (the highest level reached, once per level and period; a refund below re-arms it). The
+ *   spend moves as the ledger's read models move it (`keySpendChangeOf`): a refund only under a limit
+ *   that never resets.
  * - `spend.daily`: a UTC day's settled charges rising above the amount, once that day.
  * Settings start from the moment they are set: a threshold already crossed then fires only after it re-arms.
  * Spend and balances count settled charges only (holds come and go with every request).
@@ -108,8 +110,6 @@ export const alertsStateOf = (saved: SavedAlertsState): AlertsState => ({
   pending: new Map(saved.pending),
 });
 
-const RESETS: LimitReset[] = ['never', 'daily', 'weekly', 'monthly'];
-
 const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 
 /** The periods of each kind of reset `ms` falls in (remembered for the last UTC day asked: settlements come in time order, mostly). */
@@ -117,8 +117,7 @@ let remembered = { from: 0, to: 0, periods: {} as Record<LimitReset, string> };
 function periodsAt(ms: number): Record<LimitReset, string> {
   if (ms < remembered.from || ms >= remembered.to) {
     const from = ms - (((ms % 86_400_000) + 86_400_000) % 86_400_000);
-    const periods = Object.fromEntries(RESETS.map((reset) => [reset, periodOf(reset, ms)])) as Record<LimitReset, string>;
-    remembered = { from, to: from + 86_400_000, periods };
+    remembered = { from, to: from + 86_400_000, periods: periodsOf(ms) };
   }
   return remembered.periods;
 }
@@ -135,7 +134,7 @@ function org(state: AlertsState, orgId: string): OrgState {
 function key(state: AlertsState, keyId: string, orgId: string): KeyState {
   let k = state.keys.get(keyId);
   if (!k) {
-    const spent = Object.fromEntries(RESETS.map((r) => [r, { period: '', amount: 0 }])) as KeyState['spent'];
+    const spent = Object.fromEntries(LIMIT_RESETS.map((r) => [r, { period: '', amount: 0 }])) as KeyState['spent'];
     k = { orgId, limit: null, spent, reached: { period: '', level: 0 } };
     state.keys.set(keyId, k);
   }
@@ -194,6 +193,25 @@ function keySpendChanged(
   }
 }
 
+/** A key's spend moved as the ledger's read models move it (the same rule: `keySpendChangeOf`), then its level. */
+function keySpendMoved(
+  state: AlertsState,
+  change: KeySpendChange,
+  orgId: string,
+  fire: (a: Omit<Alert, 'id'>, kind: string) => void,
+): void {
+  const k = key(state, change.keyId, orgId);
+  const periods = periodsAt(change.at);
+  for (const reset of change.resets) {
+    const period = periods[reset];
+    const counted = k.spent[reset];
+    // A change landing after a later one began a new period counts in its own, no longer followed.
+    if (period > counted.period) k.spent[reset] = { period, amount: change.amount };
+    else if (period === counted.period) counted.amount += change.amount;
+  }
+  keySpendChanged(state, change.keyId, k, change.at, fire);
+}
+
 /**
  * Applies one recorded event (in log order) to `state`, and returns the alerts it fires. Delivery events
  * move an alert's delivery on, or end it (delivered, abandoned).
@@ -217,11 +235,8 @@ export function evolveAlerts(state: AlertsState, recorded: RecordedEvent): Alert
       const d = event.data;
       const o = org(state, d.orgId);
       o.balance += d.amount;
-      if (d.kind === 'refund' && d.keyId !== null) {
-        const k = key(state, d.keyId, d.orgId);
-        for (const reset of RESETS) k.spent[reset].amount = Math.max(0, k.spent[reset].amount - d.amount);
-        keySpendChanged(state, d.keyId, k, d.issuedAt, fire);
-      }
+      const change = keySpendChangeOf(event);
+      if (change !== null) keySpendMoved(state, change, d.orgId, fire);
       balanceChanged(o, d.orgId, fire, d.issuedAt);
       break;
     }
@@ -230,17 +245,9 @@ export function evolveAlerts(state: AlertsState, recorded: RecordedEvent): Alert
       const o = org(state, d.orgId);
       o.balance -= d.amount;
       balanceChanged(o, d.orgId, fire, d.settledAt);
-      const k = key(state, d.keyId, d.orgId);
-      const periods = periodsAt(d.settledAt);
-      for (const reset of RESETS) {
-        const period = periods[reset];
-        const counted = k.spent[reset];
-        // A settlement landing after a later one began a new period counts in its own, no longer followed.
-        if (period > counted.period) k.spent[reset] = { period, amount: d.amount };
-        else if (period === counted.period) counted.amount += d.amount;
-      }
-      keySpendChanged(state, d.keyId, k, d.settledAt, fire);
-      const day = periods.daily.slice(2);
+      const change = keySpendChangeOf(event);
+      if (change !== null) keySpendMoved(state, change, d.orgId, fire);
+      const day = periodsAt(d.settledAt).daily.slice(2);
       if (day > o.day) Object.assign(o, { day, daySpend: 0, dayAlerted: false });
       if (day === o.day) {
         o.daySpend += d.amount;

@@ -3,7 +3,7 @@ import { LedgerRuleError } from '../ledger/ledger.decider';
 import type { CreditNoteIssued } from '../ledger/ledger.events';
 import type { CreditNoteRequest, IssuedCreditNote, LedgerService } from '../ledger/ledger.service';
 import { creditsNumber, formatCredits, parseCredits } from '../ledger/money';
-import type { ReadModels } from '../projections/read-models';
+import type { ReadModels, RequestLogEntry } from '../projections/read-models';
 import { requestIdsOf } from '../surfaces/reply-id';
 
 /**
@@ -12,15 +12,49 @@ import { requestIdsOf } from '../surfaces/reply-id';
  * they show it. The rules are the credit account decider's.
  */
 
+/** How many of a generation's candidates an ambiguity names (the rest are counted). */
+const CANDIDATES_NAMED = 20;
+
 /**
  * The reservation a generation id names: the request log's entry for it (an x-request-id, or the id
  * its reply carried, as GET /generation finds it), else the id itself, taken as the reservation's
- * (the request log keeps the latest requests only; the reservation id is for good).
+ * (the request log keeps the latest requests only; the reservation id is for good). Reply ids are not
+ * unique (a host's may repeat, a client may reuse its own x-request-id), and the log's index finds only
+ * the newest of an id: every logged generation it names is looked for, and more than one is a 409
+ * naming them, never a guess.
  */
 export async function reservationOf(readModels: ReadModels, orgId: string, id: string): Promise<string> {
   let entry = await readModels.request(orgId, id);
-  for (const requestId of requestIdsOf(id)) entry ??= await readModels.request(orgId, requestId);
-  return entry?.reservationId ?? id;
+  let found = id;
+  for (const requestId of requestIdsOf(id)) {
+    if (entry !== null) break;
+    entry = await readModels.request(orgId, requestId);
+    found = requestId;
+  }
+  if (entry === null) return id;
+  const log = await readModels.recentRequests(orgId, Number.MAX_SAFE_INTEGER);
+  const generations = new Map<string, RequestLogEntry>();
+  for (const e of log) {
+    const names = e.requestId === found || e.upstreamId === found;
+    if (names && e.reservationId !== null && !generations.has(e.reservationId)) generations.set(e.reservationId, e);
+  }
+  if (generations.size === 1) return [...generations.keys()][0];
+  if (generations.size === 0) return entry.reservationId ?? id;
+  throw ambiguous(id, [...generations.values()]);
+}
+
+/** A 409 naming the generations an id could mean, by their request ids (or, where those repeat too, their reservation ids). */
+function ambiguous(id: string, candidates: RequestLogEntry[]): ApiError {
+  const requestIds = new Set(candidates.map((e) => e.requestId));
+  const byRequestId = requestIds.size === candidates.length;
+  const names = candidates.map((e) => (byRequestId ? e.requestId : (e.reservationId ?? e.requestId)));
+  const more = names.length > CANDIDATES_NAMED ? ` and ${names.length - CANDIDATES_NAMED} more` : '';
+  return new ApiError(
+    'conflict',
+    `generation ${id} names ${candidates.length} generations (reply ids are not unique): name one by its ` +
+      `${byRequestId ? 'request id (x-request-id)' : 'reservation id'}: ${names.slice(0, CANDIDATES_NAMED).join(', ')}${more}`,
+    { param: 'generation' },
+  );
 }
 
 /** A credit note asked for in the front doors' words: a generation id, credits as text or a JSON number. */
@@ -55,10 +89,13 @@ export async function issueCreditNote(ledger: LedgerService, readModels: ReadMod
   const request: CreditNoteRequest = {
     orgId: asked.orgId,
     kind: asked.kind,
+    // An adjustment's generation goes to the ledger as given, which refuses it (dropping it would hide the mistake).
     reservationId:
-      asked.kind === 'refund' && asked.generation !== undefined
-        ? await reservationOf(readModels, asked.orgId, asked.generation)
-        : null,
+      asked.generation === undefined
+        ? null
+        : asked.kind === 'refund'
+          ? await reservationOf(readModels, asked.orgId, asked.generation)
+          : asked.generation,
     amount: asked.amount === undefined ? null : nanoCreditsOf(asked.amount),
     reason: asked.reason,
     idempotencyKey: asked.idempotencyKey,

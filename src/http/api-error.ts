@@ -131,6 +131,8 @@ const IDENTITY_REFUSALS: Partial<Record<IdentityRuleError['code'], ApiErrorCode>
   key_exists: 'conflict',
   already_member: 'conflict',
   key_revoked: 'conflict',
+  // A request made with an expired key: a 401, as any key that does not serve.
+  key_expired: 'invalid_api_key',
   last_owner: 'conflict',
   not_owner: 'forbidden',
   not_key_manager: 'forbidden',

@@ -17,6 +17,7 @@ export class IdentityRuleError extends Error {
       | 'key_exists'
       | 'key_not_found'
       | 'key_revoked'
+      | 'key_expired'
       | 'invalid_rate_limits'
       | 'invalid_expiry'
       | 'invalid_limit'

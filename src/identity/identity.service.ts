@@ -149,11 +149,20 @@ export class IdentityService {
     return (events[0] as OrganizationRateLimitsSet).data.rateLimits;
   }
 
-  /** The active key a secret names, or null: unknown, malformed, revoked, disabled or expired all look the same. */
+  /**
+   * The active key a secret names, or null: unknown, malformed, revoked and disabled all look the same.
+   * An expired key throws `key_expired` (a 401 naming when it expired).
+   */
   async authenticate(secret: string): Promise<KeyRecord | null> {
     if (!looksLikeKeySecret(secret)) return null;
     const key = await this.keys.keyByHash(hashKeySecret(secret));
-    return key && keyStatus(key, this.clock()) === 'active' ? key : null;
+    if (key === null) return null;
+    const status = keyStatus(key, this.clock());
+    // Only the secret's holder can ask, and an expiry is theirs to act on (a new key); a revoked or
+    // disabled key stays as unknown as one that never was.
+    if (status === 'expired' && key.expiresAt !== undefined)
+      throw new IdentityRuleError('key_expired', `API key expired at ${new Date(key.expiresAt).toISOString()}`);
+    return status === 'active' ? key : null;
   }
 }
 

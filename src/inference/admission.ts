@@ -357,12 +357,22 @@ export function keyLimitReached(limit: KeyLimit, remaining: number, amount: numb
   ).as('key_limit');
 }
 
-/** The 402 for a balance below the estimate: how many output tokens the balance could pay for, if any. */
+/**
+ * The 402 for a balance below the estimate: how many output tokens the balance could pay for, if any.
+ * A balance in debt (settlements past their holds, a debit) says so and by how much: "0 available" would
+ * hide that credits must first pay it off.
+ */
 export function insufficientCredits(available: number, estimate: TokenEstimate, prices: TokenPrices): ApiError {
+  if (available < 0)
+    return new ApiError(
+      'insufficient_credits',
+      `insufficient credits: the balance is negative, ${formatCredits(-available)} credits in debt (${formatCredits(available)} available); ` +
+        `no output tokens are affordable on this request until that is paid off; add credits`,
+    );
   const inputCost = reservationFor(estimate.inputTokens, 0, prices);
   const affordable =
     prices.output === 0 ? estimate.outputTokens : Number((BigInt(available - inputCost) * 1_000_000n) / BigInt(prices.output));
-  const balance = `${formatCredits(Math.max(0, available))} credits available`;
+  const balance = `${formatCredits(available)} credits available`;
   const least = estimate.leastOutputTokens ?? 1;
   return new ApiError(
     'insufficient_credits',

@@ -1,4 +1,5 @@
 import type { KeyLimit, LimitReset } from '../identity/identity.events';
+import type { CreditNoteIssued, ReservationSettled } from './ledger.events';
 
 /**
  * Per-key credit limits, decided. A key's usage in a period is what its settlements in that
@@ -24,9 +25,40 @@ export function periodOf(reset: LimitReset, ms: number): string {
   }
 }
 
-/** Every period a charge at `ms` counts in: one per kind of reset. */
-export const periodsOf = (ms: number): string[] =>
-  (['never', 'daily', 'weekly', 'monthly'] as const).map((reset) => periodOf(reset, ms));
+export const LIMIT_RESETS: readonly LimitReset[] = ['never', 'daily', 'weekly', 'monthly'];
+
+/** The period `ms` falls in, for each kind of reset. */
+export const periodsOf = (ms: number): Record<LimitReset, string> =>
+  Object.fromEntries(LIMIT_RESETS.map((reset) => [reset, periodOf(reset, ms)])) as Record<LimitReset, string>;
+
+/** How an event moves a key's spend: by `amount` (signed nano-credits), all time and in the period `at` falls in of each reset in `resets`. */
+export interface KeySpendChange {
+  keyId: string;
+  amount: number;
+  at: number;
+  resets: readonly LimitReset[];
+}
+
+const NEVER: readonly LimitReset[] = ['never'];
+
+/**
+ * The one rule for a key's spend, shared by the ledger's read models and the alerts so that they count
+ * alike: a charge counts under every kind of limit; a refund comes off only under a limit that never
+ * resets, as one that resets keeps counting the charge in the period it landed in (the refund does not
+ * say when that was). An adjustment, or a settlement that charged nothing, moves no key's spend.
+ */
+export function keySpendChangeOf(event: ReservationSettled | CreditNoteIssued): KeySpendChange | null {
+  switch (event.type) {
+    case 'ReservationSettled': {
+      const { keyId, amount, settledAt } = event.data;
+      return amount > 0 ? { keyId, amount, at: settledAt, resets: LIMIT_RESETS } : null;
+    }
+    case 'CreditNoteIssued': {
+      const { kind, keyId, amount, issuedAt } = event.data;
+      return kind === 'refund' && keyId !== null ? { keyId, amount: -amount, at: issuedAt, resets: NEVER } : null;
+    }
+  }
+}
 
 /** What admission asks of the hold for a key: its id, and its limit in the current period if it has one. */
 export interface KeyHold {

@@ -178,7 +178,8 @@ export class LedgerService {
       creditNoteId: randomUUID(),
       idempotencyKey: request.idempotencyKey,
       kind: request.kind,
-      reservationId: request.kind === 'refund' ? reservationId : null,
+      // As asked: the decider refuses an adjustment that names a generation (dropping it would hide the mistake).
+      reservationId,
       amount: request.amount,
       reason: request.reason,
       // The memo is stored: a secret pasted into it is masked first.

@@ -1,5 +1,6 @@
 import type { RecordedEvent } from '../eventstore/event-store';
 import type {
+  LimitReset,
   MemberAdded,
   MemberKeyAccessSet,
   MemberRemoved,
@@ -7,7 +8,7 @@ import type {
   OrganizationRateLimitsSet,
 } from '../identity/identity.events';
 import type { ApiKeyCreated, ApiKeyRevoked, ApiKeyUpdated, KeyChanges } from '../keys/api-key/api-key.events';
-import { periodOf, periodsOf } from '../ledger/key-limit';
+import { keySpendChangeOf, periodsOf } from '../ledger/key-limit';
 import type {
   CreditNoteIssued,
   CreditsGranted,
@@ -57,7 +58,7 @@ type Logged = Resolution | RequestRefused;
  * The UTC day of a charge and the key-limit periods it counts in, worked out once per day: a replay
  * meets the same day thousands of times in a row, and dates are the dearest part of a fold.
  */
-const calendar = { day: Number.NaN, name: '', periods: [] as readonly string[] };
+const calendar = { day: Number.NaN, name: '', periods: {} as Readonly<Record<LimitReset, string>> };
 function calendarOf(time: number): typeof calendar {
   const day = Math.floor(time / 86_400_000);
   if (day !== calendar.day) {
@@ -117,6 +118,15 @@ export const ledgerFold: Fold = {
   ReservationExpired: resolved,
 };
 
+/** A charge or a refund moves its key's spend, all time and per period, as the ledger's key-limit rule says. */
+function keySpendMoved(event: ReservationSettled | CreditNoteIssued, w: ReadModelWrites): void {
+  const change = keySpendChangeOf(event);
+  if (change === null) return;
+  w.add('keySpend', change.keyId, change.amount);
+  const periods = calendarOf(change.at).periods;
+  for (const reset of change.resets) w.add('keyPeriodSpend', keySpendField(change.keyId, periods[reset]), change.amount);
+}
+
 /** A request made with a key ended: when the key was last used. */
 const used = (event: Logged, w: ReadModelWrites) => w.raise('keyLastUsed', event.data.keyId, endedAt(event));
 
@@ -159,18 +169,9 @@ export const keysFold: Fold = {
   ApiKeyRevoked: ({ data }, w) => w.update('keyRecords', data.hash, { revokedAt: data.revokedAt }, NOTHING_CLEARED),
   ReservationSettled: (event, w) => {
     used(event, w);
-    const { keyId, amount, settledAt } = event.data;
-    if (amount <= 0) return;
-    w.add('keySpend', keyId, amount);
-    for (const period of calendarOf(settledAt).periods) w.add('keyPeriodSpend', keySpendField(keyId, period), amount);
+    keySpendMoved(event, w);
   },
-  // A refund is taken off its key's spend, all time and under a limit that never resets; a limit that
-  // resets keeps counting the charge in the period it landed in (the refund does not say when that was).
-  CreditNoteIssued: ({ data }, w) => {
-    if (data.kind !== 'refund' || data.keyId === null) return;
-    w.add('keySpend', data.keyId, -data.amount);
-    w.add('keyPeriodSpend', keySpendField(data.keyId, periodOf('never', data.issuedAt)), -data.amount);
-  },
+  CreditNoteIssued: keySpendMoved,
   // A stream still delivering: its key is in use.
   ReservationProgress: ({ data }, w) => w.raise('keyLastUsed', data.keyId, data.recordedAt),
   ReservationReleased: used,
@@ -273,10 +274,17 @@ export const refundsFold: Fold = {
   },
 };
 
-/** Spend per UTC day (not bounded by the request log's retention). */
+/**
+ * Spend per UTC day (not bounded by the request log's retention), net of refunds as the ledger's `spent`
+ * is, so the days sum to it: a charge on the day it settled, a refund off the day it was issued (the day
+ * the FOCUS export's Credit row falls on). An adjustment is not spend (`granted` holds it).
+ */
 export const dailySpendFold: Fold = {
   ReservationSettled: ({ data }, w) => {
     if (data.amount > 0) w.add('daily', calendarOf(data.settledAt).name, data.amount);
+  },
+  CreditNoteIssued: ({ data }, w) => {
+    if (data.kind === 'refund') w.add('daily', calendarOf(data.issuedAt).name, -data.amount);
   },
 };
 

@@ -78,7 +78,7 @@ export class MemoryProjectionStore implements ReadModelStore {
     } catch {
       return false;
     }
-    if (saved.version !== 6 || !saved.last || saved.position <= 0) return false;
+    if (saved.version !== 7 || !saved.last || saved.position <= 0) return false;
     this.model = this.withHolds(ReadModel.fromSnapshot(saved, this.requestLogRetention));
     this.savedAt = saved.position;
     this.loaded = { logId: saved.logId ?? null, position: saved.position, ofThisVersion: true, last: saved.last };

@@ -57,7 +57,8 @@ interface OrganizationSnapshot extends OrgLedger {
 
 /** A read model as saved to disk: plain arrays, plus the last event it includes to tie it to its log. */
 export interface ReadModelSnapshot {
-  version: 6;
+  /** 7: spend per day net of refunds. */
+  version: 7;
   /** The identity of the log it was folded from (absent in copies saved before logs had one). */
   logId?: string;
   position: number;
@@ -387,7 +388,7 @@ export class ReadModel implements ReadModelWrites {
       requests.push([orgId, tables.requests.oldestFirst()]);
     }
     return {
-      version: 6,
+      version: 7,
       position: this.position,
       last: this.last,
       orgs,

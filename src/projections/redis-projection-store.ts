@@ -60,10 +60,10 @@ const noScript = (error: unknown): boolean => String((error as Error)?.message).
 /**
  * What the read models in Redis hold, as a number raised when a change alters what is stored
  * (2: members; 3: the request log indexed by request id, organizations' rate limits beside their
- * record, every write through one script per organization). Read models of another number are
- * rebuilt from the log, as lost ones are.
+ * record, every write through one script per organization; 4: spend per day net of refunds). Read
+ * models of another number are rebuilt from the log, as lost ones are.
  */
-const READ_MODEL_SCHEMA = '3';
+const READ_MODEL_SCHEMA = '4';
 
 /** Each table of an organization: its key after the organization's hash tag. */
 const TABLE_KEYS: { [T in CounterTable | RecordTable]: string } = {

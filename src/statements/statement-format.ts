@@ -87,6 +87,10 @@ const SECTION_TITLES: Record<string, string> = {
   chain_head: 'Ledger chain head (its events)',
 };
 
+/** The dashboard's icon (as its index.html has it), inline: the printable page asks the server for no /favicon.ico. */
+const GATEWAY_ICON =
+  "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 32'%3E%3Crect width='32' height='32' rx='7' fill='%233d5bd9'/%3E%3Cpath d='M8 23V9l8 8 8-8v14' fill='none' stroke='%23fff' stroke-width='3' stroke-linecap='round' stroke-linejoin='round'/%3E%3C/svg%3E";
+
 /** A page to print or save: no scripts, no outside resources. */
 export function statementHtml(s: Statement): string {
   const rows = linesOf(s)
@@ -97,7 +101,7 @@ export function statementHtml(s: Statement): string {
     )
     .join('\n');
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Statement ${escapeHtml(s.orgId)} ${escapeHtml(s.month)}</title>
+<html lang="en"><head><meta charset="utf-8"><link rel="icon" type="image/svg+xml" href="${GATEWAY_ICON}"><title>Statement ${escapeHtml(s.orgId)} ${escapeHtml(s.month)}</title>
 <style>body{font:14px system-ui,sans-serif;margin:2rem}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.3rem .5rem;text-align:left}.n{text-align:right;font-variant-numeric:tabular-nums}</style>
 </head><body>
 <h1>Credit statement</h1>

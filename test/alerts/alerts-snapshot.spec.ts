@@ -362,7 +362,7 @@ it("the file holds the whole log's state as folded, the log's identity and the l
     JSON.parse(JSON.stringify(savedAlertsState(state))),
   );
   expect(saved).toMatchObject({
-    version: 1,
+    version: 2,
     logId: await events.logId(),
     position: 13,
     last: { streamId: 'filler-0', revision: 9 },

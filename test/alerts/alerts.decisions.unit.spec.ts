@@ -1,4 +1,9 @@
 import type { RecordedEvent } from '../../src/eventstore/event-store';
+import type { LimitReset } from '../../src/identity/identity.events';
+import { periodOf } from '../../src/ledger/key-limit';
+import { keysFold, type ProjectedEvent } from '../../src/projections/folds';
+import type { ReadModelWrites } from '../../src/projections/writes';
+import fc from 'fast-check';
 import {
   type Alert,
   alertBody,
@@ -36,8 +41,8 @@ function log() {
         amount,
         settledAt: at,
       }),
-    creditNote: (amount: number, kind: 'refund' | 'adjustment' = 'adjustment', keyId: string | null = null) =>
-      apply(`credits-${ORG}`, 'CreditNoteIssued', { orgId: ORG, kind, keyId, amount, issuedAt: DAY }),
+    creditNote: (amount: number, kind: 'refund' | 'adjustment' = 'adjustment', keyId: string | null = null, at = DAY) =>
+      apply(`credits-${ORG}`, 'CreditNoteIssued', { orgId: ORG, kind, keyId, amount, issuedAt: at }),
     configure: (settings: { balanceBelow?: number; daySpendAbove?: number; keyLimits?: boolean }, at = DAY) =>
       apply(`alerts-${ORG}`, 'AlertsConfigured', {
         orgId: ORG,
@@ -159,6 +164,95 @@ describe("a key's limit", () => {
     l.limit({ amount: 1_000 * C, reset: 'never' });
     l.limit(null);
     expect(l.settle(900 * C)).toEqual([]);
+  });
+});
+
+describe("a key's spend, counted as the ledger counts it", () => {
+  it.each(['daily', 'weekly', 'monthly'] as const)(
+    'a refund leaves a %s limit counting the charge: the 100 %% alert still fires when the key reaches its limit',
+    (reset) => {
+      const l = log();
+      l.grant(1 * C);
+      l.configure({ keyLimits: true });
+      l.key({ amount: 100_000, reset }); // 0.0001
+      expect(l.settle(90_000).map((a) => a.data.percent)).toEqual([80]);
+      expect(l.creditNote(30_000, 'refund', 'key-1')).toEqual([]);
+      // GET /key's limit_usage is 0.000101 here, and admission refuses the next request.
+      const full = l.settle(11_000);
+      expect(full.map((a) => a.data)).toEqual([
+        { key_id: 'key-1', percent: 100, spent: '0.000101', limit: '0.0001', period: periodOf(reset, DAY) },
+      ]);
+    },
+  );
+
+  it('a refund comes off a limit that never resets, and re-arms its level', () => {
+    const l = log();
+    l.grant(1 * C);
+    l.configure({ keyLimits: true });
+    l.key({ amount: 100_000, reset: 'never' });
+    expect(l.settle(90_000).map((a) => a.data.percent)).toEqual([80]);
+    l.creditNote(30_000, 'refund', 'key-1'); // 60 %
+    expect(l.settle(11_000)).toEqual([]); // 71 %
+    expect(l.settle(9_000).map((a) => a.data.percent)).toEqual([80]);
+  });
+
+  /** The key's spend per period as the ledger's keys fold writes it. */
+  class KeyPeriodSpend implements ReadModelWrites {
+    readonly spent = new Map<string, number>();
+    begin = () => true;
+    add(table: string, field: string, by: number) {
+      if (table === 'keyPeriodSpend') this.spent.set(field, (this.spent.get(field) ?? 0) + by);
+    }
+    release() {}
+    raise() {}
+    set() {}
+    push() {}
+    clearPendingHold() {}
+    update() {}
+    include() {}
+    exclude() {}
+    schedule() {}
+    unschedule() {}
+  }
+
+  it('whatever the charges, refunds and days, the alerts count each period as the ledger does', () => {
+    const HOUR = 3_600_000;
+    const step = fc.record({
+      refund: fc.boolean(),
+      amount: fc.integer({ min: 1, max: 5_000 }),
+      hoursLater: fc.integer({ min: 0, max: 60 }),
+    });
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 40 }), (steps) => {
+        const l = log();
+        const ledger = new KeyPeriodSpend();
+        const fold = (type: 'ReservationSettled' | 'CreditNoteIssued', data: object) => {
+          const handle = keysFold[type] as (event: ProjectedEvent, w: ReadModelWrites) => void;
+          handle({ type, data } as ProjectedEvent, ledger);
+        };
+        l.key({ amount: 1_000_000, reset: 'never' });
+        let at = DAY;
+        let charged = 0;
+        for (const { refund, amount, hoursLater } of steps) {
+          at += hoursLater * HOUR;
+          if (refund && charged >= amount) {
+            charged -= amount;
+            l.creditNote(amount, 'refund', 'key-1', at);
+            fold('CreditNoteIssued', { orgId: ORG, kind: 'refund', keyId: 'key-1', amount, issuedAt: at });
+          } else if (!refund) {
+            charged += amount;
+            l.settle(amount, at);
+            fold('ReservationSettled', { orgId: ORG, keyId: 'key-1', reservationId: 'r', amount, settledAt: at });
+          }
+        }
+        const counted = l.state.keys.get('key-1')?.spent;
+        for (const reset of ['never', 'daily', 'weekly', 'monthly'] as LimitReset[]) {
+          const period = periodOf(reset, at);
+          const alerts = counted?.[reset].period === period ? counted[reset].amount : 0;
+          expect(alerts).toBe(ledger.spent.get(`key-1|${period}`) ?? 0);
+        }
+      }),
+    );
   });
 });
 

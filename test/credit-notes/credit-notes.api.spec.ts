@@ -152,6 +152,59 @@ describe('credit notes (management API) and what the API shows of them', () => {
     expect(foreign.body.error.message).toMatch(/no generation .* in this organization/);
   });
 
+  it('refuses a refund by a reply id several generations share (hosts repeat theirs), naming their request ids', async () => {
+    const reply = {
+      id: 'chatcmpl-repeated',
+      object: 'chat.completion',
+      created: 1,
+      model: M.gpt.hostModel,
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Hi.' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 },
+    };
+    g.fake.on(M.gpt.hostModel, { kind: 'verbatim', body: JSON.stringify(reply) });
+    const requestIds: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const res = await chatCompletion(g.baseUrl, g.key, { max_tokens: 20 });
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { id: string }).id).toBe('chatcmpl-repeated');
+      requestIds.push(res.headers.get('x-request-id')!);
+    }
+    await g.settled();
+    const ambiguous = await issue({
+      kind: 'refund',
+      generation: 'chatcmpl-repeated',
+      reason: 'dispute',
+      idempotency_key: 'dup-1',
+    });
+    expect(ambiguous.status).toBe(409);
+    expect(ambiguous.body.error).toMatchObject({ code: 'conflict', param: 'generation' });
+    expect(ambiguous.body.error.message).toBe(
+      `generation chatcmpl-repeated names 2 generations (reply ids are not unique): name one by its request id ` +
+        `(x-request-id): ${requestIds[1]}, ${requestIds[0]}`,
+    );
+    // Nothing was refunded; named by its request id, either one is.
+    expect((await g.logged(requestIds[1])).cost).toBeGreaterThan(0);
+    const first = await issue({ kind: 'refund', generation: requestIds[0], reason: 'dispute', idempotency_key: 'dup-2' });
+    expect(first.status).toBe(201);
+    expect(first.body.data.generation).toBe((await g.logged(requestIds[0])).reservationId);
+  });
+
+  it('refuses an adjustment that names a generation, as a refund that names none', async () => {
+    const served = await generation(g.key);
+    const named = await issue({
+      kind: 'adjustment',
+      generation: served.id,
+      amount: 1,
+      reason: 'goodwill',
+      idempotency_key: 'adj-gen',
+    });
+    expect(named.status).toBe(400);
+    expect(named.body.error.message).toBe('a refund names its generation; an adjustment names none');
+    // Nothing issued under that key: the same key serves a note without the generation.
+    const plain = await issue({ kind: 'adjustment', amount: 1, reason: 'goodwill', idempotency_key: 'adj-gen' });
+    expect(plain.status).toBe(201);
+  });
+
   it('adjusts the balance either way; a debit above what is available is a 402', async () => {
     const before = (await call('GET', '/api/v1/credits', g.key)).body.data;
     const credit = await issue({ kind: 'adjustment', amount: 2.5, reason: 'goodwill', idempotency_key: 'adj-1' });

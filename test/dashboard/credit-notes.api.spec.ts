@@ -46,6 +46,13 @@ it('owners refund a generation and adjust the balance, once per idempotency key;
 
   const shown = (await owner.get('/usage').expect(200)).body.data.find((r: { requestId: string }) => r.requestId === requestId);
   expect(shown).toMatchObject({ refundedNano: 1000, refunded: 0.000001 });
+  // The page's spend is net of the refund, to the nano-credit of the ledger's (total_usage, the FOCUS export).
+  const { spent } = await g.t.runtime.projections.balance(orgId);
+  expect(spent).toBe(row.costNano - 1000);
+  const usage = (await owner.get('/usage').expect(200)).body;
+  expect(usage.totals.costNano).toBe(spent);
+  expect(usage.spendPerDay.reduce((n: number, d: { costNano: number }) => n + d.costNano, 0)).toBe(spent);
+  expect((await owner.get(`/usage?keyId=${key.body.id}`).expect(200)).body.totals.costNano).toBe(spent);
 
   await owner
     .post('/credit-notes', { kind: 'adjustment', amount: '-1', reason: 'correction', idempotency_key: 'adj-1' })

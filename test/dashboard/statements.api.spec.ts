@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { monthOf } from '../../src/statements/statement';
 import { person } from '../support/dashboard';
+import { ROOT } from '../support/processes';
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 import { chatCompletion } from '../support/streams';
 
@@ -55,6 +58,11 @@ it("shows owners the month's statement, refuses members and the rest", async () 
   const html = await owner.get(`/statements?month=${month}&format=html`).expect(200);
   expect(html.headers['content-type']).toBe('text/html; charset=utf-8');
   expect(html.text).toContain('<h1>Credit statement</h1>');
+  // The dashboard's icon, inline as its index.html has it: the printable page asks for no /favicon.ico.
+  const icon = /<link\s+rel="icon"\s+type="image\/svg\+xml"\s+href="(data:[^"]+)"/;
+  const dashboardIcon = icon.exec(readFileSync(join(ROOT, 'src', 'dashboard', 'web', 'index.html'), 'utf8'))?.[1];
+  expect(dashboardIcon).toMatch(/^data:image\/svg\+xml,/);
+  expect(icon.exec(html.text)?.[1]).toBe(dashboardIcon);
 
   await owner.get('/statements?month=2026-1').expect(400);
   await owner.get('/statements').expect(400);

@@ -324,9 +324,16 @@ describe('insufficient credits (402)', () => {
     expect(error.message).toBe("insufficient credits: 3 credits available, not enough for this request's input; add credits");
   });
 
-  it('given a negative available balance, shows zero', () => {
-    const error = insufficientCredits(-5, { inputTokens: 4, outputTokens: 100 }, prices);
-    expect(error.message).toBe("insufficient credits: 0 credits available, not enough for this request's input; add credits");
+  it('given a balance in debt, says it is negative and by how much, whatever the prices', () => {
+    const debt =
+      'insufficient credits: the balance is negative, 0.000000005 credits in debt (-0.000000005 available); ' +
+      'no output tokens are affordable on this request until that is paid off; add credits';
+    expect(insufficientCredits(-5, { inputTokens: 4, outputTokens: 100 }, prices).message).toBe(debt);
+    // Free output affords no tokens either while the balance is in debt.
+    expect(insufficientCredits(-5, { inputTokens: 4, outputTokens: 100 }, host('h', true, 1, 0).prices).message).toBe(debt);
+    expect(insufficientCredits(-2_500_000_000, { inputTokens: 4, outputTokens: 100 }, prices).message).toMatch(
+      /the balance is negative, 2\.5 credits in debt \(-2\.5 available\)/,
+    );
   });
 
   it('given free output, the whole cap is affordable', () => {

@@ -97,7 +97,7 @@ function suite(name: string, redis: boolean) {
       await expect(updateKey(g.t.runtime, g.keyId, { expiresAt: 1 })).rejects.toThrow(/in the future/);
     });
 
-    it('an expired key is refused like a revoked one', async () => {
+    it('an expired key is refused 401 naming its expiry; a revoked key as one that never was', async () => {
       const key = await createKey(g.t.runtime, g.orgId, 'brief', { expiresAt: Date.now() + 300 });
       await caughtUp();
       const record = (await g.t.runtime.projections.keysOf(g.orgId)).find((k) => k.keyId === key.keyId)!;
@@ -105,7 +105,35 @@ function suite(name: string, redis: boolean) {
       expect(keyStatus(record, record.expiresAt)).toBe('expired');
       // Polled, not slept: the key works until its time, then is refused.
       await eventually(async () => (await chat(key.secret)).status === 401, 15_000, 50);
-      expect((await get('/api/v1/key', key.secret)).status).toBe(401);
+      const expired = `API key expired at ${new Date(record.expiresAt!).toISOString()}`;
+      const refused = (await (await chat(key.secret)).json()) as { error: { message: string; code: string } };
+      expect(refused.error).toMatchObject({ message: expired, code: 'invalid_api_key' });
+      const lookedUp = await get('/api/v1/key', key.secret);
+      expect(lookedUp.status).toBe(401);
+      expect(((await lookedUp.json()) as { error: { message: string } }).error.message).toBe(expired);
+      // In the messages format too.
+      const messages = await fetch(`${g.baseUrl}/api/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': key.secret, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+        body: JSON.stringify({ model: M.gpt.slug, max_tokens: 20, messages: [{ role: 'user', content: 'Hi' }] }),
+      });
+      expect(messages.status).toBe(401);
+      expect(((await messages.json()) as { error: { message: string } }).error.message).toBe(expired);
+      // Revoked (even once expired) and unknown keys get one answer.
+      await revokeKey(g.t.runtime, key.keyId);
+      const revoked = await createKey(g.t.runtime, g.orgId, 'gone');
+      await revokeKey(g.t.runtime, revoked.keyId);
+      await caughtUp();
+      const unknown = `sk-svc-${'A'.repeat(44)}`;
+      const answers = await Promise.all(
+        [key.secret, revoked.secret, unknown].map(async (secret) => {
+          const res = await chat(secret);
+          return [res.status, await res.json()];
+        }),
+      );
+      expect(answers[1]).toEqual(answers[2]);
+      expect(answers[0]).toEqual(answers[2]);
+      expect(answers[2]).toEqual([401, { error: expect.objectContaining({ message: 'invalid or revoked API key' }) }]);
     });
 
     it("GET /api/v1/generation: a request of the caller's organization by its id; another organization's is not found", async () => {

@@ -378,5 +378,11 @@ describe('credit notes, folded', () => {
     expect(writesOf(ledgerFold, 'CreditNoteIssued', note('adjustment', -7))).toEqual([['add', 'ledger', 'granted', -7]]);
     expect(writesOf(keysFold, 'CreditNoteIssued', note('adjustment', -7))).toEqual([]);
     expect(writesOf(refundsFold, 'CreditNoteIssued', note('adjustment', 7))).toEqual([]);
+    expect(writesOf(dailySpendFold, 'CreditNoteIssued', note('adjustment', -7))).toEqual([]);
+  });
+
+  it('a refund comes off the spend of the UTC day it was issued, as it comes off what was spent', () => {
+    const later = { ...note('refund', 40), issuedAt: Date.parse('2026-11-30T23:59:59Z') };
+    expect(writesOf(dailySpendFold, 'CreditNoteIssued', later)).toEqual([['add', 'daily', '2026-11-30', -40]]);
   });
 });

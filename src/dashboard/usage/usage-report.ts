@@ -47,7 +47,7 @@ export function usageFilterOf(query: UsageQuery, now: number): UsageFilter {
   return { page, pageSize, from, to, keyId: query.keyId, model: query.model };
 }
 
-/** Every day from `from` to `to`, with what was charged that day (0 for a day without charges). */
+/** Every day from `from` to `to`, with its spend: charged less refunded that day (0 for a day without either). */
 export function spendPerDay(daily: ReadonlyMap<string, number>, from: string, to: string) {
   const days = [];
   for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += DAY_MS) {
@@ -68,9 +68,16 @@ export function matchingRequests(filter: UsageFilter, log: RequestLogEntry[]) {
   return { matching, shown: matching.slice((page - 1) * pageSize, page * pageSize) };
 }
 
+/** Whether the requests are filtered beyond the days: by key or by model. */
+export const narrowed = (filter: UsageFilter): boolean => Boolean(filter.keyId || filter.model);
+
 /**
  * The usage page: the requests that match (newest first, as the log keeps them), one page of
- * them with their key's name, their count and cost, and the spend per day over the range.
+ * them with their key's name, their count and net spend, and the spend per day over the range.
+ * Spend is net of refunds, as the ledger's is. Over the days alone it is the days' sum: the ledger's
+ * spend in them (a refund on the day it was issued, as `total_usage` and the FOCUS export count it).
+ * The spend per day knows no key or model, so filtered by either it is the matching requests'
+ * charges less what was refunded of them (`refunded` must then hold every matching request's).
  */
 export function usageReport(
   filter: UsageFilter,
@@ -83,8 +90,11 @@ export function usageReport(
   const { page, pageSize, from, to } = filter;
   const keyNames = new Map(keys.map((k) => [k.keyId, k.name]));
   const { matching, shown } = matchingRequests(filter, log);
-  const totalNano = matching.reduce((n, e) => n + e.cost, 0);
   const refundOf = (e: RequestLogEntry) => (e.reservationId === null ? 0 : (refunded.get(e.reservationId) ?? 0));
+  const days = spendPerDay(daily, from, to);
+  const totalNano = narrowed(filter)
+    ? matching.reduce((n, e) => n + e.cost - refundOf(e), 0)
+    : days.reduce((n, d) => n + d.costNano, 0);
   return {
     data: shown.map((e) => ({
       requestId: e.requestId,
@@ -116,6 +126,6 @@ export function usageReport(
     pageSize,
     total: matching.length,
     totals: { requests: matching.length, cost: creditsNumber(totalNano), costNano: totalNano },
-    spendPerDay: spendPerDay(daily, from, to),
+    spendPerDay: days,
   };
 }

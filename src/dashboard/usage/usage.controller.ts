@@ -4,7 +4,7 @@ import type { ReadModels } from '../../projections/read-models';
 import { CONFIG, READ_MODELS } from '../../runtime/runtime.module';
 import { dashboardErrors } from '../dashboard-error';
 import { ActiveOrgId, SignedIn } from '../session/session.guard';
-import { matchingRequests, usageFilterOf, type UsageQuery, usageReport } from './usage-report';
+import { matchingRequests, narrowed, usageFilterOf, type UsageQuery, usageReport } from './usage-report';
 
 /** The active organization's requests, a page at a time, and its spend per day. */
 @Controller('dashboard/api/usage')
@@ -24,7 +24,9 @@ export class UsageController {
       this.readModels.keysOf(orgId),
       this.readModels.dailySpend(orgId),
     ]);
-    const shown = matchingRequests(filter, log).shown.flatMap((e) => (e.reservationId === null ? [] : [e.reservationId]));
-    return usageReport(filter, log, keys, daily, await this.readModels.refunded(orgId, shown));
+    // Refunds shown beside each row; filtered by key or model, the total is net of every matching request's.
+    const { matching, shown } = matchingRequests(filter, log);
+    const refundable = (narrowed(filter) ? matching : shown).flatMap((e) => (e.reservationId === null ? [] : [e.reservationId]));
+    return usageReport(filter, log, keys, daily, await this.readModels.refunded(orgId, refundable));
   }
 }

@@ -114,7 +114,13 @@ describe('usage report', () => {
     { keyId: 'k1', name: 'laptop' },
     { keyId: 'k2', name: 'ci' },
   ];
-  const daily = new Map([['2025-03-19', 200]]);
+  // The ledger's spend per day: q2, q3, and q4 less the refund of 50 of q3 issued on the 20th.
+  const daily = new Map([
+    ['2025-03-01', 400],
+    ['2025-03-18', 300],
+    ['2025-03-19', 200],
+    ['2025-03-20', 50],
+  ]);
   const filter = { page: 1, pageSize: 25, from: '2025-03-18', to: '2025-03-20' };
 
   it('shows the requests in range, newest first, named by their key, with totals and the days', () => {
@@ -154,8 +160,9 @@ describe('usage report', () => {
     expect(report.data[2].hostedToolUses).toEqual({ fileSearch: 2 });
     expect(report.data[2].attempts).toEqual(TRIED);
     expect(report.data[2].refundedNano).toBe(0);
-    expect(report).toMatchObject({ page: 1, pageSize: 25, total: 3, totals: { requests: 3, costNano: 600, cost: 0.0000006 } });
-    expect(report.spendPerDay.map((d) => d.costNano)).toEqual([0, 200, 0]);
+    // Spend net of refunds, as the ledger's: the days' sum, the refund on the day it was issued.
+    expect(report).toMatchObject({ page: 1, pageSize: 25, total: 3, totals: { requests: 3, costNano: 550, cost: 0.00000055 } });
+    expect(report.spendPerDay.map((d) => d.costNano)).toEqual([300, 200, 50]);
   });
 
   it('filters by key and by model', () => {
@@ -166,10 +173,30 @@ describe('usage report', () => {
     ]);
   });
 
+  it('filtered by key or model, the spend is the matching requests’ charges less what was refunded of them', () => {
+    const refunded = new Map([['r-q3', 50]]);
+    expect(usageReport({ ...filter, keyId: 'k2' }, log, keys, daily, refunded).totals).toEqual({
+      requests: 1,
+      cost: 0.00000015,
+      costNano: 150,
+    });
+    expect(usageReport({ ...filter, model: 'openai/gpt-4o-mini' }, log, keys, daily, refunded).totals.costNano).toBe(400);
+    // The days know no key: the same whatever the filter.
+    expect(usageReport({ ...filter, keyId: 'k2' }, log, keys, daily, refunded).spendPerDay.map((d) => d.costNano)).toEqual([
+      300, 200, 50,
+    ]);
+  });
+
+  it('a day whose refunds outweigh its charges is negative, and the total with it', () => {
+    const report = usageReport({ ...filter, to: '2025-03-18' }, log, keys, new Map([['2025-03-18', -70]]));
+    expect(report.spendPerDay).toEqual([{ day: '2025-03-18', cost: -0.00000007, costNano: -70 }]);
+    expect(report.totals.costNano).toBe(-70);
+  });
+
   it('pages through the matches, the totals covering all of them', () => {
     const page2 = usageReport({ ...filter, page: 2, pageSize: 2 }, log, keys, daily);
     expect(page2.data.map((r) => r.requestId)).toEqual(['q2']);
-    expect(page2).toMatchObject({ page: 2, pageSize: 2, total: 3, totals: { requests: 3, costNano: 600 } });
+    expect(page2).toMatchObject({ page: 2, pageSize: 2, total: 3, totals: { requests: 3, costNano: 550 } });
     expect(usageReport({ ...filter, page: 3, pageSize: 2 }, log, keys, daily).data).toEqual([]);
   });
 });

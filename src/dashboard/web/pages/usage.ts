@@ -186,9 +186,14 @@ export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<
       'dl',
       { class: 'stats stats-cards', 'data-testid': 'usage-totals' },
       h('div', { class: 'stat card' }, h('dt', null, 'Requests'), totalRequests),
-      h('div', { class: 'stat card' }, h('dt', null, 'Spend (credits)'), totalCost),
+      h(
+        'div',
+        { class: 'stat card', title: 'Charges less refunds, as the ledger counts them' },
+        h('dt', null, 'Spend, net of refunds (credits)'),
+        totalCost,
+      ),
     ),
-    card(h('h2', null, 'Spend per day'), chartBox),
+    card(h('h2', null, 'Spend per day, net of refunds'), chartBox),
     store.session!.activeOrg!.billing ? exportCard(() => ({ from: from.value, to: to.value })) : null,
     card(
       h('h2', null, 'Requests'),
