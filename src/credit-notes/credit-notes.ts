@@ -86,16 +86,22 @@ export function nanoCreditsOf(amount: string | number, param = 'amount'): number
 
 /** Issues the note asked for; the ledger's refusals become API errors (a rule broken is never a 500). */
 export async function issueCreditNote(ledger: LedgerService, readModels: ReadModels, asked: CreditNoteAsked) {
+  // An adjustment's generation goes to the ledger as given, which refuses it (dropping it would hide the mistake).
+  let reservationId = asked.generation ?? null;
+  if (asked.kind === 'refund' && asked.generation !== undefined) {
+    try {
+      reservationId = await reservationOf(readModels, asked.orgId, asked.generation);
+    } catch (error) {
+      // The same key again returns the first note, even once its reply id has come to name several generations.
+      const earlier = await ledger.creditNoteIssuedWith(asked.orgId, asked.idempotencyKey);
+      if (earlier) return earlier;
+      throw error;
+    }
+  }
   const request: CreditNoteRequest = {
     orgId: asked.orgId,
     kind: asked.kind,
-    // An adjustment's generation goes to the ledger as given, which refuses it (dropping it would hide the mistake).
-    reservationId:
-      asked.generation === undefined
-        ? null
-        : asked.kind === 'refund'
-          ? await reservationOf(readModels, asked.orgId, asked.generation)
-          : asked.generation,
+    reservationId,
     amount: asked.amount === undefined ? null : nanoCreditsOf(asked.amount),
     reason: asked.reason,
     idempotencyKey: asked.idempotencyKey,

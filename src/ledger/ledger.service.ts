@@ -163,6 +163,13 @@ export class LedgerService {
    * The decider holds the rules; this reads what they weigh: the generation's charge from its
    * reservation stream, and (for a debit) the available balance from the read models.
    */
+  /** The note an idempotency key issued for the organization before, or null. */
+  async creditNoteIssuedWith(orgId: string, idempotencyKey: string): Promise<IssuedCreditNote | null> {
+    const { state, position } = await readStreamState(this.events, creditsStream(orgId), creditAccountDecider);
+    const note = creditNoteIssued(state, idempotencyKey);
+    return note ? { note, alreadyIssued: true, position } : null;
+  }
+
   async issueCreditNote(request: CreditNoteRequest): Promise<IssuedCreditNote> {
     const { orgId, reservationId } = request;
     const { state: organization } = await readStreamState(this.events, organizationStream(orgId), organizationDecider);

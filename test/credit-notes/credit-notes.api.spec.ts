@@ -163,13 +163,23 @@ describe('credit notes (management API) and what the API shows of them', () => {
     };
     g.fake.on(M.gpt.hostModel, { kind: 'verbatim', body: JSON.stringify(reply) });
     const requestIds: string[] = [];
-    for (let i = 0; i < 2; i++) {
+    const serve = async () => {
       const res = await chatCompletion(g.baseUrl, g.key, { max_tokens: 20 });
       expect(res.status).toBe(200);
       expect(((await res.json()) as { id: string }).id).toBe('chatcmpl-repeated');
       requestIds.push(res.headers.get('x-request-id')!);
-    }
-    await g.settled();
+      await g.settled();
+    };
+    // While the reply id names one generation, a refund by it is issued; partly, so that more could be.
+    await serve();
+    const refund = { kind: 'refund', generation: 'chatcmpl-repeated', amount: '0.000000001', reason: 'dispute' };
+    const once = await issue({ ...refund, idempotency_key: 'dup-0' });
+    expect(once.status).toBe(201);
+    await serve();
+    // Once it names two, the same key still answers with its first note, as idempotency promises.
+    const again = await issue({ ...refund, idempotency_key: 'dup-0' });
+    expect(again.status).toBe(200);
+    expect(again.body.data.id).toBe(once.body.data.id);
     const ambiguous = await issue({
       kind: 'refund',
       generation: 'chatcmpl-repeated',
