@@ -11,15 +11,35 @@ export interface VerifyDifference {
   found: unknown;
 }
 
+/**
+ * What vouches for the figures and link an export opens with: its genesis (nothing before it), the
+ * export before it (checked here, itself vouched for back to the genesis), or nothing but its own header.
+ */
+export type OpeningVouchedBy = 'genesis' | 'previous export' | null;
+
 export interface VerifyReport {
   orgId: string | null;
+  /** Chain events before the file's first, as its header states them. */
+  eventsBefore: number | null;
   events: number;
   /** The chain's last link as recomputed from the file. */
   head: string | null;
   /** The figures the file's events add up to. */
   figures: LedgerFigures | null;
+  /** null: the opening is only the header's word (a period's export checked alone). */
+  openingVouchedBy: OpeningVouchedBy;
   /** In file order; empty: the file is whole and every figure recomputes. */
   differences: VerifyDifference[];
+}
+
+/** What the file's chain must bear out, published or exported elsewhere. */
+export interface VerifyExpectations {
+  /** The chain's head as published (a statement, the dashboard, /ledger/chain): the file must end at it. */
+  head?: string;
+  /** The chain's event count published beside that head: events before the file's first plus the file's own. */
+  events?: number;
+  /** The verified report of the export of the period just before: the file must open where it closed. */
+  previous?: VerifyReport;
 }
 
 /** More than this are not kept: the first is what matters, the count says how far it goes. */
@@ -29,8 +49,8 @@ const MAX_DIFFERENCES = 1000;
  * Checks a ledger export on its own, one line at a time (pure: no gateway, no store, no
  * configuration): the header first; each event's chain link recomputed from the one before and the
  * event; each charge recomputed from its tokens and prices; the balance and every key's spend added
- * up and compared with the figures the end line states; the end line's count and head. `expectedHead`:
- * a head published elsewhere (a statement, the dashboard) that the file's chain must end at.
+ * up and compared with the figures the end line states; the end line's count and head; and what
+ * `expected` says was published or exported elsewhere.
  */
 export class ExportVerifier {
   private header: ExportHeader | null = null;
@@ -40,10 +60,11 @@ export class ExportVerifier {
   private events = 0;
   private ended = false;
   private lineNumber = 0;
+  private openingVouchedBy: OpeningVouchedBy = null;
   private differenceCount = 0;
   readonly differences: VerifyDifference[] = [];
 
-  constructor(private readonly expectedHead?: string) {}
+  constructor(private readonly expected: VerifyExpectations = {}) {}
 
   private differ(event: string | null, field: string, expected: unknown, found: unknown): void {
     this.differenceCount += 1;
@@ -79,16 +100,48 @@ export class ExportVerifier {
     if (typeof header.orgId !== 'string') return this.differ(null, 'orgId', 'an organization id', header.orgId);
     const genesis = chainGenesis(header.orgId);
     if (header.genesis !== genesis) this.differ(null, 'genesis', genesis, header.genesis);
-    // From the genesis on, the chain starts there and the figures at zero; a period's export starts at the
-    // link and figures its header states (vouched for by the export of what came before).
-    const fromGenesis = header.eventsBefore === 0;
-    if (fromGenesis && header.previousLink !== genesis) this.differ(null, 'previousLink', genesis, header.previousLink);
-    if (fromGenesis && canonicalJson(header.opening) !== canonicalJson(new LedgerReplay().figures)) {
-      this.differ(null, 'opening', 'zero (no events before)', header.opening);
+    if (!Number.isSafeInteger(header.eventsBefore) || header.eventsBefore < 0) {
+      this.differ(null, 'eventsBefore', 'a count of events', header.eventsBefore);
     }
+    // The genesis link is what the chain's first event follows, and nothing else: a header claiming events
+    // (and so figures) before it, while following the genesis, states an opening no link vouches for.
+    const fromGenesis = header.eventsBefore === 0 || header.previousLink === genesis;
+    if (fromGenesis) {
+      if (header.previousLink !== genesis) this.differ(null, 'previousLink', genesis, header.previousLink);
+      if (header.eventsBefore !== 0)
+        this.differ(null, 'eventsBefore', '0 (the first event follows the genesis)', header.eventsBefore);
+      if (canonicalJson(header.opening) !== canonicalJson(new LedgerReplay().figures)) {
+        this.differ(null, 'opening', 'zero (no events before the genesis)', header.opening);
+      }
+    }
+    const previous = this.expected.previous;
+    if (previous !== undefined) this.followPrevious(header, previous);
+    this.openingVouchedBy = fromGenesis
+      ? 'genesis'
+      : previous !== undefined && previous.openingVouchedBy !== null
+        ? 'previous export'
+        : null;
     this.header = header;
     this.link = header.previousLink;
     this.replay = new LedgerReplay(header.opening, fromGenesis);
+  }
+
+  /** A period's export opens where the one before it closed: its head, its count, its figures. */
+  private followPrevious(header: ExportHeader, previous: VerifyReport): void {
+    if (previous.differences.length > 0) {
+      this.differ(null, 'previous export', 'verified', `${previous.differences.length} difference(s)`);
+    }
+    if (previous.orgId !== header.orgId) this.differ(null, 'orgId', `${previous.orgId} (the previous export's)`, header.orgId);
+    if (previous.head !== header.previousLink) {
+      this.differ(null, 'previousLink', `${previous.head} (the previous export's head)`, header.previousLink);
+    }
+    const through = (previous.eventsBefore ?? 0) + previous.events;
+    if (through !== header.eventsBefore) {
+      this.differ(null, 'eventsBefore', `${through} (through the previous export)`, header.eventsBefore);
+    }
+    if (previous.figures === null || canonicalJson(previous.figures) !== canonicalJson(header.opening)) {
+      this.differ(null, 'opening', previous.figures, header.opening);
+    }
   }
 
   private takeEvent(event: ExportedEvent): void {
@@ -129,14 +182,19 @@ export class ExportVerifier {
   finish(): VerifyReport {
     if (this.header === null) this.differ(null, 'header', 'a header line', 'none');
     else if (!this.ended) this.differ(null, 'end', 'an end line', 'none (the file is cut short)');
-    if (this.expectedHead !== undefined && this.link !== this.expectedHead) {
-      this.differ(null, 'head', this.expectedHead, this.link);
+    const { head, events } = this.expected;
+    if (head !== undefined && this.link !== head) this.differ(null, 'head', head, this.link);
+    const through = (this.header?.eventsBefore ?? 0) + this.events;
+    if (events !== undefined && through !== events) {
+      this.differ(null, 'events', events, `${through} (${this.header?.eventsBefore ?? 0} before the file, ${this.events} in it)`);
     }
     return {
       orgId: this.header?.orgId ?? null,
+      eventsBefore: this.header?.eventsBefore ?? null,
       events: this.events,
       head: this.link,
       figures: this.replay?.figures ?? null,
+      openingVouchedBy: this.openingVouchedBy,
       differences: this.differences,
     };
   }
