@@ -22,7 +22,7 @@ import { LedgerRuleError } from '../ledger/ledger.decider';
 import { exportLedger } from '../ledger-export/ledger-export';
 import { describeDifference, ExportVerifier, type VerifyExpectations, type VerifyReport } from '../ledger-export/ledger-verify';
 import { CREDIT_NOTE_REASONS } from '../ledger/ledger.events';
-import { formatCredits, MoneyFormatError, parseCredits } from '../ledger/money';
+import { formatCredits, formatNanoSum, MoneyFormatError, parseCredits } from '../ledger/money';
 import { rebuildProjections } from '../projections/projector';
 import { availableOf, reservedOf } from '../projections/read-models';
 import { openRuntime, Runtime } from '../runtime/runtime';
@@ -624,7 +624,7 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
         ...(report.figures === null
           ? []
           : [
-              `granted ${formatCredits(report.figures.granted)}, charged ${formatCredits(report.figures.charged)}, credited ${formatCredits(report.figures.credited)}, balance ${formatCredits(report.figures.balance)}, reserved ${formatCredits(report.figures.reserved)}`,
+              `granted ${formatNanoSum(report.figures.granted)}, charged ${formatNanoSum(report.figures.charged)}, credited ${formatNanoSum(report.figures.credited)}, balance ${formatNanoSum(report.figures.balance)}, reserved ${formatNanoSum(report.figures.reserved)}`,
             ]),
         first === undefined
           ? `verified in ${seconds.toFixed(2)} s: the chain is whole and every charge, balance and key's spend recomputes${unvouched}`

@@ -1,6 +1,7 @@
 import { canonicalJson, chainGenesis, chainLink } from '../eventstore/event-chain';
 import { EXPORT_FORMAT, EXPORT_VERSION, type ExportEnd, type ExportHeader, type ExportedEvent } from './ledger-export';
-import { type LedgerFigures, LedgerReplay } from './ledger-replay';
+import { readNanoSum } from '../ledger/money';
+import { type LedgerFigures, LedgerReplay, SUM_FIELDS } from './ledger-replay';
 
 /** One thing the file does not bear out: where (its line, and the event's position, stream and type), which field, what was expected and what was found. */
 export interface VerifyDifference {
@@ -114,6 +115,7 @@ export class ExportVerifier {
         this.differ(null, 'opening', 'zero (no events before the genesis)', header.opening);
       }
     }
+    this.checkOpening(header.opening);
     const previous = this.expected.previous;
     if (previous !== undefined) this.followPrevious(header, previous);
     this.openingVouchedBy = fromGenesis
@@ -124,6 +126,25 @@ export class ExportVerifier {
     this.header = header;
     this.link = header.previousLink;
     this.replay = new LedgerReplay(header.opening, fromGenesis);
+  }
+
+  /** An opening's figures are sums that add up among themselves, whoever vouches for them. */
+  private checkOpening(opening: LedgerFigures | undefined): void {
+    const sums = SUM_FIELDS.map((field) => {
+      const sum = readNanoSum(opening?.[field]);
+      if (sum === null) this.differ(null, `opening.${field}`, 'a sum of nano-credits', opening?.[field]);
+      return sum ?? 0n;
+    });
+    const [granted, charged, credited, balance, reserved] = sums;
+    if (balance !== granted - charged + credited) {
+      this.differ(null, 'opening.balance', `${granted - charged + credited} (granted − charged + credited)`, opening?.balance);
+    }
+    let held = 0n;
+    for (const [reservationId, open] of Object.entries(opening?.openReservations ?? {})) {
+      if (Number.isSafeInteger(open?.amount)) held += BigInt(open.amount);
+      else this.differ(null, `opening.openReservations.${reservationId}.amount`, 'an integer of nano-credits', open?.amount);
+    }
+    if (reserved !== held) this.differ(null, 'opening.reserved', `${held} (held by its open reservations)`, opening?.reserved);
   }
 
   /** A period's export opens where the one before it closed: its head, its count, its figures. */
@@ -169,12 +190,16 @@ export class ExportVerifier {
     if (end.events !== this.events) this.differ(null, 'end.events', this.events, end.events);
     if (end.head !== this.link) this.differ(null, 'end.head', this.link, end.head);
     const figures = this.replay!.figures;
-    for (const field of ['granted', 'charged', 'credited', 'balance', 'reserved'] as const) {
-      if (end.closing?.[field] !== figures[field]) this.differ(null, `closing.${field}`, figures[field], end.closing?.[field]);
+    // Compared as exact sums: a number (every file before sums could pass 2^53) or decimal digits.
+    const same = (a: unknown, b: unknown) => readNanoSum(a) !== null && readNanoSum(a) === readNanoSum(b);
+    for (const field of SUM_FIELDS) {
+      if (!same(end.closing?.[field], figures[field]))
+        this.differ(null, `closing.${field}`, figures[field], end.closing?.[field]);
     }
     const stated = end.closing?.keys ?? {};
     for (const keyId of new Set([...Object.keys(figures.keys), ...Object.keys(stated)])) {
-      if (stated[keyId] !== figures.keys[keyId]) this.differ(null, `closing.keys.${keyId}`, figures.keys[keyId], stated[keyId]);
+      if (!same(stated[keyId], figures.keys[keyId]))
+        this.differ(null, `closing.keys.${keyId}`, figures.keys[keyId], stated[keyId]);
     }
   }
 

@@ -280,6 +280,14 @@ describe('what vouches for an export’s opening', () => {
     expect(verify(text, { head, events: 4, previous }).differences).toEqual([
       expect.objectContaining({ line: 1, field: 'opening', expected: previous.figures }),
     ]);
+    // Alone, an opening must still add up among itself: its balance, and what its open reservations hold.
+    const unbalanced = second.map((l) => JSON.parse(l));
+    unbalanced[0].opening = { ...unbalanced[0].opening, balance: unbalanced[0].opening.balance + 1, reserved: 1 };
+    expect(verify(unbalanced.map((l) => JSON.stringify(l))).differences.map((d) => d.field)).toEqual([
+      'opening.balance',
+      'opening.reserved',
+      'closing.reserved',
+    ]);
     // A previous export that is not the one just before: its head and count are not this file's start.
     const [earlier] = periodsOf(events, 1);
     expect(verify(second, { previous: verify(earlier) }).differences.map((d) => d.field)).toEqual([
@@ -287,5 +295,35 @@ describe('what vouches for an export’s opening', () => {
       'eventsBefore',
       'opening',
     ]);
+  });
+});
+
+describe('sums past 2^53 nano-credits', () => {
+  // A lifetime's grants pass 2^53 while the balance stays small: 9,007,199.254740991 granted, 9,000,000 debited, then 3 and 1 nano.
+  const grant = (revision: number, amount: number) => ({
+    streamId: `credits-${org}`,
+    revision,
+    type: 'CreditsGranted',
+    data: { orgId: org, grantId: `g${revision}`, amount, reason: 'r', grantedAt: 1 },
+  });
+  const events = [grant(0, Number.MAX_SAFE_INTEGER), note(1, -9_000_000_000_000_000, 'adjustment'), grant(2, 3), grant(3, 1)];
+  const exact = BigInt(Number.MAX_SAFE_INTEGER) + 4n;
+
+  it('adds them up exactly, carrying a sum past 2^53 as its decimal digits', () => {
+    const replay = new LedgerReplay();
+    for (const event of events) replay.apply(event);
+    expect(replay.figures).toMatchObject({ granted: exact.toString(), credited: -9e15, balance: 7_199_254_740_995 });
+    const closing = { ...emptyFigures(), granted: exact.toString(), credited: -9e15, balance: 7_199_254_740_995 };
+    expect(verify(exportOf(events, closing))).toMatchObject({ differences: [], figures: { balance: 7_199_254_740_995 } });
+  });
+
+  it('names a stated sum that is not exact, or not a sum', () => {
+    const rounded = { ...emptyFigures(), granted: Number(exact), credited: -9e15, balance: 7_199_254_740_996 };
+    expect(verify(exportOf(events, rounded)).differences.map((d) => [d.field, d.expected, d.found])).toEqual([
+      ['closing.granted', exact.toString(), Number(exact)],
+      ['closing.balance', 7_199_254_740_995, 7_199_254_740_996],
+    ]);
+    const text = { ...emptyFigures(), granted: `${exact}.0`, credited: -9e15, balance: 7_199_254_740_995 };
+    expect(verify(exportOf(events, text)).differences.map((d) => d.field)).toEqual(['closing.granted']);
   });
 });
