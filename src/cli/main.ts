@@ -527,9 +527,9 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
         });
         progress.stop();
         const totals = {
-          granted: formatCredits(report.totals.granted),
-          spent: formatCredits(report.totals.spent),
-          reserved: formatCredits(report.totals.reserved),
+          granted: formatNanoSum(report.totals.granted),
+          spent: formatNanoSum(report.totals.spent),
+          reserved: formatNanoSum(report.totals.reserved),
         };
         out.print({ ...report, totals, clean: report.differences.length === 0 }, [
           `events ${report.events}, organizations ${report.organizations}, reservations ${report.reservations}`,
