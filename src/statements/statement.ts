@@ -35,7 +35,9 @@ export function monthBounds(month: StatementMonth): { from: number; to: number }
   if (!match) throw new StatementPeriodError(`"${month}" is not a month: use YYYY-MM (a calendar month, UTC)`);
   const year = Number(match[1]);
   const index = Number(match[2]) - 1;
-  return { from: Date.UTC(year, index, 1), to: Date.UTC(year, index + 1, 1) };
+  // Date.UTC reads years 0 to 99 as 1900 to 1999: setUTCFullYear takes the year as given.
+  const first = (monthIndex: number) => new Date(0).setUTCFullYear(year, monthIndex, 1);
+  return { from: first(index), to: first(index + 1) };
 }
 
 /** A month a statement may be asked of: one that has begun at `now` (the current one is its statement so far). */

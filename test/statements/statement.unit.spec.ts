@@ -146,6 +146,12 @@ describe('a monthly statement', () => {
     for (const bad of ['2026-13', '2026-1', 'November', '2026-11-01'])
       expect(() => monthBounds(bad)).toThrow(StatementPeriodError);
     expect(monthBounds('2026-12')).toEqual({ from: DEC, to: Date.UTC(2027, 0, 1) });
+    // Years below 100 are themselves, not the 1900s.
+    const { from, to } = monthBounds('0099-12');
+    expect([new Date(from).toISOString(), new Date(to).toISOString()]).toEqual([
+      '0099-12-01T00:00:00.000Z',
+      '0100-01-01T00:00:00.000Z',
+    ]);
   });
 
   it('refuses a month that has not begun; the current one is its statement so far', () => {
