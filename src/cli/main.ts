@@ -1,6 +1,6 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
-import { createReadStream, createWriteStream, readFileSync } from 'node:fs';
+import { createReadStream, createWriteStream, openSync, readFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
@@ -519,6 +519,7 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
     .option('--org <id>', 'audit one organization', uuid('--org'))
     .action((opts: { org?: string }) =>
       withRuntime(async (rt, out) => {
+        if (opts.org !== undefined) await requireOrganization(rt, opts.org);
         await rt.projector.catchUp(60_000);
         const progress = progressReporter(out.json);
         const report = await auditLedger(rt.events, rt.projections, {
@@ -557,8 +558,13 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
     .option('--output <file>', 'write to this file (default: standard output)')
     .action((opts: { org: string; from?: number; to?: number; output?: string }) =>
       withRuntime(async (rt) => {
+        if (opts.from !== undefined && opts.to !== undefined && opts.from > opts.to) {
+          throw new OperatorError(
+            `--from ${new Date(opts.from).toISOString()} is later than --to ${new Date(opts.to).toISOString()}: no events lie between`,
+          );
+        }
         await requireOrganization(rt, opts.org);
-        const sink = opts.output === undefined ? process.stdout : createWriteStream(opts.output);
+        const sink = opts.output === undefined ? process.stdout : writableFile(opts.output);
         const progress = progressReporter(opts.output === undefined);
         const lines = exportLedger(rt.events, opts.org, {
           from: opts.from,
@@ -727,6 +733,17 @@ function servicePid(dataDir: string): number {
   const pid = Number(text);
   if (!Number.isSafeInteger(pid) || pid < 1) throw new OperatorError(`${file} does not hold a process id`);
   return pid;
+}
+
+/** A file to write, opened now: a path that cannot be written is named before any work is done. */
+function writableFile(path: string): WriteStream {
+  let fd: number;
+  try {
+    fd = openSync(path, 'w');
+  } catch (error) {
+    throw new OperatorError(`cannot write ${path}: ${(error as Error).message}`);
+  }
+  return createWriteStream(path, { fd });
 }
 
 /** Reads an export file through the verifier: its report and how many differences it found in all. */
