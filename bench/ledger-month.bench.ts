@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config/config';
-import { formatCredits } from '../src/ledger/money';
+import { formatNanoSum } from '../src/ledger/money';
 import { openRuntime } from '../src/runtime/runtime';
 import { booksDisagree, generateMonth, readBooks, wholeLogOf } from './ledger-month/traffic';
 
@@ -58,7 +58,7 @@ async function main(): Promise<void> {
         `| ${orgId.slice(0, 8)} | ${fmt(books.verified.events)} | ${fmt(books.exportBytes / 1e6, 1)} MB | ` +
           `${ratio(books.ms.statements, whole.ms.statements)} | ${ratio(books.ms.export, whole.ms.export)} | ` +
           `${fmt(books.ms.verify)} ms | ${fmt(books.verified.events / (books.ms.verify / 1000))} | ` +
-          `${formatCredits(books.verified.figures?.balance ?? 0)} | ${found.length === 0 ? 'yes, to the nano-credit' : found.join('; ')} |`,
+          `${formatNanoSum(books.verified.figures?.balance ?? 0)} | ${found.length === 0 ? 'yes, to the nano-credit' : found.join('; ')} |`,
       );
     }
     if (disagreements > 0) process.exitCode = 1;

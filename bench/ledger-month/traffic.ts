@@ -3,7 +3,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { EventStore } from '../../src/eventstore/event-store';
 import { LedgerService } from '../../src/ledger/ledger.service';
-import { chargeFor, reservationFor, type TokenPrices, type TokenUsage } from '../../src/ledger/money';
+import { chargeFor, type NanoSum, reservationFor, type TokenPrices, type TokenUsage } from '../../src/ledger/money';
 import { exportLedger } from '../../src/ledger-export/ledger-export';
 import { ExportVerifier, type VerifyReport } from '../../src/ledger-export/ledger-verify';
 import type { Runtime } from '../../src/runtime/runtime';
@@ -252,9 +252,11 @@ export function booksDisagree(books: Books): string[] {
         `${statements[i].month} opens at ${statements[i].openingBalance}, ${statements[i - 1].month} closed at ${statements[i - 1].closingBalance}`,
       );
   }
-  const sum = (f: (s: Statement) => number) => statements.reduce((total, s) => total + f(s), 0);
+  // Sums of a lifetime pass 2^53: added and compared as bigint.
+  const sum = (f: (s: Statement) => NanoSum | bigint) => statements.reduce((total, s) => total + BigInt(f(s)), 0n);
   const last = statements[statements.length - 1];
-  const compare = (what: string, a: number, b: number) => a !== b && found.push(`${what}: ${a} vs ${b}`);
+  const compare = (what: string, a: NanoSum | bigint, b: NanoSum | bigint) =>
+    BigInt(a) !== BigInt(b) && found.push(`${what}: ${a} vs ${b}`);
   compare('statements opening (first month)', statements[0].openingBalance, 0);
   compare(
     'statements grants vs export',
@@ -268,7 +270,7 @@ export function booksDisagree(books: Books): string[] {
   );
   compare(
     'statements credit notes vs export',
-    sum((s) => s.creditNotes.refunds + s.creditNotes.adjustments),
+    sum((s) => BigInt(s.creditNotes.refunds) + BigInt(s.creditNotes.adjustments)),
     figures.credited,
   );
   compare('statements closing vs export balance', last.closingBalance, figures.balance);

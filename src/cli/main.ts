@@ -1,6 +1,6 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
-import { createReadStream, createWriteStream, readFileSync } from 'node:fs';
+import { createReadStream, createWriteStream, openSync, readFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
@@ -20,9 +20,9 @@ import { type CreditNoteAsked, creditNoteLines, creditNoteView, issueCreditNote 
 import { ApiError } from '../http/api-error';
 import { LedgerRuleError } from '../ledger/ledger.decider';
 import { exportLedger } from '../ledger-export/ledger-export';
-import { describeDifference, ExportVerifier } from '../ledger-export/ledger-verify';
+import { describeDifference, ExportVerifier, type VerifyExpectations, type VerifyReport } from '../ledger-export/ledger-verify';
 import { CREDIT_NOTE_REASONS } from '../ledger/ledger.events';
-import { formatCredits, MoneyFormatError, parseCredits } from '../ledger/money';
+import { formatCredits, formatNanoSum, MoneyFormatError, parseCredits } from '../ledger/money';
 import { rebuildProjections } from '../projections/projector';
 import { availableOf, reservedOf } from '../projections/read-models';
 import { openRuntime, Runtime } from '../runtime/runtime';
@@ -41,6 +41,14 @@ function uuid(what: string) {
     if (!UUID.test(value)) throw new InvalidArgumentError(`${what} must be an id as printed when it was created.`);
     return value.toLowerCase();
   };
+}
+
+/** A chain's event count as published (0 for a chain with no events yet). */
+function eventCount(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n))
+    throw new InvalidArgumentError('--events must be a whole number from 0 up.');
+  return n;
 }
 
 /** A grant's id as an operator gives it: up to 128 letters, digits and `_ . : -` (an invoice number, a UUID). */
@@ -511,6 +519,7 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
     .option('--org <id>', 'audit one organization', uuid('--org'))
     .action((opts: { org?: string }) =>
       withRuntime(async (rt, out) => {
+        if (opts.org !== undefined) await requireOrganization(rt, opts.org);
         await rt.projector.catchUp(60_000);
         const progress = progressReporter(out.json);
         const report = await auditLedger(rt.events, rt.projections, {
@@ -519,9 +528,9 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
         });
         progress.stop();
         const totals = {
-          granted: formatCredits(report.totals.granted),
-          spent: formatCredits(report.totals.spent),
-          reserved: formatCredits(report.totals.reserved),
+          granted: formatNanoSum(report.totals.granted),
+          spent: formatNanoSum(report.totals.spent),
+          reserved: formatNanoSum(report.totals.reserved),
         };
         out.print({ ...report, totals, clean: report.differences.length === 0 }, [
           `events ${report.events}, organizations ${report.organizations}, reservations ${report.reservations}`,
@@ -549,8 +558,13 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
     .option('--output <file>', 'write to this file (default: standard output)')
     .action((opts: { org: string; from?: number; to?: number; output?: string }) =>
       withRuntime(async (rt) => {
+        if (opts.from !== undefined && opts.to !== undefined && opts.from > opts.to) {
+          throw new OperatorError(
+            `--from ${new Date(opts.from).toISOString()} is later than --to ${new Date(opts.to).toISOString()}: no events lie between`,
+          );
+        }
         await requireOrganization(rt, opts.org);
-        const sink = opts.output === undefined ? process.stdout : createWriteStream(opts.output);
+        const sink = opts.output === undefined ? process.stdout : writableFile(opts.output);
         const progress = progressReporter(opts.output === undefined);
         const lines = exportLedger(rt.events, opts.org, {
           from: opts.from,
@@ -577,35 +591,55 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
       '--head <link>',
       'the chain head published for the organization (a statement, the dashboard): the file must end at it',
     )
-    .action(async (file: string, opts: { head?: string }) => {
+    .option(
+      '--events <n>',
+      'the chain event count published beside that head: events before the file and in it must add up to it',
+      eventCount,
+    )
+    .option(
+      '--previous <file>',
+      "the export of the period before (repeat for several, earliest first): each must open where the one before closed, vouching for the file's opening",
+      (file: string, files: string[]) => [...files, file],
+      [] as string[],
+    )
+    .action(async (file: string, opts: { head?: string; events?: number; previous: string[] }) => {
       const json = program.opts<{ json?: boolean }>().json === true;
       const started = performance.now();
-      const verifier = new ExportVerifier(opts.head);
-      let input: ReturnType<typeof createInterface>;
-      try {
-        input = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
-        for await (const line of input) verifier.line(line);
-      } catch (error) {
-        throw new OperatorError(`${file}: ${(error as Error).message}`);
+      // Each previous export is verified whole, then the next must open on its end.
+      let previous: VerifyReport | undefined;
+      let failed: { file: string; report: VerifyReport; found: number } | undefined;
+      for (const earlier of opts.previous) {
+        const { report, found } = await verifyExport(earlier, { previous });
+        if (found > 0) {
+          failed = { file: earlier, report, found };
+          break;
+        }
+        previous = report;
       }
-      const report = verifier.finish();
+      const { report, found } = failed ?? (await verifyExport(file, { head: opts.head, events: opts.events, previous }));
+      const failedFile = failed?.file ?? file;
       const seconds = (performance.now() - started) / 1000;
       const first = report.differences[0];
+      const through = (report.eventsBefore ?? 0) + report.events;
+      const unvouched =
+        report.openingVouchedBy === null
+          ? `; its opening (${report.eventsBefore} events before it, its figures and link) is only its header's word: give the export before it with --previous`
+          : '';
       const lines = [
-        `organization ${report.orgId ?? '?'}: ${report.events} events, chain head ${report.head ?? '?'}`,
+        `organization ${report.orgId ?? '?'}: ${report.events} events (${through} in the chain through them), chain head ${report.head ?? '?'}`,
         ...(report.figures === null
           ? []
           : [
-              `granted ${formatCredits(report.figures.granted)}, charged ${formatCredits(report.figures.charged)}, credited ${formatCredits(report.figures.credited)}, balance ${formatCredits(report.figures.balance)}, reserved ${formatCredits(report.figures.reserved)}`,
+              `granted ${formatNanoSum(report.figures.granted)}, charged ${formatNanoSum(report.figures.charged)}, credited ${formatNanoSum(report.figures.credited)}, balance ${formatNanoSum(report.figures.balance)}, reserved ${formatNanoSum(report.figures.reserved)}`,
             ]),
         first === undefined
-          ? `verified in ${seconds.toFixed(2)} s: the chain is whole and every charge, balance and key's spend recomputes`
-          : `FIRST DIFFERENCE ${describeDifference(first)}`,
-        ...(verifier.differencesFound > 1 ? [`${verifier.differencesFound} difference(s) in all`] : []),
+          ? `verified in ${seconds.toFixed(2)} s: the chain is whole and every charge, balance and key's spend recomputes${unvouched}`
+          : `FIRST DIFFERENCE ${failed === undefined ? '' : `in ${failedFile}, `}${describeDifference(first)}`,
+        ...(found > 1 ? [`${found} difference(s) in all`] : []),
       ];
       process.stdout.write(
         json
-          ? `${JSON.stringify({ ...report, differencesFound: verifier.differencesFound, verified: first === undefined, seconds })}\n`
+          ? `${JSON.stringify({ ...report, ...(failed === undefined ? {} : { file: failedFile }), differencesFound: found, verified: first === undefined, seconds })}\n`
           : `${lines.join('\n')}\n`,
       );
       if (first !== undefined) process.exitCode = 1;
@@ -699,6 +733,29 @@ function servicePid(dataDir: string): number {
   const pid = Number(text);
   if (!Number.isSafeInteger(pid) || pid < 1) throw new OperatorError(`${file} does not hold a process id`);
   return pid;
+}
+
+/** A file to write, opened now: a path that cannot be written is named before any work is done. */
+function writableFile(path: string): WriteStream {
+  let fd: number;
+  try {
+    fd = openSync(path, 'w');
+  } catch (error) {
+    throw new OperatorError(`cannot write ${path}: ${(error as Error).message}`);
+  }
+  return createWriteStream(path, { fd });
+}
+
+/** Reads an export file through the verifier: its report and how many differences it found in all. */
+async function verifyExport(file: string, expected: VerifyExpectations): Promise<{ report: VerifyReport; found: number }> {
+  const verifier = new ExportVerifier(expected);
+  try {
+    const input = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
+    for await (const line of input) verifier.line(line);
+  } catch (error) {
+    throw new OperatorError(`${file}: ${(error as Error).message}`);
+  }
+  return { report: verifier.finish(), found: verifier.differencesFound };
 }
 
 async function requireOrganization(rt: Runtime, orgId: string): Promise<void> {

@@ -1,19 +1,23 @@
 import type { RecordedEvent } from '../eventstore/event-store';
 import { type CreditNoteIssued, type LedgerEvent, settledCharge } from '../ledger/ledger.events';
+import { type NanoSum, nanoSum, readNanoSum } from '../ledger/money';
 
-/** An organization's money as its events add up: nano-credits. */
+/**
+ * An organization's money as its events add up: nano-credits. Sums of a lifetime's events may pass
+ * 2^53 (the balance's bound bounds net grants, not grants): each is a NanoSum, a number while safe.
+ */
 export interface LedgerFigures {
-  granted: number;
+  granted: NanoSum;
   /** Σ settled charges. */
-  charged: number;
+  charged: NanoSum;
   /** Σ refunds + Σ adjustments (signed). */
-  credited: number;
+  credited: NanoSum;
   /** granted − charged + credited. */
-  balance: number;
+  balance: NanoSum;
   /** Held by reservations still open. */
-  reserved: number;
+  reserved: NanoSum;
   /** Each key's spend: Σ its settled charges − Σ refunds naming it. */
-  keys: Record<string, number>;
+  keys: Record<string, NanoSum>;
   /** Reservations still open: what they hold and for which key (needed to resolve them later). */
   openReservations: Record<string, { amount: number; keyId: string }>;
 }
@@ -37,31 +41,67 @@ export const emptyFigures = (): LedgerFigures => ({
 
 const isAmount = (n: unknown): n is number => Number.isSafeInteger(n);
 
+export const SUM_FIELDS = ['granted', 'charged', 'credited', 'balance', 'reserved'] as const;
+
 /**
  * Replays one organization's ledger events (pure): recomputes every charge from its tokens and prices,
  * checks each resolution against its open reservation and each refund against what its generation was
  * charged, and adds up the balance and each key's spend. What it cannot bear out is returned, never thrown.
  */
 export class LedgerReplay {
-  readonly figures: LedgerFigures;
+  /** Added up exactly, as bigint; `figures` gives them as files carry them. */
+  private granted: bigint;
+  private charged: bigint;
+  private credited: bigint;
+  private reserved: bigint;
+  private readonly keys: Map<string, bigint>;
+  private readonly openReservations: LedgerFigures['openReservations'];
   /** Per settled generation: its key, what it was charged, and what refunds have returned of it. */
   private readonly settled = new Map<string, { keyId: string; charged: number; refunded: number }>();
 
   /**
-   * `opening`: the figures before the first event replayed; `fromGenesis`: false when earlier events
-   * exist that are not replayed (an export from a date on), so a refund of a generation settled before
-   * cannot be checked against its charge.
+   * `opening`: the figures before the first event replayed (a sum that is not one counts as 0: the
+   * verifier names it); `fromGenesis`: false when earlier events exist that are not replayed (an export
+   * from a date on), so a refund of a generation settled before cannot be checked against its charge.
    */
   constructor(
     opening: LedgerFigures = emptyFigures(),
     private readonly fromGenesis = true,
   ) {
-    this.figures = structuredClone(opening);
+    const sum = (value: unknown) => readNanoSum(value) ?? 0n;
+    this.granted = sum(opening.granted);
+    this.charged = sum(opening.charged);
+    this.credited = sum(opening.credited);
+    this.reserved = sum(opening.reserved);
+    this.keys = new Map(Object.entries(opening.keys ?? {}).map(([keyId, spent]) => [keyId, sum(spent)]));
+    // An amount that is not one counts as 0 (the verifier names it): sums stay bigint arithmetic.
+    this.openReservations = Object.fromEntries(
+      Object.entries(opening.openReservations ?? {}).map(([id, open]) => [
+        id,
+        { amount: isAmount(open?.amount) ? open.amount : 0, keyId: open?.keyId },
+      ]),
+    );
+  }
+
+  get figures(): LedgerFigures {
+    return {
+      granted: nanoSum(this.granted),
+      charged: nanoSum(this.charged),
+      credited: nanoSum(this.credited),
+      balance: nanoSum(this.granted - this.charged + this.credited),
+      reserved: nanoSum(this.reserved),
+      keys: Object.fromEntries([...this.keys].map(([keyId, spent]) => [keyId, nanoSum(spent)])),
+      openReservations: structuredClone(this.openReservations),
+    };
+  }
+
+  private spend(keyId: string, amount: number): void {
+    this.keys.set(keyId, (this.keys.get(keyId) ?? 0n) + BigInt(amount));
   }
 
   apply(recorded: Pick<RecordedEvent, 'type' | 'data'>): ReplayDifference[] {
     const event = recorded as LedgerEvent | CreditNoteIssued;
-    const f = this.figures;
+    const open = this.openReservations;
     const differences: ReplayDifference[] = [];
     const amountOf = (field: string, value: unknown): number => {
       if (isAmount(value)) return value;
@@ -70,30 +110,30 @@ export class LedgerReplay {
     };
     switch (event.type) {
       case 'CreditsGranted':
-        f.granted += amountOf('data.amount', event.data.amount);
+        this.granted += BigInt(amountOf('data.amount', event.data.amount));
         break;
       case 'CreditsReserved': {
         const d = event.data;
-        if (f.openReservations[d.reservationId] !== undefined || this.settled.has(d.reservationId)) {
+        if (open[d.reservationId] !== undefined || this.settled.has(d.reservationId)) {
           differences.push({ field: 'data.reservationId', expected: 'a new reservation', found: d.reservationId });
         }
         const amount = amountOf('data.amount', d.amount);
-        f.openReservations[d.reservationId] = { amount, keyId: d.keyId };
-        f.reserved += amount;
+        open[d.reservationId] = { amount, keyId: d.keyId };
+        this.reserved += BigInt(amount);
         break;
       }
       case 'ReservationSettled':
       case 'ReservationReleased':
       case 'ReservationExpired': {
         const d = event.data;
-        const open = f.openReservations[d.reservationId];
-        if (open === undefined) {
+        const held = open[d.reservationId];
+        if (held === undefined) {
           differences.push({ field: 'data.reservationId', expected: 'an open reservation', found: d.reservationId });
         } else {
-          if (open.amount !== d.held) differences.push({ field: 'data.held', expected: open.amount, found: d.held });
-          if (open.keyId !== d.keyId) differences.push({ field: 'data.keyId', expected: open.keyId, found: d.keyId });
-          f.reserved -= open.amount;
-          delete f.openReservations[d.reservationId];
+          if (held.amount !== d.held) differences.push({ field: 'data.held', expected: held.amount, found: d.held });
+          if (held.keyId !== d.keyId) differences.push({ field: 'data.keyId', expected: held.keyId, found: d.keyId });
+          this.reserved -= BigInt(held.amount);
+          delete open[d.reservationId];
         }
         if (event.type !== 'ReservationSettled') break;
         const s = event.data;
@@ -105,8 +145,8 @@ export class LedgerReplay {
         }
         if (recomputed !== s.amount) differences.push({ field: 'data.amount', expected: recomputed, found: s.amount });
         const charge = amountOf('data.amount', s.amount);
-        f.charged += charge;
-        f.keys[s.keyId] = (f.keys[s.keyId] ?? 0) + charge;
+        this.charged += BigInt(charge);
+        this.spend(s.keyId, charge);
         this.settled.set(s.reservationId, { keyId: s.keyId, charged: charge, refunded: 0 });
         break;
       }
@@ -131,18 +171,17 @@ export class LedgerReplay {
             }
             generation.refunded += amount;
           }
-          if (d.keyId !== null) f.keys[d.keyId] = (f.keys[d.keyId] ?? 0) - amount;
+          if (d.keyId !== null) this.spend(d.keyId, -amount);
         } else if (d.kind === 'adjustment') {
           if (amount === 0) differences.push({ field: 'data.amount', expected: 'a non-zero adjustment', found: amount });
         } else {
           differences.push({ field: 'data.kind', expected: 'refund or adjustment', found: d.kind });
         }
-        f.credited += amount;
+        this.credited += BigInt(amount);
         break;
       }
       // Progress and refusals move no credits.
     }
-    f.balance = f.granted - f.charged + f.credited;
     return differences;
   }
 }

@@ -226,7 +226,8 @@ export function decideCreditNote(command: IssueCreditNote, state: CreditAccount)
       throw new LedgerRuleError(
         'refund_exceeds_charge',
         `generation ${reservationId} was charged ${formatCredits(generation.charged)} credits, ` +
-          `${formatCredits(refunded)} already refunded: at most ${formatCredits(left)} credits more can be`,
+          `${formatCredits(refunded)} already refunded: ` +
+          (left === 0 ? 'nothing is left to refund' : `at most ${formatCredits(left)} credits can still be refunded`),
       );
     }
     keyId = generation.keyId;

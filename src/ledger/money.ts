@@ -41,6 +41,32 @@ export function formatCredits(nano: number): string {
   return `${sign}${whole}${fraction ? `.${fraction}` : ''}`;
 }
 
+/**
+ * A sum of nano-credits over many events (a lifetime's grants, a month's charges), which the balance's
+ * bound does not bound: a JSON number while it is a safe integer, beyond that its decimal digits as a
+ * string, so that no figure is ever carried rounded. Added up as bigint.
+ */
+export type NanoSum = number | string;
+
+export const nanoSum = (n: bigint): NanoSum => (n <= BigInt(MAX_NANO) && n >= -BigInt(MAX_NANO) ? Number(n) : n.toString());
+
+/** A sum as a file carries it (a safe integer, or integer digits), exactly; null for anything else. */
+export function readNanoSum(value: unknown): bigint | null {
+  if (typeof value === 'number') return Number.isSafeInteger(value) ? BigInt(value) : null;
+  if (typeof value === 'string' && /^-?\d{1,40}$/.test(value)) return BigInt(value);
+  return null;
+}
+
+/** Exact decimal credits of a sum of any size. */
+export function formatNanoSum(sum: NanoSum | bigint): string {
+  const n = typeof sum === 'bigint' ? sum : BigInt(sum);
+  const abs = n < 0n ? -n : n;
+  const per = BigInt(NANO_PER_CREDIT);
+  const rest = abs % per;
+  const fraction = rest === 0n ? '' : `.${rest.toString().padStart(9, '0').replace(/0+$/, '')}`;
+  return `${n < 0n ? '-' : ''}${abs / per}${fraction}`;
+}
+
 /** Credits as a JSON number, for wire formats that expect one (exact to 1e-9 for display). */
 export const creditsNumber = (nano: number): number => Number(formatCredits(nano));
 

@@ -1,5 +1,5 @@
 import { csvText } from '../http/csv';
-import { formatCredits } from '../ledger/money';
+import { formatCredits, formatNanoSum, type NanoSum } from '../ledger/money';
 import type { Statement } from './statement';
 
 /** A statement as CSV (RFC 4180) and as a printable HTML page: the same lines, amounts exact. */
@@ -13,6 +13,8 @@ export function formatMicroNano(value: bigint): string {
   return `${sign}${abs / unit}${fraction ? `.${fraction}` : ''}`;
 }
 
+const negated = (sum: NanoSum): bigint => -BigInt(sum);
+
 interface Line {
   section: string;
   item: string;
@@ -22,13 +24,13 @@ interface Line {
 
 /** Every line of a statement, in the order both formats show them. */
 function linesOf(s: Statement): Line[] {
-  const lines: Line[] = [{ section: 'opening_balance', item: '', quantity: '', credits: formatCredits(s.openingBalance) }];
+  const lines: Line[] = [{ section: 'opening_balance', item: '', quantity: '', credits: formatNanoSum(s.openingBalance) }];
   for (const g of s.grants.items)
     lines.push({ section: 'grant', item: `${g.grantedAt} ${g.reason}`, quantity: '', credits: formatCredits(g.amount) });
   for (const m of s.charges.byModel)
-    lines.push({ section: 'charges_by_model', item: m.model, quantity: m.requests, credits: formatCredits(-m.amount) });
+    lines.push({ section: 'charges_by_model', item: m.model, quantity: m.requests, credits: formatNanoSum(negated(m.amount)) });
   for (const k of s.charges.byKey)
-    lines.push({ section: 'charges_by_key', item: k.keyId, quantity: k.requests, credits: formatCredits(-k.amount) });
+    lines.push({ section: 'charges_by_key', item: k.keyId, quantity: k.requests, credits: formatNanoSum(negated(k.amount)) });
   for (const c of s.charges.byClass)
     lines.push({
       section: 'charges_by_class',
@@ -42,7 +44,12 @@ function linesOf(s: Statement): Line[] {
     quantity: '',
     credits: formatMicroNano(-BigInt(s.charges.roundingMicroNano)),
   });
-  lines.push({ section: 'charges', item: 'total', quantity: s.charges.requests, credits: formatCredits(-s.charges.amount) });
+  lines.push({
+    section: 'charges',
+    item: 'total',
+    quantity: s.charges.requests,
+    credits: formatNanoSum(negated(s.charges.amount)),
+  });
   for (const n of s.creditNotes.items)
     lines.push({
       section: n.kind === 'refund' ? 'refund' : 'adjustment',
@@ -50,7 +57,7 @@ function linesOf(s: Statement): Line[] {
       quantity: '',
       credits: formatCredits(n.amount),
     });
-  lines.push({ section: 'closing_balance', item: '', quantity: '', credits: formatCredits(s.closingBalance) });
+  lines.push({ section: 'closing_balance', item: '', quantity: '', credits: formatNanoSum(s.closingBalance) });
   lines.push({ section: 'chain_head', item: s.chain.head, quantity: s.chain.events, credits: '' });
   return lines;
 }

@@ -8,6 +8,7 @@ import {
   settledPrices,
   settledUsage,
 } from '../ledger/ledger.events';
+import { type NanoSum, nanoSum } from '../ledger/money';
 
 /**
  * A monthly statement of an organization's credits: what it opened with, what was granted, charged
@@ -34,7 +35,9 @@ export function monthBounds(month: StatementMonth): { from: number; to: number }
   if (!match) throw new StatementPeriodError(`"${month}" is not a month: use YYYY-MM (a calendar month, UTC)`);
   const year = Number(match[1]);
   const index = Number(match[2]) - 1;
-  return { from: Date.UTC(year, index, 1), to: Date.UTC(year, index + 1, 1) };
+  // Date.UTC reads years 0 to 99 as 1900 to 1999: setUTCFullYear takes the year as given.
+  const first = (monthIndex: number) => new Date(0).setUTCFullYear(year, monthIndex, 1);
+  return { from: first(index), to: first(index + 1) };
 }
 
 /** A month a statement may be asked of: one that has begun at `now` (the current one is its statement so far). */
@@ -55,8 +58,8 @@ export type ChargeClass = (typeof TOKEN_CLASSES)[number] | `hostedTool:${(typeof
 
 export interface ChargeGroup {
   requests: number;
-  /** Nano-credits charged: the sum of the settlements' amounts. */
-  amount: number;
+  /** Nano-credits charged: the sum of the settlements' amounts (past 2^53, its decimal digits). */
+  amount: NanoSum;
 }
 
 export interface ClassLine {
@@ -87,8 +90,8 @@ export interface Statement {
   from: string;
   to: string;
   /** The balance before the month: grants − charges + credit notes, all before `from`. */
-  openingBalance: number;
-  grants: { count: number; amount: number; items: { grantId: string; amount: number; reason: string; grantedAt: string }[] };
+  openingBalance: NanoSum;
+  grants: { count: number; amount: NanoSum; items: { grantId: string; amount: number; reason: string; grantedAt: string }[] };
   charges: ChargeGroup & {
     byModel: (ChargeGroup & { model: string })[];
     byKey: (ChargeGroup & { keyId: string })[];
@@ -100,9 +103,9 @@ export interface Statement {
      */
     roundingMicroNano: string;
   };
-  creditNotes: { refunds: number; adjustments: number; items: StatementNote[] };
+  creditNotes: { refunds: NanoSum; adjustments: NanoSum; items: StatementNote[] };
   /** openingBalance + grants − charges + refunds + adjustments. */
-  closingBalance: number;
+  closingBalance: NanoSum;
   /** The organization's events the statement read (in its period and before). */
   eventsRead: number;
   /**
@@ -158,7 +161,14 @@ function classCosts(settled: ReservationSettled['data']): { class: ChargeClass; 
   return lines;
 }
 
-const byAmount = <T extends ChargeGroup>(a: T, b: T) => b.amount - a.amount;
+/** A group's sum as it is added up: exact, whatever the month's volume. */
+interface GroupSum {
+  requests: number;
+  amount: bigint;
+}
+
+const byAmount = <T extends GroupSum>(a: T, b: T) => (b.amount > a.amount ? 1 : b.amount < a.amount ? -1 : 0);
+const groupLine = (g: GroupSum): ChargeGroup => ({ requests: g.requests, amount: nanoSum(g.amount) });
 
 /**
  * The statement of `orgId` for `month`, folded from its events in log order, one at a time (others'
@@ -169,15 +179,16 @@ const byAmount = <T extends ChargeGroup>(a: T, b: T) => b.amount - a.amount;
 export class StatementFold {
   private readonly from: number;
   private readonly to: number;
-  private opening = 0;
+  // Sums as bigint: a lifetime's grants and charges pass 2^53 while the balance stays within it.
+  private opening = 0n;
   private eventsRead = 0;
-  private readonly grants: Statement['grants'] = { count: 0, amount: 0, items: [] };
-  private readonly models = new Map<string, ChargeGroup>();
-  private readonly keys = new Map<string, ChargeGroup>();
+  private readonly grants = { count: 0, amount: 0n, items: [] as Statement['grants']['items'] };
+  private readonly models = new Map<string, GroupSum>();
+  private readonly keys = new Map<string, GroupSum>();
   private readonly classes = new Map<ChargeClass, { quantity: number; cost: bigint }>();
-  private readonly charges = { requests: 0, amount: 0 };
+  private readonly charges: GroupSum = { requests: 0, amount: 0n };
   private classCost = 0n;
-  private readonly notes: Statement['creditNotes'] = { refunds: 0, adjustments: 0, items: [] };
+  private readonly notes = { refunds: 0n, adjustments: 0n, items: [] as StatementNote[] };
   private readonly chain = new ChainFollower();
 
   constructor(
@@ -194,13 +205,13 @@ export class StatementFold {
     if (at === null || event.data.orgId !== this.orgId || at >= this.to) return;
     this.eventsRead += 1;
     if (at < this.from) {
-      this.opening += event.type === 'ReservationSettled' ? -event.data.amount : event.data.amount;
+      this.opening += BigInt(event.type === 'ReservationSettled' ? -event.data.amount : event.data.amount);
       return;
     }
     switch (event.type) {
       case 'CreditsGranted':
         this.grants.count += 1;
-        this.grants.amount += event.data.amount;
+        this.grants.amount += BigInt(event.data.amount);
         this.grants.items.push({
           grantId: event.data.grantId,
           amount: event.data.amount,
@@ -213,8 +224,8 @@ export class StatementFold {
         break;
       case 'CreditNoteIssued': {
         const d = event.data;
-        if (d.kind === 'refund') this.notes.refunds += d.amount;
-        else this.notes.adjustments += d.amount;
+        if (d.kind === 'refund') this.notes.refunds += BigInt(d.amount);
+        else this.notes.adjustments += BigInt(d.amount);
         this.notes.items.push({
           creditNoteId: d.creditNoteId,
           kind: d.kind,
@@ -232,14 +243,14 @@ export class StatementFold {
 
   private charge(d: ReservationSettled['data']): void {
     this.charges.requests += 1;
-    this.charges.amount += d.amount;
+    this.charges.amount += BigInt(d.amount);
     for (const [groups, name] of [
       [this.models, d.model],
       [this.keys, d.keyId],
     ] as const) {
-      const group = groups.get(name) ?? { requests: 0, amount: 0 };
+      const group = groups.get(name) ?? { requests: 0, amount: 0n };
       group.requests += 1;
-      group.amount += d.amount;
+      group.amount += BigInt(d.amount);
       groups.set(name, group);
     }
     for (const line of classCosts(d)) {
@@ -259,19 +270,19 @@ export class StatementFold {
       month: this.month,
       from: iso(this.from),
       to: iso(this.to),
-      openingBalance: this.opening,
-      grants,
+      openingBalance: nanoSum(this.opening),
+      grants: { ...grants, amount: nanoSum(grants.amount) },
       charges: {
-        ...charges,
-        byModel: [...this.models].map(([model, g]) => ({ model, ...g })).sort(byAmount),
-        byKey: [...this.keys].map(([keyId, g]) => ({ keyId, ...g })).sort(byAmount),
+        ...groupLine(charges),
+        byModel: [...this.models].sort(([, a], [, b]) => byAmount(a, b)).map(([model, g]) => ({ model, ...groupLine(g) })),
+        byKey: [...this.keys].sort(([, a], [, b]) => byAmount(a, b)).map(([keyId, g]) => ({ keyId, ...groupLine(g) })),
         byClass: [...TOKEN_CLASSES, ...HOSTED_TOOL_CLASSES.map((t) => `hostedTool:${t}` as const)]
           .filter((c) => classes.has(c))
           .map((c) => ({ class: c, quantity: classes.get(c)!.quantity, costMicroNano: classes.get(c)!.cost.toString() })),
-        roundingMicroNano: (BigInt(charges.amount) * 1_000_000n - this.classCost).toString(),
+        roundingMicroNano: (charges.amount * 1_000_000n - this.classCost).toString(),
       },
-      creditNotes: notes,
-      closingBalance: this.opening + grants.amount - charges.amount + notes.refunds + notes.adjustments,
+      creditNotes: { ...notes, refunds: nanoSum(notes.refunds), adjustments: nanoSum(notes.adjustments) },
+      closingBalance: nanoSum(this.opening + grants.amount - charges.amount + notes.refunds + notes.adjustments),
       eventsRead: this.eventsRead,
       chain: (({ head, events, position }) => ({ head, events, position }))(this.chain.head(this.orgId)),
     };

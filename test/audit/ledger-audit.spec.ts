@@ -274,3 +274,22 @@ describe('ledger audit of catalogue versions', () => {
     }
   });
 });
+
+describe('ledger audit of sums past 2^53 nano-credits', () => {
+  it('adds the totals across organizations exactly', async () => {
+    const t = await openTestRuntime();
+    try {
+      const { runtime } = t;
+      // Two organizations of about 4.5 million credits each: their sum passes 2^53, neither's does.
+      const half = 4_503_599_627_370_497;
+      await fundedOrganization(runtime, half);
+      await fundedOrganization(runtime, half + 2);
+      await runtime.projector.catchUp();
+      const report = await auditLedger(runtime.events, runtime.projections);
+      expect(report.differences).toEqual([]);
+      expect(report.totals.granted).toBe((2n * BigInt(half) + 2n).toString());
+    } finally {
+      await t.cleanup();
+    }
+  });
+});

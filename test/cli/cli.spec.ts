@@ -196,6 +196,16 @@ describe('operator tool', () => {
       ],
       [['org', 'limits', '--org', orgId, '--rpm', '5', '--clear'], /give --rpm and\/or --tpm, or --clear/],
       [['frobnicate'], /unknown command/],
+      [
+        ['ledger', 'export', '--org', orgId, '--from', '2026-11-02T00:00:00Z', '--to', '2026-11-01T00:00:00Z'],
+        /--from 2026-11-02T00:00:00.000Z is later than --to 2026-11-01T00:00:00.000Z/,
+      ],
+      [
+        ['ledger', 'export', '--org', orgId, '--output', join(dir.path, 'no-such-dir', 'x.ndjson')],
+        /^model-gateway: cannot write .*no-such-dir\/x\.ndjson: ENOENT/,
+      ],
+      [['ledger', 'audit', '--org', '6f1c1f9e-0000-4000-8000-000000000000'], /^model-gateway: no organization 6f1c1f9e-/],
+      [['statements', 'show', '--org', orgId, '--month', '2999-01'], /2999-01 has not begun/],
     ];
     for (const [args, message, stdin] of cases) {
       const run = await cli(env, args, stdin);

@@ -82,7 +82,7 @@ describe('operator tool: credit notes', () => {
     const above = await cli(env, refund('0.000000006', 'inc-2'));
     expect(above.code).toBe(1);
     expect(above.stderr).toMatch(
-      /was charged 0\.00000002 credits, 0\.000000015 already refunded: at most 0\.000000005 credits more/,
+      /was charged 0\.00000002 credits, 0\.000000015 already refunded: at most 0\.000000005 credits can still be refunded/,
     );
     // The rest, by its reservation id, with no amount.
     const rest = await json(env, [

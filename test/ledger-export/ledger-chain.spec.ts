@@ -117,7 +117,7 @@ describe('the ledger hash chain, its export and the standalone verifier', () => 
       const header = JSON.parse(period[0]);
       expect(header.eventsBefore).toBeGreaterThan(0);
       expect(header.opening.openReservations).not.toEqual({});
-      const verifier = new ExportVerifier(lines[lines.length - 1].head);
+      const verifier = new ExportVerifier({ head: lines[lines.length - 1].head });
       for (const line of period) verifier.line(line);
       expect(verifier.finish()).toMatchObject({ differences: [], events: 18 - header.eventsBefore });
       // Up to a time before the settlements: the reservations are still open at its end.
@@ -128,6 +128,67 @@ describe('the ledger hash chain, its export and the standalone verifier', () => 
     } finally {
       await store.close();
     }
+  });
+
+  it('ledger verify refuses forged opening figures on the genesis link, even at the published head', async () => {
+    const end = lines[lines.length - 1];
+    const forged = lines.map((l) => ({ ...l }));
+    forged[0] = { ...forged[0], eventsBefore: 1, opening: { ...forged[0].opening, charged: 5e9, balance: -5e9 } };
+    forged[forged.length - 1] = {
+      ...end,
+      closing: { ...end.closing, charged: end.closing.charged + 5e9, balance: end.closing.balance - 5e9 },
+    };
+    const file = join(dir.path, 'forged-opening.ndjson');
+    writeFileSync(file, `${forged.map((l) => JSON.stringify(l)).join('\n')}\n`);
+    const run = await cli({ PATH: process.env.PATH ?? '' }, ['ledger', 'verify', file, '--head', end.head]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(
+      /FIRST DIFFERENCE line 1: eventsBefore expected "0 \(the first event follows the genesis\)", found 1/,
+    );
+  });
+
+  it('ledger verify checks the published count, and vouches for a period’s opening only with the export before it', async () => {
+    const { head, events } = lines[lines.length - 1];
+    const from = new Date(lines.find((l) => l.type === 'ReservationSettled')!.recordedAt as number).toISOString();
+    const earlier = join(dir.path, 'earlier.ndjson');
+    const later = join(dir.path, 'later.ndjson');
+    expect(await cli(env, ['ledger', 'export', '--org', orgId, '--to', from, '--output', earlier])).toMatchObject({ code: 0 });
+    expect(await cli(env, ['ledger', 'export', '--org', orgId, '--from', from, '--output', later])).toMatchObject({ code: 0 });
+    const bare = { PATH: process.env.PATH ?? '' };
+    const alone = await cli(bare, ['ledger', 'verify', later, '--head', head, '--events', String(events)]);
+    expect(alone.code).toBe(0);
+    expect(alone.stdout).toMatch(
+      /verified .*; its opening \(\d+ events before it, its figures and link\) is only its header's word/,
+    );
+    const miscounted = await cli(bare, ['ledger', 'verify', later, '--head', head, '--events', String(events + 1)]);
+    expect(miscounted.code).toBe(1);
+    expect(miscounted.stdout).toMatch(
+      new RegExp(`FIRST DIFFERENCE line \\d+: events expected ${events + 1}, found "${events} \\(`),
+    );
+    const vouched = await cli(bare, [
+      '--json',
+      'ledger',
+      'verify',
+      later,
+      '--head',
+      head,
+      '--events',
+      String(events),
+      '--previous',
+      earlier,
+    ]);
+    expect(vouched.code).toBe(0);
+    expect(JSON.parse(vouched.stdout)).toMatchObject({ verified: true, openingVouchedBy: 'previous export', differences: [] });
+    // The later period against an export that is not the one before it (the later one itself).
+    const wrong = await cli(bare, ['ledger', 'verify', later, '--previous', later]);
+    expect(wrong.code).toBe(1);
+    expect(wrong.stdout).toMatch(/FIRST DIFFERENCE line 1: previousLink expected "\w+ \(the previous export's head\)"/);
+    // A previous export that does not verify is named, and nothing after it is taken on its word.
+    const broken = join(dir.path, 'broken-earlier.ndjson');
+    writeFileSync(broken, readFileSync(earlier, 'utf8').split('\n').slice(0, -2).join('\n'));
+    const after = await cli(bare, ['ledger', 'verify', later, '--previous', broken]);
+    expect(after.code).toBe(1);
+    expect(after.stdout).toMatch(/FIRST DIFFERENCE in .*broken-earlier\.ndjson, line \d+: end expected "an end line"/);
   });
 
   const settlementAt = () => lines.findIndex((l) => l.type === 'ReservationSettled');

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson, chainGenesis, chainLink } from '../../src/eventstore/event-chain';
 import { EXPORT_FORMAT } from '../../src/ledger-export/ledger-export';
-import { emptyFigures, type LedgerFigures } from '../../src/ledger-export/ledger-replay';
-import { describeDifference, ExportVerifier } from '../../src/ledger-export/ledger-verify';
+import { emptyFigures, type LedgerFigures, LedgerReplay } from '../../src/ledger-export/ledger-replay';
+import { describeDifference, ExportVerifier, type VerifyExpectations } from '../../src/ledger-export/ledger-verify';
 
 describe('canonical JSON (RFC 8785)', () => {
   it('sorts members by UTF-16 code units, writes numbers and strings as ECMAScript does, and adds no whitespace', () => {
@@ -146,8 +146,8 @@ const note = (revision: number, amount: number, kind: 'refund' | 'adjustment' = 
   },
 });
 
-function verify(lines: string[], head?: string) {
-  const verifier = new ExportVerifier(head);
+function verify(lines: string[], expected: VerifyExpectations = {}) {
+  const verifier = new ExportVerifier(expected);
   for (const line of lines) verifier.line(line);
   return verifier.finish();
 }
@@ -195,9 +195,135 @@ describe('the standalone verifier', () => {
     };
     const lines = exportOf(settledEvents, closing);
     expect(verify(lines).differences).toEqual([]);
-    expect(verify(lines, 'f'.repeat(64)).differences).toEqual([
+    expect(verify(lines, { head: 'f'.repeat(64) }).differences).toEqual([
       expect.objectContaining({ field: 'head', expected: 'f'.repeat(64) }),
     ]);
     expect(verify(lines.slice(0, -1)).differences).toEqual([expect.objectContaining({ field: 'end' })]);
+  });
+});
+
+/** `events` exported as two periods, split before event `at`: each with the figures and links a gateway states. */
+function periodsOf(events: Parameters<typeof exportOf>[0], at: number): [string[], string[]] {
+  const whole = exportOf(events, emptyFigures()).map((l) => JSON.parse(l));
+  const replay = new LedgerReplay();
+  const figuresAfter: LedgerFigures[] = [structuredClone(replay.figures)];
+  for (const event of whole.slice(1, -1)) {
+    replay.apply(event);
+    figuresAfter.push(structuredClone(replay.figures));
+  }
+  const period = (first: number, last: number): string[] => [
+    JSON.stringify({
+      ...whole[0],
+      previousLink: first === 0 ? whole[0].genesis : whole[first].link,
+      eventsBefore: first,
+      opening: figuresAfter[first],
+    }),
+    ...whole.slice(first + 1, last + 1).map((l) => JSON.stringify(l)),
+    JSON.stringify({
+      kind: 'end',
+      events: last - first,
+      head: last === 0 ? whole[0].genesis : whole[last].link,
+      closing: figuresAfter[last],
+    }),
+  ];
+  return [period(0, at), period(at, events.length)];
+}
+
+describe('what vouches for an export’s opening', () => {
+  const events = [...settledEvents, note(1, 10_000_000)];
+  const whole = periodsOf(events, 0)[1];
+  const head = JSON.parse(whole[whole.length - 1]).head as string;
+
+  it('refuses a header that follows the genesis yet claims events and figures before it, whatever head it ends at', () => {
+    // The review's forgery: 5 credits "charged before", on the genesis link, and the end line's figures shifted to match.
+    const forged = whole.map((l) => JSON.parse(l));
+    forged[0] = { ...forged[0], eventsBefore: 1, opening: { ...emptyFigures(), charged: 5e9, balance: -5e9 } };
+    const end = forged[forged.length - 1];
+    end.closing = { ...end.closing, charged: end.closing.charged + 5e9, balance: end.closing.balance - 5e9 };
+    const report = verify(
+      forged.map((l) => JSON.stringify(l)),
+      { head },
+    );
+    expect(report.differences.map(describeDifference)).toEqual([
+      'line 1: eventsBefore expected "0 (the first event follows the genesis)", found 1',
+      expect.stringMatching(/^line 1: opening expected "zero \(no events before the genesis\)", found \{/),
+    ]);
+    expect(report.openingVouchedBy).toBe('genesis');
+  });
+
+  it('checks the published event count against the events before the file and in it', () => {
+    expect(verify(whole, { head, events: 4 })).toMatchObject({ differences: [], openingVouchedBy: 'genesis' });
+    expect(verify(whole, { head, events: 5 }).differences.map(describeDifference)).toEqual([
+      'line 6: events expected 5, found "4 (0 before the file, 4 in it)"',
+    ]);
+    const [, second] = periodsOf(events, 2);
+    expect(verify(second, { head, events: 4 }).differences).toEqual([]);
+  });
+
+  it('says a period’s opening is only its header’s word, unless the export before it closes on it', () => {
+    const [first, second] = periodsOf(events, 2);
+    expect(verify(second, { head, events: 4 })).toMatchObject({ differences: [], openingVouchedBy: null, eventsBefore: 2 });
+    const previous = verify(first);
+    expect(previous).toMatchObject({ differences: [], openingVouchedBy: 'genesis' });
+    expect(verify(second, { head, events: 4, previous })).toMatchObject({ differences: [], openingVouchedBy: 'previous export' });
+    // A forged opening (its end line shifted to match) verifies alone, and not after the export before it.
+    const forged = second.map((l) => JSON.parse(l));
+    forged[0].opening = {
+      ...forged[0].opening,
+      charged: forged[0].opening.charged + 5e9,
+      balance: forged[0].opening.balance - 5e9,
+    };
+    const end = forged[forged.length - 1];
+    end.closing = { ...end.closing, charged: end.closing.charged + 5e9, balance: end.closing.balance - 5e9 };
+    const text = forged.map((l) => JSON.stringify(l));
+    expect(verify(text, { head, events: 4 })).toMatchObject({ differences: [], openingVouchedBy: null });
+    expect(verify(text, { head, events: 4, previous }).differences).toEqual([
+      expect.objectContaining({ line: 1, field: 'opening', expected: previous.figures }),
+    ]);
+    // Alone, an opening must still add up among itself: its balance, and what its open reservations hold.
+    const unbalanced = second.map((l) => JSON.parse(l));
+    unbalanced[0].opening = { ...unbalanced[0].opening, balance: unbalanced[0].opening.balance + 1, reserved: 1 };
+    expect(verify(unbalanced.map((l) => JSON.stringify(l))).differences.map((d) => d.field)).toEqual([
+      'opening.balance',
+      'opening.reserved',
+      'closing.reserved',
+    ]);
+    // A previous export that is not the one just before: its head and count are not this file's start.
+    const [earlier] = periodsOf(events, 1);
+    expect(verify(second, { previous: verify(earlier) }).differences.map((d) => d.field)).toEqual([
+      'previousLink',
+      'eventsBefore',
+      'opening',
+    ]);
+  });
+});
+
+describe('sums past 2^53 nano-credits', () => {
+  // A lifetime's grants pass 2^53 while the balance stays small: 9,007,199.254740991 granted, 9,000,000 debited, then 3 and 1 nano.
+  const grant = (revision: number, amount: number) => ({
+    streamId: `credits-${org}`,
+    revision,
+    type: 'CreditsGranted',
+    data: { orgId: org, grantId: `g${revision}`, amount, reason: 'r', grantedAt: 1 },
+  });
+  const events = [grant(0, Number.MAX_SAFE_INTEGER), note(1, -9_000_000_000_000_000, 'adjustment'), grant(2, 3), grant(3, 1)];
+  const exact = BigInt(Number.MAX_SAFE_INTEGER) + 4n;
+
+  it('adds them up exactly, carrying a sum past 2^53 as its decimal digits', () => {
+    const replay = new LedgerReplay();
+    for (const event of events) replay.apply(event);
+    expect(replay.figures).toMatchObject({ granted: exact.toString(), credited: -9e15, balance: 7_199_254_740_995 });
+    const closing = { ...emptyFigures(), granted: exact.toString(), credited: -9e15, balance: 7_199_254_740_995 };
+    expect(verify(exportOf(events, closing))).toMatchObject({ differences: [], figures: { balance: 7_199_254_740_995 } });
+  });
+
+  it('names a stated sum that is not exact, or not a sum', () => {
+    const rounded = { ...emptyFigures(), granted: Number(exact), credited: -9e15, balance: 7_199_254_740_996 };
+    expect(verify(exportOf(events, rounded)).differences.map((d) => [d.field, d.expected, d.found])).toEqual([
+      ['closing.granted', exact.toString(), Number(exact)],
+      ['closing.balance', 7_199_254_740_995, 7_199_254_740_996],
+    ]);
+    const text = { ...emptyFigures(), granted: `${exact}.0`, credited: -9e15, balance: 7_199_254_740_995 };
+    expect(verify(exportOf(events, text)).differences.map((d) => d.field)).toEqual(['closing.granted']);
   });
 });

@@ -86,7 +86,10 @@ describe('credit notes (credit account decider)', () => {
     expect(second.events).toHaveLength(1);
     const third = given(first, ...second.events).when({ ...refund, idempotencyKey: 'ticket-3', amount: 1 });
     expect(third.error).toBe('refund_exceeds_charge');
-    expect(third.message).toMatch(/charged 0\.000001 credits, 0\.000001 already refunded: at most 0 credits more/);
+    expect(third.message).toMatch(/charged 0\.000001 credits, 0\.000001 already refunded: nothing is left to refund$/);
+    expect(given(first).when({ ...refund, idempotencyKey: 'ticket-5', amount: 1_000 }).message).toMatch(
+      /charged 0\.000001 credits, 0\.0000004 already refunded: at most 0\.0000006 credits can still be refunded$/,
+    );
     // Another generation's refunds do not count against this one.
     expect(given(first).when({ ...refund, idempotencyKey: 'ticket-4', reservationId: 'r-2', amount: 1_000 }).events).toHaveLength(
       1,

@@ -1,6 +1,6 @@
 import type { RecordedEvent } from '../../src/eventstore/event-store';
 import { ChainFollower } from '../../src/ledger/ledger-chain';
-import { chargeFor } from '../../src/ledger/money';
+import { chargeFor, type NanoSum } from '../../src/ledger/money';
 import { formatMicroNano, statementCsv, statementHtml } from '../../src/statements/statement-format';
 import { checkStatementMonth, monthBounds, StatementPeriodError, statementOf } from '../../src/statements/statement';
 
@@ -99,7 +99,7 @@ describe('a monthly statement', () => {
     expect(s.charges.requests).toBe(3);
     expect(s.charges.amount).toBe(charge(5) + charge(6) + charge(10));
     expect(s.creditNotes).toMatchObject({ refunds: 1_000, adjustments: -500 });
-    expect(s.closingBalance).toBe(s.openingBalance + 5_000_000_000 - s.charges.amount + 1_000 - 500);
+    expect(s.closingBalance).toBe(Number(s.openingBalance) + 5_000_000_000 - Number(s.charges.amount) + 1_000 - 500);
   });
 
   it('leaves out other organizations and what moves no credit', () => {
@@ -108,7 +108,7 @@ describe('a monthly statement', () => {
   });
 
   it('groups charges by model and key, summing to the total', () => {
-    const sum = (groups: { amount: number }[]) => groups.reduce((a, g) => a + g.amount, 0);
+    const sum = (groups: { amount: NanoSum }[]) => groups.reduce((a, g) => a + Number(g.amount), 0);
     expect(sum(s.charges.byModel)).toBe(s.charges.amount);
     expect(sum(s.charges.byKey)).toBe(s.charges.amount);
     expect(s.charges.byModel.find((m) => m.model === 'm2')).toEqual({ model: 'm2', requests: 2, amount: charge(6) + charge(10) });
@@ -146,6 +146,12 @@ describe('a monthly statement', () => {
     for (const bad of ['2026-13', '2026-1', 'November', '2026-11-01'])
       expect(() => monthBounds(bad)).toThrow(StatementPeriodError);
     expect(monthBounds('2026-12')).toEqual({ from: DEC, to: Date.UTC(2027, 0, 1) });
+    // Years below 100 are themselves, not the 1900s.
+    const { from, to } = monthBounds('0099-12');
+    expect([new Date(from).toISOString(), new Date(to).toISOString()]).toEqual([
+      '0099-12-01T00:00:00.000Z',
+      '0100-01-01T00:00:00.000Z',
+    ]);
   });
 
   it('refuses a month that has not begun; the current one is its statement so far', () => {
@@ -155,6 +161,24 @@ describe('a monthly statement', () => {
     expect(() => checkStatementMonth('2026-12', DEC)).not.toThrow();
     expect(() => checkStatementMonth('2026-11', DEC - 1)).not.toThrow();
     expect(() => checkStatementMonth('2026-13', DEC)).toThrow(StatementPeriodError);
+  });
+});
+
+describe('a statement of sums past 2^53 nano-credits', () => {
+  // 9,007,199.254740991 granted, 9,000,000 debited, 3 and 1 nano granted: the grants pass 2^53, the balance does not.
+  const events = [
+    grant('big', Number.MAX_SAFE_INTEGER, NOV + 1),
+    note('big', 'adjustment', -9_000_000_000_000_000, NOV + 2),
+    grant('big', 3, NOV + 3),
+    grant('big', 1, NOV + 4),
+  ];
+
+  it('adds them up exactly, a sum past 2^53 carried as its decimal digits', () => {
+    const s = statementOf(events, 'big', '2026-11');
+    expect(s.grants.amount).toBe((BigInt(Number.MAX_SAFE_INTEGER) + 4n).toString());
+    expect(s.closingBalance).toBe(7_199_254_740_995);
+    expect(statementOf(events, 'big', '2026-12').openingBalance).toBe(7_199_254_740_995);
+    expect(statementCsv(s)).toContain('closing_balance,,,7199.254740995');
   });
 });
 
