@@ -118,6 +118,12 @@ export interface CanonicalRequest {
    * request when a host that may serve it would translate it.
    */
   wholeOnlyTools?: string[];
+  /**
+   * Fields of the client's format only its own hosts honour (chat-completions `response_format`
+   * asking for JSON, `logprobs`), named: carried in its body passed whole; admission refuses the
+   * request when a host that may serve it would translate it.
+   */
+  wholeOnlyFields?: string[];
 }
 
 /** A request's tools, as a surface classifies them. */

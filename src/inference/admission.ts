@@ -181,7 +181,7 @@ export function planAdmission(
     );
   }
   const hosts = kept.map((r) => r.served);
-  const untranslatable = untranslatableTools(request, hosts);
+  const untranslatable = untranslatableTools(request, hosts) ?? untranslatableFields(request, hosts);
   if (untranslatable) return refusal(servable.model.slug, 'invalid_request', untranslatable);
   // Hosted tools are decided once for every host that may serve, whichever model it serves.
   const tooled = withHostedTools(request, hosts, { maxUses, elsewhere });
@@ -227,6 +227,20 @@ function untranslatableTools(request: CanonicalRequest, hosts: ModelHost[]): str
   if (translating.length === 0) return null;
   const tools = [...new Set(types)].map((t) => `"${t}"`).join(', ');
   return `tools of type ${tools} are run by the client as the ${format} format defines them, and have no translation for host ${translating.join(', ')}, which is sent this request translated: use a model whose hosts take ${format} requests whole (the anthropic kind, or Claude on vertex), or offer the tool as a function with an input_schema`;
+}
+
+/**
+ * Why a request asking for what only its own format's hosts honour (CanonicalRequest.wholeOnlyFields)
+ * cannot be served: some host that may serve it would be sent a translation, which has no counterpart.
+ * Null: every host is sent the body whole (or nothing such was asked).
+ */
+function untranslatableFields(request: CanonicalRequest, hosts: ModelHost[]): string | null {
+  const fields = request.wholeOnlyFields;
+  const format = request.original?.format;
+  if (fields === undefined || fields.length === 0 || format === undefined) return null;
+  const translating = [...new Set(hosts.filter((h) => !passesWhole(h, format)).map((h) => h.host.id))];
+  if (translating.length === 0) return null;
+  return `${fields.join(', ')}: only hosts that take ${format} requests whole honour ${fields.length > 1 ? 'them' : 'it'}, and host ${translating.join(', ')} is sent this request translated: leave ${fields.length > 1 ? 'them' : 'it'} out, or use a model whose hosts take ${format} requests whole`;
 }
 
 /** The field each format names its stop sequences by; the Gemini surface's (which keeps no original body) otherwise. */

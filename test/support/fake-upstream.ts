@@ -225,6 +225,23 @@ function openaiUsage(u: FakeUsage) {
   };
 }
 
+/**
+ * The log probabilities of a text as chat completions give them with `logprobs: true`, one entry per
+ * token (a token here: a piece of the text as the fake splits it), each with `top_logprobs` alternatives.
+ */
+function logprobsOf(req: any, text: string): object | null {
+  if (req.logprobs !== true) return null;
+  const alternatives = typeof req.top_logprobs === 'number' ? req.top_logprobs : 0;
+  const entry = (token: string, i: number) => ({ token, logprob: -0.5 * i, bytes: [...Buffer.from(token)] });
+  return {
+    content: splitText(text).map((token, i) => ({
+      ...entry(token, i),
+      top_logprobs: Array.from({ length: alternatives }, (_, k) => entry(k === 0 ? token : `${token}~${k}`, i + k)),
+    })),
+    refusal: null,
+  };
+}
+
 function openaiStream(req: any, reply: FakeReply, pieces?: number): Stream {
   const base = { id: newId('chatcmpl-'), object: 'chat.completion.chunk', created: now(), model: req.model };
   const includeUsage = req.stream_options?.include_usage === true;
@@ -232,7 +249,15 @@ function openaiStream(req: any, reply: FakeReply, pieces?: number): Stream {
   const chunk = (delta: object, finish: string | null = null, piece = false): Frame => ({
     data: JSON.stringify({
       ...base,
-      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+      choices: [
+        {
+          index: 0,
+          delta,
+          // With logprobs asked, each content chunk carries its token's.
+          logprobs: (delta as { content?: unknown }).content ? logprobsOf(req, (delta as { content: string }).content) : null,
+          finish_reason: finish,
+        },
+      ],
       ...(includeUsage ? { usage: null } : {}),
     }),
     piece,
@@ -276,7 +301,7 @@ function openaiMessage(req: any, reply: FakeReply) {
           refusal: null,
           ...(toolCalls?.length ? { tool_calls: toolCalls } : {}),
         },
-        logprobs: null,
+        logprobs: reply.text ? logprobsOf(req, reply.text) : null,
         finish_reason: OPENAI_FINISH[finishOf(reply)],
       },
     ],

@@ -296,31 +296,72 @@ describe('chat-completions surface with the official openai client', () => {
     expect(await reserved({ max_tokens: 100_000 })).toBe(atTheLimit);
   });
 
-  it('accepts and ignores n, logprobs, response_format and image parts; passes unknown fields on', async () => {
-    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'ok' } });
-    const completion = await client.chat.completions.create({
+  const picture = [
+    { type: 'text' as const, text: 'What is in this picture?' },
+    { type: 'image_url' as const, image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+  ];
+
+  it('gives an openai host the body whole: response_format, logprobs, image parts and unknown fields; the logprobs come back', async () => {
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: '{"animal": "cat"}' } });
+    const asked = {
       model: M.gpt.slug,
-      n: 3,
+      n: 1,
       logprobs: true,
       top_logprobs: 2,
-      response_format: { type: 'json_object' },
-      messages: [
-        {
-          role: 'user',
-          content: [
-            { type: 'text', text: 'What is in this picture?' },
-            { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
-          ],
-        },
-      ],
-      // @ts-expect-error a field the API does not know
-      frobnicate: true,
-    });
-    expect(completion.choices).toHaveLength(1);
+      response_format: { type: 'json_object' as const },
+      messages: [{ role: 'user' as const, content: picture }],
+    };
+    // @ts-expect-error a field the API does not know
+    const completion = await client.chat.completions.create({ ...asked, frobnicate: true });
     const upstream = g.fake.requests[g.fake.requests.length - 1].body;
-    expect(upstream.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'What is in this picture?' }] }]);
-    for (const ignored of ['n', 'logprobs', 'top_logprobs', 'response_format']) expect(upstream).not.toHaveProperty(ignored);
-    expect(upstream.frobnicate).toBe(true);
+    expect(upstream).toMatchObject({ ...asked, model: M.gpt.hostModel, frobnicate: true });
+    expect(completion.choices[0].logprobs?.content?.map((t) => t.token).join('')).toBe('{"animal": "cat"}');
+    expect(completion.choices[0].logprobs?.content?.[0].top_logprobs).toHaveLength(2);
+    // Streamed, each content chunk carries its token's.
+    const stream = await client.chat.completions.create({ ...asked, stream: true });
+    let tokens = '';
+    for await (const chunk of stream) for (const t of chunk.choices[0]?.logprobs?.content ?? []) tokens += t.token;
+    expect(tokens).toBe('{"animal": "cat"}');
+  });
+
+  it('translates image parts for a host of another format, and refuses what only its own hosts honour, naming it', async () => {
+    g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: 'A cat.' } });
+    await client.chat.completions.create({ model: M.claude.slug, messages: [{ role: 'user', content: picture }] });
+    expect(g.fake.requests[g.fake.requests.length - 1].body.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+          { type: 'text', text: 'What is in this picture?' },
+        ],
+      },
+    ]);
+    const schema = { type: 'json_schema' as const, json_schema: { name: 'animal', schema: { type: 'object' } } };
+    const refused = await request(g.baseUrl)
+      .post('/api/v1/chat/completions')
+      .set('Authorization', `Bearer ${g.key}`)
+      .send({ model: M.claude.slug, response_format: schema, logprobs: true, messages: [{ role: 'user', content: 'Hi' }] });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toMatch(
+      /^response_format json_schema, logprobs: only hosts that take chat-completions requests whole honour them, and host \S+ is sent this request translated/,
+    );
+    // A text format asks for nothing: it goes, as does logprobs: false.
+    const plain = await client.chat.completions.create({
+      model: M.claude.slug,
+      response_format: { type: 'text' },
+      logprobs: false,
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
+    expect(plain.choices[0].message.content).toBe('A cat.');
+  });
+
+  it('refuses n above 1, naming it: the hold covers one choice', async () => {
+    const res = await request(g.baseUrl)
+      .post('/api/v1/chat/completions')
+      .set('Authorization', `Bearer ${g.key}`)
+      .send({ model: M.gpt.slug, n: 3, messages: [{ role: 'user', content: 'Hi' }] });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ param: 'n', message: expect.stringContaining('one choice a request') });
   });
 
   it('retrieves one model by slug or uuid, and 404s an unknown one', async () => {

@@ -7,10 +7,14 @@ import {
   optionalBoolean,
 } from '../../http/schema-validation';
 
-/** A content part: any typed part is accepted (image and audio parts are dropped later); text parts carry text. */
+/**
+ * A content part: any typed part is accepted; text parts carry text, image parts a URL. Across formats
+ * text and images are translated, other parts (audio, files) are not carried (README).
+ */
 export interface ContentPart {
   type: string;
   text?: string;
+  image_url?: { url: string; detail?: string };
 }
 
 export interface ChatMessage {
@@ -24,8 +28,8 @@ export interface ChatMessage {
 export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
 
 /**
- * POST /chat/completions. Fields the gateway does not use (`n`, `logprobs`, `response_format`,
- * `seed`, `user`, …) are accepted when well-typed and ignored; unknown fields are ignored.
+ * POST /chat/completions. A host of this format gets the body whole (`response_format`, `logprobs`,
+ * `seed`, unknown fields…); one choice a request (`n` above 1 is refused: the hold covers one).
  */
 export interface ChatCompletionRequest {
   model: string;
@@ -43,14 +47,29 @@ export interface ChatCompletionRequest {
   reasoning_effort?: string | null;
   /** Hosted web search (search models): no serving host runs it, so it is left out, and the reply says so. */
   web_search_options?: Record<string, unknown> | null;
+  n?: number | null;
+  logprobs?: boolean | null;
+  top_logprobs?: number | null;
+  response_format?: { type: string } | null;
 }
 
 const contentPart = {
   type: 'object',
   required: ['type'],
   properties: { type: { type: 'string' } },
-  if: { properties: { type: { const: 'text' } } },
-  then: { required: ['text'], properties: { text: { type: 'string' } } },
+  allOf: [
+    {
+      if: { properties: { type: { const: 'text' } } },
+      then: { required: ['text'], properties: { text: { type: 'string' } } },
+    },
+    {
+      if: { properties: { type: { const: 'image_url' } } },
+      then: {
+        required: ['image_url'],
+        properties: { image_url: { type: 'object', required: ['url'], properties: { url: { type: 'string' } } } },
+      },
+    },
+  ],
 };
 
 const message = {
@@ -128,9 +147,14 @@ export const chatCompletionRequestSchema = {
     },
     stream: optionalBoolean,
     stream_options: { type: ['object', 'null'], properties: { include_usage: optionalBoolean } },
-    n: integerFrom(1),
+    n: {
+      ...integerFrom(1),
+      maximum: 1,
+      'x-message': 'must be 1: one choice a request (the hold covers one); ask again for another',
+    },
     logprobs: optionalBoolean,
-    response_format: { type: ['object', 'null'] },
+    top_logprobs: { type: ['integer', 'null'], minimum: 0, maximum: 20 },
+    response_format: { type: ['object', 'null'], required: ['type'], properties: { type: { type: 'string' } } },
     reasoning_effort: { type: ['string', 'null'] },
     web_search_options: { type: ['object', 'null'] },
   },

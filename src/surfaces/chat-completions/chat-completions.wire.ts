@@ -2,6 +2,7 @@ import { replyIdOf } from '../reply-id';
 import { API_ERRORS, ApiError, chatCompletionsError } from '../../http/api-error';
 import { creditsNumber } from '../../ledger/money';
 import type {
+  CanonicalImage,
   CanonicalMessage,
   CanonicalRequest,
   Citation,
@@ -29,11 +30,26 @@ const textOf = (content: ChatMessage['content']): string =>
           .join('\n');
 
 /**
- * What this surface accepts and ignores, as the product has always had it: one choice whatever `n`
- * says (it is what the reservation covers), no log probabilities, no response format, no image
- * parts. The rest of the body is what a host of this format gets.
+ * What only a host of this format can honour, the request passed whole: a response format asking
+ * for JSON, log probabilities. The other formats' hosts have no counterpart (admission refuses a
+ * request with them for a model any of whose hosts would be sent a translation). Pure.
  */
-const IGNORED_FIELDS = ['n', 'logprobs', 'top_logprobs', 'response_format'] as const;
+function wholeOnlyFieldsOf(body: ChatCompletionRequest): string[] {
+  const fields: string[] = [];
+  const format = body.response_format?.type;
+  if (format !== undefined && format !== 'text') fields.push(`response_format ${format}`);
+  if (body.logprobs === true) fields.push('logprobs');
+  if (typeof body.top_logprobs === 'number' && body.top_logprobs > 0) fields.push('top_logprobs');
+  return fields;
+}
+
+/** A user message's image parts, as canonical images (an `https:` URL or a `data:` URL). */
+function imagesOf(content: ChatCompletionRequest['messages'][number]['content']): CanonicalImage[] {
+  if (!Array.isArray(content)) return [];
+  return content.flatMap((part) =>
+    part.type === 'image_url' && typeof part.image_url?.url === 'string' ? [{ url: part.image_url.url }] : [],
+  );
+}
 
 /**
  * `web_search_options` offers the hosted web search (the format has no way to require it), for the
@@ -44,16 +60,8 @@ function hostedToolsOf(body: ChatCompletionRequest): ToolsAsked | null {
   return { hosted: ['web_search'], clientTools: (body.tools ?? []).length > 0, required: null };
 }
 
-function forHosts(body: ChatCompletionRequest): Record<string, unknown> {
-  const kept: Record<string, unknown> = withoutRouting({ ...body });
-  for (const field of IGNORED_FIELDS) delete kept[field];
-  kept.messages = body.messages.map((m) =>
-    Array.isArray(m.content) && m.content.some((part) => part.type === 'image_url')
-      ? { ...m, content: m.content.filter((part) => part.type !== 'image_url') }
-      : m,
-  );
-  return kept;
-}
+/** The body a host of this format gets: the client's, less the routing fields that are the gateway's own. */
+const forHosts = (body: ChatCompletionRequest): Record<string, unknown> => withoutRouting({ ...body });
 
 const EFFORTS: Record<string, ReasoningEffort> = {
   none: 'none',
@@ -76,9 +84,11 @@ export function toCanonical(body: ChatCompletionRequest): CanonicalRequest {
         if (messages.length === 0) system.push(textOf(m.content));
         else messages.push({ role: 'system', content: textOf(m.content) });
         return;
-      case 'user':
-        messages.push({ role: 'user', content: textOf(m.content) });
+      case 'user': {
+        const images = imagesOf(m.content);
+        messages.push({ role: 'user', content: textOf(m.content), ...(images.length > 0 ? { images } : {}) });
         return;
+      }
       case 'assistant':
         messages.push({
           role: 'assistant',
@@ -96,6 +106,7 @@ export function toCanonical(body: ChatCompletionRequest): CanonicalRequest {
     throw new ApiError('invalid_request', 'messages must include at least one user, assistant or tool message');
   const choice = body.tool_choice;
   const stop = body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
+  const wholeOnly = wholeOnlyFieldsOf(body);
   return {
     system,
     messages,
@@ -116,6 +127,7 @@ export function toCanonical(body: ChatCompletionRequest): CanonicalRequest {
       body.reasoning_effort != null && EFFORTS[body.reasoning_effort] ? { effort: EFFORTS[body.reasoning_effort] } : undefined,
     original: { format: 'chat-completions', body: forHosts(body) },
     ...(hostedTools ? { hostedTools } : {}),
+    ...(wholeOnly.length > 0 ? { wholeOnlyFields: wholeOnly } : {}),
   };
 }
 
