@@ -30,6 +30,21 @@ export class AnyKeyHeaderGuard extends ApiKeyGuard {
   protected override readonly headers: KeyHeaders = 'x-api-key or bearer';
 }
 
+/**
+ * A body's checks (`read`), run after the key's presence is: when they fail, the key is looked up
+ * first, and a key that is not an ordinary one answers for itself (401, or 403 for a management
+ * key), as the providers' APIs answer a wrong key before a bad body. A body that passes costs no
+ * look-up here: the inference command authenticates the key.
+ */
+export async function bodyReadAfterKey<T>(identity: IdentityService, secret: string, read: () => T): Promise<T> {
+  try {
+    return read();
+  } catch (error) {
+    ordinaryKey(await identity.authenticate(secret));
+    throw error;
+  }
+}
+
 /** A missing key is a 401 before the body is looked at (whether it is valid is the inference command's to say). */
 @Injectable()
 export class BearerPresentGuard implements CanActivate {

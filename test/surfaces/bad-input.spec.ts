@@ -55,6 +55,20 @@ describe('API surfaces: bad input is a 4xx, and secrets are masked before they a
     });
   const hello = [{ role: 'user', content: 'hi' }];
 
+  it.each(['/chat/completions', '/messages', '/responses'])(
+    'answers a wrong key with a bad body 401, and the right key with it 400 (%s)',
+    async (path) => {
+      // A body no surface takes: model a number, no messages or input.
+      const bad = { model: 42, max_tokens: 10 };
+      const wrong = await post(path, bad, { authorization: `Bearer sk-svc-${'x'.repeat(45)}` });
+      expect(wrong.status).toBe(401);
+      expect(JSON.stringify(await wrong.json())).toContain('invalid or revoked API key');
+      const right = await post(path, bad);
+      expect(right.status).toBe(400);
+      await right.text();
+    },
+  );
+
   it.each([M.gpt.slug, M.claude.slug])(
     'refuses a messages tool_result whose content holds null with 400 (model %s)',
     async (model) => {

@@ -9,6 +9,8 @@ import { schemaValidation } from '../../http/schema-validation';
 import { InferenceCommand } from '../../inference/inference.command';
 import { factsOf } from '../../observability/request-facts';
 import { CONFIG } from '../../runtime/runtime.module';
+import { IdentityService } from '../../identity/identity.service';
+import { bodyReadAfterKey } from '../api-key.guard';
 import { serveDirectly } from '../direct-route';
 import { respond } from '../respond';
 import { ChatCompletionRequest, chatCompletionRequestSchema } from './chat-completions.schema';
@@ -24,6 +26,7 @@ export class ChatCompletionsRoute implements OnModuleInit {
     private readonly commands: CommandBus,
     @Inject(CONFIG) private readonly config: Config,
     private readonly adapter: HttpAdapterHost,
+    private readonly identity: IdentityService,
   ) {}
 
   onModuleInit(): void {
@@ -34,8 +37,10 @@ export class ChatCompletionsRoute implements OnModuleInit {
   async create(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     // No key is a 401 before the body is looked at, as on the other surfaces.
     const apiKey = requireKey(request);
-    const body = bodyValidation.transform(request.body, { type: 'body' });
-    const canonical = toCanonical(body);
+    const { body, canonical } = await bodyReadAfterKey(this.identity, apiKey, () => {
+      const body = bodyValidation.transform(request.body, { type: 'body' });
+      return { body, canonical: toCanonical(body) };
+    });
     const result = await this.commands.execute(
       new InferenceCommand({
         surface: 'chat-completions',

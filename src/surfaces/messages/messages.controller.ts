@@ -23,6 +23,8 @@ import { CountTokensQuery } from '../../inference/count-tokens.query';
 import { InferenceCommand } from '../../inference/inference.command';
 import { factsOf } from '../../observability/request-facts';
 import { CONFIG } from '../../runtime/runtime.module';
+import { IdentityService } from '../../identity/identity.service';
+import { bodyReadAfterKey } from '../api-key.guard';
 import { serveDirectly } from '../direct-route';
 import { respond, SurfaceWire } from '../respond';
 import { CountTokensRequest, countTokensRequestSchema, MessagesRequest, messagesRequestSchema } from './messages.schema';
@@ -94,6 +96,7 @@ export class MessagesController implements OnModuleInit {
     private readonly queries: QueryBus,
     @Inject(CONFIG) private readonly config: Config,
     private readonly adapter: HttpAdapterHost,
+    private readonly identity: IdentityService,
   ) {}
 
   /** POST /api/v1/messages, served by Fastify directly (a hot route: see serveDirectly). */
@@ -104,9 +107,11 @@ export class MessagesController implements OnModuleInit {
 
   async create(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     checkMessagesHeaders(request);
-    const body = bodyValidation.transform(request.body, { type: 'body' });
     const apiKey = messagesKey(request);
-    const canonical = toCanonical(body, betasOfRequest(request));
+    const { body, canonical } = await bodyReadAfterKey(this.identity, apiKey, () => {
+      const body = bodyValidation.transform(request.body, { type: 'body' });
+      return { body, canonical: toCanonical(body, betasOfRequest(request)) };
+    });
     const result = await this.commands.execute(
       new InferenceCommand({
         surface: 'messages',

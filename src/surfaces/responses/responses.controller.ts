@@ -10,6 +10,8 @@ import { InferenceCommand } from '../../inference/inference.command';
 import { factsOf } from '../../observability/request-facts';
 import { maskSecrets } from '../../key-secret/key-secret';
 import { CONFIG } from '../../runtime/runtime.module';
+import { IdentityService } from '../../identity/identity.service';
+import { bodyReadAfterKey } from '../api-key.guard';
 import { serveDirectly } from '../direct-route';
 import { respond } from '../respond';
 import { ResponsesRequest, responsesRequestSchema } from './responses.schema';
@@ -29,6 +31,7 @@ export class ResponsesController implements OnModuleInit {
     private readonly commands: CommandBus,
     @Inject(CONFIG) private readonly config: Config,
     private readonly adapter: HttpAdapterHost,
+    private readonly identity: IdentityService,
   ) {}
 
   /** POST /api/v1/responses, served by Fastify directly (a hot route: see serveDirectly). */
@@ -40,8 +43,10 @@ export class ResponsesController implements OnModuleInit {
   async create(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     // A missing key is a 401 before the body is looked at.
     const apiKey = requireKey(request);
-    const body = bodyValidation.transform(request.body, { type: 'body' });
-    const canonical = toCanonical(body);
+    const { body, canonical } = await bodyReadAfterKey(this.identity, apiKey, () => {
+      const body = bodyValidation.transform(request.body, { type: 'body' });
+      return { body, canonical: toCanonical(body) };
+    });
     const result = await this.commands.execute(
       new InferenceCommand({
         surface: 'responses',
