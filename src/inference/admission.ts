@@ -215,18 +215,31 @@ export function planAdmission(
 }
 
 /**
+ * What of a request only hosts taking its format whole can honour, and which of `hosts` would be sent
+ * a translation (their ids): null when nothing such was asked or no host translates.
+ */
+function translatedDespite(
+  asked: string[] | undefined,
+  request: CanonicalRequest,
+  hosts: ModelHost[],
+): { asked: string[]; format: WireFormat; translating: string } | null {
+  const format = request.original?.format;
+  if (asked === undefined || asked.length === 0 || format === undefined) return null;
+  const translating = [...new Set(hosts.filter((h) => !passesWhole(h, format)).map((h) => h.host.id))];
+  return translating.length === 0 ? null : { asked, format, translating: translating.join(', ') };
+}
+
+/**
  * Why a request offering tools only its own format has (CanonicalRequest.wholeOnlyTools) cannot be
  * served: some host that may serve it would be sent a translation, which has no such tools. Null: every
  * host is sent the body whole (or there are none).
  */
 function untranslatableTools(request: CanonicalRequest, hosts: ModelHost[]): string | null {
-  const types = request.wholeOnlyTools;
-  const format = request.original?.format;
-  if (types === undefined || types.length === 0 || format === undefined) return null;
-  const translating = [...new Set(hosts.filter((h) => !passesWhole(h, format)).map((h) => h.host.id))];
-  if (translating.length === 0) return null;
-  const tools = [...new Set(types)].map((t) => `"${t}"`).join(', ');
-  return `tools of type ${tools} are run by the client as the ${format} format defines them, and have no translation for host ${translating.join(', ')}, which is sent this request translated: use a model whose hosts take ${format} requests whole (the anthropic kind, or Claude on vertex), or offer the tool as a function with an input_schema`;
+  const found = translatedDespite(request.wholeOnlyTools, request, hosts);
+  if (found === null) return null;
+  const { format, translating } = found;
+  const tools = [...new Set(found.asked)].map((t) => `"${t}"`).join(', ');
+  return `tools of type ${tools} are run by the client as the ${format} format defines them, and have no translation for host ${translating}, which is sent this request translated: use a model whose hosts take ${format} requests whole (the anthropic kind, or Claude on vertex), or offer the tool as a function with an input_schema`;
 }
 
 /**
@@ -235,12 +248,11 @@ function untranslatableTools(request: CanonicalRequest, hosts: ModelHost[]): str
  * Null: every host is sent the body whole (or nothing such was asked).
  */
 function untranslatableFields(request: CanonicalRequest, hosts: ModelHost[]): string | null {
-  const fields = request.wholeOnlyFields;
-  const format = request.original?.format;
-  if (fields === undefined || fields.length === 0 || format === undefined) return null;
-  const translating = [...new Set(hosts.filter((h) => !passesWhole(h, format)).map((h) => h.host.id))];
-  if (translating.length === 0) return null;
-  return `${fields.join(', ')}: only hosts that take ${format} requests whole honour ${fields.length > 1 ? 'them' : 'it'}, and host ${translating.join(', ')} is sent this request translated: leave ${fields.length > 1 ? 'them' : 'it'} out, or use a model whose hosts take ${format} requests whole`;
+  const found = translatedDespite(request.wholeOnlyFields, request, hosts);
+  if (found === null) return null;
+  const { asked, format, translating } = found;
+  const them = asked.length > 1 ? 'them' : 'it';
+  return `${asked.join(', ')}: only hosts that take ${format} requests whole honour ${them}, and host ${translating} is sent this request translated: leave ${them} out, or use a model whose hosts take ${format} requests whole`;
 }
 
 /** The field each format names its stop sequences by; the Gemini surface's (which keeps no original body) otherwise. */
