@@ -118,13 +118,14 @@ export function logCommitter(db: Database.Database, chainRule: ChainRule | undef
   // A commit in WAL mode fsyncs the log under `synchronous = FULL`, not under NORMAL, where it is in
   // the log (the OS's) for every reader and survives this process's crash; the next FULL commit's
   // fsync takes it to the disk with itself. Set between transactions, when it changes; never as a
-  // prepared statement, since SQLite applies this pragma as it compiles it.
+  // prepared statement, since SQLite applies this pragma as it compiles it. `exec`, not `pragma`:
+  // no statement object or result rows, half the cost on a reply's path (two switches a request).
   let fsyncs = true;
 
   return (batch, from, to) => {
     const disk = needsDisk(batch, from, to);
     if (disk !== fsyncs) {
-      db.pragma(disk ? 'synchronous = FULL' : 'synchronous = NORMAL');
+      db.exec(disk ? 'PRAGMA synchronous = FULL' : 'PRAGMA synchronous = NORMAL');
       fsyncs = disk;
     }
     try {
