@@ -102,6 +102,11 @@ export interface EventStore {
    */
   subscribe(after: number, signal: AbortSignal, reached?: () => number): AsyncIterable<RecordedEvent[]>;
   /**
+   * Where subscriptions look for other processes' events at intervals (the embedded log): they
+   * look now, not at their next interval. A log that pushes every event to its subscriptions has none.
+   */
+  lookNow?(): void;
+  /**
    * Where the log can say so at once (the embedded log), `taker` is handed this process's events as
    * they commit, in log order, before their appenders hear (to apply them to read models in this
    * process). A subscription whose `reached()` (where its consumer got by other means) is past them

@@ -163,6 +163,11 @@ class Waking {
     this.wake('append');
   }
 
+  /** Someone asks the subscription to read the file now (see EventStore.lookNow). */
+  look(): void {
+    this.wake('poll');
+  }
+
   /** The next wake: an append, or the poll interval from now (or the end, as a poll). */
   next(): Promise<'append' | 'poll'> {
     return new Promise((resolve) => {
@@ -534,6 +539,10 @@ export class SqliteEventStore implements EventStore {
 
   async headPosition(): Promise<number> {
     return this.statements.head.get()?.position ?? 0;
+  }
+
+  lookNow(): void {
+    for (const cursor of this.cursors) cursor.waking.look();
   }
 
   async *subscribe(after: number, signal: AbortSignal, reached?: () => number): AsyncIterable<RecordedEvent[]> {

@@ -84,6 +84,10 @@ export class TimedEventStore implements EventStore {
     return this.inner.subscribe(after, signal, reached);
   }
 
+  lookNow(): void {
+    this.inner.lookNow?.();
+  }
+
   appendFailure(): Promise<Error | null> {
     return this.inner.appendFailure();
   }

@@ -33,10 +33,16 @@ const userStreamOf = (email: string) => userStream(emailDigest(normalizeEmail(em
  * active key a secret names (keys themselves are made, changed and revoked in keys/).
  */
 export class IdentityService {
+  /**
+   * `caughtUp`: resolves once the key look-ups include everything in the log now (bounded; never
+   * rejects). A key made a moment ago by another process (the operator tool, another worker)
+   * may not be in them yet.
+   */
   constructor(
     private readonly events: EventStore,
     private readonly keys: KeyLookup,
     private readonly clock: Clock = Date.now,
+    private readonly caughtUp: () => Promise<void> = async () => undefined,
   ) {}
 
   async organization(orgId: string): Promise<StreamState<Organization>> {
@@ -155,7 +161,13 @@ export class IdentityService {
    */
   async authenticate(secret: string): Promise<KeyRecord | null> {
     if (!looksLikeKeySecret(secret)) return null;
-    const key = await this.keys.keyByHash(hashKeySecret(secret));
+    const hash = hashKeySecret(secret);
+    let key = await this.keys.keyByHash(hash);
+    if (key === null) {
+      // Not yet, or not at all: a key just made elsewhere is in the log before it is here.
+      await this.caughtUp();
+      key = await this.keys.keyByHash(hash);
+    }
     if (key === null) return null;
     const status = keyStatus(key, this.clock());
     // Only the secret's holder can ask, and an expiry is theirs to act on (a new key); a revoked or

@@ -386,6 +386,17 @@ export class Projector {
   }
 
   /**
+   * catchUp, the log read for other processes' events at once rather than at the subscription's
+   * next look: for a request that cannot be answered until then. Not for timed work (a worker
+   * looking at once may apply another worker's events before that worker does: twice for the set).
+   */
+  async catchUpNow(timeoutMs?: number): Promise<void> {
+    const head = await this.events.headPosition();
+    if (this.applied < head) this.events.lookNow?.();
+    await this.waitFor(head, timeoutMs);
+  }
+
+  /**
    * Undoes the pending holds due by `now` whose reservation never reached the log. In the read
    * models, a hold whose event is in the log but not applied yet looks the same as one whose event
    * never came; undoing it would let its credit be admitted twice until the event is applied. So

@@ -26,6 +26,8 @@ import { claimServing } from './serving-claim';
 
 /** How long a sweep of pending holds waits for the read models to catch up with the log before it leaves them for the next. */
 const SWEEP_CATCH_UP_MS = 1_000;
+/** How long a look-up of a key the read models do not know waits for them to reach the log's head. */
+const KEY_CATCH_UP_MS = 1_000;
 
 /** Where circuit changes are told: the service's log (Nest's logger is the service's once it runs). */
 const routingLog = new Logger('Routing');
@@ -158,7 +160,10 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     reservationTtlMs: config.reservationTtlMs,
     pendingHoldMs: config.pendingHoldMs,
   });
-  const identity = new IdentityService(events, projections);
+  // A key unknown to the read models is looked up again once they hold the whole log (within 1 s).
+  const identity = new IdentityService(events, projections, Date.now, () =>
+    projector.catchUpNow(KEY_CATCH_UP_MS).catch(() => undefined),
+  );
   const rateLimits =
     projections instanceof RedisProjectionStore
       ? new RedisRateLimitStore(projections)
