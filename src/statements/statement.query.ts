@@ -16,6 +16,10 @@ export async function readStatement(
 ): Promise<Statement & { position: number }> {
   const fold = new StatementFold(orgId, month);
   const head = await events.headPosition();
-  for await (const batch of ledgerBatches(events, orgId, head, BATCH)) for (const event of batch) fold.apply(event);
+  for await (const batch of ledgerBatches(events, orgId, head, BATCH)) {
+    for (const event of batch) fold.apply(event);
+    // Past the month's end nothing more counts: the rest of the log is left unread.
+    if (fold.closed) break;
+  }
   return { ...fold.statement(), position: head };
 }
