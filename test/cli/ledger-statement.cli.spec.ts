@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { chainLink } from '../../src/eventstore/event-chain';
 import { SqliteEventStore } from '../../src/eventstore/sqlite-event-store';
 import { LEDGER_CHAIN } from '../../src/ledger/ledger-chain';
 import { monthOf } from '../../src/statements/statement';
@@ -127,6 +128,39 @@ describe('operator tool: a statement computed from an export', () => {
         `forged\\.ndjson does not verify .*so no statement is computed from it: first difference line ${at + 1}, event .*ReservationSettled: data\\.amount expected`,
       ),
     );
+  });
+
+  it('ledger verify refuses a forged export breaking a ledger rule, naming the rule (links recomputed, so only the rule is broken)', async () => {
+    /** The export with one event changed and every link after it recomputed, as a forger who knows the chain would. */
+    const forge = (type: string, change: (data: Record<string, unknown>) => void) => {
+      const lines = readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
+      const at = lines.findIndex((line) => line.type === type);
+      change(lines[at].data);
+      let link = lines[0].previousLink;
+      for (const line of lines.slice(1, -1)) line.link = link = chainLink(link, line);
+      lines[lines.length - 1].head = link;
+      const path = join(dir.path, `forged-${type}.ndjson`);
+      writeFileSync(path, lines.map((line) => JSON.stringify(line)).join('\n') + '\n');
+      return { path, line: at + 1 };
+    };
+    for (const [type, change, rule] of [
+      ['CreditNoteIssued', (d: Record<string, unknown>) => (d.reason = 'because'), "a credit note's reason is a known code"],
+      ['CreditsGranted', (d: Record<string, unknown>) => (d.amount = -2_500_000_000), 'a grant is a positive amount'],
+    ] as const) {
+      const { path, line } = forge(type, change);
+      const run = await cli(env, ['ledger', 'verify', path]);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toContain(`FIRST DIFFERENCE line ${line}, event `);
+      expect(run.stdout).toContain(`${type}: breaks the rule "${rule}"`);
+      expect(run.stderr).toBe('');
+      await refused(
+        ['ledger', 'statement', '--export', path, '--org', orgId, '--month', month],
+        new RegExp(`breaks the rule "${rule}"`),
+      );
+    }
   });
 
   it("refuses another organization's export, a period's, one stopping before the month ends, and a missing file", async () => {
