@@ -208,7 +208,7 @@ export async function readBooks(
 ): Promise<Books> {
   let started = performance.now();
   const statements: Statement[] = [];
-  for (const month of months) statements.push(await readStatement(events, orgId, month));
+  for (const month of months) statements.push((await readStatement(events, orgId, month)).statement);
   const statementsMs = performance.now() - started;
 
   started = performance.now();

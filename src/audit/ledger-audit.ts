@@ -3,12 +3,15 @@ import type { EventStore, RecordedEvent } from '../eventstore/event-store';
 import { ChainFollower, type ChainHead } from '../ledger/ledger-chain';
 import { CatalogueLoaded, CataloguePrice, pricesNotOfVersion } from '../ledger/catalogue-loaded';
 import {
-  CREDIT_NOTE_REASONS,
-  CreditNoteIssued,
-  ReservationEvent,
-  ReservationSettled,
-  settledCharge,
-} from '../ledger/ledger.events';
+  adjustmentNamesGeneration,
+  creditNoteReasonUnknown,
+  describeBreach,
+  grantIdReused,
+  grantNotPositive,
+  idempotencyKeyReused,
+  type RuleBreach,
+} from '../ledger/ledger-rules';
+import { CreditNoteIssued, CreditsGranted, ReservationEvent, ReservationSettled, settledCharge } from '../ledger/ledger.events';
 import { isNanoAmount, MAX_NANO, type NanoSum, nanoSum } from '../ledger/money';
 import { ReadModel } from '../projections/read-model';
 import type { ReadModels } from '../projections/read-models';
@@ -86,6 +89,8 @@ export class LogAuditor {
   private readonly debited = new Map<string, number>();
   /** Per organization, the idempotency keys its credit notes were issued under: each issues once. */
   private readonly creditNoteKeys = new Map<string, Set<string>>();
+  /** Per organization, the grant ids its grants were made under: each grants once. */
+  private readonly grantIds = new Map<string, Set<string>>();
   /** The events counted: every one, or with `countedOrg` that organization's. */
   readonly counts = emptyCounts();
   /** Where the events of other organizations than `countedOrg` are counted, and forgotten. */
@@ -110,7 +115,7 @@ export class LogAuditor {
         ? this.counts
         : this.others;
     counts.events += 1;
-    const event = recorded as unknown as ReservationEvent | CreditNoteIssued;
+    const event = recorded as unknown as ReservationEvent | CreditNoteIssued | CreditsGranted;
     const where = `event ${recorded.position} (${recorded.type})`;
     const chained = this.chains.follow(recorded, this.links);
     if (chained?.difference) this.differences.push(`${where}: ${chained.difference}`);
@@ -118,7 +123,18 @@ export class LogAuditor {
       const { version, prices } = (recorded as unknown as CatalogueLoaded).data;
       this.catalogues.set(version, prices);
     }
+    const breached = (breach: RuleBreach | null) => {
+      if (breach !== null) this.differences.push(`${where}: ${describeBreach(breach)}`);
+    };
     switch (event.type) {
+      case 'CreditsGranted': {
+        const ids = this.grantIds.get(event.data.orgId) ?? new Set<string>();
+        this.grantIds.set(event.data.orgId, ids);
+        breached(grantNotPositive(event.data));
+        breached(grantIdReused(event.data, ids));
+        ids.add(event.data.grantId);
+        break;
+      }
       case 'CreditsReserved':
         counts.reservations += 1;
         if (this.reservations.has(event.data.reservationId)) {
@@ -213,14 +229,12 @@ export class LogAuditor {
   private checkCreditNote(note: CreditNoteIssued['data'], where: string): void {
     const keys = this.creditNoteKeys.get(note.orgId) ?? new Set<string>();
     this.creditNoteKeys.set(note.orgId, keys);
-    if (keys.has(note.idempotencyKey)) this.differences.push(`${where}: idempotency key ${note.idempotencyKey} issued twice`);
+    for (const breach of [idempotencyKeyReused(note, keys), creditNoteReasonUnknown(note), adjustmentNamesGeneration(note)])
+      if (breach !== null) this.differences.push(`${where}: ${describeBreach(breach)}`);
     keys.add(note.idempotencyKey);
-    if (!(CREDIT_NOTE_REASONS as readonly string[]).includes(note.reason))
-      this.differences.push(`${where}: unknown reason ${JSON.stringify(note.reason)}`);
     if (note.kind === 'adjustment') {
       if (!Number.isSafeInteger(note.amount) || note.amount === 0 || Math.abs(note.amount) > MAX_NANO)
         this.differences.push(`${where}: adjustment of ${note.amount}, not a non-zero amount`);
-      if (note.reservationId !== null) this.differences.push(`${where}: an adjustment names a generation`);
       if (note.amount < 0) this.debited.set(note.orgId, (this.debited.get(note.orgId) ?? 0) - note.amount);
       return;
     }

@@ -27,7 +27,8 @@ import { rebuildProjections } from '../projections/projector';
 import { availableOf, reservedOf } from '../projections/read-models';
 import { openRuntime, Runtime } from '../runtime/runtime';
 import { PID_FILE } from '../runtime/pid-file';
-import { checkStatementMonth } from '../statements/statement';
+import { checkStatementMonth, type Statement } from '../statements/statement';
+import { ExportStatement, ExportStatementError } from '../statements/statement-from-export';
 import { statementCsv, statementHtml, statementText } from '../statements/statement-format';
 import { readStatement } from '../statements/statement.query';
 
@@ -645,6 +646,27 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
       if (first !== undefined) process.exitCode = 1;
     });
 
+  ledger
+    .command('statement')
+    .description(
+      "an organization's statement for a calendar month (UTC), computed from a ledger export alone (no gateway data, no configuration): the document statements show prints, to compare byte for byte",
+    )
+    .requiredOption('--export <file>', "the NDJSON file written by ledger export (without --from: from the chain's genesis)")
+    .requiredOption('--org <id>', 'organization id', uuid('--org'))
+    .requiredOption('--month <YYYY-MM>', 'the month, e.g. 2026-11', statementMonth)
+    .addOption(new Option('--format <format>', 'how to print it').choices(['text', 'json', 'csv', 'html']).default('text'))
+    .action(async (opts: { export: string; org: string; month: string; format: StatementFormat }) => {
+      const json = program.opts<{ json?: boolean }>().json === true;
+      const computed = new ExportStatement(opts.export, opts.org, opts.month);
+      try {
+        const input = createInterface({ input: createReadStream(opts.export), crlfDelay: Infinity });
+        for await (const line of input) computed.line(line);
+      } catch (error) {
+        throw new OperatorError(`${opts.export}: ${(error as Error).message}`);
+      }
+      printStatement(computed.finish(), json ? 'json' : opts.format);
+    });
+
   program
     .command('statements')
     .description("organizations' monthly credit statements")
@@ -653,14 +675,11 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
     .requiredOption('--org <id>', 'organization id', uuid('--org'))
     .requiredOption('--month <YYYY-MM>', 'the month, e.g. 2026-11', statementMonth)
     .addOption(new Option('--format <format>', 'how to print it').choices(['text', 'json', 'csv', 'html']).default('text'))
-    .action((opts: { org: string; month: string; format: 'text' | 'json' | 'csv' | 'html' }) =>
+    .action((opts: { org: string; month: string; format: StatementFormat }) =>
       withRuntime(async (rt, out) => {
         await requireOrganization(rt, opts.org);
-        const statement = await readStatement(rt.events, opts.org, opts.month);
-        if (out.json || opts.format === 'json') process.stdout.write(`${JSON.stringify(statement)}\n`);
-        else if (opts.format === 'csv') process.stdout.write(statementCsv(statement));
-        else if (opts.format === 'html') process.stdout.write(statementHtml(statement));
-        else process.stdout.write(statementText(statement));
+        const { statement } = await readStatement(rt.events, opts.org, opts.month);
+        printStatement(statement, out.json ? 'json' : opts.format);
       }),
     );
 
@@ -721,6 +740,16 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
   return program;
 }
 
+type StatementFormat = 'text' | 'json' | 'csv' | 'html';
+
+/** A statement as `statements show` prints it, and `ledger statement --export` the same, byte for byte. */
+function printStatement(statement: Statement, format: StatementFormat): void {
+  if (format === 'json') process.stdout.write(`${JSON.stringify(statement)}\n`);
+  else if (format === 'csv') process.stdout.write(statementCsv(statement));
+  else if (format === 'html') process.stdout.write(statementHtml(statement));
+  else process.stdout.write(statementText(statement));
+}
+
 /** The pid the service wrote beside its data when it started listening. */
 function servicePid(dataDir: string): number {
   const file = join(dataDir, PID_FILE);
@@ -767,6 +796,7 @@ const isOperatorFacing = (error: unknown) =>
   error instanceof OperatorError ||
   error instanceof ConfigError ||
   error instanceof MoneyFormatError ||
+  error instanceof ExportStatementError ||
   error instanceof LedgerRuleError ||
   error instanceof ApiError ||
   error instanceof IdentityRuleError;

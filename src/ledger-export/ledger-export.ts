@@ -1,6 +1,6 @@
 import type { EventStore, RecordedEvent } from '../eventstore/event-store';
 import { chainGenesis } from '../eventstore/event-chain';
-import { ChainFollower, ledgerBatches } from '../ledger/ledger-chain';
+import { ChainFollower, ledgerBatches, PeriodBoundary } from '../ledger/ledger-chain';
 import { type LedgerFigures, LedgerReplay } from './ledger-replay';
 
 /**
@@ -75,11 +75,13 @@ const exported = (event: RecordedEvent, link: string): ExportedEvent => ({
  * The export's lines, each a JSON text without its newline, read from the log as they are asked for.
  * The period is one stretch of the chain: from the first event recorded at `from` or later, up to the
  * first recorded at `to` or later (clocks of several processes may disagree by a little; the chain
- * must not have holes). The log is read to its head as of the start.
+ * must not have holes): the rule statements follow too (PeriodBoundary). The log is read to its head as of the start.
  */
 export async function* exportLedger(events: EventStore, orgId: string, options: ExportOptions = {}): AsyncGenerator<string> {
   const from = options.from ?? null;
   const to = options.to ?? null;
+  const fromBoundary = new PeriodBoundary(from ?? -Infinity);
+  const toBoundary = new PeriodBoundary(to ?? Infinity);
   const head = await events.headPosition();
   const chains = new ChainFollower();
   const genesis = chainGenesis(orgId);
@@ -110,13 +112,13 @@ export async function* exportLedger(events: EventStore, orgId: string, options: 
       const followed = chains.follow(event, false);
       if (followed === null || followed.orgId !== orgId) continue;
       const link = event.chainLink ?? followed.link;
-      if (replay === null && from !== null && event.recordedAt < from) {
+      if (!fromBoundary.past(event)) {
         before.apply(event);
         previousLink = link;
         eventsBefore += 1;
         continue;
       }
-      if (to !== null && event.recordedAt >= to) break reading;
+      if (toBoundary.past(event)) break reading;
       if (replay === null) {
         yield header();
         replay = new LedgerReplay(before.figures, eventsBefore === 0);

@@ -1,6 +1,14 @@
 import type { RecordedEvent } from '../eventstore/event-store';
 import { type CreditNoteIssued, type LedgerEvent, settledCharge } from '../ledger/ledger.events';
 import { type NanoSum, nanoSum, readNanoSum } from '../ledger/money';
+import {
+  adjustmentNamesGeneration,
+  creditNoteReasonUnknown,
+  grantIdReused,
+  grantNotPositive,
+  idempotencyKeyReused,
+  type RuleBreach,
+} from '../ledger/ledger-rules';
 
 /**
  * An organization's money as its events add up: nano-credits. Sums of a lifetime's events may pass
@@ -22,11 +30,12 @@ export interface LedgerFigures {
   openReservations: Record<string, { amount: number; keyId: string }>;
 }
 
-/** One thing an event says that its organization's ledger does not bear out. */
+/** One thing an event says that its organization's ledger does not bear out (`rule`: the ledger rule it breaks, when one of ledger-rules.ts). */
 export interface ReplayDifference {
   field: string;
   expected: unknown;
   found: unknown;
+  rule?: string;
 }
 
 export const emptyFigures = (): LedgerFigures => ({
@@ -58,6 +67,9 @@ export class LedgerReplay {
   private readonly openReservations: LedgerFigures['openReservations'];
   /** Per settled generation: its key, what it was charged, and what refunds have returned of it. */
   private readonly settled = new Map<string, { keyId: string; charged: number; refunded: number }>();
+  /** The grant ids and credit notes' idempotency keys used so far (of the events replayed: a period's export knows none before it). */
+  private readonly grantIds = new Set<string>();
+  private readonly creditNoteKeys = new Set<string>();
 
   /**
    * `opening`: the figures before the first event replayed (a sum that is not one counts as 0: the
@@ -108,10 +120,19 @@ export class LedgerReplay {
       differences.push({ field, expected: 'an integer of nano-credits', found: value });
       return 0;
     };
+    const breached = (breach: RuleBreach | null) => {
+      if (breach !== null) differences.push(breach);
+    };
     switch (event.type) {
-      case 'CreditsGranted':
-        this.granted += BigInt(amountOf('data.amount', event.data.amount));
+      case 'CreditsGranted': {
+        const grant = event.data;
+        breached(grantNotPositive(grant));
+        breached(grantIdReused(grant, this.grantIds));
+        if (grant.grantId !== undefined) this.grantIds.add(grant.grantId);
+        // Counted as it stands, whatever it breaks: the figures are the file's events added up.
+        this.granted += BigInt(isAmount(grant.amount) ? grant.amount : 0);
         break;
+      }
       case 'CreditsReserved': {
         const d = event.data;
         if (open[d.reservationId] !== undefined || this.settled.has(d.reservationId)) {
@@ -152,6 +173,10 @@ export class LedgerReplay {
       }
       case 'CreditNoteIssued': {
         const d = event.data;
+        breached(idempotencyKeyReused(d, this.creditNoteKeys));
+        this.creditNoteKeys.add(d.idempotencyKey);
+        breached(creditNoteReasonUnknown(d));
+        breached(adjustmentNamesGeneration(d));
         const amount = amountOf('data.amount', d.amount);
         if (d.kind === 'refund') {
           const generation = d.reservationId === null ? undefined : this.settled.get(d.reservationId);

@@ -10,6 +10,8 @@ export interface VerifyDifference {
   field: string;
   expected: unknown;
   found: unknown;
+  /** The ledger rule the event breaks, when the difference is one (ledger-rules.ts, the audit's too). */
+  rule?: string;
 }
 
 /**
@@ -67,10 +69,10 @@ export class ExportVerifier {
 
   constructor(private readonly expected: VerifyExpectations = {}) {}
 
-  private differ(event: string | null, field: string, expected: unknown, found: unknown): void {
+  private differ(event: string | null, field: string, expected: unknown, found: unknown, rule?: string): void {
     this.differenceCount += 1;
     if (this.differences.length < MAX_DIFFERENCES)
-      this.differences.push({ line: this.lineNumber, event, field, expected, found });
+      this.differences.push({ line: this.lineNumber, event, field, expected, found, ...(rule === undefined ? {} : { rule }) });
   }
 
   /** Takes the file's next line (an empty one is skipped). */
@@ -173,7 +175,7 @@ export class ExportVerifier {
     const orgId = (event.data as { orgId?: unknown } | null)?.orgId;
     if (orgId !== this.header!.orgId) this.differ(where, 'data.orgId', this.header!.orgId, orgId);
     for (const difference of this.replay!.apply(event))
-      this.differ(where, difference.field, difference.expected, difference.found);
+      this.differ(where, difference.field, difference.expected, difference.found, difference.rule);
     let recomputed: string;
     try {
       recomputed = chainLink(this.link!, event);
@@ -233,5 +235,6 @@ export class ExportVerifier {
 /** Says a difference in one line: where, which field, expected vs found. */
 export function describeDifference(d: VerifyDifference): string {
   const where = d.event === null ? `line ${d.line}` : `line ${d.line}, event ${d.event}`;
-  return `${where}: ${d.field} expected ${JSON.stringify(d.expected)}, found ${JSON.stringify(d.found)}`;
+  const rule = d.rule === undefined ? '' : `breaks the rule "${d.rule}": `;
+  return `${where}: ${rule}${d.field} expected ${JSON.stringify(d.expected)}, found ${JSON.stringify(d.found)}`;
 }

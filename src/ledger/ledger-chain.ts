@@ -46,6 +46,33 @@ export async function* ledgerBatches(
   }
 }
 
+/**
+ * Which period an organization's ledger event belongs to: the one the log recorded it in, in its
+ * chain's order — never the time the event carries (granted, settled, issued). A boundary cuts the
+ * chain once, before its first event recorded at the boundary or later: that event and every one
+ * after it lie past the boundary, even one whose recording time reads a little earlier (another
+ * process's clock). So a period is always one stretch of the chain with no holes, closing on a link
+ * of it: what an export of the period holds (`ledger export --from --to`), what a statement of it folds,
+ * and so what `ledger verify` vouches for. Why: docs/architecture.md, "Which period an event belongs to".
+ */
+export class PeriodBoundary {
+  private crossed = false;
+
+  /** `at`: ms since the epoch; -Infinity, a boundary every event is past (a period open at its start); Infinity, one none is. */
+  constructor(readonly at: number) {}
+
+  /** Whether an event of the chain has been found past the boundary: then every later one is too. */
+  get reached(): boolean {
+    return this.crossed;
+  }
+
+  /** Whether `event`, the chain's next event (each given once, in log order), lies past the boundary. */
+  past(event: { recordedAt: number }): boolean {
+    if (!this.crossed && event.recordedAt >= this.at) this.crossed = true;
+    return this.crossed;
+  }
+}
+
 /** The organization whose chain an event is in, or null for an event outside the ledger's chains. */
 export const chainOrgOf = (event: { type: string; data: unknown }): string | null =>
   chainIdOf(LEDGER_CHAIN, event.type, event.data);

@@ -271,9 +271,11 @@ export function openApiDocument(): Record<string, unknown> {
       '/api/v1/credits': {
         get: {
           summary: "The organization's credits",
+          description:
+            "OpenRouter's fields in decimal credits (JSON numbers, for display), and beside each its exact figure in nano-credits (`total_credits_nano`, `total_usage_nano`, `reserved_nano`, `available_nano`: an integer, or past 2^53 its decimal digits as a string), the figures to reconcile with statements and ledger exports.",
           parameters: [MIN_POSITION],
           responses: {
-            '200': reflected('in credits', json(ref('Credits'))),
+            '200': reflected('in credits, and exactly in nano-credits', json(ref('Credits'))),
             ...errors('OpenRouterError', [400, 401, 503]),
           },
         },

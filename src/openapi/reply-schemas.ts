@@ -14,6 +14,15 @@ const object = (properties: Record<string, object>, required: string[] = Object.
   required,
 });
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+/**
+ * An exact amount of nano-credits that may pass 2^53 (a sum, a lifetime's figure): a JSON integer
+ * while it is a safe integer, beyond that its decimal digits as a string (never a float).
+ */
+const nanoSum = {
+  description:
+    'nano-credits (1e-9 credit), exact: an integer while within ±(2^53 − 1), beyond that its decimal digits as a string',
+  anyOf: [{ type: 'integer' }, { type: 'string', pattern: '^-?[0-9]+$' }],
+};
 
 // --- errors, one format per surface --------------------------------------------------------
 
@@ -440,7 +449,16 @@ export const REPLY_SCHEMAS = {
     last_id: nullable(string),
   }),
   Credits: object({
-    data: object({ total_credits: number, total_usage: number, reserved: number, available: number }),
+    data: object({
+      total_credits: number,
+      total_usage: number,
+      reserved: number,
+      available: number,
+      total_credits_nano: nanoSum,
+      total_usage_nano: nanoSum,
+      reserved_nano: nanoSum,
+      available_nano: nanoSum,
+    }),
   }),
   Readiness: object({ ready: { type: 'boolean' }, reasons: { type: 'array', items: string } }),
   KeyInfo: object({ data: keyInfo }),

@@ -1,6 +1,6 @@
 import type { RecordedEvent } from '../eventstore/event-store';
 import { HOSTED_TOOL_CLASSES } from '../canonical/canonical';
-import { ChainFollower, chainOrgOf } from '../ledger/ledger-chain';
+import { ChainFollower, chainOrgOf, PeriodBoundary } from '../ledger/ledger-chain';
 import {
   type CreditNoteIssued,
   type CreditsGranted,
@@ -172,13 +172,16 @@ const groupLine = (g: GroupSum): ChargeGroup => ({ requests: g.requests, amount:
 
 /**
  * The statement of `orgId` for `month`, folded from its events in log order, one at a time (others'
- * are skipped). Each event counts in the month of its own time (granted, settled, issued): a
- * settlement made at 23:59:59.999 on the last day belongs to that month, whatever time the log
- * recorded it.
+ * are skipped). Each event counts in the month the log recorded it in, in its chain's order
+ * (PeriodBoundary), as a ledger export of the month holds it: a settlement stamped 23:59:59.999 on the
+ * last day and recorded 00:00:00.001 belongs to the next month, in the statement as in the export, and
+ * the statement closes on its chain's link before it. Items still show each event's own time.
  */
 export class StatementFold {
   private readonly from: number;
   private readonly to: number;
+  private readonly start: PeriodBoundary;
+  private readonly end: PeriodBoundary;
   // Sums as bigint: a lifetime's grants and charges pass 2^53 while the balance stays within it.
   private opening = 0n;
   private eventsRead = 0;
@@ -196,15 +199,26 @@ export class StatementFold {
     readonly month: StatementMonth,
   ) {
     ({ from: this.from, to: this.to } = monthBounds(month));
+    this.start = new PeriodBoundary(this.from);
+    this.end = new PeriodBoundary(this.to);
+  }
+
+  /** Whether the month is closed: an event of the organization's chain was recorded after it, so nothing later counts. */
+  get closed(): boolean {
+    return this.end.reached;
   }
 
   apply(recorded: RecordedEvent): void {
-    if (recorded.recordedAt < this.to && chainOrgOf(recorded) === this.orgId) this.chain.follow(recorded, false);
+    // Every event of the organization's chain moves the boundaries, those that move no credit too:
+    // the month is the stretch of the chain an export of it holds.
+    if (chainOrgOf(recorded) !== this.orgId || this.end.past(recorded)) return;
+    this.chain.follow(recorded, false);
+    const before = !this.start.past(recorded);
     const at = movedAt(recorded);
     const event = recorded as unknown as StatementEvent;
-    if (at === null || event.data.orgId !== this.orgId || at >= this.to) return;
+    if (at === null) return;
     this.eventsRead += 1;
-    if (at < this.from) {
+    if (before) {
       this.opening += BigInt(event.type === 'ReservationSettled' ? -event.data.amount : event.data.amount);
       return;
     }

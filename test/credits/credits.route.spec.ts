@@ -53,7 +53,19 @@ for (const redis of [false, true]) {
     it('answers the balance in decimal credits', async () => {
       const res = await request(app.getHttpServer()).get('/api/v1/credits').set('Authorization', `Bearer ${secret}`).expect(200);
       // spent: 1M × $0.15/M + 100k × $0.60/M = 0.15 + 0.06 = 0.21
-      expect(res.body).toEqual({ data: { total_credits: 12.5, total_usage: 0.21, reserved: 1, available: 11.29 } });
+      expect(res.body).toEqual({
+        data: {
+          total_credits: 12.5,
+          total_usage: 0.21,
+          reserved: 1,
+          available: 11.29,
+          // The same exactly, in nano-credits: integers an auditor can reconcile with a statement.
+          total_credits_nano: 12_500_000_000,
+          total_usage_nano: 210_000_000,
+          reserved_nano: 1_000_000_000,
+          available_nano: 11_290_000_000,
+        },
+      });
       expect(res.headers['x-request-id']).toMatch(/^req_[0-9a-f]{32}$/);
     });
 

@@ -327,3 +327,52 @@ describe('sums past 2^53 nano-credits', () => {
     expect(verify(exportOf(events, text)).differences.map((d) => d.field)).toEqual(['closing.granted']);
   });
 });
+
+describe("the verifier checks the ledger's rules an export alone shows, as the audit does (ledger-rules.ts)", () => {
+  /** A forgery consistent in every other way: links recomputed, the end line stating what the events add up to. */
+  const forged = (events: Parameters<typeof exportOf>[0]) => {
+    const replay = new LedgerReplay();
+    for (const event of events) replay.apply(event);
+    return verify(exportOf(events, replay.figures));
+  };
+  const grant = (revision: number, grantId: string, amount: number) => ({
+    streamId: `credits-${org}`,
+    revision,
+    type: 'CreditsGranted',
+    data: { orgId: org, grantId, amount, reason: 'r', grantedAt: 1 },
+  });
+  const noteWith = (revision: number, change: Record<string, unknown>) => {
+    const n = note(revision, -1_000, 'adjustment');
+    return { ...n, data: { ...n.data, ...change } };
+  };
+
+  it.each([
+    ['a grant is a positive amount', [...settledEvents, grant(1, 'g-neg', -5_000)], 'data.amount', -5_000],
+    ['a grant is a positive amount', [...settledEvents, grant(1, 'g-zero', 0)], 'data.amount', 0],
+    ['a grant id grants once', [...settledEvents, grant(1, 'g', 1_000)], 'data.grantId', 'g'],
+    [
+      'an idempotency key issues one credit note',
+      [...settledEvents, noteWith(1, { idempotencyKey: 'same' }), noteWith(2, { idempotencyKey: 'same' })],
+      'data.idempotencyKey',
+      'same',
+    ],
+    ["a credit note's reason is a known code", [...settledEvents, noteWith(1, { reason: 'because' })], 'data.reason', 'because'],
+    ['an adjustment names no generation', [...settledEvents, noteWith(1, { reservationId: 'r1' })], 'data.reservationId', 'r1'],
+  ])('refuses a forged export breaking "%s", naming the rule', (rule, events, field, found) => {
+    const report = forged(events);
+    expect(report.differences).toEqual([expect.objectContaining({ rule, field, found, line: events.length + 1 })]);
+    expect(describeDifference(report.differences[0])).toMatch(
+      new RegExp(`^line ${events.length + 1}, event .*: breaks the rule "${rule}": ${field.replace('.', '\\.')} expected`),
+    );
+  });
+
+  it('finds the same export clean when it keeps the rules', () => {
+    const events = [
+      ...settledEvents,
+      grant(1, 'g2', 1_000),
+      noteWith(2, { idempotencyKey: 'a' }),
+      noteWith(3, { idempotencyKey: 'b' }),
+    ];
+    expect(forged(events).differences).toEqual([]);
+  });
+});

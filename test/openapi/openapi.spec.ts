@@ -217,6 +217,21 @@ describe('the OpenAPI document', () => {
     await g.settled();
   });
 
+  it("describes the credits' exact figures: integers of nano-credits, or past 2^53 their digits, never floats", async () => {
+    const credits = '/components/schemas/Credits';
+    const { body } = await exchange('get', '/api/v1/credits', '/api/v1/credits');
+    const data = (body as { data: Record<string, unknown> }).data;
+    for (const field of ['total_credits_nano', 'total_usage_nano', 'reserved_nano', 'available_nano']) {
+      expect(Number.isSafeInteger(data[field])).toBe(true);
+      const without = { data: { ...data, [field]: undefined } };
+      expect(schema(credits)(JSON.parse(JSON.stringify(without)))).toBe(false);
+      expect(schema(credits)({ data: { ...data, [field]: 0.5 } })).toBe(false);
+      expect(schema(credits)({ data: { ...data, [field]: '12.5' } })).toBe(false);
+      conforms(credits, { data: { ...data, [field]: '9007199254740993' } });
+    }
+    expect(data.total_credits_nano).toBe(Math.round((data.total_credits as number) * 1e9));
+  });
+
   it('describes the key routes as they answer: the calling key, a generation, the management API', async () => {
     const served = await fetch(`${g.baseUrl}/api/v1/chat/completions`, {
       method: 'POST',

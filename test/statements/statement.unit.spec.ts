@@ -5,13 +5,14 @@ import { formatMicroNano, statementCsv, statementHtml } from '../../src/statemen
 import { checkStatementMonth, monthBounds, StatementPeriodError, statementOf } from '../../src/statements/statement';
 
 let position = 0;
-const recorded = (type: string, data: object): RecordedEvent => ({
+/** An event as the log recorded it: at its own time (granted, settled, issued, reserved), unless told. */
+const recorded = (type: string, data: Record<string, unknown>, recordedAt?: number): RecordedEvent => ({
   type,
   data,
   streamId: 's',
   revision: 0,
   position: ++position,
-  recordedAt: 0,
+  recordedAt: recordedAt ?? ((data.grantedAt ?? data.settledAt ?? data.issuedAt ?? data.reservedAt) as number),
 });
 
 const NOV = Date.UTC(2026, 10, 1);
@@ -132,8 +133,9 @@ describe('a monthly statement', () => {
 
   it("names the organization's ledger chain head as the month closed", () => {
     const follower = new ChainFollower();
-    for (const e of events) if ((e.data as { orgId: string }).orgId === 'org') follower.follow(e, false);
-    expect(s.chain).toMatchObject({ head: follower.head('org').head, events: 11 });
+    // Its events recorded before December: all but the last (recorded at December's first instant).
+    for (const e of events) if ((e.data as { orgId: string }).orgId === 'org' && e.recordedAt < DEC) follower.follow(e, false);
+    expect(s.chain).toMatchObject({ head: follower.head('org').head, events: 10 });
     const early = statementOf(
       events.map((e, i) => ({ ...e, recordedAt: i < 3 ? NOV - 1 : DEC })),
       'org',

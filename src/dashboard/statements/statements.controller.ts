@@ -8,6 +8,7 @@ import { EVENTS, READ_MODELS } from '../../runtime/runtime.module';
 import { checkStatementMonth, StatementPeriodError } from '../../statements/statement';
 import { statementCsv, statementHtml } from '../../statements/statement-format';
 import { readStatement } from '../../statements/statement.query';
+import { LEDGER_POSITION_HEADER } from '../../read-your-writes/ledger-position';
 import { dashboardErrors } from '../dashboard-error';
 import { Session } from '../session/sessions';
 import { ActiveOrgId, CurrentSession, SignedIn } from '../session/session.guard';
@@ -44,7 +45,9 @@ export class StatementsController {
     }
     const format = (query.format ?? 'json') as Format;
     if (!FORMATS.includes(format)) throw new ApiError('invalid_request', `format must be one of ${FORMATS.join(', ')}`);
-    const statement = await readStatement(this.events, orgId, month);
+    const { statement, position } = await readStatement(this.events, orgId, month);
+    // The log's head it was read to, beside the statement (as the FOCUS export names it), not in it.
+    void reply.header(LEDGER_POSITION_HEADER, String(position));
     if (format === 'json') return statement;
     const name = `statement-${orgId}-${month}.${format}`;
     void reply
