@@ -56,7 +56,11 @@ describe('structured output, host kind by host kind', () => {
     });
 
     it('passes a chat-completions body whole: its own response_format, not a translation', () => {
-      const original = { model: 'vendor/model', messages: [], response_format: { type: 'json_schema', json_schema: { name: 'x' } } };
+      const original = {
+        model: 'vendor/model',
+        messages: [],
+        response_format: { type: 'json_schema', json_schema: { name: 'x' } },
+      };
       const upstream = openAiHost.buildRequest(
         request(JSON_MODE, { original: { format: 'chat-completions', body: original } }),
         'gpt-4o',

@@ -359,7 +359,7 @@ describe('admission of structured output (a host kind takes the modes its limits
     expect(plan.kind === 'reserve' && plan.hosts.map((h) => h.host.id)).toEqual(['gemini']);
   });
 
-  it('refuses JSON mode (400) when no host takes it, naming the field in the client\'s format, the host and what it takes', () => {
+  it("refuses JSON mode (400) when no host takes it, naming the field in the client's format, the host and what it takes", () => {
     const claude = modelHost('claude', { kind: 'anthropic' });
     const converse = modelHost('converse', { kind: 'bedrock' });
     converse.host.settings = { region: 'us-east-1', api: 'converse' };

@@ -179,7 +179,10 @@ describe('messages output_config.format', () => {
     });
     expect(res.status).toBe(200);
     const message = (await res.json()) as { content: Array<{ type: string; text: string }> };
-    expect(lastFor(model).body.generationConfig).toMatchObject({ responseMimeType: 'application/json', responseJsonSchema: SCHEMA });
+    expect(lastFor(model).body.generationConfig).toMatchObject({
+      responseMimeType: 'application/json',
+      responseJsonSchema: SCHEMA,
+    });
     expect(JSON.parse(message.content[0].text)).toEqual(ANIMAL);
   });
 });

@@ -1,4 +1,11 @@
-import type { CanonicalEvent, CanonicalMessage, CanonicalRequest, FinishReason, OutputFormat, Usage } from '../../canonical/canonical';
+import type {
+  CanonicalEvent,
+  CanonicalMessage,
+  CanonicalRequest,
+  FinishReason,
+  OutputFormat,
+  Usage,
+} from '../../canonical/canonical';
 import { effortOf, HostError, isOutput, schemaNameOf, upstreamIdOf } from '../../canonical/canonical';
 import { openAiErrorMessage } from '../host-kind';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest, WireLimits } from '../host-kind';

@@ -227,7 +227,12 @@ export const responsesRequestSchema = {
           if: { type: 'object', properties: { type: { const: 'json_schema' } } },
           then: {
             required: ['name', 'schema'],
-            properties: { name: { type: 'string' }, schema: { type: 'object' }, description: { type: 'string' }, strict: optionalBoolean },
+            properties: {
+              name: { type: 'string' },
+              schema: { type: 'object' },
+              description: { type: 'string' },
+              strict: optionalBoolean,
+            },
           },
         },
         verbosity: { enum: ['low', 'medium', 'high', null] },
