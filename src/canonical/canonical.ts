@@ -119,12 +119,44 @@ export interface CanonicalRequest {
    */
   wholeOnlyTools?: string[];
   /**
-   * Fields of the client's format only its own hosts honour (chat-completions `response_format`
-   * asking for JSON, `logprobs`), named: carried in its body passed whole; admission refuses the
+   * The form the reply's text must take, when the client asked for JSON (absent: text). Every host
+   * kind sends it in its own terms; admission sends a request only to hosts that take the mode asked
+   * for (HostKind.limits' `outputFormats`).
+   */
+  outputFormat?: OutputFormat;
+  /**
+   * Fields of the client's format only its own hosts honour (chat-completions `logprobs`, a
+   * `response_format` json_schema without a schema), named: carried in its body passed whole; admission refuses the
    * request when a host that may serve it would translate it.
    */
   wholeOnlyFields?: string[];
 }
+
+/**
+ * Structured output: `json_object`, any JSON object (OpenAI's JSON mode, Gemini's `application/json`
+ * without a schema); `json_schema`, JSON that the schema (JSON Schema, as the client wrote it)
+ * describes, with the name, description and strictness the OpenAI formats give it. `openApiSchema`:
+ * the schema as a Gemini client gave it, in the API's OpenAPI subset (`responseSchema`), which Google's
+ * hosts are sent as it is; `schema` is its translation for the others.
+ */
+export type OutputFormat =
+  | { type: 'json_object' }
+  | {
+      type: 'json_schema';
+      schema: Record<string, unknown>;
+      name?: string;
+      description?: string;
+      strict?: boolean;
+      openApiSchema?: Record<string, unknown>;
+    };
+
+export type OutputFormatType = OutputFormat['type'];
+
+/**
+ * The name OpenAI's formats require of a schema (`json_schema.name`, `text.format.name`), for one asked
+ * for in a format that names none (Anthropic's, Gemini's).
+ */
+export const schemaNameOf = (format: Extract<OutputFormat, { type: 'json_schema' }>): string => format.name ?? 'response';
 
 /** A request's tools, as a surface classifies them. */
 export interface ToolsAsked {

@@ -1,4 +1,4 @@
-import type { CanonicalEvent, CanonicalRequest, WireFormat } from '../canonical/canonical';
+import type { CanonicalEvent, CanonicalRequest, OutputFormatType, WireFormat } from '../canonical/canonical';
 import type { HostedToolsRun } from '../canonical/hosted-tools';
 
 /** An upstream HTTP request, before transport: path relative to the host's baseUrl. */
@@ -80,6 +80,12 @@ export interface WireLimits {
   stopSequences?: number;
   /** The function (tool) names it takes, and that rule in words, for a refusal. */
   toolNames?: { pattern: RegExp; rule: string };
+  /**
+   * The structured outputs it takes (CanonicalRequest.outputFormat), and how it names them: absent,
+   * every one. Anthropic's `output_config.format` and Converse's `outputConfig.textFormat` take a
+   * schema only (no JSON mode).
+   */
+  outputFormats?: { takes: readonly OutputFormatType[]; field: string };
 }
 
 /**

@@ -258,6 +258,23 @@ function untranslatableFields(request: CanonicalRequest, hosts: ModelHost[]): st
 /** The field each format names its stop sequences by; the Gemini surface's (which keeps no original body) otherwise. */
 const STOP_FIELD: Partial<Record<WireFormat, string>> = { 'chat-completions': 'stop', messages: 'stop_sequences' };
 
+/** The field each format asks for structured output by; the Gemini surface's (which keeps no original body) otherwise. */
+const OUTPUT_FORMAT_FIELD: Record<WireFormat, string> = {
+  'chat-completions': 'response_format',
+  messages: 'output_config.format',
+  responses: 'text.format',
+};
+
+/** How the client asked for the structured output a host does not take, in its format's words. */
+function outputFormatAsked(request: CanonicalRequest): string {
+  const type = request.outputFormat?.type;
+  const format = request.original?.format;
+  if (format) return `${OUTPUT_FORMAT_FIELD[format]} ${type}`;
+  return type === 'json_object'
+    ? 'generationConfig.responseMimeType "application/json" without a schema'
+    : 'generationConfig.responseJsonSchema';
+}
+
 /**
  * Which of its kind's limits (HostKind.limits) `served` would refuse the request for, said for the
  * client: the field or the tool, the host and its limit; null when it keeps them all.
@@ -273,6 +290,10 @@ function brokenLimit(request: CanonicalRequest, served: ModelHost): string | nul
   const names = limits.toolNames;
   const named = names && request.tools.find((t) => !names.pattern.test(t.name));
   if (names && named) return `tool "${named.name}": host ${host.id} takes tool names of ${names.rule}`;
+  const formats = limits.outputFormats;
+  const asked = request.outputFormat?.type;
+  if (formats && asked !== undefined && !formats.takes.includes(asked))
+    return `${outputFormatAsked(request)}: host ${host.id} takes structured output only as ${formats.takes.join(' or ')} (its ${formats.field})`;
   return null;
 }
 

@@ -32,6 +32,7 @@ interface ChatBody {
   stream_options?: { include_usage?: boolean };
   tools?: Array<{ function?: { name?: string } }>;
   tool_choice?: unknown;
+  response_format?: { type?: string; json_schema?: { schema?: unknown } };
 }
 
 const WORDS =
@@ -52,6 +53,41 @@ function replyPieces(body: ChatBody, limit: number): string[] {
   const echo = contentText(last?.content).split(/\s+/).filter(Boolean).slice(0, 12);
   const words = [...`${prefix}${echo.join(' ')}.`.split(' '), ...WORDS];
   return words.slice(0, Math.max(1, limit)).map((w, i) => (i === 0 ? w : ` ${w}`));
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A value a JSON Schema describes, its strings holding `text`: every property, the first of an enum or a union. */
+function instanceOf(schema: unknown, text: string): unknown {
+  if (!isRecord(schema)) return null;
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
+  const union = schema.anyOf ?? schema.oneOf;
+  if (Array.isArray(union) && union.length > 0) return instanceOf(union[0], text);
+  const types: unknown[] = Array.isArray(schema.type) ? schema.type : [schema.type];
+  const type = types.find((t) => t !== 'null') ?? (isRecord(schema.properties) ? 'object' : undefined);
+  if (type === 'object')
+    return Object.fromEntries(
+      Object.entries(isRecord(schema.properties) ? schema.properties : {}).map(([k, v]) => [k, instanceOf(v, text)]),
+    );
+  if (type === 'array') return [instanceOf(schema.items, text)];
+  if (type === 'string') return text;
+  if (type === 'integer' || type === 'number') return 1;
+  if (type === 'boolean') return true;
+  return null;
+}
+
+/**
+ * Structured output, honoured as a real host does: for a `response_format` asking for JSON, the reply
+ * is JSON (an instance of the schema; JSON mode: `{"reply": …}`), a few characters a piece. Null: text.
+ */
+function jsonPieces(body: ChatBody, limit: number): string[] | null {
+  const format = body.response_format;
+  if (format?.type !== 'json_object' && format?.type !== 'json_schema') return null;
+  const text = replyPieces(body, 12).join('');
+  const schema = format.type === 'json_schema' ? format.json_schema?.schema : undefined;
+  const json = JSON.stringify(schema === undefined ? { reply: text } : instanceOf(schema, text));
+  return (json.match(/[\s\S]{1,4}/g) ?? [json]).slice(0, Math.max(1, limit));
 }
 
 function forcedTool(body: ChatBody): string | null {
@@ -142,7 +178,7 @@ export async function startSimulatedUpstream(options: SimulatedUpstreamOptions):
     const model = body.model ?? 'sim-chat';
     const limit = body.max_completion_tokens ?? body.max_tokens ?? 200;
     const tool = forcedTool(body);
-    const pieces = tool ? [] : replyPieces(body, limit);
+    const pieces = tool ? [] : (jsonPieces(body, limit) ?? replyPieces(body, limit));
     const toolArgs = tool ? ['{"input"', ': "simulated"}'] : [];
     const usage = { prompt_tokens: promptTokens(body), completion_tokens: tool ? 8 : pieces.length, total_tokens: 0 };
     usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;

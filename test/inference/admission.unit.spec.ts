@@ -341,3 +341,51 @@ describe('insufficient credits (402)', () => {
     expect(error.message).toMatch(/enough for at most 100 output tokens on this request \(asked for 100\)/);
   });
 });
+
+describe('admission of structured output (a host kind takes the modes its limits say)', () => {
+  const asking = (outputFormat: CanonicalRequest['outputFormat'], original?: CanonicalRequest['original']): CanonicalRequest => ({
+    ...request(100),
+    outputFormat,
+    ...(original ? { original } : {}),
+  });
+  const JSON_MODE = { type: 'json_object' } as const;
+  const SCHEMA = { type: 'json_schema', schema: { type: 'object' } } as const;
+  const chat = { format: 'chat-completions' as const, body: { response_format: { type: 'json_object' } } };
+
+  it('does not try a host that takes a schema only for JSON mode: the others serve', () => {
+    const claude = modelHost('claude', { kind: 'anthropic' });
+    const gemini = modelHost('gemini', { kind: 'gemini' });
+    const plan = planAdmission('vendor/model', model([claude, gemini]), asking(JSON_MODE, chat));
+    expect(plan.kind === 'reserve' && plan.hosts.map((h) => h.host.id)).toEqual(['gemini']);
+  });
+
+  it("refuses JSON mode (400) when no host takes it, naming the field in the client's format, the host and what it takes", () => {
+    const claude = modelHost('claude', { kind: 'anthropic' });
+    const converse = modelHost('converse', { kind: 'bedrock' });
+    converse.host.settings = { region: 'us-east-1', api: 'converse' };
+    const plan = planAdmission('vendor/model', model([claude, converse]), asking(JSON_MODE, chat));
+    expect(plan).toEqual({
+      kind: 'refuse',
+      model: 'vendor/model',
+      error: expect.objectContaining({
+        code: 'invalid_request',
+        message:
+          'no host of model "vendor/model" takes this request: response_format json_object: host claude takes structured output only as json_schema (its output_config.format); ' +
+          'response_format json_object: host converse takes structured output only as json_schema (its outputConfig.textFormat)',
+      }),
+    });
+    // A Gemini client (no body of its own) is told in its own terms.
+    const gemini = planAdmission('vendor/model', model([claude]), asking(JSON_MODE));
+    expect(gemini.kind === 'refuse' && gemini.error.message).toMatch(
+      /generationConfig.responseMimeType "application\/json" without a schema: host claude takes structured output only as json_schema/,
+    );
+  });
+
+  it('serves a schema on every kind, translated or whole', () => {
+    const kinds = ['openai', 'openai-responses', 'anthropic', 'gemini', 'bedrock'] as HostKindName[];
+    const hosts = kinds.map((kind) => modelHost(kind, { kind }));
+    hosts[4].host.settings = { region: 'us-east-1', api: 'converse' };
+    const plan = planAdmission('vendor/model', model(hosts), asking(SCHEMA, chat));
+    expect(plan.kind === 'reserve' && plan.hosts.length).toBe(5);
+  });
+});

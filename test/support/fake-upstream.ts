@@ -11,6 +11,7 @@ import { messagesThinkingProblem, samplingProblem, signatureOf } from './fakes/a
 import { azureRoute } from './fakes/azure';
 import { bedrockRoute, serveBedrock } from './fakes/bedrock';
 import { DEFAULT_SEARCH, type FakeSearch } from './fakes/search';
+import { structuredOutputOf, structuredReply } from './fakes/structured-output';
 import {
   GEMINI_MALFORMED,
   GEMINI_STREAM_ERROR,
@@ -997,6 +998,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     if (googleProblem) return send(res, 400, fmt.error(400, googleProblem), ids);
     const refused = api === 'responses' ? responsesRefusal(body) : null;
     if (refused) return send(res, 400, refused, ids);
+    // Structured output as each API takes it: a wrong shape refused in its words; asked for, the reply's text is JSON.
+    const structured = structuredOutputOf(api, body);
+    if (typeof structured === 'string') return send(res, 400, fmt.error(400, structured), ids);
     // The fake speaks Gemini's stream as server-sent events only (the API's other form is one JSON array).
     if ((gemini?.stream || (vertex?.publisher === 'google' && vertex.stream)) && url.searchParams.get('alt') !== 'sse')
       return send(res, 400, geminiError(400, 'the fake streams only with alt=sse'), ids);
@@ -1009,7 +1013,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       kind: 'reply',
       reply: DEFAULT_REPLY,
     };
-    const reply = 'reply' in b ? withUsage(b.reply) : DEFAULT_REPLY;
+    const reply = 'reply' in b ? structuredReply(withUsage(b.reply), structured) : DEFAULT_REPLY;
     const streamed = pathRoute ? pathRoute.stream : body.stream === true;
     const sseHead = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...ids };
     const jsonHead = { 'content-type': 'application/json', ...ids };

@@ -309,7 +309,11 @@ describe('chat-completions surface with the official openai client', () => {
       logprobs: true,
       top_logprobs: 2,
       response_format: { type: 'json_object' as const },
-      messages: [{ role: 'user' as const, content: picture }],
+      // JSON mode wants the word in the conversation, as OpenAI's API does.
+      messages: [
+        { role: 'system' as const, content: 'Answer in JSON.' },
+        { role: 'user' as const, content: picture },
+      ],
     };
     // @ts-expect-error a field the API does not know
     const completion = await client.chat.completions.create({ ...asked, frobnicate: true });
@@ -324,7 +328,7 @@ describe('chat-completions surface with the official openai client', () => {
     expect(tokens).toBe('{"animal": "cat"}');
   });
 
-  it('translates image parts for a host of another format, and refuses what only its own hosts honour, naming it', async () => {
+  it('translates image parts for a host of another format, and refuses what only its own hosts honour (logprobs), naming it', async () => {
     g.fake.on(M.claude.hostModel, { kind: 'reply', reply: { text: 'A cat.' } });
     await client.chat.completions.create({ model: M.claude.slug, messages: [{ role: 'user', content: picture }] });
     expect(g.fake.requests[g.fake.requests.length - 1].body.messages).toEqual([
@@ -343,7 +347,7 @@ describe('chat-completions surface with the official openai client', () => {
       .send({ model: M.claude.slug, response_format: schema, logprobs: true, messages: [{ role: 'user', content: 'Hi' }] });
     expect(refused.status).toBe(400);
     expect(refused.body.error.message).toMatch(
-      /^response_format json_schema, logprobs: only hosts that take chat-completions requests whole honour them, and host \S+ is sent this request translated/,
+      /^logprobs: only hosts that take chat-completions requests whole honour it, and host \S+ is sent this request translated/,
     );
     // A text format asks for nothing: it goes, as does logprobs: false.
     const plain = await client.chat.completions.create({

@@ -220,8 +220,8 @@ describe('@google/genai: the rest of the surface', () => {
     ['two candidates', { contents: [{ parts: [{ text: 'x' }] }], generationConfig: { candidateCount: 2 } }, 'candidateCount'],
     ['a cached content', { contents: [{ parts: [{ text: 'x' }] }], cachedContent: 'cachedContents/abc' }, 'cachedContent'],
     [
-      'a response schema',
-      { contents: [{ parts: [{ text: 'x' }] }], generationConfig: { responseMimeType: 'application/json' } },
+      'an enum response',
+      { contents: [{ parts: [{ text: 'x' }] }], generationConfig: { responseMimeType: 'text/x.enum' } },
       'responseMimeType',
     ],
     ['code execution output', { contents: [{ parts: [{ executableCode: { code: '1' } }] }] }, 'executableCode'],

@@ -132,6 +132,7 @@ describe('Responses request → canonical request', () => {
       stop: [],
       stream: true,
       reasoning: { effort: 'high' },
+      outputFormat: { type: 'json_object' },
     });
   });
 

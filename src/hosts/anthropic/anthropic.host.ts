@@ -327,6 +327,9 @@ export function messagesBody(request: CanonicalRequest): { body: Record<string, 
   // Claude's 4.5 models refuse the two together ("temperature and top_p cannot both be specified"): the temperature goes.
   if (request.topP !== undefined && request.temperature === undefined) body.top_p = request.topP;
   if (request.topK !== undefined) body.top_k = request.topK;
+  // Structured outputs (generally available: no beta), a schema only (MESSAGES_LIMITS); no name, description or strictness: it always follows the schema.
+  if (request.outputFormat?.type === 'json_schema')
+    body.output_config = { format: { type: 'json_schema', schema: request.outputFormat.schema } };
   return { body, passThrough: false };
 }
 
@@ -595,10 +598,12 @@ const countTokensRequest = (body: Record<string, unknown>, hostModel: string, ap
 /**
  * What the Messages API refuses of a tool's name: outside `^[a-zA-Z0-9_-]{1,128}$`, the pattern its
  * validation names (its tool-use guide says at most 64; the longer bound is the one enforced). It
- * documents no limit on stop sequences.
+ * documents no limit on stop sequences. Its structured outputs (`output_config.format`) take a schema only.
  */
 export const MESSAGES_LIMITS: WireLimits = {
   toolNames: { pattern: /^[a-zA-Z0-9_-]{1,128}$/, rule: 'letters, digits, underscores and dashes, at most 128 characters' },
+  // Structured outputs take a JSON schema: the API has no JSON mode.
+  outputFormats: { takes: ['json_schema'], field: 'output_config.format' },
 };
 
 export const anthropicHost: HostKind<'anthropic'> = {

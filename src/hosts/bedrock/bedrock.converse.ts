@@ -162,6 +162,13 @@ export function converseBody(request: CanonicalRequest, hostModel: string): Reco
   if (system.length > 0) body.system = system.map((text) => ({ text }));
   const toolConfig = toolConfigOf(request, hostModel);
   if (toolConfig) body.toolConfig = toolConfig;
+  const format = request.outputFormat;
+  // Structured output (a schema only: CONVERSE_LIMITS), its schema as JSON text, as Converse takes it.
+  if (format?.type === 'json_schema') {
+    const { name, description, schema } = format;
+    const jsonSchema = { schema: JSON.stringify(schema), ...(name ? { name } : {}), ...(description ? { description } : {}) };
+    body.outputConfig = { textFormat: { type: 'json_schema', structure: { jsonSchema } } };
+  }
   // Fields Converse has no place for, in the model's own terms: Anthropic's thinking and top_k.
   if (isAnthropicModel(hostModel)) {
     const extra: Record<string, unknown> = {};

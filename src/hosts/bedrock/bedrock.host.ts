@@ -98,7 +98,12 @@ function errorMessage(status: number, body: string): string {
 export const CONVERSE_LIMITS: WireLimits = {
   stopSequences: 2500,
   toolNames: { pattern: /^[a-zA-Z0-9_-]{1,64}$/, rule: 'letters, digits, underscores and dashes, at most 64 characters' },
+  // Structured output (OutputFormat) takes a JSON schema only: `json_schema` is its one type.
+  outputFormats: { takes: ['json_schema'], field: 'outputConfig.textFormat' },
 };
+
+/** InvokeModel's Messages body: Anthropic's structured outputs, a schema only (the rest of its limits unstated). */
+const INVOKE_LIMITS: WireLimits = { outputFormats: { takes: ['json_schema'], field: 'output_config.format' } };
 
 export const bedrockHost: HostKind<'bedrock'> = {
   name: 'bedrock',
@@ -110,7 +115,7 @@ export const bedrockHost: HostKind<'bedrock'> = {
   // InvokeModel takes a messages client's body whole (invokeBody); Converse is a translation.
   wholeFormat: (_hostModel, settings) => (settings?.api === 'invoke' ? 'messages' : null),
   // InvokeModel's body is the model's own format, whose limits AWS does not state.
-  limits: (_hostModel, settings) => (settings.api === 'invoke' ? {} : CONVERSE_LIMITS),
+  limits: (_hostModel, settings) => (settings.api === 'invoke' ? INVOKE_LIMITS : CONVERSE_LIMITS),
   omittedReasoning,
   decoder: (passThrough = false) => new BedrockStreamDecoder(passThrough),
   decodeReply,

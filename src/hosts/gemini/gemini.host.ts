@@ -256,6 +256,19 @@ export function thinkingConfigOf(
 }
 
 /**
+ * Structured output as generateContent takes it: `responseMimeType` "application/json", alone (JSON
+ * mode) or beside one schema: a Gemini client's `responseSchema` (OpenAPI subset) as it gave it, else
+ * `responseJsonSchema` (JSON Schema). The API has no name, description or strictness for it.
+ */
+function structuredOutputOf(format: CanonicalRequest['outputFormat']): Record<string, unknown> {
+  if (format === undefined) return {};
+  if (format.type === 'json_object') return { responseMimeType: 'application/json' };
+  return format.openApiSchema
+    ? { responseMimeType: 'application/json', responseSchema: format.openApiSchema }
+    : { responseMimeType: 'application/json', responseJsonSchema: format.schema };
+}
+
+/**
  * The request for a model, on the Gemini API or (`vertex`) Vertex AI's Google publisher, whose
  * `toolConfig` has no `includeServerSideToolInvocations` ("not supported in Vertex AI", as
  * Google's js-genai `ToolConfig` reference says, read 2026-11-27).
@@ -309,6 +322,7 @@ export function geminiRequest(
   if (request.stop.length > 0) config.stopSequences = request.stop;
   const thinking = thinkingConfigOf(request.reasoning, hostModel);
   if (thinking) config.thinkingConfig = thinking;
+  Object.assign(config, structuredOutputOf(request.outputFormat));
   body.generationConfig = config;
   return { path, headers, body };
 }

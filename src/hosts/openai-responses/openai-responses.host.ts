@@ -5,9 +5,10 @@ import type {
   CanonicalRequest,
   FinishReason,
   HostedToolUses,
+  OutputFormat,
   Usage,
 } from '../../canonical/canonical';
-import { effortOf, HostError, isOutput, upstreamIdOf } from '../../canonical/canonical';
+import { effortOf, HostError, isOutput, schemaNameOf, upstreamIdOf } from '../../canonical/canonical';
 import { hostedToolItemClassOf, type HostedToolsRun } from '../../canonical/hosted-tools';
 import { openAiErrorMessage } from '../host-kind';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
@@ -340,6 +341,22 @@ function boundToolCalls(body: Record<string, unknown>, request: CanonicalRequest
   if (typeof asked !== 'number' || asked > carried.maxUses) body.max_tool_calls = carried.maxUses;
 }
 
+/**
+ * Structured output as `text.format`: JSON mode, or `json_schema` with its name (required), description,
+ * schema and strictness beside its type (not nested as chat completions nest them).
+ */
+export function textFormatOf(format: OutputFormat): Record<string, unknown> {
+  if (format.type === 'json_object') return { type: 'json_object' };
+  const { description, schema, strict } = format;
+  return {
+    type: 'json_schema',
+    name: schemaNameOf(format),
+    ...(description !== undefined ? { description } : {}),
+    schema,
+    ...(strict !== undefined ? { strict } : {}),
+  };
+}
+
 /** The web search tool a request translated from another format is given. */
 const WEB_SEARCH_TOOL = { type: 'web_search' };
 
@@ -391,6 +408,7 @@ export const openAiResponsesHost: HostKind<'openai-responses'> = {
     const effort = effortOf(request.reasoning);
     // A summary asked for, so that the reasoning is shown as it is on the other kinds.
     if (effort !== undefined) body.reasoning = effort === 'none' ? { effort } : { effort, summary: 'auto' };
+    if (request.outputFormat) body.text = { format: textFormatOf(request.outputFormat) };
     return { path: '/responses', headers, body };
   },
 

@@ -1,5 +1,12 @@
-import type { CanonicalEvent, CanonicalMessage, CanonicalRequest, FinishReason, Usage } from '../../canonical/canonical';
-import { effortOf, HostError, isOutput, upstreamIdOf } from '../../canonical/canonical';
+import type {
+  CanonicalEvent,
+  CanonicalMessage,
+  CanonicalRequest,
+  FinishReason,
+  OutputFormat,
+  Usage,
+} from '../../canonical/canonical';
+import { effortOf, HostError, isOutput, schemaNameOf, upstreamIdOf } from '../../canonical/canonical';
 import { openAiErrorMessage } from '../host-kind';
 import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest, WireLimits } from '../host-kind';
 import { openAiEmbeddingsRequest } from './openai.embeddings';
@@ -236,6 +243,21 @@ function passThroughBody(request: CanonicalRequest, original: Record<string, unk
   return body;
 }
 
+/** Structured output as `response_format`: JSON mode, or `json_schema` with its name (required), description, schema and strictness. */
+export function responseFormatOf(format: OutputFormat): Record<string, unknown> {
+  if (format.type === 'json_object') return { type: 'json_object' };
+  const { description, schema, strict } = format;
+  return {
+    type: 'json_schema',
+    json_schema: {
+      name: schemaNameOf(format),
+      ...(description !== undefined ? { description } : {}),
+      schema,
+      ...(strict !== undefined ? { strict } : {}),
+    },
+  };
+}
+
 /**
  * OpenAI's reasoning models (o1, o3, o4-mini, gpt-5…) refuse `max_tokens` (400 `unsupported_parameter`)
  * and take the cap as `max_completion_tokens`; the others, and the servers compatible with the
@@ -312,6 +334,7 @@ export const openAiHost: HostKind<'openai'> = {
     }
     const effort = effortOf(request.reasoning);
     if (effort !== undefined) body.reasoning_effort = effort;
+    if (request.outputFormat) body.response_format = responseFormatOf(request.outputFormat);
     return { path: '/chat/completions', headers, body };
   },
 

@@ -50,7 +50,11 @@ export interface ChatCompletionRequest {
   n?: number | null;
   logprobs?: boolean | null;
   top_logprobs?: number | null;
-  response_format?: { type: string } | null;
+  /** `text`, `json_object` or `json_schema` (with `json_schema`); other types only the format's own hosts know. */
+  response_format?: {
+    type: string;
+    json_schema?: { name: string; description?: string; schema?: Record<string, unknown>; strict?: boolean | null };
+  } | null;
 }
 
 const contentPart = {
@@ -154,7 +158,23 @@ export const chatCompletionRequestSchema = {
     },
     logprobs: optionalBoolean,
     top_logprobs: { type: ['integer', 'null'], minimum: 0, maximum: 20 },
-    response_format: { type: ['object', 'null'], required: ['type'], properties: { type: { type: 'string' } } },
+    response_format: {
+      type: ['object', 'null'],
+      required: ['type'],
+      properties: { type: { type: 'string' } },
+      // As OpenAI's reference has it: json_schema carries its own object, named (its schema optional).
+      if: { type: 'object', properties: { type: { const: 'json_schema' } } },
+      then: {
+        required: ['json_schema'],
+        properties: {
+          json_schema: {
+            type: 'object',
+            required: ['name'],
+            properties: { name: { type: 'string' }, description: { type: 'string' }, schema: object, strict: optionalBoolean },
+          },
+        },
+      },
+    },
     reasoning_effort: { type: ['string', 'null'] },
     web_search_options: { type: ['object', 'null'] },
   },

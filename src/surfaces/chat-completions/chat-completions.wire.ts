@@ -7,6 +7,7 @@ import type {
   CanonicalRequest,
   Citation,
   FinishReason,
+  OutputFormat,
   ReasoningEffort,
   ToolsAsked,
 } from '../../canonical/canonical';
@@ -30,14 +31,36 @@ const textOf = (content: ChatMessage['content']): string =>
           .join('\n');
 
 /**
- * What only a host of this format can honour, the request passed whole: a response format asking
- * for JSON, log probabilities. The other formats' hosts have no counterpart (admission refuses a
- * request with them for a model any of whose hosts would be sent a translation). Pure.
+ * The JSON a `response_format` asks for: any object (`json_object`), or what its schema describes
+ * (`json_schema`, with its name, description and strictness). Text, and what the other formats have
+ * no counterpart for (a json_schema without a schema, a type of a compatible server's own), are none.
+ */
+function outputFormatOf(format: ChatCompletionRequest['response_format']): OutputFormat | undefined {
+  if (format?.type === 'json_object') return { type: 'json_object' };
+  const named = format?.type === 'json_schema' ? format.json_schema : undefined;
+  if (named?.schema == null) return undefined;
+  return {
+    type: 'json_schema',
+    schema: named.schema,
+    name: named.name,
+    ...(named.description !== undefined ? { description: named.description } : {}),
+    ...(named.strict != null ? { strict: named.strict } : {}),
+  };
+}
+
+/**
+ * What only a host of this format can honour, the request passed whole: a response format the others
+ * have no counterpart for (a json_schema without its schema, a type other than text and JSON), log
+ * probabilities. Admission refuses a request with them for a model any of whose hosts would be sent
+ * a translation. Pure.
  */
 function wholeOnlyFieldsOf(body: ChatCompletionRequest): string[] {
   const fields: string[] = [];
   const format = body.response_format?.type;
-  if (format !== undefined && format !== 'text') fields.push(`response_format ${format}`);
+  if (format === 'json_schema' && body.response_format?.json_schema?.schema == null)
+    fields.push('response_format json_schema without a schema');
+  else if (format !== undefined && !['text', 'json_object', 'json_schema'].includes(format))
+    fields.push(`response_format ${format}`);
   if (body.logprobs === true) fields.push('logprobs');
   if (typeof body.top_logprobs === 'number' && body.top_logprobs > 0) fields.push('top_logprobs');
   return fields;
@@ -107,6 +130,7 @@ export function toCanonical(body: ChatCompletionRequest): CanonicalRequest {
   const choice = body.tool_choice;
   const stop = body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
   const wholeOnly = wholeOnlyFieldsOf(body);
+  const outputFormat = outputFormatOf(body.response_format);
   return {
     system,
     messages,
@@ -127,6 +151,7 @@ export function toCanonical(body: ChatCompletionRequest): CanonicalRequest {
       body.reasoning_effort != null && EFFORTS[body.reasoning_effort] ? { effort: EFFORTS[body.reasoning_effort] } : undefined,
     original: { format: 'chat-completions', body: forHosts(body) },
     ...(hostedTools ? { hostedTools } : {}),
+    ...(outputFormat ? { outputFormat } : {}),
     ...(wholeOnly.length > 0 ? { wholeOnlyFields: wholeOnly } : {}),
   };
 }

@@ -249,13 +249,10 @@ function reasoningOf(thinking: GenerationConfig['thinkingConfig']): CanonicalReq
  */
 function settingsOf(
   config: GenerationConfig = {},
-): Pick<CanonicalRequest, 'maxTokens' | 'temperature' | 'topP' | 'topK' | 'stop' | 'reasoning'> {
+): Pick<CanonicalRequest, 'maxTokens' | 'temperature' | 'topP' | 'topK' | 'stop' | 'reasoning' | 'outputFormat'> {
   if ((config.candidateCount ?? 1) > 1)
     refuse('generationConfig.candidateCount above 1 is not carried: one candidate is answered');
-  const mime = config.responseMimeType;
-  if (mime !== undefined && mime !== 'text/plain')
-    refuse(`generationConfig.responseMimeType "${mime.slice(0, 64)}" is not carried: only text/plain (no structured output)`);
-  for (const field of ['responseSchema', 'responseJsonSchema', 'speechConfig', 'imageConfig'] as const)
+  for (const field of ['speechConfig', 'imageConfig'] as const)
     if (config[field] != null) refuse(`generationConfig.${field} is not carried`);
   if (config.responseLogprobs === true || config.logprobs != null)
     refuse('generationConfig.responseLogprobs and logprobs are not carried');
@@ -268,6 +265,38 @@ function settingsOf(
     topK: config.topK ?? undefined,
     stop: config.stopSequences ?? [],
     reasoning: reasoningOf(config.thinkingConfig),
+    ...outputFormatOf(config),
+  };
+}
+
+const isSchemaObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Structured output, as the API takes it: `responseMimeType` "application/json" alone (JSON mode), or
+ * beside one schema, `responseJsonSchema` (JSON Schema) or `responseSchema` (the API's OpenAPI subset,
+ * kept as given for Google's hosts and translated for the others). A schema needs that MIME type, and
+ * one schema is given at most; the API's other MIME types (`text/x.enum`…) are not carried.
+ */
+function outputFormatOf(config: GenerationConfig): Pick<CanonicalRequest, 'outputFormat'> {
+  const mime = config.responseMimeType;
+  const { responseSchema, responseJsonSchema } = config;
+  if (mime !== undefined && mime !== 'text/plain' && mime !== 'application/json')
+    refuse(`generationConfig.responseMimeType "${mime.slice(0, 64)}" is not carried: only text/plain and application/json`);
+  if (responseSchema != null && responseJsonSchema != null)
+    refuse('generationConfig: give responseSchema or responseJsonSchema, not both');
+  const given = responseJsonSchema != null ? 'responseJsonSchema' : responseSchema != null ? 'responseSchema' : null;
+  if (given !== null && mime !== 'application/json')
+    refuse(`generationConfig.${given} needs responseMimeType "application/json"`);
+  if (mime !== 'application/json') return {};
+  if (given === null) return { outputFormat: { type: 'json_object' } };
+  const schema = config[given];
+  if (!isSchemaObject(schema)) return refuse(`generationConfig.${given} must be an object`);
+  return {
+    outputFormat:
+      given === 'responseJsonSchema'
+        ? { type: 'json_schema', schema }
+        : { type: 'json_schema', schema: jsonSchemaOf(schema) as Record<string, unknown>, openApiSchema: schema },
   };
 }
 

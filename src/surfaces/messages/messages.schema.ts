@@ -55,11 +55,27 @@ export interface MessagesRequest {
   stream?: boolean | null;
   /** `enabled` with a budget, `adaptive` (the model decides, at `output_config.effort`), or `disabled`. */
   thinking?: { type: string; budget_tokens?: number } | null;
-  output_config?: { effort?: string } | null;
+  /** `effort` for adaptive thinking; `format`, the JSON the reply's text must be (structured outputs). */
+  output_config?: { effort?: string; format?: JsonOutputFormat | null } | null;
+  /** The structured-outputs beta's name for `output_config.format` (`structured-outputs-2025-11-13`), still taken. */
+  output_format?: JsonOutputFormat | null;
+}
+
+/** Structured outputs: the reply's text is JSON that the schema describes. */
+export interface JsonOutputFormat {
+  type: 'json_schema';
+  schema: Record<string, unknown>;
 }
 
 /** POST /messages/count_tokens: a message request without its output cap (and not streamed). */
 export type CountTokensRequest = Omit<MessagesRequest, 'max_tokens' | 'stream'>;
+
+/** `output_config.format` as the Messages API takes it: json_schema, with its schema. */
+const jsonOutputFormat = {
+  type: ['object', 'null'],
+  required: ['type', 'schema'],
+  properties: { type: { const: 'json_schema' }, schema: object },
+};
 
 /** A block whose `type` is `kind` must carry `then`'s fields. */
 const when = (kind: string, then: Record<string, unknown>) => ({ if: { properties: { type: { const: kind } } }, then });
@@ -162,7 +178,8 @@ export const countTokensRequestSchema = {
       required: ['type'],
       properties: { type: { type: 'string' }, budget_tokens: integerFrom(1) },
     },
-    output_config: { type: ['object', 'null'], properties: { effort: { type: 'string' } } },
+    output_config: { type: ['object', 'null'], properties: { effort: { type: 'string' }, format: jsonOutputFormat } },
+    output_format: jsonOutputFormat,
   },
 };
 

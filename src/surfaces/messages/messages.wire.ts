@@ -73,6 +73,12 @@ function reasoningOf(body: Pick<MessagesRequest, 'thinking' | 'output_config'>):
   return { effort: EFFORTS[body.output_config?.effort ?? ''] ?? 'medium' };
 }
 
+/** Structured outputs: `output_config.format` (or the beta's `output_format`), the JSON schema the reply's text follows. */
+function outputFormatOf(body: Pick<MessagesRequest, 'output_config' | 'output_format'>): Pick<CanonicalRequest, 'outputFormat'> {
+  const format = body.output_config?.format ?? body.output_format;
+  return format == null ? {} : { outputFormat: { type: 'json_schema', schema: format.schema } };
+}
+
 /**
  * The `anthropic-beta` header's names: comma-separated, possibly sent more than once (an array,
  * or already joined by Node), each kept once in the order given.
@@ -200,6 +206,7 @@ export function toCanonical(
     stream: body.stream === true,
     betas,
     reasoning: reasoningOf(body),
+    ...outputFormatOf(body),
     original: { format: 'messages', body: body as unknown as Record<string, unknown> },
     ...(serverTools.asked ? { hostedTools: serverTools.asked } : {}),
     ...(clientRun.length > 0 ? { wholeOnlyTools: clientRun } : {}),

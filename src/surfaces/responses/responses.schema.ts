@@ -66,10 +66,15 @@ export interface NamespaceTool {
 
 export type ToolChoice = 'auto' | 'none' | 'required' | { type: string; name?: string };
 
+/** `text.format`: text, JSON mode, or JSON that a named schema describes (structured outputs). */
+export type TextFormat =
+  | { type: 'text' | 'json_object' }
+  | { type: 'json_schema'; name: string; schema: Record<string, unknown>; description?: string; strict?: boolean | null };
+
 export type ReasoningEffortParam = 'none' | 'minimal' | 'low' | 'medium' | 'high';
 
 /**
- * POST /responses. Fields without a canonical counterpart (`text.format`, `parallel_tool_calls`,
+ * POST /responses. Fields without a canonical counterpart (`parallel_tool_calls`,
  * `reasoning.summary`, `metadata`, `user`, `include`, `prompt_cache_key`, …) are accepted when
  * well-typed and echoed in the reply where the format has a place for them; unknown fields are
  * ignored. `previous_response_id`, `conversation`, `prompt` and `background` need stored state:
@@ -86,7 +91,7 @@ export interface ResponsesRequest {
   temperature?: number | null;
   top_p?: number | null;
   reasoning?: { effort?: ReasoningEffortParam | null; summary?: string | null } | null;
-  text?: { format?: { type: string } | null; verbosity?: string | null } | null;
+  text?: { format?: TextFormat | null; verbosity?: string | null } | null;
   metadata?: Record<string, string> | null;
   stream?: boolean | null;
   store?: boolean | null;
@@ -214,7 +219,22 @@ export const responsesRequestSchema = {
     text: {
       type: ['object', 'null'],
       properties: {
-        format: { type: ['object', 'null'], required: ['type'], properties: { type: { type: 'string' } } },
+        format: {
+          type: ['object', 'null'],
+          required: ['type'],
+          properties: { type: { enum: ['text', 'json_object', 'json_schema'] } },
+          // As OpenAI's reference has it: a json_schema format is named and carries its schema, beside its type.
+          if: { type: 'object', properties: { type: { const: 'json_schema' } } },
+          then: {
+            required: ['name', 'schema'],
+            properties: {
+              name: { type: 'string' },
+              schema: { type: 'object' },
+              description: { type: 'string' },
+              strict: optionalBoolean,
+            },
+          },
+        },
         verbosity: { enum: ['low', 'medium', 'high', null] },
       },
     },

@@ -26,6 +26,7 @@ import type {
   MessageItem,
   NamespaceTool,
   ResponsesRequest,
+  TextFormat,
 } from './responses.schema';
 import { withoutRouting } from '../../routing/preferences';
 
@@ -232,6 +233,22 @@ function toolsOf(body: ResponsesRequest): { tools: CanonicalTool[]; names: ToolN
 /** The name hosts know a function by: joined with its namespace when it has one. */
 const hostName = (name: string, namespace?: string | null) => (namespace ? `${namespace}${NAMESPACE_SEPARATOR}${name}` : name);
 
+/** `text.format` asking for JSON: any object, or what its named schema describes. */
+function outputFormatOf(format: TextFormat | null | undefined): Pick<CanonicalRequest, 'outputFormat'> {
+  if (format?.type === 'json_object') return { outputFormat: { type: 'json_object' } };
+  if (format?.type !== 'json_schema' || !('schema' in format)) return {};
+  const { schema, name, description, strict } = format;
+  return {
+    outputFormat: {
+      type: 'json_schema',
+      schema,
+      name,
+      ...(description !== undefined ? { description } : {}),
+      ...(strict != null ? { strict } : {}),
+    },
+  };
+}
+
 export function toCanonical(body: ResponsesRequest): CanonicalRequest {
   refuseStateful(body);
   const hostedTools = hostedToolsOf(body);
@@ -255,6 +272,7 @@ export function toCanonical(body: ResponsesRequest): CanonicalRequest {
     stop: [],
     stream: body.stream === true,
     ...(effort != null ? { reasoning: { effort } } : {}),
+    ...outputFormatOf(body.text?.format),
     original: { format: 'responses', body: withoutRouting(body) as unknown as Record<string, unknown> },
     ...(hostedTools ? { hostedTools } : {}),
   };

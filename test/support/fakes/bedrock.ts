@@ -31,6 +31,7 @@ import {
   withUsage,
 } from '../fake-upstream';
 import { converseThinkingProblem, messagesThinkingProblem, samplingProblem } from './anthropic-thinking';
+import { structuredOutputOf, structuredReply } from './structured-output';
 
 /** The AWS account the fake takes signatures of: the test gateway's credentials (its environment's). */
 export const BEDROCK_TEST_CREDENTIALS = {
@@ -402,9 +403,12 @@ export async function serveBedrock(route: BedrockRoute, call: BedrockCall, confi
       : (converseThinkingProblem(body) ??
         samplingProblem(route.modelId, body.inferenceConfig?.temperature, body.inferenceConfig?.topP));
   if (thinkingProblem) return sendError(res, 400, `The model returned the following errors: ${thinkingProblem}`);
+  // Structured output: Converse's outputConfig.textFormat, InvokeModel's output_config.format (Anthropic's body).
+  const structured = structuredOutputOf(route.api === 'converse' ? 'converse' : 'anthropic', body);
+  if (typeof structured === 'string') return sendError(res, 400, structured, 'ValidationException');
 
   const b: FakeBehaviour = configured ?? { kind: 'reply', reply: DEFAULT_REPLY };
-  const reply = 'reply' in b ? withUsage(b.reply) : DEFAULT_REPLY;
+  const reply = 'reply' in b ? structuredReply(withUsage(b.reply), structured) : DEFAULT_REPLY;
   const ids = { 'x-amzn-requestid': randomUUID() };
   const whole = (r: FakeReply) =>
     wired(JSON.stringify(route.api === 'converse' ? converseReply(r) : anthropicMessage({ model: route.modelId }, r)), r);
