@@ -1,12 +1,12 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
-import { createReadStream, createWriteStream, openSync, readFileSync, type WriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync, openSync, readFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { auditLedger } from '../audit/ledger-audit';
-import { ConfigError, loadConfig } from '../config/config';
+import { type Config, ConfigError, loadConfig } from '../config/config';
 import { IdentityRuleError } from '../identity/identity-rule-error';
 import { isoTime } from '../identity/iso-time';
 import type { LimitReset, RateLimits } from '../identity/identity.events';
@@ -25,7 +25,8 @@ import { CREDIT_NOTE_REASONS } from '../ledger/ledger.events';
 import { formatCredits, formatNanoSum, MoneyFormatError, parseCredits } from '../ledger/money';
 import { rebuildProjections } from '../projections/projector';
 import { availableOf, reservedOf } from '../projections/read-models';
-import { openRuntime, Runtime } from '../runtime/runtime';
+import { eventLogPath, openRuntime, Runtime } from '../runtime/runtime';
+import { BackupError, backupLog } from '../eventstore/sqlite-backup';
 import { PID_FILE } from '../runtime/pid-file';
 import { checkStatementMonth, type Statement } from '../statements/statement';
 import { ExportStatement, ExportStatementError } from '../statements/statement-from-export';
@@ -159,7 +160,13 @@ function progressReporter(json: boolean) {
   };
 }
 
-export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Output) => Promise<T>) => Promise<T>): Command {
+/**
+ * How an action opens the service's stores. `beginsLog`: the command may begin a data directory (its
+ * first organization or user) and makes the log when there is none; any other is refused there.
+ */
+type WithRuntime = <T>(work: (runtime: Runtime, out: Output) => Promise<T>, options?: { beginsLog?: boolean }) => Promise<T>;
+
+export function buildProgram(withRuntime: WithRuntime): Command {
   const program = new Command('model-gateway')
     .description('Operator tool for Model Gateway: organizations, credits, keys, users, ledger audit and read models.')
     .addOption(new Option('--json', 'print machine-readable JSON'))
@@ -171,10 +178,13 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
     .command('create')
     .requiredOption('--name <name>', 'organization name')
     .action((opts: { name: string }) =>
-      withRuntime(async (rt, out) => {
-        const created = await rt.identity.createOrganization(opts.name);
-        out.print(created, [created.orgId]);
-      }),
+      withRuntime(
+        async (rt, out) => {
+          const created = await rt.identity.createOrganization(opts.name);
+          out.print(created, [created.orgId]);
+        },
+        { beginsLog: true },
+      ),
     );
   org
     .command('add-member')
@@ -492,11 +502,14 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
     .requiredOption('--email <email>', 'email, used to sign in')
     .requiredOption('--password-stdin', 'read the password from standard input')
     .action((opts: { email: string }) =>
-      withRuntime(async (rt, out) => {
-        const password = await readStdin();
-        const user = await rt.identity.registerUser(opts.email, password);
-        out.print(user, [user.userId]);
-      }),
+      withRuntime(
+        async (rt, out) => {
+          const password = await readStdin();
+          const user = await rt.identity.registerUser(opts.email, password);
+          out.print(user, [user.userId]);
+        },
+        { beginsLog: true },
+      ),
     );
   users
     .command('set-password')
@@ -705,6 +718,28 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
     );
 
   program
+    .command('backup')
+    .description(
+      'copy the embedded event log (DATA_DIR/events.sqlite) to a new file, safe while the service runs: a consistent copy, events still in the write-ahead log included (restore: README, Backup and restore)',
+    )
+    .requiredOption('--output <file>', 'the new file (an existing one is never overwritten)')
+    .action(async (opts: { output: string }) => {
+      const config = loadConfig();
+      if (config.eventStoreUrl !== null)
+        throw new OperatorError('EVENTSTORE_URL is set: back EventStoreDB up with its own tools (README, Backup and restore)');
+      let made: Awaited<ReturnType<typeof backupLog>>;
+      try {
+        made = await backupLog(eventLogPath(config), opts.output);
+      } catch (error) {
+        throw error instanceof BackupError ? new OperatorError(error.message) : error;
+      }
+      const json = program.opts<{ json?: boolean }>().json === true;
+      process.stdout.write(
+        json ? `${JSON.stringify(made)}\n` : `backed up ${made.events} events (through position ${made.head}) to ${made.file}\n`,
+      );
+    });
+
+  program
     .command('catalogue')
     .description('the catalogue of models and hosts')
     .command('reload')
@@ -748,6 +783,22 @@ function printStatement(statement: Statement, format: StatementFormat): void {
   else if (format === 'csv') process.stdout.write(statementCsv(statement));
   else if (format === 'html') process.stdout.write(statementHtml(statement));
   else process.stdout.write(statementText(statement));
+}
+
+/**
+ * Whether the tool may open the embedded log: a data directory that holds none (a mistyped
+ * DATA_DIR, the tool run from another directory than the service's) would get a log of its own
+ * that no service reads, and keys and credits made there would work nowhere. Only a command that
+ * begins a directory makes one, and says so.
+ */
+function logToOpen(config: Config, beginsLog: boolean): void {
+  const path = eventLogPath(config);
+  if (config.eventStoreUrl !== null || existsSync(path)) return;
+  if (!beginsLog)
+    throw new OperatorError(
+      `no event log at ${path}: is DATA_DIR right? (the service makes it at its first start; \`org create\` begins a new one)`,
+    );
+  process.stderr.write(`model-gateway: no event log at ${path} yet: made a new one (the service must use this DATA_DIR)\n`);
 }
 
 /** The pid the service wrote beside its data when it started listening. */
@@ -807,8 +858,9 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(json ? `${JSON.stringify({ error: message })}\n` : `model-gateway: ${message}\n`);
     return code;
   };
-  const program = buildProgram(async (work) => {
+  const program = buildProgram(async (work, options) => {
     const config = loadConfig();
+    logToOpen(config, options?.beginsLog === true);
     const runtime = await openRuntime(config);
     const out: Output = {
       json,

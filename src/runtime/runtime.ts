@@ -62,6 +62,9 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
+/** Where the embedded log (no EVENTSTORE_URL) is kept. */
+export const eventLogPath = (config: Pick<Config, 'dataDir'>): string => join(config.dataDir, 'events.sqlite');
+
 /**
  * The log the configuration names. `commitAloneHere` (the SQLite log): whether an append made alone
  * may be committed on the calling thread now (see SqliteEventStoreOptions).
@@ -72,7 +75,7 @@ export async function openEventStore(config: Config, commitAloneHere?: () => boo
     const { EventStoreDbEventStore } = await import('../eventstore/eventstoredb-event-store');
     return EventStoreDbEventStore.connect(config.eventStoreUrl, { chain: LEDGER_CHAIN });
   }
-  return new SqliteEventStore(join(config.dataDir, 'events.sqlite'), {
+  return new SqliteEventStore(eventLogPath(config), {
     pollIntervalMs: config.logPollMs,
     chain: LEDGER_CHAIN,
     commitAloneHere,
