@@ -8,6 +8,9 @@ COPY scripts ./scripts
 COPY catalogue ./catalogue
 # `npm install` runs the build (prepare: server, operator tool and the dashboard's web app).
 RUN npm install --no-audit --no-fund && npm prune --omit=dev --ignore-scripts
+# Not root: the service writes only its data directory.
+RUN mkdir -p /data && chown node:node /data
+USER node
 ENV NODE_ENV=production
 EXPOSE 8080
 # V8 collects garbage on the main thread: see the README (benchmarks) for why.
