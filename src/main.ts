@@ -1,9 +1,11 @@
 import 'reflect-metadata';
 import cluster from 'node:cluster';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError, loadConfig } from './config/config';
 import { SessionTokens } from './dashboard/session/sessions';
 import { startSimulatedUpstream } from './simulated-upstream/simulated-upstream';
 import { answerPrimaryGathering } from './observability/cluster-metrics';
+import type { Lifecycle } from './observability/health';
 import { writePidFile } from './runtime/pid-file';
 import { refusedWorkerSet, runWorkerSet, WORKER_SERVING } from './runtime/worker-set';
 
@@ -55,7 +57,7 @@ async function start(): Promise<void> {
   // The runtime's lines before the application (and its logger) exist go to stderr; everything after, through pino.
   let log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
   const runtime = await openRuntime(config, { sweep: true, serving: true, log: (line) => log(line) });
-  const lifecycle = { draining: false };
+  const lifecycle: Lifecycle = { draining: false };
   const app = await createApp(runtime, { catalogue, lifecycle });
   const fastify = app.getHttpAdapter().getInstance();
   const logger = fastify.log;
@@ -85,7 +87,14 @@ async function start(): Promise<void> {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    // Not ready from now on; no new connections; what is in flight may finish within the grace period.
+    // Not ready from now on. New requests are still taken for the drain (a load balancer sends them
+    // until it has seen readiness fail); then no new connections, and what is in flight may finish
+    // within the grace period.
+    lifecycle.leaving = true;
+    if (config.shutdownDrainMs > 0) {
+      logger.info(`model gateway stopping (${signal}): not ready, still taking requests for ${config.shutdownDrainMs} ms`);
+      await sleep(config.shutdownDrainMs);
+    }
     lifecycle.draining = true;
     const server = app.getHttpServer();
     logger.info(`model gateway stopping (${signal}): letting requests in flight finish for up to ${config.shutdownGraceMs} ms`);

@@ -36,6 +36,11 @@ export interface Config {
   requestTimeoutMs: number;
   /** On SIGTERM, how long in-flight requests may go on before they are cut (and settled as cut). */
   shutdownGraceMs: number;
+  /**
+   * On SIGTERM, how long the instance goes on taking new requests while its readiness already says
+   * it stops (SHUTDOWN_DRAIN_MS): a load balancer stops sending once it has seen that, not before.
+   */
+  shutdownDrainMs: number;
   /** OTLP/HTTP collector for traces (OTEL_EXPORTER_OTLP_ENDPOINT); null: no tracing. */
   otlpEndpoint: string | null;
   /** A port of its own for GET /metrics (then not on the service port); null: the service port. */
@@ -202,6 +207,7 @@ export function loadConfig(env: Env = process.env): Config {
     workers: env.WORKERS?.trim().toLowerCase() === 'auto' ? availableParallelism() : integer(env, 'WORKERS', 1, 1, 256),
     requestTimeoutMs,
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 30_000, 0, 3_600_000),
+    shutdownDrainMs: integer(env, 'SHUTDOWN_DRAIN_MS', 0, 0, 600_000),
     otlpEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),
     metricsPort: env.METRICS_PORT?.trim() ? integer(env, 'METRICS_PORT', 9464, 0, 65_535) : null,
     requestReadTimeoutMs: integer(env, 'REQUEST_READ_TIMEOUT_MS', 60_000, 100, 3_600_000),

@@ -62,7 +62,13 @@ export function serveHealth(
         (error: Error) => error,
       ),
     ]);
-    const state = readiness({ draining: lifecycle.draining, behind, appends, store, logReplaced: sources.logReplaced() });
+    const state = readiness({
+      draining: lifecycle.draining || lifecycle.leaving === true,
+      behind,
+      appends,
+      store,
+      logReplaced: sources.logReplaced(),
+    });
     // Shown once there are any: the body is as before while every host is well.
     const circuits = (await sources.circuits?.()) ?? [];
     return reply.code(state.ready ? 200 : 503).send(circuits.length === 0 ? state : { ...state, circuits });

@@ -1,6 +1,10 @@
-/** Whether the service is going away (set on SIGTERM): it then reports not ready. */
+/**
+ * Whether the service is going away (SIGTERM). `leaving`: it reports not ready but still takes
+ * requests (SHUTDOWN_DRAIN_MS); `draining`: it also answers every new request 503.
+ */
 export interface Lifecycle {
   draining: boolean;
+  leaving?: boolean;
 }
 
 /** Read models further behind the log than this (events) are not ready to serve balances. */

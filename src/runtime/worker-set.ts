@@ -143,7 +143,7 @@ export async function runWorkerSet(config: Config, simulated: { url: string; clo
         log.error(`worker ${slot.index} (pid ${slot.worker!.process.pid}) did not stop: killing it`);
         slot.worker!.process.kill('SIGKILL');
       }
-    }, config.shutdownGraceMs + CLOSE_MARGIN_MS).unref();
+    }, config.shutdownDrainMs + config.shutdownGraceMs + CLOSE_MARGIN_MS).unref();
     void finish();
   };
 

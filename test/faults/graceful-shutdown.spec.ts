@@ -4,7 +4,7 @@ import type { ReservationSettled } from '../../src/ledger/ledger.events';
 import { openRuntime } from '../../src/runtime/runtime';
 import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
 import { serviceEnv, TEST_MODELS } from '../support/gateway';
-import { Child, startService } from '../support/processes';
+import { Child, eventually, startService } from '../support/processes';
 import { openCountingStream } from '../support/streams';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
 import { createKey } from '../support/keys';
@@ -38,12 +38,12 @@ afterAll(async () => {
 });
 
 /** The service on the shared log, an organization and key made through the operator's runtime. */
-async function start(grace: number): Promise<{ base: string; secret: string; orgId: string }> {
+async function start(grace: number, more: Record<string, string> = {}): Promise<{ base: string; secret: string; orgId: string }> {
   const operator = await openRuntime(loadConfig(env));
   const orgId = await fundedOrganization(operator, 100_000_000_000);
   const { secret } = await createKey(operator, orgId, 'stopping');
   await operator.close();
-  const started = await startService({ ...env, SHUTDOWN_GRACE_MS: String(grace) });
+  const started = await startService({ ...env, SHUTDOWN_GRACE_MS: String(grace), ...more });
   service = started.service;
   return { base: started.base, secret, orgId };
 }
@@ -107,6 +107,28 @@ it('SIGTERM with 20 streams that would outlast the grace period: cut at its end,
     expect(s.data.outputTokens).toBeGreaterThan(0);
     expect(s.data.outputTokens).toBeLessThan(WORDS.length);
   }
+  expect(balance.reserved + balance.pending).toBe(0);
+  expect(audit.differences).toEqual([]);
+}, 60_000);
+
+it('SIGTERM with SHUTDOWN_DRAIN_MS: not ready at once, yet a new request is still served until the drain ends; then exit 0, audit clean', async () => {
+  const { base, secret, orgId } = await start(5_000, { SHUTDOWN_DRAIN_MS: '4000' });
+  fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'still here' } });
+  service!.process.kill('SIGTERM');
+  await eventually(async () => (await fetch(`${base}/health/ready`)).status === 503);
+  // A load balancer that has not yet seen readiness fail sends one more, on a new connection.
+  const late = await fetch(`${base}/api/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', connection: 'close' },
+    body: JSON.stringify({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 }),
+  });
+  expect(late.status).toBe(200);
+  expect((await late.json()).choices[0].message.content).toBe('still here');
+  expect(await service!.exited()).toBe(0);
+  expect(service!.output()).toContain('still taking requests for 4000 ms');
+
+  const { balance, settled, audit } = await afterwards(orgId);
+  expect(settled.map((s) => s.data.status)).toEqual(['ok']);
   expect(balance.reserved + balance.pending).toBe(0);
   expect(audit.differences).toEqual([]);
 }, 60_000);
