@@ -138,12 +138,15 @@ export async function runWorkerSet(config: Config, simulated: { url: string; clo
     log.info(`model gateway stopping (${signal}): draining ${live.length} workers`);
     for (const slot of live) slot.worker!.process.kill('SIGTERM');
     // A worker cuts what is still open at its grace period's end; one that still has not exited long after is killed.
-    setTimeout(() => {
-      for (const slot of slots.filter((s) => s.worker !== null)) {
-        log.error(`worker ${slot.index} (pid ${slot.worker!.process.pid}) did not stop: killing it`);
-        slot.worker!.process.kill('SIGKILL');
-      }
-    }, config.shutdownDrainMs + config.shutdownGraceMs + CLOSE_MARGIN_MS).unref();
+    setTimeout(
+      () => {
+        for (const slot of slots.filter((s) => s.worker !== null)) {
+          log.error(`worker ${slot.index} (pid ${slot.worker!.process.pid}) did not stop: killing it`);
+          slot.worker!.process.kill('SIGKILL');
+        }
+      },
+      config.shutdownDrainMs + config.shutdownGraceMs + CLOSE_MARGIN_MS,
+    ).unref();
     void finish();
   };
 
