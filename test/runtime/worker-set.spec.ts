@@ -191,6 +191,15 @@ describeWithRedis('WORKERS=2: one gateway of two processes', () => {
     expect(new Set(sessions.map((r) => Number(r.headers.get('x-gateway-worker'))))).toEqual(new Set(set.pids));
   });
 
+  it("refuses an instance with in-process read models on the set's data directory (exit 1, naming the set), and the set serves on", async () => {
+    const beside = startNode(MAIN, [], { ...env, WORKERS: '1', REDIS_URL: '', PORT: '0', SIMULATED_HOST_PORT: 'off' });
+    expect(await beside.exited()).toBe(1);
+    expect(beside.output()).toMatch(
+      /gateway instances with read models in Redis \(REDIS_URL, or a WORKERS set\) are already serving from /,
+    );
+    expect((await answered(set.base, key)).status).toBe(200);
+  });
+
   it('`catalogue reload` (SIGHUP to the pid in gateway.pid) reaches both workers', async () => {
     const before = (set.primary.output().match(/catalogue reloaded from/g) ?? []).length;
     const run = await operatorTool(env, ['catalogue', 'reload']);
