@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { auditLedger } from '../audit/ledger-audit';
-import { ConfigError, loadConfig } from '../config/config';
+import { type Config, ConfigError, loadConfig } from '../config/config';
 import { IdentityRuleError } from '../identity/identity-rule-error';
 import { isoTime } from '../identity/iso-time';
 import type { LimitReset, RateLimits } from '../identity/identity.events';
@@ -27,6 +27,7 @@ import { rebuildProjections } from '../projections/projector';
 import { availableOf, reservedOf } from '../projections/read-models';
 import { openRuntime, Runtime } from '../runtime/runtime';
 import { PID_FILE } from '../runtime/pid-file';
+import { claimShared, type ServingClaim, ServingClaimError } from '../runtime/serving-claim';
 import { checkStatementMonth, type Statement } from '../statements/statement';
 import { ExportStatement, ExportStatementError } from '../statements/statement-from-export';
 import { statementCsv, statementHtml, statementText } from '../statements/statement-format';
@@ -688,21 +689,29 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
     .description('read models')
     .command('rebuild')
     .description('drop every read model and rebuild it from the log')
-    .action(() =>
-      withRuntime(async (rt, out) => {
-        const started = performance.now();
-        const progress = progressReporter(out.json);
-        await rt.projector.stop();
-        const result = await rebuildProjections(rt.events, rt.projections, rt.config.requestLogRetention, (p) =>
-          progress.update(p.position, p.head),
-        );
-        progress.stop();
-        const seconds = (performance.now() - started) / 1000;
-        out.print({ ...result, seconds: Number(seconds.toFixed(3)), store: rt.projections.kind }, [
-          `rebuilt ${rt.projections.kind} read models from ${result.events} events in ${seconds.toFixed(2)} s`,
-        ]);
-      }),
-    );
+    .action(async () => {
+      // In-process read models are each process's own: rebuilt here, they would be this tool's copy
+      // (its save then overwritten by the service's). Refused while such an instance serves the data,
+      // and an in-process instance cannot start meanwhile (this holds the shared claim, as a Redis one does).
+      const hold = inProcessRebuildHold(loadConfig());
+      try {
+        await withRuntime(async (rt, out) => {
+          const started = performance.now();
+          const progress = progressReporter(out.json);
+          await rt.projector.stop();
+          const result = await rebuildProjections(rt.events, rt.projections, rt.config.requestLogRetention, (p) =>
+            progress.update(p.position, p.head),
+          );
+          progress.stop();
+          const seconds = (performance.now() - started) / 1000;
+          out.print({ ...result, seconds: Number(seconds.toFixed(3)), store: rt.projections.kind }, [
+            `rebuilt ${rt.projections.kind} read models from ${result.events} events in ${seconds.toFixed(2)} s`,
+          ]);
+        });
+      } finally {
+        hold?.release();
+      }
+    });
 
   program
     .command('catalogue')
@@ -748,6 +757,26 @@ function printStatement(statement: Statement, format: StatementFormat): void {
   else if (format === 'csv') process.stdout.write(statementCsv(statement));
   else if (format === 'html') process.stdout.write(statementHtml(statement));
   else process.stdout.write(statementText(statement));
+}
+
+/**
+ * For `projections rebuild` of in-process read models (no REDIS_URL): a shared hold on the serving
+ * claim for the rebuild's length, refused while an instance with in-process read models serves the
+ * data directory. Null with Redis: every instance reads the rebuilt read models, under traffic.
+ */
+function inProcessRebuildHold(config: Config): ServingClaim | null {
+  if (config.redisUrl !== null) return null;
+  try {
+    return claimShared(config.dataDir, 'in-process');
+  } catch (error) {
+    if (!(error instanceof ServingClaimError)) throw error;
+    throw new OperatorError(
+      `not rebuilt: a gateway instance with in-process read models is serving from ${config.dataDir}, and its read models ` +
+        "are its own: a rebuild here would rebuild only this tool's copy, and the service would overwrite its saved file. " +
+        'Stop the service, run `model-gateway projections rebuild`, then start it again (a restart alone does not rebuild: ' +
+        'it loads the saved read models and catches up with the log, rebuilding them only when they are of another version or another log)',
+    );
+  }
 }
 
 /** The pid the service wrote beside its data when it started listening. */

@@ -28,8 +28,8 @@ export class ServingClaimError extends Error {
           ? `a gateway instance with in-process read models (no REDIS_URL) is already serving from ${dataDir}: ` +
             'an instance with read models in Redis beside it would admit requests against other balances than its own, and together they overdraw. ' +
             'Stop that instance and start every instance with REDIS_URL, or run that one alone'
-          : `gateway instances with read models in Redis (REDIS_URL, or a WORKERS set) are already serving from ${dataDir}: ` +
-            'an instance with in-process read models beside them would admit requests against its own copy of the balances, and together they overdraw. ' +
+          : `gateway instances with read models in Redis (REDIS_URL, or a WORKERS set) are already serving from ${dataDir} ` +
+            '(or the operator tool is rebuilding read models there): an instance with in-process read models beside them would admit requests against its own copy of the balances, and together they overdraw. ' +
             'Start this one with the same REDIS_URL, or stop them first',
     );
     this.name = 'ServingClaimError';
