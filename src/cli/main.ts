@@ -1,7 +1,6 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
-import { createReadStream, createWriteStream, openSync, readFileSync, type WriteStream } from 'node:fs';
-import { join } from 'node:path';
+import { createReadStream, createWriteStream, openSync, type WriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -26,7 +25,7 @@ import { formatCredits, formatNanoSum, MoneyFormatError, parseCredits } from '..
 import { rebuildProjections } from '../projections/projector';
 import { availableOf, reservedOf } from '../projections/read-models';
 import { openRuntime, Runtime } from '../runtime/runtime';
-import { PID_FILE } from '../runtime/pid-file';
+import { gatewayFromPidFile, PID_FILE, processRuns } from '../runtime/pid-file';
 import { claimShared, type ServingClaim, ServingClaimError } from '../runtime/serving-claim';
 import { checkStatementMonth, type Statement } from '../statements/statement';
 import { ExportStatement, ExportStatementError } from '../statements/statement-from-export';
@@ -732,6 +731,7 @@ export function buildProgram(withRuntime: <T>(work: (runtime: Runtime, out: Outp
         throw new OperatorError(`not reloaded: ${(error as Error).message}`);
       }
       const pid = opts.pid ?? servicePid(config.dataDir);
+      if (!processRuns(pid)) throw new OperatorError(`the service is not running: process ${pid} is not running`);
       try {
         process.kill(pid, 'SIGHUP');
       } catch (error) {
@@ -779,18 +779,11 @@ function inProcessRebuildHold(config: Config): ServingClaim | null {
   }
 }
 
-/** The pid the service wrote beside its data when it started listening. */
+/** The pid the service wrote beside its data when it started listening, if that process is still the service. */
 function servicePid(dataDir: string): number {
-  const file = join(dataDir, PID_FILE);
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8').trim();
-  } catch {
-    throw new OperatorError(`no running service found (${file} is missing): give its process id with --pid`);
-  }
-  const pid = Number(text);
-  if (!Number.isSafeInteger(pid) || pid < 1) throw new OperatorError(`${file} does not hold a process id`);
-  return pid;
+  const check = gatewayFromPidFile(dataDir);
+  if ('refused' in check) throw new OperatorError(check.refused);
+  return check.gateway;
 }
 
 /** A file to write, opened now: a path that cannot be written is named before any work is done. */
