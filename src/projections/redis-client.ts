@@ -32,9 +32,10 @@ export function maskedRedisUrl(url: string): string {
 
 /** What the start is told when Redis cannot be reached within its bound. */
 export class RedisUnreachableError extends Error {
-  constructor(url: string, timeoutMs: number, cause: string | null) {
+  /** `timeoutMs`: the bound that ran out; null when the client gave up first (a cluster none of whose nodes answer). */
+  constructor(url: string, timeoutMs: number | null, cause: string | null) {
     super(
-      `Redis at ${maskedRedisUrl(url)} could not be reached within ${timeoutMs} ms` +
+      `Redis at ${maskedRedisUrl(url)} could not be reached${timeoutMs === null ? '' : ` within ${timeoutMs} ms`}` +
         `${cause ? ` (${cause})` : ''}: check REDIS_URL and that Redis is running ` +
         '(REDIS_CONNECT_TIMEOUT_MS bounds this wait)',
     );
@@ -108,9 +109,13 @@ export async function connectRedis(target: RedisTarget, options: ConnectOptions 
   try {
     await Promise.race([client.connect(), gaveUp]);
   } catch (error) {
-    client.destroy();
+    try {
+      client.destroy();
+    } catch {
+      // Never connected: nothing to let go.
+    }
     if (error instanceof RedisUnreachableError) throw error;
-    throw new RedisUnreachableError(target.url, timeoutMs, scrubbed((error as Error).message, target.url));
+    throw new RedisUnreachableError(target.url, null, scrubbed((error as Error).message, target.url));
   } finally {
     clearTimeout(timer);
     client.off('error', starting);
