@@ -1,7 +1,6 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
-import { createReadStream, createWriteStream, existsSync, openSync, readFileSync, type WriteStream } from 'node:fs';
-import { join } from 'node:path';
+import { createReadStream, createWriteStream, existsSync, openSync, type WriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -27,7 +26,8 @@ import { rebuildProjections } from '../projections/projector';
 import { availableOf, reservedOf } from '../projections/read-models';
 import { eventLogPath, openRuntime, Runtime } from '../runtime/runtime';
 import { BackupError, backupLog } from '../eventstore/sqlite-backup';
-import { PID_FILE } from '../runtime/pid-file';
+import { gatewayFromPidFile, PID_FILE, processRuns } from '../runtime/pid-file';
+import { claimShared, type ServingClaim, ServingClaimError } from '../runtime/serving-claim';
 import { checkStatementMonth, type Statement } from '../statements/statement';
 import { ExportStatement, ExportStatementError } from '../statements/statement-from-export';
 import { statementCsv, statementHtml, statementText } from '../statements/statement-format';
@@ -701,21 +701,29 @@ export function buildProgram(withRuntime: WithRuntime): Command {
     .description('read models')
     .command('rebuild')
     .description('drop every read model and rebuild it from the log')
-    .action(() =>
-      withRuntime(async (rt, out) => {
-        const started = performance.now();
-        const progress = progressReporter(out.json);
-        await rt.projector.stop();
-        const result = await rebuildProjections(rt.events, rt.projections, rt.config.requestLogRetention, (p) =>
-          progress.update(p.position, p.head),
-        );
-        progress.stop();
-        const seconds = (performance.now() - started) / 1000;
-        out.print({ ...result, seconds: Number(seconds.toFixed(3)), store: rt.projections.kind }, [
-          `rebuilt ${rt.projections.kind} read models from ${result.events} events in ${seconds.toFixed(2)} s`,
-        ]);
-      }),
-    );
+    .action(async () => {
+      // In-process read models are each process's own: rebuilt here, they would be this tool's copy
+      // (its save then overwritten by the service's). Refused while such an instance serves the data,
+      // and an in-process instance cannot start meanwhile (this holds the shared claim, as a Redis one does).
+      const hold = inProcessRebuildHold(loadConfig());
+      try {
+        await withRuntime(async (rt, out) => {
+          const started = performance.now();
+          const progress = progressReporter(out.json);
+          await rt.projector.stop();
+          const result = await rebuildProjections(rt.events, rt.projections, rt.config.requestLogRetention, (p) =>
+            progress.update(p.position, p.head),
+          );
+          progress.stop();
+          const seconds = (performance.now() - started) / 1000;
+          out.print({ ...result, seconds: Number(seconds.toFixed(3)), store: rt.projections.kind }, [
+            `rebuilt ${rt.projections.kind} read models from ${result.events} events in ${seconds.toFixed(2)} s`,
+          ]);
+        });
+      } finally {
+        hold?.release();
+      }
+    });
 
   program
     .command('backup')
@@ -758,6 +766,7 @@ export function buildProgram(withRuntime: WithRuntime): Command {
         throw new OperatorError(`not reloaded: ${(error as Error).message}`);
       }
       const pid = opts.pid ?? servicePid(config.dataDir);
+      if (!processRuns(pid)) throw new OperatorError(`the service is not running: process ${pid} is not running`);
       try {
         process.kill(pid, 'SIGHUP');
       } catch (error) {
@@ -801,18 +810,31 @@ function logToOpen(config: Config, beginsLog: boolean): void {
   process.stderr.write(`model-gateway: no event log at ${path} yet: made a new one (the service must use this DATA_DIR)\n`);
 }
 
-/** The pid the service wrote beside its data when it started listening. */
-function servicePid(dataDir: string): number {
-  const file = join(dataDir, PID_FILE);
-  let text: string;
+/**
+ * For `projections rebuild` of in-process read models (no REDIS_URL): a shared hold on the serving
+ * claim for the rebuild's length, refused while an instance with in-process read models serves the
+ * data directory. Null with Redis: every instance reads the rebuilt read models, under traffic.
+ */
+function inProcessRebuildHold(config: Config): ServingClaim | null {
+  if (config.redisUrl !== null) return null;
   try {
-    text = readFileSync(file, 'utf8').trim();
-  } catch {
-    throw new OperatorError(`no running service found (${file} is missing): give its process id with --pid`);
+    return claimShared(config.dataDir, 'in-process');
+  } catch (error) {
+    if (!(error instanceof ServingClaimError)) throw error;
+    throw new OperatorError(
+      `not rebuilt: a gateway instance with in-process read models is serving from ${config.dataDir}, and its read models ` +
+        "are its own: a rebuild here would rebuild only this tool's copy, and the service would overwrite its saved file. " +
+        'Stop the service, run `model-gateway projections rebuild`, then start it again (a restart alone does not rebuild: ' +
+        'it loads the saved read models and catches up with the log, rebuilding them only when they are of another version or another log)',
+    );
   }
-  const pid = Number(text);
-  if (!Number.isSafeInteger(pid) || pid < 1) throw new OperatorError(`${file} does not hold a process id`);
-  return pid;
+}
+
+/** The pid the service wrote beside its data when it started listening, if that process is still the service. */
+function servicePid(dataDir: string): number {
+  const check = gatewayFromPidFile(dataDir);
+  if ('refused' in check) throw new OperatorError(check.refused);
+  return check.gateway;
 }
 
 /** A file to write, opened now: a path that cannot be written is named before any work is done. */

@@ -26,6 +26,8 @@ export interface Config {
   redisCluster: boolean;
   /** Every Redis key starts with this, so several deployments (or test runs) can share a Redis. */
   redisPrefix: string;
+  /** How long the start waits for Redis before giving up (exit 1); once started, reconnection has no bound. */
+  redisConnectTimeoutMs: number;
   /** Gateway processes sharing the port (`WORKERS`; `auto`: one per core); 1: this process serves alone, as without it. */
   workers: number;
   /**
@@ -203,6 +205,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: redisUrl(env, onOff(env, 'REDIS_CLUSTER', false)),
     redisCluster: onOff(env, 'REDIS_CLUSTER', false),
     redisPrefix,
+    redisConnectTimeoutMs: integer(env, 'REDIS_CONNECT_TIMEOUT_MS', 10_000, 100, 600_000),
     eventStoreUrl: eventStoreUrl(env),
     workers: env.WORKERS?.trim().toLowerCase() === 'auto' ? availableParallelism() : integer(env, 'WORKERS', 1, 1, 256),
     requestTimeoutMs,

@@ -12,6 +12,7 @@ import {
   RecordedEvent,
   WrongExpectedRevisionError,
 } from './event-store';
+import { ownerOnly, tighten } from './owner-only';
 import { committingConnection, failedResults, isBusy, type LogCommitter, logCommitter } from './sqlite-commit';
 import { startWriter, WriterThread } from './sqlite-writer';
 import {
@@ -260,7 +261,13 @@ export class SqliteEventStore implements EventStore {
   };
 
   constructor(path: string, options: SqliteEventStoreOptions = {}) {
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    if (path !== ':memory:') {
+      mkdirSync(dirname(path), { recursive: true });
+      // Owner-only (it holds password and key hashes): made so before SQLite opens it, whose -wal and
+      // -shm files then take its mode; those of an earlier version's log are tightened.
+      ownerOnly(path);
+      for (const side of ['-wal', '-shm']) tighten(`${path}${side}`);
+    }
     this.pollIntervalMs = options.pollIntervalMs ?? 100;
     this.commitWindowMs = options.commitWindowMs ?? 0;
     this.db = new Database(path);

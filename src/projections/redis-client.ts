@@ -14,39 +14,115 @@ export interface RedisTarget {
 
 export const isCluster = (client: RedisClient): client is RedisClusterClient => 'masters' in client;
 
+/** `REDIS_URL` as it may be shown: every password in it (one per node of a cluster) masked. */
+export function maskedRedisUrl(url: string): string {
+  return url
+    .split(',')
+    .map((node) => {
+      try {
+        const parsed = new URL(node.trim());
+        if (parsed.password) parsed.password = '***';
+        return parsed.toString();
+      } catch {
+        return node.replace(/\/\/[^@/]*@/, '//***@');
+      }
+    })
+    .join(',');
+}
+
+/** What the start is told when Redis cannot be reached within its bound. */
+export class RedisUnreachableError extends Error {
+  /** `timeoutMs`: the bound that ran out; null when the client gave up first (a cluster none of whose nodes answer). */
+  constructor(url: string, timeoutMs: number | null, cause: string | null) {
+    super(
+      `Redis at ${maskedRedisUrl(url)} could not be reached${timeoutMs === null ? '' : ` within ${timeoutMs} ms`}` +
+        `${cause ? ` (${cause})` : ''}: check REDIS_URL and that Redis is running ` +
+        '(REDIS_CONNECT_TIMEOUT_MS bounds this wait)',
+    );
+    this.name = 'RedisUnreachableError';
+  }
+}
+
+export interface ConnectOptions {
+  /** Hears each time a server is connected again after being lost (what it holds may have changed meanwhile). */
+  onReconnect?: () => void;
+  /** How long the first connection may take before the start gives up (RedisUnreachableError). */
+  timeoutMs?: number;
+  /** Where the start's failed attempts are told (the URL masked). */
+  log?: (line: string) => void;
+}
+
+/** The default bound on the first connection (`REDIS_CONNECT_TIMEOUT_MS`). */
+export const REDIS_CONNECT_TIMEOUT_MS = 10_000;
+
+/** A message with every password of `url` masked (a client's error may quote the address it was given). */
+function scrubbed(message: string, url: string): string {
+  let out = message;
+  for (const node of url.split(',')) {
+    try {
+      const { password } = new URL(node.trim());
+      if (password) out = out.split(password).join('***').split(decodeURIComponent(password)).join('***');
+    } catch {
+      // Not a URL: config validation refused it before this.
+    }
+  }
+  return out;
+}
+
 /**
  * The one place the service's Redis connection is made (every Redis-backed feature uses the client
  * this returns). While Redis, or a cluster node, is away, commands fail at once (a 503 for the
  * request) instead of waiting in a queue with no limit; reconnection goes on in the background.
- * `onReconnect` hears each time a server is connected again after being lost (what it holds may have
- * changed meanwhile).
+ *
+ * The first connection is bounded: each failed attempt is logged once (its cause, the URL's password
+ * masked), and past `timeoutMs` the client is dropped and RedisUnreachableError thrown, so a start
+ * against a Redis that is not there ends (exit 1) instead of hanging in silence.
  */
-export async function connectRedis(target: RedisTarget, onReconnect: () => void = () => {}): Promise<RedisClient> {
+export async function connectRedis(target: RedisTarget, options: ConnectOptions = {}): Promise<RedisClient> {
+  const onReconnect = options.onReconnect ?? (() => {});
+  const timeoutMs = options.timeoutMs ?? REDIS_CONNECT_TIMEOUT_MS;
+  const log = options.log ?? (() => {});
   // Loaded here, not at start: a gateway without REDIS_URL never needs the client (4 MB of heap).
   const { createClient, createCluster } = await import('redis');
-  const options = {
+  const settings = {
     disableOfflineQueue: true,
-    socket: { connectTimeout: 2_000, reconnectStrategy: (retries: number) => Math.min(retries * 100, 2000) },
+    socket: { connectTimeout: Math.min(2_000, timeoutMs), reconnectStrategy: (retries: number) => Math.min(retries * 100, 2000) },
   };
-  if (!target.cluster) {
-    const client = createClient({ url: target.url, ...options });
-    client.on('error', () => {
-      // Reconnection is automatic; commands issued meanwhile fail and callers report that.
-    });
-    await client.connect();
-    client.on('ready', onReconnect);
-    return client;
+  const client: RedisClient = target.cluster
+    ? createCluster({ rootNodes: target.url.split(',').map((url) => ({ url: url.trim() })), defaults: settings })
+    : createClient({ url: target.url, ...settings });
+  // After start: reconnection is automatic; commands issued meanwhile fail and callers report that
+  // (on a cluster, a topology query that failed: the next one, on the next node error, tries again).
+  client.on('error', () => undefined);
+  let lastCause: string | null = null;
+  const starting = (error: Error) => {
+    const cause = scrubbed(error.message || error.name, target.url);
+    if (cause !== lastCause)
+      log(`cannot reach Redis at ${maskedRedisUrl(target.url)} (${cause}): trying again for up to ${timeoutMs} ms`);
+    lastCause = cause;
+  };
+  client.on('error', starting);
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new RedisUnreachableError(target.url, timeoutMs, lastCause)), timeoutMs);
+  });
+  try {
+    await Promise.race([client.connect(), gaveUp]);
+  } catch (error) {
+    try {
+      client.destroy();
+    } catch {
+      // Never connected: nothing to let go.
+    }
+    if (error instanceof RedisUnreachableError) throw error;
+    throw new RedisUnreachableError(target.url, null, scrubbed((error as Error).message, target.url));
+  } finally {
+    clearTimeout(timer);
+    client.off('error', starting);
   }
-  const cluster = createCluster({
-    rootNodes: target.url.split(',').map((url) => ({ url: url.trim() })),
-    defaults: options,
-  });
-  cluster.on('error', () => {
-    // A topology query that failed: the next one (on the next node error) tries again.
-  });
-  await cluster.connect();
-  followFailovers(cluster, onReconnect);
-  return cluster;
+  if (isCluster(client)) followFailovers(client, onReconnect);
+  else client.on('ready', onReconnect);
+  return client;
 }
 
 /**

@@ -8,7 +8,16 @@ import type { ReadModelStore } from './projection-store';
 import type { ReadModel } from './read-model';
 import type { ReadModelOrigin } from './read-model-trust';
 import type { Balance, KeyRecord, MemberRecord, OpenReservation, OrgLedger, OrgRecord, RequestLogEntry } from './read-models';
-import { connectRedis, isCluster, masters, scanKeys, setMembers, type RedisClient, type RedisTarget } from './redis-client';
+import {
+  connectRedis,
+  type ConnectOptions,
+  isCluster,
+  masters,
+  scanKeys,
+  setMembers,
+  type RedisClient,
+  type RedisTarget,
+} from './redis-client';
 import * as lua from './redis-scripts';
 import {
   keyRecordOf,
@@ -252,12 +261,13 @@ export class RedisProjectionStore implements ReadModelStore {
     prefix: string,
     requestLogRetention: number,
     logId: string,
+    connecting: Pick<ConnectOptions, 'timeoutMs' | 'log'> = {},
   ): Promise<RedisProjectionStore> {
-    const client = await connectRedis(
-      typeof target === 'string' ? { url: target, cluster: false } : target,
+    const client = await connectRedis(typeof target === 'string' ? { url: target, cluster: false } : target, {
+      ...connecting,
       // Heard only once connected, so after `store` is made.
-      () => (store.connectedAgain = true),
-    );
+      onReconnect: () => (store.connectedAgain = true),
+    });
     const store = new RedisProjectionStore(client, prefix, requestLogRetention, logId);
     return store;
   }

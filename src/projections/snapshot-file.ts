@@ -5,6 +5,7 @@ import { basename, dirname, join } from 'node:path';
 /**
  * A saved state's file (the in-process read models', the alert follower's), written so that a reader
  * or a crash never sees half of it: into a side file named for this one write, then renamed over it.
+ * Owner-only (0600), as the log's files are.
  */
 
 /**
@@ -22,7 +23,8 @@ export async function writeAside(file: string, pieces: readonly string[]): Promi
   const side = `${file}.${randomUUID()}.partial`;
   try {
     await mkdir(dirname(file), { recursive: true });
-    await writeFile(side, pieces);
+    // Owner-only, as the log it is folded from (the rename keeps the mode).
+    await writeFile(side, pieces, { mode: 0o600 });
     await rename(side, file);
   } catch (error) {
     await rm(side, { force: true }).catch(() => undefined);

@@ -94,7 +94,10 @@ export async function openProjectionStore(
   const logId = await events.logId();
   if (config.redisUrl) {
     const target = { url: config.redisUrl, cluster: config.redisCluster };
-    return RedisProjectionStore.connect(target, config.redisPrefix, config.requestLogRetention, logId);
+    return RedisProjectionStore.connect(target, config.redisPrefix, config.requestLogRetention, logId, {
+      timeoutMs: config.redisConnectTimeoutMs,
+      log,
+    });
   }
   mkdirSync(config.dataDir, { recursive: true });
   const file = join(config.dataDir, 'read-models.snapshot.json');

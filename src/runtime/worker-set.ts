@@ -5,6 +5,7 @@ import { ConfigError } from '../config/config';
 import { gatherForWorkers } from '../observability/cluster-metrics';
 import { scrubSecrets } from '../observability/logging';
 import { writePidFile } from './pid-file';
+import { claimServing } from './serving-claim';
 
 /** What a worker tells the primary once it listens and serves. */
 export const WORKER_SERVING = 'gateway:serving';
@@ -75,6 +76,10 @@ interface Slot {
  * (at once, then backing off while they keep dying), and gathers the set's metrics for /metrics.
  */
 export async function runWorkerSet(config: Config, simulated: { url: string; close(): Promise<void> } | null): Promise<void> {
+  // The set serves the data directory as Redis-mode instances do (a shared claim, as each worker
+  // takes): refused while an instance with in-process read models serves it, and it refuses one
+  // even while its workers restart. The OS lets it go when the primary ends, however it ends.
+  const claim = claimServing(config);
   const log = primaryLog(config);
   if (config.metrics) gatherForWorkers();
   const slots: Slot[] = Array.from({ length: config.workers }, (_, i) => ({
@@ -123,6 +128,7 @@ export async function runWorkerSet(config: Config, simulated: { url: string; clo
     if (slots.some((s) => s.worker !== null)) return;
     await simulated?.close();
     removePidFile?.();
+    claim.release();
     log.info(exitCode === 0 ? 'model gateway stopped (every worker drained)' : 'model gateway stopped');
     process.exit(exitCode);
   };

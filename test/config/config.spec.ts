@@ -71,6 +71,17 @@ describe('configuration', () => {
     expect(() => loadConfig({ WORKERS: 'many' })).toThrow('configuration: WORKERS must be a whole number, got "many"');
   });
 
+  it('takes REDIS_CONNECT_TIMEOUT_MS as the bound on the first connection to Redis (10 s unless set)', () => {
+    expect(loadConfig({}).redisConnectTimeoutMs).toBe(10_000);
+    expect(loadConfig({ REDIS_CONNECT_TIMEOUT_MS: '2500' }).redisConnectTimeoutMs).toBe(2_500);
+    expect(() => loadConfig({ REDIS_CONNECT_TIMEOUT_MS: 'soon' })).toThrow(
+      'configuration: REDIS_CONNECT_TIMEOUT_MS must be a whole number, got "soon"',
+    );
+    expect(() => loadConfig({ REDIS_CONNECT_TIMEOUT_MS: '10' })).toThrow(
+      'configuration: REDIS_CONNECT_TIMEOUT_MS must be between 100 and 600000, got 10',
+    );
+  });
+
   it('stops the service with one clear line on a bad value', () => {
     const run = spawnSync(process.execPath, [join(ROOT, 'dist/src/main.js')], {
       env: { ...process.env, PORT: 'eighty' },

@@ -123,7 +123,7 @@ it('SIGTERM with SHUTDOWN_DRAIN_MS: not ready at once, yet a new request is stil
     body: JSON.stringify({ model: M.gpt.slug, messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 }),
   });
   expect(late.status).toBe(200);
-  expect((await late.json()).choices[0].message.content).toBe('still here');
+  expect(((await late.json()) as { choices: { message: { content: string } }[] }).choices[0].message.content).toBe('still here');
   expect(await service!.exited()).toBe(0);
   expect(service!.output()).toContain('still taking requests for 4000 ms');
 

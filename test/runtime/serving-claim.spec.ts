@@ -46,14 +46,14 @@ describe('one serving instance per log when read models are in-process', () => {
 });
 
 describeWithRedis('several serving instances with read models in Redis', () => {
-  it('starts them on one log: neither claims the data, and each sees what the other appends', async () => {
+  it('starts them on one log: both hold it together (a shared claim), and each sees what the other appends', async () => {
     const dir = tempDir('claim-redis');
     const env = { DATA_DIR: dir.path, REDIS_URL: testRedisUrl()!, REDIS_PREFIX: uniquePrefix('claim'), LOG_POLL_MS: '20' };
     const first = await openRuntime(loadConfig(env), { serving: true });
     const second = await openRuntime(loadConfig(env), { serving: true });
     try {
-      // Shared read models leave nothing to claim: no lock beside the log.
-      expect(existsSync(join(dir.path, 'serving.lock'))).toBe(false);
+      // Each holds a shared claim on the lock beside the log (it keeps out an instance with in-process read models).
+      expect(existsSync(join(dir.path, 'serving.lock'))).toBe(true);
       const orgId = await fundedOrganization(first, 2_000);
       await second.ledger.grant(orgId, 3_000, 'from the second instance');
       for (const instance of [first, second]) {
@@ -70,3 +70,60 @@ describeWithRedis('several serving instances with read models in Redis', () => {
     }
   });
 });
+
+describeWithRedis(
+  'instances with in-process read models and with read models in Redis never serve one data directory together',
+  () => {
+    const dir = tempDir('claim-mixed');
+    const inProcess = { DATA_DIR: dir.path, REDIS_URL: '', SIMULATED_HOST_PORT: 'off' };
+    const prefix = uniquePrefix('claim-mixed');
+    const inRedis = { DATA_DIR: dir.path, REDIS_URL: testRedisUrl()!, REDIS_PREFIX: prefix, SIMULATED_HOST_PORT: 'off' };
+    afterAll(async () => {
+      const tool = await openRuntime(loadConfig(inRedis));
+      await tool.projections.reset();
+      await tool.close();
+      dir.cleanup();
+    });
+
+    it('refuses an instance with REDIS_URL while an in-process one serves (each would admit against other balances: they overdrew)', async () => {
+      const first = await openRuntime(loadConfig(inProcess), { serving: true });
+      try {
+        await expect(openRuntime(loadConfig(inRedis), { serving: true })).rejects.toThrow(
+          /a gateway instance with in-process read models \(no REDIS_URL\) is already serving from .*Stop that instance and start every instance with REDIS_URL/,
+        );
+        // The service itself: exit 1 with that one line.
+        const run = spawnSync(process.execPath, [join(ROOT, 'dist/src/main.js')], {
+          env: { ...process.env, EVENTSTORE_URL: '', ...inRedis, PORT: '0' },
+          encoding: 'utf8',
+          timeout: 20_000,
+        });
+        expect(run.status).toBe(1);
+        expect(run.stderr).toMatch(
+          /model gateway failed to start: a gateway instance with in-process read models \(no REDIS_URL\)/,
+        );
+      } finally {
+        await first.close();
+      }
+    });
+
+    it('refuses an in-process instance while Redis ones serve, which start together; frees the data once they stop', async () => {
+      const first = await openRuntime(loadConfig(inRedis), { serving: true });
+      let second: Awaited<ReturnType<typeof openRuntime>> | null = await openRuntime(loadConfig(inRedis), { serving: true });
+      try {
+        await expect(openRuntime(loadConfig(inProcess), { serving: true })).rejects.toThrow(ServingClaimError);
+        await expect(openRuntime(loadConfig(inProcess), { serving: true })).rejects.toThrow(
+          /gateway instances with read models in Redis \(REDIS_URL, or a WORKERS set\) are already serving from .*same REDIS_URL/,
+        );
+        await second.close();
+        second = null;
+        // One left still keeps it out.
+        await expect(openRuntime(loadConfig(inProcess), { serving: true })).rejects.toThrow(/read models in Redis/);
+      } finally {
+        await second?.close();
+        await first.close();
+      }
+      const alone = await openRuntime(loadConfig(inProcess), { serving: true });
+      await alone.close();
+    });
+  },
+);

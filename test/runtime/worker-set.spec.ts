@@ -128,7 +128,7 @@ describeWithRedis('WORKERS=2: one gateway of two processes', () => {
   });
 
   it('writes the primary pid to gateway.pid, and both workers serve (each reply names its worker)', async () => {
-    expect(readFileSync(join(env.DATA_DIR, 'gateway.pid'), 'utf8').trim()).toBe(String(set.primary.process.pid));
+    expect(readFileSync(join(env.DATA_DIR, 'gateway.pid'), 'utf8').split('\n')[0]).toBe(String(set.primary.process.pid));
     expect(set.pids).toHaveLength(2);
     fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' }, firstByteDelayMs: 50 });
     const replies = await Promise.all(Array.from({ length: 40 }, () => answered(set.base, key)));
@@ -189,6 +189,15 @@ describeWithRedis('WORKERS=2: one gateway of two processes', () => {
     );
     expect(sessions.map((r) => r.status)).toEqual(Array(10).fill(200));
     expect(new Set(sessions.map((r) => Number(r.headers.get('x-gateway-worker'))))).toEqual(new Set(set.pids));
+  });
+
+  it("refuses an instance with in-process read models on the set's data directory (exit 1, naming the set), and the set serves on", async () => {
+    const beside = startNode(MAIN, [], { ...env, WORKERS: '1', REDIS_URL: '', PORT: '0', SIMULATED_HOST_PORT: 'off' });
+    expect(await beside.exited()).toBe(1);
+    expect(beside.output()).toMatch(
+      /gateway instances with read models in Redis \(REDIS_URL, or a WORKERS set\) are already serving from /,
+    );
+    expect((await answered(set.base, key)).status).toBe(200);
   });
 
   it('`catalogue reload` (SIGHUP to the pid in gateway.pid) reaches both workers', async () => {
