@@ -123,6 +123,28 @@ describe('GET /metrics (Prometheus, prom-client)', () => {
   });
 });
 
+describe("the process's own metrics (prom-client's defaults)", () => {
+  it('serves heap, RSS, event-loop lag, GC and open file descriptors beside the gateway series, unlabelled in one process', async () => {
+    const g = await startGateway();
+    try {
+      const text = await (await fetch(`${g.baseUrl}/metrics`)).text();
+      for (const name of [
+        'process_resident_memory_bytes',
+        'process_cpu_seconds_total',
+        'process_open_fds',
+        'nodejs_heap_size_used_bytes',
+        'nodejs_eventloop_lag_p99_seconds',
+      ]) {
+        expect(samples(text, name)).toEqual([{ labels: {}, value: expect.any(Number) }]);
+      }
+      expect(text).toContain('# TYPE nodejs_gc_duration_seconds histogram');
+      expect(samples(text, 'gateway_read_model_store_up')).toEqual([{ labels: {}, value: 1 }]);
+    } finally {
+      await g.close();
+    }
+  });
+});
+
 describe('METRICS_PORT', () => {
   it('serves GET /metrics on a port of its own, and not on the service port', async () => {
     const g = await startGateway({ env: { METRICS_PORT: '0' } });

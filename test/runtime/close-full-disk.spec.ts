@@ -3,6 +3,7 @@ import { loadConfig } from '../../src/config/config';
 import { openRuntime } from '../../src/runtime/runtime';
 import { fundedOrganization } from '../support/runtime';
 import { describeWithSmallDisk, mountSmallDisk, SmallDisk } from '../support/small-disk';
+import { linesTo } from '../../src/runtime-log/runtime-log';
 
 describeWithSmallDisk('closing the runtime on a full disk', () => {
   let disk: SmallDisk;
@@ -18,7 +19,7 @@ describeWithSmallDisk('closing the runtime on a full disk', () => {
   it('says the read models were not saved, closes the log all the same, and the next start replays what the save lacked', async () => {
     const env = { DATA_DIR: disk.path, REDIS_URL: '' };
     const lines: string[] = [];
-    const runtime = await openRuntime(loadConfig(env), { log: (line) => lines.push(line) });
+    const runtime = await openRuntime(loadConfig(env), { log: linesTo((line) => lines.push(line)) });
     const orgId = await fundedOrganization(runtime, 5_000_000);
     disk.fill();
 
