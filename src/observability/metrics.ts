@@ -455,7 +455,8 @@ export class GatewayMetrics {
     if (facts.upstreamMs !== undefined) this.upstream.observe(host, facts.upstreamMs / 1000);
     if (facts.fallback === true) this.fallbacks.add(model);
     if (facts.attempts !== undefined) for (const a of facts.attempts) this.attempts.add(a.host + SEP + model + SEP + a.reason);
-    if (facts.host === undefined && facts.outcome !== undefined && status >= 400 && status < 500) {
+    // A known organization's (a key that does not serve is no organization's refusal).
+    if (facts.host === undefined && facts.orgId !== undefined && facts.outcome !== undefined && status >= 400 && status < 500) {
       this.refusals.add(facts.outcome);
     }
     const usage = facts.usage;
