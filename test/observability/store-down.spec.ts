@@ -99,6 +99,11 @@ class LeveledLines implements RuntimeLog {
     expect(samples(up.text, 'gateway_reservations_held')).toEqual(['gateway_reservations_held 0']);
 
     await stopRedis(redis);
+    const ready = await fetch(`${g.baseUrl}/health/ready`);
+    expect(ready.status).toBe(503);
+    expect(((await ready.json()) as { reasons: string[] }).reasons).toEqual([
+      expect.stringMatching(/^read models: their store does not answer \(Redis: /),
+    ]);
     const down = await scrape();
     expect(down.status).toBe(200);
     expect(samples(down.text, 'gateway_read_model_store_up')).toEqual(['gateway_read_model_store_up 0']);
