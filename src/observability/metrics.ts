@@ -241,14 +241,11 @@ export class GatewayMetrics {
         // A set is up when every worker's store answers.
         aggregator: 'min',
         async collect() {
-          this.set(
-            (await withinScrape(answers()).then(
-              () => true,
-              () => false,
-            ))
-              ? 1
-              : 0,
+          const up = await withinScrape(answers()).then(
+            () => 1,
+            () => 0,
           );
+          this.set(up);
         },
       });
     }
