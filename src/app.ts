@@ -65,6 +65,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
       lag: () => eventsBehind(events, projector.position, LAG_COUNTED_UP_TO),
       openStreams,
       reservationsHeld: () => projections.openReservationCount(),
+      storeAnswers: () => projections.checkpoint(),
       reservationsExpired: () => runtime.reservationsExpired,
       alertDeliveries: () => alerts.counts,
       routing: { circuits: () => runtime.routing.circuits(), health: () => runtime.routing.health.all() },

@@ -6,6 +6,8 @@ import { SessionTokens } from './dashboard/session/sessions';
 import { startSimulatedUpstream } from './simulated-upstream/simulated-upstream';
 import { answerPrimaryGathering } from './observability/cluster-metrics';
 import type { Lifecycle } from './observability/health';
+import { jsonLinesLog } from './observability/json-lines-log';
+import type { RuntimeLog } from './runtime-log/runtime-log';
 import { writePidFile } from './runtime/pid-file';
 import { refusedWorkerSet, runWorkerSet, WORKER_SERVING } from './runtime/worker-set';
 
@@ -54,14 +56,19 @@ async function start(): Promise<void> {
     import('./http/http-adapter'),
   ]);
   const catalogue = Catalogue.load(config.cataloguePath);
-  // The runtime's lines before the application (and its logger) exist go to stderr; everything after, through pino.
-  let log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
-  const runtime = await openRuntime(config, { sweep: true, serving: true, log: (line) => log(line) });
+  // The runtime's lines, each at its level: before the application (and its logger) exist, JSON
+  // lines shaped as pino's on standard output (the replay of the log at start); after, through pino.
+  let log: RuntimeLog = jsonLinesLog({ level: config.logLevel, pretty: config.logPretty });
+  const runtime = await openRuntime(config, {
+    sweep: true,
+    serving: true,
+    log: { info: (line) => log.info(line), warn: (line) => log.warn(line), error: (line) => log.error(line) },
+  });
   const lifecycle: Lifecycle = { draining: false };
   const app = await createApp(runtime, { catalogue, lifecycle });
   const fastify = app.getHttpAdapter().getInstance();
   const logger = fastify.log;
-  log = (line) => logger.info(line);
+  log = { info: (line) => logger.info(line), warn: (line) => logger.warn(line), error: (line) => logger.error(line) };
   const unpricedCache = catalogue.cachePricesAssumed();
   if (unpricedCache.length > 0) {
     logger.warn(

@@ -3,6 +3,7 @@ import type { FastifyReply } from 'fastify';
 import { WrongExpectedRevisionError } from '../eventstore/event-store';
 import { IdentityRuleError } from '../identity/identity-rule-error';
 import { maskSecrets } from '../key-secret/key-secret';
+import { REDIS_REPLY_ERRORS, REDIS_UNREACHABLE } from '../projections/store-errors';
 
 /** The kinds of failure a caller can see, with their HTTP status. */
 export const API_ERRORS = {
@@ -77,16 +78,7 @@ function unknownRoute(message: string): string {
  * or reaching none of the nodes it knows (node-redis's classes) — answered 503:
  * the request may succeed in a moment, and nothing was held or billed.
  */
-const STORE_UNAVAILABLE = new Set([
-  'ClientOfflineError',
-  'DisconnectsClientError',
-  'RootNodesUnavailableError',
-  'ClientClosedError',
-  'ConnectionTimeoutError',
-  'SocketClosedUnexpectedlyError',
-  'SocketTimeoutError',
-  'ReconnectStrategyError',
-]);
+const STORE_UNAVAILABLE = REDIS_UNREACHABLE;
 
 /**
  * A store's socket that failed under a command in flight (Redis killed: node-redis rejects the
@@ -102,8 +94,7 @@ const CONNECTION_LOST = new Set(['ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'ETIMEDO
  * layout (a planned failover), a replica still loading.
  */
 const STORE_BUSY = /^(CLUSTERDOWN|TRYAGAIN|MASTERDOWN|LOADING|READONLY|MOVED|ASK) /;
-/** node-redis's classes of an error Redis replied. */
-const REPLY_ERRORS = new Set(['ErrorReply', 'SimpleError', 'BlobError']);
+const REPLY_ERRORS = REDIS_REPLY_ERRORS;
 
 const storeUnavailable = (error: unknown): boolean =>
   typeof error === 'object' &&
@@ -175,9 +166,21 @@ export function toApiError(error: unknown): ApiError {
  */
 export type ErrorFormat = (error: ApiError, requestId: string) => unknown;
 
+/** The error each request was answered with (a refusal or a failure), for its log line. */
+const TOLD = new WeakMap<object, ApiError>();
+
+/** Remembers that `request` was answered with `error` (the first told wins: a stream's in-band error after its opening). */
+export function tellError(request: object, error: ApiError): void {
+  if (!TOLD.has(request)) TOLD.set(request, error);
+}
+
+/** The error `request` was answered with, if any. */
+export const errorTold = (request: object): ApiError | undefined => TOLD.get(request);
+
 /** Answers anything thrown with its status, in the error format `render` writes. */
 export function replyWithError(reply: FastifyReply, exception: unknown, render: ErrorFormat): void {
   const error = toApiError(exception);
+  tellError(reply.request, error);
   if (error.headers) void reply.headers(error.headers);
   void reply.status(error.status).send(render(error, reply.request.id));
 }

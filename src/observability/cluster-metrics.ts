@@ -1,6 +1,9 @@
 import cluster from 'node:cluster';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 
+/** The environment variable telling a worker its place in the set (1 to WORKERS), set by the primary when it forks it. */
+export const WORKER_INDEX_VARIABLE = 'GATEWAY_WORKER_INDEX';
+
 /** A worker asking the primary for the whole set's metrics, and the primary's answer. */
 const ASK = 'gateway:metrics';
 const ANSWER = 'gateway:metrics-answer';

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { ApiError, replyWithError } from '../http/api-error';
 import type { ErrorFormatFor } from '../http/client-errors';
 import { eventsBehind, type Lifecycle, READY_LAG_BOUND, readiness } from './health';
+import { failureText } from '../projections/store-errors';
 
 /** What readiness looks at: the event log (and whether it takes appends), how far the read models have applied it, and their store. */
 export interface HealthSources {
@@ -59,7 +60,8 @@ export function serveHealth(
       sources.events.appendFailure().catch((error: Error) => error),
       sources.storeAnswers().then(
         () => null,
-        (error: Error) => error,
+        // Named as Redis's when it is ("The client is offline" alone names no store).
+        (error: Error) => new Error(failureText(error)),
       ),
     ]);
     const state = readiness({

@@ -1,12 +1,14 @@
 import cluster from 'node:cluster';
-import { Counter, Gauge, Registry } from 'prom-client';
-import { metricsOfTheSet } from './cluster-metrics';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { metricsOfTheSet, WORKER_INDEX_VARIABLE } from './cluster-metrics';
 import type { RequestFacts } from './request-facts';
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 
 /** Where the gauges read what they show, when scraped. */
 export interface MetricSources {
+  /** Resolves when the read models' store answers (Redis, when configured), rejects when it does not. */
+  storeAnswers?: () => Promise<unknown>;
   /** How many events the read models are behind the log. */
   lag?: () => Promise<number>;
   openStreams?: () => number;
@@ -163,6 +165,52 @@ export class TalliedHistogram {
   }
 }
 
+/** How long a scrape waits for a store a gauge reads (Redis, the event log) before leaving that gauge out. */
+export const SCRAPE_READ_MS = 2_000;
+
+/** `read`, or a rejection once SCRAPE_READ_MS have passed (a store that hangs never holds the scrape). */
+function withinScrape<T>(read: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${SCRAPE_READ_MS} ms`)), SCRAPE_READ_MS);
+  });
+  return Promise.race([read, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * A gauge read from a store when scraped (the read models' store, the event log). A store that does
+ * not answer leaves the gauge out of that scrape — no sample rather than a stale or made-up one —
+ * and never fails the scrape: every other series is still served (`gateway_read_model_store_up`
+ * says whether the read models' store answered). In a worker set, the highest of the workers'
+ * (each reads the same log and store).
+ */
+class ReadGauge {
+  readonly type = 'gauge';
+  readonly aggregator = 'max';
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly read: () => Promise<number>,
+    registry: Registry,
+  ) {
+    registry.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0]);
+  }
+
+  async get() {
+    const value = await withinScrape(this.read()).catch(() => null);
+    return {
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      aggregator: this.aggregator,
+      values: value === null ? [] : [{ value, labels: {} }],
+    };
+  }
+
+  reset(): void {}
+}
+
 /** A circuit's phase as the gauge shows it. */
 const CIRCUIT_PHASES = { closed: 0, half_open: 1, open: 2 } as const;
 
@@ -178,18 +226,36 @@ export class GatewayMetrics {
   /** What the metrics ask for only when scraped (none is on the request path). */
   constructor(sources: MetricSources = {}) {
     const registers = [this.registry];
+    // The process's own (heap, RSS, event-loop lag, GC, open file descriptors, CPU): prom-client's
+    // defaults. In a worker set, each worker's under a `worker` label (its place in the set, 1 to
+    // WORKERS, kept across its restarts), so the primary's gathering keeps them apart instead of summing them.
+    const worker = process.env[WORKER_INDEX_VARIABLE];
+    collectDefaultMetrics({ register: this.registry, ...(cluster.isWorker && worker ? { labels: { worker } } : {}) });
     if (sources.routing) this.routingGauges(sources.routing);
-    if (sources.lag) {
-      const lag = sources.lag;
+    if (sources.storeAnswers) {
+      const answers = sources.storeAnswers;
       new Gauge({
-        name: 'gateway_read_model_lag_events',
-        help: 'Events in the log not yet applied to this instance read models',
+        name: 'gateway_read_model_store_up',
+        help: 'Whether the read models store (Redis, when configured) answered this scrape: 1 yes, 0 no',
         registers,
-        aggregator: 'max',
+        // A set is up when every worker's store answers.
+        aggregator: 'min',
         async collect() {
-          this.set(await lag());
+          const up = await withinScrape(answers()).then(
+            () => 1,
+            () => 0,
+          );
+          this.set(up);
         },
       });
+    }
+    if (sources.lag) {
+      new ReadGauge(
+        'gateway_read_model_lag_events',
+        'Events in the log not yet applied to this instance read models',
+        sources.lag,
+        this.registry,
+      );
     }
     if (sources.openStreams) {
       const openStreams = sources.openStreams;
@@ -203,17 +269,12 @@ export class GatewayMetrics {
       });
     }
     if (sources.reservationsHeld) {
-      const held = sources.reservationsHeld;
-      new Gauge({
-        name: 'gateway_reservations_held',
-        help: 'Reservations recorded in the log and not yet settled, released or expired (every instance)',
-        registers,
-        // Every worker counts the same log's.
-        aggregator: 'max',
-        async collect() {
-          this.set(await held());
-        },
-      });
+      new ReadGauge(
+        'gateway_reservations_held',
+        'Reservations recorded in the log and not yet settled, released or expired (every instance)',
+        sources.reservationsHeld,
+        this.registry,
+      );
     }
     if (sources.alertDeliveries) {
       const deliveries = sources.alertDeliveries;
@@ -391,7 +452,8 @@ export class GatewayMetrics {
     if (facts.upstreamMs !== undefined) this.upstream.observe(host, facts.upstreamMs / 1000);
     if (facts.fallback === true) this.fallbacks.add(model);
     if (facts.attempts !== undefined) for (const a of facts.attempts) this.attempts.add(a.host + SEP + model + SEP + a.reason);
-    if (facts.host === undefined && facts.outcome !== undefined && status >= 400 && status < 500) {
+    // A known organization's (a key that does not serve is no organization's refusal).
+    if (facts.host === undefined && facts.orgId !== undefined && facts.outcome !== undefined && status >= 400 && status < 500) {
       this.refusals.add(facts.outcome);
     }
     const usage = facts.usage;

@@ -3,7 +3,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { maskSecrets } from '../key-secret/key-secret';
 import { GatewayMetrics, type MetricSources } from './metrics';
 import { serveMetrics } from './metrics-server';
-import { factsOf, levelOf, type ObservedRequest, requestLine } from './request-facts';
+import { errorTold } from '../http/api-error';
+import { factsOf, levelOf, noteFailure, type ObservedRequest, requestLine } from './request-facts';
 
 /** Where a response keeps its Fastify reply, for the one listener of every response's close. */
 const OBSERVED_REPLY = Symbol('observedReply');
@@ -66,6 +67,9 @@ export async function observeRequests(
   }
   if (sources.logging || metrics || tracing) {
     const requestEnded = (request: FastifyRequest, status: number, latencyMs: number) => {
+      // An error answered where the pipeline did not describe it (Redis away, a log taking no appends, a bad body): its line says so too.
+      const told = errorTold(request);
+      if (told) noteFailure(request, told.outcome, told.message);
       const facts = (request as unknown as ObservedRequest).facts;
       metrics?.observe(facts, status, latencyMs);
       if (sources.logging)

@@ -65,6 +65,19 @@ export function factsOf(request: unknown): RequestFacts {
   return (observed.facts ??= {});
 }
 
+/**
+ * A request answered with an error (a refusal or a failure, the gateway's own infrastructure
+ * included: Redis away, a log taking no appends): its outcome and what the client was told, for its
+ * line, unless the pipeline has already said how it ended. `error` is the client's message, which
+ * never carries a secret (ApiError masks it).
+ */
+export function noteFailure(request: unknown, outcome: string, error: string): void {
+  const facts = factsOf(request);
+  if (facts.outcome !== undefined) return;
+  facts.outcome = outcome;
+  facts.error = error;
+}
+
 export type LogLevelName = 'info' | 'warn' | 'error';
 
 /** A served request is logged at info, a failure of ours or the provider's (5xx) at error, a refusal (4xx) at warn. */

@@ -1,10 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventStore, RecordedEvent } from '../eventstore/event-store';
+import { type RuntimeLog, SILENT_LOG } from '../runtime-log/runtime-log';
 import type { ProjectionStore } from './projection-store';
 import { ReadModel } from './read-model';
 import { judgeLogContinuity } from './log-continuity';
 import { judgeAgainstLog, type Verdict } from './read-model-trust';
 import { ReadModelsLostError } from './redis-projection-store';
+import { failureText } from './store-errors';
 
 const FOLD_BATCH = 5000;
 const REBUILD_LOCK_MS = 10 * 60_000;
@@ -99,6 +101,11 @@ const LOG_CHECK_WAIT_MS = 2_000;
 /** How often the read models' presence is checked (Redis can be emptied or restart without its data). */
 const PRESENCE_PROBE_MS = 1_000;
 
+/** The read models did not reach a position in the time given: what waited for them tries again later. */
+export class NotCaughtUpError extends Error {
+  override name = 'NotCaughtUpError';
+}
+
 export class Projector {
   private readonly abort = new AbortController();
   private running: Promise<void> | null = null;
@@ -126,7 +133,7 @@ export class Projector {
     private readonly events: EventStore,
     private readonly store: ProjectionStore,
     private readonly requestLogRetention: number,
-    private readonly log: (line: string) => void = () => {},
+    private readonly log: RuntimeLog = SILENT_LOG,
   ) {}
 
   get position(): number {
@@ -181,7 +188,7 @@ export class Projector {
     }
     if (this.replaced === null) {
       this.replaced = continuity.reason;
-      this.log(
+      this.log.error(
         `projector: the event log is not the log the read models describe: ${continuity.reason}. Admitting nothing until an operator rebuilds the read models from the log as it is now (model-gateway projections rebuild) or restores the log, then restarts the gateway`,
       );
     }
@@ -219,11 +226,11 @@ export class Projector {
     for (;;) {
       const verdict = await this.verdict();
       if (verdict.trust) return;
-      if (verdict.reason !== said) this.log(`projector: ${verdict.reason}: rebuilding`);
+      if (verdict.reason !== said) this.log.warn(`projector: ${verdict.reason}: rebuilding`);
       said = verdict.reason;
       try {
         const rebuilt = await rebuildProjections(this.events, this.store, this.requestLogRetention);
-        this.log(`projector: rebuilt from ${rebuilt.events} events`);
+        this.log.info(`projector: rebuilt from ${rebuilt.events} events`);
         return;
       } catch (error) {
         if (!(error instanceof RebuildRunningError)) {
@@ -277,7 +284,7 @@ export class Projector {
         if (this.abort.signal.aborted) return;
         this.doubted += 1;
         this.failure = error;
-        this.log(`projector: ${(error as Error).message}; retrying`);
+        this.log.warn(`projector: ${failureText(error)}; retrying`);
         // A back-off: neither the log nor Redis says when it works again, so try again after a
         // while. stop() ends the wait at once (the timer rejects on abort).
         try {
@@ -335,10 +342,10 @@ export class Projector {
         return applied;
       } catch (error) {
         if (!(error instanceof ReadModelsLostError) || this.abort.signal.aborted) throw error;
-        this.log('projector: read models missing in Redis; rebuilding from the log');
+        this.log.warn('projector: read models missing in Redis; rebuilding from the log');
         try {
           const rebuilt = await rebuildProjections(this.events, this.store, this.requestLogRetention);
-          this.log(`projector: rebuilt from ${rebuilt.events} events`);
+          this.log.info(`projector: rebuilt from ${rebuilt.events} events`);
         } catch {
           // Another instance is rebuilding, under a lock in Redis that announces nothing when
           // released: apply again shortly, which succeeds once the rebuilt read models are loaded.
@@ -370,7 +377,9 @@ export class Projector {
       if (this.applied >= waiter.position) waiter.resolve();
       else if (now >= waiter.deadline) {
         const failure = this.failure ? `: ${(this.failure as Error).message}` : '';
-        waiter.reject(new Error(`read models did not reach position ${waiter.position} in time (at ${this.applied})${failure}`));
+        waiter.reject(
+          new NotCaughtUpError(`read models did not reach position ${waiter.position} in time (at ${this.applied})${failure}`),
+        );
       } else waiting.push(waiter);
     }
     this.waiters = waiting;

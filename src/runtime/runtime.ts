@@ -12,7 +12,7 @@ import { LedgerService } from '../ledger/ledger.service';
 import { MemoryProjectionStore } from '../projections/memory-projection-store';
 import type { ReadModelStore } from '../projections/projection-store';
 import { appendLandedBehind } from '../projections/log-continuity';
-import { Projector } from '../projections/projector';
+import { NotCaughtUpError, Projector } from '../projections/projector';
 import { RedisProjectionStore } from '../projections/redis-projection-store';
 import { removeStaleSideFiles } from '../projections/snapshot-file';
 import { MemoryRateLimitStore, RateLimitStore } from '../rate-limits/rate-limit-store';
@@ -23,6 +23,8 @@ import { RequestsAnswered } from '../http/requests-answered';
 import { HostRouting } from '../routing/routing';
 import type { RedisClient } from '../projections/redis-client';
 import { claimServing } from './serving-claim';
+import { type RuntimeLog, SILENT_LOG } from '../runtime-log/runtime-log';
+import { failureText } from '../projections/store-errors';
 
 /** How long a sweep of pending holds waits for the read models to catch up with the log before it leaves them for the next. */
 const SWEEP_CATCH_UP_MS = 1_000;
@@ -86,22 +88,18 @@ export async function openEventStore(config: Config, commitAloneHere?: () => boo
 /** How often the in-process read models and the alerts' state are saved while the log moves. */
 export const SNAPSHOT_EVERY_MS = 30_000;
 
-export async function openProjectionStore(
-  config: Config,
-  events: EventStore,
-  log: (line: string) => void,
-): Promise<ReadModelStore> {
+export async function openProjectionStore(config: Config, events: EventStore, log: RuntimeLog): Promise<ReadModelStore> {
   const logId = await events.logId();
   if (config.redisUrl) {
     const target = { url: config.redisUrl, cluster: config.redisCluster };
     return RedisProjectionStore.connect(target, config.redisPrefix, config.requestLogRetention, logId, {
       timeoutMs: config.redisConnectTimeoutMs,
-      log,
+      log: log.warn,
     });
   }
   mkdirSync(config.dataDir, { recursive: true });
   const file = join(config.dataDir, 'read-models.snapshot.json');
-  await removeStaleSideFiles(file, log);
+  await removeStaleSideFiles(file, log.warn);
   const store = new MemoryProjectionStore(config.requestLogRetention, { file, everyMs: SNAPSHOT_EVERY_MS, logId });
   store.loadSnapshot();
   return store;
@@ -112,11 +110,12 @@ export interface RuntimeOptions {
   sweep?: boolean;
   /** The service (not a one-shot tool): with in-process read models, it must be the only one on its data (see claimServing). */
   serving?: boolean;
-  log?: (line: string) => void;
+  /** Where the runtime's lines go, each at its level (the service's: its logger). */
+  log?: RuntimeLog;
 }
 
 export async function openRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
-  const log = options.log ?? (() => {});
+  const log = options.log ?? SILENT_LOG;
   const claim = options.serving ? claimServing(config) : null;
   const requests = new RequestsAnswered();
   let events: TimedEventStore;
@@ -191,7 +190,9 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     ? setInterval(() => {
         // One sweep at a time: one waiting for the read models to catch up may outlast the interval.
         if (sweeping) return;
-        const failed = (error: Error) => log(`sweeper: ${error.message}`);
+        // Read models behind (the next sweep waits again) is a delay; anything else, due expiries not made: funds stay held.
+        const failed = (error: Error) =>
+          (error instanceof NotCaughtUpError ? log.warn : log.error)(`sweeper: ${failureText(error)}`);
         sweeping = Promise.all([
           projector.sweepPendingHolds(Date.now(), SWEEP_CATCH_UP_MS).catch(failed),
           ledger
@@ -203,7 +204,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     : null;
   sweeper?.unref();
   // On EventStoreDB, the service seals the ledger's chains in the background (see eventstoredb-chain-sealer.ts).
-  const sealer = options.sweep && isSealableLog(store) ? new ChainSealer(store, LEDGER_CHAIN, { warn: log }) : null;
+  const sealer = options.sweep && isSealableLog(store) ? new ChainSealer(store, LEDGER_CHAIN, { warn: log.warn }) : null;
   sealer?.start();
 
   return {
@@ -226,7 +227,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
       await sealer?.stop();
       await projector.stop();
       // A save that fails (a full disk) costs time at the next start, nothing else: the log closes all the same.
-      await projections.close().catch((error: Error) => log(error.message));
+      await projections.close().catch((error: Error) => log.error(error.message));
       await events.close();
       claim?.release();
     },

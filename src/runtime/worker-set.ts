@@ -1,9 +1,8 @@
 import cluster, { type Worker } from 'node:cluster';
-import { hostname } from 'node:os';
 import type { Config } from '../config/config';
 import { ConfigError } from '../config/config';
-import { gatherForWorkers } from '../observability/cluster-metrics';
-import { scrubSecrets } from '../observability/logging';
+import { gatherForWorkers, WORKER_INDEX_VARIABLE } from '../observability/cluster-metrics';
+import { jsonLinesLog } from '../observability/json-lines-log';
 import { writePidFile } from './pid-file';
 import { claimServing } from './serving-claim';
 
@@ -40,20 +39,7 @@ export function refusedWorkerSet(config: Config): ConfigError | null {
 }
 
 /** The primary's lines, shaped as the workers' (pino's JSON, or plain for a terminal). */
-function primaryLog(config: Config) {
-  const levels = { info: 30, warn: 40, error: 50 } as const;
-  const threshold = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity }[config.logLevel] ?? 30;
-  const line = (level: keyof typeof levels) => (message: string) => {
-    if (levels[level] < threshold) return;
-    const msg = scrubSecrets(message);
-    process.stdout.write(
-      config.logPretty
-        ? `${new Date().toISOString()} ${level.toUpperCase()} (primary ${process.pid}): ${msg}\n`
-        : `${JSON.stringify({ level: levels[level], time: Date.now(), pid: process.pid, hostname: hostname(), role: 'primary', msg })}\n`,
-    );
-  };
-  return { info: line('info'), warn: line('warn'), error: line('error') };
-}
+const primaryLog = (config: Config) => jsonLinesLog({ level: config.logLevel, pretty: config.logPretty }, { role: 'primary' });
 
 interface Slot {
   /** 1 to WORKERS: which of the set a worker is, kept across its restarts. */
@@ -101,7 +87,8 @@ export async function runWorkerSet(config: Config, simulated: { url: string; clo
     slot.serving = false;
     slot.reloadAsked = false;
     slot.startedAt = Date.now();
-    slot.worker = cluster.fork();
+    // Its place in the set labels its process metrics (heap, event-loop lag…), which are not summed.
+    slot.worker = cluster.fork({ [WORKER_INDEX_VARIABLE]: String(slot.index) });
     slot.worker.on('message', (message: { type?: string; url?: string }) => {
       if (message?.type !== WORKER_SERVING) return;
       slot.serving = true;

@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { Observable, Subscription } from 'rxjs';
-import { ApiError, toApiError } from '../http/api-error';
+import { ApiError, tellError, toApiError } from '../http/api-error';
 import type { PipelineEvent } from '../inference/inference.command';
 
 /** How a surface writes its stream: SSE text per event, at the end, and for a late failure. */
@@ -125,6 +125,7 @@ export function streamSse(
       },
       error: (error: unknown) => {
         const apiError = toApiError(error);
+        tellError(reply.request, apiError);
         if (!started) {
           finish();
           options.failBeforeStart(apiError);

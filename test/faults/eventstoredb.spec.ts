@@ -17,6 +17,7 @@ import { Child, eventually, startService } from '../support/processes';
 import { describeWithRedis } from '../support/redis';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
 import { openCountingStream } from '../support/streams';
+import { linesTo } from '../../src/runtime-log/runtime-log';
 
 /**
  * The gateway's log in EventStoreDB, reached over gRPC through the official client: the
@@ -73,7 +74,7 @@ async function raceOneBalance(g: TestGateway, amount: number): Promise<void> {
 
 /** A gateway on the log at `url`, and what one request of `ask` reserves there. */
 async function gatewayOn(url: string, runtimeLog?: (line: string) => void): Promise<{ g: TestGateway; amount: number }> {
-  const g = await startGateway({ redis: true, env: { EVENTSTORE_URL: url }, runtimeLog });
+  const g = await startGateway({ redis: true, env: { EVENTSTORE_URL: url }, runtimeLog: runtimeLog && linesTo(runtimeLog) });
   g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
   const probe = await ask(g.baseUrl, g.key);
   expect(probe.status).toBe(200);

@@ -101,6 +101,21 @@ describeWithSmallDisk('the gateway on a full disk', () => {
         expect(events).not.toContain('message_stop');
       }
     }
+    // Each 503's request line says why, as a refusal's does: its outcome and what the client was told.
+    const refusedLines = service!
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.msg === 'request' && l.status === 503 && String(l.path).startsWith('/api/'));
+    expect(refusedLines.length).toBeGreaterThan(0);
+    for (const line of refusedLines) {
+      expect(line).toMatchObject({
+        level: 50,
+        outcome: 'unavailable',
+        error: expect.stringMatching(/event log|could not be recorded/),
+      });
+    }
     const unready = await ready();
     expect(unready.status).toBe(503);
     const { reasons } = (await unready.json()) as { reasons: string[] };

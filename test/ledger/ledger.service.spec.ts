@@ -8,6 +8,7 @@ import { testRedisUrl } from '../support/redis';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
 import { uncachedUsage } from '../../src/ledger/money';
 import { pricesOf } from '../support/ledger';
+import { linesTo } from '../../src/runtime-log/runtime-log';
 
 const facts = (i: number) => ({ requestId: `q${i}`, keyId: 'k', surface: 'chat-completions', model: 'test/model' });
 const settlement = {
@@ -213,10 +214,10 @@ for (const redis of [false, true]) {
       // When each sweep left off, told by the sweeper's log line.
       const leftOff: number[] = [];
       const waiting: Array<() => void> = [];
-      const log = (line: string) => {
+      const log = linesTo((line: string) => {
         if (/^sweeper: read models did not reach/.test(line)) leftOff.push(Date.now());
         waiting.splice(0).forEach((wake) => wake());
-      };
+      });
       const short = await openTestRuntime({ redis, sweep: true, log, env: { PENDING_HOLD_MS: '100', SWEEP_INTERVAL_MS: '10' } });
       try {
         const { runtime } = short;

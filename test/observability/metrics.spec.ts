@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 import { createKey } from '../support/keys';
+import { LogCapture } from '../support/log-capture';
 
 const M = TEST_MODELS;
 const chat = (model: string, extra: Record<string, unknown> = {}) => ({
@@ -120,6 +121,50 @@ describe('GET /metrics (Prometheus, prom-client)', () => {
     expect(samples(text, 'gateway_reservations_expired_total')).toEqual([{ labels: {}, value: 0 }]);
     // Settled and caught up: the read models are behind the log by nothing.
     expect(samples(text, 'gateway_read_model_lag_events')).toEqual([{ labels: {}, value: 0 }]);
+  });
+});
+
+describe('a request with a key that does not serve', () => {
+  it('is logged with its outcome and error, and counted as no organization refusal', async () => {
+    const log = new LogCapture();
+    const g = await startGateway({ logStream: log });
+    try {
+      const res = await request(g.baseUrl)
+        .post('/api/v1/chat/completions')
+        // Made up here, never a literal that looks like a real secret.
+        .set('Authorization', `Bearer sk-svc-${'Unmade'.repeat(8)}`)
+        .send(chat(M.gpt.slug));
+      expect(res.status).toBe(401);
+      const line = await log.waitFor((l) => l.msg === 'request' && l.requestId === res.headers['x-request-id']);
+      expect(line).toMatchObject({ level: 40, status: 401, outcome: 'invalid_api_key', error: expect.any(String) });
+      expect(JSON.stringify(line)).not.toContain('UnmadeUnmade');
+      const text = await (await fetch(`${g.baseUrl}/metrics`)).text();
+      expect(samples(text, 'gateway_refusals_total')).toEqual([]);
+    } finally {
+      await g.close();
+    }
+  });
+});
+
+describe("the process's own metrics (prom-client's defaults)", () => {
+  it('serves heap, RSS, event-loop lag, GC and open file descriptors beside the gateway series, unlabelled in one process', async () => {
+    const g = await startGateway();
+    try {
+      const text = await (await fetch(`${g.baseUrl}/metrics`)).text();
+      for (const name of [
+        'process_resident_memory_bytes',
+        'process_cpu_seconds_total',
+        'process_open_fds',
+        'nodejs_heap_size_used_bytes',
+        'nodejs_eventloop_lag_p99_seconds',
+      ]) {
+        expect(samples(text, name)).toEqual([{ labels: {}, value: expect.any(Number) }]);
+      }
+      expect(text).toContain('# TYPE nodejs_gc_duration_seconds histogram');
+      expect(samples(text, 'gateway_read_model_store_up')).toEqual([{ labels: {}, value: 1 }]);
+    } finally {
+      await g.close();
+    }
   });
 });
 

@@ -5,6 +5,7 @@ import { MemoryProjectionStore } from '../../src/projections/memory-projection-s
 import { Projector } from '../../src/projections/projector';
 import { SimulatedEventStoreDb } from '../support/simulated-eventstoredb';
 import { tempDir } from '../support/temp';
+import { linesTo } from '../../src/runtime-log/runtime-log';
 
 // EVENTSTORE_URL without REDIS_URL: the in-process read models start from their saved snapshot,
 // checked with readAll(saved.position - 1, 1) — a number that is never an EventStoreDB position.
@@ -33,7 +34,12 @@ describe('in-process read models saved over EventStoreDB (simulated server)', ()
     expect(loaded.loadSnapshot()).toBe(true);
     // The projector checks the event at their checkpoint is the one they end with, and trusts them.
     const lines: string[] = [];
-    const projector = new Projector(later, loaded, 100, (line) => lines.push(line));
+    const projector = new Projector(
+      later,
+      loaded,
+      100,
+      linesTo((line) => lines.push(line)),
+    );
     await projector.start();
     expect(lines).toEqual([]);
     expect(await loaded.checkpoint()).toBe((await later.readStream('s'))[1].position);

@@ -5,6 +5,7 @@ import { TimedEventStore } from '../../src/eventstore/timed-event-store';
 import { MemoryProjectionStore } from '../../src/projections/memory-projection-store';
 import { Projector } from '../../src/projections/projector';
 import { tempDir } from '../support/temp';
+import { linesTo } from '../../src/runtime-log/runtime-log';
 
 /**
  * An append that finds its stream gone back makes the projector look at the log (as the runtime
@@ -21,7 +22,12 @@ it('an append finding its stream gone back: the log checked; replaced when it ha
   })(sqlite);
   const events = new TimedEventStore(answering);
   const lines: string[] = [];
-  const projector = new Projector(events, new MemoryProjectionStore(10), 10, (line) => lines.push(line));
+  const projector = new Projector(
+    events,
+    new MemoryProjectionStore(10),
+    10,
+    linesTo((line) => lines.push(line)),
+  );
   const checks: Promise<boolean>[] = [];
   events.onRevisionWentBack(() => checks.push(projector.sameLog()));
   const conflict = (expected: number) => events.append('org-a', [{ type: 'Noted', data: {} }], expected);

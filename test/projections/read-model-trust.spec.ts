@@ -15,6 +15,7 @@ import { eventually } from '../support/processes';
 import { describeWithRedis, testRedisUrl, uniquePrefix } from '../support/redis';
 import { fundedOrganization } from '../support/runtime';
 import { tempDir } from '../support/temp';
+import { linesTo } from '../../src/runtime-log/runtime-log';
 
 /**
  * Read models that are not the log's: a Redis (or a saved in-process copy) holding the read models
@@ -39,7 +40,7 @@ afterAll(() => fake.close());
 
 async function serve(env: Record<string, string>): Promise<Gateway> {
   const lines: string[] = [];
-  const runtime = await openRuntime(loadConfig(env), { log: (line) => lines.push(line) });
+  const runtime = await openRuntime(loadConfig(env), { log: linesTo((line) => lines.push(line)) });
   const app: NestFastifyApplication = await createApp(runtime, { logger: false, catalogue: testCatalogue(fake) });
   await app.listen(0, '127.0.0.1');
   return {

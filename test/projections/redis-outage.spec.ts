@@ -1,8 +1,7 @@
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { createServer } from 'node:net';
+import type { ChildProcess } from 'node:child_process';
 import { createClient } from 'redis';
 import { eventually } from '../support/processes';
+import { freePort, hasRedisServer, startRedis, stopRedis } from '../support/own-redis';
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 import { createKey } from '../support/keys';
 
@@ -10,51 +9,6 @@ import { createKey } from '../support/keys';
  * Redis as a dependency: a Redis of the test's own (a separate redis-server, nothing kept on
  * disk) stopped under the gateway and started again, empty.
  */
-
-const hasRedisServer = (() => {
-  try {
-    execFileSync('redis-server', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-
-async function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
-  });
-  await eventually(async () => {
-    const client = createClient({ url: `redis://127.0.0.1:${port}`, socket: { reconnectStrategy: false } });
-    client.on('error', () => {});
-    try {
-      await client.connect();
-      await client.ping();
-      return true;
-    } catch {
-      return false;
-    } finally {
-      if (client.isOpen) await client.close();
-    }
-  }, 10_000);
-  return child;
-}
-
-async function stopRedis(child: ChildProcess): Promise<void> {
-  const exited = once(child, 'exit');
-  child.kill('SIGKILL');
-  await exited;
-}
 
 (hasRedisServer ? describe : describe.skip)('Redis stopped and started again, empty', () => {
   let port: number;

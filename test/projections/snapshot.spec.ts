@@ -7,6 +7,7 @@ import { STALE_SIDE_FILE_MS } from '../../src/projections/snapshot-file';
 import { openRuntime } from '../../src/runtime/runtime';
 import { fundedOrganization } from '../support/runtime';
 import { tempDir } from '../support/temp';
+import { linesTo } from '../../src/runtime-log/runtime-log';
 
 describe('in-process read models saved with their checkpoint', () => {
   it('start again from the saved position instead of replaying the whole log', async () => {
@@ -43,7 +44,9 @@ describe('in-process read models saved with their checkpoint', () => {
       const killedAt = (Date.now() - STALE_SIDE_FILE_MS - 60_000) / 1000;
       utimesSync(stale, killedAt, killedAt);
       const lines: string[] = [];
-      const runtime = await openRuntime(loadConfig({ DATA_DIR: dir.path, REDIS_URL: '' }), { log: (line) => lines.push(line) });
+      const runtime = await openRuntime(loadConfig({ DATA_DIR: dir.path, REDIS_URL: '' }), {
+        log: linesTo((line) => lines.push(line)),
+      });
       await runtime.close();
       expect(lines).toContainEqual(
         expect.stringMatching(
@@ -70,7 +73,9 @@ describe('in-process read models saved with their checkpoint', () => {
       for (let i = 0; i < 5; i++) await other.append(`other-${i}`, [{ type: 'Unrelated', data: {} }], 'no_stream');
       await other.close();
       const lines: string[] = [];
-      const again = await openRuntime(loadConfig({ DATA_DIR: a.path, REDIS_URL: '' }), { log: (line) => lines.push(line) });
+      const again = await openRuntime(loadConfig({ DATA_DIR: a.path, REDIS_URL: '' }), {
+        log: linesTo((line) => lines.push(line)),
+      });
       expect(lines[0]).toMatch(/^projector: the read models are of another log \(.+\): rebuilding$/);
       expect(await again.projections.ledgers()).toEqual(new Map());
       expect(await again.projections.checkpoint()).toBe(5);

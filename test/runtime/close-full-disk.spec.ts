@@ -18,7 +18,10 @@ describeWithSmallDisk('closing the runtime on a full disk', () => {
   it('says the read models were not saved, closes the log all the same, and the next start replays what the save lacked', async () => {
     const env = { DATA_DIR: disk.path, REDIS_URL: '' };
     const lines: string[] = [];
-    const runtime = await openRuntime(loadConfig(env), { log: (line) => lines.push(line) });
+    // At error: what the save would have kept is lost (the next start replays the log instead).
+    const runtime = await openRuntime(loadConfig(env), {
+      log: { info: () => undefined, warn: () => undefined, error: (line) => lines.push(line) },
+    });
     const orgId = await fundedOrganization(runtime, 5_000_000);
     disk.fill();
 

@@ -174,6 +174,12 @@ describeWithRedis('WORKERS=2: one gateway of two processes', () => {
     );
     expect(new Set(scrapes.map((s) => s.worker))).toEqual(new Set(set.pids));
     for (const s of scrapes) expect(counterSum(s.text, 'gateway_requests_total', 'status="200"')).toBe(served);
+    // Each worker's process metrics apart (labelled by its place in the set), not summed into one.
+    for (const s of scrapes) {
+      const rss = s.text.split('\n').filter((l) => l.startsWith('process_resident_memory_bytes'));
+      expect(rss.map((l) => /worker="(\d+)"/.exec(l)?.[1]).sort()).toEqual(['1', '2']);
+      expect(s.text).toContain('\ngateway_read_model_store_up 1\n');
+    }
   });
 
   it('a session signed in on one worker is good on the other', async () => {

@@ -16,6 +16,7 @@ import type { RequestLogEntry } from '../../src/projections/read-models';
 import type { LogStream } from '../../src/observability/logging';
 import { SecretScan } from './log-capture';
 import { createKey } from './keys';
+import type { RuntimeLog } from '../../src/runtime-log/runtime-log';
 
 /** Test models, all served by the fake upstream. Prices in US dollars per million tokens. */
 export const TEST_MODELS = {
@@ -257,7 +258,7 @@ export async function startGateway(
     /** The gateway's log lines go here (none are written without it). */
     logStream?: LogStream;
     /** The runtime's own lines (the projector's) go here. */
-    runtimeLog?: (line: string) => void;
+    runtimeLog?: RuntimeLog;
     /** The catalogue file served, given the fake (default: testCatalogueFile), read with TEST_HOST_KEYS. */
     catalogue?: (fake: FakeUpstream) => unknown;
     /** Key variables beside TEST_HOST_KEYS (a host kind's own credentials), kept out of the log as they are. */

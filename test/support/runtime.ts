@@ -2,6 +2,7 @@ import { loadConfig } from '../../src/config/config';
 import { openRuntime, Runtime } from '../../src/runtime/runtime';
 import { testRedisUrl, uniquePrefix } from './redis';
 import { tempDir } from './temp';
+import type { RuntimeLog } from '../../src/runtime-log/runtime-log';
 
 export interface TestRuntime {
   runtime: Runtime;
@@ -14,7 +15,7 @@ export interface TestRuntime {
  * prefix. `env` is the environment that opens the same stores from another process.
  */
 export async function openTestRuntime(
-  options: { redis?: boolean; sweep?: boolean; env?: Record<string, string>; log?: (line: string) => void } = {},
+  options: { redis?: boolean; sweep?: boolean; env?: Record<string, string>; log?: RuntimeLog } = {},
 ): Promise<TestRuntime> {
   const dir = tempDir('runtime');
   const env: Record<string, string> = {
