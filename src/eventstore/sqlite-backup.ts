@@ -1,6 +1,7 @@
-import { chmodSync, existsSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import Database from 'better-sqlite3';
+import { ownerOnly } from './owner-only';
 
 /** Why a backup was not made: said to the operator as it is. */
 export class BackupError extends Error {}
@@ -22,6 +23,8 @@ export async function backupLog(logPath: string, output: string): Promise<Backup
   if (!existsSync(logPath)) throw new BackupError(`no event log at ${logPath}: is DATA_DIR right?`);
   if (resolve(output) === resolve(logPath)) throw new BackupError('the backup must be another file than the log itself');
   if (existsSync(output)) throw new BackupError(`${output} exists: a backup never overwrites a file`);
+  // Made owner-only before a byte is copied (an empty file is an empty database to copy into).
+  ownerOnly(output);
   const log = new Database(logPath, { readonly: true, fileMustExist: true });
   try {
     await log.backup(output);
@@ -30,9 +33,10 @@ export async function backupLog(logPath: string, output: string): Promise<Backup
   } finally {
     log.close();
   }
-  chmodSync(output, 0o600);
-  const copy = new Database(output, { readonly: true, fileMustExist: true });
+  const copy = new Database(output, { fileMustExist: true });
   try {
+    // One file, no write-ahead log beside it to keep with it (the service puts a restored log in WAL mode again).
+    copy.pragma('journal_mode = DELETE');
     const { events, head } = copy
       .prepare<[], { events: number; head: number | null }>('SELECT COUNT(*) AS events, MAX(position) AS head FROM events')
       .get()!;

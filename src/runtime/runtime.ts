@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Config } from '../config/config';
 import type { EventStore } from '../eventstore/event-store';
 import { ChainSealer, isSealableLog } from '../eventstore/eventstoredb-chain-sealer';
@@ -165,9 +166,19 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     reservationTtlMs: config.reservationTtlMs,
     pendingHoldMs: config.pendingHoldMs,
   });
-  // A key unknown to the read models is looked up again once they hold the whole log (within 1 s).
-  const identity = new IdentityService(events, projections, Date.now, () =>
-    projector.catchUpNow(KEY_CATCH_UP_MS).catch(() => undefined),
+  // A key unknown to the read models is looked up again once they hold the whole log (within 1 s,
+  // the log's head read included). Misses meanwhile share the catch-up under way: a flood of made-up
+  // keys costs one read of the log at a time, not one each.
+  let keyCatchUp: Promise<void> | null = null;
+  const identity = new IdentityService(
+    events,
+    projections,
+    Date.now,
+    () =>
+      (keyCatchUp ??= Promise.race([
+        projector.catchUpNow(KEY_CATCH_UP_MS).catch(() => undefined),
+        delay(KEY_CATCH_UP_MS, undefined, { ref: false }),
+      ]).finally(() => (keyCatchUp = null))),
   );
   const rateLimits =
     projections instanceof RedisProjectionStore

@@ -19,6 +19,8 @@ describe('model-gateway backup', () => {
       const made = await json(t.env, ['backup', '--output', file]);
       expect(made).toEqual({ file, events: head, head });
       expect(statSync(file).mode & 0o777).toBe(0o600);
+      // One file: nothing beside it to copy with it.
+      expect(existsSync(`${file}-wal`) || existsSync(`${file}-shm`)).toBe(false);
 
       // Restored into a data directory of its own, it is the same ledger.
       const restored = tempDir('backup-restored');

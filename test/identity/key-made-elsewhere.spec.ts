@@ -23,10 +23,13 @@ describe('a key made by another process, used at once', () => {
     }
   });
 
-  it('still answers null for a well-formed key nobody made', async () => {
+  it('still answers null for a well-formed key nobody made; made-up keys at once share one catch-up', async () => {
     const t = await openTestRuntime({ env: { LOG_POLL_MS: '10000' } });
     try {
-      expect(await t.runtime.identity.authenticate(`sk-svc-${'x'.repeat(43)}`)).toBeNull();
+      const catchUps = jest.spyOn(t.runtime.projector, 'catchUpNow');
+      const madeUp = ['x', 'y', 'z'].map((c) => `sk-svc-${c.repeat(43)}`);
+      expect(await Promise.all(madeUp.map((secret) => t.runtime.identity.authenticate(secret)))).toEqual([null, null, null]);
+      expect(catchUps).toHaveBeenCalledTimes(1);
     } finally {
       await t.cleanup();
     }
