@@ -85,7 +85,14 @@ export interface WireLimits {
    * every one. Anthropic's `output_config.format` and Converse's `outputConfig.textFormat` take a
    * schema only (no JSON mode).
    */
-  outputFormats?: { takes: readonly OutputFormatType[]; field: string };
+  outputFormats?: {
+    takes: readonly OutputFormatType[];
+    field: string;
+    /** JSON mode only when the messages say "JSON" (OpenAI's rule: its 400 otherwise). */
+    jsonModeNeedsTheWord?: true;
+    /** Structured output only without function tools (Gemini before 3: its 400 otherwise). */
+    notWithFunctionTools?: true;
+  };
 }
 
 /**

@@ -275,6 +275,10 @@ function outputFormatAsked(request: CanonicalRequest): string {
     : 'generationConfig.responseJsonSchema';
 }
 
+/** Whether the system text or a message says "JSON", in any case (OpenAI's condition for JSON mode). */
+const saysJson = (request: CanonicalRequest): boolean =>
+  request.system.some((text) => /json/i.test(text)) || request.messages.some((m) => /json/i.test(m.content));
+
 /**
  * Which of its kind's limits (HostKind.limits) `served` would refuse the request for, said for the
  * client: the field or the tool, the host and its limit; null when it keeps them all.
@@ -294,6 +298,10 @@ function brokenLimit(request: CanonicalRequest, served: ModelHost): string | nul
   const asked = request.outputFormat?.type;
   if (formats && asked !== undefined && !formats.takes.includes(asked))
     return `${outputFormatAsked(request)}: host ${host.id} takes structured output only as ${formats.takes.join(' or ')} (its ${formats.field})`;
+  if (formats?.jsonModeNeedsTheWord && asked === 'json_object' && !saysJson(request))
+    return `${outputFormatAsked(request)}: host ${host.id} takes JSON mode only when the messages say "JSON" (say it, or give a schema)`;
+  if (formats?.notWithFunctionTools && asked !== undefined && request.tools.length > 0)
+    return `${outputFormatAsked(request)} with function tools: host ${host.id} (${served.model}) takes structured output only without them`;
   return null;
 }
 

@@ -146,7 +146,12 @@ describe('structured output, host kind by host kind', () => {
     });
 
     it('takes every mode', () => {
-      expect(geminiHost.limits?.('gemini-2.5-flash', {}, '').outputFormats).toBeUndefined();
+      expect(geminiHost.limits?.('gemini-3-pro-preview', {}, '').outputFormats).toBeUndefined();
+      // Before 3, not beside function tools.
+      expect(geminiHost.limits?.('gemini-2.5-flash', {}, '').outputFormats).toMatchObject({
+        takes: ['json_object', 'json_schema'],
+        notWithFunctionTools: true,
+      });
     });
   });
 
@@ -161,7 +166,7 @@ describe('structured output, host kind by host kind', () => {
     });
 
     it('takes JSON mode for Gemini only', () => {
-      expect(vertexHost.limits?.('gemini-2.5-pro', SETTINGS, '').outputFormats).toBeUndefined();
+      expect(vertexHost.limits?.('gemini-2.5-pro', SETTINGS, '').outputFormats?.takes).toEqual(['json_object', 'json_schema']);
       expect(vertexHost.limits?.('claude-sonnet-4-5@20250929', SETTINGS, '').outputFormats?.takes).toEqual(['json_schema']);
     });
   });

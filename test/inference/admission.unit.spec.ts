@@ -381,6 +381,33 @@ describe('admission of structured output (a host kind takes the modes its limits
     );
   });
 
+  it("does not send JSON mode to OpenAI's API when no message says JSON (its 400): a compatible server, or a message saying it, is served", () => {
+    const openai = modelHost('openai', { kind: 'openai' });
+    openai.host.baseUrl = 'https://api.openai.com/v1';
+    const refused = planAdmission('vendor/model', model([openai]), asking(JSON_MODE));
+    expect(refused.kind === 'refuse' && refused.error.message).toMatch(
+      /host openai takes JSON mode only when the messages say "JSON" \(say it, or give a schema\)/,
+    );
+    const saying = { ...asking(JSON_MODE), system: ['Answer in json.'] };
+    expect(planAdmission('vendor/model', model([openai]), saying).kind).toBe('reserve');
+    expect(planAdmission('vendor/model', model([openai]), asking(SCHEMA)).kind).toBe('reserve');
+    expect(planAdmission('vendor/model', model([modelHost('vllm', { kind: 'openai' })]), asking(JSON_MODE)).kind).toBe('reserve');
+  });
+
+  it('does not send structured output beside function tools to Gemini before 3 (its 400); Gemini 3 takes both', () => {
+    const tools = [{ name: 'lookup', description: 'Looks up', parameters: { type: 'object' } }];
+    const withTools = { ...asking(SCHEMA), tools } as CanonicalRequest;
+    const gemini25 = { ...modelHost('g25', { kind: 'gemini' }), model: 'gemini-2.5-flash' };
+    const gemini3 = { ...modelHost('g3', { kind: 'gemini' }), model: 'gemini-3-pro-preview' };
+    const plan = planAdmission('vendor/model', model([gemini25, gemini3]), withTools);
+    expect(plan.kind === 'reserve' && plan.hosts.map((h) => h.host.id)).toEqual(['g3']);
+    const refused = planAdmission('vendor/model', model([gemini25]), withTools);
+    expect(refused.kind === 'refuse' && refused.error.message).toMatch(
+      /with function tools: host g25 \(gemini-2\.5-flash\) takes structured output only without them/,
+    );
+    expect(planAdmission('vendor/model', model([gemini25]), asking(SCHEMA)).kind).toBe('reserve');
+  });
+
   it('serves a schema on every kind, translated or whole', () => {
     const kinds = ['openai', 'openai-responses', 'anthropic', 'gemini', 'bedrock'] as HostKindName[];
     const hosts = kinds.map((kind) => modelHost(kind, { kind }));

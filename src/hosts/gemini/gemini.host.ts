@@ -639,9 +639,23 @@ export const GENERATE_CONTENT_LIMITS: WireLimits = {
   },
 };
 
+/** Gemini before 3 refuses structured output beside function declarations ("Function calling with a response mime type 'application/json' is unsupported"). */
+const GENERATE_CONTENT_LIMITS_BEFORE_3: WireLimits = {
+  ...GENERATE_CONTENT_LIMITS,
+  outputFormats: {
+    takes: ['json_object', 'json_schema'],
+    field: 'generationConfig.responseMimeType',
+    notWithFunctionTools: true,
+  },
+};
+
+/** The limits of a model on generateContent: Gemini 1.x and 2.x take fewer combinations than 3. */
+export const generateContentLimits = (hostModel: string): WireLimits =>
+  /gemini-[12][.-]/.test(hostModel) ? GENERATE_CONTENT_LIMITS_BEFORE_3 : GENERATE_CONTENT_LIMITS;
+
 export const geminiHost: HostKind<'gemini'> = {
   name: 'gemini',
-  limits: () => GENERATE_CONTENT_LIMITS,
+  limits: (hostModel) => generateContentLimits(hostModel),
   buildRequest: (request, hostModel, apiKey) => geminiRequest(request, hostModel, apiKey),
   // No thinking asked of a model that cannot stop thinking: it thinks the least it can.
   omittedReasoning: (request, hostModel) => (thinkingRequired(request.reasoning, hostModel) ? 'thinking_required' : null),

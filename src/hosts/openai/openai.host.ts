@@ -273,6 +273,7 @@ const capFieldOf = (hostModel: string) => (REASONING_MODEL.test(hostModel) ? 'ma
 export const CHAT_COMPLETIONS_LIMITS: WireLimits = {
   stopSequences: 4,
   toolNames: { pattern: /^[a-zA-Z0-9_-]{1,64}$/, rule: 'letters, digits, underscores and dashes, at most 64 characters' },
+  outputFormats: { takes: ['json_object', 'json_schema'], field: 'response_format', jsonModeNeedsTheWord: true },
 };
 
 /** Base URLs seen, and whether each is OpenAI's: asked on every request, a URL parsed once. */
