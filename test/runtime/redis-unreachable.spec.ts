@@ -1,18 +1,7 @@
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freePort } from '../support/own-redis';
 import { ROOT, startNode } from '../support/processes';
 import { tempDir } from '../support/temp';
-
-/** A port nothing listens on: one the OS gave out and took back. */
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 
 const PASSWORD = 'n0t-for-the-logs';
 

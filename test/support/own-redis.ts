@@ -18,6 +18,7 @@ export const hasRedisServer = (() => {
   }
 })();
 
+/** A port nothing listens on: one the OS gave out and took back. */
 export const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const server = createServer();

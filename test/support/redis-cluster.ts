@@ -1,8 +1,8 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { createClient } from 'redis';
 import type { RedisTarget } from '../../src/projections/redis-client';
+import { freePort } from './own-redis';
 import { eventually } from './processes';
 import { tempDir } from './temp';
 
@@ -54,16 +54,6 @@ export const hasRedisServer = (): boolean => {
 /** `describe`, or `describe.skip` when redis-server is not installed (never under CI: there it must be). */
 export const describeWithRedisCluster = (name: string, fn: () => void) =>
   (hasRedisServer() || process.env.CI === 'true' ? describe : describe.skip)(`${name} [Redis Cluster]`, fn);
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 
 /** A cluster node's own view: `cluster_state:ok` and the like. */
 const clusterInfo = async (client: NodeClient): Promise<Record<string, string>> =>
