@@ -161,6 +161,28 @@ describe('Responses text.format', () => {
     expect(JSON.parse(response.output_text)).toEqual(ANIMAL);
     expect(response.text?.format).toEqual(format);
   });
+
+  it("JSON mode reaches a Responses host whole; the host, as OpenAI's, wants the word in the input messages, not the instructions", async () => {
+    const model = NEW_KIND_MODELS.responses;
+    g.fake.on(model.hostModel, { kind: 'reply', reply: { text: 'A cat.' } });
+    const format = { type: 'json_object' as const };
+    const told = await openai.responses.create({
+      model: model.slug,
+      instructions: 'Be brief.',
+      input: [{ role: 'user', content: 'Name an animal, as JSON.' }],
+      text: { format },
+    });
+    expect(lastFor(model).body.text).toEqual({ format });
+    expect(JSON.parse(told.output_text)).toEqual(expect.any(Object));
+    // A host here is no OpenAI API (a compatible server, for admission): it is called, and its 400 comes back as OpenAI's would.
+    const before = g.fake.requests.length;
+    const refused = await openai.responses
+      .create({ model: model.slug, instructions: 'Answer in JSON.', input: 'Name an animal.', text: { format } })
+      .catch((error: unknown) => error);
+    expect(g.fake.requests.length).toBe(before + 1);
+    expect(refused).toMatchObject({ status: 400 });
+    expect(String((refused as Error).message)).toMatch(/Response input messages must contain the word 'json'/);
+  });
 });
 
 describe('messages output_config.format', () => {

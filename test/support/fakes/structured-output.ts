@@ -20,8 +20,31 @@ const isObject = (value: unknown): value is Record<string, any> =>
 /** OpenAI's rule for a response format's name. */
 const NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
-/** The text of a chat or Responses conversation, for JSON mode's rule ("json" must appear in it). */
-const conversationText = (body: any): string => JSON.stringify([body.messages, body.input, body.instructions]).toLowerCase();
+/** The text of a chat conversation, every message's (system ones too), for JSON mode's rule ("json" must appear in it). */
+const conversationText = (body: any): string => JSON.stringify(body.messages).toLowerCase();
+
+/**
+ * The text of a Responses request's input messages, for the same rule there: `instructions` do not
+ * count (OpenAI's 400 names the input messages), nor items that are no messages (function call
+ * outputs). The input is a string, or items; a message's content a string, or parts with text.
+ */
+function inputMessagesText(body: any): string {
+  if (typeof body.input === 'string') return body.input.toLowerCase();
+  if (!Array.isArray(body.input)) return '';
+  const messages = body.input.filter(
+    (item: any) => isObject(item) && typeof item.role === 'string' && (item.type === undefined || item.type === 'message'),
+  );
+  const text = (content: unknown): string =>
+    typeof content === 'string'
+      ? content
+      : Array.isArray(content)
+        ? content.map((part) => (isObject(part) && typeof part.text === 'string' ? part.text : '')).join('\n')
+        : '';
+  return messages
+    .map((m: any) => text(m.content))
+    .join('\n')
+    .toLowerCase();
+}
 
 function openAiChat(body: any): JsonAsked | string | null {
   const format = body.response_format;
@@ -45,7 +68,7 @@ function responses(body: any): JsonAsked | string | null {
   const format = body.text?.format;
   if (format == null || format.type === 'text') return null;
   if (format.type === 'json_object') {
-    if (!conversationText(body).includes('json'))
+    if (!inputMessagesText(body).includes('json'))
       return "Response input messages must contain the word 'json' in some form to use 'text.format' of type 'json_object'.";
     return { schema: null };
   }
