@@ -88,11 +88,21 @@ export interface WireLimits {
   outputFormats?: {
     takes: readonly OutputFormatType[];
     field: string;
-    /** JSON mode only when the messages say "JSON" (OpenAI's rule: its 400 otherwise). */
-    jsonModeNeedsTheWord?: true;
+    /** JSON mode only when the request says "JSON" where the host's API looks for it (OpenAI's rule: its 400 otherwise). */
+    jsonModeNeedsTheWord?: JsonWordRule;
     /** Structured output only without function tools (Gemini before 3: its 400 otherwise). */
     notWithFunctionTools?: true;
   };
+}
+
+/**
+ * Where an API looks for the word "JSON" before it takes JSON mode: `where`, in words for a refusal
+ * ("the messages"); `says`, whether the request as this host is sent it says it there (`whole`: the
+ * client's body is passed whole, else the kind's translation).
+ */
+export interface JsonWordRule {
+  where: string;
+  says(request: CanonicalRequest, whole: boolean): boolean;
 }
 
 /**

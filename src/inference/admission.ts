@@ -275,9 +275,9 @@ function outputFormatAsked(request: CanonicalRequest): string {
     : 'generationConfig.responseJsonSchema';
 }
 
-/** Whether the system text or a message says "JSON", in any case (OpenAI's condition for JSON mode). */
-const saysJson = (request: CanonicalRequest): boolean =>
-  request.system.some((text) => /json/i.test(text)) || request.messages.some((m) => /json/i.test(m.content));
+/** Whether `served` is sent the client's body whole (a host of the client's format), rather than a translation. */
+const sentWhole = (request: CanonicalRequest, served: ModelHost): boolean =>
+  request.original !== undefined && passesWhole(served, request.original.format);
 
 /**
  * Which of its kind's limits (HostKind.limits) `served` would refuse the request for, said for the
@@ -298,8 +298,9 @@ function brokenLimit(request: CanonicalRequest, served: ModelHost): string | nul
   const asked = request.outputFormat?.type;
   if (formats && asked !== undefined && !formats.takes.includes(asked))
     return `${outputFormatAsked(request)}: host ${host.id} takes structured output only as ${formats.takes.join(' or ')} (its ${formats.field})`;
-  if (formats?.jsonModeNeedsTheWord && asked === 'json_object' && !saysJson(request))
-    return `${outputFormatAsked(request)}: host ${host.id} takes JSON mode only when the messages say "JSON" (say it, or give a schema)`;
+  const word = asked === 'json_object' ? formats?.jsonModeNeedsTheWord : undefined;
+  if (word && !word.says(request, sentWhole(request, served)))
+    return `${outputFormatAsked(request)}: host ${host.id} takes JSON mode only when ${word.where} say "JSON" (say it, or give a schema)`;
   if (formats?.notWithFunctionTools && asked !== undefined && request.tools.length > 0)
     return `${outputFormatAsked(request)} with function tools: host ${host.id} (${served.model}) takes structured output only without them`;
   return null;

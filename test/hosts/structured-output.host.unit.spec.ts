@@ -8,6 +8,9 @@ import { HOST_KINDS } from '../../src/hosts/hosts';
 import { openAiResponsesHost } from '../../src/hosts/openai-responses/openai-responses.host';
 import { openAiHost } from '../../src/hosts/openai/openai.host';
 import { vertexHost } from '../../src/hosts/vertex/vertex.host';
+import type { ResponsesRequest } from '../../src/surfaces/responses/responses.schema';
+import { toCanonical as responsesToCanonical } from '../../src/surfaces/responses/responses.wire';
+import { structuredOutputOf } from '../support/fakes/structured-output';
 
 /** Structured output (CanonicalRequest.outputFormat) as each host kind sends it, in its API's own field. */
 
@@ -72,6 +75,7 @@ describe('structured output, host kind by host kind', () => {
 
   describe('openai-responses', () => {
     const build = (format?: OutputFormat) => bodyOf(openAiResponsesHost.buildRequest(request(format), 'gpt-5', 'k'));
+    const build2 = (asked: CanonicalRequest) => bodyOf(openAiResponsesHost.buildRequest(asked, 'gpt-5', 'k'));
 
     it('sends text.format with the name, description, schema and strictness beside its type', () => {
       expect(build(NAMED).text).toEqual({
@@ -84,6 +88,79 @@ describe('structured output, host kind by host kind', () => {
       expect(build(JSON_MODE).text).toEqual({ format: { type: 'json_object' } });
       expect(build()).not.toHaveProperty('text');
     });
+
+    it("declares OpenAI's rule for JSON mode, on OpenAI's API only: the word in the input messages", () => {
+      expect(openAiResponsesHost.limits?.('gpt-5', {}, 'https://api.openai.com/v1').outputFormats).toMatchObject({
+        takes: ['json_object', 'json_schema'],
+        field: 'text.format',
+        jsonModeNeedsTheWord: { where: 'the input messages, not the instructions,' },
+      });
+      expect(openAiResponsesHost.limits?.('gpt-oss-120b', {}, 'http://vllm.internal:8000/v1')).toEqual({});
+    });
+
+    // The rule admission applies says what the API does: the fake Responses API refuses as OpenAI's does.
+    const tool = { role: 'tool' as const, toolCallId: 'call_1', content: '{"json": true}' };
+    const call = { role: 'assistant' as const, content: '', toolCalls: [{ id: 'call_1', name: 'lookup', arguments: '{}' }] };
+    const translated: Array<[string, Partial<CanonicalRequest>, boolean]> = [
+      ['the word in a user message', { messages: [{ role: 'user', content: 'Name an animal, as JSON' }] }, true],
+      [
+        'the word in the leading system text only (sent as instructions)',
+        { system: ['Answer in JSON.'], messages: [{ role: 'user', content: 'Name an animal' }] },
+        false,
+      ],
+      [
+        'the word in a later system message (sent as a developer message)',
+        {
+          messages: [
+            { role: 'user', content: 'Name an animal' },
+            { role: 'system', content: 'Reply in json' },
+          ],
+        },
+        true,
+      ],
+      [
+        "the word in a tool's result only (a function_call_output item, no message)",
+        { messages: [{ role: 'user', content: 'Name an animal' }, call, tool] },
+        false,
+      ],
+    ];
+    it.each(translated)('translated, %s: says it where the API looks as the API judges it', (_, overrides, says) => {
+      const asked = request(JSON_MODE, overrides);
+      const rule = openAiResponsesHost.limits!('gpt-5', {}, 'https://api.openai.com/v1').outputFormats!.jsonModeNeedsTheWord!;
+      expect(rule.says(asked, false)).toBe(says);
+      const verdict = structuredOutputOf('responses', build2(asked));
+      expect(typeof verdict === 'string' ? verdict : 'taken').toBe(
+        says
+          ? 'taken'
+          : "Response input messages must contain the word 'json' in some form to use 'text.format' of type 'json_object'.",
+      );
+      // Chat completions count every message, system ones and tool results too.
+      const chat = openAiHost.limits!('gpt-5', {}, 'https://api.openai.com/v1').outputFormats!.jsonModeNeedsTheWord!;
+      expect(chat.says(asked, false)).toBe(true);
+      expect(structuredOutputOf('openai', bodyOf(openAiHost.buildRequest(asked, 'gpt-5', 'k')))).toEqual({ schema: null });
+    });
+
+    const whole: Array<[string, Record<string, unknown>, boolean]> = [
+      ['the word in instructions only', { instructions: 'Reply in JSON.', input: 'Name an animal' }, false],
+      ['the word in the input string', { instructions: 'Be brief.', input: 'Name an animal as json' }, true],
+      [
+        'the word in a leading developer input message (its system text, for the other formats)',
+        {
+          input: [
+            { role: 'developer', content: 'Reply in json.' },
+            { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Name an animal' }] },
+          ],
+        },
+        true,
+      ],
+    ];
+    it.each(whole)("a Responses client's body passed whole, %s: as the API judges it", (_, fields, says) => {
+      const body = { model: 'vendor/model', text: { format: { type: 'json_object' } }, ...fields };
+      const asked = responsesToCanonical(body as unknown as ResponsesRequest);
+      const rule = openAiResponsesHost.limits!('gpt-5', {}, 'https://api.openai.com/v1').outputFormats!.jsonModeNeedsTheWord!;
+      expect(rule.says(asked, true)).toBe(says);
+      expect(typeof structuredOutputOf('responses', build2(asked)) !== 'string').toBe(says);
+    });
   });
 
   describe('azure (either API)', () => {
@@ -93,6 +170,15 @@ describe('structured output, host kind by host kind', () => {
       api,
       apiVersion: '',
       auth: 'api-key',
+    });
+
+    it("keeps OpenAI's limits on the API the host speaks: JSON mode's word where that API looks for it", () => {
+      expect(azureHost.limits?.('dep', settings('responses'), '')).toBe(
+        openAiResponsesHost.limits?.('gpt-5', {}, 'https://api.openai.com/v1'),
+      );
+      expect(azureHost.limits?.('dep', settings('chat-completions'), '')).toBe(
+        openAiHost.limits?.('gpt-5', {}, 'https://api.openai.com/v1'),
+      );
     });
 
     it('sends what OpenAI takes on the API the host speaks', () => {

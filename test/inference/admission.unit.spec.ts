@@ -394,6 +394,57 @@ describe('admission of structured output (a host kind takes the modes its limits
     expect(planAdmission('vendor/model', model([modelHost('vllm', { kind: 'openai' })]), asking(JSON_MODE)).kind).toBe('reserve');
   });
 
+  it("does not send JSON mode to OpenAI's Responses API (or Azure's) when no input message says JSON: its instructions do not count", () => {
+    const responses = modelHost('responses', { kind: 'openai-responses' });
+    responses.host.baseUrl = 'https://api.openai.com/v1';
+    const azure = modelHost('azure', { kind: 'azure' });
+    azure.host.settings = {
+      endpoint: 'https://acme.openai.azure.com',
+      route: 'deployments',
+      api: 'responses',
+      apiVersion: '',
+      auth: 'api-key',
+    };
+    // `request` says "Be brief." before a user's "Hello there": no JSON anywhere.
+    for (const served of [responses, azure]) {
+      const refused = planAdmission('vendor/model', model([served]), asking(JSON_MODE, chat));
+      expect(refused.kind === 'refuse' && refused.error.message).toBe(
+        `no host of model "vendor/model" takes this request: response_format json_object: host ${served.host.id} takes JSON mode only when the input messages, not the instructions, say "JSON" (say it, or give a schema)`,
+      );
+    }
+    // Leading system text goes as `instructions`: not enough here, where a chat-completions host takes it.
+    const openai = modelHost('openai', { kind: 'openai' });
+    openai.host.baseUrl = 'https://api.openai.com/v1';
+    const instructed = { ...asking(JSON_MODE, chat), system: ['Answer in json.'] };
+    expect(planAdmission('vendor/model', model([responses]), instructed).kind).toBe('refuse');
+    const either = planAdmission('vendor/model', model([responses, openai]), instructed);
+    expect(either.kind === 'reserve' && either.hosts.map((h) => h.host.id)).toEqual(['openai']);
+    // Said in a message, it is served; a schema needs no word; a server compatible with the format has no such rule.
+    const told = { ...asking(JSON_MODE, chat), messages: [{ role: 'user' as const, content: 'Name an animal, as JSON' }] };
+    expect(planAdmission('vendor/model', model([responses, azure]), told).kind).toBe('reserve');
+    expect(planAdmission('vendor/model', model([responses, azure]), asking(SCHEMA, chat)).kind).toBe('reserve');
+    const compatible = modelHost('vllm', { kind: 'openai-responses' });
+    expect(planAdmission('vendor/model', model([compatible]), asking(JSON_MODE, chat)).kind).toBe('reserve');
+
+    // A Responses client's body goes whole: its input is read as sent, its instructions not.
+    const whole = (body: Record<string, unknown>): CanonicalRequest => ({
+      ...asking(JSON_MODE, { format: 'responses', body: { text: { format: { type: 'json_object' } }, ...body } }),
+      system: ['Reply in json.'],
+    });
+    const inInstructions = whole({ instructions: 'Reply in json.', input: 'Hello there' });
+    const refused = planAdmission('vendor/model', model([responses]), inInstructions);
+    expect(refused.kind === 'refuse' && refused.error.message).toMatch(
+      /: text\.format json_object: host responses takes JSON mode only when the input messages, not the instructions, say "JSON"/,
+    );
+    const inInput = whole({
+      input: [
+        { role: 'developer', content: 'Reply in json.' },
+        { role: 'user', content: 'Hello there' },
+      ],
+    });
+    expect(planAdmission('vendor/model', model([responses]), inInput).kind).toBe('reserve');
+  });
+
   it('does not send structured output beside function tools to Gemini before 3 (its 400); Gemini 3 takes both', () => {
     const tools = [{ name: 'lookup', description: 'Looks up', parameters: { type: 'object' } }];
     const withTools = { ...asking(SCHEMA), tools } as CanonicalRequest;

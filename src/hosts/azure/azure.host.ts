@@ -2,7 +2,7 @@ import { openAiErrorMessage } from '../host-kind';
 import type { HostKind, HostSetting, HostSettings, UpstreamRequest } from '../host-kind';
 import { openAiEmbeddingsRequest } from '../openai/openai.embeddings';
 import { CHAT_COMPLETIONS_LIMITS, openAiHost } from '../openai/openai.host';
-import { openAiResponsesHost } from '../openai-responses/openai-responses.host';
+import { openAiResponsesHost, RESPONSES_LIMITS } from '../openai-responses/openai-responses.host';
 import { entraAuthorizer, entraCredential } from './azure.entra';
 
 /**
@@ -106,8 +106,8 @@ export const azureHost: HostKind<'azure'> = {
   wholeFormat: (hostModel, settings = DEFAULTS) => formatOf(settings).wholeFormat!(hostModel),
   // The Responses API's least cap holds on Azure too.
   minOutputTokens: (settings) => formatOf(settings).minOutputTokens?.(settings) ?? 1,
-  // Azure OpenAI's chat completions keep OpenAI's limits; its Responses API, like OpenAI's, has no stop sequences.
-  limits: (_hostModel, settings) => (settings.api === 'responses' ? {} : CHAT_COMPLETIONS_LIMITS),
+  // Azure OpenAI's chat completions and Responses API keep OpenAI's limits.
+  limits: (_hostModel, settings) => (settings.api === 'responses' ? RESPONSES_LIMITS : CHAT_COMPLETIONS_LIMITS),
 
   buildRequest(request, hostModel, apiKey, settings = DEFAULTS) {
     const operation = settings.api === 'responses' ? 'responses' : 'chat/completions';

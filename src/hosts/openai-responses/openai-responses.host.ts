@@ -11,7 +11,8 @@ import type {
 import { effortOf, HostError, isOutput, schemaNameOf, upstreamIdOf } from '../../canonical/canonical';
 import { hostedToolItemClassOf, type HostedToolsRun } from '../../canonical/hosted-tools';
 import { openAiErrorMessage } from '../host-kind';
-import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest } from '../host-kind';
+import type { HostKind, JsonWordRule, SseMessage, StreamDecoder, UpstreamRequest, WireLimits } from '../host-kind';
+import { isOpenAi } from '../openai/openai.host';
 
 /** Responses hosts: OpenAI's `POST /responses`, for the models and features only it serves. */
 
@@ -317,6 +318,50 @@ class ResponsesDecoder implements StreamDecoder {
  */
 export const RESPONSES_MIN_OUTPUT_TOKENS = 16;
 
+/** A Responses input message's text: its content, a string or parts (`input_text`, `output_text`…) with text. */
+const messageText = (content: unknown): string =>
+  typeof content === 'string'
+    ? content
+    : Array.isArray(content)
+      ? content.map((part) => (isObject(part) ? str(part.text) : '')).join('\n')
+      : '';
+
+const saysJson = (text: string): boolean => /json/i.test(text);
+
+/**
+ * The Responses API's JSON mode wants the word in its input messages (its 400: "Response input
+ * messages must contain the word 'json' in some form to use 'text.format' of type 'json_object'"):
+ * `instructions` do not count, nor function call outputs, which are no messages. A body passed whole
+ * is read as it goes; a translation sends the leading system text as `instructions`, later system
+ * messages as `developer` input messages, tool results as `function_call_output` items.
+ */
+const IN_THE_INPUT_MESSAGES: JsonWordRule = {
+  where: 'the input messages, not the instructions,',
+  says(request, whole) {
+    if (!whole || request.original === undefined) return request.messages.some((m) => m.role !== 'tool' && saysJson(m.content));
+    const input = request.original.body.input;
+    if (typeof input === 'string') return saysJson(input);
+    return (
+      Array.isArray(input) &&
+      input.some(
+        (item) =>
+          isObject(item) &&
+          typeof item.role === 'string' &&
+          (item.type === undefined || item.type === 'message') &&
+          saysJson(messageText(item.content)),
+      )
+    );
+  },
+};
+
+/**
+ * What OpenAI's Responses API refuses, Azure's too: JSON mode without the word in its input messages.
+ * (It has no stop sequences: they are never sent.)
+ */
+export const RESPONSES_LIMITS: WireLimits = {
+  outputFormats: { takes: ['json_object', 'json_schema'], field: 'text.format', jsonModeNeedsTheWord: IN_THE_INPUT_MESSAGES },
+};
+
 /**
  * The client's own Responses body, whole: the host's model in place of the slug, and the cap the
  * pipeline gave where it differs from the client's (lowered to the model's limit, or raised to the
@@ -365,6 +410,8 @@ export const openAiResponsesHost: HostKind<'openai-responses'> = {
   hostedTools: HOSTED_TOOLS,
   wholeFormat: () => 'responses',
   minOutputTokens: () => RESPONSES_MIN_OUTPUT_TOKENS,
+  // OpenAI's own API: servers compatible with the format have rules of their own.
+  limits: (_hostModel, _settings, baseUrl) => (isOpenAi(baseUrl) ? RESPONSES_LIMITS : {}),
 
   buildRequest(request: CanonicalRequest, hostModel: string, apiKey: string | null): UpstreamRequest {
     const headers: Record<string, string> = {

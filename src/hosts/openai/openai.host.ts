@@ -8,7 +8,7 @@ import type {
 } from '../../canonical/canonical';
 import { effortOf, HostError, isOutput, schemaNameOf, upstreamIdOf } from '../../canonical/canonical';
 import { openAiErrorMessage } from '../host-kind';
-import type { HostKind, SseMessage, StreamDecoder, UpstreamRequest, WireLimits } from '../host-kind';
+import type { HostKind, JsonWordRule, SseMessage, StreamDecoder, UpstreamRequest, WireLimits } from '../host-kind';
 import { openAiEmbeddingsRequest } from './openai.embeddings';
 
 /** Chat-completions hosts: OpenAI and every compatible server (Groq, Together, vLLM, Ollama, …). */
@@ -267,20 +267,30 @@ const REASONING_MODEL = /^(o\d|gpt-5)/;
 const capFieldOf = (hostModel: string) => (REASONING_MODEL.test(hostModel) ? 'max_completion_tokens' : 'max_tokens');
 
 /**
+ * Chat completions' JSON mode wants the word in some message, system messages included (its 400:
+ * "'messages' must contain the word 'json' in some form"): every instruction is a message there,
+ * translated or whole.
+ */
+const IN_THE_MESSAGES: JsonWordRule = {
+  where: 'the messages',
+  says: (request) => request.system.some((text) => /json/i.test(text)) || request.messages.some((m) => /json/i.test(m.content)),
+};
+
+/**
  * What OpenAI's chat completions refuse (its OpenAPI reference: `stop` up to 4, a function's name of
  * a-z, A-Z, 0-9, underscores and dashes, at most 64); Azure OpenAI's too.
  */
 export const CHAT_COMPLETIONS_LIMITS: WireLimits = {
   stopSequences: 4,
   toolNames: { pattern: /^[a-zA-Z0-9_-]{1,64}$/, rule: 'letters, digits, underscores and dashes, at most 64 characters' },
-  outputFormats: { takes: ['json_object', 'json_schema'], field: 'response_format', jsonModeNeedsTheWord: true },
+  outputFormats: { takes: ['json_object', 'json_schema'], field: 'response_format', jsonModeNeedsTheWord: IN_THE_MESSAGES },
 };
 
 /** Base URLs seen, and whether each is OpenAI's: asked on every request, a URL parsed once. */
 const openAiBaseUrls = new Map<string, boolean>();
 
 /** OpenAI's own API: the servers compatible with its format (vLLM, Groq, Ollama…) have limits of their own. */
-function isOpenAi(baseUrl: string): boolean {
+export function isOpenAi(baseUrl: string): boolean {
   let known = openAiBaseUrls.get(baseUrl);
   if (known === undefined) {
     known = URL.canParse(baseUrl) && new URL(baseUrl).hostname === 'api.openai.com';
