@@ -22,6 +22,12 @@ async function startSimulated(port: number) {
   }
 }
 
+/**
+ * Past the shutdown's grace period, how long the requests it ends have to be settled and answered
+ * (their settlements appended to the log) before the connections still open are cut.
+ */
+const ANSWERING_AFTER_GRACE_MS = 5_000;
+
 async function start(): Promise<void> {
   let config;
   try {
@@ -49,7 +55,7 @@ async function start(): Promise<void> {
     return runWorkerSet(config, simulated);
   }
   // Loaded here, not above: a worker set's primary serves nothing and stays small without them.
-  const [{ createApp }, { Catalogue }, { openRuntime }, { listenOn }] = await Promise.all([
+  const [{ createApp, endOpenRequests }, { Catalogue }, { openRuntime }, { listenOn }] = await Promise.all([
     import('./app'),
     import('./catalogue/catalogue'),
     import('./runtime/runtime'),
@@ -105,11 +111,17 @@ async function start(): Promise<void> {
     lifecycle.draining = true;
     const server = app.getHttpServer();
     logger.info(`model gateway stopping (${signal}): letting requests in flight finish for up to ${config.shutdownGraceMs} ms`);
-    // Past the grace period, what is still open is cut: each cut request is settled as its client
-    // leaving would be (what was delivered is billed) before the log closes.
+    // Past the grace period, each request still open is ended: settled as its client leaving would
+    // be (what was delivered is billed), under its own status (`shutdown`), and answered — a 503 in
+    // its surface's format, or its stream's error event — before its connection is closed. What is
+    // still open once they are (another route's request, a settlement the log did not take in time) is cut.
     const cut = setTimeout(() => {
-      logger.warn(`shutdown grace period over: cutting the connections still open`);
-      server.closeAllConnections();
+      const { ended, answered } = endOpenRequests(app, ANSWERING_AFTER_GRACE_MS);
+      logger.warn(
+        `shutdown grace period over: ${ended} request(s) still open ended as shutdown (each answered 503, ` +
+          "or its stream's error event); the connections still open then are cut",
+      );
+      void answered.then(() => server.closeAllConnections());
     }, config.shutdownGraceMs);
     // A connection kept alive after its last reply would hold the close until its timeout.
     const idle = setInterval(() => server.closeIdleConnections(), 100);
