@@ -9,7 +9,7 @@ import type { Lifecycle } from './observability/health';
 import { jsonLinesLog } from './observability/json-lines-log';
 import type { RuntimeLog } from './runtime-log/runtime-log';
 import { writePidFile } from './runtime/pid-file';
-import { refusedWorkerSet, runWorkerSet, WORKER_SERVING } from './runtime/worker-set';
+import { followSetServing, refusedWorkerSet, runWorkerSet, WORKER_SERVING } from './runtime/worker-set';
 
 async function startSimulated(port: number) {
   try {
@@ -71,6 +71,8 @@ async function start(): Promise<void> {
     log: { info: (line) => log.info(line), warn: (line) => log.warn(line), error: (line) => log.error(line) },
   });
   const lifecycle: Lifecycle = { draining: false };
+  // A worker of a set is ready only once every worker of the set serves (the primary says when).
+  if (worker) followSetServing(config.workers, (starting) => (lifecycle.starting = starting));
   const app = await createApp(runtime, { catalogue, lifecycle });
   const fastify = app.getHttpAdapter().getInstance();
   const logger = fastify.log;

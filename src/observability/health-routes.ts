@@ -70,6 +70,7 @@ export function serveHealth(
       appends,
       store,
       logReplaced: sources.logReplaced(),
+      starting: lifecycle.starting,
     });
     // Shown once there are any: the body is as before while every host is well.
     const circuits = (await sources.circuits?.()) ?? [];
