@@ -151,12 +151,12 @@ export class InferenceHandler
 
   /**
    * One subscription to an admitted request: feeds the attempt the host's events, its failures,
-   * the deadline, the client's leaving and the end of the shutdown's grace period, and does what it says (the same host again after a
-   * backoff, the next host, or the end). Each host call is asked of its circuit first, recorded
-   * (`attempts`), and told to the circuit and the host's health when it ends. The calls follow the
-   * plan's routes (a host of a model: another model's after a `models` fallback), each on a credential
-   * leased from its host's key pool for that call. `serving` is told each model called, and why its
-   * host goes without the reasoning asked for (null: it does not).
+   * the deadline, the client's leaving and the end of the shutdown's grace period, and does what it
+   * says (the same host again after a backoff, the next host, or the end). Each host call is asked
+   * of its circuit first, recorded (`attempts`), and told to the circuit and the host's health when
+   * it ends. The calls follow the plan's routes (a host of a model: another model's after a `models`
+   * fallback), each on a credential leased from its host's key pool for that call. `serving` is told
+   * each model called, and why its host goes without the reasoning asked for (null: it does not).
    * Returns the teardown (the client unsubscribing is an abort).
    */
   private run(
