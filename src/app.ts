@@ -9,7 +9,7 @@ import { SessionTokens } from './dashboard/session/sessions';
 import { serveWebApp } from './dashboard/web-app';
 import { ErrorFormatByRoute, errorFormatFor } from './error-formats';
 import { httpAdapter } from './http/http-adapter';
-import { InFlightSettlements } from './inference/in-flight';
+import { InFlightSettlements, OpenRequests } from './inference/in-flight';
 import { eventsBehind, type Lifecycle } from './observability/health';
 import { serveHealth } from './observability/health-routes';
 import { type LogStream, loggerOptions, NestPinoLogger } from './observability/logging';
@@ -104,4 +104,26 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   await fastify.ready();
   await alerts.start();
   return app;
+}
+
+/**
+ * The end of the shutdown's grace period: every request of the pipeline still open is ended as
+ * `shutdown` (settled for what it delivered, as a client leaving would be) and answered — a 503 in
+ * its surface's format, or its stream's error event. `ended`: how many; `answered` resolves once
+ * their settlements are in the log and their answers written, or after `boundMs` (a log not
+ * answering): what is still open then is for the caller to cut.
+ */
+export function endOpenRequests(app: NestFastifyApplication, boundMs: number): { ended: number; answered: Promise<void> } {
+  const ended = app.get(OpenRequests, { strict: false }).endAll();
+  const answered = (async () => {
+    let bound: NodeJS.Timeout | undefined;
+    await Promise.race([
+      app.get(InFlightSettlements, { strict: false }).settled(),
+      new Promise((resolve) => (bound = setTimeout(resolve, boundMs))),
+    ]);
+    clearTimeout(bound);
+    // Each answer is written as its settlement is told, within the same turn: after one more, all are.
+    await new Promise((resolve) => setImmediate(resolve));
+  })();
+  return { ended, answered };
 }

@@ -9,7 +9,7 @@ import type { Lifecycle } from './observability/health';
 import { jsonLinesLog } from './observability/json-lines-log';
 import type { RuntimeLog } from './runtime-log/runtime-log';
 import { writePidFile } from './runtime/pid-file';
-import { refusedWorkerSet, runWorkerSet, WORKER_SERVING } from './runtime/worker-set';
+import { followSetServing, refusedWorkerSet, runWorkerSet, WORKER_SERVING } from './runtime/worker-set';
 
 async function startSimulated(port: number) {
   try {
@@ -21,6 +21,12 @@ async function startSimulated(port: number) {
     );
   }
 }
+
+/**
+ * Past the shutdown's grace period, how long the requests it ends have to be settled and answered
+ * (their settlements appended to the log) before the connections still open are cut.
+ */
+const ANSWERING_AFTER_GRACE_MS = 5_000;
 
 async function start(): Promise<void> {
   let config;
@@ -49,7 +55,7 @@ async function start(): Promise<void> {
     return runWorkerSet(config, simulated);
   }
   // Loaded here, not above: a worker set's primary serves nothing and stays small without them.
-  const [{ createApp }, { Catalogue }, { openRuntime }, { listenOn }] = await Promise.all([
+  const [{ createApp, endOpenRequests }, { Catalogue }, { openRuntime }, { listenOn }] = await Promise.all([
     import('./app'),
     import('./catalogue/catalogue'),
     import('./runtime/runtime'),
@@ -65,6 +71,8 @@ async function start(): Promise<void> {
     log: { info: (line) => log.info(line), warn: (line) => log.warn(line), error: (line) => log.error(line) },
   });
   const lifecycle: Lifecycle = { draining: false };
+  // A worker of a set is ready only once every worker of the set serves (the primary says when).
+  if (worker) followSetServing(config.workers, (starting) => (lifecycle.starting = starting));
   const app = await createApp(runtime, { catalogue, lifecycle });
   const fastify = app.getHttpAdapter().getInstance();
   const logger = fastify.log;
@@ -105,11 +113,17 @@ async function start(): Promise<void> {
     lifecycle.draining = true;
     const server = app.getHttpServer();
     logger.info(`model gateway stopping (${signal}): letting requests in flight finish for up to ${config.shutdownGraceMs} ms`);
-    // Past the grace period, what is still open is cut: each cut request is settled as its client
-    // leaving would be (what was delivered is billed) before the log closes.
+    // Past the grace period, each request still open is ended: settled as its client leaving would
+    // be (what was delivered is billed), under its own status (`shutdown`), and answered — a 503 in
+    // its surface's format, or its stream's error event — before its connection is closed. What is
+    // still open once they are (another route's request, a settlement the log did not take in time) is cut.
     const cut = setTimeout(() => {
-      logger.warn(`shutdown grace period over: cutting the connections still open`);
-      server.closeAllConnections();
+      const { ended, answered } = endOpenRequests(app, ANSWERING_AFTER_GRACE_MS);
+      logger.warn(
+        `shutdown grace period over: ${ended} request(s) still open ended as shutdown (each answered 503, ` +
+          "or its stream's error event); the connections still open then are cut",
+      );
+      void answered.then(() => server.closeAllConnections());
     }, config.shutdownGraceMs);
     // A connection kept alive after its last reply would hold the close until its timeout.
     const idle = setInterval(() => server.closeIdleConnections(), 100);

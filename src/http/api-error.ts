@@ -62,6 +62,13 @@ export class ApiError extends Error {
   }
 }
 
+/** What a client told the gateway is shutting down waits before sending again (to another instance, behind a load balancer). */
+export const SHUTDOWN_RETRY_AFTER_SECONDS = 1;
+
+/** The 503 of a gateway shutting down (`message`: what became of the request), with Retry-After. */
+export const shuttingDown = (message: string): ApiError =>
+  new ApiError('unavailable', message, {}, { 'retry-after': String(SHUTDOWN_RETRY_AFTER_SECONDS) });
+
 /**
  * Nest says "Cannot GET /path?query": name the method and path so a wrong verb is obvious; not the
  * query (ApiError masks a key pasted into the path).

@@ -13,6 +13,8 @@ import { retryDecision, type RetryPolicy } from '../routing/retry';
 export type Ending =
   | { readonly kind: 'complete' }
   | { readonly kind: 'abort' }
+  /** The gateway shutting down ended it: still open when its grace period (SHUTDOWN_GRACE_MS) ended. */
+  | { readonly kind: 'shutdown' }
   | { readonly kind: 'timeout' }
   | { readonly kind: 'failed'; readonly error: HostError };
 
@@ -31,13 +33,15 @@ export type AttemptSignal =
     }
   | { readonly type: 'host_complete' }
   | { readonly type: 'deadline' }
-  | { readonly type: 'abort' };
+  | { readonly type: 'abort' }
+  | { readonly type: 'shutdown' };
 
 export type AttemptInput = CanonicalEvent | AttemptSignal;
 
 export const HOST_COMPLETE: AttemptSignal = { type: 'host_complete' };
 export const DEADLINE: AttemptSignal = { type: 'deadline' };
 export const ABORT: AttemptSignal = { type: 'abort' };
+export const SHUTDOWN: AttemptSignal = { type: 'shutdown' };
 export const hostFailed = (error: HostError, msLeft = Infinity, random = 0, anotherCredential = false): AttemptSignal => ({
   type: 'host_failed',
   error,
@@ -104,8 +108,9 @@ export const initialAttempt = (hostCount: number, retries: readonly RetryPolicy[
 const COMPLETE: Ending = { kind: 'complete' };
 const TIMEOUT: Ending = { kind: 'timeout' };
 const ABORTED: Ending = { kind: 'abort' };
+const SHUT_DOWN: Ending = { kind: 'shutdown' };
 
-/** One step of the attempt: a host event, or a signal (a host's failure or completion, the deadline, an abort). */
+/** One step of the attempt: a host event, or a signal (a host's failure or completion, the deadline, an abort, the shutdown). */
 export function attemptStep(state: AttemptState, input: CanonicalEvent): EventAction;
 export function attemptStep(state: AttemptState, input: AttemptSignal): SignalAction;
 export function attemptStep(state: AttemptState, input: AttemptInput): EventAction | SignalAction;
@@ -169,6 +174,8 @@ export function attemptStep(state: AttemptState, input: AttemptInput): EventActi
       return end(state, TIMEOUT);
     case 'abort':
       return end(state, ABORTED);
+    case 'shutdown':
+      return end(state, SHUT_DOWN);
   }
 }
 

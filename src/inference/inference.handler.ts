@@ -32,8 +32,10 @@ import {
   hostFailed,
   initialAttempt,
   attemptStep,
+  SHUTDOWN,
 } from './attempt';
 import { Admitted, BilledRequests, BilledUseCase } from './billed-request';
+import { OpenRequests } from './in-flight';
 import { InferenceCommand, InferenceInput, InferenceResult, PipelineEvent } from './inference.command';
 import { CallEnded, progressOf, settlementFor } from './settlement';
 import { usageLimits } from './usage-check';
@@ -64,6 +66,7 @@ export class InferenceHandler
     @Inject(ROUTING) private readonly routing: HostRouting,
     private readonly keyPools: KeyPools,
     @Inject(STICKY_ROUTES) private readonly sticky: StickyRoutes,
+    private readonly open: OpenRequests,
     @Optional() @Inject(HOST_HEALTH) private readonly health?: HostHealthReader,
   ) {}
 
@@ -148,12 +151,12 @@ export class InferenceHandler
 
   /**
    * One subscription to an admitted request: feeds the attempt the host's events, its failures,
-   * the deadline and the client's leaving, and does what it says (the same host again after a
-   * backoff, the next host, or the end). Each host call is asked of its circuit first, recorded
-   * (`attempts`), and told to the circuit and the host's health when it ends. The calls follow the
-   * plan's routes (a host of a model: another model's after a `models` fallback), each on a credential
-   * leased from its host's key pool for that call. `serving` is told each model called, and why its
-   * host goes without the reasoning asked for (null: it does not).
+   * the deadline, the client's leaving and the end of the shutdown's grace period, and does what it
+   * says (the same host again after a backoff, the next host, or the end). Each host call is asked
+   * of its circuit first, recorded (`attempts`), and told to the circuit and the host's health when
+   * it ends. The calls follow the plan's routes (a host of a model: another model's after a `models`
+   * fallback), each on a credential leased from its host's key pool for that call. `serving` is told
+   * each model called, and why its host goes without the reasoning asked for (null: it does not).
    * Returns the teardown (the client unsubscribing is an abort).
    */
   private run(
@@ -194,7 +197,7 @@ export class InferenceHandler
      * not the host's): its credential given back (a 429 rests it, a 401/403 takes it out), on the
      * record, and, when the host's doing, told to its circuit and health.
      */
-    const callEnded = (error: HostError | null, reason?: 'client_abort' | 'deadline') => {
+    const callEnded = (error: HostError | null, reason?: 'client_abort' | 'shutdown' | 'deadline') => {
       if (current === null) return;
       const now = performance.now();
       const { started, firstByte, lease } = current;
@@ -216,7 +219,9 @@ export class InferenceHandler
       clearInterval(progress);
       upstream?.unsubscribe();
       const ending = attempt.ending;
+      forget?.();
       if (ending?.kind === 'abort') callEnded(null, 'client_abort');
+      else if (ending?.kind === 'shutdown') callEnded(null, 'shutdown');
       else if (ending?.kind === 'timeout') callEnded(null, 'deadline');
       // Every host passed over: no call to time.
       if (facts && upstreamStarted > 0) facts.upstreamMs = Math.round(performance.now() - upstreamStarted);
@@ -323,7 +328,10 @@ export class InferenceHandler
         .subscribe(host);
     };
     const deadline = setTimeout(signal, this.config.requestTimeoutMs, DEADLINE);
-    call();
+    // Still open when the shutdown's grace period ends: ended then. Past it already: ended at once, no host called.
+    const forget = this.open.whileOpen(() => signal(SHUTDOWN));
+    if (forget === null) signal(SHUTDOWN);
+    else call();
     return () => signal(ABORT);
   }
 

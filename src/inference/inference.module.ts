@@ -7,7 +7,7 @@ import { routingProviders } from '../routing/routing.providers';
 import { CONFIG, READ_MODELS } from '../runtime/runtime.module';
 import { BilledRequests } from './billed-request';
 import { CountTokensHandler } from './count-tokens.handler';
-import { InFlightSettlements } from './in-flight';
+import { InFlightSettlements, OpenRequests } from './in-flight';
 import { InferenceHandler } from './inference.handler';
 import { RequestRecord } from './request-record';
 
@@ -32,6 +32,7 @@ import { RequestRecord } from './request-record';
     },
     RequestRecord,
     InFlightSettlements,
+    OpenRequests,
     BilledRequests,
     InferenceHandler,
     CountTokensHandler,

@@ -1,6 +1,6 @@
 import type { HostError } from '../canonical/canonical';
 import type { ModelHost } from '../catalogue/catalogue';
-import { ApiError } from '../http/api-error';
+import { ApiError, shuttingDown } from '../http/api-error';
 import { HostAttempt, ReservationEvent, settledUsage, type TokenClass } from '../ledger/ledger.events';
 import type { TokenUsage } from '../ledger/money';
 import type { AttemptState, Ending } from './attempt';
@@ -12,8 +12,12 @@ import { checkedUsage, UsageLimits } from './usage-check';
  * records (a settlement for what was used, or the hold released) and what the client is told.
  */
 
-/** The request log's status of a request that was served (or began to be). */
-export type SettlementStatus = 'ok' | 'client_abort' | 'provider_timeout' | 'provider_error';
+/**
+ * The request log's status of a request that was served (or began to be): `client_abort`, its client
+ * left; `shutdown`, the gateway shutting down ended it (still open at its grace period's end; logs
+ * written before this status existed say `client_abort` for those).
+ */
+export type SettlementStatus = 'ok' | 'client_abort' | 'shutdown' | 'provider_timeout' | 'provider_error';
 
 export type Settlement =
   /**
@@ -40,15 +44,17 @@ export interface CallEnded {
   attempts?: HostAttempt[];
 }
 
-type Unfinished = Extract<Ending, { kind: 'abort' | 'timeout' | 'failed' }>;
+type Unfinished = Exclude<Ending, { kind: 'complete' }>;
 
-/** The status of a request that did not complete: the client left, or the provider timed out or failed. */
+/** The status of a request that did not complete: the client left, the gateway shut down, or the provider timed out or failed. */
 const unfinishedStatus = (ending: Unfinished): Exclude<SettlementStatus, 'ok'> =>
   ending.kind === 'abort'
     ? 'client_abort'
-    : ending.kind === 'timeout' || ending.error.kind === 'timeout'
-      ? 'provider_timeout'
-      : 'provider_error';
+    : ending.kind === 'shutdown'
+      ? 'shutdown'
+      : ending.kind === 'timeout' || ending.error.kind === 'timeout'
+        ? 'provider_timeout'
+        : 'provider_error';
 
 /**
  * A completed request is billed (from its usage, as checked); one that did not complete is billed
@@ -64,7 +70,7 @@ export function settlementFor(ending: Ending, delivered: Delivered, limits: Usag
  * A request that did not complete and delivered nothing (a reply answered in one piece delivers
  * nothing before it completes): its hold released in full.
  */
-export function nothingDelivered(ending: Exclude<Ending, { kind: 'complete' }>): Settlement {
+export function nothingDelivered(ending: Unfinished): Settlement {
   const status = unfinishedStatus(ending);
   return { action: 'release', status, reason: ending.kind === 'failed' ? ending.error.message : status };
 }
@@ -78,6 +84,12 @@ export const progressOf = (delivered: Delivered, limits: UsageLimits) => checked
 const checked = (delivered: Delivered, limits: UsageLimits, complete: boolean) =>
   checkedUsage(delivered.usage, delivered.deliveredChars, limits, complete);
 
+/** What a request the shutdown ended is told: a 503 (a stream that has started: in its last event). */
+export const endedByShutdown = () =>
+  shuttingDown(
+    'the gateway is shutting down and this request was still running when its grace period ended: send it again (to another instance)',
+  );
+
 /**
  * What the client is told of an ending other than completion (an error for the stream), or null:
  * a completed request ends normally and an aborted one has nobody left to tell.
@@ -87,6 +99,8 @@ export function endingError(ending: Ending, hostId: string, requestTimeoutMs: nu
     case 'complete':
     case 'abort':
       return null;
+    case 'shutdown':
+      return endedByShutdown();
     case 'timeout':
       return new ApiError('provider_timeout', `the provider did not finish within ${requestTimeoutMs} ms`);
     case 'failed':

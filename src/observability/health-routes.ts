@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { ApiError, replyWithError } from '../http/api-error';
+import { ApiError, replyWithError, shuttingDown } from '../http/api-error';
 import type { ErrorFormatFor } from '../http/client-errors';
 import { eventsBehind, type Lifecycle, READY_LAG_BOUND, readiness } from './health';
 import { failureText } from '../projections/store-errors';
@@ -23,7 +23,7 @@ export interface HealthSources {
   logStanding: () => LogStanding | Promise<LogStanding | 'unchecked'>;
 }
 
-const SHUTTING_DOWN = new ApiError('unavailable', 'the gateway is shutting down: send the request again (to another instance)');
+const SHUTTING_DOWN = shuttingDown('the gateway is shutting down: send the request again (to another instance)');
 
 /** Said to callers without the log's identities (the operator finds them in the service's log and in /health/ready). */
 const LOG_REPLACED = new ApiError(
@@ -70,6 +70,7 @@ export function serveHealth(
       appends,
       store,
       logReplaced: sources.logReplaced(),
+      starting: lifecycle.starting,
     });
     // Shown once there are any: the body is as before while every host is well.
     const circuits = (await sources.circuits?.()) ?? [];

@@ -1,10 +1,12 @@
 /**
  * Whether the service is going away (SIGTERM). `leaving`: it reports not ready but still takes
- * requests (SHUTDOWN_DRAIN_MS); `draining`: it also answers every new request 503.
+ * requests (SHUTDOWN_DRAIN_MS); `draining`: it also answers every new request 503. `starting`: why
+ * it is not ready yet though it serves (a worker of a set: how many of the set serve), or null.
  */
 export interface Lifecycle {
   draining: boolean;
   leaving?: boolean;
+  starting?: string | null;
 }
 
 /** Read models further behind the log than this (events) are not ready to serve balances. */
@@ -20,6 +22,8 @@ export interface ReadinessFacts {
   store: Error | null;
   /** Why the log is not the one the read models describe (see Projector.logReplaced), or null. */
   logReplaced: string | null;
+  /** Why it is not ready yet though it serves (see Lifecycle.starting); absent or null: it is. */
+  starting?: string | null;
 }
 
 export interface Readiness {
@@ -28,11 +32,12 @@ export interface Readiness {
 }
 
 /**
- * Ready: not draining, the event log answers, takes appends and is the one the read models describe,
+ * Ready: not starting (a worker set: every worker serves), not draining, the event log answers, takes appends and is the one the read models describe,
  * the read models' store answers, and the read models are within the bound of the log.
  */
 export function readiness(facts: ReadinessFacts): Readiness {
   const reasons: string[] = [];
+  if (facts.starting) reasons.push(`starting: ${facts.starting}`);
   if (facts.draining) reasons.push('draining: the service is shutting down');
   if (facts.behind instanceof Error) reasons.push(`event log: ${facts.behind.message}`);
   if (facts.logReplaced !== null) reasons.push(`event log: not the log the read models describe (${facts.logReplaced})`);

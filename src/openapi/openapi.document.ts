@@ -34,7 +34,7 @@ function errors(format: string, statuses: number[]): Record<string, object> {
     413: 'body too large',
     429: 'rate limit reached (Retry-After says when to try again)',
     502: 'the host failed',
-    503: 'the gateway cannot serve now (nothing was billed)',
+    503: 'the gateway cannot serve now (nothing was billed); while it shuts down, with Retry-After',
     504: 'the host did not answer in time',
   };
   return Object.fromEntries(statuses.map((s) => [String(s), { description: described[s], content: json(ref(format)) }]));

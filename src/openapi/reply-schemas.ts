@@ -312,7 +312,11 @@ const generation = object({
   model: string,
   host: nullable(string),
   key_id: string,
-  status: string,
+  status: {
+    type: 'string',
+    description:
+      'how the request ended: `ok`; `client_abort` (its client left); `shutdown` (still open when the gateway shutting down ended its grace period; recorded as `client_abort` before 2026-11-28); `provider_error`; `provider_timeout`; `internal_error`; `expired` (never settled: a crash); or the code a refusal was answered with',
+  },
   latency_ms: nullable(integer),
   tokens: object({ input: integer, cache_read: integer, cache_write: integer, output: integer }),
   // Uses of hosted tools billed, by class (`web_search`…): {} when none.
@@ -341,7 +345,11 @@ const generation = object({
       host: string,
       credential: nullable(string),
       status: nullable(integer),
-      reason: string,
+      reason: {
+        type: 'string',
+        description:
+          '`ok`, `rate_limited`, `server_error`, `rejected`, `connection`, `timeout`, `malformed`, `upstream_error`, `circuit_open`, `client_abort`, `shutdown` or `deadline`',
+      },
       duration_ms: integer,
     }),
   },

@@ -9,6 +9,39 @@ import { claimServing } from './serving-claim';
 /** What a worker tells the primary once it listens and serves. */
 export const WORKER_SERVING = 'gateway:serving';
 
+/**
+ * What the primary tells the workers serving while the set starts, each time one more serves: how
+ * many of how many do. A worker is ready (/health/ready) only once all do: the workers share the port
+ * through the primary, which hands connections only to those listening, so before that a load
+ * balancer that found one worker ready would send the whole set's load to it.
+ */
+export const SET_SERVING = 'gateway:set-serving';
+export interface SetServing {
+  type: typeof SET_SERVING;
+  serving: number;
+  workers: number;
+}
+
+/** Set in the environment of a worker forked once the set has served (a restart): it is ready as soon as it serves. */
+export const SET_SERVED_VARIABLE = 'GATEWAY_SET_SERVED';
+
+/**
+ * A worker's readiness while its set starts (see SET_SERVING): `update` is told why it is not ready
+ * yet (how many serve), then null once every worker serves. Listens before the worker serves, so
+ * that no word of the primary's is missed. A worker restarted after the set served is not held.
+ */
+export function followSetServing(workers: number, update: (starting: string | null) => void): void {
+  if (process.env[SET_SERVED_VARIABLE] === '1') return update(null);
+  const starting = (serving: number, of: number) => (serving >= of ? null : `${serving} of ${of} workers of the set serve`);
+  update(starting(0, workers));
+  const listener = (message: Partial<SetServing>) => {
+    if (message?.type !== SET_SERVING || typeof message.serving !== 'number' || typeof message.workers !== 'number') return;
+    update(starting(message.serving, message.workers));
+    if (message.serving >= message.workers) process.off('message', listener);
+  };
+  process.on('message', listener);
+}
+
 /** A worker that served this long before it died is restarted at once: its death says nothing of the next one's. */
 const HEALTHY_LIFETIME_MS = 30_000;
 const FIRST_RESTART_DELAY_MS = 100;
@@ -88,7 +121,11 @@ export async function runWorkerSet(config: Config, simulated: { url: string; clo
     slot.reloadAsked = false;
     slot.startedAt = Date.now();
     // Its place in the set labels its process metrics (heap, event-loop lag…), which are not summed.
-    slot.worker = cluster.fork({ [WORKER_INDEX_VARIABLE]: String(slot.index) });
+    // One forked after the set has served (a restart) is ready as soon as it serves itself.
+    slot.worker = cluster.fork({
+      [WORKER_INDEX_VARIABLE]: String(slot.index),
+      ...(everyoneServed ? { [SET_SERVED_VARIABLE]: '1' } : {}),
+    });
     slot.worker.on('message', (message: { type?: string; url?: string }) => {
       if (message?.type !== WORKER_SERVING) return;
       slot.serving = true;
@@ -100,7 +137,11 @@ export async function runWorkerSet(config: Config, simulated: { url: string; clo
         log.info(`worker ${slot.index} (pid ${slot.worker?.process.pid}) serving again`);
         return;
       }
-      if (!slots.every((s) => s.serving)) return;
+      // Every worker serving is told how many do: each reports ready only once all do.
+      const serving = slots.filter((s) => s.serving);
+      const standing: SetServing = { type: SET_SERVING, serving: serving.length, workers: config.workers };
+      for (const s of serving) if (s.worker?.isConnected()) s.worker.send(standing);
+      if (serving.length < slots.length) return;
       everyoneServed = true;
       removePidFile = writePidFile(config.dataDir);
       const pids = slots.map((s) => s.worker?.process.pid).join(', ');

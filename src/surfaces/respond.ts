@@ -30,7 +30,12 @@ export async function respond(
   if (result.stream) {
     return streamSse(reply, result.events, wire.serializer(result), {
       keepAliveMs,
-      failBeforeStart: (error) => void reply.status(error.status).send(wire.error(error, reply.request.id)),
+      // With the error's own headers (a shutdown's Retry-After), as a whole reply's error carries them.
+      failBeforeStart: (error) =>
+        void reply
+          .headers(error.headers ?? {})
+          .status(error.status)
+          .send(wire.error(error, reply.request.id)),
       lateHeaders: () => omittedReasoningHeader(result),
     });
   }

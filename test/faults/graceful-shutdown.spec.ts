@@ -1,18 +1,22 @@
 import { auditLedger } from '../../src/audit/ledger-audit';
 import { loadConfig } from '../../src/config/config';
-import type { ReservationSettled } from '../../src/ledger/ledger.events';
+import type { ReservationReleased, ReservationSettled } from '../../src/ledger/ledger.events';
 import { openRuntime } from '../../src/runtime/runtime';
+import { OpenRequests } from '../../src/inference/in-flight';
 import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
-import { serviceEnv, TEST_MODELS } from '../support/gateway';
+import { serviceEnv, startGateway, TEST_MODELS } from '../support/gateway';
 import { Child, eventually, startService } from '../support/processes';
-import { openCountingStream } from '../support/streams';
+import { chatCompletion, openCountingStream } from '../support/streams';
+import { CHAT_COMPLETIONS, MESSAGES, NATIVE, RESPONSES, sseEvents, type Surface } from '../support/surfaces';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
 import { createKey } from '../support/keys';
 
 /**
  * SIGTERM with 20 streams open, as a process manager stops the service: the streams finish within
- * the grace period, or are cut at its end and billed for what they delivered; every reservation is
- * settled before the log closes (none left to expire), the audit is clean, and the exit code is 0.
+ * the grace period, or are ended at its end — told so in their last event, billed for what they
+ * delivered, recorded as `shutdown` (not as their clients leaving); a request answered in one piece
+ * still open then gets a 503 in its surface's format with Retry-After, its hold released. Every
+ * reservation is settled before the log closes (none left to expire), the audit is clean, and the exit code is 0.
  */
 
 const M = TEST_MODELS;
@@ -53,12 +57,12 @@ async function afterwards(orgId: string) {
   const runtime = await openRuntime(loadConfig(env));
   try {
     await runtime.projector.catchUp();
-    const settled = (await runtime.events.readAll(0, 1_000_000)).filter(
-      (e) => e.type === 'ReservationSettled' && (e.data as ReservationSettled['data']).orgId === orgId,
-    ) as unknown as ReservationSettled[];
+    const events = await runtime.events.readAll(0, 1_000_000);
+    const ofOrg = (type: string) => events.filter((e) => e.type === type && (e.data as { orgId: string }).orgId === orgId);
     return {
       balance: await runtime.projections.balance(orgId),
-      settled,
+      settled: ofOrg('ReservationSettled') as unknown as ReservationSettled[],
+      released: ofOrg('ReservationReleased') as unknown as ReservationReleased[],
       audit: await auditLedger(runtime.events, runtime.projections),
     };
   } finally {
@@ -83,7 +87,18 @@ it('SIGTERM with 20 streams open, all able to finish within the grace period: al
   expect(audit.differences).toEqual([]);
 }, 60_000);
 
-it('SIGTERM with 20 streams that would outlast the grace period: cut at its end, each settled for what it delivered, exit 0, audit clean', async () => {
+/** The service's request lines (one per request, when it ended), by request id. */
+function requestLines(): Map<string, { status: number; outcome?: string; error?: string }> {
+  const lines = new Map<string, { status: number; outcome?: string; error?: string }>();
+  for (const text of service!.output().split('\n')) {
+    if (!text.startsWith('{')) continue;
+    const line = JSON.parse(text) as { msg?: string; requestId?: string; status: number; outcome?: string; error?: string };
+    if (line.msg === 'request' && line.requestId) lines.set(line.requestId, line);
+  }
+  return lines;
+}
+
+it("SIGTERM with 20 streams that would outlast the grace period: ended at its end with their format's error event, each settled for what it delivered as `shutdown`, exit 0, audit clean", async () => {
   const grace = 1_000;
   const { base, secret, orgId } = await start(grace);
   // A word every 400 ms for about 5 s: still streaming when the grace period ends.
@@ -93,21 +108,123 @@ it('SIGTERM with 20 streams that would outlast the grace period: cut at its end,
   service!.process.kill('SIGTERM');
   const endings = await Promise.all(streams.map((s) => s.ended));
   const cutAfter = Date.now() - signalled;
+  // Not completed (no [DONE]), at the grace period's end, not at the streams' own end (about 5 s)…
   expect(endings).toEqual(Array(STREAMS).fill('cut'));
-  // Cut at the grace period's end, not at the streams' own end (about 5 s).
   expect(cutAfter).toBeGreaterThanOrEqual(grace - 50);
   expect(cutAfter).toBeLessThan(4_000);
+  // …each told why in its last event, in the chat-completions format, after the words it had.
+  for (const stream of streams) {
+    const events = sseEvents(stream.body());
+    expect(CHAT_COMPLETIONS.streamError(stream.body())).toEqual({
+      type: 'service_unavailable',
+      message: expect.stringMatching(
+        /^the gateway is shutting down and this request was still running when its grace period ended/,
+      ),
+    });
+    expect(events.at(-1)!.data.error).toBeDefined();
+    expect(CHAT_COMPLETIONS.read(stream.body(), true).text).toMatch(/^one two/);
+  }
   expect(await service!.exited()).toBe(0);
+  expect(service!.output()).toContain(`shutdown grace period over: ${STREAMS} request(s) still open ended as shutdown`);
+  // Each request's line: its stream went out as 200 and ended as the shutdown ended it, not as a client closing it (499).
+  const lines = requestLines();
+  for (const stream of streams) expect(lines.get(stream.requestId)).toMatchObject({ status: 200, outcome: 'shutdown' });
 
   const { balance, settled, audit } = await afterwards(orgId);
   // Every reservation settled by the stopping service (none left to expire), as a cut stream: what was delivered is billed.
   expect(settled).toHaveLength(STREAMS);
   for (const s of settled) {
-    expect(s.data.status).toBe('client_abort');
+    expect(s.data.status).toBe('shutdown');
+    expect(s.data.attempts!.at(-1)).toMatchObject({ host: 'fake-openai', reason: 'shutdown' });
     expect(s.data.outputTokens).toBeGreaterThan(0);
     expect(s.data.outputTokens).toBeLessThan(WORDS.length);
   }
   expect(balance.reserved + balance.pending).toBe(0);
+  expect(audit.differences).toEqual([]);
+}, 60_000);
+
+/** Gemini's generateContent, as Google's client sends it (the key in x-goog-api-key). */
+const GEMINI = {
+  url: (base: string, slug: string) => `${base}/api/v1beta/models/${slug}:generateContent`,
+  headers: (key: string) => ({ 'x-goog-api-key': key }),
+  body: { contents: [{ role: 'user', parts: [{ text: 'Hello' }] }], generationConfig: { maxOutputTokens: 100 } },
+};
+
+it('SIGTERM with a request answered in one piece still open at the end of the grace period, on each surface: a 503 in its format with Retry-After, its hold released as `shutdown`; a stream not yet started: the same 503', async () => {
+  const grace = 1_000;
+  const { base, secret, orgId } = await start(grace);
+  // The hosts take the requests and never answer: each is still open when the grace period ends.
+  fake.on(M.gpt.hostModel, { kind: 'hang' });
+  fake.on(M.claude.hostModel, { kind: 'hang' });
+  const calledBefore = fake.requests.length;
+  const post = (url: string, headers: Record<string, string>, body: unknown) =>
+    fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const onSurface = (surface: Surface, slug: string, stream = false) =>
+    post(`${base}/api/v1/${surface.path(slug)}`, surface.headers(secret), surface.body(slug, stream, { maxTokens: 100 }));
+  const asked = {
+    'chat-completions': onSurface(CHAT_COMPLETIONS, M.gpt.slug),
+    // The messages format on a host of that format: passed through whole.
+    messages: onSurface(MESSAGES, M.claude.slug),
+    responses: onSurface(RESPONSES, M.gpt.slug),
+    gemini: post(GEMINI.url(base, M.gpt.slug), GEMINI.headers(secret), GEMINI.body),
+    native: onSurface(NATIVE, M.gpt.slug),
+    // No event yet: its headers have not gone out (they would after SSE_KEEPALIVE_MS, 15 s).
+    'a stream not started': onSurface(CHAT_COMPLETIONS, M.gpt.slug, true),
+  };
+  const names = Object.keys(asked);
+  // Every one admitted and at its host before the signal.
+  await eventually(() => fake.requests.length === calledBefore + names.length);
+  const signalled = Date.now();
+  service!.process.kill('SIGTERM');
+  const answers = await Promise.all(
+    Object.values(asked).map(async (answer) => {
+      const res = await answer;
+      return { res, text: await res.text(), after: Date.now() - signalled };
+    }),
+  );
+  const shuttingDown = /^the gateway is shutting down and this request was still running when its grace period ended/;
+  const byName = Object.fromEntries(names.map((name, i) => [name, answers[i]]));
+  for (const [name, { res, after }] of Object.entries(byName)) {
+    expect([name, res.status, res.headers.get('retry-after')]).toEqual([name, 503, '1']);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    // At the grace period's end, not before.
+    expect(after).toBeGreaterThanOrEqual(grace - 50);
+  }
+  // Each in its own wire format.
+  expect(CHAT_COMPLETIONS.error(byName['chat-completions'].text)).toEqual({
+    type: 'service_unavailable',
+    message: expect.stringMatching(shuttingDown),
+  });
+  expect(JSON.parse(byName['chat-completions'].text).error.code).toBe('unavailable');
+  expect(MESSAGES.error(byName.messages.text)).toEqual({
+    type: 'overloaded_error',
+    message: expect.stringMatching(shuttingDown),
+  });
+  expect(RESPONSES.error(byName.responses.text)).toEqual({
+    type: 'service_unavailable',
+    message: expect.stringMatching(shuttingDown),
+  });
+  expect(JSON.parse(byName.gemini.text)).toEqual({
+    error: { code: 503, status: 'UNAVAILABLE', message: expect.stringMatching(shuttingDown) },
+  });
+  expect(NATIVE.error(byName.native.text)).toEqual({ type: 'unavailable', message: expect.stringMatching(shuttingDown) });
+  expect(CHAT_COMPLETIONS.error(byName['a stream not started'].text)).toMatchObject({ type: 'service_unavailable' });
+  // The host calls were given up (their connections closed), not left running.
+  await Promise.all(names.map((_, i) => fake.closed(calledBefore + i)));
+  expect(await service!.exited()).toBe(0);
+  const lines = requestLines();
+  for (const { res } of answers)
+    expect(lines.get(res.headers.get('x-request-id')!)).toMatchObject({ status: 503, outcome: 'shutdown' });
+
+  const { balance, settled, released, audit } = await afterwards(orgId);
+  // Nothing was delivered: every hold returned in full, each release recorded as the shutdown's, none settled or left to expire.
+  expect(settled).toEqual([]);
+  expect(released.map((r) => r.data.requestId).sort()).toEqual(answers.map((a) => a.res.headers.get('x-request-id')).sort());
+  for (const r of released) {
+    expect(r.data).toMatchObject({ status: 'shutdown', reason: 'shutdown' });
+    expect(r.data.attempts!.at(-1)).toMatchObject({ reason: 'shutdown', status: null });
+  }
+  expect(balance).toMatchObject({ reserved: 0, pending: 0, spent: 0 });
   expect(audit.differences).toEqual([]);
 }, 60_000);
 
@@ -132,3 +249,28 @@ it('SIGTERM with SHUTDOWN_DRAIN_MS: not ready at once, yet a new request is stil
   expect(balance.reserved + balance.pending).toBe(0);
   expect(audit.differences).toEqual([]);
 }, 60_000);
+
+describe('past the grace period', () => {
+  it('a request reaching its host call after the grace period ended (it was still being admitted) is ended at once: no host called, a 503 with Retry-After, its hold released as `shutdown`', async () => {
+    const g = await startGateway();
+    try {
+      // As at the grace period's end: nothing open to end yet.
+      expect(g.app.get(OpenRequests, { strict: false }).endAll()).toBe(0);
+      const called = g.fake.requests.length;
+      const res = await chatCompletion(g.baseUrl, g.key, { max_tokens: 10 });
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('1');
+      expect(CHAT_COMPLETIONS.error(await res.text()).message).toMatch(/^the gateway is shutting down/);
+      expect(g.fake.requests.length).toBe(called);
+      expect(await g.logged(res.headers.get('x-request-id')!)).toMatchObject({
+        status: 'shutdown',
+        cost: 0,
+        host: 'fake-openai',
+      });
+      await g.settled();
+      expect((await g.audit()).differences).toEqual([]);
+    } finally {
+      await g.close();
+    }
+  });
+});

@@ -7,6 +7,7 @@ import {
   HOST_COMPLETE,
   hostFailed,
   initialAttempt,
+  SHUTDOWN,
 } from '../../src/inference/attempt';
 import { usage } from '../support/usage';
 
@@ -118,6 +119,7 @@ describe('the attempt', () => {
       ['the host completing', HOST_COMPLETE, 'complete'],
       ['the deadline', DEADLINE, 'timeout'],
       ['the client leaving', ABORT, 'abort'],
+      ["the shutdown's grace period ending", SHUTDOWN, 'shutdown'],
     ])('%s ends the request (%s)', (_name, signal, kind) => {
       const { action, state } = given(2, ready, text('Hi')).when(signal);
       expect(action).toBe('end');
@@ -131,6 +133,7 @@ describe('the attempt', () => {
       ['a late failure', hostFailed(unavailable)],
       ['the deadline', DEADLINE],
       ['the client leaving', ABORT],
+      ["the shutdown's grace period ending", SHUTDOWN],
       ['another completion', HOST_COMPLETE],
     ])('given an ended request, %s is ignored', (_name, input) => {
       const { action, state } = given(2, ready, text('Hi'), HOST_COMPLETE).when(input);

@@ -81,6 +81,7 @@ describe('the settlement', () => {
   describe('given a request cut after output', () => {
     it.each<[string, Ending, string]>([
       ['by the client', { kind: 'abort' }, 'client_abort'],
+      ["by the shutdown's grace period ending", { kind: 'shutdown' }, 'shutdown'],
       ['by the deadline', { kind: 'timeout' }, 'provider_timeout'],
       ["by the host's timeout", failed(slow), 'provider_timeout'],
       ["by the host's failure", failed(connection), 'provider_error'],
@@ -109,6 +110,7 @@ describe('the settlement', () => {
   describe('given a request that ended before any output', () => {
     it.each<[string, Ending, string, string]>([
       ['the client left', { kind: 'abort' }, 'client_abort', 'client_abort'],
+      ["the shutdown's grace period ended", { kind: 'shutdown' }, 'shutdown', 'shutdown'],
       ['the deadline passed', { kind: 'timeout' }, 'provider_timeout', 'provider_timeout'],
       ['the host timed out', failed(slow), 'provider_timeout', 'upstream did not answer in time'],
       ['the host failed', failed(connection), 'provider_error', 'upstream connection failed: reset'],
@@ -127,6 +129,7 @@ describe('the settlement of a reply answered in one piece (nothing delivered bef
   it.each<[string, Exclude<Ending, { kind: 'complete' }>, string, string]>([
     ['the host timed out', { kind: 'failed', error: slow }, 'provider_timeout', 'upstream did not answer in time'],
     ['the host failed', { kind: 'failed', error: connection }, 'provider_error', 'upstream connection failed: reset'],
+    ["the shutdown's grace period ended", { kind: 'shutdown' }, 'shutdown', 'shutdown'],
   ])('given %s, releases the whole hold, as a streamed request before output', (_name, ending, status, reason) => {
     expect(nothingDelivered(ending)).toEqual({ action: 'release', status, reason });
     expect(nothingDelivered(ending)).toEqual(settlementFor(ending, nothing, LIMITS));
@@ -150,6 +153,16 @@ describe('what the client is told once the ledger has answered', () => {
   it("a failure whose release the log did not take: the failure's own error stands", () => {
     expect(answerAtEnd(failed(connection), 'host-a', 600_000, false)).toEqual(providerFailure(connection, 'host-a'));
     expect(answerAtEnd({ kind: 'timeout' }, 'host-a', 600_000, false)).toMatchObject({ code: 'provider_timeout' });
+  });
+
+  it('a 503 with Retry-After for a request the shutdown ended, whatever the log did (what it delivered is billed, or the hold returns)', () => {
+    for (const recorded of [true, false]) {
+      const error = answerAtEnd({ kind: 'shutdown' }, 'host-a', 600_000, recorded)!;
+      expect(error).toMatchObject({ code: 'unavailable', status: 503, headers: { 'retry-after': '1' } });
+      expect(error.message).toMatch(
+        /^the gateway is shutting down and this request was still running when its grace period ended/,
+      );
+    }
   });
 
   it('nothing for a client that left, whatever the log did', () => {

@@ -20,3 +20,18 @@ describe('readiness when the log takes no appends', () => {
     ]);
   });
 });
+
+describe('readiness of a worker of a set (WORKERS > 1)', () => {
+  const serving = { draining: false, behind: 0, appends: null, store: null, logReplaced: null };
+
+  it('given a worker that serves while another of its set is still starting, when asked, then not ready, saying how many serve', () => {
+    expect(readiness({ ...serving, starting: '1 of 2 workers of the set serve' })).toEqual({
+      ready: false,
+      reasons: ['starting: 1 of 2 workers of the set serve'],
+    });
+  });
+
+  it('given every worker of the set serving, when asked, then ready', () => {
+    expect(readiness({ ...serving, starting: null })).toEqual({ ready: true, reasons: [] });
+  });
+});

@@ -373,6 +373,77 @@ describeWithRedis('WORKERS=2: each event is applied to the read models once for 
   }, 60_000);
 });
 
+/** GET /health/ready on a connection of its own (which worker accepts it is the primary's turn): its status, body and worker. */
+const readyOnNewConnection = (base: string) =>
+  new Promise<{ status: number; body: { ready: boolean; reasons: string[] }; worker: number }>((resolve, reject) => {
+    const req = httpRequest(`${base}/health/ready`, { agent: false }, (res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      res.on('end', () =>
+        resolve({ status: res.statusCode!, body: JSON.parse(text), worker: Number(res.headers['x-gateway-worker']) }),
+      );
+    });
+    req.on('error', reject);
+    req.end();
+  });
+
+describeWithRedis('WORKERS=2: ready only once every worker serves', () => {
+  let fake: FakeUpstream;
+  let t: TestRuntime;
+  let set: WorkerSet | undefined;
+
+  afterAll(async () => {
+    killWorkerSet(set);
+    await fake?.close();
+    await t?.cleanup();
+  });
+
+  it('while the second worker is still starting, the first serves but answers /health/ready 503 (1 of 2 serve); once both serve, both answer 200', async () => {
+    fake = await startFakeUpstream();
+    t = await openTestRuntime({ redis: true, env: TIMING });
+    // Worker 2 is held, whole, just before it listens, until the test lets it go (SIGUSR2).
+    const env: Record<string, string> = {
+      ...serviceEnv(t, fake, TIMING),
+      WORKERS: '2',
+      NODE_OPTIONS: `--require ${join(ROOT, 'test/support/workers/hold-listen.js')}`,
+      HOLD_WORKER_INDEX: '2',
+    };
+    const orgId = await fundedOrganization(t.runtime, 100_000_000_000);
+    const key = (await createKey(t.runtime, orgId, 'set')).secret;
+    await t.runtime.projector.catchUp();
+    const primary = startNode(MAIN, [], env);
+    set = { primary, base: '', pids: [] };
+    const held = Number(/\(pid (\d+)\)/.exec(await primary.waitForLine('held worker 2 (pid ', 30_000))![1]);
+    set.pids.push(held);
+    let listening: RegExpExecArray | null = null;
+    await eventually(
+      () => (listening = /"pid":(\d+)[^\n]*model gateway listening on (http:\/\/[\d.:]+)/.exec(primary.output())) !== null,
+      30_000,
+    );
+    const [, first, base] = listening!;
+    set.pids.push(Number(first));
+
+    // The first worker serves every connection (the other does not listen), and says the set is not ready.
+    fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
+    expect(await answeredOnNewConnection(base, key)).toEqual({ status: 200, worker: Number(first) });
+    const starting = await readyOnNewConnection(base);
+    expect(starting).toEqual({
+      status: 503,
+      body: { ready: false, reasons: ['starting: 1 of 2 workers of the set serve'] },
+      worker: Number(first),
+    });
+    expect(primary.output()).not.toMatch(/workers serving on/);
+
+    process.kill(held, 'SIGUSR2');
+    await eventually(() => /2 workers serving on/.test(primary.output()), 30_000);
+    // The primary's word reaches the first worker over its channel: ready from then on.
+    await eventually(async () => (await readyOnNewConnection(base)).status === 200, 10_000);
+    const answers = await Promise.all(Array.from({ length: 8 }, () => readyOnNewConnection(base)));
+    expect(answers.map((a) => a.status)).toEqual(Array(8).fill(200));
+    expect(new Set(answers.map((a) => a.worker))).toEqual(new Set([Number(first), held]));
+  }, 90_000);
+});
+
 describe('WORKERS=2 without REDIS_URL', () => {
   it('is refused at start, saying why', async () => {
     const dir = tempDir('refused-set');

@@ -20,7 +20,8 @@ export function chatCompletion(
 
 /**
  * A chat-completions stream of `model` asking to count, opened with `secret`: resolves once its first
- * word has arrived. `ended` says how it ended: `completed` (with `data: [DONE]`) or `cut`.
+ * word has arrived. `ended` says how it ended: `completed` (with `data: [DONE]`) or `cut`; `body`, what
+ * had arrived (once ended: all of it).
  */
 export async function openCountingStream(base: string, secret: string, model: string) {
   const res = await chatCompletion(base, secret, { model, stream: true, messages: [{ role: 'user', content: 'Count' }] });
@@ -41,5 +42,5 @@ export async function openCountingStream(base: string, secret: string, model: st
     }
   })();
   await started;
-  return { ended, requestId: res.headers.get('x-request-id')! };
+  return { ended, requestId: res.headers.get('x-request-id')!, body: () => seen };
 }
