@@ -6,6 +6,7 @@ import {
   object,
   optionalBoolean,
 } from '../../http/schema-validation';
+import { standardServiceTier } from '../priced-modes';
 
 /**
  * A content part: any typed part is accepted; text parts carry text, image parts a URL. Across formats
@@ -47,6 +48,8 @@ export interface ChatCompletionRequest {
   reasoning_effort?: string | null;
   /** Hosted web search (search models): no serving host runs it, so it is left out, and the reply says so. */
   web_search_options?: Record<string, unknown> | null;
+  /** The standard tier only: the others are priced apart (priced-modes.ts). */
+  service_tier?: 'auto' | 'default' | null;
   n?: number | null;
   logprobs?: boolean | null;
   top_logprobs?: number | null;
@@ -177,5 +180,6 @@ export const chatCompletionRequestSchema = {
     },
     reasoning_effort: { type: ['string', 'null'] },
     web_search_options: { type: ['object', 'null'] },
+    service_tier: standardServiceTier,
   },
 };

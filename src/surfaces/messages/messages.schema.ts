@@ -6,6 +6,7 @@ import {
   object,
   optionalBoolean,
 } from '../../http/schema-validation';
+import { globalInferenceGeo, standardSpeed } from '../priced-modes';
 
 export interface TextBlock {
   type: 'text';
@@ -57,6 +58,9 @@ export interface MessagesRequest {
   thinking?: { type: string; budget_tokens?: number } | null;
   /** `effort` for adaptive thinking; `format`, the JSON the reply's text must be (structured outputs). */
   output_config?: { effort?: string; format?: JsonOutputFormat | null } | null;
+  /** Standard speed and global inference only: the other modes are priced apart (priced-modes.ts). */
+  speed?: 'standard' | null;
+  inference_geo?: 'global' | null;
   /** The structured-outputs beta's name for `output_config.format` (`structured-outputs-2025-11-13`), still taken. */
   output_format?: JsonOutputFormat | null;
 }
@@ -196,5 +200,7 @@ export const messagesRequestSchema = {
     top_k: integerFrom(0),
     metadata: { type: ['object', 'null'] },
     stream: optionalBoolean,
+    speed: standardSpeed,
+    inference_geo: globalInferenceGeo,
   },
 };

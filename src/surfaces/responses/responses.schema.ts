@@ -1,4 +1,5 @@
 import { integerFrom, modelReference, nonEmptyString, numberBetween, optionalBoolean } from '../../http/schema-validation';
+import { standardServiceTier } from '../priced-modes';
 
 /**
  * A content part of an input message. Text parts carry text; `input_image` a URL (https or data);
@@ -104,6 +105,8 @@ export interface ResponsesRequest {
   conversation?: string | { id: string } | null;
   prompt?: Record<string, unknown> | null;
   background?: boolean | null;
+  /** The standard tier only: the others are priced apart (priced-modes.ts). */
+  service_tier?: 'auto' | 'default' | null;
 }
 
 const optionalString = { type: ['string', 'null'] };
@@ -250,7 +253,7 @@ export const responsesRequestSchema = {
     conversation: { type: ['string', 'object', 'null'] },
     prompt: { type: ['object', 'null'] },
     background: optionalBoolean,
-    service_tier: optionalString,
+    service_tier: standardServiceTier,
     top_logprobs: integerFrom(0),
     max_tool_calls: integerFrom(1),
     stream_options: { type: ['object', 'null'] },
