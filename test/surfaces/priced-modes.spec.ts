@@ -24,7 +24,7 @@ describe('API surfaces: modes priced apart from the list price are refused, the 
       headers: { 'content-type': 'application/json', authorization: `Bearer ${g.key}`, 'anthropic-version': '2023-06-01' },
       body: JSON.stringify(body),
     });
-  const chat = (extra: object, model = M.gpt.slug) => ({
+  const chat = (extra: object, model: string = M.gpt.slug) => ({
     model,
     max_tokens: 10,
     messages: [{ role: 'user', content: 'hi' }],
