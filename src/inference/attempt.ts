@@ -12,7 +12,11 @@ import { retryDecision, type RetryPolicy } from '../routing/retry';
 /** How a request ended: exactly one per request. */
 export type Ending =
   | { readonly kind: 'complete' }
-  | { readonly kind: 'abort' }
+  /**
+   * The client left. `readToEnd`: the host was read to its end after that (nothing more forwarded),
+   * so its own count of what it produced, hidden reasoning included, bills the request.
+   */
+  | { readonly kind: 'abort'; readonly readToEnd?: true }
   /** The gateway shutting down ended it: still open when its grace period (SHUTDOWN_GRACE_MS) ended. */
   | { readonly kind: 'shutdown' }
   | { readonly kind: 'timeout' }
@@ -33,7 +37,12 @@ export type AttemptSignal =
     }
   | { readonly type: 'host_complete' }
   | { readonly type: 'deadline' }
-  | { readonly type: 'abort' }
+  /**
+   * The client left. `readOn`: the host may produce what is never delivered (a reasoning model's
+   * hidden reasoning), which it charges for all the same: the call in flight is read to its end for
+   * its count rather than cut.
+   */
+  | { readonly type: 'abort'; readonly readOn?: boolean }
   | { readonly type: 'shutdown' };
 
 export type AttemptInput = CanonicalEvent | AttemptSignal;
@@ -41,6 +50,7 @@ export type AttemptInput = CanonicalEvent | AttemptSignal;
 export const HOST_COMPLETE: AttemptSignal = { type: 'host_complete' };
 export const DEADLINE: AttemptSignal = { type: 'deadline' };
 export const ABORT: AttemptSignal = { type: 'abort' };
+export const ABORT_READING_ON: AttemptSignal = { type: 'abort', readOn: true };
 export const SHUTDOWN: AttemptSignal = { type: 'shutdown' };
 export const hostFailed = (error: HostError, msLeft = Infinity, random = 0, anotherCredential = false): AttemptSignal => ({
   type: 'host_failed',
@@ -56,7 +66,7 @@ export const hostFailed = (error: HostError, msLeft = Infinity, random = 0, anot
  * (`state.ending` says how). Anything after the ending is ignored.
  */
 export type EventAction = 'forward' | 'skip' | 'ignore';
-export type SignalAction = 'other_credential' | 'retry_host' | 'next_host' | 'end' | 'ignore';
+export type SignalAction = 'other_credential' | 'retry_host' | 'next_host' | 'read_on' | 'end' | 'ignore';
 
 export interface AttemptState {
   /** The host being called: an index into the admitted hosts. */
@@ -79,8 +89,10 @@ export interface AttemptState {
   ready: boolean;
   /** Text, reasoning or a tool call has been forwarded: no fallback now, and a cut bills what was delivered. */
   produced: boolean;
-  /** Characters of text, reasoning and tool calls forwarded. */
+  /** Characters of text, reasoning and tool calls forwarded (and, once the client has left, read). */
   deliveredChars: number;
+  /** The client has left and the host is read on for its count: nothing is forwarded, nothing retried. */
+  clientGone: boolean;
   /** Usage as the host serving has reported it so far, if it has. */
   usage: Usage | null;
   /** The serving host's own id for its reply, once it has said it. */
@@ -100,6 +112,7 @@ export const initialAttempt = (hostCount: number, retries: readonly RetryPolicy[
   ready: false,
   produced: false,
   deliveredChars: 0,
+  clientGone: false,
   usage: null,
   upstreamId: null,
   ending: null,
@@ -108,6 +121,7 @@ export const initialAttempt = (hostCount: number, retries: readonly RetryPolicy[
 const COMPLETE: Ending = { kind: 'complete' };
 const TIMEOUT: Ending = { kind: 'timeout' };
 const ABORTED: Ending = { kind: 'abort' };
+const READ_TO_END: Ending = { kind: 'abort', readToEnd: true };
 const SHUT_DOWN: Ending = { kind: 'shutdown' };
 
 /** One step of the attempt: a host event, or a signal (a host's failure or completion, the deadline, an abort, the shutdown). */
@@ -116,32 +130,36 @@ export function attemptStep(state: AttemptState, input: AttemptSignal): SignalAc
 export function attemptStep(state: AttemptState, input: AttemptInput): EventAction | SignalAction;
 export function attemptStep(state: AttemptState, input: AttemptInput): EventAction | SignalAction {
   if (state.ending !== null) return 'ignore';
+  // Once the client has left, the host's events are only counted.
+  const forward = state.clientGone ? 'skip' : 'forward';
   switch (input.type) {
     case 'ready':
       if (state.ready) return 'skip';
       state.ready = true;
-      return 'forward';
+      return forward;
     case 'text':
     case 'reasoning':
       state.produced = true;
       state.deliveredChars += input.text.length;
-      return 'forward';
+      return forward;
     case 'tool_call':
       state.produced = true;
       state.deliveredChars += input.argumentsDelta.length + (input.name?.length ?? 0);
-      return 'forward';
+      return forward;
     case 'usage':
       state.usage = input.usage;
-      return 'forward';
+      return forward;
     case 'upstream_id':
       state.upstreamId = input.id;
       return 'skip';
     case 'finish':
     case 'citation':
     case 'pass_through':
-      return 'forward';
+      return forward;
     case 'host_failed': {
       const { error } = input;
+      // Nobody to serve: what was delivered is billed, as a cut would have been.
+      if (state.clientGone) return end(state, ABORTED);
       if (error.kind !== 'circuit_open') state.failure = error;
       if (state.produced) return end(state, { kind: 'failed', error });
       // What the failed call counted is not the next one's to bill, nor its reply's id the served one's.
@@ -169,13 +187,19 @@ export function attemptStep(state: AttemptState, input: AttemptInput): EventActi
       return end(state, { kind: 'failed', error: error.kind === 'circuit_open' ? (state.failure ?? error) : error });
     }
     case 'host_complete':
-      return end(state, COMPLETE);
+      return end(state, state.clientGone ? READ_TO_END : COMPLETE);
     case 'deadline':
-      return end(state, TIMEOUT);
+      return end(state, state.clientGone ? ABORTED : TIMEOUT);
     case 'abort':
+      // Told again (the response's close, then the unsubscription): the client has already left.
+      if (state.clientGone) return 'ignore';
+      if (input.readOn === true) {
+        state.clientGone = true;
+        return 'read_on';
+      }
       return end(state, ABORTED);
     case 'shutdown':
-      return end(state, SHUT_DOWN);
+      return end(state, state.clientGone ? ABORTED : SHUT_DOWN);
   }
 }
 

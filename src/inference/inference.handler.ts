@@ -24,6 +24,7 @@ import { ledgerPositionHeader } from '../read-your-writes/ledger-position';
 import { AdmissionPlan, insufficientCredits, planAdmission, PlannedRoute, Refusal } from './admission';
 import {
   ABORT,
+  ABORT_READING_ON,
   AttemptSignal,
   AttemptState,
   DEADLINE,
@@ -35,7 +36,7 @@ import {
   SHUTDOWN,
 } from './attempt';
 import { Admitted, BilledRequests, BilledUseCase } from './billed-request';
-import { OpenRequests } from './in-flight';
+import { InFlightSettlements, OpenRequests } from './in-flight';
 import { InferenceCommand, InferenceInput, InferenceResult, PipelineEvent } from './inference.command';
 import { CallEnded, progressOf, settlementFor } from './settlement';
 import { usageLimits } from './usage-check';
@@ -67,6 +68,7 @@ export class InferenceHandler
     private readonly keyPools: KeyPools,
     @Inject(STICKY_ROUTES) private readonly sticky: StickyRoutes,
     private readonly open: OpenRequests,
+    private readonly inFlight: InFlightSettlements,
     @Optional() @Inject(HOST_HEALTH) private readonly health?: HostHealthReader,
   ) {}
 
@@ -238,9 +240,24 @@ export class InferenceHandler
       } catch (error) {
         this.requests.abandon(admitted, routes[attempt.hostIndex].served, error, subscriber);
       }
+      // Its settlement is now tracked in its own right (requests.end): what waited for the reading follows it.
+      if (readingOn) readingOn.done(facts?.settled !== readingOn.read ? facts?.settled : undefined);
     };
+    /**
+     * A request whose client left while its host is read on: the shutdown, and its log line (written
+     * once it is settled, to say what it was billed), wait for it until its settlement.
+     */
+    let readingOn: { read: Promise<void>; done: (settled?: Promise<void>) => void } | undefined;
     const signal = (input: AttemptSignal) => {
-      if (attemptStep(attempt, input) === 'end') end();
+      const action = attemptStep(attempt, input);
+      if (action === 'end') end();
+      else if (action === 'read_on') {
+        let done: (settled?: Promise<void>) => void = () => undefined;
+        const read = new Promise<void>((resolve) => (done = resolve));
+        readingOn = { read, done };
+        void this.inFlight.track(read);
+        if (facts) facts.settled = read;
+      }
     };
     /** A host failed before it could serve (or was passed over): the same host again, the next, or the end. */
     const hostFailedWith = (error: HostError) => {
@@ -332,7 +349,10 @@ export class InferenceHandler
     const forget = this.open.whileOpen(() => signal(SHUTDOWN));
     if (forget === null) signal(SHUTDOWN);
     else call();
-    return () => signal(ABORT);
+    // The client leaving: a reasoning model's host call is read to its end, since its hidden
+    // reasoning is charged by the host whether or not it is delivered (and a cut after the last text
+    // would otherwise bill the text alone); any other is cut, and billed for what it delivered.
+    return () => signal(current !== null && routes[attempt.hostIndex].model.reasoning ? ABORT_READING_ON : ABORT);
   }
 
   /** The conversation's next request goes to the host that served this one, while its cache lives (a failure to store it is logged). */

@@ -57,11 +57,15 @@ const unfinishedStatus = (ending: Unfinished): Exclude<SettlementStatus, 'ok'> =
         : 'provider_error';
 
 /**
- * A completed request is billed (from its usage, as checked); one that did not complete is billed
- * for what was delivered, or released in full when nothing was.
+ * A completed request is billed (from its usage, as checked), and so is one whose client left while
+ * its host was read to the end; one that did not complete is billed for what was delivered, or
+ * released in full when nothing was.
  */
 export function settlementFor(ending: Ending, delivered: Delivered, limits: UsageLimits): Settlement {
   if (ending.kind === 'complete') return { action: 'settle', status: 'ok', ...checked(delivered, limits, true) };
+  // The client left and the host was read to its end: its reply's count, as a completed reply's is.
+  if (ending.kind === 'abort' && ending.readToEnd)
+    return { action: 'settle', status: 'client_abort', ...checked(delivered, limits, true) };
   if (!delivered.produced) return nothingDelivered(ending);
   return { action: 'settle', status: unfinishedStatus(ending), ...checked(delivered, limits, false) };
 }

@@ -1,6 +1,7 @@
 import { CanonicalEvent, HostError } from '../../src/canonical/canonical';
 import {
   ABORT,
+  ABORT_READING_ON,
   AttemptInput,
   attemptStep,
   DEADLINE,
@@ -36,6 +37,7 @@ describe('the attempt', () => {
       ready: false,
       produced: false,
       deliveredChars: 0,
+      clientGone: false,
       usage: null,
       upstreamId: null,
       ending: null,
@@ -140,6 +142,49 @@ describe('the attempt', () => {
       expect(action).toBe('ignore');
       expect(state).toMatchObject({ ending: { kind: 'complete' }, deliveredChars: 2, hostIndex: 0 });
     });
+  });
+});
+
+describe('the attempt, given a client that left while its host is read on (a reasoning model)', () => {
+  const counted = usage({ inputTokens: 50, outputTokens: 2040, reasoningTokens: 2000 });
+  const readOn = () => given(2, ready, text('Hi'), ABORT_READING_ON);
+
+  it('goes on without ending: the host is read, nothing is forwarded', () => {
+    const { action, state } = given(2, ready, text('Hi')).when(ABORT_READING_ON);
+    expect(action).toBe('read_on');
+    expect(state).toMatchObject({ ending: null, clientGone: true });
+    const after = readOn();
+    expect(after.when(text('more')).action).toBe('skip');
+    expect(after.when({ type: 'usage', usage: counted }).action).toBe('skip');
+    expect(after.state).toMatchObject({ deliveredChars: 6, usage: counted });
+  });
+
+  it("ends on the host's completion as the client's leaving, read to its end (the host's count bills it)", () => {
+    const { action, state } = readOn().when(HOST_COMPLETE);
+    expect(action).toBe('end');
+    expect(state.ending).toEqual({ kind: 'abort', readToEnd: true });
+  });
+
+  it.each([
+    ['the host failing', hostFailed(unavailable)],
+    ['the deadline', DEADLINE],
+    ["the shutdown's grace period ending", SHUTDOWN],
+  ])('%s ends it as the client leaving, billed for what was delivered (no retry: nobody to serve)', (_name, input) => {
+    const { action, state } = readOn().when(input);
+    expect(action).toBe('end');
+    expect(state.ending).toEqual({ kind: 'abort' });
+  });
+
+  it.each([ABORT, ABORT_READING_ON])('being told again that the client left changes nothing (%j)', (input) => {
+    const { action, state } = readOn().when(input);
+    expect(action).toBe('ignore');
+    expect(state).toMatchObject({ ending: null, clientGone: true });
+  });
+
+  it('before any output as well: a host still thinking is read on', () => {
+    const { action, state } = given(2, ready).when(ABORT_READING_ON);
+    expect(action).toBe('read_on');
+    expect(state.produced).toBe(false);
   });
 });
 

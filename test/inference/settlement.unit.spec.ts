@@ -107,6 +107,28 @@ describe('the settlement', () => {
     });
   });
 
+  describe('given a client that left while its host was read to the end', () => {
+    const readToEnd: Ending = { kind: 'abort', readToEnd: true };
+
+    it("bills the host's count as a completed reply's, under the client's leaving", () => {
+      expect(settlementFor(readToEnd, reported, LIMITS)).toEqual({
+        action: 'settle',
+        status: 'client_abort',
+        usage: reported.usage,
+        flag: null,
+        estimated: [],
+      });
+    });
+
+    it('bills it even when nothing had been delivered (a reply answered in one piece, a host still thinking)', () => {
+      expect(settlementFor(readToEnd, { ...reported, produced: false, deliveredChars: 0 }, LIMITS)).toMatchObject({
+        action: 'settle',
+        status: 'client_abort',
+        usage: reported.usage,
+      });
+    });
+  });
+
   describe('given a request that ended before any output', () => {
     it.each<[string, Ending, string, string]>([
       ['the client left', { kind: 'abort' }, 'client_abort', 'client_abort'],

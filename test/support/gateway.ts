@@ -157,6 +157,29 @@ export const extraChatModel = (m: { slug: string; id: string; hostModel: string 
 });
 
 /** The test catalogue's file with `models` added (see extraChatModel), for startGateway's `catalogue`. */
+/**
+ * `test/gpt` as a model that does not reason (catalogue `reasoning: false`), on the same host model
+ * and prices: a client leaving cuts its host call at once, where a reasoning model's is read to its
+ * end for the host's count (hidden reasoning is charged all the same). Add it with testCatalogueWith.
+ */
+export const PLAIN_GPT = {
+  slug: 'test/gpt-plain',
+  id: '99999999-9999-4999-8999-999999999999',
+  hostModel: TEST_MODELS.gpt.hostModel,
+};
+export const plainGptModel = () => {
+  const { input, output, cacheRead, cacheWrite } = TEST_MODELS.gpt;
+  return {
+    slug: PLAIN_GPT.slug,
+    id: PLAIN_GPT.id,
+    name: 'Test GPT, not reasoning',
+    contextLength: 128_000,
+    maxOutputTokens: 1000,
+    reasoning: false,
+    hosts: [{ host: 'fake-openai', model: PLAIN_GPT.hostModel, pricing: { input, output, cacheRead, cacheWrite } }],
+  };
+};
+
 export const testCatalogueWith =
   (...models: object[]) =>
   (fake: FakeUpstream) => {

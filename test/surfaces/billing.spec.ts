@@ -2,7 +2,16 @@ import OpenAI from 'openai';
 import request from 'supertest';
 import { chargeFor } from '../../src/ledger/money';
 import { ReservationSettled, settledPrices, settledUsage } from '../../src/ledger/ledger.events';
-import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { eventually } from '../support/processes';
+import {
+  auditThenClose,
+  PLAIN_GPT,
+  plainGptModel,
+  startGateway,
+  testCatalogueWith,
+  TEST_MODELS,
+  TestGateway,
+} from '../support/gateway';
 
 const M = TEST_MODELS;
 const chat = (extra: Record<string, unknown> = {}) => ({
@@ -64,6 +73,7 @@ describe('billing on every ending', () => {
     // Read models in Redis, so the operator tool's audit, in its own process, compares with what the gateway served from.
     g = await startGateway({
       redis: true,
+      catalogue: testCatalogueWith(plainGptModel()),
       env: { REQUEST_TIMEOUT_MS: '3000', HOST_FIRST_BYTE_TIMEOUT_MS: '1000', SSE_KEEPALIVE_MS: '100' },
     });
   });
@@ -74,14 +84,14 @@ describe('billing on every ending', () => {
   });
   afterEach(async () => g.settled());
 
-  it('client abort mid-stream: the upstream socket closes within a second and only delivered tokens are charged', async () => {
+  it('client abort mid-stream on a model that does not reason: the upstream socket closes within a second and only delivered tokens are charged', async () => {
     const words = Array.from({ length: 400 }, (_, i) => `word${i}`).join(' ');
     g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: words, usage: { input: 50, output: 400 } }, chunkDelayMs: 5 });
     const index = g.fake.requests.length;
     const received = await readThenAbort(
       `${g.baseUrl}/api/v1/chat/completions`,
       g.key,
-      chat({ stream: true }),
+      chat({ model: PLAIN_GPT.slug, stream: true }),
       (t) => contentOf(t).length > 60,
     );
     const abortedAt = Date.now();
@@ -94,6 +104,51 @@ describe('billing on every ending', () => {
     expect(settled!.outputTokens).toBeGreaterThanOrEqual(Math.ceil(contentOf(received).length / 4));
     expect(settled!.outputTokens).toBeLessThan(400 / 2);
     expect(settled!.amount).toBe(chargeFor(settledUsage(settled!), settledPrices(settled!)));
+  });
+
+  it('client abort mid-stream on a reasoning model: the host is read to its end, and its count, hidden reasoning included, is charged', async () => {
+    // The reviewer's case: the client leaves once it has the text it wanted, before the usage chunk;
+    // the host charges for the 800 tokens of reasoning it never showed all the same.
+    const words = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ');
+    const usage = { input: 50, output: 840, reasoning: 800 };
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: words, usage }, chunkDelayMs: 5 });
+    const index = g.fake.requests.length;
+    const received = await readThenAbort(
+      `${g.baseUrl}/api/v1/chat/completions`,
+      g.key,
+      chat({ stream: true }),
+      (t) => contentOf(t).length > 60,
+    );
+    // The fake's closed() rejects when its reply completed: the gateway read it to the end.
+    await expect(g.fake.closed(index)).rejects.toThrow();
+    await g.settled();
+    const settled = await lastSettlement(g);
+    expect(settled).toMatchObject({ status: 'client_abort', host: 'fake-openai', inputTokens: 50, outputTokens: 840 });
+    expect(contentOf(received).length).toBeLessThan(words.length);
+    expect(settled!.amount).toBe(chargeFor(settledUsage(settled!), settledPrices(settled!)));
+  });
+
+  it('a reasoning model answered in one piece whose client leaves: the reply is still read, and charged as the host counted it', async () => {
+    g.fake.on(M.gpt.hostModel, {
+      kind: 'reply',
+      reply: { text: 'The answer.', usage: { input: 30, output: 900, reasoning: 880 } },
+      firstByteDelayMs: 300,
+    });
+    const index = g.fake.requests.length;
+    const leaving = new AbortController();
+    const sent = fetch(`${g.baseUrl}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${g.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(chat()),
+      signal: leaving.signal,
+    }).catch(() => 'left');
+    // The client leaves once its request is at the host, which is still thinking.
+    await eventually(() => g.fake.requests.length > index);
+    leaving.abort();
+    expect(await sent).toBe('left');
+    await expect(g.fake.closed(index)).rejects.toThrow();
+    await g.settled();
+    expect(await lastSettlement(g)).toMatchObject({ status: 'client_abort', inputTokens: 30, outputTokens: 900 });
   });
 
   it('upstream 500 before any output: 502, and the hold is released in full', async () => {
