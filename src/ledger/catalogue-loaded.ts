@@ -1,6 +1,7 @@
 import type { ReservationSettled } from './ledger.events';
 import { HOSTED_TOOL_CLASSES } from '../canonical/canonical';
 import type { TokenPrices } from './money';
+import type { PriceBand } from './price-bands';
 
 /** One model on one host at one catalogue version: the prices a request it served is billed at. */
 export interface CataloguePrice {
@@ -10,6 +11,11 @@ export interface CataloguePrice {
   host: string;
   hostModel: string;
   prices: TokenPrices;
+  /**
+   * Its long-context bands, by ascending threshold: a request whose prompt is above one is billed at
+   * its token prices. Absent when it has none, and from events written before bands existed.
+   */
+  longContext?: PriceBand[];
 }
 
 /**
