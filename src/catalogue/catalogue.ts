@@ -6,7 +6,8 @@ import { rememberHostKey } from '../key-secret/key-secret';
 import { HOSTED_TOOL_CLASSES, type HostedToolClass, type WireFormat } from '../canonical/canonical';
 import { hostRuns, type ServingHost } from '../canonical/hosted-tools';
 import type { CataloguePrice } from '../ledger/catalogue-loaded';
-import { formatCredits, HostedToolPrices, parseCredits, scaledPrice, TokenPrices } from '../ledger/money';
+import { formatCredits, HostedToolPrices, parseCredits, scaledPrice, TokenPrices, TokenUsage } from '../ledger/money';
+import { holdPricesForPrompt, type PriceBand, pricesForPrompt, promptTokens } from '../ledger/price-bands';
 import { DEFAULT_RETRY, RETRY_LIMITS, RetryPolicy } from './retry-policy';
 import type { HostEndpoint } from '../hosts/transport';
 
@@ -64,7 +65,28 @@ export interface ModelHost {
   };
   /** The catalogue gives no cache read price and the host's kind has no known one: cached input costs the input price. */
   cachePricesAssumed: boolean;
+  /**
+   * Long-context price bands (`longContext` in the file), by ascending threshold: a request whose
+   * prompt is above one is billed at its prices (see price-bands.ts). Empty when the host has none.
+   */
+  bands: PriceBand[];
+  /** The bands' prices as the model list shows them (US dollars per million tokens), in the same order. */
+  listBands: ListedBand[];
 }
+
+/** A long-context band as the model list shows it: its threshold, and each token class's price as written (or derived). */
+export interface ListedBand {
+  aboveInputTokens: number;
+  prices: Record<keyof PriceBand['prices'], string>;
+}
+
+/** The prices a request that used `usage` is billed at on `h`: its band's when its prompt is above one, else the base prices. */
+export const billedPrices = (h: ModelHost, usage: TokenUsage): TokenPrices =>
+  pricesForPrompt(h.prices, h.bands, promptTokens(usage));
+
+/** The prices a hold takes for `h` when the request's prompt is estimated at `estimatedPrompt` tokens (see holdPricesForPrompt). */
+export const heldPrices = (h: ModelHost, estimatedPrompt: number): TokenPrices =>
+  holdPricesForPrompt(h.prices, h.bands, estimatedPrompt);
 
 /** What a model does: chat (the chat routes) or embedding (POST /embeddings). */
 export type ModelKind = 'chat' | 'embedding';
@@ -201,16 +223,16 @@ const CACHE_PRICE_FRACTIONS: Partial<Record<HostKindName, Record<CachePrice, [nu
   anthropic: { cacheRead: [1, 10], cacheWrite: [5, 4], cacheWrite1h: [2, 1] },
 };
 
-function price(pricing: Raw, field: string, where: string, per = 'million tokens'): number {
+function price(pricing: Raw, field: string, where: string, per = 'million tokens', within = 'pricing'): number {
   const value = pricing[field];
   if (typeof value !== 'string')
-    throw new CatalogueError(where, `pricing.${field} must be a decimal string of US dollars per ${per}`);
+    throw new CatalogueError(where, `${within}.${field} must be a decimal string of US dollars per ${per}`);
   try {
     return parseCredits(value);
   } catch {
     throw new CatalogueError(
       where,
-      `pricing.${field} "${value}" is not a price (a decimal of US dollars per ${per} such as "10.00", at most 9 decimals)`,
+      `${within}.${field} "${value}" is not a price (a decimal of US dollars per ${per} such as "10.00", at most 9 decimals)`,
     );
   }
 }
@@ -229,6 +251,89 @@ function hostedToolPrices(pricing: Raw, where: string): HostedToolPrices | undef
 
 /** Every field a host's `pricing` may give: the token classes, then the hosted tools' per-use prices. */
 const PRICING_FIELDS = ['input', 'cacheRead', 'cacheWrite', 'cacheWrite1h', 'output', ...HOSTED_TOOL_CLASSES];
+
+/** Every field a long-context band may give: its threshold and the token classes' prices (hosted tools keep theirs). */
+const BAND_FIELDS = ['aboveInputTokens', 'input', 'cacheRead', 'cacheWrite', 'cacheWrite1h', 'output'];
+
+/**
+ * A host entry's `longContext`: one band or a list of them by ascending threshold, each
+ * `{"aboveInputTokens": 200000, "input": "2.50", "output": "15.00", "cacheRead": "0.25"}`. A cache
+ * class a band leaves out is derived as the base pricing's are (the kind's fractions of the band's
+ * input price; else the band's input price), but a band may not leave out a cache price the base
+ * pricing states on a kind without fractions (its cached input would silently cost the band's input price).
+ */
+function priceBandsOf(
+  value: unknown,
+  pricing: Raw,
+  kind: HostKindName,
+  where: string,
+): { bands: PriceBand[]; listed: ListedBand[] } {
+  if (value === undefined) return { bands: [], listed: [] };
+  const shape =
+    '"longContext" must be {"aboveInputTokens": n, "input": "…", "output": "…"} (cache prices optional), or a list of them';
+  const entries = Array.isArray(value) ? value : [value];
+  if (entries.length === 0) throw new CatalogueError(where, shape);
+  const bands: PriceBand[] = [];
+  const listed: ListedBand[] = [];
+  entries.forEach((entry, i) => {
+    const within = Array.isArray(value) ? `longContext[${i}]` : 'longContext';
+    if (!isObject(entry)) throw new CatalogueError(where, shape);
+    const unknown = Object.keys(entry).filter((field) => !BAND_FIELDS.includes(field));
+    if (unknown.length > 0)
+      throw new CatalogueError(
+        where,
+        `${within} has no field ${unknown.map((f) => `"${f}"`).join(', ')} (it takes ${BAND_FIELDS.map((f) => `"${f}"`).join(', ')}: a hosted tool's price does not change with the prompt)`,
+      );
+    const above = entry.aboveInputTokens;
+    if (!Number.isSafeInteger(above) || (above as number) <= 0)
+      throw new CatalogueError(
+        where,
+        `${within}.aboveInputTokens must be a positive whole number (the band prices requests whose prompt has more tokens)`,
+      );
+    const previous = bands.at(-1);
+    if (previous !== undefined && (above as number) <= previous.aboveInputTokens)
+      throw new CatalogueError(
+        where,
+        `${within}.aboveInputTokens must be above the band before it (${previous.aboveInputTokens})`,
+      );
+    const input = price(entry, 'input', where, 'million tokens', within);
+    const output = price(entry, 'output', where, 'million tokens', within);
+    const fractions = CACHE_PRICE_FRACTIONS[kind];
+    const cachePrice = (field: CachePrice): number => {
+      if (entry[field] !== undefined) return price(entry, field, where, 'million tokens', within);
+      if (fractions) return scaledPrice(input, ...fractions[field]);
+      if (pricing[field] !== undefined)
+        throw new CatalogueError(
+          where,
+          `${within} must give "${field}", as "pricing" does: without it that input would cost the band's input price`,
+        );
+      return input;
+    };
+    const prices = {
+      input,
+      cacheRead: cachePrice('cacheRead'),
+      cacheWrite: cachePrice('cacheWrite'),
+      cacheWrite1h: cachePrice('cacheWrite1h'),
+      output,
+    };
+    bands.push({ aboveInputTokens: above as number, prices });
+    const shown = (field: CachePrice): string => {
+      const written = entry[field];
+      return typeof written === 'string' ? written : formatCredits(prices[field]);
+    };
+    listed.push({
+      aboveInputTokens: above as number,
+      prices: {
+        input: entry.input as string,
+        cacheRead: shown('cacheRead'),
+        cacheWrite: shown('cacheWrite'),
+        cacheWrite1h: shown('cacheWrite1h'),
+        output: entry.output as string,
+      },
+    });
+  });
+  return { bands, listed };
+}
 
 /** The format whose clients' bodies `h` is sent whole (HostKind.wholeFormat), or null: it translates every format. */
 const wholeFormatOf = (h: ModelHost): WireFormat | null =>
@@ -291,7 +396,16 @@ export class Catalogue {
     const { version, models } = this.contents;
     if (version === null) return null;
     const prices = () =>
-      models.flatMap((m) => m.hosts.map((h) => ({ model: m.slug, host: h.host.id, hostModel: h.model, prices: h.prices })));
+      models.flatMap((m) =>
+        m.hosts.map((h): CataloguePrice => ({
+          model: m.slug,
+          host: h.host.id,
+          hostModel: h.model,
+          prices: h.prices,
+          // Only a host with bands records them: a catalogue without any is recorded as before.
+          ...(h.bands.length === 0 ? {} : { longContext: h.bands }),
+        })),
+      );
     return { version, prices };
   }
 
@@ -437,6 +551,7 @@ export class Catalogue {
         if (perUse !== undefined) prices.hostedToolUses = perUse;
         const listed = (field: CachePrice) =>
           typeof pricing[field] === 'string' ? pricing[field] : formatCredits(prices[field]);
+        const { bands, listed: listBands } = priceBandsOf(h.longContext, pricing, host.kind, hw);
         return {
           host,
           model: text(h, 'model', hw),
@@ -453,6 +568,8 @@ export class Catalogue {
           },
           // An embedding model reads no cache: its input is all at the input price, assumed nothing.
           cachePricesAssumed: !embedding && pricing.cacheRead === undefined && fractions === undefined,
+          bands,
+          listBands,
         };
       });
       const created = raw.created === undefined ? 0 : positiveInteger(raw, 'created', at);

@@ -73,7 +73,10 @@ export function planEmbeddings(
       calls.push({ served, upstream: (apiKey) => kind.embeddingsRequest!(body, served.model, apiKey, served.host.settings) });
   }
   const inputTokens = estimateEmbeddingTokens(body.input);
-  const prices = highestPrices(calls.map((c) => c.served));
+  const prices = highestPrices(
+    calls.map((c) => c.served),
+    inputTokens,
+  );
   return {
     kind: 'reserve',
     model: servable.model,

@@ -1,6 +1,13 @@
 import { HOSTED_TOOL_CLASSES, type CanonicalRequest, type WireFormat } from '../canonical/canonical';
 import { carriedToolsOf, decideHostedTools, runnableTools, withoutHostedTools } from '../canonical/hosted-tools';
-import { passesWhole, servingHostOf, type CatalogueModel, type ModelHost, type ModelKind } from '../catalogue/catalogue';
+import {
+  heldPrices,
+  passesWhole,
+  servingHostOf,
+  type CatalogueModel,
+  type ModelHost,
+  type ModelKind,
+} from '../catalogue/catalogue';
 import { HOST_KINDS } from '../hosts/hosts';
 import { ApiError, ApiErrorCode } from '../http/api-error';
 import { maskSecrets } from '../key-secret/key-secret';
@@ -32,7 +39,10 @@ export interface AdmissionPlan {
    */
   routes: PlannedRoute[];
   estimate: TokenEstimate;
-  /** The highest prices among the hosts of every model allowed: a fallback must stay covered. */
+  /**
+   * The highest prices among the hosts of every model allowed (a fallback must stay covered), each
+   * host's long-context band's when the estimated input is above its threshold.
+   */
   prices: TokenPrices;
   /**
    * What to reserve (nano-credits): the estimated input at the dearest input price, the output cap
@@ -81,10 +91,14 @@ export interface Refusal {
   error: ApiError;
 }
 
-/** The highest price of each class among the hosts that may serve (one host's own prices): a fallback must stay covered. */
-export const highestPrices = (hosts: ModelHost[]): TokenPrices =>
+/**
+ * The highest price of each class among the hosts that may serve (one host's own prices): a fallback
+ * must stay covered. A host's prices are its long-context band's where the estimated prompt
+ * (`estimatedPrompt` tokens) is above the band's threshold (see heldPrices).
+ */
+export const highestPrices = (hosts: ModelHost[], estimatedPrompt = 0): TokenPrices =>
   hosts
-    .map((h) => h.prices)
+    .map((h) => heldPrices(h, estimatedPrompt))
     .reduce((highest, prices) => {
       const merged: TokenPrices = {
         input: Math.max(highest.input, prices.input),
@@ -198,7 +212,7 @@ export function planAdmission(
     ...(carried ? { hostedToolUses: Object.fromEntries(carried.classes.map((c) => [c, carried.maxUses])) } : {}),
     ...(least > 1 ? { leastOutputTokens: least } : {}),
   };
-  const prices = highestPrices(hosts);
+  const prices = highestPrices(hosts, estimate.inputTokens);
   const amount = reservationFor(estimate.inputTokens, estimate.outputTokens, prices, estimate.hostedToolUses);
   const omittedTools = tooled.omittedTools;
   return {

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { HostError } from '../canonical/canonical';
-import { Catalogue, CatalogueModel, ModelHost } from '../catalogue/catalogue';
+import { billedPrices, Catalogue, CatalogueModel, ModelHost } from '../catalogue/catalogue';
 import type { Config } from '../config/config';
 import { ApiError } from '../http/api-error';
 import { maskSecrets } from '../key-secret/key-secret';
@@ -301,7 +301,8 @@ export class BilledRequests {
     return this.ledger
       .recordProgress(request.ticket, {
         usage,
-        prices: served.prices,
+        // A cut at this moment bills these tokens as a settlement would: at the band their prompt is in.
+        prices: billedPrices(served, usage),
         host: served.host.id,
         hostModel: served.model,
         deliveredChars,
@@ -385,7 +386,8 @@ export class BilledRequests {
         const { usage, status, flag, estimated } = settlement;
         const outcome = {
           usage,
-          prices: served.prices,
+          // The serving host's prices, its long-context band's when the prompt it counted is above one.
+          prices: billedPrices(served, usage),
           host: served.host.id,
           hostModel: served.model,
           status,

@@ -1,6 +1,7 @@
-import type { ReservationSettled } from './ledger.events';
+import { type ReservationSettled, settledUsage } from './ledger.events';
 import { HOSTED_TOOL_CLASSES } from '../canonical/canonical';
 import type { TokenPrices } from './money';
+import { bandFor, type PriceBand, pricesForPrompt, promptTokens } from './price-bands';
 
 /** One model on one host at one catalogue version: the prices a request it served is billed at. */
 export interface CataloguePrice {
@@ -10,6 +11,11 @@ export interface CataloguePrice {
   host: string;
   hostModel: string;
   prices: TokenPrices;
+  /**
+   * Its long-context bands, by ascending threshold: a request whose prompt is above one is billed at
+   * its token prices. Absent when it has none, and from events written before bands existed.
+   */
+  longContext?: PriceBand[];
 }
 
 /**
@@ -33,8 +39,11 @@ export const catalogueStream = (version: string) => `catalogue-${version}`;
 /**
  * Why a settlement's prices are not those of its catalogue version (listed: that version's
  * prices), or null when they are: some model of the version on the settlement's host and host
- * model (the model reserved, or a `models` fallback that served) has exactly its token prices and
- * the per-use price of every hosted tool it billed.
+ * model (the model reserved, or a `models` fallback that served) has exactly the token prices its
+ * tokens are billed at — its long-context band's when the settlement's prompt (every input token,
+ * the cache's included) is above the band's threshold, else its base prices — and the per-use
+ * price of every hosted tool it billed. Base prices above a band's threshold are refused, as are a
+ * band's below it.
  */
 export function pricesNotOfVersion(listed: readonly CataloguePrice[], settled: ReservationSettled['data']): string | null {
   const onHost = listed.filter((p) => p.host === settled.host && p.hostModel === settled.hostModel);
@@ -48,6 +57,14 @@ export function pricesNotOfVersion(listed: readonly CataloguePrice[], settled: R
     HOSTED_TOOL_CLASSES.every(
       (c) => prices.hostedToolUses?.[c] === undefined || prices.hostedToolUses[c] === p.hostedToolUses?.[c],
     );
-  if (onHost.some((p) => same(p.prices))) return null;
-  return `prices ${JSON.stringify(prices)} are not catalogue version ${settled.catalogueVersion}'s for ${settled.hostModel} on ${settled.host} (${onHost.map((p) => JSON.stringify(p.prices)).join(', ')})`;
+  const prompt = promptTokens(settledUsage(settled));
+  if (onHost.some((p) => same(pricesForPrompt(p.prices, p.longContext, prompt)))) return null;
+  const expected = onHost.map((p) => {
+    const band = bandFor(p.longContext, prompt);
+    const at = pricesForPrompt(p.prices, p.longContext, prompt);
+    return band === null
+      ? `${JSON.stringify(at)}${p.longContext?.length ? ` (its base prices: this one's ${prompt} prompt tokens are above no band's threshold)` : ''}`
+      : `${JSON.stringify(at)} (its band above ${band.aboveInputTokens} prompt tokens: this one has ${prompt})`;
+  });
+  return `prices ${JSON.stringify(prices)} are not catalogue version ${settled.catalogueVersion}'s for ${settled.hostModel} on ${settled.host} (${expected.join(', ')})`;
 }

@@ -356,3 +356,179 @@ describe("catalogue: a host's retries", () => {
     expect(failure(file([host(fields)]))).toBe(`catalogue: hosts[0] (up): ${message}`);
   });
 });
+
+describe('catalogue: long-context price bands', () => {
+  /** A model on `kind`'s host with `pricing` and `longContext` as given. */
+  const banded = (
+    longContext: unknown,
+    pricing: Record<string, string> = { input: '1.25', output: '10.00', cacheRead: '0.125' },
+    kind = 'gemini',
+  ) =>
+    file(
+      [host({ kind, baseUrl: 'http://127.0.0.1:9/v1beta' })],
+      [model({ hosts: [{ host: 'up', model: 'model-a', pricing, longContext }] })],
+    );
+
+  it('gives a band its threshold and exact prices, and lists them as written', () => {
+    const catalogue = Catalogue.parse(
+      banded({ aboveInputTokens: 200_000, input: '2.50', output: '15.00', cacheRead: '0.25' }),
+      {},
+    );
+    const [served] = catalogue.models[0].hosts;
+    // Gemini hosts price no cache writes: at the band's input price, as the base's are at the base's.
+    expect(served.bands).toEqual([
+      {
+        aboveInputTokens: 200_000,
+        prices: {
+          input: 2_500_000_000,
+          cacheRead: 250_000_000,
+          cacheWrite: 2_500_000_000,
+          cacheWrite1h: 2_500_000_000,
+          output: 15_000_000_000,
+        },
+      },
+    ]);
+    expect(served.listBands).toEqual([
+      {
+        aboveInputTokens: 200_000,
+        prices: { input: '2.50', cacheRead: '0.25', cacheWrite: '2.5', cacheWrite1h: '2.5', output: '15.00' },
+      },
+    ]);
+    // A host without bands has none, and its base prices are untouched.
+    expect(Catalogue.parse(file(), {}).models[0].hosts[0].bands).toEqual([]);
+    expect(served.prices.input).toBe(1_250_000_000);
+  });
+
+  it("derives an anthropic band's cache prices from its input price as Anthropic lists them (0.1×, 1.25×, 2×)", () => {
+    const catalogue = Catalogue.parse(
+      banded({ aboveInputTokens: 200_000, input: '6.00', output: '22.50' }, { input: '3.00', output: '15.00' }, 'anthropic'),
+      {},
+    );
+    expect(catalogue.models[0].hosts[0].bands[0].prices).toEqual({
+      input: 6_000_000_000,
+      cacheRead: 600_000_000,
+      cacheWrite: 7_500_000_000,
+      cacheWrite1h: 12_000_000_000,
+      output: 22_500_000_000,
+    });
+  });
+
+  it('takes a list of bands by ascending threshold', () => {
+    const bands = [
+      { aboveInputTokens: 32_000, input: '2.00', output: '12.00', cacheRead: '0.2' },
+      { aboveInputTokens: 128_000, input: '4.00', output: '24.00', cacheRead: '0.4' },
+    ];
+    const [served] = Catalogue.parse(banded(bands), {}).models[0].hosts;
+    expect(served.bands.map((b) => [b.aboveInputTokens, b.prices.input])).toEqual([
+      [32_000, 2_000_000_000],
+      [128_000, 4_000_000_000],
+    ]);
+  });
+
+  it('the shipped catalogue bands Gemini 2.5 Pro and Claude Sonnet 4 and 4.5 on every host above 200,000 prompt tokens, and no other model', () => {
+    const shipped = Catalogue.load(join(__dirname, '../../catalogue/default.json'), {});
+    const banded = shipped.models.filter((m) => m.hosts.some((h) => h.bands.length > 0)).map((m) => m.slug);
+    expect(banded).toEqual(['anthropic/claude-sonnet-4', 'anthropic/claude-sonnet-4.5', 'google/gemini-2.5-pro']);
+    // The version's prices, as its CatalogueLoaded records them: the bands beside the prices of the
+    // hosts that have them, nothing more for the others (a catalogue without bands records as before).
+    const recorded = shipped.loaded!.prices();
+    expect(recorded.filter((p) => p.longContext !== undefined).map((p) => `${p.model} on ${p.host}`)).toEqual([
+      'anthropic/claude-sonnet-4 on anthropic',
+      'anthropic/claude-sonnet-4 on bedrock',
+      'anthropic/claude-sonnet-4 on vertex',
+      'anthropic/claude-sonnet-4.5 on anthropic',
+      'anthropic/claude-sonnet-4.5 on vertex',
+      'google/gemini-2.5-pro on gemini',
+      'google/gemini-2.5-pro on vertex',
+    ]);
+    expect(Object.keys(recorded.find((p) => p.model === 'openai/gpt-4.1')!)).toEqual(['model', 'host', 'hostModel', 'prices']);
+    for (const h of shipped.find('google/gemini-2.5-pro')!.hosts)
+      expect(h.bands).toEqual([
+        {
+          aboveInputTokens: 200_000,
+          prices: {
+            input: 2_500_000_000,
+            cacheRead: 250_000_000,
+            cacheWrite: 2_500_000_000,
+            cacheWrite1h: 2_500_000_000,
+            output: 15_000_000_000,
+          },
+        },
+      ]);
+    for (const slug of ['anthropic/claude-sonnet-4', 'anthropic/claude-sonnet-4.5'])
+      for (const h of shipped.find(slug)!.hosts)
+        expect(h.bands).toEqual([
+          {
+            aboveInputTokens: 200_000,
+            prices: {
+              input: 6_000_000_000,
+              cacheRead: 600_000_000,
+              cacheWrite: 7_500_000_000,
+              cacheWrite1h: 12_000_000_000,
+              output: 22_500_000_000,
+            },
+          },
+        ]);
+  });
+
+  const at = 'catalogue: models[0] (vendor/model-a) hosts[0]:';
+  it.each([
+    ['an empty list', [], '"longContext" must be {"aboveInputTokens": n, "input": "…", "output": "…"}'],
+    ['a band that is not an object', ['2.50'], '"longContext" must be {"aboveInputTokens": n'],
+    [
+      'no threshold',
+      { input: '2.50', output: '15.00', cacheRead: '0.25' },
+      'longContext.aboveInputTokens must be a positive whole number',
+    ],
+    [
+      'a threshold of 0',
+      { aboveInputTokens: 0, input: '2.50', output: '15.00', cacheRead: '0.25' },
+      'longContext.aboveInputTokens must be a positive whole number',
+    ],
+    [
+      'a fractional threshold',
+      { aboveInputTokens: 1.5, input: '2.50', output: '15.00', cacheRead: '0.25' },
+      'longContext.aboveInputTokens must be a positive whole number',
+    ],
+    [
+      'no input price',
+      { aboveInputTokens: 200_000, output: '15.00', cacheRead: '0.25' },
+      'longContext.input must be a decimal string of US dollars per million tokens',
+    ],
+    [
+      'no output price',
+      { aboveInputTokens: 200_000, input: '2.50', cacheRead: '0.25' },
+      'longContext.output must be a decimal string',
+    ],
+    [
+      'a price that is not one',
+      { aboveInputTokens: 200_000, input: '2,50', output: '15.00', cacheRead: '0.25' },
+      'longContext.input "2,50" is not a price',
+    ],
+    [
+      'a misspelt field',
+      { aboveInputTokens: 200_000, input: '2.50', output: '15.00', cacheread: '0.25' },
+      'longContext has no field "cacheread"',
+    ],
+    [
+      'a hosted tool price',
+      { aboveInputTokens: 200_000, input: '2.50', output: '15.00', cacheRead: '0.25', webSearch: '35.00' },
+      'longContext has no field "webSearch"',
+    ],
+    [
+      'a cache read price the base states and the band does not',
+      { aboveInputTokens: 200_000, input: '2.50', output: '15.00' },
+      'longContext must give "cacheRead", as "pricing" does',
+    ],
+    [
+      'bands out of order',
+      [
+        { aboveInputTokens: 128_000, input: '4.00', output: '24.00', cacheRead: '0.4' },
+        { aboveInputTokens: 128_000, input: '2.00', output: '12.00', cacheRead: '0.2' },
+      ],
+      'longContext[1].aboveInputTokens must be above the band before it (128000)',
+    ],
+  ])('refuses %s', (_, longContext, message) => {
+    expect(failure(banded(longContext))).toContain(`${at} ${message}`);
+  });
+});

@@ -295,6 +295,45 @@ describe('admission', () => {
     const b = host('b', true, 5, 2, { cacheWrite: 7 });
     expect(highestPrices([a, b])).toEqual({ input: 5, cacheRead: 5, cacheWrite: 7, cacheWrite1h: 5, output: 9 });
   });
+
+  describe('given a host with a long-context band', () => {
+    // Gemini 2.5 Pro: $1.25/M input, $10/M output; above 200,000 prompt tokens $2.50 and $15 (cache at the input price here).
+    const band = { input: 2_500_000_000, cacheRead: 2_500_000_000, cacheWrite: 2_500_000_000, cacheWrite1h: 2_500_000_000 };
+    const gemini = modelHost('gemini', {
+      input: 1_250_000_000,
+      output: 10_000_000_000,
+      bands: [{ aboveInputTokens: 200_000, prices: { ...band, output: 15_000_000_000 } }],
+    });
+    /** A request of `chars` characters in one message (four characters a token, plus framing). */
+    const long = (chars: number): CanonicalRequest => ({
+      ...request(1000),
+      system: [],
+      messages: [{ role: 'user', content: 'x'.repeat(chars) }],
+    });
+
+    it('when the estimated input is above the threshold, then the hold is at the band’s prices; at it, at the base prices', () => {
+      const m = model([gemini]);
+      // 4 × 199,993 characters: 199,993 tokens, plus 4 for the message and 3 for the reply's framing: 200,000.
+      const at = planAdmission(m.slug, m, long(4 * 199_993));
+      const above = planAdmission(m.slug, m, long(4 * 199_994));
+      if (at.kind !== 'reserve' || above.kind !== 'reserve') throw new Error('refused');
+      expect([at.estimate.inputTokens, above.estimate.inputTokens]).toEqual([200_000, 200_001]);
+      // 200,000 × $1.25 + 1,000 × $10 = $260,000 per million tokens: 260,000,000 nano-credits
+      expect(at.amount).toBe(260_000_000);
+      expect(at.prices).toMatchObject({ input: 1_250_000_000, output: 10_000_000_000 });
+      // 200,001 × $2.50 + 1,000 × $15 = $515,002.5 per million tokens: 515,002,500 nano-credits
+      expect(above.amount).toBe(515_002_500);
+      expect(above.prices).toMatchObject({ input: 2_500_000_000, output: 15_000_000_000 });
+      // Never below what the request would be charged as estimated.
+      expect(above.amount).toBeGreaterThanOrEqual(chargeFor(uncachedUsage(200_001, 1000), above.prices));
+    });
+
+    it('the fallback without bands is held at its own prices beside the band’s', () => {
+      const m = model([gemini, host('flat', true, 2_000_000_000, 8_000_000_000)]);
+      expect(highestPrices(m.hosts, 250_000)).toMatchObject({ input: 2_500_000_000, output: 15_000_000_000 });
+      expect(highestPrices(m.hosts, 150_000)).toMatchObject({ input: 2_000_000_000, output: 10_000_000_000 });
+    });
+  });
 });
 
 describe('insufficient credits (402)', () => {

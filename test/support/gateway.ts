@@ -284,6 +284,11 @@ export async function startGateway(
     runtimeLog?: RuntimeLog;
     /** The catalogue file served, given the fake (default: testCatalogueFile), read with TEST_HOST_KEYS. */
     catalogue?: (fake: FakeUpstream) => unknown;
+    /**
+     * The catalogue written to a file and read from it, as the service reads CATALOGUE_PATH: it has a
+     * version, whose prices go into the log (CatalogueLoaded) for `ledger audit` to check settlements against.
+     */
+    versioned?: boolean;
     /** Key variables beside TEST_HOST_KEYS (a host kind's own credentials), kept out of the log as they are. */
     hostKeys?: Record<string, string>;
   } = {},
@@ -309,7 +314,7 @@ export async function startGateway(
           },
         }
       : scan,
-    catalogue: options.catalogue ? Catalogue.parse(options.catalogue(fake), hostKeys) : testCatalogue(fake),
+    catalogue: catalogueServed(options, fake, t, hostKeys),
   });
   await app.listen(listenOn(0, '127.0.0.1'));
   const address = app.getHttpServer().address() as { port: number };
@@ -363,6 +368,20 @@ export async function startGateway(
       if (scan.leaks.length > 0) throw new Error(`secrets in the gateway's log:\n${scan.leaks.join('')}`);
     },
   };
+}
+
+/** What startGateway serves: the catalogue asked for (the test catalogue by default), from a file when `versioned`. */
+function catalogueServed(
+  options: { catalogue?: (fake: FakeUpstream) => unknown; versioned?: boolean },
+  fake: FakeUpstream,
+  t: TestRuntime,
+  hostKeys: Record<string, string>,
+): Catalogue {
+  const json = options.catalogue ? options.catalogue(fake) : testCatalogueFile(fake);
+  if (!options.versioned) return options.catalogue ? Catalogue.parse(json, hostKeys) : testCatalogue(fake);
+  const path = join(t.env.DATA_DIR, 'catalogue.json');
+  writeFileSync(path, JSON.stringify(json));
+  return Catalogue.load(path, hostKeys);
 }
 
 /**

@@ -26,6 +26,20 @@ const describe = (model: CatalogueModel) => {
       cache_write: host.listPrices.cacheWrite,
       cache_write_1h: host.listPrices.cacheWrite1h,
       unit: 'USD per million tokens',
+      // Long-context bands as OpenRouter lists them (`pricing.overrides`): from `min_prompt_tokens`
+      // prompt tokens (the cache's included) on, every token of the request at these prices.
+      ...(host.listBands.length === 0
+        ? {}
+        : {
+            overrides: host.listBands.map(({ aboveInputTokens, prices }) => ({
+              min_prompt_tokens: aboveInputTokens + 1,
+              input: prices.input,
+              output: prices.output,
+              cache_read: prices.cacheRead,
+              cache_write: prices.cacheWrite,
+              cache_write_1h: prices.cacheWrite1h,
+            })),
+          }),
     },
     // The hosted tools its host runs and prices per use (`{"web_search": "10.00"}`), when there are any.
     ...(host.listPrices.hostedToolUses === undefined
