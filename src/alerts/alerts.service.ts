@@ -6,6 +6,7 @@ import { CONFIG, EVENTS } from '../runtime/runtime.module';
 import type { Config } from '../config/config';
 import { type AlertsSettingsEvent, alertsStream } from './alerts.events';
 import { AlertSecrets, newSecretId } from './signing';
+import { WebhookDestinations } from './webhook-destinations';
 
 /** What an organization asks to be alerted of. Amounts in nano-credits; null: that alert is off. */
 export interface AlertsAsked {
@@ -116,12 +117,14 @@ export function creditsOf(value: unknown, param: string): number | null {
 @Injectable()
 export class AlertsService {
   private readonly secrets: AlertSecrets;
+  private readonly destinations: WebhookDestinations;
 
   constructor(
     @Inject(EVENTS) private readonly events: EventStore,
     @Inject(CONFIG) config: Config,
   ) {
     this.secrets = AlertSecrets.fromEnvironment(config.dataDir, config.dashboardSecret);
+    this.destinations = new WebhookDestinations(config.alertWebhookAllowCidrs);
   }
 
   private async decide<T>(
@@ -150,6 +153,15 @@ export class AlertsService {
 
   /** Sets every alert at once. The first time (or after turning off), a secret is issued: shown in the answer, this once. */
   configure(orgId: string, by: string, asked: AlertsAsked, now = Date.now()): Promise<{ alerts: AlertsView; secret?: string }> {
+    // An address webhooks may not reach is refused now; a name's addresses, when each delivery connects.
+    const refused = this.destinations.urlRefusal(asked.url);
+    if (refused !== null) {
+      throw new ApiError(
+        'invalid_request',
+        `url: ${refused}, which alerts are not sent to (the operator may allow its network: ALERT_WEBHOOK_ALLOW_CIDRS)`,
+        { param: 'url' },
+      );
+    }
     return this.decide(orgId, (settings) => {
       const configured: AlertsSettingsEvent = { type: 'AlertsConfigured', data: { orgId, ...asked, by, configuredAt: now } };
       if (settings) {
