@@ -34,6 +34,10 @@ interface Settings extends AlertsAsked {
 
 const MAX_URL = 2048;
 
+/** When the organization's last test alert was asked for (0: never), turned off and on meanwhile or not. */
+const lastTestOf = (events: AlertsSettingsEvent[]): number =>
+  events.reduce((last, e) => (e.type === 'AlertTestRequested' ? Math.max(last, e.data.requestedAt) : last), 0);
+
 /** The settings an organization's alerts stream holds now, and its revision. */
 function settingsOf(events: AlertsSettingsEvent[]): Settings | null {
   let settings: Settings | null = null;
@@ -118,6 +122,7 @@ export function creditsOf(value: unknown, param: string): number | null {
 export class AlertsService {
   private readonly secrets: AlertSecrets;
   private readonly destinations: WebhookDestinations;
+  private readonly testIntervalMs: number;
 
   constructor(
     @Inject(EVENTS) private readonly events: EventStore,
@@ -125,17 +130,21 @@ export class AlertsService {
   ) {
     this.secrets = AlertSecrets.fromEnvironment(config.dataDir, config.dashboardSecret);
     this.destinations = new WebhookDestinations(config.alertWebhookAllowCidrs);
+    this.testIntervalMs = config.alertTestIntervalMs;
   }
 
   private async decide<T>(
     orgId: string,
-    decide: (settings: Settings | null) => { events: AlertsSettingsEvent[]; result: (position: number) => T },
+    decide: (
+      settings: Settings | null,
+      stream: AlertsSettingsEvent[],
+    ) => { events: AlertsSettingsEvent[]; result: (position: number) => T },
   ): Promise<T> {
     for (let tries = 0; ; tries++) {
       const stream = (await this.events.readStream(alertsStream(orgId))) as unknown as (AlertsSettingsEvent & {
         revision: number;
       })[];
-      const { events, result } = decide(settingsOf(stream));
+      const { events, result } = decide(settingsOf(stream), stream);
       const revision = stream.length === 0 ? 'no_stream' : stream[stream.length - 1].revision;
       try {
         const { position } = await this.events.append(alertsStream(orgId), events, revision);
@@ -197,10 +206,25 @@ export class AlertsService {
     });
   }
 
-  /** A test alert, delivered like the others: its id (the receiver's `webhook-id`). */
+  /**
+   * A test alert, delivered like the others: its id (the receiver's `webhook-id`). At most one per
+   * `ALERT_TEST_INTERVAL_MS` (10 s) for an organization, decided on its stream (so on every instance
+   * at once): the next earlier is a 429 saying when (Retry-After), nothing sent.
+   */
   sendTest(orgId: string, by: string, now = Date.now()): Promise<{ alert_id: string }> {
-    return this.decide(orgId, (settings) => {
+    return this.decide(orgId, (settings, stream) => {
       if (!settings) throw notConfigured();
+      // Bounded by the interval: an instance whose clock runs ahead cannot hold the others back longer.
+      const waitMs = Math.min(this.testIntervalMs, lastTestOf(stream) + this.testIntervalMs - now);
+      if (this.testIntervalMs > 0 && waitMs > 0) {
+        const retryAfterSeconds = Math.ceil(waitMs / 1000);
+        throw new ApiError(
+          'rate_limited',
+          `a test alert was sent less than ${this.testIntervalMs / 1000} s ago: try again in ${retryAfterSeconds} s`,
+          { retryAfterSeconds },
+          { 'retry-after': String(retryAfterSeconds) },
+        );
+      }
       return {
         events: [{ type: 'AlertTestRequested', data: { orgId, by, requestedAt: now } }],
         result: (position) => ({ alert_id: `al_${position}_test` }),

@@ -103,6 +103,8 @@ export interface Config {
    * special (`ALERT_WEBHOOK_ALLOW_CIDRS`); none by default (see alerts/webhook-destinations.ts).
    */
   alertWebhookAllowCidrs: Network[];
+  /** Alerts: the least time between two test alerts of an organization (`ALERT_TEST_INTERVAL_MS`); 0: no bound. */
+  alertTestIntervalMs: number;
 }
 
 export class ConfigError extends Error {
@@ -255,5 +257,6 @@ export function loadConfig(env: Env = process.env): Config {
     alertRetryBaseMs: integer(env, 'ALERT_RETRY_BASE_MS', 5_000, 10, 3_600_000),
     alertMaxAttempts: integer(env, 'ALERT_MAX_ATTEMPTS', 10, 1, 100),
     alertWebhookAllowCidrs: networks(env, 'ALERT_WEBHOOK_ALLOW_CIDRS'),
+    alertTestIntervalMs: integer(env, 'ALERT_TEST_INTERVAL_MS', 10_000, 0, 3_600_000),
   };
 }

@@ -1,5 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import type { RecordedEvent } from '../../src/eventstore/event-store';
+import { AlertsService } from '../../src/alerts/alerts.service';
 import { person } from '../support/dashboard';
 import { startGateway, TestGateway } from '../support/gateway';
 import { createKey } from '../support/keys';
@@ -10,7 +11,7 @@ import { WebhookReceiver } from './webhook-receiver';
  * Where alerts' webhooks may go: loopback, private, link-local (cloud metadata) and other special
  * addresses are refused — a literal one when the URL is saved, any address when a delivery connects
  * (a name resolving to 127.0.0.1, `localhost`, saves but is never connected to) — unless the
- * operator allows their network (ALERT_WEBHOOK_ALLOW_CIDRS).
+ * operator allows their network (ALERT_WEBHOOK_ALLOW_CIDRS). Test alerts: one per 10 s for an organization.
  */
 
 interface Gateway {
@@ -131,7 +132,8 @@ describe('without the operator’s setting', () => {
       ],
       revision,
     );
-    const { alert_id } = (await gw.call('POST', '/api/v1/alerts/test')).body;
+    // The test alert before (from the test above) was a second or less ago: the service is asked with a later clock.
+    const { alert_id } = await gw.g.app.get(AlertsService).sendTest(gw.g.orgId, 'test', Date.now() + 10_000);
     await eventually(async () => (await logged(gw.g, 'AlertAbandoned')).length === 2);
     const abandoned = await logged<{ alertId: string; reason: string }>(gw.g, 'AlertAbandoned');
     expect(abandoned[1].data).toMatchObject({ alertId: alert_id, reason: 'forbidden_destination' });
@@ -159,11 +161,62 @@ describe('with the operator’s setting allowing 127.0.0.1', () => {
     await eventually(async () => (await logged(gw.g, 'AlertDelivered')).length === 1);
 
     expect((await gw.call('PUT', '/api/v1/alerts', { url: receiver.url })).status).toBe(200);
-    const { alert_id } = (await gw.call('POST', '/api/v1/alerts/test')).body;
+    const { alert_id } = await gw.g.app.get(AlertsService).sendTest(gw.g.orgId, 'test', Date.now() + 10_000);
     await receiver.until((r) => r.length === 2);
     expect(receiver.ids()).toEqual([first.body.alert_id, alert_id]);
 
     for (const url of ['http://127.0.0.2/', 'http://[::1]/', 'http://169.254.169.254/', 'http://10.0.0.1/'])
       expect((await gw.call('PUT', '/api/v1/alerts', { url })).status).toBe(400);
+  });
+});
+
+describe('test alerts: one per 10 s for an organization', () => {
+  let gw: Gateway;
+  beforeAll(async () => {
+    gw = await gateway({ ALERT_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32' });
+    expect((await gw.call('PUT', '/api/v1/alerts', { url: receiver.url })).status).toBe(200);
+  });
+  afterAll(async () => {
+    await gw.g.close();
+  });
+
+  it('of 30 asked at once, one is sent; the others are 429 in the caller’s format with Retry-After', async () => {
+    const answers = await Promise.all(Array.from({ length: 30 }, () => gw.call('POST', '/api/v1/alerts/test')));
+    const sent = answers.filter((a) => a.status === 202);
+    const refused = answers.filter((a) => a.status === 429);
+    expect(sent).toHaveLength(1);
+    expect(refused).toHaveLength(29);
+    for (const r of refused) {
+      expect(r.body.error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limited' });
+      expect(r.body.error.message).toMatch(/^a test alert was sent less than 10 s ago: try again in \d+ s$/);
+      const retryAfter = Number(r.headers.get('retry-after'));
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(10);
+    }
+    await receiver.until((r) => r.length === 1);
+    expect(receiver.ids()).toEqual([sent[0].body.alert_id]);
+    expect(await logged(gw.g, 'AlertTestRequested')).toHaveLength(1);
+  });
+
+  it('the next is taken once 10 s have passed since the last, by its time in the log (every instance’s)', async () => {
+    const [last] = await logged<{ requestedAt: number }>(gw.g, 'AlertTestRequested');
+    const alerts = gw.g.app.get(AlertsService);
+    await expect(alerts.sendTest(gw.g.orgId, 'test', last.data.requestedAt + 9_001)).rejects.toMatchObject({
+      code: 'rate_limited',
+      headers: { 'retry-after': '1' },
+    });
+    await expect(alerts.sendTest(gw.g.orgId, 'test', last.data.requestedAt + 10_000)).resolves.toMatchObject({
+      alert_id: expect.stringMatching(/^al_\d+_test$/),
+    });
+  });
+
+  it('the dashboard’s answer is a 429 in its format, with Retry-After', async () => {
+    const owner = await person(gw.g, 'owner@example.com');
+    await owner.post('/organizations', { name: 'Team' }).expect(201);
+    await owner.post('/alerts', { url: receiver.url }).expect(200);
+    await owner.post('/alerts/test').expect(202);
+    const refused = await owner.post('/alerts/test').expect(429);
+    expect(refused.body).toMatchObject({ error: { code: 'rate_limited' }, retryAfterSeconds: expect.any(Number) });
+    expect(Number(refused.headers['retry-after'])).toBe(refused.body.retryAfterSeconds);
   });
 });

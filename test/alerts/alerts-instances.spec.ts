@@ -15,8 +15,8 @@ import { WebhookReceiver } from './webhook-receiver';
  */
 
 const TIMING = { ALERT_ATTEMPT_TIMEOUT_MS: '500', ALERT_RETRY_BASE_MS: '20' };
-/** The receiver is on 127.0.0.1: a loopback address alerts reach only where the operator allows it. */
-const OPERATOR = { ALERT_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32' };
+/** The receiver is on 127.0.0.1 (loopback: alerts reach it only where allowed); 20 test alerts, as fast as asked. */
+const OPERATOR = { ALERT_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32', ALERT_TEST_INTERVAL_MS: '0' };
 
 describeWithRedis('alerts from two gateway processes, one of them killed', () => {
   let fake: FakeUpstream;
