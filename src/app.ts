@@ -3,6 +3,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { join } from 'node:path';
 import { AlertDelivery } from './alerts/delivery';
 import { AlertSecrets } from './alerts/signing';
+import { WebhookDestinations } from './alerts/webhook-destinations';
 import { AppModule } from './app.module';
 import { Catalogue } from './catalogue/catalogue';
 import { SessionTokens } from './dashboard/session/sessions';
@@ -55,6 +56,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
       retry: { maxAttempts: config.alertMaxAttempts, baseDelayMs: config.alertRetryBaseMs, maxDelayMs: 3_600_000 },
       tickMs: 250,
       snapshot: { file: join(config.dataDir, 'alerts.snapshot.json'), everyMs: SNAPSHOT_EVERY_MS },
+      destinations: new WebhookDestinations(config.alertWebhookAllowCidrs),
     },
     (line) => fastify.log.warn(line),
   );

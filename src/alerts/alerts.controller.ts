@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Post, Put, Req, UseFilters, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Header, HttpCode, Post, Put, Req, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiError, chatCompletionsErrors } from '../http/api-error';
 import { schemaValidation } from '../http/schema-validation';
 import { ManagementKeyGuard } from '../keys/management-key.guard';
@@ -34,7 +34,9 @@ export class AlertsController {
     return { data: alerts };
   }
 
+  /** The answers that may hold the signing secret are not to be kept by any cache. */
   @Put()
+  @Header('cache-control', 'no-store')
   async configure(@Req() request: KeyedRequest, @Body(schemaValidation<AlertsBody>(alertsSchema)) body: AlertsBody) {
     const { alerts, secret } = await this.alerts.configure(request.apiKey.orgId, request.apiKey.keyId, askedOf(body));
     return { data: alerts, ...(secret === undefined ? {} : { secret }) };
@@ -48,6 +50,7 @@ export class AlertsController {
 
   @Post('secret')
   @HttpCode(200)
+  @Header('cache-control', 'no-store')
   rotateSecret(@Req() request: KeyedRequest) {
     return this.alerts.rotateSecret(request.apiKey.orgId, request.apiKey.keyId);
   }

@@ -345,17 +345,21 @@ export interface RetryPolicy {
 export type AttemptOutcome =
   | { kind: 'delivered'; status: number }
   | { kind: 'retry'; status: number | null; reason: 'status' | 'timeout' | 'connection'; nextAttemptAt: number }
-  | { kind: 'abandon'; status: number | null; reason: 'attempts_exhausted' | 'refused' };
+  | { kind: 'abandon'; status: number | null; reason: 'attempts_exhausted' | 'refused' | 'forbidden_destination' };
 
-/** 2xx delivers; 408, 429, 5xx, a timeout or no connection retry (within the bound); any other status is refused for good. */
+/**
+ * 2xx delivers; 408, 429, 5xx, a timeout or no connection retry (within the bound); any other status
+ * is refused for good, and so is a destination alerts may not reach (`forbidden`: see webhook-destinations.ts).
+ */
 export function attemptOutcome(
-  answer: { status: number } | { failure: 'timeout' | 'connection' },
+  answer: { status: number } | { failure: 'timeout' | 'connection' | 'forbidden' },
   attempt: number,
   policy: RetryPolicy,
   now: number,
   random: number,
 ): AttemptOutcome {
   const status = 'status' in answer ? answer.status : null;
+  if ('failure' in answer && answer.failure === 'forbidden') return { kind: 'abandon', status, reason: 'forbidden_destination' };
   if (status !== null && status >= 200 && status < 300) return { kind: 'delivered', status };
   if (status !== null && status < 500 && status !== 408 && status !== 429) return { kind: 'abandon', status, reason: 'refused' };
   if (attempt >= policy.maxAttempts) return { kind: 'abandon', status, reason: 'attempts_exhausted' };

@@ -70,7 +70,10 @@ export interface AlertDelivered {
   data: { alertId: string; orgId: string; attempt: number; status: number; deliveredAt: number };
 }
 
-/** Given up: the attempts' bound reached, a status not worth retrying (4xx but 408 and 429), or the alerts turned off. */
+/**
+ * Given up: the attempts' bound reached, a status not worth retrying (4xx but 408 and 429), a
+ * destination alerts may not reach (a loopback, private or link-local address), or the alerts turned off.
+ */
 export interface AlertAbandoned {
   type: 'AlertAbandoned';
   data: {
@@ -78,7 +81,7 @@ export interface AlertAbandoned {
     orgId: string;
     attempts: number;
     status: number | null;
-    reason: 'attempts_exhausted' | 'refused' | 'turned_off';
+    reason: 'attempts_exhausted' | 'refused' | 'forbidden_destination' | 'turned_off';
     abandonedAt: number;
   };
 }

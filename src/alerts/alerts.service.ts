@@ -6,6 +6,7 @@ import { CONFIG, EVENTS } from '../runtime/runtime.module';
 import type { Config } from '../config/config';
 import { type AlertsSettingsEvent, alertsStream } from './alerts.events';
 import { AlertSecrets, newSecretId } from './signing';
+import { WebhookDestinations } from './webhook-destinations';
 
 /** What an organization asks to be alerted of. Amounts in nano-credits; null: that alert is off. */
 export interface AlertsAsked {
@@ -32,6 +33,10 @@ interface Settings extends AlertsAsked {
 }
 
 const MAX_URL = 2048;
+
+/** When the organization's last test alert was asked for (0: never), turned off and on meanwhile or not. */
+const lastTestOf = (events: AlertsSettingsEvent[]): number =>
+  events.reduce((last, e) => (e.type === 'AlertTestRequested' ? Math.max(last, e.data.requestedAt) : last), 0);
 
 /** The settings an organization's alerts stream holds now, and its revision. */
 function settingsOf(events: AlertsSettingsEvent[]): Settings | null {
@@ -116,23 +121,30 @@ export function creditsOf(value: unknown, param: string): number | null {
 @Injectable()
 export class AlertsService {
   private readonly secrets: AlertSecrets;
+  private readonly destinations: WebhookDestinations;
+  private readonly testIntervalMs: number;
 
   constructor(
     @Inject(EVENTS) private readonly events: EventStore,
     @Inject(CONFIG) config: Config,
   ) {
     this.secrets = AlertSecrets.fromEnvironment(config.dataDir, config.dashboardSecret);
+    this.destinations = new WebhookDestinations(config.alertWebhookAllowCidrs);
+    this.testIntervalMs = config.alertTestIntervalMs;
   }
 
   private async decide<T>(
     orgId: string,
-    decide: (settings: Settings | null) => { events: AlertsSettingsEvent[]; result: (position: number) => T },
+    decide: (
+      settings: Settings | null,
+      stream: AlertsSettingsEvent[],
+    ) => { events: AlertsSettingsEvent[]; result: (position: number) => T },
   ): Promise<T> {
     for (let tries = 0; ; tries++) {
       const stream = (await this.events.readStream(alertsStream(orgId))) as unknown as (AlertsSettingsEvent & {
         revision: number;
       })[];
-      const { events, result } = decide(settingsOf(stream));
+      const { events, result } = decide(settingsOf(stream), stream);
       const revision = stream.length === 0 ? 'no_stream' : stream[stream.length - 1].revision;
       try {
         const { position } = await this.events.append(alertsStream(orgId), events, revision);
@@ -150,6 +162,15 @@ export class AlertsService {
 
   /** Sets every alert at once. The first time (or after turning off), a secret is issued: shown in the answer, this once. */
   configure(orgId: string, by: string, asked: AlertsAsked, now = Date.now()): Promise<{ alerts: AlertsView; secret?: string }> {
+    // An address webhooks may not reach is refused now; a name's addresses, when each delivery connects.
+    const refused = this.destinations.urlRefusal(asked.url);
+    if (refused !== null) {
+      throw new ApiError(
+        'invalid_request',
+        `url: ${refused}, which alerts are not sent to (the operator may allow its network: ALERT_WEBHOOK_ALLOW_CIDRS)`,
+        { param: 'url' },
+      );
+    }
     return this.decide(orgId, (settings) => {
       const configured: AlertsSettingsEvent = { type: 'AlertsConfigured', data: { orgId, ...asked, by, configuredAt: now } };
       if (settings) {
@@ -185,10 +206,25 @@ export class AlertsService {
     });
   }
 
-  /** A test alert, delivered like the others: its id (the receiver's `webhook-id`). */
+  /**
+   * A test alert, delivered like the others: its id (the receiver's `webhook-id`). At most one per
+   * `ALERT_TEST_INTERVAL_MS` (10 s) for an organization, decided on its stream (so on every instance
+   * at once): the next earlier is a 429 saying when (Retry-After), nothing sent.
+   */
   sendTest(orgId: string, by: string, now = Date.now()): Promise<{ alert_id: string }> {
-    return this.decide(orgId, (settings) => {
+    return this.decide(orgId, (settings, stream) => {
       if (!settings) throw notConfigured();
+      // Bounded by the interval: an instance whose clock runs ahead cannot hold the others back longer.
+      const waitMs = Math.min(this.testIntervalMs, lastTestOf(stream) + this.testIntervalMs - now);
+      if (this.testIntervalMs > 0 && waitMs > 0) {
+        const retryAfterSeconds = Math.ceil(waitMs / 1000);
+        throw new ApiError(
+          'rate_limited',
+          `a test alert was sent less than ${this.testIntervalMs / 1000} s ago: try again in ${retryAfterSeconds} s`,
+          { retryAfterSeconds },
+          { 'retry-after': String(retryAfterSeconds) },
+        );
+      }
       return {
         events: [{ type: 'AlertTestRequested', data: { orgId, by, requestedAt: now } }],
         result: (position) => ({ alert_id: `al_${position}_test` }),

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { request } from 'undici';
+import { type Agent, request } from 'undici';
 import type { EventStore } from '../eventstore/event-store';
 import {
   type AlertsState,
@@ -15,6 +15,7 @@ import {
 import { type AlertDeliveryEvent, alertStream } from './alerts.events';
 import { type AlertsCheckpoint, AlertsSnapshotFile } from './alerts-snapshot';
 import { type AlertSecrets, signedHeaders } from './signing';
+import { forbiddenDestinationOf, type WebhookDestinations } from './webhook-destinations';
 
 /** Attempts one instance has in flight at most. */
 const MAX_IN_FLIGHT = 16;
@@ -29,6 +30,8 @@ export interface DeliverySettings {
   tickMs: number;
   /** Where the state is saved, at most every `everyMs` and on stop, for the next start to fold only the events after it. */
   snapshot: { file: string; everyMs: number } | null;
+  /** The addresses webhooks may reach, checked on every connection (loopback, private… only where the operator allows). */
+  destinations: WebhookDestinations;
 }
 
 /** Deliveries made by this instance since it started, by how each attempt ended (for the metrics). */
@@ -61,13 +64,17 @@ export class AlertDelivery {
   /** Alerts are delivered once the fold has reached the log's head as it was at the start. */
   private caughtUp = false;
   readonly counts: DeliveryCounts = { delivered: 0, failed: 0, abandoned: 0 };
+  /** The connections to receivers: only to the addresses webhooks may reach. */
+  private readonly dispatcher: Agent;
 
   constructor(
     private readonly events: EventStore,
     private readonly secrets: AlertSecrets,
     private readonly settings: DeliverySettings,
     private readonly log: (line: string) => void,
-  ) {}
+  ) {
+    this.dispatcher = settings.destinations.dispatcher(settings.attemptTimeoutMs);
+  }
 
   async start(): Promise<void> {
     const saving = this.settings.snapshot;
@@ -130,6 +137,8 @@ export class AlertDelivery {
     await this.following;
     // Nothing is folded any more: the state saved is the one at the checkpoint.
     await Promise.all([this.snapshot?.save(this.state, this.checkpoint), ...this.inFlight.values()]);
+    // Stopped twice (a test's cleanup after its own stop), the second finds it destroyed already.
+    await this.dispatcher.destroy().catch(() => undefined);
   }
 
   private deliverDue(): void {
@@ -193,6 +202,8 @@ export class AlertDelivery {
       alertBody(alert),
     );
     if (answer === null) return; // stopping: the claim lapses and the alert is tried again
+    if ('failure' in answer && answer.failure === 'forbidden')
+      this.log(`alerts: ${alert.id} not sent: ${answer.why} (ALERT_WEBHOOK_ALLOW_CIDRS allows networks)`);
     const ended = Date.now();
     const outcome = attemptOutcome(answer, attempt, this.settings.retry, ended, Math.random());
     const where = new URL(settings.url).host;
@@ -242,10 +253,11 @@ export class AlertDelivery {
     secret: string,
     id: string,
     body: string,
-  ): Promise<{ status: number } | { failure: 'timeout' | 'connection' } | null> {
+  ): Promise<{ status: number } | { failure: 'timeout' | 'connection' } | { failure: 'forbidden'; why: string } | null> {
     const timeout = AbortSignal.timeout(this.settings.attemptTimeoutMs);
     try {
       const answer = await request(url, {
+        dispatcher: this.dispatcher,
         method: 'POST',
         headers: { 'content-type': 'application/json', ...signedHeaders(secret, id, Math.floor(Date.now() / 1000), body) },
         body,
@@ -253,8 +265,10 @@ export class AlertDelivery {
       });
       await answer.body.dump();
       return { status: answer.statusCode };
-    } catch {
+    } catch (error) {
       if (this.stopping.signal.aborted) return null;
+      const forbidden = forbiddenDestinationOf(error);
+      if (forbidden) return { failure: 'forbidden', why: forbidden.why };
       return { failure: timeout.aborted ? 'timeout' : 'connection' };
     }
   }

@@ -14,9 +14,27 @@ import type { CarriedTools, HostedToolClass, ToolsAsked, WireFormat } from './ca
  * types that are not functions (`custom`, `computer_use_preview`, `bash_20250124`…) are the
  * client's to run: never left out, refused by the surface when it has no translation for them.
  */
-const HOSTED = /^(web_search|web_fetch|file_search|code_interpreter|code_execution|image_generation|mcp|tool_search)/;
+const HOSTED =
+  /^(?:web_search|web_fetch|file_search|code_interpreter|code_execution|image_generation|mcp|tool_search)(?:_[a-z0-9]+)*$/;
 
-export const isHostedTool = (type: string): boolean => HOSTED.test(type);
+/**
+ * What a tool's type may be, in every format: lowercase letters, digits and underscores, as every
+ * real one is (`web_search_preview_2025_03_11`, `bash_20250124`). The surfaces' schemas refuse any
+ * other (400, before anything is held or called): a hosted tool's type is named in a reply header
+ * (OMITTED_TOOLS_HEADER) and a header cannot carry what a client may put in a string.
+ */
+export const TOOL_TYPE_PATTERN = '^[a-z0-9_]{1,64}$';
+const TOOL_TYPE = new RegExp(TOOL_TYPE_PATTERN);
+
+/** A tool type a host runs itself: whole (anchored), of the tool type's shape. */
+export const isHostedTool = (type: string): boolean => TOOL_TYPE.test(type) && HOSTED.test(type);
+
+/** The schema of a tool's `type` in a request body (see TOOL_TYPE_PATTERN). */
+export const toolTypeSchema = {
+  type: 'string',
+  pattern: TOOL_TYPE_PATTERN,
+  'x-message': 'must be a tool type: 1 to 64 lowercase letters, digits and underscores',
+} as const;
 
 /**
  * The Gemini format's own hosted tools, by their key in a tool entry, and the class each is: Google
@@ -37,6 +55,7 @@ const GEMINI_TOOL_CLASSES: Readonly<Record<string, HostedToolClass>> = {
  */
 export function hostedToolClassOf(type: string): HostedToolClass | null {
   if (Object.hasOwn(GEMINI_TOOL_CLASSES, type)) return GEMINI_TOOL_CLASSES[type];
+  if (!isHostedTool(type)) return null;
   if (type.startsWith('web_search')) return 'webSearch';
   if (type.startsWith('web_fetch')) return 'webFetch';
   if (type.startsWith('code_execution') || type.startsWith('code_interpreter')) return 'codeExecution';

@@ -1,6 +1,17 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
-import { createReadStream, createWriteStream, existsSync, openSync, type WriteStream } from 'node:fs';
+import {
+  closeSync,
+  constants as fsConstants,
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  fchmodSync,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  type WriteStream,
+} from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -837,13 +848,27 @@ function servicePid(dataDir: string): number {
   return check.gateway;
 }
 
-/** A file to write, opened now: a path that cannot be written is named before any work is done. */
+/**
+ * A file to write an organization's ledger to (its charges, keys and amounts), opened now: a path that
+ * cannot be written is named before any work is done. Owner-only (0600) whatever the umask, as a
+ * backup is: made so, or an existing file tightened before it is emptied (one this user may not
+ * tighten is refused, untouched). What is not a regular file (a pipe, /dev/stdout) is written as it is.
+ */
 function writableFile(path: string): WriteStream {
   let fd: number;
   try {
-    fd = openSync(path, 'w');
+    fd = openSync(path, fsConstants.O_WRONLY | fsConstants.O_CREAT, 0o600);
   } catch (error) {
     throw new OperatorError(`cannot write ${path}: ${(error as Error).message}`);
+  }
+  try {
+    if (fstatSync(fd).isFile()) {
+      fchmodSync(fd, 0o600);
+      ftruncateSync(fd, 0);
+    }
+  } catch (error) {
+    closeSync(fd);
+    throw new OperatorError(`cannot make ${path} owner-only (0600) to write a ledger to it: ${(error as Error).message}`);
   }
   return createWriteStream(path, { fd });
 }

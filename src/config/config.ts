@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { EventStoreUrlError, parseEventStoreUrl } from '../eventstore/eventstoredb-connection';
 import { DEFAULT_BREAKER } from '../routing/breaker';
+import { type Network, NetworkListError, parseNetworks } from './networks';
 
 /** The catalogue that ships with the service, found from here whether running compiled (dist/) or not. */
 function shippedCatalogue(): string {
@@ -97,6 +98,13 @@ export interface Config {
   alertRetryBaseMs: number;
   /** Alerts' webhooks: attempts before one is given up (`ALERT_MAX_ATTEMPTS`). */
   alertMaxAttempts: number;
+  /**
+   * Alerts' webhooks: the networks they may reach although loopback, private, link-local or otherwise
+   * special (`ALERT_WEBHOOK_ALLOW_CIDRS`); none by default (see alerts/webhook-destinations.ts).
+   */
+  alertWebhookAllowCidrs: Network[];
+  /** Alerts: the least time between two test alerts of an organization (`ALERT_TEST_INTERVAL_MS`); 0: no bound. */
+  alertTestIntervalMs: number;
 }
 
 export class ConfigError extends Error {
@@ -148,6 +156,15 @@ function url(env: Env, name: string, schemes: string[]): string | null {
     throw new ConfigError(name, `must start with ${schemes.map((s) => `${s}//`).join(' or ')}, got ${parsed.protocol}//`);
   }
   return raw;
+}
+
+function networks(env: Env, name: string): Network[] {
+  try {
+    return parseNetworks(env[name] ?? '');
+  } catch (error) {
+    if (error instanceof NetworkListError) throw new ConfigError(name, error.message);
+    throw error;
+  }
 }
 
 /** One Redis URL; with REDIS_CLUSTER, one or more of the cluster's nodes, comma-separated. */
@@ -239,5 +256,7 @@ export function loadConfig(env: Env = process.env): Config {
     alertAttemptTimeoutMs: integer(env, 'ALERT_ATTEMPT_TIMEOUT_MS', 10_000, 100, 300_000),
     alertRetryBaseMs: integer(env, 'ALERT_RETRY_BASE_MS', 5_000, 10, 3_600_000),
     alertMaxAttempts: integer(env, 'ALERT_MAX_ATTEMPTS', 10, 1, 100),
+    alertWebhookAllowCidrs: networks(env, 'ALERT_WEBHOOK_ALLOW_CIDRS'),
+    alertTestIntervalMs: integer(env, 'ALERT_TEST_INTERVAL_MS', 10_000, 0, 3_600_000),
   };
 }

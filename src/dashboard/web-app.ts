@@ -21,10 +21,24 @@ function builtApp(): string | null {
 }
 
 /**
+ * Every answer of the dashboard's API is the signed-in person's own (key and webhook secrets, CSRF
+ * tokens, the books): no cache, the browser's included, may keep it (`no-store`; `no-cache` only
+ * asks a cache to check again before using what it kept). Set when the request arrives, so that
+ * errors carry it too.
+ */
+function storeNoDashboardAnswers(fastify: FastifyInstance): void {
+  fastify.addHook('onRequest', (request, reply, done) => {
+    if (request.url.startsWith('/dashboard/api/')) void reply.header('cache-control', 'no-store');
+    done();
+  });
+}
+
+/**
  * Serves the dashboard's few built files from memory under /dashboard/. The page is one
  * document with hash routes, so only the files the build wrote exist; anything else is a 404.
  */
 export function serveWebApp(fastify: FastifyInstance): boolean {
+  storeNoDashboardAnswers(fastify);
   const root = builtApp();
   if (!root) return false;
   const files = new Map(
@@ -47,7 +61,7 @@ export function serveWebApp(fastify: FastifyInstance): boolean {
     if (!file) return reply.status(404).type('text/plain').send('not found');
     return reply
       .headers(security)
-      .header('cache-control', name === 'index.html' ? 'no-cache' : 'public, max-age=300')
+      .header('cache-control', name === 'index.html' ? 'no-store' : 'public, max-age=300')
       .type(file.type)
       .send(file.body);
   });

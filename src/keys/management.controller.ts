@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Req, UseFilters, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Header, HttpCode, Param, Patch, Post, Req, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiError, chatCompletionsErrors } from '../http/api-error';
 import { schemaValidation } from '../http/schema-validation';
 import type { RateLimits } from '../identity/identity.events';
@@ -89,6 +89,8 @@ export class ManagementController {
 
   @Post()
   @HttpCode(201)
+  // The answer holds the key's secret: no cache may keep it.
+  @Header('cache-control', 'no-store')
   async create(@Req() request: KeyedRequest, @Body(schemaValidation<KeySettingsBody>(createKeySchema)) body: KeySettingsBody) {
     const changes = changesOf(body);
     const asker = askerOf(request);

@@ -411,7 +411,8 @@ export function openApiDocument(): Record<string, unknown> {
           summary: 'Send a test alert, delivered like the others (management key)',
           responses: {
             '202': { description: "the alert's id (its webhook-id)", content: json(ref('AlertTest')) },
-            ...errors('ChatError', [401, 403, 404]),
+            // 429: one test alert per ALERT_TEST_INTERVAL_MS (10 s) for an organization.
+            ...errors('ChatError', [401, 403, 404, 429]),
           },
         },
       },

@@ -15,6 +15,8 @@ import { WebhookReceiver } from './webhook-receiver';
  */
 
 const TIMING = { ALERT_ATTEMPT_TIMEOUT_MS: '500', ALERT_RETRY_BASE_MS: '20' };
+/** The receiver is on 127.0.0.1 (loopback: alerts reach it only where allowed); 20 test alerts, as fast as asked. */
+const OPERATOR = { ALERT_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32', ALERT_TEST_INTERVAL_MS: '0' };
 
 describeWithRedis('alerts from two gateway processes, one of them killed', () => {
   let fake: FakeUpstream;
@@ -39,7 +41,7 @@ describeWithRedis('alerts from two gateway processes, one of them killed', () =>
     const orgId = await fundedOrganization(t.runtime, 1_000_000_000);
     const { secret: management } = await createKey(t.runtime, orgId, 'platform', { kind: 'management' });
     await t.runtime.projector.catchUp();
-    const env = serviceEnv(t, fake, TIMING);
+    const env = serviceEnv(t, fake, { ...TIMING, ...OPERATOR });
     const call = async (base: string, method: string, path: string, body?: unknown) => {
       const res = await fetch(`${base}${path}`, {
         method,

@@ -18,6 +18,8 @@ import { WebhookReceiver } from './webhook-receiver';
 
 // A claim lapses after twice the attempt's timeout and a second: 2 s here.
 const TIMING = { ALERT_ATTEMPT_TIMEOUT_MS: '500', ALERT_RETRY_BASE_MS: '20' };
+/** The receiver is on 127.0.0.1: a loopback address alerts reach only where the operator allows it. */
+const OPERATOR = { ALERT_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32' };
 
 let fake: FakeUpstream;
 let t: TestRuntime;
@@ -40,7 +42,7 @@ it('an alert claimed when the gateway dies is delivered after the restart, with 
   const orgId = await fundedOrganization(t.runtime, 1_000_000_000);
   const { secret: management } = await createKey(t.runtime, orgId, 'platform', { kind: 'management' });
   await t.runtime.close();
-  const env = serviceEnv(t, fake, TIMING);
+  const env = serviceEnv(t, fake, { ...TIMING, ...OPERATOR });
   const call = async (base: string, method: string, path: string, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
       method,

@@ -25,7 +25,8 @@ let gateway: { app: NestFastifyApplication; base: string } | null = null;
 
 beforeAll(async () => {
   fake = await startFakeUpstream();
-  t = await openTestRuntime();
+  // The receiver is on 127.0.0.1: a loopback address alerts reach only where the operator allows it.
+  t = await openTestRuntime({ env: { ALERT_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32' } });
   receiver = await WebhookReceiver.start();
 });
 afterAll(async () => {

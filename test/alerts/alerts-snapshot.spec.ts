@@ -8,6 +8,8 @@ import { evolveAlerts, initialAlertsState, savedAlertsState } from '../../src/al
 import { type AlertsSnapshot, AlertsSnapshotFile } from '../../src/alerts/alerts-snapshot';
 import { AlertDelivery } from '../../src/alerts/delivery';
 import { AlertSecrets } from '../../src/alerts/signing';
+import { WebhookDestinations } from '../../src/alerts/webhook-destinations';
+import { parseNetworks } from '../../src/config/networks';
 import { STALE_SIDE_FILE_MS } from '../../src/projections/snapshot-file';
 import { eventually } from '../support/processes';
 import { SimulatedEventStoreDb } from '../support/simulated-eventstoredb';
@@ -126,6 +128,8 @@ function follower(events: EventStore, file: string, lines: string[] = [], everyM
       retry: { maxAttempts: 3, baseDelayMs: 20, maxDelayMs: 100 },
       tickMs: 20,
       snapshot: { file, everyMs },
+      // The receiver is on 127.0.0.1: a loopback address webhooks reach only where the operator allows it.
+      destinations: new WebhookDestinations(parseNetworks('127.0.0.1')),
     },
     (line) => lines.push(line),
   );

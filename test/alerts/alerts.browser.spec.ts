@@ -14,7 +14,8 @@ describeWithBrowser('alerts page in a real browser', () => {
   let receiver: WebhookReceiver;
 
   beforeAll(async () => {
-    g = await startGateway({ credits: 0 });
+    // The receiver is on 127.0.0.1: a loopback address alerts reach only where the operator allows it.
+    g = await startGateway({ credits: 0, env: { ALERT_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32' } });
     receiver = await WebhookReceiver.start();
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 860 } });

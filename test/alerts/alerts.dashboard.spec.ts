@@ -8,7 +8,8 @@ import { WebhookReceiver } from './webhook-receiver';
 let g: TestGateway;
 let receiver: WebhookReceiver;
 beforeAll(async () => {
-  g = await startGateway({ credits: 0, env: { ALERT_RETRY_BASE_MS: '20' } });
+  // The receiver is on 127.0.0.1: a loopback address alerts reach only where the operator allows it.
+  g = await startGateway({ credits: 0, env: { ALERT_RETRY_BASE_MS: '20', ALERT_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32' } });
   receiver = await WebhookReceiver.start();
 });
 afterAll(async () => {

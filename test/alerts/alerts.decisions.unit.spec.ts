@@ -346,6 +346,13 @@ describe('attempt outcomes', () => {
     });
     expect(attemptOutcome({ status: 408 }, 3, policy, 0, 0.5)).toMatchObject({ kind: 'retry', nextAttemptAt: 2_250 });
   });
+  it('gives up at once on a destination alerts may not reach (a loopback, private or link-local address): trying again would not change it', () => {
+    expect(attemptOutcome({ failure: 'forbidden' }, 1, policy, 0, 0.5)).toEqual({
+      kind: 'abandon',
+      status: null,
+      reason: 'forbidden_destination',
+    });
+  });
   it('gives up on the last attempt, and at once on another 4xx', () => {
     expect(attemptOutcome({ failure: 'connection' }, 4, policy, 0, 0.5)).toEqual({
       kind: 'abandon',

@@ -14,13 +14,18 @@ import { WebhookReceiver } from './webhook-receiver';
  */
 
 const TIMING = { ALERT_RETRY_BASE_MS: '20', ALERT_ATTEMPT_TIMEOUT_MS: '2000', ALERT_MAX_ATTEMPTS: '3' };
+/**
+ * The receiver listens on 127.0.0.1, a loopback address alerts reach only where the operator allows
+ * it; test alerts go as fast as these tests ask (alerts-destinations.spec.ts shows both bounds).
+ */
+const OPERATOR = { ALERT_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32', ALERT_TEST_INTERVAL_MS: '0' };
 
 let g: TestGateway;
 let receiver: WebhookReceiver;
 let management: string;
 
 beforeEach(async () => {
-  g = await startGateway({ env: TIMING });
+  g = await startGateway({ env: { ...TIMING, ...OPERATOR } });
   receiver = await WebhookReceiver.start();
   management = (await createKey(g.t.runtime, g.orgId, 'platform', { kind: 'management' })).secret;
   await g.t.runtime.projector.catchUp();

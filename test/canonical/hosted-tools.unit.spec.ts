@@ -46,6 +46,22 @@ describe('hosted tools: which are carried, which left out, which refused', () =>
       expect(isHostedTool(type)).toBe(false);
   });
 
+  it('matches a hosted type whole: a known name followed by anything else is not one (it would reach a reply header)', () => {
+    for (const type of [
+      'web_search\r\nx-evil: 1',
+      'web_search x',
+      'web_searchx',
+      'web_search_',
+      'web_search_Preview',
+      'mcp\n',
+      `web_search_${'a'.repeat(60)}`,
+    ]) {
+      expect(isHostedTool(type)).toBe(false);
+      expect(hostedToolClassOf(type)).toBeNull();
+    }
+    expect(isHostedTool('web_search_preview_2025_03_11')).toBe(true);
+  });
+
   it('bills each hosted tool in its class, whatever its version; mcp and tool search have none', () => {
     expect(['web_search', 'web_search_preview', 'web_search_20250305', 'web_search_20260209'].map(hostedToolClassOf)).toEqual(
       Array(4).fill('webSearch'),

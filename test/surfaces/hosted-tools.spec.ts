@@ -128,6 +128,37 @@ describe.each(surfaces.filter((s) => s.required !== null))(
   },
 );
 
+describe('a tool type that is not a tool type’s shape (a header injection: it would be named in a reply header)', () => {
+  it.each([
+    ['responses', { input: 'hi', tools: [{ type: 'web_search\r\nx-evil: 1' }] }, 'tools.0.type'],
+    ['responses', { input: 'hi', tools: [{ type: 'web_search' }], tool_choice: { type: 'web_search\nx' } }, 'tool_choice'],
+    [
+      'responses',
+      { input: 'hi', tools: [{ type: 'namespace', name: 'n', tools: [{ type: 'Web_Search', name: 'f' }] }] },
+      'tools.0.tools.0.type',
+    ],
+    [
+      'messages',
+      {
+        max_tokens: 50,
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [{ type: 'web_search_20250305\r\nx-evil: 1', name: 'web_search' }],
+      },
+      'tools.0.type',
+    ],
+  ])('on %s is refused 400 in the surface format before anything is held or called (%#)', async (path, body, field) => {
+    const before = g.fake.requests.length;
+    const held = (await g.t.runtime.events.readAll(0, 1_000_000)).filter((e) => e.type === 'CreditsReserved').length;
+    const res = await post(path, { model: M.gpt.slug, ...body });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ type: 'invalid_request_error' });
+    expect(res.body.error.message).toMatch(new RegExp(`^${field.replace(/\./g, '\\.')} must be `));
+    expect(res.headers).not.toHaveProperty('x-evil');
+    expect(g.fake.requests.length).toBe(before);
+    expect((await g.t.runtime.events.readAll(0, 1_000_000)).filter((e) => e.type === 'CreditsReserved')).toHaveLength(held);
+  });
+});
+
 describe("the messages format's tools the client runs (bash, text editor, memory): no schema, no translation", () => {
   const clientRun = [
     { type: 'text_editor_20250728', name: 'str_replace_based_edit_tool', max_characters: 10000 },

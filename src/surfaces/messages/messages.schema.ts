@@ -1,3 +1,4 @@
+import { toolTypeSchema } from '../../canonical/hosted-tools';
 import {
   integerFrom,
   modelReference,
@@ -161,7 +162,7 @@ export const countTokensRequestSchema = {
       items: {
         type: 'object',
         required: ['name'],
-        properties: { type: { type: 'string' }, name: nonEmptyString, description: { type: 'string' }, input_schema: object },
+        properties: { type: toolTypeSchema, name: nonEmptyString, description: { type: 'string' }, input_schema: object },
         // A tool of the API's own (a server tool, or one the client runs: `bash_20250124`…) has no
         // schema, the model knows it; the client's custom tools need one.
         if: { required: ['type'], properties: { type: { type: 'string', not: { const: 'custom' } } } },

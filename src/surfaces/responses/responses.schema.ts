@@ -1,3 +1,4 @@
+import { toolTypeSchema } from '../../canonical/hosted-tools';
 import { integerFrom, modelReference, nonEmptyString, numberBetween, optionalBoolean } from '../../http/schema-validation';
 import { standardServiceTier } from '../priced-modes';
 
@@ -171,7 +172,7 @@ const functionTool = {
 const tool = {
   type: 'object',
   required: ['type'],
-  properties: { type: { type: 'string' } },
+  properties: { type: toolTypeSchema },
   allOf: [
     when('function', functionTool),
     when('namespace', {
@@ -184,7 +185,7 @@ const tool = {
           items: {
             type: 'object',
             required: ['type', 'name'],
-            properties: { type: { type: 'string' }, name: nonEmptyString },
+            properties: { type: toolTypeSchema, name: nonEmptyString },
             allOf: [when('function', functionTool)],
           },
         },
@@ -205,7 +206,7 @@ export const responsesRequestSchema = {
       'x-message': 'must be "auto", "none", "required" or {"type": "function", "name": "…"}',
       anyOf: [
         { enum: ['auto', 'none', 'required', null] },
-        { type: 'object', required: ['type'], properties: { type: { type: 'string' }, name: { type: 'string' } } },
+        { type: 'object', required: ['type'], properties: { type: toolTypeSchema, name: { type: 'string' } } },
       ],
     },
     parallel_tool_calls: optionalBoolean,
