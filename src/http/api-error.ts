@@ -12,6 +12,8 @@ export const API_ERRORS = {
   insufficient_credits: { status: 402, type: 'insufficient_credits' },
   forbidden: { status: 403, type: 'permission_error' },
   not_found: { status: 404, type: 'not_found_error' },
+  // A model no configured host serves (unknown, or none of its hosts configured): OpenAI's own code and type for it.
+  model_not_found: { status: 404, type: 'invalid_request_error' },
   request_timeout: { status: 408, type: 'invalid_request_error' },
   conflict: { status: 409, type: 'invalid_request_error' },
   payload_too_large: { status: 413, type: 'invalid_request_error' },

@@ -526,6 +526,7 @@ const STATUS: Record<ApiErrorCode, string> = {
   insufficient_credits: 'RESOURCE_EXHAUSTED',
   forbidden: 'PERMISSION_DENIED',
   not_found: 'NOT_FOUND',
+  model_not_found: 'NOT_FOUND',
   request_timeout: 'DEADLINE_EXCEEDED',
   conflict: 'ABORTED',
   payload_too_large: 'INVALID_ARGUMENT',

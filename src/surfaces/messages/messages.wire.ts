@@ -301,6 +301,7 @@ const ERROR_TYPES: Record<ApiErrorCode, string> = {
   insufficient_credits: 'billing_error',
   forbidden: 'permission_error',
   not_found: 'not_found_error',
+  model_not_found: 'not_found_error',
   request_timeout: 'invalid_request_error',
   conflict: 'invalid_request_error',
   payload_too_large: 'request_too_large',
