@@ -555,11 +555,12 @@ describe('chat-completions surface with the official openai client', () => {
   it('names the method and path of a route that does not exist (a GET where POST is meant), without the query or a key', async () => {
     const wrongVerb = await request(g.baseUrl).get('/api/v1/chat/completions?token=abc').set('Authorization', `Bearer ${g.key}`);
     expect(wrongVerb.status).toBe(404);
+    // As OpenAI answers it: 404 invalid_request_error (its "Invalid URL (GET /v1/chat/completions)"), naming the method the path takes.
     expect(wrongVerb.body.error).toEqual({
       code: 'not_found',
-      type: 'not_found_error',
+      type: 'invalid_request_error',
       param: null,
-      message: 'no such route: GET /api/v1/chat/completions',
+      message: 'no such route: GET /api/v1/chat/completions (the path takes POST)',
     });
     const keyInPath = await request(g.baseUrl).get(`/api/v1/${g.key}/models`);
     expect(keyInPath.status).toBe(404);

@@ -384,7 +384,8 @@ describe('POST /responses failures, in the Responses error format', () => {
     ]) {
       const error = await failure(call(), 404, 'not_found');
       expect(error.message).toMatch(/stateless/);
-      expect(error.type).toBe('not_found_error');
+      // OpenAI's type for every 404 (it has no not_found_error).
+      expect(error.type).toBe('invalid_request_error');
     }
   });
 
