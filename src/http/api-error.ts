@@ -11,7 +11,12 @@ export const API_ERRORS = {
   invalid_api_key: { status: 401, type: 'authentication_error' },
   insufficient_credits: { status: 402, type: 'insufficient_credits' },
   forbidden: { status: 403, type: 'permission_error' },
-  not_found: { status: 404, type: 'not_found_error' },
+  // OpenAI's API answers every 404 (an unknown URL, an id it does not have) as invalid_request_error: it has no not_found_error.
+  not_found: { status: 404, type: 'invalid_request_error' },
+  // A model no configured host serves (unknown, or none of its hosts configured): OpenAI's own code and type for it.
+  model_not_found: { status: 404, type: 'invalid_request_error' },
+  // A method the path does not take, where the API spoken answers so (see error-formats.ts).
+  method_not_allowed: { status: 405, type: 'invalid_request_error' },
   request_timeout: { status: 408, type: 'invalid_request_error' },
   conflict: { status: 409, type: 'invalid_request_error' },
   payload_too_large: { status: 413, type: 'invalid_request_error' },

@@ -139,7 +139,7 @@ export function servableModel(requested: string, model: CatalogueModel | null, r
   if (!model) {
     // What was asked for is echoed and recorded: a secret pasted into it is masked first.
     const asked = maskSecrets(requested);
-    return refusal(asked, 'not_found', `model "${asked}" is not in the catalogue (GET /api/v1/models lists them)`);
+    return refusal(asked, 'model_not_found', `model "${asked}" is not in the catalogue (GET /api/v1/models lists them)`);
   }
   if (model.kind !== route) {
     return refusal(
@@ -150,7 +150,7 @@ export function servableModel(requested: string, model: CatalogueModel | null, r
   }
   const hosts = model.hosts.filter((h) => h.host.usable);
   if (hosts.length === 0) {
-    return refusal(model.slug, 'not_found', `model "${model.slug}" is not available here: none of its hosts is configured`);
+    return refusal(model.slug, 'model_not_found', `model "${model.slug}" is not available here: none of its hosts is configured`);
   }
   return { kind: 'servable', model, hosts };
 }

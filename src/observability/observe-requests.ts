@@ -4,7 +4,7 @@ import { maskSecrets } from '../key-secret/key-secret';
 import { GatewayMetrics, type MetricSources } from './metrics';
 import { serveMetrics } from './metrics-server';
 import { errorTold } from '../http/api-error';
-import { factsOf, levelOf, noteFailure, type ObservedRequest, requestLine } from './request-facts';
+import { factsOf, lineLevelOf, noteFailure, type ObservedRequest, requestLine } from './request-facts';
 
 /** Where a response keeps its Fastify reply, for the one listener of every response's close. */
 const OBSERVED_REPLY = Symbol('observedReply');
@@ -72,8 +72,10 @@ export async function observeRequests(
       if (told) noteFailure(request, told.outcome, told.message);
       const facts = (request as unknown as ObservedRequest).facts;
       metrics?.observe(facts, status, latencyMs);
-      if (sources.logging)
-        request.log[levelOf(status)](requestLine(request.method, request.url, status, latencyMs, facts), 'request');
+      if (sources.logging) {
+        const line = requestLine(request.method, request.url, status, latencyMs, facts);
+        request.log[lineLevelOf(line.path as string, status)](line, 'request');
+      }
       if (facts?.trace) facts.trace.tracing.endRequest(facts.trace, facts, request.id, status);
     };
     fastify.addHook('onResponse', (request, reply, done) => {

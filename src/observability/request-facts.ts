@@ -78,10 +78,20 @@ export function noteFailure(request: unknown, outcome: string, error: string): v
   facts.error = error;
 }
 
-export type LogLevelName = 'info' | 'warn' | 'error';
+export type LogLevelName = 'debug' | 'info' | 'warn' | 'error';
 
 /** A served request is logged at info, a failure of ours or the provider's (5xx) at error, a refusal (4xx) at warn. */
 export const levelOf = (status: number): LogLevelName => (status >= 500 ? 'error' : status >= 400 ? 'warn' : 'info');
+
+/** Health probes and metrics scrapes: a load balancer's and Prometheus's, every few seconds. */
+const PROBES = new Set(['/health', '/health/live', '/health/ready', '/metrics']);
+
+/**
+ * The level of a request's line (`path` without its query): a probe or a scrape answered 2xx at
+ * debug (they would drown the rest at info), one answered otherwise (a 503 readiness) as any request.
+ */
+export const lineLevelOf = (path: string, status: number): LogLevelName =>
+  status >= 200 && status < 300 && PROBES.has(path) ? 'debug' : levelOf(status);
 
 /** The request's one log line (its fields; the request id comes from the request's logger). */
 export function requestLine(

@@ -27,6 +27,7 @@ import type { RedisClient } from '../projections/redis-client';
 import { claimServing } from './serving-claim';
 import { type RuntimeLog, SILENT_LOG } from '../runtime-log/runtime-log';
 import { failureText } from '../projections/store-errors';
+import { SweepFailures } from './sweep-failures';
 
 /** How long a sweep of pending holds waits for the read models to catch up with the log before it leaves them for the next. */
 const SWEEP_CATCH_UP_MS = 1_000;
@@ -116,6 +117,8 @@ export interface RuntimeOptions {
   serving?: boolean;
   /** Where the runtime's lines go, each at its level (the service's: its logger). */
   log?: RuntimeLog;
+  /** The clock that spaces the sweeper's lines while its sweeps fail (see SweepFailures); tests give their own. */
+  sweepFailureClock?: () => number;
 }
 
 export async function openRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
@@ -206,20 +209,29 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
 
   let sweeping: Promise<unknown> | null = null;
   let reservationsExpired = 0;
+  const sweepFailures = new SweepFailures(log, options.sweepFailureClock);
   const sweeper = options.sweep
     ? setInterval(() => {
         // One sweep at a time: one waiting for the read models to catch up may outlast the interval.
         if (sweeping) return;
-        // Read models behind (the next sweep waits again) is a delay; anything else, due expiries not made: funds stay held.
-        const failed = (error: Error) =>
-          (error instanceof NotCaughtUpError ? log.warn : log.error)(`sweeper: ${failureText(error)}`);
+        const failure = (error: Error) => error;
         sweeping = Promise.all([
-          projector.sweepPendingHolds(Date.now(), SWEEP_CATCH_UP_MS).catch(failed),
-          ledger
-            .expireDue()
-            .then((expired) => void (reservationsExpired += expired))
-            .catch(failed),
-        ]).finally(() => (sweeping = null));
+          projector.sweepPendingHolds(Date.now(), SWEEP_CATCH_UP_MS).then(() => null, failure),
+          ledger.expireDue().then((expired) => {
+            reservationsExpired += expired;
+            return null;
+          }, failure),
+        ])
+          .then((failures) => {
+            // Read models behind (the next sweep waits again) is a delay, said each time; anything
+            // else, due expiries not made (funds stay held): said once, then a line a minute at most.
+            const behind = failures.filter((error) => error instanceof NotCaughtUpError);
+            for (const error of behind) log.warn(`sweeper: ${failureText(error)}`);
+            const failed = failures.find((error) => error !== null && !(error instanceof NotCaughtUpError));
+            if (failed) sweepFailures.failed(failureText(failed));
+            else sweepFailures.succeeded();
+          })
+          .finally(() => (sweeping = null));
       }, config.sweepIntervalMs)
     : null;
   sweeper?.unref();

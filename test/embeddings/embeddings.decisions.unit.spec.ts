@@ -37,7 +37,7 @@ describe('embeddings: the plan', () => {
   const body = { model: 'vendor/model', input: 'abcdefgh', dimensions: 64, encoding_format: 'base64' };
 
   it('given an unknown model, refuses with 404', () => {
-    expect(planEmbeddings('nobody/nothing', null, body)).toMatchObject({ kind: 'refuse', error: { code: 'not_found' } });
+    expect(planEmbeddings('nobody/nothing', null, body)).toMatchObject({ kind: 'refuse', error: { code: 'model_not_found' } });
   });
 
   it('given a chat model, refuses with 400 naming the chat routes', () => {
@@ -56,7 +56,7 @@ describe('embeddings: the plan', () => {
 
   it('given an embedding model with no configured host, refuses with 404', () => {
     const unhosted = embeddingModel([modelHost('a', { usable: false })]);
-    expect(planEmbeddings(unhosted.slug, unhosted, body)).toMatchObject({ kind: 'refuse', error: { code: 'not_found' } });
+    expect(planEmbeddings(unhosted.slug, unhosted, body)).toMatchObject({ kind: 'refuse', error: { code: 'model_not_found' } });
   });
 
   it('calls the usable hosts in order, each with the body whole on its own model, and reserves the input at the dearest input price', () => {

@@ -27,7 +27,7 @@ describe('admission', () => {
         kind: 'refuse',
         model: 'nobody/nothing',
         error: expect.objectContaining({
-          code: 'not_found',
+          code: 'model_not_found',
           message: 'model "nobody/nothing" is not in the catalogue (GET /api/v1/models lists them)',
         }),
       });
@@ -41,7 +41,7 @@ describe('admission', () => {
         kind: 'refuse',
         model: 'vendor/model',
         error: expect.objectContaining({
-          code: 'not_found',
+          code: 'model_not_found',
           message: 'model "vendor/model" is not available here: none of its hosts is configured',
         }),
       });

@@ -37,11 +37,14 @@ describe('counting tokens, planned', () => {
   });
 
   it('refuses an unknown model, or one no configured host serves, with 404', () => {
-    expect(planTokenCount('nobody/nothing', null, body, request)).toMatchObject({ kind: 'refuse', error: { code: 'not_found' } });
+    expect(planTokenCount('nobody/nothing', null, body, request)).toMatchObject({
+      kind: 'refuse',
+      error: { code: 'model_not_found' },
+    });
     const unhosted = model([host('an', 'anthropic', false)]);
     expect(planTokenCount(unhosted.slug, unhosted, body, request)).toMatchObject({
       kind: 'refuse',
-      error: { code: 'not_found' },
+      error: { code: 'model_not_found' },
     });
   });
 });

@@ -80,7 +80,7 @@ describe('management API', () => {
       const res = await call(method, `/api/v1/keys/${id}`, managementA, body);
       expect(res.status).toBe(404);
       expect(res.body).toEqual({
-        error: { message: `no key ${id} in this organization`, type: 'not_found_error', param: null, code: 'not_found' },
+        error: { message: `no key ${id} in this organization`, type: 'invalid_request_error', param: null, code: 'not_found' },
       });
     }
     expect((await call('GET', '/api/v1/keys', managementA)).body.data.map((k: { id: string }) => k.id)).not.toContain(id);

@@ -8,7 +8,6 @@ import { testRedisUrl } from '../support/redis';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
 import { uncachedUsage } from '../../src/ledger/money';
 import { pricesOf } from '../support/ledger';
-import { linesTo } from '../../src/runtime-log/runtime-log';
 
 const facts = (i: number) => ({ requestId: `q${i}`, keyId: 'k', surface: 'chat-completions', model: 'test/model' });
 const settlement = {
@@ -211,14 +210,21 @@ for (const redis of [false, true]) {
     });
 
     it("a running instance's sweeper leaves such a hold alone however short PENDING_HOLD_MS is", async () => {
-      // When each sweep left off, told by the sweeper's log line.
+      // When each sweep left off (the projector stopped, it fails): the sweeper reads its failure
+      // clock once per failed sweep (its lines are one a minute at most).
       const leftOff: number[] = [];
       const waiting: Array<() => void> = [];
-      const log = linesTo((line: string) => {
-        if (/^sweeper: read models did not reach/.test(line)) leftOff.push(Date.now());
+      const sweepFailureClock = () => {
+        leftOff.push(Date.now());
         waiting.splice(0).forEach((wake) => wake());
+        return Date.now();
+      };
+      const short = await openTestRuntime({
+        redis,
+        sweep: true,
+        sweepFailureClock,
+        env: { PENDING_HOLD_MS: '100', SWEEP_INTERVAL_MS: '10' },
       });
-      const short = await openTestRuntime({ redis, sweep: true, log, env: { PENDING_HOLD_MS: '100', SWEEP_INTERVAL_MS: '10' } });
       try {
         const { runtime } = short;
         const orgId = await fundedOrganization(runtime, 1_000_000);

@@ -1,7 +1,7 @@
 import { loadConfig } from '../../src/config/config';
 import pino from 'pino';
 import { loggerOptions, scrubSecrets } from '../../src/observability/logging';
-import { levelOf, requestLine } from '../../src/observability/request-facts';
+import { levelOf, lineLevelOf, requestLine } from '../../src/observability/request-facts';
 
 describe('log lines, decided', () => {
   it("answers pino's flush on standard output: the service exits only once it has", () => {
@@ -32,6 +32,16 @@ describe('log lines, decided', () => {
       'error',
       'error',
     ]);
+  });
+
+  it('logs a health probe or a metrics scrape answered 2xx at debug, any other answer to it as any request', () => {
+    for (const path of ['/health', '/health/live', '/health/ready', '/metrics']) {
+      expect([200, 204, 404, 503].map((status) => lineLevelOf(path, status))).toEqual(['debug', 'debug', 'warn', 'error']);
+    }
+    // Not a probe: a path that only begins like one, another route, the API.
+    for (const path of ['/health/ready/x', '/healthz', '/metrics/x', '/api/v1/models', '/api/v1/chat/completions']) {
+      expect(lineLevelOf(path, 200)).toBe('info');
+    }
   });
 
   it("a request's line: the path without its query, tokens by class and the cost in credits", () => {

@@ -106,7 +106,7 @@ describe('GET /metrics (Prometheus, prom-client)', () => {
     expect(reasons.sort()).toEqual([
       ['insufficient_credits', 1],
       ['key_limit', 1],
-      ['not_found', 1],
+      ['model_not_found', 1],
       ['rate_limited', 1],
     ]);
     expect(total(samples(text, 'gateway_request_duration_seconds_count'))).toBe(10);

@@ -173,6 +173,7 @@ describe('request logs (pino, one JSON line per request)', () => {
       orgId: g.orgId,
       keyId: g.keyId,
       model: 'nobody/nothing',
+      outcome: 'model_not_found',
       fallback: false,
     });
     expect(line.error).toEqual(expect.any(String));

@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
-import type { RuntimeLog } from '../../src/runtime-log/runtime-log';
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { LeveledLines } from '../support/leveled-lines';
 import { LogCapture } from '../support/log-capture';
 import { eventually } from '../support/processes';
 import { freePort, hasRedisServer, startRedis, stopRedis } from '../support/own-redis';
@@ -13,35 +13,6 @@ import { freePort, hasRedisServer, startRedis, stopRedis } from '../support/own-
 /** The samples of one metric in a Prometheus text exposition. */
 const samples = (text: string, name: string) =>
   text.split('\n').filter((line) => line.startsWith(`${name} `) || line.startsWith(`${name}{`));
-
-/** The runtime's lines with their levels, and a way to await one. */
-class LeveledLines implements RuntimeLog {
-  readonly lines: Array<{ level: keyof RuntimeLog; line: string }> = [];
-  private waiters: Array<{ match: (l: { level: string; line: string }) => boolean; resolve: () => void }> = [];
-  info = (line: string) => this.add('info', line);
-  warn = (line: string) => this.add('warn', line);
-  error = (line: string) => this.add('error', line);
-
-  private add(level: keyof RuntimeLog, line: string): void {
-    const entry = { level, line };
-    this.lines.push(entry);
-    this.waiters = this.waiters.filter((w) => (w.match(entry) ? (w.resolve(), false) : true));
-  }
-
-  waitFor(match: (l: { level: string; line: string }) => boolean, timeoutMs = 10_000): Promise<void> {
-    if (this.lines.some(match)) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no such runtime line; got:\n${JSON.stringify(this.lines)}`)), timeoutMs);
-      this.waiters.push({
-        match,
-        resolve: () => {
-          clearTimeout(timer);
-          resolve();
-        },
-      });
-    });
-  }
-}
 
 (hasRedisServer ? describe : describe.skip)('Redis down under the gateway: what the operator is told', () => {
   let port: number;

@@ -282,6 +282,8 @@ export async function startGateway(
     logStream?: LogStream;
     /** The runtime's own lines (the projector's) go here. */
     runtimeLog?: RuntimeLog;
+    /** The clock spacing the sweeper's lines while sweeps fail. */
+    sweepFailureClock?: () => number;
     /** The catalogue file served, given the fake (default: testCatalogueFile), read with TEST_HOST_KEYS. */
     catalogue?: (fake: FakeUpstream) => unknown;
     /**
@@ -300,6 +302,7 @@ export async function startGateway(
     sweep: options.sweep,
     env: { SIMULATED_HOST_PORT: 'off', ...options.env },
     log: options.runtimeLog,
+    sweepFailureClock: options.sweepFailureClock,
   });
   // The log is searched for secrets (see SecretScan), checked at close; a stream of the test's own gets every line too.
   const scan = new SecretScan(Object.values(hostKeys));

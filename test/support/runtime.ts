@@ -15,7 +15,14 @@ export interface TestRuntime {
  * prefix. `env` is the environment that opens the same stores from another process.
  */
 export async function openTestRuntime(
-  options: { redis?: boolean; sweep?: boolean; env?: Record<string, string>; log?: RuntimeLog } = {},
+  options: {
+    redis?: boolean;
+    sweep?: boolean;
+    env?: Record<string, string>;
+    log?: RuntimeLog;
+    /** The clock spacing the sweeper's lines while sweeps fail. */
+    sweepFailureClock?: () => number;
+  } = {},
 ): Promise<TestRuntime> {
   const dir = tempDir('runtime');
   const env: Record<string, string> = {
@@ -26,7 +33,11 @@ export async function openTestRuntime(
     ...(options.redis ? { REDIS_URL: testRedisUrl()!, REDIS_PREFIX: uniquePrefix('rt') } : { REDIS_URL: '' }),
     ...options.env,
   };
-  const runtime = await openRuntime(loadConfig(env), { sweep: options.sweep, log: options.log });
+  const runtime = await openRuntime(loadConfig(env), {
+    sweep: options.sweep,
+    log: options.log,
+    sweepFailureClock: options.sweepFailureClock,
+  });
   return {
     runtime,
     env,

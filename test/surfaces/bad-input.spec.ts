@@ -136,7 +136,7 @@ describe('API surfaces: bad input is a 4xx, and secrets are masked before they a
       expect(text).not.toContain(PASTED.slice(7));
     }
     const entry = await g.logged(chat.headers.get('x-request-id')!);
-    expect(entry).toMatchObject({ model: 'sk-svc-…', status: 'not_found' });
+    expect(entry).toMatchObject({ model: 'sk-svc-…', status: 'model_not_found' });
     await g.logged(native.headers.get('x-request-id')!);
     await g.logged(messages.headers.get('x-request-id')!);
     const requestLog = JSON.stringify(await g.t.runtime.projections.recentRequests(g.orgId, 100));

@@ -451,16 +451,33 @@ describe('chat-completions surface with the official openai client', () => {
     const anonymous = new OpenAI({ baseURL: `${g.baseUrl}/api/v1`, apiKey: 'sk-svc-' + 'x'.repeat(43), maxRetries: 0 });
     await expectError(anonymous.chat.completions.create(chat), 401, 'invalid_api_key');
     // 404: a model not in the catalogue. The organization's request log shows the refusal.
-    const missing = await expectError(client.chat.completions.create({ ...chat, model: 'nobody/nothing' }), 404, 'not_found');
+    // OpenAI's own answer to a model it does not have: 404, invalid_request_error, model_not_found —
+    // its SDK's NotFoundError.
+    const missing = await expectError(
+      client.chat.completions.create({ ...chat, model: 'nobody/nothing' }),
+      404,
+      'model_not_found',
+    );
+    expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(missing.error).toEqual({
+      code: 'model_not_found',
+      type: 'invalid_request_error',
+      param: null,
+      message: expect.any(String),
+    });
     expect(missing.message).toMatch(/nobody\/nothing/);
     expect(await g.logged(missing.requestID!)).toMatchObject({
       model: 'nobody/nothing',
-      status: 'not_found',
+      status: 'model_not_found',
       cost: 0,
       reservationId: null,
     });
     // 404 too for a model in the catalogue that no configured host serves, saying so.
-    const unhosted = await expectError(client.chat.completions.create({ ...chat, model: M.unhosted.slug }), 404, 'not_found');
+    const unhosted = await expectError(
+      client.chat.completions.create({ ...chat, model: M.unhosted.slug }),
+      404,
+      'model_not_found',
+    );
     expect(unhosted.message).toMatch(/none of its hosts is configured/);
     // 413: a body over the limit.
     await expectError(
@@ -538,11 +555,12 @@ describe('chat-completions surface with the official openai client', () => {
   it('names the method and path of a route that does not exist (a GET where POST is meant), without the query or a key', async () => {
     const wrongVerb = await request(g.baseUrl).get('/api/v1/chat/completions?token=abc').set('Authorization', `Bearer ${g.key}`);
     expect(wrongVerb.status).toBe(404);
+    // As OpenAI answers it: 404 invalid_request_error (its "Invalid URL (GET /v1/chat/completions)"), naming the method the path takes.
     expect(wrongVerb.body.error).toEqual({
       code: 'not_found',
-      type: 'not_found_error',
+      type: 'invalid_request_error',
       param: null,
-      message: 'no such route: GET /api/v1/chat/completions',
+      message: 'no such route: GET /api/v1/chat/completions (the path takes POST)',
     });
     const keyInPath = await request(g.baseUrl).get(`/api/v1/${g.key}/models`);
     expect(keyInPath.status).toBe(404);

@@ -259,7 +259,7 @@ describe('errors, in the chat-completions format with the product statuses', () 
   });
 
   it('404 for a model not in the catalogue', async () => {
-    const missing = await expectError(client.embeddings.create({ ...ask, model: 'nobody/nothing' }), 404, 'not_found');
+    const missing = await expectError(client.embeddings.create({ ...ask, model: 'nobody/nothing' }), 404, 'model_not_found');
     expect(missing.message).toMatch(/nobody\/nothing/);
   });
 

@@ -214,6 +214,8 @@ describe.each(clients)('messages surface with %s', (_name, makeClient) => {
         error: unknown;
       };
       expect(err.status).toBe(404);
+      // Anthropic's API: 404 not_found_error, which each SDK raises as its NotFoundError.
+      expect(err instanceof Anthropic.NotFoundError || err instanceof AnthropicV0.NotFoundError).toBe(true);
       expect(err.error).toMatchObject({
         type: 'error',
         error: { type: 'not_found_error', message: expect.stringMatching(/nobody\/nothing/) },

@@ -127,7 +127,7 @@ describe('native route POST /api/v1/models/{model}/chat', () => {
     ]) {
       const res = await chat(path, hello);
       expect(res.status).toBe(404);
-      expect(((await res.json()) as any).error.code).toBe('not_found');
+      expect(((await res.json()) as any).error.code).toBe('model_not_found');
     }
   });
 

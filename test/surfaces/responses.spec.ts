@@ -384,7 +384,8 @@ describe('POST /responses failures, in the Responses error format', () => {
     ]) {
       const error = await failure(call(), 404, 'not_found');
       expect(error.message).toMatch(/stateless/);
-      expect(error.type).toBe('not_found_error');
+      // OpenAI's type for every 404 (it has no not_found_error).
+      expect(error.type).toBe('invalid_request_error');
     }
   });
 
@@ -429,9 +430,12 @@ describe('POST /responses failures, in the Responses error format', () => {
   });
 
   it('404: a model not in the catalogue, logged as refused', async () => {
-    const error = await failure(client.responses.create({ ...ask, model: 'nobody/nothing' }), 404, 'not_found');
+    const error = await failure(client.responses.create({ ...ask, model: 'nobody/nothing' }), 404, 'model_not_found');
+    // OpenAI's answer to a model it does not have: its SDK's NotFoundError, type invalid_request_error.
+    expect(error).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(error.type).toBe('invalid_request_error');
     expect(error.message).toMatch(/nobody\/nothing/);
-    expect(await g.logged(error.requestID!)).toMatchObject({ surface: 'responses', status: 'not_found', cost: 0 });
+    expect(await g.logged(error.requestID!)).toMatchObject({ surface: 'responses', status: 'model_not_found', cost: 0 });
   });
 
   it('413: a body over the limit', async () => {

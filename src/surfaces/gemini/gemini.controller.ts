@@ -161,7 +161,7 @@ export class GeminiController {
     const model = this.catalogue.find(catalogueRefOf(path, this.catalogue.models));
     if (!model || model.kind !== 'chat')
       throw new ApiError(
-        'not_found',
+        'model_not_found',
         `model "${path.slice(0, 256)}" is not in the catalogue (GET /api/v1beta/models lists them)`,
       );
     // In the catalogue with no host configured: said as a request naming it would be told.

@@ -526,6 +526,9 @@ const STATUS: Record<ApiErrorCode, string> = {
   insufficient_credits: 'RESOURCE_EXHAUSTED',
   forbidden: 'PERMISSION_DENIED',
   not_found: 'NOT_FOUND',
+  model_not_found: 'NOT_FOUND',
+  // Never sent here: Google's API answers a method its path does not take 404 (see error-formats.ts).
+  method_not_allowed: 'NOT_FOUND',
   request_timeout: 'DEADLINE_EXCEEDED',
   conflict: 'ABORTED',
   payload_too_large: 'INVALID_ARGUMENT',

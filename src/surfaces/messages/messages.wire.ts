@@ -301,6 +301,9 @@ const ERROR_TYPES: Record<ApiErrorCode, string> = {
   insufficient_credits: 'billing_error',
   forbidden: 'permission_error',
   not_found: 'not_found_error',
+  model_not_found: 'not_found_error',
+  // Anthropic's API: GET /v1/messages is a 405 invalid_request_error ("Method Not Allowed").
+  method_not_allowed: 'invalid_request_error',
   request_timeout: 'invalid_request_error',
   conflict: 'invalid_request_error',
   payload_too_large: 'request_too_large',
