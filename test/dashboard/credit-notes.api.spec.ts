@@ -1,5 +1,6 @@
 import { person } from '../support/dashboard';
 import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { createKey } from '../support/keys';
 import { chatCompletion } from '../support/streams';
 
 /** Credit notes in the dashboard: owners (who manage billing) issue them; the usage view shows refunds. */
@@ -60,12 +61,15 @@ it('owners refund a generation and adjust the balance, once per idempotency key;
   const balance = await g.t.runtime.projections.balance(orgId);
   expect(balance.granted).toBe(9_000_000_000);
 
-  // Billing rights for a management key: an owner gives them; a member who manages keys may not.
-  const finance = await owner.post('/keys', { name: 'finance', management: true, billing: true }).expect(201);
+  // Billing rights for a management key: the operator gives them; neither an owner nor a member may.
+  const refusedRights = await owner.post('/keys', { name: 'finance', management: true, billing: true }).expect(403);
+  expect(refusedRights.body.error.message).toMatch(/operator only: model-gateway keys create --management --billing/);
   await dev.post('/keys', { name: 'mine', management: true, billing: true }).expect(403);
+  const finance = await createKey(g.t.runtime, orgId, 'finance', { kind: 'management', billing: true });
+  await g.t.runtime.projector.catchUp();
   const byKey = await fetch(`${g.baseUrl}/api/v1/credit-notes`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${finance.body.secret}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${finance.secret}`, 'content-type': 'application/json' },
     body: JSON.stringify({ kind: 'adjustment', amount: 1, reason: 'goodwill', idempotency_key: 'api-1' }),
   });
   expect(byKey.status).toBe(201);
