@@ -52,6 +52,9 @@ it('owners add members by email, choose who manages keys, and remove them; membe
   expect(allowed.body).toMatchObject({ manageKeys: true, role: 'member' });
   expect((await dev.get('/session').expect(200)).body.activeOrg.manageKeys).toBe(true);
   const devKey = await dev.post('/keys', { name: 'mine' }).expect(201);
+  // Not a management key, which reaches what only owners see (alerts, the ledger).
+  const management = await dev.post('/keys', { name: 'platform', management: true }).expect(403);
+  expect(management.body.error.message).toBe("only the organization's owners make management keys");
   await dev.post(`/keys/${devKey.body.id}/limit`, { limit: '1', reset: 'monthly' }).expect(200);
   await dev.post(`/keys/${ownersKey.body.id}/revoke`).expect(200);
   await dev.post('/members', { email: 'other@example.com' }).expect(403);

@@ -93,10 +93,16 @@ function checkMayManage(asker: Asker, organization: Organization): void {
   }
 }
 
-/** A management key is made by those who manage keys, but not by a management key. */
-function checkMayMakeManagementKey(actor: KeyActor, _organization: Organization): void {
+/**
+ * A management key reaches what the dashboard shows owners only (the alerts webhook, the ledger, the
+ * FOCUS export): its owners make them, and the operator; not the members they allow to manage keys,
+ * nor a management key.
+ */
+function checkMayMakeManagementKey(actor: KeyActor, organization: Organization): void {
   if (actor.kind === 'management_key')
     throw new IdentityRuleError('not_key_manager', 'a management key manages ordinary keys only: it cannot make another');
+  if (actor.kind === 'member' && organization.members.get(actor.userId)?.role !== 'owner')
+    throw new IdentityRuleError('not_owner', "only the organization's owners make management keys");
 }
 
 export const BILLING_RIGHTS_OPERATOR_ONLY =

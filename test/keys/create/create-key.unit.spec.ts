@@ -30,13 +30,16 @@ describe('create a key', () => {
       .then(madeK9({ kind: 'member', userId: 'dev' }));
   });
 
-  it('they make management keys too', () => {
+  it("management keys (which reach the owners' alerts and ledger) are made by owners only, not the members they allow", () => {
     given(acme)
       .when(create(owner, { kind: 'management' }))
       .then(madeK9(byOwner, { kind: 'management' }));
     given(acme)
       .when(create(allowed, { kind: 'management' }))
-      .then(madeK9({ kind: 'member', userId: 'dev' }, { kind: 'management' }));
+      .thenRefused('not_owner', "only the organization's owners make management keys");
+    given(acme)
+      .when(create(viewer, { kind: 'management' }))
+      .thenRefused('not_key_manager', MAY_NOT_MANAGE);
   });
 
   it('billing rights are given by the operator only, to a management key only: an owner is refused', () => {
