@@ -110,8 +110,12 @@ it('an owner cannot give a management key billing rights (403 naming the operato
   });
   expect(note.status).toBe(403);
   expect(note.body.error.message).toMatch(/billing rights by the gateway's operator/);
-  // The member still makes ordinary keys.
+  // The member still makes ordinary keys; changes no management key (an owner may have stopped it), may revoke one.
   await dev.post('/keys', { name: 'mine' }).expect(201);
+  const change = await dev.post(`/keys/${platform.body.id}/expiry`, { expiresAt: null }).expect(403);
+  expect(change.body.error.message).toBe("only the organization's owners change management keys");
+  await owner.post(`/keys/${platform.body.id}/expiry`, { expiresAt: null }).expect(200);
+  await dev.post(`/keys/${platform.body.id}/revoke`).expect(200);
 });
 
 it('a billing-rights key an owner made in the dashboard before (an event that names no maker) issues no credit note', async () => {

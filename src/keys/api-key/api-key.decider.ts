@@ -98,11 +98,11 @@ function checkMayManage(asker: Asker, organization: Organization): void {
  * FOCUS export): its owners make them, and the operator; not the members they allow to manage keys,
  * nor a management key.
  */
-function checkMayMakeManagementKey(actor: KeyActor, organization: Organization): void {
+function checkMayMakeManagementKey(actor: KeyActor, organization: Organization, what: 'make' | 'change' = 'make'): void {
   if (actor.kind === 'management_key')
     throw new IdentityRuleError('not_key_manager', 'a management key manages ordinary keys only: it cannot make another');
   if (actor.kind === 'member' && organization.members.get(actor.userId)?.role !== 'owner')
-    throw new IdentityRuleError('not_owner', "only the organization's owners make management keys");
+    throw new IdentityRuleError('not_owner', `only the organization's owners ${what} management keys`);
 }
 
 export const BILLING_RIGHTS_OPERATOR_ONLY =
@@ -246,6 +246,11 @@ function keyAsked(command: UpdateApiKey | RevokeApiKey, state: ApiKey, organizat
 
 function update(command: UpdateApiKey, state: ApiKey, organization: Organization): ApiKeyEvent[] {
   const key = keyAsked(command, state, organization);
+  // Changed by owners only, as made: a member who manages keys could otherwise enable again (or
+  // give back a later expiry to) a management key an owner had stopped. Revoking, which only
+  // takes power away, stays theirs.
+  if (key.kind === 'management' && command.actor.kind === 'member')
+    checkMayMakeManagementKey(command.actor, organization, 'change');
   if (key.status === 'revoked') throw new IdentityRuleError('key_revoked', 'key is revoked: it cannot be changed');
   const { keyId, orgId, hash } = key;
   return [

@@ -118,7 +118,8 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
     setting: { label: string; testid: string; text: string; set: boolean; edit: (cell: HTMLElement) => void },
   ): HTMLElement {
     const cell = h('td', { 'data-label': setting.label, 'data-testid': `key-${setting.testid}-text-${key.id}` }, setting.text);
-    if (key.status === 'active' && manages) {
+    // A management key is changed by owners only (members who manage keys may still revoke it).
+    if (key.status === 'active' && manages && (key.kind !== 'management' || org.role === 'owner')) {
       cell.append(
         ' ',
         h(
