@@ -24,7 +24,7 @@ export function idempotencyKeyOf(body: CreditNoteBody, header: unknown): string 
 
 /**
  * POST /api/v1/credit-notes: a refund of a generation or an adjustment of the balance, issued by a
- * management key with billing rights, once per idempotency key (201 when issued now, 200 with the
+ * management key the operator gave billing rights (hasBillingRights), once per idempotency key (201 when issued now, 200 with the
  * first note when its key had issued it). Answered once the read models include it.
  */
 @Controller('api/v1/credit-notes')
@@ -45,7 +45,7 @@ export class CreditNotesController {
     if (billing !== true)
       throw new ApiError(
         'forbidden',
-        'issuing credit notes needs a management key with billing rights (made by an owner in the dashboard, or: keys create --management --billing)',
+        "issuing credit notes needs a management key given billing rights by the gateway's operator (model-gateway keys create --management --billing); rights given in the dashboard, or before the gateway recorded who made a key, do not count",
       );
     const issued = await this.credit.execute(orgId, body, idempotencyKeyOf(body, header), keyId);
     if (issued.alreadyIssued) void reply.status(200);

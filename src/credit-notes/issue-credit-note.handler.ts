@@ -7,9 +7,9 @@ import { issueCreditNote } from './credit-notes';
 import type { CreditNoteBody } from './credit-notes.schema';
 
 /**
- * Issues the credit note a front door's body asks for (the management API's, the dashboard's), once
- * per idempotency key, and answers once the read models include it: a balance or `/generation` read
- * right after shows it. Each front door decides who may, and which idempotency key is the request's.
+ * Issues the credit note a front door's body asks for (the management API's: the dashboard issues
+ * none), once per idempotency key, and answers once the read models include it: a balance or
+ * `/generation` read right after shows it. Each front door decides who may, and which idempotency key is the request's.
  */
 @Injectable()
 export class IssueCreditNoteHandler {

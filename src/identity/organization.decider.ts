@@ -33,7 +33,11 @@ export const initialOrganization = (): Organization => ({ exists: false, name: '
 export const mayManageKeys = (member: Pick<Membership, 'role' | 'manageKeys'> | undefined): boolean =>
   member !== undefined && (member.role === 'owner' || member.manageKeys);
 
-/** Billing (statements, ledger exports, credit notes) is the owners': members see usage, not the books. */
+/**
+ * Billing (statements, the ledger and its export, the FOCUS export, alerts) is the owners' to see:
+ * members see usage, not the books. Seeing, not moving: credit notes are the operator's alone (an
+ * owner is whoever signed up and made the organization).
+ */
 export const mayManageBilling = (member: Pick<Membership, 'role'> | undefined): boolean => member?.role === 'owner';
 
 function withMember(state: Organization, userId: string, member: Membership | null): Organization {

@@ -337,13 +337,18 @@ export function openApiDocument(): Record<string, unknown> {
       '/api/v1/credit-notes': {
         post: {
           summary:
-            'Refund a generation (whole or part) or adjust the balance, once per idempotency key (management key with billing rights)',
+            "Refund a generation (whole or part) or adjust the balance, once per idempotency key (a management key the gateway's operator gave billing rights: keys create --management --billing)",
           parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string' } }],
           requestBody: { required: true, content: json(ref('CreditNoteRequest')) },
           responses: {
             '201': { description: 'the credit note issued', content: json(ref('CreditNote')) },
             '200': { description: 'the note its idempotency key had issued before', content: json(ref('CreditNote')) },
             ...errors('ChatError', [400, 401, 402, 403, 404]),
+            '403': {
+              description:
+                'not a management key the operator gave billing rights (rights given in the dashboard count for nothing)',
+              content: json(ref('ChatError')),
+            },
             '409': {
               description: 'the idempotency key issued another note',
               content: json(ref('ChatError')),

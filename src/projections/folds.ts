@@ -7,6 +7,7 @@ import type {
   OrganizationCreated,
   OrganizationRateLimitsSet,
 } from '../identity/identity.events';
+import { hasBillingRights } from '../keys/api-key/api-key.decider';
 import type { ApiKeyCreated, ApiKeyRevoked, ApiKeyUpdated, KeyChanges } from '../keys/api-key/api-key.events';
 import { keySpendChangeOf, periodsOf } from '../ledger/key-limit';
 import type {
@@ -160,7 +161,9 @@ function keyChangesOf(changes: KeyChanges): { fields: Partial<StoredKey>; cleare
 export const keysFold: Fold = {
   ApiKeyCreated: ({ data }, w) => {
     w.set('keys', data.keyId, data.hash);
-    w.update('keyRecords', data.hash, data, NOTHING_CLEARED);
+    // The billing rights asked and who made the key stay in the log: the record holds only the rights that count.
+    const { billing: _asked, createdBy: _maker, ...record } = data;
+    w.update('keyRecords', data.hash, hasBillingRights(data) ? { ...record, billingRights: true } : record, NOTHING_CLEARED);
   },
   ApiKeyUpdated: ({ data }, w) => {
     const { fields, cleared } = keyChangesOf(data.changes);

@@ -549,7 +549,7 @@ export class RedisProjectionStore implements ReadModelStore {
       ...(fields.expiresAt ? { expiresAt: Number(fields.expiresAt) } : {}),
       ...(fields.disabled === 'true' ? { disabled: true as const } : {}),
       ...(fields.kind === 'management' ? { kind: 'management' as const } : {}),
-      ...(fields.billing === 'true' ? { billing: true as const } : {}),
+      ...(fields.billingRights === 'true' ? { billingRights: true as const } : {}),
       ...(fields.limit ? { limit: JSON.parse(fields.limit) as KeyLimit } : {}),
     };
   }

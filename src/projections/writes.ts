@@ -110,7 +110,12 @@ export interface StoredKey {
   expiresAt: number;
   disabled: true;
   kind: 'management';
-  billing: true;
+  /**
+   * Billing rights that count: given by the operator (hasBillingRights). Records written by earlier
+   * versions may hold a `billing` field instead, copied from any key made with billing rights
+   * (an owner's in the dashboard too): it is not read, so they count for nothing without a rebuild.
+   */
+  billingRights: true;
   limit: KeyLimit;
 }
 
@@ -143,7 +148,7 @@ export function keyRecordOf(stored: Partial<StoredKey>, lastUsedAt: number | nul
   if (stored.expiresAt !== undefined) record.expiresAt = stored.expiresAt;
   if (stored.disabled !== undefined) record.disabled = stored.disabled;
   if (stored.kind !== undefined) record.kind = stored.kind;
-  if (stored.billing !== undefined) record.billing = stored.billing;
+  if (stored.billingRights !== undefined) record.billing = true;
   if (stored.limit !== undefined) record.limit = stored.limit;
   if (spent !== undefined) record.spent = spent;
   return record;

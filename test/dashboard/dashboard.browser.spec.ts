@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import type { Browser, Page } from 'playwright-core';
+import { issueCreditNote } from '../../src/credit-notes/credit-notes';
 import { describeWithBrowser, launchChromium } from '../support/browser';
 import { startGateway, TEST_EMBEDDING_MODELS, TEST_MODELS, TestGateway } from '../support/gateway';
 import { eventually, ROOT } from '../support/processes';
@@ -95,12 +96,15 @@ describeWithBrowser('dashboard in a real browser', () => {
     expect(csv.slice(0, csv.indexOf('\r\n'))).toMatch(/^BilledCost,BillingAccountId,/);
     expect(csv.split('\r\n').filter((line) => line.startsWith('0.00038,'))).toHaveLength(1);
 
-    // The owner refunds part of it from the usage page; the row shows the refund.
+    // The owner issues no credit note (the page says who does); the operator's refund shows on its row.
+    expect(await byTest('credit-note-form').count()).toBe(0);
+    expect(await byTest('credit-notes-by-operator').textContent()).toContain('issued by the gateway’s operator');
     const requestId = (await page.locator('tr[data-request-id]').first().getAttribute('data-request-id'))!;
-    await byTest('credit-note-generation').fill(requestId);
-    await byTest('credit-note-amount').fill('0.0001');
-    await byTest('credit-note-reason').selectOption('goodwill');
-    await page.getByRole('button', { name: 'Issue credit note' }).click();
+    const ask = { orgId, kind: 'refund' as const, generation: requestId, amount: '0.0001', reason: 'goodwill' };
+    await issueCreditNote(g.t.runtime.ledger, g.t.runtime.projections, { ...ask, idempotencyKey: 'op-1', issuedBy: 'cli' });
+    await g.t.runtime.projector.catchUp();
+    await byTest('nav-keys').click();
+    await byTest('nav-usage').click();
     await byTest('usage-refunded').waitFor();
     expect(await byTest('usage-refunded').textContent()).toContain('0.0001');
 
@@ -197,18 +201,18 @@ describeWithBrowser('dashboard in a real browser', () => {
     };
     expect(shown.data.find((k) => k.id === id)!.expiresAt).toMatch(/^2099-06-30T/);
 
+    // An owner makes a management key; the page offers no billing rights (the operator gives them).
     await byTest('key-name').fill('platform');
-    expect(await byTest('key-billing').isDisabled()).toBe(true); // billing rights come with a management key only
+    expect(await byTest('key-billing').count()).toBe(0);
     await byTest('key-management').check();
-    await byTest('key-billing').check();
     await byTest('key-create').click();
     const manager = (await byTest('key-secret').textContent())!.trim();
     await byTest('key-secret-close').click();
     const listed = (await page.evaluate(async () => (await fetch('/dashboard/api/keys')).json())) as {
       data: Array<{ name: string; kind: string; billing: boolean }>;
     };
-    expect(listed.data.find((k) => k.name === 'platform')).toMatchObject({ kind: 'management', billing: true });
-    expect(await byTest('keys-table').textContent()).toContain('Billing');
+    expect(listed.data.find((k) => k.name === 'platform')).toMatchObject({ kind: 'management', billing: false });
+    expect(await byTest('keys-table').textContent()).not.toContain('Billing');
     const managed = await fetch(`${g.baseUrl}/api/v1/keys`, { headers: { authorization: `Bearer ${manager}` } });
     expect(managed.status).toBe(200);
     await managed.text();

@@ -22,8 +22,12 @@ it('owners add members by email, choose who manages keys, and remove them; membe
   const other = await person(g, 'other@example.com');
   const org = await owner.post('/organizations', { name: 'Team' }).expect(201);
 
-  // Added by email (signed up first), as a member who may not manage keys.
-  await owner.post('/members', { email: 'nobody@example.com' }).expect(404);
+  // Added by email (signed up first), as a member who may not manage keys. An email with no account
+  // is told as what to do, not as "no user with this email".
+  const unknown = await owner.post('/members', { email: 'nobody@example.com' }).expect(404);
+  expect(unknown.body.error.message).toBe(
+    'nobody@example.com cannot be added yet: people are added once they have signed up with this email (ask them to sign up, then add them again)',
+  );
   await owner.post('/members', { email: 'not an email' }).expect(400);
   const added = await owner.post('/members', { email: 'DEV@example.com' }).expect(201);
   expect(added.body).toMatchObject({ email: 'dev@example.com', role: 'member', manageKeys: false, you: false });
@@ -45,6 +49,8 @@ it('owners add members by email, choose who manages keys, and remove them; membe
   await dev.post(`/keys/${ownersKey.body.id}/revoke`).expect(403);
   await dev.post(`/keys/${ownersKey.body.id}/limit`, { limit: '1', reset: 'never' }).expect(403);
   await dev.post('/members', { email: 'other@example.com' }).expect(403);
+  // The same to an email with no account: a member learns nothing of who has one.
+  await dev.post('/members', { email: 'nobody@example.com' }).expect(403);
   await dev.post(`/members/${devId}/key-access`, { manageKeys: true }).expect(403);
 
   // Allowed to manage keys: creates, limits and revokes them; still not an owner.
@@ -52,6 +58,9 @@ it('owners add members by email, choose who manages keys, and remove them; membe
   expect(allowed.body).toMatchObject({ manageKeys: true, role: 'member' });
   expect((await dev.get('/session').expect(200)).body.activeOrg.manageKeys).toBe(true);
   const devKey = await dev.post('/keys', { name: 'mine' }).expect(201);
+  // Not a management key, which reaches what only owners see (alerts, the ledger).
+  const management = await dev.post('/keys', { name: 'platform', management: true }).expect(403);
+  expect(management.body.error.message).toBe("only the organization's owners make management keys");
   await dev.post(`/keys/${devKey.body.id}/limit`, { limit: '1', reset: 'monthly' }).expect(200);
   await dev.post(`/keys/${ownersKey.body.id}/revoke`).expect(200);
   await dev.post('/members', { email: 'other@example.com' }).expect(403);
@@ -116,4 +125,37 @@ it('keys get their own rate limits, an expiry, or are made as management keys, f
   expect(listed.status).toBe(200);
   expect(((await listed.json()) as { data: Array<{ name: string }> }).data.map((k) => k.name)).toEqual(['limited']);
   await g.settled();
+});
+
+it('adding members is throttled (it tells whether an email has an account): a member added gives the attempt back', async () => {
+  const owner = await person(g, 'prober@example.com');
+  await owner.post('/organizations', { name: 'Probe' }).expect(201);
+  for (const email of ['amy@example.com', 'bob@example.com', 'cat@example.com'])
+    await g.t.runtime.identity.registerUser(email, 'a long enough password');
+  for (let i = 0; i < 4; i += 1) await owner.post('/members', { email: `guess-${i}@example.com` }).expect(404);
+  // People added count for nothing.
+  for (const email of ['amy@example.com', 'bob@example.com', 'cat@example.com'])
+    await owner.post('/members', { email }).expect(201);
+
+  // 50 guesses at once: the 6 attempts left are tried, the rest refused at once, saying how long to wait.
+  const guesses = await Promise.all(
+    Array.from({ length: 50 }, (_, i) => owner.post('/members', { email: `burst-${i}@example.com` })),
+  );
+  expect(guesses.filter((r) => r.status === 404)).toHaveLength(6);
+  const throttled = guesses.filter((r) => r.status === 429);
+  expect(throttled).toHaveLength(44);
+  expect(Number(throttled[0].headers['retry-after'])).toBeGreaterThanOrEqual(1);
+  expect(throttled[0].body.error).toEqual({
+    code: 'rate_limited',
+    message: expect.stringMatching(/too many attempts to add members/),
+  });
+  expect(throttled[0].body.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+  // Until the wait is over, no email is tried, one with an account neither.
+  await g.t.runtime.identity.registerUser('dan@example.com', 'a long enough password');
+  await owner.post('/members', { email: 'dan@example.com' }).expect(429);
+  expect((await owner.get('/members').expect(200)).body.data).toHaveLength(4);
+  // Counted per owner and per organization: another owner (from the same address) adds at once.
+  const elsewhere = await person(g, 'elsewhere@example.com');
+  await elsewhere.post('/organizations', { name: 'Elsewhere' }).expect(201);
+  await elsewhere.post('/members', { email: 'dan@example.com' }).expect(201);
 });

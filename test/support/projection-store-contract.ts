@@ -8,6 +8,7 @@ import { availableOf } from '../../src/projections/read-models';
 import { ReadModelsLostError, RedisProjectionStore } from '../../src/projections/redis-projection-store';
 import { scanKeys, type RedisTarget } from '../../src/projections/redis-client';
 import { APPLY } from '../../src/projections/redis-scripts';
+import type { StoredKey } from '../../src/projections/writes';
 import { openRuntime } from '../../src/runtime/runtime';
 import { uniquePrefix } from './redis';
 import { openTestRuntime } from './runtime';
@@ -411,6 +412,47 @@ export function describeProjectionStore(name: string, open: () => Promise<ReadMo
       expect(key).toEqual((await store.keysOf('org-a'))[0]);
       expect(await store.key('org-a', 'k2')).toBeNull();
       expect(await store.key('org-b', 'k1')).toBeNull();
+    });
+
+    it("counts a key's billing rights from the operator only: not an owner's, not a key of a log from before makers were recorded, not a record an earlier version wrote", async () => {
+      const log = sampleLog();
+      const made = (keyId: string, extra: Record<string, unknown>) =>
+        log.push({
+          type: 'ApiKeyCreated',
+          data: {
+            ...{ keyId, orgId: 'org-a', name: keyId, hash: `hash-${keyId}`, prefix: 'sk-svc-abcdef', createdAt: 8 },
+            ...{ kind: 'management', billing: true, ...extra },
+          },
+          streamId: `apikey-${keyId}`,
+          revision: 0,
+          position: log.length + 1,
+          recordedAt: 0,
+        });
+      made('operators', { createdBy: { kind: 'operator' } });
+      made('owners', { createdBy: { kind: 'member', userId: 'u1' } });
+      made('unknown', {});
+      await store.apply(log);
+      expect(await store.keyByHash('hash-operators')).toMatchObject({ kind: 'management', billing: true });
+      for (const hash of ['hash-owners', 'hash-unknown']) {
+        const key = await store.keyByHash(hash);
+        expect(key).toMatchObject({ kind: 'management' });
+        expect(key).not.toHaveProperty('billing');
+      }
+      expect((await store.keysOf('org-a')).filter((k) => k.billing).map((k) => k.keyId)).toEqual(['operators']);
+
+      // Read models an earlier version wrote hold `billing` on the record of every key made with it,
+      // an owner's too: kept (not rebuilt) by this version, they give no rights.
+      const model = new ReadModel(5);
+      log.forEach((e) => model.apply(e));
+      for (const hash of ['hash-owners', 'hash-unknown']) {
+        const { billingRights: _none, ...earlier } = model.keyRecords.get(hash)!;
+        model.keyRecords.set(hash, { ...earlier, billing: true } as Partial<StoredKey>);
+      }
+      await store.reset();
+      await store.load(model);
+      expect(await store.keyByHash('hash-owners')).not.toHaveProperty('billing');
+      expect(await store.keyByHash('hash-unknown')).not.toHaveProperty('billing');
+      expect(await store.keyByHash('hash-operators')).toMatchObject({ billing: true });
     });
 
     it('reloads to the same state from a fold of the log', async () => {

@@ -20,7 +20,8 @@ const memberOf = (session: Session): KeyActor => ({ kind: 'member', userId: sess
 /**
  * The active organization's API keys: listed (never their secrets) to every member; created (the
  * secret shown once), limited, given an expiry and revoked by those the key decider lets manage
- * keys (owners, and the members they allow), as the signed-in member asks.
+ * keys (owners, and the members they allow; management keys, owners only), as the signed-in member
+ * asks. Billing rights are never given here: the operator tool gives them.
  */
 @Controller('dashboard/api/keys')
 @UseFilters(dashboardErrors)
@@ -113,8 +114,9 @@ export class KeysController {
       actor: memberOf(session),
       name: body.name,
       settings: {
+        // The key's rules refuse a management key to all but owners, and billing rights to all but
+        // the operator: asked here, they are answered 403 saying so.
         ...(body.management === true ? { kind: 'management' as const } : {}),
-        // Refused by the key's rules unless a management key, given by an owner.
         ...(body.billing === true ? { billing: true as const } : {}),
       },
     });

@@ -6,12 +6,12 @@ export class CreateKeyDto {
   @MaxLength(100)
   name: string;
 
-  /** A management key: it manages the organization's keys through /api/v1/keys and cannot call models. */
+  /** A management key (owners only): it manages the organization's keys through /api/v1/keys and cannot call models. */
   @IsOptional()
   @IsBoolean()
   management?: boolean;
 
-  /** With `management`: billing rights too (it may issue credit notes); given by owners only. */
+  /** Billing rights: refused (403), the operator gives them (keys create --management --billing); kept to say so. */
   @IsOptional()
   @IsBoolean()
   billing?: boolean;

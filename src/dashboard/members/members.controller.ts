@@ -1,4 +1,6 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, UseFilters } from '@nestjs/common';
+import { ApiError } from '../../http/api-error';
+import { IdentityRuleError } from '../../identity/identity-rule-error';
 import { IdentityService } from '../../identity/identity.service';
 import { mayManageKeys } from '../../identity/organization.decider';
 import { bodyValidation } from '../../http/validation';
@@ -9,17 +11,27 @@ import { READ_MODELS } from '../../runtime/runtime.module';
 import { dashboardErrors } from '../dashboard-error';
 import { ActiveOrgId, CurrentSession, SignedIn } from '../session/session.guard';
 import type { Session } from '../session/sessions';
+import { tooManyAttempts } from '../session/sign-in';
+import { ADD_MEMBER_ATTEMPTS, AttemptLimit } from '../session/sign-in-throttle';
 import { AddMemberDto, KeyAccessDto } from './members.dto';
 
 /**
  * The active organization's members: every member sees them; owners add people by email (they must
  * have signed up), remove them, and choose which members may manage keys. Who may do what is the
  * organization decider's rule: here it is only asked, as the signed-in member.
+ *
+ * Adding someone tells whether their email has an account (sign-up never does), and anyone may sign
+ * up and own an organization: only owners are answered (others get 403 before any email is looked
+ * up), and their attempts are throttled per owner and per organization (per instance, in memory, as
+ * sign-in's), each taken before it is tried, a member actually added giving it back. An unknown
+ * email is answered in words that say what to do, not "no user with this email".
  */
 @Controller('dashboard/api/members')
 @UseFilters(dashboardErrors)
 @SignedIn({ activeOrg: true })
 export class MembersController {
+  private readonly addAttempts = new AttemptLimit(ADD_MEMBER_ATTEMPTS);
+
   constructor(
     private readonly identity: IdentityService,
     @Inject(READ_MODELS) private readonly readModels: ReadModels,
@@ -34,11 +46,28 @@ export class MembersController {
   @Post()
   @HttpCode(201)
   async add(@Body(bodyValidation) body: AddMemberDto, @ActiveOrgId() orgId: string, @CurrentSession() session: Session) {
-    const { userId } = await this.identity.addMember(orgId, body.email, body.role ?? 'member', {
-      by: session.userId,
-      manageKeys: body.manageKeys,
-    });
-    return this.shown(orgId, userId, session);
+    // The decider refuses a member too, but only once the email is found: asked first, a member
+    // would learn who has an account (and use up the owners' attempts).
+    if ((await this.readModels.membership(orgId, session.userId))?.role !== 'owner')
+      throw new ApiError('forbidden', "only the organization's owners manage its members");
+    const attempt = [`user ${session.userId}`, `org ${orgId}`];
+    const waitMs = this.addAttempts.take(attempt, Date.now());
+    if (waitMs > 0) {
+      const refused = tooManyAttempts('attempts to add members', waitMs);
+      throw refused.withHeaders({ 'retry-after': String(refused.details.retryAfterSeconds) });
+    }
+    let added: { userId: string };
+    try {
+      added = await this.identity.addMember(orgId, body.email, body.role ?? 'member', {
+        by: session.userId,
+        manageKeys: body.manageKeys,
+      });
+    } catch (error) {
+      if (error instanceof IdentityRuleError && error.code === 'user_not_found') throw cannotAdd(body.email);
+      throw error;
+    }
+    this.addAttempts.giveBack(attempt, Date.now());
+    return this.shown(orgId, added.userId, session);
   }
 
   @Post(':userId/remove')
@@ -68,6 +97,13 @@ export class MembersController {
     return member ? memberView(member, session) : { userId };
   }
 }
+
+/** An email with no account, told as what to do (sign-up says nothing of who has one; this says as little as it can). */
+const cannotAdd = (email: string): ApiError =>
+  new ApiError(
+    'not_found',
+    `${email} cannot be added yet: people are added once they have signed up with this email (ask them to sign up, then add them again)`,
+  );
 
 const memberView = (m: MemberRecord, session: Session) => ({
   userId: m.userId,

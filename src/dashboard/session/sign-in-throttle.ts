@@ -90,6 +90,11 @@ export const SIGN_IN_PER_ACCOUNT_AND_ADDRESS: AttemptAllowance = { attempts: 4, 
 export const SIGN_IN_PER_ADDRESS: AttemptAllowance = { attempts: 30, firstDelayMs: 2_000, maxDelayMs: 5 * 60_000 };
 /** Sign-up: 10 per address before waits (1 min, doubling to 1 h). */
 export const SIGN_UP_PER_ADDRESS: AttemptAllowance = { attempts: 10, firstDelayMs: 60_000, maxDelayMs: 60 * 60_000 };
+/**
+ * Adding a member by email (which tells whether the email has an account): 10 attempts per owner and
+ * per organization before waits (1 min, doubling to 1 h); a member added gives the attempt back.
+ */
+export const ADD_MEMBER_ATTEMPTS: AttemptAllowance = { attempts: 10, firstDelayMs: 60_000, maxDelayMs: 60 * 60_000 };
 
 /**
  * The dashboard's sign-in throttle: per account *and* address (guessing one person's password

@@ -3,7 +3,7 @@ import { checkName, checkRateLimits } from '../../identity/checks';
 import { IdentityRuleError } from '../../identity/identity-rule-error';
 import type { KeyLimit, LimitReset, RateLimits } from '../../identity/identity.events';
 import { initialOrganization, mayManageKeys, type Organization } from '../../identity/organization.decider';
-import type { ApiKeyEvent, KeyChanges } from './api-key.events';
+import type { ApiKeyCreated, ApiKeyEvent, KeyChanges, KeyMaker } from './api-key.events';
 
 /**
  * An API key: who may make, change and revoke it, and what it may be made with. Decided on the key's
@@ -93,6 +93,41 @@ function checkMayManage(asker: Asker, organization: Organization): void {
   }
 }
 
+/**
+ * A management key reaches what the dashboard shows owners only (the alerts webhook, the ledger, the
+ * FOCUS export): its owners make them, and the operator; not the members they allow to manage keys,
+ * nor a management key.
+ */
+function checkMayMakeManagementKey(actor: KeyActor, organization: Organization, what: 'make' | 'change' = 'make'): void {
+  if (actor.kind === 'management_key')
+    throw new IdentityRuleError('not_key_manager', 'a management key manages ordinary keys only: it cannot make another');
+  if (actor.kind === 'member' && organization.members.get(actor.userId)?.role !== 'owner')
+    throw new IdentityRuleError('not_owner', `only the organization's owners ${what} management keys`);
+}
+
+export const BILLING_RIGHTS_OPERATOR_ONLY =
+  "billing rights (issuing credit notes) are given by the gateway's operator only: model-gateway keys create --management --billing";
+
+/** The maker a key's creation records. */
+function makerOf(actor: KeyActor): KeyMaker {
+  switch (actor.kind) {
+    case 'operator':
+      return { kind: 'operator' };
+    case 'member':
+      return { kind: 'member', userId: actor.userId };
+    case 'management_key':
+      return { kind: 'management_key', keyId: actor.keyId };
+  }
+}
+
+/**
+ * Whether a key may issue credit notes: a management key made with billing rights by the operator.
+ * Billing rights an owner gave in the dashboard (which it once could) count for nothing; nor do any
+ * in an event from before makers were recorded, which cannot tell the operator's from an owner's.
+ */
+export const hasBillingRights = (created: ApiKeyCreated['data']): boolean =>
+  created.kind === 'management' && created.billing === true && created.createdBy?.kind === 'operator';
+
 /** An expiry time as given: a whole number of milliseconds after 1970, in the future of `now`. */
 function checkExpiry(expiresAt: number, now: number): number {
   if (!Number.isSafeInteger(expiresAt) || expiresAt <= now) {
@@ -148,7 +183,7 @@ export interface CreateApiKey extends Asker {
   expiresAt?: number;
   limit?: KeyLimit;
   kind?: 'management';
-  /** Billing rights, for a management key only, given by the operator or an owner. */
+  /** Billing rights, for a management key only, given by the operator only. */
   billing?: true;
   now: number;
 }
@@ -172,14 +207,12 @@ function create(command: CreateApiKey, state: ApiKey, organization: Organization
   if (state.status !== 'none') throw new IdentityRuleError('key_exists', 'key already exists');
   if (!organization.exists) throw new IdentityRuleError('organization_not_found', `no organization ${command.orgId}`);
   checkMayManage(command, organization);
-  if (command.kind === 'management' && command.actor.kind === 'management_key') {
-    throw new IdentityRuleError('not_key_manager', 'a management key manages ordinary keys only: it cannot make another');
-  }
+  if (command.kind === 'management') checkMayMakeManagementKey(command.actor, organization);
   if (command.billing === true) {
     if (command.kind !== 'management')
       throw new IdentityRuleError('invalid_key_rights', 'billing rights are for a management key only');
-    if (command.actor.kind === 'member' && organization.members.get(command.actor.userId)?.role !== 'owner')
-      throw new IdentityRuleError('not_owner', "only the organization's owners give a key billing rights");
+    // Credit notes move an organization's money: the gateway's staff issue them, never a customer.
+    if (command.actor.kind !== 'operator') throw new IdentityRuleError('not_key_manager', BILLING_RIGHTS_OPERATOR_ONLY);
   }
   const { keyId, orgId, hash, prefix, now } = command;
   const rateLimits = command.rateLimits === undefined ? null : checkRateLimits(command.rateLimits);
@@ -198,6 +231,7 @@ function create(command: CreateApiKey, state: ApiKey, organization: Organization
         ...(command.limit === undefined ? {} : { limit: checkLimit(command.limit) }),
         ...(command.kind === 'management' ? { kind: 'management' as const } : {}),
         ...(command.billing === true ? { billing: true as const } : {}),
+        createdBy: makerOf(command.actor),
       },
     },
   ];
@@ -212,6 +246,11 @@ function keyAsked(command: UpdateApiKey | RevokeApiKey, state: ApiKey, organizat
 
 function update(command: UpdateApiKey, state: ApiKey, organization: Organization): ApiKeyEvent[] {
   const key = keyAsked(command, state, organization);
+  // Changed by owners only, as made: a member who manages keys could otherwise enable again (or
+  // give back a later expiry to) a management key an owner had stopped. Revoking, which only
+  // takes power away, stays theirs.
+  if (key.kind === 'management' && command.actor.kind === 'member')
+    checkMayMakeManagementKey(command.actor, organization, 'change');
   if (key.status === 'revoked') throw new IdentityRuleError('key_revoked', 'key is revoked: it cannot be changed');
   const { keyId, orgId, hash } = key;
   return [

@@ -2,6 +2,12 @@ import type { KeyLimit, RateLimits } from '../../identity/identity.events';
 
 /** An API key's events, on its own stream. No secret ever appears here: only its hash and prefix. */
 
+/**
+ * Who made a key: the operator (the operator tool), a signed-in member (the dashboard) or a
+ * management key (the management API).
+ */
+export type KeyMaker = { kind: 'operator' } | { kind: 'member'; userId: string } | { kind: 'management_key'; keyId: string };
+
 export interface ApiKeyCreated {
   type: 'ApiKeyCreated';
   /**
@@ -22,10 +28,13 @@ export interface ApiKeyCreated {
     /** A management key manages the organization's keys (/api/v1/keys) and cannot call models; absent: an ordinary key. */
     kind?: 'management';
     /**
-     * A management key with billing rights: it may also issue credit notes (/api/v1/credit-notes).
-     * Absent: it may not (and from keys made before the right existed).
+     * A management key made with billing rights: it may also issue credit notes
+     * (/api/v1/credit-notes), but only when `createdBy` is the operator (see hasBillingRights): the
+     * dashboard's owners could once give them too, and those events say so no differently.
      */
     billing?: true;
+    /** Who made it; absent in events written before it was recorded. */
+    createdBy?: KeyMaker;
   };
 }
 

@@ -6,7 +6,7 @@ import { hashKeySecret, keyPrefixOf, newKeySecret } from '../../identity/secrets
 import { maskSecrets } from '../../key-secret/key-secret';
 import { EVENTS } from '../../runtime/runtime.module';
 import { handleKeyCommand } from '../api-key/api-key.commands';
-import type { KeyActor } from '../api-key/api-key.decider';
+import { hasBillingRights, type KeyActor } from '../api-key/api-key.decider';
 import type { ApiKeyCreated } from '../api-key/api-key.events';
 
 /** What a key may be made with beyond its name. */
@@ -16,7 +16,7 @@ export interface KeySettings {
   expiresAt?: number;
   /** A management key (it manages keys and cannot call models). */
   kind?: 'management';
-  /** Billing rights for a management key: it may issue credit notes. */
+  /** Billing rights for a management key (it may issue credit notes): the operator's to give only. */
   billing?: true;
   limit?: KeyLimit;
 }
@@ -71,7 +71,7 @@ export class CreateKeyHandler {
       name: created.name,
       prefix,
       ...(created.kind ? { kind: created.kind } : {}),
-      ...(created.billing ? { billing: created.billing } : {}),
+      ...(hasBillingRights(created) ? { billing: true as const } : {}),
       createdAt: created.createdAt,
       position,
     };

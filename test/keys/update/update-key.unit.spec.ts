@@ -18,13 +18,18 @@ const updated = (keyId: string, orgId: string, changes: KeyChanges): ApiKeyEvent
 const revoked: ApiKeyEvent = { type: 'ApiKeyRevoked', data: { keyId: 'k1', orgId: 'o1', hash: 'hash-k1', revokedAt: 2 } };
 
 describe('update a key', () => {
-  it("the organization's owners and the members they allow change its keys", () => {
+  it("the organization's owners and the members they allow change its keys; management keys, owners only", () => {
     given(acme, k1)
       .when(update(owner))
       .then(updated('k1', 'o1', { name: 'renamed' }));
+    given(acme, k1)
+      .when(update(allowed))
+      .then(updated('k1', 'o1', { name: 'renamed' }));
     given(acme, km)
-      .when(update(allowed, 'km'))
+      .when(update(owner, 'km'))
       .then(updated('km', 'o1', { name: 'renamed' }));
+    // Not enabled again, nor given a later expiry, by a member: an owner may have stopped it.
+    given(acme, km).when(update(allowed, 'km')).thenRefused('not_owner', "only the organization's owners change management keys");
   });
 
   it('a member no owner allowed is refused, whichever key is named', () => {

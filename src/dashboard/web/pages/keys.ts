@@ -1,6 +1,6 @@
 // API keys: create (the secret is shown once, then removed from the page), list, set a key's credit
 // limit, rate limits and expiry, revoke with an inline confirmation. Members whom no owner allowed
-// to manage keys see the list only.
+// to manage keys see the list only; management keys are made by owners only.
 import { api, ApiKey, CreatedKey, messageOf } from '../api';
 import { asyncListener, copyText, field, h, mount, select, showError, toast } from '../dom';
 import { formatDateTime } from '../format';
@@ -10,13 +10,9 @@ import { getModels, store } from '../state';
 export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<void> {
   const org = store.session!.activeOrg!;
   const manages = org.manageKeys;
+  // Management keys reach what only owners see (alerts, the ledger): owners make them. Billing
+  // rights (credit notes) are the operator's to give: the page offers none.
   const management = h('input', { type: 'checkbox', 'data-testid': 'key-management' });
-  // Billing rights (credit notes through the API) come with a management key, from an owner only.
-  const billing = h('input', { type: 'checkbox', disabled: true, 'data-testid': 'key-billing' });
-  management.addEventListener('change', () => {
-    billing.disabled = !management.checked;
-    if (!management.checked) billing.checked = false;
-  });
   const name = h('input', {
     type: 'text',
     required: true,
@@ -38,12 +34,10 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
     create.disabled = true;
     showError(createErrors, null);
     try {
-      const asked = { name: value, management: management.checked, ...(billing.checked ? { billing: true } : {}) };
+      const asked = { name: value, ...(management.checked ? { management: true } : {}) };
       const key = await api<CreatedKey>('POST', '/keys', asked, ctx.signal);
       name.value = '';
       management.checked = false;
-      billing.checked = false;
-      billing.disabled = true;
       keys = [
         {
           id: key.id,
@@ -124,7 +118,8 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
     setting: { label: string; testid: string; text: string; set: boolean; edit: (cell: HTMLElement) => void },
   ): HTMLElement {
     const cell = h('td', { 'data-label': setting.label, 'data-testid': `key-${setting.testid}-text-${key.id}` }, setting.text);
-    if (key.status === 'active' && manages) {
+    // A management key is changed by owners only (members who manage keys may still revoke it).
+    if (key.status === 'active' && manages && (key.kind !== 'management' || org.role === 'owner')) {
       cell.append(
         ' ',
         h(
@@ -297,7 +292,14 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
               ? h('span', { class: 'badge', title: 'Manages keys; cannot call models' }, ' Management')
               : null,
             key.billing
-              ? h('span', { class: 'badge', title: 'Issues credit notes through /api/v1/credit-notes' }, ' Billing')
+              ? h(
+                  'span',
+                  {
+                    class: 'badge',
+                    title: 'Given billing rights by the operator: issues credit notes through /api/v1/credit-notes',
+                  },
+                  ' Billing',
+                )
               : null,
           ),
           h('td', { 'data-label': 'Key' }, h('code', null, `${key.prefix}…`)),
@@ -339,18 +341,12 @@ export async function renderKeys(root: HTMLElement, ctx: PageContext): Promise<v
             'form',
             { class: 'inline-form', novalidate: true, onsubmit: asyncListener(onCreate) },
             field('Name', name),
-            h(
-              'label',
-              { class: 'check', title: 'Creates, changes and revokes keys through /api/v1/keys; cannot call models' },
-              management,
-              ' Management key',
-            ),
-            org.billing
+            org.role === 'owner'
               ? h(
                   'label',
-                  { class: 'check', title: 'With a management key: issues credit notes through /api/v1/credit-notes' },
-                  billing,
-                  ' Billing rights',
+                  { class: 'check', title: 'Creates, changes and revokes keys through /api/v1/keys; cannot call models' },
+                  management,
+                  ' Management key',
                 )
               : null,
             create,

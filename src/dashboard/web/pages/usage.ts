@@ -2,7 +2,7 @@
 // Filters live in the hash query (replaceState), so a reload or a shared link keeps them.
 import { api, ApiKey, messageOf, Model, query, UsagePage, UsageRow } from '../api';
 import { spendChart } from '../chart';
-import { asyncListener, field, h, mount, select, showError, toast } from '../dom';
+import { field, h, mount, select, showError } from '../dom';
 import { formatCost, formatInt, formatLatency, formatTime, utcDay } from '../format';
 import { card, PageContext, pageHead } from '../page';
 import { getModels, store } from '../state';
@@ -200,7 +200,13 @@ export async function renderUsage(root: HTMLElement, ctx: PageContext): Promise<
       h('div', { class: 'table-wrap' }, table),
       h('nav', { class: 'pager', 'aria-label': 'Pages' }, prev, pageLabel, next),
     ),
-    store.session!.activeOrg!.billing ? creditNoteForm(() => void load()) : null,
+    store.session!.activeOrg!.billing
+      ? h(
+          'p',
+          { class: 'muted small', 'data-testid': 'credit-notes-by-operator' },
+          'Refunds and balance adjustments (credit notes) are issued by the gateway’s operator: a request’s refund shows beside its cost, and each month’s notes are in its statement (Billing).',
+        )
+      : null,
   );
 
   // Filter choices fill in as they arrive; the table does not wait for them.
@@ -285,69 +291,6 @@ function hostCell(r: UsageRow): HTMLElement {
 function statusBadge(status: string): HTMLElement {
   const kind = status === 'ok' ? 'badge-ok' : status.startsWith('provider_') ? 'badge-error' : 'badge-warn';
   return h('span', { class: `badge ${kind}` }, status.replace(/_/g, ' '));
-}
-
-/**
- * Owners' credit notes: a refund of one request (by its request id; no amount: all of its cost not yet
- * refunded) or an adjustment of the balance (+ or −). One idempotency key per note filled in, so a
- * click retried after a lost answer issues it once; a new one once it is issued.
- */
-function creditNoteForm(issued: () => void): HTMLElement {
-  const kind = select(
-    { 'data-testid': 'credit-note-kind' },
-    [
-      { value: 'refund', label: 'Refund a request' },
-      { value: 'adjustment', label: 'Adjust the balance' },
-    ],
-    'refund',
-  );
-  const generation = h('input', { type: 'text', placeholder: 'request id', 'data-testid': 'credit-note-generation' });
-  const amount = h('input', { type: 'text', inputmode: 'decimal', placeholder: 'credits', 'data-testid': 'credit-note-amount' });
-  const reason = select(
-    { 'data-testid': 'credit-note-reason' },
-    ['dispute', 'provider_outage', 'goodwill', 'correction', 'other'].map((r) => ({ value: r, label: r.replace('_', ' ') })),
-    'dispute',
-  );
-  const memo = h('input', { type: 'text', maxlength: '500', 'data-testid': 'credit-note-memo' });
-  const errors = h('div', { class: 'form-errors' });
-  // getRandomValues, not randomUUID: the dashboard may be served over plain HTTP, where randomUUID is missing.
-  const newKey = () => Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
-  let idempotencyKey = newKey();
-  const form = h(
-    'form',
-    { class: 'filters', 'data-testid': 'credit-note-form' },
-    field('Kind', kind),
-    field('Request', generation),
-    field('Amount', amount, 'refund: empty for all of it; adjustment: + or −'),
-    field('Reason', reason),
-    field('Memo', memo),
-    h('button', { type: 'submit', class: 'btn' }, 'Issue credit note'),
-  );
-  form.addEventListener(
-    'submit',
-    asyncListener(async (event: Event) => {
-      event.preventDefault();
-      showError(errors, null);
-      const refund = kind.value === 'refund';
-      try {
-        const note = await api<{ id: string; already_issued: boolean }>('POST', '/credit-notes', {
-          kind: kind.value,
-          ...(refund ? { generation: generation.value.trim() } : {}),
-          ...(amount.value.trim() === '' ? {} : { amount: amount.value.trim() }),
-          reason: reason.value,
-          idempotency_key: idempotencyKey,
-          ...(memo.value === '' ? {} : { memo: memo.value }),
-        });
-        toast(note.already_issued ? `Credit note ${note.id} was already issued.` : `Issued credit note ${note.id}.`);
-        idempotencyKey = newKey();
-        form.reset();
-        issued();
-      } catch (error) {
-        showError(errors, messageOf(error));
-      }
-    }),
-  );
-  return card(h('h2', null, 'Credit note'), form, errors);
 }
 
 /**
