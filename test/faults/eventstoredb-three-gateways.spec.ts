@@ -2,6 +2,7 @@ import { EsdbCluster } from '../support/esdb-server/cluster';
 import { FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
 import { serviceEnv, TEST_MODELS } from '../support/gateway';
 import { createKey } from '../support/keys';
+import { raceForCredit } from '../support/credit-race';
 import { Child, eventually } from '../support/processes';
 import { describeWithRedis } from '../support/redis';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
@@ -42,17 +43,17 @@ describeWithRedis('three gateway processes on a three-node EventStoreDB cluster'
     const bases = started.bases;
     const reserve = await reservePerRequest(t, fake, bases[0]);
 
-    // Credit for exactly ADMITTED holds at once; the host answers after a second, so all are held together.
+    // Credit for exactly ADMITTED holds at once; the host holds its replies until all are decided.
     const orgId = await fundedOrganization(t.runtime, ADMITTED * reserve + reserve - 1);
     const { secret } = await createKey(t.runtime, orgId, 'scale-out');
     await t.runtime.projector.catchUp();
-    fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' }, firstByteDelayMs: 1000 });
-
     const appendsBefore = cluster.nodes[0].calls.append;
-    const traffic = Promise.all(Array.from({ length: REQUESTS }, (_, i) => ask(bases[i % 3], secret)));
+    const traffic = raceForCredit(fake, M.gpt.hostModel, REQUESTS, (i) =>
+      ask(bases[i % 3], secret).then((status) => ({ status })),
+    );
     await eventually(() => cluster.nodes[0].calls.append > appendsBefore + 5, 20_000);
     await cluster.switchLeader(1);
-    const statuses = await traffic;
+    const statuses = (await traffic).map((a) => a.status);
 
     expect(cluster.nodes[1].calls.append).toBeGreaterThan(0);
     expect(statuses.filter((s) => s === 200)).toHaveLength(ADMITTED);

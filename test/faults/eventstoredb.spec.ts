@@ -13,6 +13,7 @@ import {
   TestGateway,
 } from '../support/gateway';
 import { createKey } from '../support/keys';
+import { raceForCredit } from '../support/credit-race';
 import { Child, eventually, startService } from '../support/processes';
 import { describeWithRedis } from '../support/redis';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
@@ -62,12 +63,10 @@ async function raceOneBalance(g: TestGateway, amount: number): Promise<void> {
   const other = await startOtherInstance(g);
   try {
     const key = await organizationFor(g, 10, amount, [other]);
-    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' }, firstByteDelayMs: 500 });
-    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => ask(i % 2 === 0 ? g.baseUrl : other.url, key)));
+    const answers = await raceForCredit(g.fake, M.gpt.hostModel, 30, (i) => ask(i % 2 === 0 ? g.baseUrl : other.url, key));
     expect(answers.filter((a) => a.status === 200)).toHaveLength(10);
     expect(answers.filter((a) => a.status === 402)).toHaveLength(20);
   } finally {
-    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
     await other.close();
   }
 }
@@ -229,8 +228,7 @@ describeWithRedis('billing on a three-node EventStoreDB cluster (protocol server
     expect(probe.status).toBe(200);
     const [{ amount }] = await reservedBy(g, probe.requestId);
     const key = await organizationFor(g, 10, amount);
-    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' }, firstByteDelayMs: 300 });
-    const traffic = Promise.all(Array.from({ length: 30 }, () => ask(g.baseUrl, key)));
+    const traffic = raceForCredit(g.fake, M.gpt.hostModel, 30, () => ask(g.baseUrl, key));
     // Once the first of them is being written, the leader goes down and another is elected.
     const appendsBefore = cluster.nodes[0].calls.append;
     await eventually(() => cluster.nodes[0].calls.append > appendsBefore, 15_000);

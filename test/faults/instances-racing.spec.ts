@@ -3,6 +3,7 @@ import { OtherInstance, startGateway, startOtherInstance, TEST_MODELS, TestGatew
 import { describeWithRedis } from '../support/redis';
 import { fundedOrganization } from '../support/runtime';
 import { createKey } from '../support/keys';
+import { raceForCredit } from '../support/credit-race';
 
 /** Two instances sharing the log and Redis race for one balance: it is never overdrawn. */
 
@@ -40,17 +41,15 @@ describeWithRedis('two instances racing one balance', () => {
         .data as CreditsReserved['data']
     ).amount;
 
-    // An organization that can hold exactly 20 of them at once; the host answers after a second, so all are held together.
+    // An organization that can hold exactly 20 of them at once; the host holds its replies until all are decided.
     const orgId = await fundedOrganization(g.t.runtime, 20 * amount + amount - 1);
     const { secret } = await createKey(g.t.runtime, orgId, 'racing');
     await g.t.runtime.projector.catchUp();
     await other.runtime.projector.catchUp();
-    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' }, firstByteDelayMs: 1000 });
-    const statuses = await Promise.all(
-      Array.from({ length: 60 }, (_, i) =>
-        ask(i % 2 === 0 ? g.baseUrl : other.url, secret).then(async (r) => (await r.text(), r.status)),
-      ),
+    const answers = await raceForCredit(g.fake, M.gpt.hostModel, 60, (i) =>
+      ask(i % 2 === 0 ? g.baseUrl : other.url, secret).then(async (r) => (await r.text(), { status: r.status })),
     );
+    const statuses = answers.map((a) => a.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(20);
     expect(statuses.filter((s) => s === 402)).toHaveLength(40);
 

@@ -1,6 +1,7 @@
 import type { CreditsReserved } from '../../src/ledger/ledger.events';
 import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 import { createKey } from '../support/keys';
+import { eventually } from '../support/processes';
 import { describeWithRedisCluster, RedisCluster, startRedisCluster } from '../support/redis-cluster';
 
 /**
@@ -62,8 +63,8 @@ describeWithRedisCluster('the gateway on a Redis Cluster', () => {
   });
 
   /**
-   * Credit for exactly `n` requests held together (the host answers late, so every admitted one
-   * holds until the end); requests keep arriving while `failure` runs on the master holding the
+   * Credit for exactly `n` requests held together (the host answers only once every request is
+   * decided, so every admitted one holds until the end); requests keep arriving while `failure` runs on the master holding the
    * organization's keys, and until enough have come after it to fill the credit.
    */
   async function underFailover(n: number, failure: (port: number) => Promise<unknown>, onMaster = (_port: number) => true) {
@@ -77,9 +78,14 @@ describeWithRedisCluster('the gateway on a Redis Cluster', () => {
     await g.t.runtime.ledger.grant(orgId, n * amount + amount - 1, 'test');
     const { secret } = await createKey(g.t.runtime, orgId, 'failover');
     await g.t.runtime.projector.catchUp();
-    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' }, firstByteDelayMs: 8_000 });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' }, released });
+    const atHost = () => g.fake.requests.filter((r) => r.body?.model === M.gpt.hostModel).length;
+    const atHostBefore = atHost();
 
     const statuses: Array<Promise<number>> = [];
+    let answeredSoFar = 0;
     let failedOver = false;
     let after = 0;
     const failing = failure(port).then(() => (failedOver = true));
@@ -88,13 +94,20 @@ describeWithRedisCluster('the gateway on a Redis Cluster', () => {
     while (!failedOver || after < 40) {
       if (Date.now() > deadline) throw new Error(`the gateway did not serve again after the failover (${after} answered)`);
       for (let i = 0; i < 10; i++) {
-        const sent = ask(secret);
+        const sent = ask(secret).then((status) => (answeredSoFar++, status));
         if (failedOver) void sent.then((status) => status !== 503 && (after += 1));
         statuses.push(sent);
       }
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     await failing;
+    // Quiet: every request refused (or told to try again) or held at the host; only then does it answer.
+    try {
+      await eventually(() => answeredSoFar + atHost() - atHostBefore >= statuses.length, 30_000);
+    } finally {
+      release();
+      g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
+    }
     const answered = await Promise.all(statuses);
     const count = (status: number) => answered.filter((s) => s === status).length;
     // Only admitted, refused for credit, or "try again": never a valid key refused.

@@ -13,6 +13,7 @@ import { serviceEnv, TEST_MODELS } from '../support/gateway';
 import { createKey } from '../support/keys';
 import { operatorTool, operatorToolJson } from '../support/operator-tool';
 import { Child, eventually, ROOT, startNode } from '../support/processes';
+import { raceForCredit } from '../support/credit-race';
 import { describeWithRedis, testRedisUrl } from '../support/redis';
 import { fundedOrganization, openTestRuntime, TestRuntime } from '../support/runtime';
 import { openCountingStream } from '../support/streams';
@@ -151,9 +152,7 @@ describeWithRedis('WORKERS=2: one gateway of two processes', () => {
     const { secret } = await createKey(t.runtime, orgId, 'racing');
     // In Redis before any worker is asked (the workers follow the log on their own time).
     await t.runtime.projector.catchUp();
-    // The host answers after a second: every admitted request is held while the others are decided.
-    fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' }, firstByteDelayMs: 1000 });
-    const replies = await Promise.all(Array.from({ length: 60 }, () => answered(set.base, secret)));
+    const replies = await raceForCredit(fake, M.gpt.hostModel, 60, () => answered(set.base, secret));
     served += 20;
     expect(replies.filter((r) => r.status === 200)).toHaveLength(20);
     expect(replies.filter((r) => r.status === 402)).toHaveLength(40);
