@@ -62,6 +62,12 @@ export interface LedgerSettings {
   reservationTtlMs: number;
   /** A hold whose reservation event never reached the log is undone after this long. */
   pendingHoldMs: number;
+  /**
+   * Resolves once the read models hold everything in the log when it was called (bounded; never
+   * rejects): credits granted a moment ago by another process (the operator tool, another worker)
+   * may not be in them yet. Absent: they are taken as they are.
+   */
+  caughtUp?: () => Promise<void>;
 }
 
 /** An admitted reservation as its request holds it: enough to settle without reading the log. */
@@ -90,6 +96,9 @@ export class ReservationNotRecordedError extends Error {
 
 export type Admission =
   { admitted: true; ticket: ReservationTicket } | { admitted: false; available: number; keyRemaining?: number };
+
+/** What a request asks the ledger to hold for it. */
+export type AdmissionRequest = RequestFacts & { orgId: string; amount: number; keyLimit?: KeyLimit; catalogueVersion?: string };
 
 /** A grant as the log holds it; `alreadyGranted`: its id had granted before, and nothing more was granted now. */
 export interface Granted {
@@ -207,11 +216,15 @@ export class LedgerService {
    * Admits a request if the organization's available balance covers `amount`: the atomic hold,
    * then the reservation event, durable in the log before this resolves, so that nothing a host
    * delivers can outlive a crash without its reservation. Rejects with ReservationNotRecordedError
-   * when the log did not take the event.
+   * when the log did not take the event. Refused for the balance, it asks once more once the read
+   * models have caught up with the log (`caughtUp`); an admitted request never waits for that.
    */
-  async admit(
-    request: RequestFacts & { orgId: string; amount: number; keyLimit?: KeyLimit; catalogueVersion?: string },
-  ): Promise<Admission> {
+  admit(request: AdmissionRequest): Promise<Admission> {
+    return this.tryAdmit(request, this.settings.caughtUp);
+  }
+
+  /** One try at admission; `caughtUp`, when given, lets a refusal for the balance try again once it has run (once). */
+  private async tryAdmit(request: AdmissionRequest, caughtUp: (() => Promise<void>) | undefined): Promise<Admission> {
     const reservationId = this.newId();
     const now = this.clock();
     const none = reservationDecider.initialState();
@@ -237,7 +250,15 @@ export class LedgerService {
       now + this.settings.pendingHoldMs,
       keyHold(request.keyId, request.keyLimit, now),
     );
-    if (!admission.admitted) return admission;
+    if (!admission.admitted) {
+      // The balance the read models show did not cover it: they may not hold yet what another process
+      // granted a moment ago. Once they hold the log as it is now, the hold is asked for again, once:
+      // the refusal held nothing, so that second answer alone decides, atomically as the first would
+      // have. A key's limit (checked after the balance, see CreditHolds.hold) is left as it is.
+      if (admission.keyRemaining !== undefined || caughtUp === undefined) return admission;
+      await caughtUp();
+      return this.tryAdmit(request, undefined);
+    }
     let position: number;
     try {
       // In the log before the host is called, without waiting for the disk: a reservation lost with

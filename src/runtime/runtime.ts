@@ -15,6 +15,7 @@ import type { ReadModelStore } from '../projections/projection-store';
 import { appendLandedBehind } from '../projections/log-continuity';
 import { NotCaughtUpError, Projector } from '../projections/projector';
 import { RedisProjectionStore } from '../projections/redis-projection-store';
+import { sharedCatchUp } from '../projections/shared-catch-up';
 import { removeStaleSideFiles } from '../projections/snapshot-file';
 import { MemoryRateLimitStore, RateLimitStore } from '../rate-limits/rate-limit-store';
 import { RedisRateLimitStore } from '../rate-limits/redis-rate-limits';
@@ -32,6 +33,8 @@ import { SweepFailures } from './sweep-failures';
 const SWEEP_CATCH_UP_MS = 1_000;
 /** How long a look-up of a key the read models do not know waits for them to reach the log's head. */
 const KEY_CATCH_UP_MS = 1_000;
+/** How long a request the balance does not cover waits for the read models to reach the log's head before it is refused. */
+const BALANCE_CATCH_UP_MS = 1_000;
 
 /** Where circuit changes are told: the service's log (Nest's logger is the service's once it runs). */
 const routingLog = new Logger('Routing');
@@ -168,6 +171,12 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
   const ledger = new LedgerService(events, projections, {
     reservationTtlMs: config.reservationTtlMs,
     pendingHoldMs: config.pendingHoldMs,
+    // A request the balance the read models show does not cover is asked again once they hold the
+    // log as it is (within 1 s, twice that when it queued behind one under way): credits granted a
+    // moment ago by the operator tool or another worker are spent on the next request, not after
+    // the next look at the log. Refusals meanwhile share one catch-up: a flood of them reads the
+    // log once at a time, and admitted requests never wait for it.
+    caughtUp: sharedCatchUp((timeoutMs) => projector.catchUpNow(timeoutMs), BALANCE_CATCH_UP_MS),
   });
   // A key unknown to the read models is looked up again once they hold the whole log (within 1 s,
   // the log's head read included). Misses meanwhile share the catch-up under way: a flood of made-up

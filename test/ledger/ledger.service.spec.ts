@@ -269,6 +269,53 @@ for (const redis of [false, true]) {
       await runtime.projector.catchUp();
       expect((await runtime.projections.balance(orgId)).granted).toBe(12_000);
     });
+
+    it('refused for the balance, asks once more once caught up: credit that arrived meanwhile is held once, never twice', async () => {
+      const { runtime } = t;
+      const orgId = await fundedOrganization(runtime, 0);
+      const { reservationTtlMs, pendingHoldMs } = runtime.config;
+      // The catch-up brings in credit another process granted (here: granted by it, once, then applied).
+      const caughtUp = jest.fn(async () => {
+        await runtime.ledger.grant(orgId, 1_500_000, 'granted elsewhere', 'elsewhere-1');
+        await runtime.projector.catchUp();
+      });
+      const ledger = new LedgerService(runtime.events, runtime.projections, { reservationTtlMs, pendingHoldMs, caughtUp });
+      const holds = jest.spyOn(runtime.projections, 'hold');
+
+      const results = await Promise.all([11, 12, 13].map((i) => ledger.admit({ ...facts(i), orgId, amount: 1_000_000 })));
+      expect(results.filter((r) => r.admitted)).toHaveLength(1);
+      expect(results.filter((r) => !r.admitted)).toEqual([
+        { admitted: false, available: 500_000 },
+        { admitted: false, available: 500_000 },
+      ]);
+      // Each refused once, caught up once, asked again once: no more.
+      expect(caughtUp).toHaveBeenCalledTimes(3);
+      expect(holds).toHaveBeenCalledTimes(6);
+
+      // Still short once caught up: refused, after one catch-up only.
+      caughtUp.mockClear();
+      holds.mockClear();
+      expect(await ledger.admit({ ...facts(14), orgId, amount: 1_000_000 })).toEqual({ admitted: false, available: 500_000 });
+      expect(caughtUp).toHaveBeenCalledTimes(1);
+      expect(holds).toHaveBeenCalledTimes(2);
+
+      // A key's limit is no balance another process raises: refused at once.
+      caughtUp.mockClear();
+      const limited = await ledger.admit({
+        ...facts(15),
+        keyId: 'limited',
+        orgId,
+        amount: 400_000,
+        keyLimit: { amount: 300_000, reset: 'never' },
+      });
+      expect(limited).toMatchObject({ admitted: false, keyRemaining: 300_000 });
+      expect(caughtUp).not.toHaveBeenCalled();
+
+      await runtime.projector.catchUp();
+      expect(await runtime.projections.balance(orgId)).toEqual({ granted: 1_500_000, spent: 0, reserved: 1_000_000, pending: 0 });
+      expect((await auditLedger(runtime.events, runtime.projections)).differences).toEqual([]);
+      holds.mockRestore();
+    });
   });
 }
 
