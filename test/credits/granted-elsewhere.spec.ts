@@ -113,9 +113,9 @@ for (const redis of [false, true]) {
       g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
       const amount = await reservedByOne();
       const { orgId, secret } = await unfunded('Granted elsewhere, raced');
-      // Enough for exactly 3 holds at once; the host answers after a second, so all are held together.
+      // Enough for exactly 3 holds at once; the host answers after 3 s, so all are held together (a loaded machine's catch-ups included).
       await grantUnseen(orgId, 4 * amount - 1);
-      g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' }, firstByteDelayMs: 1000 });
+      g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' }, firstByteDelayMs: 3000 });
       const statuses = await Promise.all(
         Array.from({ length: 8 }, () => ask(secret).then(async (r) => (await r.text(), r.status))),
       );
