@@ -7,6 +7,7 @@ import { formatCredits } from '../../src/ledger/money';
 import { eventLogPath } from '../../src/runtime/runtime';
 import { auditThenClose, startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
 import { createKey } from '../support/keys';
+import { raceForCredit } from '../support/credit-race';
 import { operatorToolJson as json } from '../support/operator-tool';
 import { testRedisUrl } from '../support/redis';
 
@@ -113,12 +114,12 @@ for (const redis of [false, true]) {
       g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
       const amount = await reservedByOne();
       const { orgId, secret } = await unfunded('Granted elsewhere, raced');
-      // Enough for exactly 3 holds at once; the host answers after 3 s, so all are held together (a loaded machine's catch-ups included).
+      // Enough for exactly 3 holds at once; the host holds its replies until all are decided.
       await grantUnseen(orgId, 4 * amount - 1);
-      g.fake.on(M.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' }, firstByteDelayMs: 3000 });
-      const statuses = await Promise.all(
-        Array.from({ length: 8 }, () => ask(secret).then(async (r) => (await r.text(), r.status))),
+      const answers = await raceForCredit(g.fake, M.gpt.hostModel, 8, () =>
+        ask(secret).then(async (r) => (await r.text(), { status: r.status })),
       );
+      const statuses = answers.map((a) => a.status);
       expect(statuses.filter((s) => s === 200)).toHaveLength(3);
       expect(statuses.filter((s) => s === 402)).toHaveLength(5);
       await g.settled();
