@@ -26,12 +26,20 @@ import { CreateKeyHandler } from '../keys/create/create-key.handler';
 import { ListKeysHandler } from '../keys/list/list-keys.handler';
 import { RevokeKeyHandler } from '../keys/revoke/revoke-key.handler';
 import { UpdateKeyHandler } from '../keys/update/update-key.handler';
-import { type CreditNoteAsked, creditNoteLines, creditNoteView, issueCreditNote } from '../credit-notes/credit-notes';
+import {
+  type CreditNoteAsked,
+  creditNoteLines,
+  creditNoteView,
+  issueCreditNote,
+  issuerLine,
+  noteIssuer,
+} from '../credit-notes/credit-notes';
+import { type ApiKeyCreated, apiKeyStream } from '../keys/api-key/api-key.events';
 import { ApiError } from '../http/api-error';
 import { LedgerRuleError } from '../ledger/ledger.decider';
 import { exportLedger } from '../ledger-export/ledger-export';
 import { describeDifference, ExportVerifier, type VerifyExpectations, type VerifyReport } from '../ledger-export/ledger-verify';
-import { CREDIT_NOTE_REASONS } from '../ledger/ledger.events';
+import { CREDIT_NOTE_REASONS, type CreditNoteIssued, creditsStream } from '../ledger/ledger.events';
 import { formatCredits, formatNanoSum, MoneyFormatError, parseCredits } from '../ledger/money';
 import { rebuildProjections } from '../projections/projector';
 import { availableOf, reservedOf } from '../projections/read-models';
@@ -344,6 +352,49 @@ export function buildProgram(withRuntime: WithRuntime): Command {
           `reserved  ${view.reserved}`,
           `available ${view.available}`,
         ]);
+      }),
+    );
+
+  credits
+    .command('notes')
+    .description('list the credit notes issued to an organization and who issued each; those not the operator’s are marked')
+    .requiredOption('--org <id>', 'organization id', uuid('--org'))
+    .action((opts: { org: string }) =>
+      withRuntime(async (rt, out) => {
+        const { state: organization } = await rt.identity.organization(opts.org);
+        if (!organization.exists) throw new OperatorError(`no organization ${opts.org}`);
+        const notes = (await rt.events.readStream(creditsStream(opts.org)))
+          .filter((e) => e.type === 'CreditNoteIssued')
+          .map((e) => (e as unknown as CreditNoteIssued).data);
+        const keyOf = async (id: string) => {
+          const [created] = await rt.events.readStream(apiKeyStream(id));
+          const data = created?.type === 'ApiKeyCreated' ? (created as unknown as ApiKeyCreated).data : null;
+          return data !== null && data.orgId === opts.org ? { madeBy: data.createdBy ?? null } : null;
+        };
+        const listed = [];
+        for (const note of notes) {
+          const issuer = noteIssuer(
+            note.issuedBy,
+            note.issuedBy === 'cli' ? null : await keyOf(note.issuedBy),
+            organization.members,
+          );
+          listed.push({ note, issuer });
+        }
+        const unexpected = listed.filter((n) => n.issuer.unexpected).length;
+        out.print(
+          {
+            orgId: opts.org,
+            notes: listed.map(({ note, issuer }) => ({ ...creditNoteView(note), amount: formatCredits(note.amount), issuer })),
+            unexpected,
+          },
+          [
+            ...listed.map(
+              ({ note, issuer }) =>
+                `${new Date(note.issuedAt).toISOString()}  ${note.creditNoteId}  ${note.kind === 'refund' ? 'refund    ' : 'adjustment'}  ${note.amount > 0 ? '+' : ''}${formatCredits(note.amount)}  ${note.reason}  by ${issuerLine(issuer)}${issuer.unexpected ? '  (not the operator’s)' : ''}`,
+            ),
+            `${listed.length} credit note${listed.length === 1 ? '' : 's'}, ${unexpected} not issued by the operator or a key the operator made`,
+          ],
+        );
       }),
     );
 

@@ -1,4 +1,6 @@
 import { ApiError, type ApiErrorCode } from '../http/api-error';
+import type { Membership } from '../identity/organization.decider';
+import type { KeyMaker } from '../keys/api-key/api-key.events';
 import { LedgerRuleError } from '../ledger/ledger.decider';
 import type { CreditNoteIssued } from '../ledger/ledger.events';
 import type { CreditNoteRequest, IssuedCreditNote, LedgerService } from '../ledger/ledger.service';
@@ -153,4 +155,51 @@ export function creditNoteLines({ note, alreadyIssued }: IssuedCreditNote): stri
       ? `credit note ${note.creditNoteId} was already issued with key ${note.idempotencyKey} (${what}, ${note.reason}): nothing more issued`
       : `issued credit note ${note.creditNoteId}: ${what} (${note.reason})`,
   ];
+}
+
+/**
+ * Who issued a note, as the operator tool names it. Notes are the operator's alone since
+ * 2026-11-28; before, owners could issue them from the dashboard (their user id), and any
+ * management key given billing rights could through the API. `unexpected`: not the operator's,
+ * nor a key the operator made: a note worth a look.
+ */
+export type NoteIssuer =
+  | { kind: 'operator'; unexpected: false }
+  | { kind: 'management_key'; keyId: string; madeBy: KeyMaker | null; unexpected: boolean }
+  | { kind: 'dashboard_user'; userId: string; email: string | null; unexpected: true };
+
+/**
+ * `key`: the key `issuedBy` names in the note's organization, if it is one (its maker, null when its
+ * creation predates makers being recorded); `members`: the organization's, to name a user.
+ */
+export function noteIssuer(
+  issuedBy: string,
+  key: { madeBy: KeyMaker | null } | null,
+  members: ReadonlyMap<string, Pick<Membership, 'email'>>,
+): NoteIssuer {
+  if (issuedBy === 'cli') return { kind: 'operator', unexpected: false };
+  if (key !== null)
+    return { kind: 'management_key', keyId: issuedBy, madeBy: key.madeBy, unexpected: key.madeBy?.kind !== 'operator' };
+  // Neither the operator tool nor a key: the dashboard, which issued under the user's id.
+  return { kind: 'dashboard_user', userId: issuedBy, email: members.get(issuedBy)?.email ?? null, unexpected: true };
+}
+
+/** How the operator tool's line names an issuer. */
+export function issuerLine(issuer: NoteIssuer): string {
+  switch (issuer.kind) {
+    case 'operator':
+      return 'the operator tool';
+    case 'management_key': {
+      const maker = issuer.madeBy;
+      const made =
+        maker === null
+          ? 'maker not recorded'
+          : maker.kind === 'operator'
+            ? 'made by the operator'
+            : `made by ${maker.kind === 'member' ? `user ${maker.userId}` : `key ${maker.keyId}`}`;
+      return `management key ${issuer.keyId} (${made})`;
+    }
+    case 'dashboard_user':
+      return `dashboard user ${issuer.userId}${issuer.email === null ? '' : ` <${issuer.email}>`}`;
+  }
 }

@@ -142,4 +142,66 @@ describe('operator tool: credit notes', () => {
     const audit = await json(env, ['ledger', 'audit']);
     expect(audit).toMatchObject({ clean: true, creditNotes: 3 });
   });
+
+  it('lists an organization’s notes with who issued each, marking those the operator did not (a dashboard user’s, from before notes were the operator’s alone)', async () => {
+    const { orgId } = await json(env, ['org', 'create', '--name', 'Noted']);
+    await json(env, ['credits', 'grant', '--org', orgId, '--amount', '1']);
+    await json(env, [
+      'credits',
+      'adjust',
+      '--org',
+      orgId,
+      '--amount',
+      '0.5',
+      '--reason',
+      'goodwill',
+      '--idempotency-key',
+      'op-1',
+    ]);
+    const { userId } = await json(env, ['users', 'create', '--email', 'owner@example.com', '--password-stdin'], 'a password');
+    await json(env, ['org', 'add-member', '--org', orgId, '--email', 'owner@example.com', '--role', 'owner']);
+    const { keyId } = await json(env, ['keys', 'create', '--org', orgId, '--name', 'billing', '--management', '--billing']);
+    // As the dashboard (an owner's user id) and the management API (a key's id) recorded their notes.
+    const store = new SqliteEventStore(join(dir.path, 'events.sqlite'), { chain: LEDGER_CHAIN });
+    const note = (creditNoteId: string, issuedBy: string, amount: number) => ({
+      type: 'CreditNoteIssued',
+      data: {
+        orgId,
+        creditNoteId,
+        idempotencyKey: creditNoteId,
+        kind: 'adjustment',
+        reservationId: null,
+        keyId: null,
+        amount,
+        reason: 'goodwill',
+        issuedBy,
+        issuedAt: Date.UTC(2026, 10, 20),
+      },
+    });
+    await store.append(
+      `credits-${orgId}`,
+      [note('from-dashboard', userId, 5_000_000_000), note('from-key', keyId, 1_000)],
+      'any',
+    );
+    await store.close();
+
+    const listed = await json(env, ['credits', 'notes', '--org', orgId]);
+    expect(listed.unexpected).toBe(1);
+    expect(listed.notes.map((n: { issuer: object; amount: string }) => [n.amount, n.issuer])).toEqual([
+      ['0.5', { kind: 'operator', unexpected: false }],
+      ['5', { kind: 'dashboard_user', userId, email: 'owner@example.com', unexpected: true }],
+      ['0.000001', { kind: 'management_key', keyId, madeBy: { kind: 'operator' }, unexpected: false }],
+    ]);
+    const lines = (await cli(env, ['credits', 'notes', '--org', orgId])).stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(4);
+    expect(lines[0]).toMatch(/adjustment {2}\+0\.5 {2}goodwill {2}by the operator tool$/);
+    expect(lines[1]).toMatch(
+      /adjustment {2}\+5 {2}goodwill {2}by dashboard user \S+ <owner@example\.com> {2}\(not the operator’s\)$/,
+    );
+    expect(lines[2]).toMatch(new RegExp(`by management key ${keyId} \\(made by the operator\\)$`));
+    expect(lines[3]).toBe('3 credit notes, 1 not issued by the operator or a key the operator made');
+    expect((await cli(env, ['credits', 'notes', '--org', '00000000-0000-4000-8000-000000000000'])).stderr).toMatch(
+      /no organization/,
+    );
+  });
 });
