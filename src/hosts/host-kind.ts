@@ -93,6 +93,13 @@ export interface WireLimits {
     /** Structured output only without function tools (Gemini before 3: its 400 otherwise). */
     notWithFunctionTools?: true;
   };
+  /**
+   * The prefix of the beta names (CanonicalRequest.betas) with which this upstream takes a prompt past
+   * its usual window and bills every token of it at its long-context price (Anthropic's `context-1m-…`,
+   * versioned by date): such a request goes only to a host whose catalogue entry gives that price
+   * (`longContext`), else it would be billed below what the host charges.
+   */
+  longContextBeta?: string;
 }
 
 /**

@@ -183,7 +183,8 @@ export function planAdmission(
   const routed = routeModels(models, preferences, context);
   if (routed.kind === 'none') return noRoute(servable.model.slug, routed.reason);
   // A host whose API would refuse the request outright (too many stop sequences, a tool name it does
-  // not take) is not tried; with none left, the client is told what to change.
+  // not take), or would bill it at a long-context price the catalogue lacks, is not tried; with none
+  // left, the client is told what to change.
   const broken = routed.routes.map((r) => brokenLimit(request, r.served));
   const kept = routed.routes.filter((_, i) => broken[i] === null);
   if (kept.length === 0) {
@@ -317,7 +318,19 @@ function brokenLimit(request: CanonicalRequest, served: ModelHost): string | nul
     return `${outputFormatAsked(request)}: host ${host.id} takes JSON mode only when ${word.where} say "JSON" (say it, or give a schema)`;
   if (formats?.notWithFunctionTools && asked !== undefined && request.tools.length > 0)
     return `${outputFormatAsked(request)} with function tools: host ${host.id} (${served.model}) takes structured output only without them`;
-  return null;
+  return unpricedLongContext(request, served, limits.longContextBeta);
+}
+
+/**
+ * Why `served` may not take the request's long-context beta (`prefix`: its kind's, see
+ * WireLimits.longContextBeta): the host would bill a long prompt at its long-context price, and its
+ * catalogue entry gives none, so the charge would fall short of the host's. Null: no such beta asked
+ * for, the kind takes none (it never reaches that host), or the entry has a band.
+ */
+function unpricedLongContext(request: CanonicalRequest, served: ModelHost, prefix: string | undefined): string | null {
+  const beta = prefix === undefined || served.bands.length > 0 ? undefined : request.betas?.find((b) => b.startsWith(prefix));
+  if (beta === undefined) return null;
+  return `anthropic-beta: ${beta}: the long-context price of host ${served.host.id} (${served.model}) is not configured (no "longContext" in its catalogue entry): leave the beta out, or use a model whose host has one`;
 }
 
 /**

@@ -336,6 +336,60 @@ describe('admission', () => {
   });
 });
 
+describe('admission of the 1M-context beta (a host bills the long prompt it lets in at its long-context price)', () => {
+  const BETA = 'context-1m-2025-08-07';
+  const band = { input: 6, cacheRead: 1, cacheWrite: 8, cacheWrite1h: 12, output: 23 };
+  const withBeta = (betas = ['interleaved-thinking-2025-05-14', BETA]): CanonicalRequest => ({
+    ...request(100),
+    betas,
+    original: { format: 'messages', body: {} },
+  });
+  /** A host of `kind` serving Claude (`claude-…`: Anthropic's publisher on Vertex AI), with a long-context band when `banded`. */
+  const claudeOn = (id: string, kind: HostKindName, banded: boolean, settings: Record<string, string> = {}): ModelHost => {
+    const h = modelHost(id, { kind, bands: banded ? [{ aboveInputTokens: 200_000, prices: band }] : [] });
+    return { ...h, model: `claude-sonnet-4-${id}`, host: { ...h.host, settings } };
+  };
+  const hostsOf = (plan: ReturnType<typeof planAdmission>) => plan.kind === 'reserve' && plan.routes.map((r) => r.served.host.id);
+
+  it('sends it only to the hosts whose catalogue entry has a long-context band', () => {
+    const m = model([claudeOn('plain', 'anthropic', false), claudeOn('banded', 'anthropic', true)]);
+    expect(hostsOf(planAdmission(m.slug, m, withBeta()))).toEqual(['banded']);
+    // Without the beta, both serve; another beta does not count.
+    expect(hostsOf(planAdmission(m.slug, m, withBeta(['interleaved-thinking-2025-05-14'])))).toEqual(['plain', 'banded']);
+    // A later version of the beta is the same feature.
+    expect(hostsOf(planAdmission(m.slug, m, withBeta(['context-1m-2026-01-01'])))).toEqual(['banded']);
+  });
+
+  it('refuses it with 400 naming the beta and each host whose long-context price is not configured, when none has one', () => {
+    const m = model([
+      claudeOn('claude', 'anthropic', false),
+      claudeOn('vertex', 'vertex', false),
+      claudeOn('invoke', 'bedrock', false, { api: 'invoke' }),
+    ]);
+    const unpriced = (id: string) =>
+      `anthropic-beta: ${BETA}: the long-context price of host ${id} (claude-sonnet-4-${id}) is not configured (no "longContext" in its catalogue entry): ` +
+      'leave the beta out, or use a model whose host has one';
+    expect(planAdmission(m.slug, m, withBeta())).toEqual({
+      kind: 'refuse',
+      model: 'vendor/model',
+      error: expect.objectContaining({
+        code: 'invalid_request',
+        message: `no host of model "vendor/model" takes this request: ${['claude', 'vertex', 'invoke'].map(unpriced).join('; ')}`,
+      }),
+    });
+  });
+
+  it('does not hold to it the kinds the betas never reach (chat-completions, Converse, Gemini): they serve at their prices', () => {
+    for (const h of [
+      claudeOn('oai', 'openai', false),
+      claudeOn('converse', 'bedrock', false),
+      modelHost('gem', { kind: 'gemini' }),
+    ]) {
+      expect(hostsOf(planAdmission('vendor/model', model([h]), withBeta()))).toEqual([h.host.id]);
+    }
+  });
+});
+
 describe('insufficient credits (402)', () => {
   // Prices are per million tokens: 1 and 2 credits a token.
   const prices = host('h', true, 1_000_000_000_000_000, 2_000_000_000_000_000).prices;

@@ -595,6 +595,9 @@ const countTokensRequest = (body: Record<string, unknown>, hostModel: string, ap
   body: { ...body, model: hostModel },
 });
 
+/** The 1M-context beta's name, before its date (`context-1m-2025-08-07`): prompts past 200K tokens, at the long-context price. */
+export const CONTEXT_1M_BETA = 'context-1m';
+
 /**
  * What the Messages API refuses of a tool's name: outside `^[a-zA-Z0-9_-]{1,128}$`, the pattern its
  * validation names (its tool-use guide says at most 64; the longer bound is the one enforced). It
@@ -604,6 +607,7 @@ export const MESSAGES_LIMITS: WireLimits = {
   toolNames: { pattern: /^[a-zA-Z0-9_-]{1,128}$/, rule: 'letters, digits, underscores and dashes, at most 128 characters' },
   // Structured outputs take a JSON schema: the API has no JSON mode.
   outputFormats: { takes: ['json_schema'], field: 'output_config.format' },
+  longContextBeta: CONTEXT_1M_BETA,
 };
 
 export const anthropicHost: HostKind<'anthropic'> = {

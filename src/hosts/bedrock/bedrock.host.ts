@@ -1,5 +1,5 @@
 import type { CanonicalEvent, CanonicalRequest } from '../../canonical/canonical';
-import { anthropicHost, thinkingLeftOut } from '../anthropic/anthropic.host';
+import { anthropicHost, CONTEXT_1M_BETA, thinkingLeftOut } from '../anthropic/anthropic.host';
 import type { HostKind, HostSettings, SseMessage, StreamDecoder, UpstreamRequest, WireLimits } from '../host-kind';
 import {
   bedrockMessage,
@@ -102,8 +102,14 @@ export const CONVERSE_LIMITS: WireLimits = {
   outputFormats: { takes: ['json_schema'], field: 'outputConfig.textFormat' },
 };
 
-/** InvokeModel's Messages body: Anthropic's structured outputs, a schema only (the rest of its limits unstated). */
-const INVOKE_LIMITS: WireLimits = { outputFormats: { takes: ['json_schema'], field: 'output_config.format' } };
+/**
+ * InvokeModel's Messages body: Anthropic's structured outputs, a schema only, and its betas (the 1M
+ * context among them) as `anthropic_beta` (the rest of its limits unstated).
+ */
+const INVOKE_LIMITS: WireLimits = {
+  outputFormats: { takes: ['json_schema'], field: 'output_config.format' },
+  longContextBeta: CONTEXT_1M_BETA,
+};
 
 export const bedrockHost: HostKind<'bedrock'> = {
   name: 'bedrock',
