@@ -80,9 +80,14 @@ export interface ListedBand {
   prices: Record<keyof PriceBand['prices'], string>;
 }
 
-/** The prices a request that used `usage` is billed at on `h`: its band's when its prompt is above one, else the base prices. */
-export const billedPrices = (h: ModelHost, usage: TokenUsage): TokenPrices =>
-  pricesForPrompt(h.prices, h.bands, promptTokens(usage));
+/**
+ * The prices a request of `prompt` prompt tokens is billed at on `h`: its band's when the prompt is
+ * above one, else the base prices. Routing compares hosts at these for the estimated prompt.
+ */
+export const pricesAtPrompt = (h: ModelHost, prompt: number): TokenPrices => pricesForPrompt(h.prices, h.bands, prompt);
+
+/** The prices a request that used `usage` is billed at on `h` (see pricesAtPrompt). */
+export const billedPrices = (h: ModelHost, usage: TokenUsage): TokenPrices => pricesAtPrompt(h, promptTokens(usage));
 
 /** The prices a hold takes for `h` when the request's prompt is estimated at `estimatedPrompt` tokens (see holdPricesForPrompt). */
 export const heldPrices = (h: ModelHost, estimatedPrompt: number): TokenPrices =>

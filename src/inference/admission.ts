@@ -180,7 +180,10 @@ export function planAdmission(
     }
     models.push(fallback.model);
   }
-  const routed = routeModels(models, preferences, context);
+  // The input as any model gets it: nothing decided below (hosted tools left out, caps) changes the
+  // text counted. The hold is sized by it, and routing takes each host's long-context band by it.
+  const inputTokens = estimateInputTokens(request);
+  const routed = routeModels(models, preferences, inputTokens, context);
   if (routed.kind === 'none') return noRoute(servable.model.slug, routed.reason);
   // A host whose API would refuse the request outright (too many stop sequences, a tool name it does
   // not take), or would bill it at a long-context price the catalogue lacks, is not tried; with none
@@ -205,10 +208,10 @@ export function planAdmission(
   const routes = kept.map((route) => ({ ...route, request: flooredFor(route.served, capped.get(route.model)!) }));
   const first = capped.get(servable.model)!;
   const carried = tooled.carriedTools;
-  // The input as any model gets it (text is the same); the largest output cap among the models allowed.
+  // The largest output cap among the models allowed.
   const least = Math.max(...routes.map((r) => leastOutputTokensOf(r.served)));
   const estimate: TokenEstimate = {
-    inputTokens: estimateInputTokens(first),
+    inputTokens,
     outputTokens: Math.max(...routes.map((r) => r.request.maxTokens!)),
     ...(carried ? { hostedToolUses: Object.fromEntries(carried.classes.map((c) => [c, carried.maxUses])) } : {}),
     ...(least > 1 ? { leastOutputTokens: least } : {}),

@@ -1,8 +1,10 @@
-import type { CatalogueModel, ModelHost } from '../catalogue/catalogue';
+import { pricesAtPrompt, type CatalogueModel, type ModelHost } from '../catalogue/catalogue';
+import type { TokenPrices } from '../ledger/money';
 
 /**
  * Routing, decided: which hosts of a model are tried for one request and in which order, from the
- * client's provider preferences (OpenRouter's `provider` object), the hosts' prices and measured
+ * client's provider preferences (OpenRouter's `provider` object), the hosts' prices for the request
+ * (a long-context band's when its estimated prompt is above the band's threshold) and measured
  * health, the credentials they have left and the host that served the conversation last. Pure:
  * the shell gathers what it reads (stickiness, key pools, health) and calls hosts in this order.
  */
@@ -22,7 +24,7 @@ export interface ProviderPreferences {
   /** False: no host beyond those `order` names (without `order`: beyond the first). True when not given. */
   allowFallbacks: boolean;
   sort?: ProviderSort;
-  /** Highest prices accepted, in nano-credits per million tokens: hosts above either are not used. */
+  /** Highest prices accepted, in nano-credits per million tokens: hosts whose prices for the request are above either are not used. */
   maxPrice?: { prompt?: number; completion?: number };
 }
 
@@ -66,23 +68,39 @@ function sortedBy(hosts: ModelHost[], key: (host: ModelHost) => number | undefin
 
 type SortKey = (host: ModelHost) => number | undefined;
 
-/** Price sorts by the input and output list prices together (a request's typical mix weighs both). */
-const SORT_KEYS: Record<ProviderSort, (model: string, health: HostHealthReader | undefined) => SortKey> = {
-  price: () => (h) => h.prices.input + h.prices.output,
-  latency: (model, health) => (h) => health?.of(h.host.id, model)?.firstByteMs ?? undefined,
-  throughput: (model, health) => (h) => {
-    const tps = health?.of(h.host.id, model)?.outputTokensPerSecond;
+/** What a sort reads of a host beside the host itself: the model's measured health, the request's prices there. */
+interface SortInputs {
+  model: string;
+  health: HostHealthReader | undefined;
+  prices: (host: ModelHost) => TokenPrices;
+}
+
+/** Price sorts by the input and output prices together (a request's typical mix weighs both). */
+const SORT_KEYS: Record<ProviderSort, (at: SortInputs) => SortKey> = {
+  price: (at) => (h) => inputAndOutput(at.prices(h)),
+  latency: (at) => (h) => at.health?.of(h.host.id, at.model)?.firstByteMs ?? undefined,
+  throughput: (at) => (h) => {
+    const tps = at.health?.of(h.host.id, at.model)?.outputTokensPerSecond;
     return tps === null || tps === undefined ? undefined : -tps;
   },
 };
 
+const inputAndOutput = (p: TokenPrices): number => p.input + p.output;
+
 /**
- * The hosts of `model` to try for a request, in order: its usable hosts allowed by `only` and
- * `ignore` and under `max_price`; those `order` names first, in its order; the rest sorted by
- * `sort` (else in the catalogue's order), the host that served the conversation last first unless an order is given;
- * hosts with every credential cooling down last. Without fallbacks, only the ordered hosts (or the first).
+ * The hosts of `model` to try for a request whose prompt is estimated at `estimatedPrompt` tokens,
+ * in order: its usable hosts allowed by `only` and `ignore` and under `max_price`; those `order`
+ * names first, in its order; the rest sorted by `sort` (else in the catalogue's order), the host
+ * that served the conversation last first unless an order is given; hosts with every credential
+ * cooling down last. Without fallbacks, only the ordered hosts (or the first). `max_price` and a
+ * price sort compare each host's prices for this prompt: its band's above the band's threshold.
  */
-export function routeHosts(model: CatalogueModel, preferences: ProviderPreferences, context: RouteContext = {}): HostsRouted {
+export function routeHosts(
+  model: CatalogueModel,
+  preferences: ProviderPreferences,
+  estimatedPrompt: number,
+  context: RouteContext = {},
+): HostsRouted {
   const { order, only, ignore, allowFallbacks, sort, maxPrice } = preferences;
   const allowed = model.hosts.filter(
     (h) =>
@@ -91,18 +109,23 @@ export function routeHosts(model: CatalogueModel, preferences: ProviderPreferenc
       (only === undefined || only.includes(h.host.id)) &&
       !ignore?.includes(h.host.id),
   );
+  // Each host at the prices this request takes there: its band's when the estimated prompt (the
+  // hold's estimate, with the same threshold test) is above the band's threshold.
+  const prices = (h: ModelHost) => pricesAtPrompt(h, estimatedPrompt);
   const affordable = maxPrice
-    ? allowed.filter(
-        (h) =>
-          (maxPrice.prompt === undefined || h.prices.input <= maxPrice.prompt) &&
-          (maxPrice.completion === undefined || h.prices.output <= maxPrice.completion),
-      )
+    ? allowed.filter((h) => {
+        const p = prices(h);
+        return (
+          (maxPrice.prompt === undefined || p.input <= maxPrice.prompt) &&
+          (maxPrice.completion === undefined || p.output <= maxPrice.completion)
+        );
+      })
     : allowed;
   const ordered = (order ?? [])
     .map((id) => affordable.find((h) => h.host.id === id))
     .filter((h, i, all): h is ModelHost => h !== undefined && all.indexOf(h) === i);
   let rest = affordable.filter((h) => !ordered.includes(h));
-  if (sort) rest = sortedBy(rest, SORT_KEYS[sort](model.slug, context.health));
+  if (sort) rest = sortedBy(rest, SORT_KEYS[sort]({ model: model.slug, health: context.health, prices }));
   if (order === undefined) {
     // The conversation's host first while its cache lives, whatever the sort: a cache read saves
     // more than a slightly better price or speed. Only an explicit order wins over it.
@@ -133,17 +156,18 @@ export type ModelsRouted = { kind: 'routed'; routes: Route[] } | { kind: 'none';
  * Routes every model a request names (the one asked for, then its `models` fallbacks), in turn:
  * the attempt moves to the next model once every host of one has failed. A model none of whose
  * hosts the preferences allow is passed over; when none is left, the reason is `max_price` if the
- * price limit took out a host that would otherwise have served.
+ * price limit took out a host that would otherwise have served. `estimatedPrompt`: see routeHosts.
  */
 export function routeModels(
   models: CatalogueModel[],
   preferences: ProviderPreferences,
+  estimatedPrompt: number,
   context: RouteContext = {},
 ): ModelsRouted {
   const routes: Route[] = [];
   let priced = false;
   for (const model of models) {
-    const routed = routeHosts(model, preferences, context);
+    const routed = routeHosts(model, preferences, estimatedPrompt, context);
     if (routed.kind === 'none') priced ||= routed.reason === 'max_price';
     else for (const served of routed.hosts) routes.push({ model, served });
   }

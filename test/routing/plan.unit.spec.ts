@@ -1,10 +1,12 @@
-import type { CatalogueModel, ModelHost } from '../../src/catalogue/catalogue';
+import { pricesAtPrompt, type CatalogueModel, type ModelHost } from '../../src/catalogue/catalogue';
 import { planAdmission } from '../../src/inference/admission';
 import type { CanonicalRequest } from '../../src/canonical/canonical';
 import { HostHealthReader, NO_PREFERENCES, ProviderPreferences, routeHosts, routeModels } from '../../src/routing/plan';
 import { catalogueModel, modelHost } from '../support/catalogue-entries';
 
 const M = 1_000_000_000; // $1 per million tokens, in nano-credits per million
+/** A prompt estimated below every long-context threshold of these tests. */
+const SHORT = 100;
 
 const a = modelHost('a', { input: 3 * M, output: 15 * M });
 const b = modelHost('b', { input: 1 * M, output: 2 * M });
@@ -13,8 +15,8 @@ const model = catalogueModel([a, b, c]);
 
 const ids = (hosts: ModelHost[]) => hosts.map((h) => h.host.id);
 const prefs = (over: Partial<ProviderPreferences>): ProviderPreferences => ({ ...NO_PREFERENCES, ...over });
-const routed = (m: CatalogueModel, p: ProviderPreferences, context = {}) => {
-  const r = routeHosts(m, p, context);
+const routed = (m: CatalogueModel, p: ProviderPreferences, context = {}, prompt = SHORT) => {
+  const r = routeHosts(m, p, prompt, context);
   if (r.kind !== 'routed') throw new Error(`not routed: ${r.reason}`);
   return ids(r.hosts);
 };
@@ -37,7 +39,7 @@ describe('routing: provider preferences', () => {
   it('only and ignore filter by host id', () => {
     expect(routed(model, prefs({ only: ['c', 'a'] }))).toEqual(['a', 'c']);
     expect(routed(model, prefs({ ignore: ['a'] }))).toEqual(['b', 'c']);
-    expect(routeHosts(model, prefs({ only: ['nobody'] }))).toEqual({ kind: 'none', reason: 'preferences' });
+    expect(routeHosts(model, prefs({ only: ['nobody'] }), SHORT)).toEqual({ kind: 'none', reason: 'preferences' });
   });
 
   it('sort by price: input and output prices together, cheapest first', () => {
@@ -60,9 +62,12 @@ describe('routing: provider preferences', () => {
   it('max_price: hosts above either limit are left out; none left is a max_price refusal', () => {
     expect(routed(model, prefs({ maxPrice: { prompt: 2 * M } }))).toEqual(['b', 'c']);
     expect(routed(model, prefs({ maxPrice: { prompt: 2 * M, completion: 3 * M } }))).toEqual(['b']);
-    expect(routeHosts(model, prefs({ maxPrice: { completion: 1 * M } }))).toEqual({ kind: 'none', reason: 'max_price' });
+    expect(routeHosts(model, prefs({ maxPrice: { completion: 1 * M } }), SHORT)).toEqual({ kind: 'none', reason: 'max_price' });
     // Hosts `only` took out do not make it a price refusal.
-    expect(routeHosts(model, prefs({ only: ['a'], maxPrice: { prompt: 10 * M } }))).toEqual({ kind: 'routed', hosts: [a] });
+    expect(routeHosts(model, prefs({ only: ['a'], maxPrice: { prompt: 10 * M } }), SHORT)).toEqual({
+      kind: 'routed',
+      hosts: [a],
+    });
   });
 });
 
@@ -87,7 +92,7 @@ describe('routing: models fallbacks', () => {
   const other = { ...catalogueModel([modelHost('d', { input: 10 * M, output: 30 * M })]), slug: 'vendor/other' };
 
   it('every allowed host of each model in turn', () => {
-    const r = routeModels([model, other], prefs({ ignore: ['a'] }));
+    const r = routeModels([model, other], prefs({ ignore: ['a'] }), SHORT);
     expect(r.kind === 'routed' && r.routes.map((x) => `${x.model.slug}@${x.served.host.id}`)).toEqual([
       'vendor/model@b',
       'vendor/model@c',
@@ -96,9 +101,78 @@ describe('routing: models fallbacks', () => {
   });
 
   it('a model none of whose hosts is allowed is passed over; none at all says why', () => {
-    const r = routeModels([model, other], prefs({ only: ['d'] }));
+    const r = routeModels([model, other], prefs({ only: ['d'] }), SHORT);
     expect(r.kind === 'routed' && r.routes.map((x) => x.served.host.id)).toEqual(['d']);
-    expect(routeModels([model, other], prefs({ maxPrice: { prompt: M / 2 } }))).toEqual({ kind: 'none', reason: 'max_price' });
+    expect(routeModels([model, other], prefs({ maxPrice: { prompt: M / 2 } }), SHORT)).toEqual({
+      kind: 'none',
+      reason: 'max_price',
+    });
+  });
+});
+
+describe('routing: long-context bands', () => {
+  // Cheapest at its base prices, dearest above 1,000 prompt tokens; `flat` costs the same whatever the prompt.
+  const banded = modelHost('banded', {
+    input: 1 * M,
+    output: 2 * M,
+    bands: [
+      {
+        aboveInputTokens: 1_000,
+        prices: { input: 10 * M, cacheRead: 10 * M, cacheWrite: 10 * M, cacheWrite1h: 10 * M, output: 20 * M },
+      },
+    ],
+  });
+  const flat = modelHost('flat', { input: 2 * M, output: 4 * M });
+  const longModel = catalogueModel([banded, flat]);
+
+  it('prices a host for routing at its base up to the threshold, at its band from one token above (as settlements do)', () => {
+    expect(pricesAtPrompt(banded, 999)).toMatchObject({ input: 1 * M, output: 2 * M });
+    expect(pricesAtPrompt(banded, 1_000)).toMatchObject({ input: 1 * M, output: 2 * M });
+    expect(pricesAtPrompt(banded, 1_001)).toMatchObject({ input: 10 * M, output: 20 * M });
+    expect(pricesAtPrompt(flat, 1_000_000)).toBe(flat.prices);
+  });
+
+  it('sort by price ranks a host by its band when the estimated prompt is above its threshold', () => {
+    expect(routed(longModel, prefs({ sort: 'price' }), {}, 1_000)).toEqual(['banded', 'flat']);
+    expect(routed(longModel, prefs({ sort: 'price' }), {}, 1_001)).toEqual(['flat', 'banded']);
+    // Without fallbacks, the one host tried is the cheapest for this prompt.
+    expect(routed(longModel, prefs({ sort: 'price', allowFallbacks: false }), {}, 1_001)).toEqual(['flat']);
+  });
+
+  it('max_price leaves out a host whose band is above it, only for a prompt above the threshold', () => {
+    const capped = prefs({ maxPrice: { prompt: 5 * M } });
+    expect(routed(longModel, capped, {}, 1_000)).toEqual(['banded', 'flat']);
+    expect(routed(longModel, capped, {}, 1_001)).toEqual(['flat']);
+    const completion = prefs({ maxPrice: { completion: 3 * M } });
+    expect(routed(longModel, completion, {}, 1_000)).toEqual(['banded']);
+    expect(routeHosts(longModel, completion, 1_001)).toEqual({ kind: 'none', reason: 'max_price' });
+  });
+
+  it('admission routes by the estimate it holds for: a long prompt goes first to the host cheapest at its band', () => {
+    // One user message of `chars` characters: ceil(chars / 4) tokens and 7 of framing.
+    const ask = (chars: number): CanonicalRequest => ({
+      system: [],
+      messages: [{ role: 'user', content: 'x'.repeat(chars) }],
+      tools: [],
+      stop: [],
+      stream: false,
+      maxTokens: 100,
+    });
+    const sorted = { preferences: prefs({ sort: 'price' }), fallbacks: [], context: {} };
+    const atThreshold = planAdmission(longModel.slug, longModel, ask(3_972), sorted);
+    const above = planAdmission(longModel.slug, longModel, ask(3_976), sorted);
+    if (atThreshold.kind !== 'reserve' || above.kind !== 'reserve') throw new Error('refused');
+    expect([atThreshold.estimate.inputTokens, above.estimate.inputTokens]).toEqual([1_000, 1_001]);
+    expect(ids(atThreshold.hosts)).toEqual(['banded', 'flat']);
+    expect(ids(above.hosts)).toEqual(['flat', 'banded']);
+    // The hold still covers the fallback at its band.
+    expect(above.prices).toMatchObject({ input: 10 * M, output: 20 * M });
+    const priced = planAdmission(longModel.slug, longModel, ask(3_976), {
+      preferences: prefs({ maxPrice: { completion: 3 * M } }),
+      fallbacks: [],
+      context: {},
+    });
+    expect(priced.kind === 'refuse' && [priced.error.status, priced.error.outcome]).toEqual([402, 'max_price']);
   });
 });
 
