@@ -42,11 +42,19 @@ import { describeDifference, ExportVerifier, type VerifyExpectations, type Verif
 import { CREDIT_NOTE_REASONS, type CreditNoteIssued, creditsStream } from '../ledger/ledger.events';
 import { formatCredits, formatNanoSum, MoneyFormatError, parseCredits } from '../ledger/money';
 import { rebuildProjections } from '../projections/projector';
+import { RedisProjectionStore } from '../projections/redis-projection-store';
 import { availableOf, reservedOf } from '../projections/read-models';
 import { eventLogPath, openRuntime, Runtime } from '../runtime/runtime';
 import { BackupError, backupLog } from '../eventstore/sqlite-backup';
 import { gatewayFromPidFile, PID_FILE, processRuns } from '../runtime/pid-file';
-import { claimShared, type ServingClaim, ServingClaimError } from '../runtime/serving-claim';
+import {
+  claimShared,
+  claimStore,
+  heldTogether,
+  type ServingClaim,
+  ServingClaimError,
+  StoreClaimError,
+} from '../runtime/serving-claim';
 import { checkStatementMonth, type Statement } from '../statements/statement';
 import { ExportStatement, ExportStatementError } from '../statements/statement-from-export';
 import { statementCsv, statementHtml, statementText } from '../statements/statement-format';
@@ -770,17 +778,23 @@ export function buildProgram(withRuntime: WithRuntime): Command {
       const hold = inProcessRebuildHold(loadConfig());
       try {
         await withRuntime(async (rt, out) => {
-          const started = performance.now();
-          const progress = progressReporter(out.json);
-          await rt.projector.stop();
-          const result = await rebuildProjections(rt.events, rt.projections, rt.config.requestLogRetention, (p) =>
-            progress.update(p.position, p.head),
-          );
-          progress.stop();
-          const seconds = (performance.now() - started) / 1000;
-          out.print({ ...result, seconds: Number(seconds.toFixed(3)), store: rt.projections.kind }, [
-            `rebuilt ${rt.projections.kind} read models from ${result.events} events in ${seconds.toFixed(2)} s`,
-          ]);
+          const redisHold =
+            rt.projections instanceof RedisProjectionStore ? await redisRebuildHold(rt.config, rt.projections) : null;
+          try {
+            const started = performance.now();
+            const progress = progressReporter(out.json);
+            await rt.projector.stop();
+            const result = await rebuildProjections(rt.events, rt.projections, rt.config.requestLogRetention, (p) =>
+              progress.update(p.position, p.head),
+            );
+            progress.stop();
+            const seconds = (performance.now() - started) / 1000;
+            out.print({ ...result, seconds: Number(seconds.toFixed(3)), store: rt.projections.kind }, [
+              `rebuilt ${rt.projections.kind} read models from ${result.events} events in ${seconds.toFixed(2)} s`,
+            ]);
+          } finally {
+            redisHold?.release();
+          }
         });
       } finally {
         hold?.release();
@@ -888,6 +902,36 @@ function inProcessRebuildHold(config: Config): ServingClaim | null {
         "are its own: a rebuild here would rebuild only this tool's copy, and the service would overwrite its saved file. " +
         'Stop the service, run `model-gateway projections rebuild`, then start it again (a restart alone does not rebuild: ' +
         'it loads the saved read models and catches up with the log, rebuilding them only when they are of another version or another log)',
+    );
+  }
+}
+
+/**
+ * For `projections rebuild` of read models in Redis: the claims of a Redis-mode instance (see
+ * claimStore), for the rebuild's length. Refused while the data directory is served by an instance
+ * with in-process read models, or with read models in another store: neither reads what this would
+ * rebuild. Meanwhile neither can start.
+ */
+async function redisRebuildHold(config: Config, store: RedisProjectionStore): Promise<ServingClaim> {
+  let serving: ServingClaim;
+  try {
+    serving = claimShared(config.dataDir);
+  } catch (error) {
+    if (!(error instanceof ServingClaimError)) throw error;
+    throw new OperatorError(
+      `not rebuilt: a gateway instance with in-process read models (no REDIS_URL) is serving from ${config.dataDir}, ` +
+        'and it does not read the read models in Redis. Stop it and start every instance with REDIS_URL, or rebuild without REDIS_URL',
+    );
+  }
+  try {
+    return heldTogether(serving, claimStore(config.dataDir, await store.storeId()));
+  } catch (error) {
+    serving.release();
+    if (!(error instanceof StoreClaimError)) throw error;
+    throw new OperatorError(
+      `not rebuilt: a gateway instance is serving from ${config.dataDir} with its read models in another Redis store ` +
+        `(another REDIS_URL or REDIS_PREFIX: it holds ${error.heldLock}), so this rebuild would not be of the read models it reads. ` +
+        'Run the tool with the REDIS_URL and REDIS_PREFIX of the service',
     );
   }
 }

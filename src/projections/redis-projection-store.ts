@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { RecordedEvent } from '../eventstore/event-store';
 import type { KeyLimit, RateLimits } from '../identity/identity.events';
 import type { HoldResult } from '../ledger/credit-holds';
@@ -243,6 +243,8 @@ export class RedisProjectionStore implements ReadModelStore {
   private built = false;
   /** Set when the client connects again after losing Redis: what Redis holds may have changed meanwhile. */
   private connectedAgain = false;
+  /** This store's identity as this instance took it (see storeId). */
+  private id: string | null = null;
 
   private constructor(
     readonly client: RedisClient,
@@ -328,6 +330,35 @@ export class RedisProjectionStore implements ReadModelStore {
   /** The identity of the log the read models were folded from (see EventStore.logId). */
   private get logIdKey() {
     return `${this.prefix}log`;
+  }
+  private get storeIdKey() {
+    return `${this.prefix}store-id`;
+  }
+
+  /**
+   * This store's identity (the server and the prefix, however its URL is spelled), kept in it: set
+   * once by the first instance to ask, kept by a reset, and written again by a rebuild after Redis
+   * was emptied. Instances of one data directory must share it (runtime/serving-claim.ts, claimStore).
+   */
+  async storeId(): Promise<string> {
+    const fresh = randomBytes(16).toString('hex');
+    if ((await this.client.set(this.storeIdKey, fresh, { NX: true })) === 'OK') return (this.id = fresh);
+    const kept = await this.client.get(this.storeIdKey);
+    // Emptied since the SET: set one again.
+    if (kept === null) return this.storeId();
+    // It names a file beside the log.
+    if (!/^[0-9a-f]{32}$/.test(kept))
+      throw new Error(`${this.storeIdKey} in Redis holds "${kept}", not a store id: delete that key`);
+    return (this.id = kept);
+  }
+
+  /** Marks the read models as of this version and this log (and the store with the id this instance serves under). */
+  private async stamp(): Promise<void> {
+    await Promise.all([
+      this.client.set(this.schemaKey, READ_MODEL_SCHEMA),
+      this.client.set(this.logIdKey, this.logId),
+      ...(this.id === null ? [] : [this.client.set(this.storeIdKey, this.id)]),
+    ]);
   }
   keyRecordKey(hash: string) {
     return `${this.prefix}key:${hash}`;
@@ -428,8 +459,7 @@ export class RedisProjectionStore implements ReadModelStore {
     }
     await this.replicated();
     // Read models started here from nothing are of this schema and this log (before the checkpoint says they exist).
-    if (!this.built)
-      await Promise.all([this.client.set(this.schemaKey, READ_MODEL_SCHEMA), this.client.set(this.logIdKey, this.logId)]);
+    if (!this.built) await this.stamp();
     const advanced = Number(await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [last]));
     await this.replicated(this.checkpointKey);
     this.built = true;
@@ -711,10 +741,11 @@ export class RedisProjectionStore implements ReadModelStore {
     this.built = false;
     // The checkpoint first: from now on every instance knows the read models are not complete.
     await this.client.del(this.checkpointKey);
-    const lock = `${this.prefix}rebuild-lock`;
+    // Kept: the lock, and the store's identity (instances serving under it may be joined by others meanwhile).
+    const kept = [`${this.prefix}rebuild-lock`, this.storeIdKey];
     for await (const keys of scanKeys(this.client, `${this.prefix}*`)) {
       // One UNLINK per key: on a cluster, the keys of one command must share a slot.
-      await Promise.all(keys.filter((key) => key !== lock).map((key) => this.client.unlink(key)));
+      await Promise.all(keys.filter((key) => !kept.includes(key)).map((key) => this.client.unlink(key)));
     }
   }
 
@@ -783,7 +814,7 @@ export class RedisProjectionStore implements ReadModelStore {
       if (writes.length > 2000) await flush();
     }
     await flush();
-    await Promise.all([this.client.set(this.schemaKey, READ_MODEL_SCHEMA), this.client.set(this.logIdKey, this.logId)]);
+    await this.stamp();
     await this.replicated();
     await this.runInOrder(lua.ADVANCE_CHECKPOINT, [this.checkpointKey], [model.position]);
     await this.replicated(this.checkpointKey);

@@ -24,7 +24,7 @@ import { HostHealth } from '../routing/health';
 import { RequestsAnswered } from '../http/requests-answered';
 import { HostRouting } from '../routing/routing';
 import type { RedisClient } from '../projections/redis-client';
-import { claimServing } from './serving-claim';
+import { claimServing, claimStore, heldTogether, type ServingClaim } from './serving-claim';
 import { type RuntimeLog, SILENT_LOG } from '../runtime-log/runtime-log';
 import { failureText } from '../projections/store-errors';
 import { SweepFailures } from './sweep-failures';
@@ -113,7 +113,10 @@ export async function openProjectionStore(config: Config, events: EventStore, lo
 export interface RuntimeOptions {
   /** Expire reservations and sweep holds in the background (the service does; one-shot tools don't). */
   sweep?: boolean;
-  /** The service (not a one-shot tool): with in-process read models, it must be the only one on its data (see claimServing). */
+  /**
+   * The service (not a one-shot tool): with in-process read models, it must be the only one on its
+   * data (see claimServing); with read models in Redis, every one on its data must use that store (claimStore).
+   */
   serving?: boolean;
   /** Where the runtime's lines go, each at its level (the service's: its logger). */
   log?: RuntimeLog;
@@ -123,7 +126,7 @@ export interface RuntimeOptions {
 
 export async function openRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
   const log = options.log ?? SILENT_LOG;
-  const claim = options.serving ? claimServing(config) : null;
+  let claim: ServingClaim | null = options.serving ? claimServing(config) : null;
   const requests = new RequestsAnswered();
   let events: TimedEventStore;
   let store: EventStore;
@@ -142,6 +145,17 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     await events.close();
     claim?.release();
     throw error;
+  }
+  if (claim !== null && projections instanceof RedisProjectionStore) {
+    // Before the read models are trusted or rebuilt: an instance refused here writes nothing to its store.
+    try {
+      claim = heldTogether(claim, claimStore(config.dataDir, await projections.storeId()));
+    } catch (error) {
+      await projections.close().catch(() => undefined);
+      await events.close();
+      claim.release();
+      throw error;
+    }
   }
   const projector = new Projector(events, projections, config.requestLogRetention, log);
   // A stream behind what this process wrote to it, or an append landing behind what was applied:

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Config } from '../config/config';
@@ -41,14 +41,19 @@ export interface ServingClaim {
   release(): void;
 }
 
+/** Claims held and released together (the last taken first). */
+export const heldTogether = (...claims: ServingClaim[]): ServingClaim => ({
+  release: () => [...claims].reverse().forEach((claim) => claim.release()),
+});
+
 const isBusy = (error: unknown) => (error as { code?: string }).code === 'SQLITE_BUSY';
 
-/** The lock file, opened with no wait (made owner-only if new: it names the serving process). */
-function openLock(dataDir: string): Database.Database {
+/** A lock file, opened (made owner-only if new: serving.lock names the serving process). */
+function openLock(dataDir: string, name = SERVING_LOCK, timeoutMs = 0): Database.Database {
   mkdirSync(dataDir, { recursive: true });
-  const file = join(dataDir, SERVING_LOCK);
+  const file = join(dataDir, name);
   ownerOnly(file);
-  const db = new Database(file, { timeout: 0 });
+  const db = new Database(file, { timeout: timeoutMs });
   // Held from the first read (a shared lock) or write (an exclusive one) until the connection closes.
   db.pragma('locking_mode = EXCLUSIVE');
   return db;
@@ -109,4 +114,81 @@ function claimExclusive(dataDir: string): ServingClaim {
  */
 export function claimServing(config: Config): ServingClaim {
   return config.redisUrl === null ? claimExclusive(config.dataDir) : claimShared(config.dataDir);
+}
+
+/** The lock file of the instances whose read models are in one Redis store, named by the store's id. */
+const storeLock = (storeId: string) => `serving-${storeId}.lock`;
+const STORE_LOCK = /^serving-([0-9a-f]{32})\.lock$/;
+/**
+ * How long a look at another store's lock file waits for it: others' looks hold it a moment; live
+ * instances hold it for good (their read models are in that store).
+ */
+const PROBE_WAIT_MS = 500;
+/** How long an instance waits for its own store's lock file while others look at it (a look's wait at most). */
+const OWN_WAIT_MS = 4 * PROBE_WAIT_MS;
+
+/** Why a Redis-mode instance (or the operator tool's rebuild) is refused: one serves the data directory with read models in another store. */
+export class StoreClaimError extends Error {
+  constructor(
+    readonly dataDir: string,
+    /** The lock file held by what serves. */
+    readonly heldLock: string,
+  ) {
+    super(
+      `a gateway instance is already serving from ${dataDir} with its read models in another Redis store ` +
+        `(another REDIS_URL or REDIS_PREFIX: it holds ${heldLock}): each would admit requests against its own copy of the balances, ` +
+        'and together they overdraw. Give every instance of one DATA_DIR the same REDIS_URL and REDIS_PREFIX',
+    );
+    this.name = 'StoreClaimError';
+  }
+}
+
+/** Whether live instances hold another store's lock file (an exclusive lock on it is refused). */
+function heldByOthers(file: string): boolean {
+  let db: Database.Database;
+  try {
+    db = new Database(file, { timeout: PROBE_WAIT_MS, fileMustExist: true });
+  } catch (error) {
+    // Deleted by hand since the directory was listed.
+    if ((error as { code?: string }).code === 'SQLITE_CANTOPEN') return false;
+    throw error;
+  }
+  try {
+    db.exec('BEGIN EXCLUSIVE');
+    return false;
+  } catch (error) {
+    if (isBusy(error)) return true;
+    throw error;
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Instances serving one data directory with read models in Redis must share one store: each store's
+ * balances admit requests on their own, and two stores overdraw together. `storeId` is the store's
+ * identity, kept in it (RedisProjectionStore.storeId: not its URL, which spells one server many ways).
+ *
+ * The claim is a shared lock on `serving-<storeId>.lock`, held while the instance serves; then every
+ * other store's lock file is looked at: one held means an instance serves with another store (refused:
+ * StoreClaimError); one nobody holds was left by instances that have ended, and is passed over (kept:
+ * removing a file another instance may have just opened would let it hold a lock nobody sees). Taking
+ * one's own before looking makes two instances of two stores starting together see at least one the
+ * other's. The OS drops the lock when the process ends, however it ends. Taken beside a shared claim
+ * on serving.lock.
+ */
+export function claimStore(dataDir: string, storeId: string): ServingClaim {
+  const own = openLock(dataDir, storeLock(storeId), OWN_WAIT_MS);
+  try {
+    // The first read takes a shared lock, and the locking mode keeps it after the read.
+    own.prepare('SELECT count(*) FROM sqlite_master').get();
+    for (const name of readdirSync(dataDir)) {
+      const other = STORE_LOCK.exec(name);
+      if (other !== null && other[1] !== storeId && heldByOthers(join(dataDir, name))) throw new StoreClaimError(dataDir, name);
+    }
+  } catch (error) {
+    own.close();
+    throw error;
+  }
+  return { release: () => own.close() };
 }
