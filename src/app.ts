@@ -69,6 +69,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
       reservationsHeld: () => projections.openReservationCount(),
       storeAnswers: () => projections.checkpoint(),
       reservationsExpired: () => runtime.reservationsExpired,
+      sweepsFailed: () => runtime.sweepsFailed,
       alertDeliveries: () => alerts.counts,
       routing: { circuits: () => runtime.routing.circuits(), health: () => runtime.routing.health.all() },
     },
