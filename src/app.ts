@@ -9,6 +9,7 @@ import { Catalogue } from './catalogue/catalogue';
 import { SessionTokens } from './dashboard/session/sessions';
 import { serveWebApp } from './dashboard/web-app';
 import { ErrorFormatByRoute, errorFormatFor } from './error-formats';
+import { answerAtGraceEnd } from './http/grace-end';
 import { httpAdapter } from './http/http-adapter';
 import { InFlightSettlements, OpenRequests } from './inference/in-flight';
 import { eventsBehind, type Lifecycle } from './observability/health';
@@ -47,6 +48,10 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   runtime.requests.track(fastify);
   /** The pipeline's settlements in flight, once the application exists. */
   let settlements: InFlightSettlements | null = null;
+  /** The requests to end at the shutdown's grace period's end, once the application exists. */
+  let open: OpenRequests | null = null;
+  // Those of routes whose use case does not end its own: answered 503 in their route's format then.
+  answerAtGraceEnd(fastify, () => open, errorFormatFor);
   // Alerts are delivered by every instance from the log (each once, by claims on the log), from start to close.
   const alerts = new AlertDelivery(
     events,
@@ -69,6 +74,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
       reservationsHeld: () => projections.openReservationCount(),
       storeAnswers: () => projections.checkpoint(),
       reservationsExpired: () => runtime.reservationsExpired,
+      sweepsFailed: () => runtime.sweepsFailed,
       alertDeliveries: () => alerts.counts,
       routing: { circuits: () => runtime.routing.circuits(), health: () => runtime.routing.health.all() },
     },
@@ -102,6 +108,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
   );
   app.useGlobalFilters(new ErrorFormatByRoute());
   settlements = app.get(InFlightSettlements, { strict: false });
+  open = app.get(OpenRequests, { strict: false });
   await app.init();
   await fastify.ready();
   await alerts.start();
@@ -111,18 +118,19 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
 /**
  * The end of the shutdown's grace period: every request of the pipeline still open is ended as
  * `shutdown` (settled for what it delivered, as a client leaving would be) and answered — a 503 in
- * its surface's format, or its stream's error event. `ended`: how many; `answered` resolves once
- * their settlements are in the log and their answers written, or after `boundMs` (a log not
- * answering): what is still open then is for the caller to cut.
+ * its surface's format, or its stream's error event — and every other route's request still open is
+ * answered a 503 in its route's format. `ended`: how many; `answered` resolves once the pipeline's
+ * settlements are in the log and their answers written, or after `boundMs` (a log not answering):
+ * what is still open then is for the caller to cut.
  */
 export function endOpenRequests(app: NestFastifyApplication, boundMs: number): { ended: number; answered: Promise<void> } {
-  const ended = app.get(OpenRequests, { strict: false }).endAll();
+  const open = app.get(OpenRequests, { strict: false });
+  const ended = open.endAll();
   const answered = (async () => {
     let bound: NodeJS.Timeout | undefined;
-    await Promise.race([
-      app.get(InFlightSettlements, { strict: false }).settled(),
-      new Promise((resolve) => (bound = setTimeout(resolve, boundMs))),
-    ]);
+    // A request whose host call is given up first has its settlement tracked only then.
+    const settled = open.ended().then(() => app.get(InFlightSettlements, { strict: false }).settled());
+    await Promise.race([settled, new Promise((resolve) => (bound = setTimeout(resolve, boundMs)))]);
     clearTimeout(bound);
     // Each answer is written as its settlement is told, within the same turn: after one more, all are.
     await new Promise((resolve) => setImmediate(resolve));

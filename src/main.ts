@@ -115,8 +115,9 @@ async function start(): Promise<void> {
     logger.info(`model gateway stopping (${signal}): letting requests in flight finish for up to ${config.shutdownGraceMs} ms`);
     // Past the grace period, each request still open is ended: settled as its client leaving would
     // be (what was delivered is billed), under its own status (`shutdown`), and answered — a 503 in
-    // its surface's format, or its stream's error event — before its connection is closed. What is
-    // still open once they are (another route's request, a settlement the log did not take in time) is cut.
+    // its surface's format, or its stream's error event — before its connection is closed; another
+    // route's request is answered a 503 in its route's format. What is still open once they are (an
+    // answer already under way, a settlement the log did not take in time) is cut.
     const cut = setTimeout(() => {
       const { ended, answered } = endOpenRequests(app, ANSWERING_AFTER_GRACE_MS);
       logger.warn(

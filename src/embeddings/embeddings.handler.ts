@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Logger } from '@nestjs/common';
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { HostError } from '../canonical/canonical';
@@ -64,9 +65,11 @@ export class EmbeddingsHandler
   /**
    * The hosts in turn, each asked of its circuit first and called again after a backoff while its
    * failure is transient and its retries last: the first reply, or the failure that ended the
-   * attempt (the last host's, or one not worth another host). Every call on the record.
+   * attempt (the last host's, or one not worth another host). Every call on the record. `shutdown`
+   * aborted (the end of the shutdown's grace period): the call in flight or the backoff given up,
+   * ended as `shutdown`; aborted already: no host called.
    */
-  async call({ plan, started }: Admitted<EmbeddingsPlan>): Promise<HostsCalled<EmbeddingsReply>> {
+  async call({ plan, started }: Admitted<EmbeddingsPlan>, shutdown: AbortSignal): Promise<HostsCalled<EmbeddingsReply>> {
     const model = plan.model.slug;
     const deadlineAt = started + this.config.requestTimeoutMs;
     const attempts: HostAttempt[] = [];
@@ -80,8 +83,12 @@ export class EmbeddingsHandler
       const callStarted = performance.now();
       const upstreamMs = () => Math.round(performance.now() - callStarted);
       const last = index === plan.calls.length - 1;
+      const fallback = index > 0;
       let failure: HostError;
-      if (!(await this.routing.admit(served.host.id, model))) {
+      const admitted = await this.routing.admit(served.host.id, model);
+      // Ended while its circuit was asked (or in the backoff before): no host called again.
+      if (shutdown.aborted) return { kind: 'shutdown', served, fallback, upstreamMs: 0, attempts };
+      if (!admitted) {
         attempts.push(hostAttempt(served.host.id, null, null, 'circuit_open', 0));
         failure = circuitOpen(served.host.id);
       } else {
@@ -90,13 +97,26 @@ export class EmbeddingsHandler
         try {
           if (!lease) throw new HostError('status', `host ${served.host.id} has no credential left`, 401);
           const { endpoint } = lease.credential;
-          const answer = await this.transport.callForJson(HOST_KINDS[served.host.kind], endpoint, upstream(endpoint.apiKey));
+          const answer = await this.transport.callForJson(
+            HOST_KINDS[served.host.kind],
+            endpoint,
+            upstream(endpoint.apiKey),
+            shutdown,
+          );
           lease.release({ kind: 'ok' });
           attempts.push(hostAttempt(served.host.id, lease.credential.id, null, 'ok', performance.now() - callStarted));
           this.routing.ended(served.host.id, model, false, NOT_MEASURED);
           const reply = embeddingsReplyOf(answer);
-          return { kind: 'replied', served, fallback: index > 0, upstreamMs: upstreamMs(), reply, attempts };
+          return { kind: 'replied', served, fallback, upstreamMs: upstreamMs(), reply, attempts };
         } catch (error) {
+          if (shutdown.aborted) {
+            // Given up by the shutdown, not failed by the host: its credential given back as served, its circuit told nothing.
+            lease?.release({ kind: 'ok' });
+            attempts.push(
+              hostAttempt(served.host.id, lease?.credential.id ?? null, null, 'shutdown', performance.now() - callStarted),
+            );
+            return { kind: 'shutdown', served, fallback, upstreamMs: upstreamMs(), attempts };
+          }
           failure = error instanceof HostError ? error : new HostError('connection', (error as Error).message);
           calledFailure = failure;
           lease?.release(credentialOutcome(failure.status, failure.retryAfterMs));
@@ -123,12 +143,13 @@ export class EmbeddingsHandler
       if (again.retry) {
         this.logger.warn(`host ${served.host.id} failed to embed (${failure.message}); again in ${again.delayMs} ms`);
         retried += 1;
-        await new Promise((resolve) => setTimeout(resolve, again.delayMs));
+        // The shutdown ends the wait (the circuit's answer then sees it).
+        await sleep(again.delayMs, undefined, { signal: shutdown }).catch(() => undefined);
         continue;
       }
       if (!failure.retryable || last) {
         const error = failure.kind === 'circuit_open' ? (calledFailure ?? failure) : failure;
-        return { kind: 'failed', served, fallback: index > 0, upstreamMs: upstreamMs(), error, attempts };
+        return { kind: 'failed', served, fallback, upstreamMs: upstreamMs(), error, attempts };
       }
       this.logger.warn(`host ${served.host.id} failed to embed (${failure.message}); trying the next`);
       index += 1;

@@ -146,10 +146,11 @@ export class HostTransport implements OnApplicationShutdown {
   }
 
   /**
-   * One short call answered with JSON (a token count): its parsed body. Fails with a HostError as
-   * a call of the pipeline would (a status, no answer within the first-byte limit, unreadable JSON).
+   * One short call answered with JSON (a token count, embeddings): its parsed body. Fails with a
+   * HostError as a call of the pipeline would (a status, no answer within the first-byte limit,
+   * unreadable JSON). `signal` gives the call up (the caller, seeing it aborted, knows why it failed).
    */
-  async callForJson(kind: HostKind, host: HostEndpoint, upstream: UpstreamRequest): Promise<unknown> {
+  async callForJson(kind: HostKind, host: HostEndpoint, upstream: UpstreamRequest, signal?: AbortSignal): Promise<unknown> {
     let status: number;
     let body: string;
     let retryAfterMs: number | null = null;
@@ -162,6 +163,7 @@ export class HostTransport implements OnApplicationShutdown {
         body: call.body,
         headersTimeout: this.timeouts.firstByteMs,
         bodyTimeout: this.timeouts.idleMs,
+        ...(signal === undefined ? {} : { signal }),
       });
       status = response.statusCode;
       if (status >= 400) retryAfterMs = retryAfterOf(response.headers);

@@ -19,7 +19,7 @@ import { ledgerRefusal, Refusal, reservationNotRecorded } from './admission';
 import type { Ending } from './attempt';
 import { CatalogueVersions } from './catalogue-versions';
 import { describeEnding, describeRefusal } from './facts';
-import { InFlightSettlements } from './in-flight';
+import { InFlightSettlements, OpenRequests } from './in-flight';
 import type { Billed, InferenceCaller, SurfaceName } from './inference.command';
 import { RequestRecord } from './request-record';
 import type { CheckedUsage } from './usage-check';
@@ -67,20 +67,28 @@ export interface BilledUseCase<Ask extends BilledAsk, Plan extends BilledPlan> {
 
 /** A use case answered in one piece (JSON): a plan, a call to its hosts in turn, and the reply's usage. */
 export interface WholeReplyUseCase<Ask extends BilledAsk, Plan extends BilledPlan, Reply> extends BilledUseCase<Ask, Plan> {
-  /** Calls the plan's hosts in turn; resolves (never rejects) with the reply, or the failure that ended the attempt. */
-  call(request: Admitted<Plan>): Promise<HostsCalled<Reply>>;
+  /**
+   * Calls the plan's hosts in turn; resolves (never rejects) with the reply, or the failure that
+   * ended the attempt. `shutdown` aborted (the end of the shutdown's grace period, before the call or
+   * during it): the call given up, resolving as `shutdown`.
+   */
+  call(request: Admitted<Plan>, shutdown: AbortSignal): Promise<HostsCalled<Reply>>;
   /** The tokens to bill for a host's reply: its count when believable, else the estimate (`estimated`: the classes that are). */
   usage(request: Admitted<Plan>, served: ModelHost, reply: Reply): { usage: TokenUsage; estimated: TokenClass[] };
 }
 
-/** A call to a plan's hosts in turn, ended: the reply of the host that served, or the failure that ended the attempt. */
+/**
+ * A call to a plan's hosts in turn, ended: the reply of the host that served, the failure that ended
+ * the attempt, or the shutdown's (still open at its grace period's end: the call in flight given up;
+ * `served`, the host it was on, or would have been).
+ */
 export type HostsCalled<Reply> = {
   served: ModelHost;
   fallback: boolean;
   upstreamMs: number;
   /** Every host call on the way, in order (recorded with the settlement or release). */
   attempts?: HostAttempt[];
-} & ({ kind: 'replied'; reply: Reply } | { kind: 'failed'; error: HostError });
+} & ({ kind: 'replied'; reply: Reply } | { kind: 'failed'; error: HostError } | { kind: 'shutdown' });
 
 /** An admitted request: its hold taken, to be settled or released exactly once (`end`). */
 export interface Admitted<Plan extends BilledPlan> {
@@ -111,6 +119,7 @@ export interface WholeReply<Plan extends BilledPlan, Reply> {
 }
 
 const COMPLETE: Ending = { kind: 'complete' };
+const SHUT_DOWN = { kind: 'shutdown' } as const;
 
 @Injectable()
 export class BilledRequests {
@@ -123,6 +132,7 @@ export class BilledRequests {
     private readonly catalogue: Catalogue,
     private readonly record: RequestRecord,
     private readonly inFlight: InFlightSettlements,
+    private readonly open: OpenRequests,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(RATE_LIMITS) private readonly rateLimits: RateLimitStore,
   ) {
@@ -213,7 +223,9 @@ export class BilledRequests {
 
   /**
    * A use case answered in one piece: admitted (its reservation in the log), its hosts called,
-   * then settled from the reply's usage or released. Errors after admission carry the rate-limit headers.
+   * then settled from the reply's usage or released. Errors after admission carry the rate-limit
+   * headers. Still calling when the shutdown's grace period ends: the call given up and the hold
+   * released as `shutdown`, answered 503; past it already: the same, no host called.
    */
   async serve<Ask extends BilledAsk, Plan extends BilledPlan, Reply>(
     surface: SurfaceName,
@@ -221,10 +233,19 @@ export class BilledRequests {
     useCase: WholeReplyUseCase<Ask, Plan, Reply>,
   ): Promise<WholeReply<Plan, Reply>> {
     const request = await this.admit(surface, ask, useCase);
+    const shutdown = new AbortController();
+    // Ended by the shutdown, the request's ending is tracked once its call has given up: the shutdown waits till then.
+    let endingTracked = (): void => undefined;
+    const forget = this.open.whileOpen(() => {
+      shutdown.abort();
+      return new Promise<void>((resolve) => (endingTracked = resolve));
+    });
+    if (forget === null) shutdown.abort();
     try {
-      const called = await useCase.call(request);
+      const called = await useCase.call(request, shutdown.signal);
+      forget?.();
       if (request.facts) request.facts.upstreamMs = called.upstreamMs;
-      const billed = await new Promise<Billed | null>((resolve, reject) => {
+      const ending = new Promise<Billed | null>((resolve, reject) => {
         let charged: Billed | null = null;
         const listener: Listener = { next: (b) => (charged = b), complete: () => resolve(charged), error: reject };
         try {
@@ -233,22 +254,30 @@ export class BilledRequests {
           this.abandon(request, called.served, error, listener);
         }
       });
-      if (called.kind === 'failed' || billed === null) throw new ApiError('internal_error', 'the request could not be settled');
+      endingTracked();
+      const billed = await ending;
+      if (called.kind !== 'replied' || billed === null) throw new ApiError('internal_error', 'the request could not be settled');
       return { request, reply: called.reply, billed };
     } catch (error) {
       throw error instanceof ApiError ? error.withHeaders(request.headers) : error;
+    } finally {
+      forget?.();
+      endingTracked();
     }
   }
 
-  /** How a call answered in one piece ended, and what to record: the reply's usage billed, or (nothing delivered) the hold released. */
+  /**
+   * How a call answered in one piece ended, and what to record: the reply's usage billed, or (nothing
+   * delivered: a failure, or the shutdown) the hold released.
+   */
   private wholeEnded<Ask extends BilledAsk, Plan extends BilledPlan, Reply>(
     request: Admitted<Plan>,
     useCase: WholeReplyUseCase<Ask, Plan, Reply>,
     called: HostsCalled<Reply>,
   ): CallEnded {
     const { served, fallback, attempts } = called;
-    if (called.kind === 'failed') {
-      const ending = { kind: 'failed', error: called.error } as const;
+    if (called.kind !== 'replied') {
+      const ending = called.kind === 'failed' ? ({ kind: 'failed', error: called.error } as const) : SHUT_DOWN;
       return { served, fallback, ending, settlement: nothingDelivered(ending), attempts };
     }
     const { usage, estimated } = useCase.usage(request, served, called.reply);

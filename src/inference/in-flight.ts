@@ -31,21 +31,27 @@ export class InFlightSettlements implements OnApplicationShutdown {
 }
 
 /**
- * The pipeline's requests under way, for the end of the shutdown's grace period: each still open
- * then is ended as `shutdown` — settled for what it delivered, as a client leaving would be, and
- * answered (a 503 in its surface's format, or, once its stream has started, its error event)
- * instead of having its connection cut under it.
+ * The requests under way, for the end of the shutdown's grace period: each still open then is
+ * ended instead of having its connection cut under it. The pipeline's (inference, embeddings, token
+ * counts) are ended by their use case as `shutdown`: their host call given up, their hold settled
+ * for what was delivered (as a client leaving would be) or released, and answered — a 503 in their
+ * surface's format, or, once a stream has started, its error event. Every other route's are
+ * answered a 503 in their route's format (see http/grace-end.ts).
  */
 @Injectable()
 export class OpenRequests {
-  private readonly enders = new Set<() => void>();
+  private readonly enders = new Set<() => void | Promise<unknown>>();
   private over = false;
+  /** What the requests ended at the grace period's end are still doing before their ending is in hand. */
+  private ending: Promise<unknown> = Promise.resolve();
 
   /**
-   * `end` is called once if the grace period ends while the request is open. Returns what forgets it
+   * `end` is called once if the grace period ends while the request is open; when its ending takes
+   * more than the call (a host call to give up first), it returns a promise that resolves once its
+   * settlement is tracked (InFlightSettlements) or its answer is on its way. Returns what forgets it
    * (the request has ended), or null when the grace period is already over: the request is to end now.
    */
-  whileOpen(end: () => void): (() => void) | null {
+  whileOpen(end: () => void | Promise<unknown>): (() => void) | null {
     if (this.over) return null;
     this.enders.add(end);
     return () => void this.enders.delete(end);
@@ -56,7 +62,12 @@ export class OpenRequests {
     this.over = true;
     const open = [...this.enders];
     this.enders.clear();
-    for (const end of open) end();
+    this.ending = Promise.allSettled(open.map((end) => Promise.resolve(end())));
     return open.length;
+  }
+
+  /** Resolves once every request endAll ended has its settlement tracked or its answer on its way. */
+  ended(): Promise<void> {
+    return this.ending.then(() => undefined);
   }
 }

@@ -40,7 +40,8 @@ import { RequestRecord } from './request-record';
   ],
   // The embeddings use case calls hosts through the same transport (one pool per origin), and is
   // admitted, settled and recorded by the same shell (one refusal budget for every use case), its
-  // credentials leased from the same key pools.
-  exports: [HostTransport, BilledRequests, KeyPools],
+  // credentials leased from the same key pools, and ended at the shutdown's grace period's end as
+  // inference is (one set of requests to end).
+  exports: [HostTransport, BilledRequests, KeyPools, OpenRequests],
 })
 export class InferenceModule {}

@@ -15,6 +15,8 @@ export interface MetricSources {
   reservationsHeld?: () => Promise<number>;
   /** Reservations this instance has expired since it started. */
   reservationsExpired?: () => number;
+  /** Sweeps this instance's sweeper failed since it started (a read models' store or log away). */
+  sweepsFailed?: () => number;
   /** Alerts' webhook attempts this instance made since it started, by how they ended. */
   alertDeliveries?: () => { delivered: number; failed: number; abandoned: number };
   /** Hosts' circuits as this instance saw them last, and their measured health over its window. */
@@ -302,6 +304,20 @@ export class GatewayMetrics {
         registers,
         collect() {
           const total = expired();
+          this.inc(total - counted);
+          counted = total;
+        },
+      });
+    }
+    if (sources.sweepsFailed) {
+      const failed = sources.sweepsFailed;
+      let counted = 0;
+      new Counter({
+        name: 'gateway_sweeps_failed_total',
+        help: "Sweeps this instance's sweeper failed (reservations due not expired, pending holds not swept: their store or the log away)",
+        registers,
+        collect() {
+          const total = failed();
           this.inc(total - counted);
           counted = total;
         },

@@ -66,6 +66,8 @@ export interface Runtime {
   requests: RequestsAnswered;
   /** Reservations this process's sweeper has expired since it started. */
   readonly reservationsExpired: number;
+  /** Sweeps of this process's sweeper that failed (due expiries or pending holds not swept: a store away) since it started. */
+  readonly sweepsFailed: number;
   close(): Promise<void>;
 }
 
@@ -266,6 +268,9 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     requests,
     get reservationsExpired() {
       return reservationsExpired;
+    },
+    get sweepsFailed() {
+      return sweepFailures.total;
     },
     async close() {
       if (sweeper) clearInterval(sweeper);

@@ -12,6 +12,7 @@ export const SWEEP_FAILURE_LINE_EVERY_MS = 60_000;
  */
 export class SweepFailures {
   private failing: { since: number; failed: number; unsaid: number; saidAt: number } | null = null;
+  private failedEver = 0;
 
   constructor(
     private readonly log: RuntimeLog,
@@ -19,8 +20,14 @@ export class SweepFailures {
     private readonly everyMs = SWEEP_FAILURE_LINE_EVERY_MS,
   ) {}
 
+  /** Sweeps failed since the sweeper started, every one (the lines are throttled, this is not): for the metric. */
+  get total(): number {
+    return this.failedEver;
+  }
+
   /** A sweep failed, for `reason` (the failure's text, its store named). */
   failed(reason: string): void {
+    this.failedEver += 1;
     const now = this.clock();
     const f = this.failing;
     if (f === null) {

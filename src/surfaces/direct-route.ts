@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type ErrorFormat, replyWithError } from '../http/api-error';
+import { ENDS_ITS_OWN_REQUESTS } from '../http/grace-end';
 
 /** What a hot route does with its request: checks, translation, the inference command, the reply. */
 export type RouteHandling = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
@@ -12,5 +13,8 @@ export type RouteHandling = (request: FastifyRequest, reply: FastifyReply) => Pr
  * too large) still reach the global filter through Fastify's error handler, as before.
  */
 export function serveDirectly(fastify: FastifyInstance, url: string, format: ErrorFormat, handle: RouteHandling): void {
-  fastify.post(url, (request, reply) => handle(request, reply).catch((error: unknown) => replyWithError(reply, error, format)));
+  // Every such route is inference's, which ends its own requests at the shutdown's grace period's end.
+  fastify.post(url, { config: ENDS_ITS_OWN_REQUESTS }, (request, reply) =>
+    handle(request, reply).catch((error: unknown) => replyWithError(reply, error, format)),
+  );
 }

@@ -61,4 +61,14 @@ describe('what the sweeper says of failed sweeps', () => {
     failures.failed('event log: SQLITE_FULL');
     expect(lines.lines).toHaveLength(1);
   });
+
+  it('counts every failed sweep for the metric, said or not, across outages; a success takes nothing off', () => {
+    expect(failures.total).toBe(0);
+    failFor(90);
+    expect(failures.total).toBe(90);
+    failures.succeeded();
+    expect(failures.total).toBe(90);
+    failFor(3);
+    expect(failures.total).toBe(93);
+  });
 });

@@ -34,10 +34,18 @@ class StepClock {
   }
 }
 
+/** `gateway_sweeps_failed_total` in a scrape (its one sample). */
+function sweepsFailed(scrape: string): number {
+  const sample = scrape.split('\n').find((line) => line.startsWith('gateway_sweeps_failed_total '));
+  expect(sample).toBeDefined();
+  return Number(sample!.split(' ')[1]);
+}
+
 /**
  * The sweeper while Redis (a server of the test's own, killed under the gateway) is away: one
  * error line at the first failed sweep, then at most one a minute counting the sweeps failed since,
- * one info line when it sweeps again; the outage itself is on /health/ready and /metrics.
+ * one info line when it sweeps again; the outage itself is on /health/ready and /metrics, and every
+ * failed sweep in `gateway_sweeps_failed_total`.
  */
 (hasRedisServer ? describe : describe.skip)('the sweeper through a Redis outage', () => {
   let port: number;
@@ -75,9 +83,10 @@ class StepClock {
   });
 
   it('says the first failure at error, then a line a minute at most with the count, and once when it sweeps again', async () => {
-    // Sweeping as it should: nothing said, the clock never read.
+    // Sweeping as it should: nothing said, the clock never read, no sweep failed.
     expect(sweeperErrors()).toEqual([]);
     expect(clock.count).toBe(0);
+    expect(sweepsFailed(await (await fetch(`${g.baseUrl}/metrics`)).text())).toBe(0);
 
     await stopRedis(redis);
     await lines.waitFor((l) => l.level === 'error' && /^sweeper: Redis: /.test(l.line));
@@ -93,6 +102,8 @@ class StepClock {
     );
     const scrape = await (await fetch(`${g.baseUrl}/metrics`)).text();
     expect(scrape.split('\n')).toContain('gateway_read_model_store_up 0');
+    // Every failed sweep counted, not only those said: the clock has been read once for each so far.
+    expect(sweepsFailed(scrape)).toBeGreaterThanOrEqual(6);
 
     // A minute on: the next failed sweep's line counts the sweeps failed since the first.
     clock.advance(60_000);
@@ -114,5 +125,8 @@ class StepClock {
     redis = await startRedis(port);
     const back = await lines.waitFor((l) => l.level === 'info' && l.line.startsWith('sweeper: '), 30_000);
     expect(back.line).toMatch(/^sweeper: sweeping again, after \d+ failed sweeps in 120 s$/);
+    // The counter holds every failed sweep the line counts (a counter: it does not fall back when sweeping again).
+    const failedInAll = Number(/after (\d+) failed sweeps/.exec(back.line)![1]);
+    expect(sweepsFailed(await (await fetch(`${g.baseUrl}/metrics`)).text())).toBe(failedInAll);
   });
 });

@@ -12,6 +12,7 @@ import { ActiveOrgId, SignedIn } from '../session/session.guard';
 import { PlaygroundDto } from './playground.dto';
 import { playgroundInference } from './playground-inference';
 import { factsOf } from '../../observability/request-facts';
+import { EndsItsOwnRequests } from '../../http/grace-end';
 
 /** The models to pick from, and a conversation with one, streamed in the native route's events and billed to the active organization. */
 @Controller('dashboard/api')
@@ -29,6 +30,7 @@ export class PlaygroundController {
   }
 
   @Post('playground')
+  @EndsItsOwnRequests()
   @HttpCode(200)
   @SignedIn({ activeOrg: true })
   async playground(

@@ -9,6 +9,7 @@ import { schemaValidation } from '../../http/schema-validation';
 import { EmbeddingsRequest, embeddingsRequestSchema } from './embeddings.schema';
 import { embeddingsBody } from './embeddings.wire';
 import { ledgerPositionHeader } from '../../read-your-writes/ledger-position';
+import { EndsItsOwnRequests } from '../../http/grace-end';
 
 const bodyValidation = schemaValidation<EmbeddingsRequest>(embeddingsRequestSchema);
 
@@ -19,6 +20,7 @@ export class EmbeddingsController {
   constructor(private readonly commands: CommandBus) {}
 
   @Post('embeddings')
+  @EndsItsOwnRequests()
   @HttpCode(200)
   async create(
     @Body(bodyValidation) body: EmbeddingsRequest,

@@ -45,6 +45,7 @@ import {
   toCanonical,
 } from './gemini.wire';
 import { routingOfHeaders } from '../../routing/preferences';
+import { EndsItsOwnRequests } from '../../http/grace-end';
 
 /** The key from `x-goog-api-key`, the `key` query parameter or `Authorization: Bearer` (a 401 without one). */
 const geminiKey = (request: FastifyRequest): string => requireKey(request, 'x-goog-api-key, key or bearer');
@@ -89,6 +90,7 @@ export class GeminiController {
   ) {}
 
   @Post('*')
+  @EndsItsOwnRequests()
   @HttpCode(200)
   @UseGuards(GeminiKeyPresentGuard)
   async call(

@@ -30,6 +30,7 @@ import { respond, SurfaceWire } from '../respond';
 import { CountTokensRequest, countTokensRequestSchema, MessagesRequest, messagesRequestSchema } from './messages.schema';
 import { betasOf, eventSerializer, messageBody, messagesError, toCanonical } from './messages.wire';
 import { routingOfHeaders } from '../../routing/preferences';
+import { EndsItsOwnRequests } from '../../http/grace-end';
 
 const FIRST_VERSION = '2023-06-01';
 
@@ -128,6 +129,7 @@ export class MessagesController implements OnModuleInit {
 
   /** `{"input_tokens": N}`: counted by a host of the model that can, else estimated here. Never billed. */
   @Post('messages/count_tokens')
+  @EndsItsOwnRequests()
   @HttpCode(200)
   async countTokens(@Body(countTokensValidation) body: CountTokensRequest, @Req() request: FastifyRequest): Promise<unknown> {
     const { inputTokens, counted } = await this.queries.execute(

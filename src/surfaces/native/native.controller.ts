@@ -13,6 +13,7 @@ import { respond } from '../respond';
 import { NativeChatRequest, nativeChatRequestSchema } from './native.schema';
 import { nativeError, nativeWire, toCanonical } from './native.wire';
 import { routingOfBody } from '../../routing/preferences';
+import { EndsItsOwnRequests } from '../../http/grace-end';
 
 /**
  * The model named in the path: a slug (it has a slash: /models/openai/gpt-4o-mini/chat),
@@ -39,6 +40,7 @@ export class NativeController {
   ) {}
 
   @Post('*')
+  @EndsItsOwnRequests()
   @HttpCode(200)
   async chat(
     @Body(bodyValidation) body: NativeChatRequest,
