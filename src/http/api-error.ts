@@ -3,7 +3,7 @@ import type { FastifyReply } from 'fastify';
 import { WrongExpectedRevisionError } from '../eventstore/event-store';
 import { IdentityRuleError } from '../identity/identity-rule-error';
 import { maskSecrets } from '../key-secret/key-secret';
-import { REDIS_REPLY_ERRORS, REDIS_UNREACHABLE } from '../projections/store-errors';
+import { connectionLost, REDIS_REPLY_ERRORS, REDIS_UNREACHABLE } from '../projections/store-errors';
 
 /** The kinds of failure a caller can see, with their HTTP status. */
 export const API_ERRORS = {
@@ -93,13 +93,6 @@ function unknownRoute(message: string): string {
 const STORE_UNAVAILABLE = REDIS_UNREACHABLE;
 
 /**
- * A store's socket that failed under a command in flight (Redis killed: node-redis rejects the
- * commands waiting for a reply with the socket's own error). A host's socket errors never get here:
- * the transport turns them into HostErrors.
- */
-const CONNECTION_LOST = new Set(['ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
-
-/**
  * Redis's own replies that mean "not now": a cluster without a master for some slots (a failover
  * under way), a slot moving (its redirection met by a command the client did not follow, a MULTI),
  * a master just demoted to replica refusing a write it was sent before the client learnt the new
@@ -112,7 +105,7 @@ const storeUnavailable = (error: unknown): boolean =>
   typeof error === 'object' &&
   error !== null &&
   (STORE_UNAVAILABLE.has(error.constructor.name) ||
-    CONNECTION_LOST.has(String((error as { code?: unknown }).code)) ||
+    connectionLost(error) ||
     (REPLY_ERRORS.has(error.constructor.name) && STORE_BUSY.test((error as Error).message)));
 
 /** The read models are gone (Redis emptied) or being rebuilt from the log: they cannot say whether a key or a balance exists. */
