@@ -120,4 +120,23 @@ describe('a messages request with the 1M-context beta', () => {
     await res.text();
     expect(g.fake.requests.at(-1)!.headers).not.toHaveProperty('anthropic-beta');
   });
+
+  it('in the body (Bedrock’s `anthropic_beta`) is refused naming the field, toward any host: no host called', async () => {
+    const calls = g.fake.requests.length;
+    const res = await fetch(`${g.baseUrl}/api/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': g.key, 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({
+        model: UNPRICED.slug,
+        max_tokens: 100,
+        anthropic_beta: [BETA],
+        messages: [{ role: 'user', content: 'Read the whole repository.' }],
+      }),
+    });
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { type: string; message: string } };
+    expect(error.type).toBe('invalid_request_error');
+    expect(error.message).toMatch(/anthropic_beta.*is not taken in the body: send betas in the anthropic-beta header/);
+    expect(g.fake.requests.length).toBe(calls);
+  });
 });

@@ -203,5 +203,8 @@ export const messagesRequestSchema = {
     stream: optionalBoolean,
     speed: standardSpeed,
     inference_geo: globalInferenceGeo,
+    // Bedrock's place for betas: passed on in the body, it would reach Bedrock unseen by the rules
+    // betas are held to (the 1M-context beta's price, admission.ts), and Anthropic's API refuses it.
+    anthropic_beta: { not: {}, 'x-message': 'is not taken in the body: send betas in the anthropic-beta header' },
   },
 };
