@@ -306,6 +306,11 @@ export class RedisProjectionStore implements ReadModelStore {
     };
   }
 
+  /** The hash tag of a group of dashboard attempt counts (attempt-limits/redis-attempt-store.ts), taken together by one script. */
+  attemptsTag(group: string): string {
+    return `${this.prefix}{attempts:${group}}`;
+  }
+
   /** A host's circuit breaker for one model (routing/breaker-store.ts): one key, tagged by its host. */
   breakerKey(hostId: string, model: string): string {
     return `${this.prefix}{host:${hostId}}:breaker:${model}`;

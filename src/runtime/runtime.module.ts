@@ -9,6 +9,8 @@ export const EVENTS = Symbol('EventStore');
 export const READ_MODELS = Symbol('ReadModels');
 export const CONFIG = Symbol('Config');
 export const RATE_LIMITS = Symbol('RateLimitStore');
+/** The dashboard's attempt limits (`AttemptStore`). */
+export const ATTEMPTS = Symbol('AttemptStore');
 /** Hosts' circuit breakers and measured health (`HostRouting`). */
 export const ROUTING = Symbol('HostRouting');
 
@@ -25,6 +27,7 @@ export class RuntimeModule {
       { provide: IdentityService, useValue: runtime.identity },
       { provide: Projector, useValue: runtime.projector },
       { provide: RATE_LIMITS, useValue: runtime.rateLimits },
+      { provide: ATTEMPTS, useValue: runtime.attempts },
       { provide: ROUTING, useValue: runtime.routing },
     ];
     return { module: RuntimeModule, providers, exports: providers };

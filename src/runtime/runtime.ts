@@ -18,6 +18,8 @@ import { RedisProjectionStore } from '../projections/redis-projection-store';
 import { sharedCatchUp } from '../projections/shared-catch-up';
 import { removeStaleSideFiles } from '../projections/snapshot-file';
 import { MemoryRateLimitStore, RateLimitStore } from '../rate-limits/rate-limit-store';
+import { type AttemptStore, MemoryAttemptStore } from '../attempt-limits/attempt-store';
+import { RedisAttemptStore } from '../attempt-limits/redis-attempt-store';
 import { RedisRateLimitStore } from '../rate-limits/redis-rate-limits';
 import { MemoryBreakerStore, RedisBreakerStore } from '../routing/breaker-store';
 import { HostHealth } from '../routing/health';
@@ -54,6 +56,8 @@ export interface Runtime {
   identity: IdentityService;
   /** Keys' requests and tokens of the last minute: in Redis when the read models are, else in this process. */
   rateLimits: RateLimitStore;
+  /** The dashboard's attempt limits (sign-in, sign-up, adding members): in Redis when the read models are, else in this process. */
+  attempts: AttemptStore;
   /** Hosts' circuit breakers (in Redis when the read models are, else in this process) and their measured health. */
   routing: HostRouting;
   /**
@@ -212,6 +216,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     projections instanceof RedisProjectionStore
       ? new RedisRateLimitStore(projections)
       : new MemoryRateLimitStore(async (orgId) => (await projections.organization(orgId))?.rateLimits);
+  const attempts = projections instanceof RedisProjectionStore ? new RedisAttemptStore(projections) : new MemoryAttemptStore();
   const breakerSettings = { failures: config.hostBreakerFailures, cooldownMs: config.hostBreakerCooldownMs };
   const routing = new HostRouting(
     projections instanceof RedisProjectionStore
@@ -263,6 +268,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     ledger,
     identity,
     rateLimits,
+    attempts,
     routing,
     redis: projections instanceof RedisProjectionStore ? projections.client : null,
     requests,

@@ -7,12 +7,13 @@ import { bodyValidation } from '../../http/validation';
 import type { ReadModels } from '../../projections/read-models';
 import type { MemberRecord } from '../../projections/read-models';
 import { Projector } from '../../projections/projector';
-import { READ_MODELS } from '../../runtime/runtime.module';
+import { ATTEMPTS, READ_MODELS } from '../../runtime/runtime.module';
 import { dashboardErrors } from '../dashboard-error';
 import { ActiveOrgId, CurrentSession, SignedIn } from '../session/session.guard';
 import type { Session } from '../session/sessions';
-import { tooManyAttempts } from '../session/sign-in';
-import { ADD_MEMBER_ATTEMPTS, AttemptLimit } from '../session/sign-in-throttle';
+import { attemptReleased, attemptTaken, tooManyAttempts } from '../session/sign-in';
+import { addMemberAttempt } from '../session/sign-in-throttle';
+import type { AttemptStore } from '../../attempt-limits/attempt-store';
 import { AddMemberDto, KeyAccessDto } from './members.dto';
 
 /**
@@ -22,20 +23,19 @@ import { AddMemberDto, KeyAccessDto } from './members.dto';
  *
  * Adding someone tells whether their email has an account (sign-up never does), and anyone may sign
  * up and own an organization: only owners are answered (others get 403 before any email is looked
- * up), and their attempts are throttled per owner and per organization (per instance, in memory, as
- * sign-in's), each taken before it is tried, a member actually added giving it back. An unknown
+ * up), and their attempts are throttled per owner and per organization (as sign-in's: with Redis, shared
+ * by every process), each taken before it is tried, a member actually added giving it back. An unknown
  * email is answered in words that say what to do, not "no user with this email".
  */
 @Controller('dashboard/api/members')
 @UseFilters(dashboardErrors)
 @SignedIn({ activeOrg: true })
 export class MembersController {
-  private readonly addAttempts = new AttemptLimit(ADD_MEMBER_ATTEMPTS);
-
   constructor(
     private readonly identity: IdentityService,
     @Inject(READ_MODELS) private readonly readModels: ReadModels,
     private readonly projector: Projector,
+    @Inject(ATTEMPTS) private readonly attempts: AttemptStore,
   ) {}
 
   @Get()
@@ -50,8 +50,8 @@ export class MembersController {
     // would learn who has an account (and use up the owners' attempts).
     if ((await this.readModels.membership(orgId, session.userId))?.role !== 'owner')
       throw new ApiError('forbidden', "only the organization's owners manage its members");
-    const attempt = [`user ${session.userId}`, `org ${orgId}`];
-    const waitMs = this.addAttempts.take(attempt, Date.now());
+    const attempt = addMemberAttempt(session.userId, orgId);
+    const waitMs = await attemptTaken(this.attempts.take(attempt, Date.now()));
     if (waitMs > 0) {
       const refused = tooManyAttempts('attempts to add members', waitMs);
       throw refused.withHeaders({ 'retry-after': String(refused.details.retryAfterSeconds) });
@@ -66,7 +66,7 @@ export class MembersController {
       if (error instanceof IdentityRuleError && error.code === 'user_not_found') throw cannotAdd(body.email);
       throw error;
     }
-    this.addAttempts.giveBack(attempt, Date.now());
+    await attemptReleased(this.attempts.giveBack(attempt, Date.now()));
     return this.shown(orgId, added.userId, session);
   }
 

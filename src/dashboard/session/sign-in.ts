@@ -1,12 +1,14 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { ApiError } from '../../http/api-error';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { AttemptStore } from '../../attempt-limits/attempt-store';
+import { ApiError, toApiError } from '../../http/api-error';
 import { IdentityRuleError } from '../../identity/identity-rule-error';
 import { IdentityService } from '../../identity/identity.service';
 import { hashPassword, verifyPassword } from '../../identity/secrets';
 import type { ReadModels } from '../../projections/read-models';
-import { READ_MODELS } from '../../runtime/runtime.module';
+import { failureText } from '../../projections/store-errors';
+import { ATTEMPTS, READ_MODELS } from '../../runtime/runtime.module';
 import type { SessionUser } from './sessions';
-import { AttemptLimit, SIGN_UP_PER_ADDRESS, SignInThrottles } from './sign-in-throttle';
+import { SignInThrottles, signUpAttempt } from './sign-in-throttle';
 
 /** The 429 for an attempt that must wait, with the seconds to wait (also in Retry-After). */
 export const tooManyAttempts = (what: string, waitMs: number): ApiError => {
@@ -15,29 +17,61 @@ export const tooManyAttempts = (what: string, waitMs: number): ApiError => {
 };
 
 /**
- * Email and password checked, with attempts throttled (per instance; see SignInThrottles): the
+ * An attempt taken: its wait, or 0. One that cannot be counted (Redis unreachable) is refused with a
+ * 503, never let through uncounted: with several processes, none could tell how many were tried.
+ */
+export async function attemptTaken(taking: Promise<number>): Promise<number> {
+  try {
+    return await taking;
+  } catch (error) {
+    if (toApiError(error).code !== 'unavailable') throw error;
+    throw new ApiError(
+      'unavailable',
+      'the gateway cannot count attempts right now (its Redis is unreachable): nothing was tried; try again in a moment',
+      {},
+      { 'retry-after': '1' },
+    );
+  }
+}
+
+const attemptsLog = new Logger('Attempts');
+
+/**
+ * A success's release of its attempt (given back or cleared): one that fails leaves the attempt counted
+ * (stricter, never looser) and does not undo the success. Said without whose attempt it was.
+ */
+export async function attemptReleased(releasing: Promise<void>): Promise<void> {
+  await releasing.catch((error: unknown) => attemptsLog.warn(`an attempt that succeeded stays counted: ${failureText(error)}`));
+}
+
+/**
+ * Email and password checked, with attempts throttled (see SignInThrottles; in Redis, shared by every
+ * process): the
  * attempt is taken before the password is checked, so attempts arriving together cannot all be
  * evaluated. The session starts in the user's first organization.
  */
 @Injectable()
 export class SignIn {
-  private readonly throttles = new SignInThrottles();
+  private readonly throttles: SignInThrottles;
   /** Checked against when the email is unknown, so both cases take as long. */
   private readonly decoyHash = hashPassword('decoy password never used');
 
   constructor(
     private readonly identity: IdentityService,
     @Inject(READ_MODELS) private readonly readModels: ReadModels,
-  ) {}
+    @Inject(ATTEMPTS) attempts: AttemptStore,
+  ) {
+    this.throttles = new SignInThrottles(attempts);
+  }
 
   /** The user and the organization the session starts in; a wrong email or password is a 401 either way, too many a 429. */
   async check(email: string, password: string, address: string): Promise<SessionUser & { activeOrgId: string | null }> {
-    const waitMs = this.throttles.take(email, address);
+    const waitMs = await attemptTaken(this.throttles.take(email, address));
     if (waitMs > 0) throw tooManyAttempts('failed sign-ins', waitMs);
     const { state: user } = await this.identity.user(email);
     const valid = await verifyPassword(password, user.exists ? user.passwordHash : await this.decoyHash);
     if (!user.exists || !valid) throw new ApiError('invalid_api_key', 'wrong email or password');
-    this.throttles.succeeded(email, address);
+    await attemptReleased(this.throttles.succeeded(email, address));
     const orgs = await this.readModels.organizationsOf(user.userId);
     return {
       userId: user.userId,
@@ -66,12 +100,13 @@ export class SignIn {
  */
 @Injectable()
 export class SignUp {
-  private readonly perAddress = new AttemptLimit(SIGN_UP_PER_ADDRESS);
-
-  constructor(private readonly identity: IdentityService) {}
+  constructor(
+    private readonly identity: IdentityService,
+    @Inject(ATTEMPTS) private readonly attempts: AttemptStore,
+  ) {}
 
   async register(email: string, password: string, address: string): Promise<void> {
-    const waitMs = this.perAddress.take([address], Date.now());
+    const waitMs = await attemptTaken(this.attempts.take(signUpAttempt(address), Date.now()));
     if (waitMs > 0) throw tooManyAttempts('sign-ups from this address', waitMs);
     try {
       await this.identity.registerUser(email, password);
