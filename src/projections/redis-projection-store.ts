@@ -604,12 +604,19 @@ export class RedisProjectionStore implements ReadModelStore {
    * runs; and they must be of this version's schema and of this log.
    */
   async present(): Promise<boolean> {
-    const [checkpoint, schema, logId] = await Promise.all([
+    const [checkpoint, schema, logId, storeId] = await Promise.all([
       this.client.exists(this.checkpointKey),
       this.client.get(this.schemaKey),
       this.client.get(this.logIdKey),
+      this.client.get(this.storeIdKey),
     ]);
-    return checkpoint === 1 && schema === READ_MODEL_SCHEMA && logId === this.logId;
+    const here = checkpoint === 1 && schema === READ_MODEL_SCHEMA && logId === this.logId;
+    // The store's id lost alone (a failover before it was replicated, a key deleted by hand) is put
+    // back while this instance serves under it: else the next instance to start would set another
+    // and be refused, and every one after it, for as long as this one serves. Only a refused
+    // instance can have set another meanwhile (this one's lock file is held).
+    if (here && this.id !== null && storeId !== this.id) await this.client.set(this.storeIdKey, this.id);
+    return here;
   }
 
   async key(orgId: string, keyId: string): Promise<KeyRecord | null> {

@@ -188,6 +188,13 @@ export function claimStore(dataDir: string, storeId: string): ServingClaim {
     }
   } catch (error) {
     own.close();
+    // Held past the wait by instances of another store looking at it one after another (one
+    // restarting in a loop): said as such, not as SQLite's "database is locked".
+    if (isBusy(error))
+      throw new Error(
+        `${storeLock(storeId)} in ${dataDir} was held for more than ${OWN_WAIT_MS} ms by instances starting with another Redis store: ` +
+          'stop them (every instance of one DATA_DIR needs the same REDIS_URL and REDIS_PREFIX), then start this one again',
+      );
     throw error;
   }
   return { release: () => own.close() };

@@ -85,6 +85,25 @@ describe('claims of two stores on one data directory', () => {
     }
   });
 
+  it('lost alone (the read models kept), is put back by a serving instance, over one another instance set meanwhile', async () => {
+    const dir = tempDir('store-id-lost');
+    const runtime = await openRuntime(
+      loadConfig({ DATA_DIR: dir.path, REDIS_URL: url, REDIS_PREFIX: uniquePrefix('lost'), SIMULATED_HOST_PORT: 'off' }),
+      { serving: true },
+    );
+    try {
+      const id = await (runtime.projections as RedisProjectionStore).storeId();
+      const key = `${runtime.config.redisPrefix}store-id`;
+      await runtime.redis!.del(key);
+      // An instance starting now would set its own (and be refused: this one's lock file is held).
+      await runtime.redis!.set(key, 'f'.repeat(32));
+      await eventually(async () => (await runtime.redis!.get(key)) === id);
+    } finally {
+      await runtime.close();
+      dir.cleanup();
+    }
+  });
+
   it('is written again by the rebuild after Redis was emptied under a serving instance: instances started next join it', async () => {
     const dir = tempDir('store-id-emptied');
     const runtime = await openRuntime(
