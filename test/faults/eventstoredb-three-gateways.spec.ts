@@ -48,8 +48,12 @@ describeWithRedis('three gateway processes on a three-node EventStoreDB cluster'
     const { secret } = await createKey(t.runtime, orgId, 'scale-out');
     await t.runtime.projector.catchUp();
     const appendsBefore = cluster.nodes[0].calls.append;
-    const traffic = raceForCredit(fake, M.gpt.hostModel, REQUESTS, (i) =>
-      ask(bases[i % 3], secret).then((status) => ({ status })),
+    const traffic = raceForCredit(
+      fake,
+      M.gpt.hostModel,
+      REQUESTS,
+      (i) => ask(bases[i % 3], secret).then((status) => ({ status })),
+      90_000,
     );
     await eventually(() => cluster.nodes[0].calls.append > appendsBefore + 5, 20_000);
     await cluster.switchLeader(1);
