@@ -1,6 +1,5 @@
 import { RouteConfig } from '@nestjs/platform-fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { OpenRequests } from '../inference/in-flight';
 import { type ErrorFormat, replyWithError, shuttingDown } from './api-error';
 
 /**
@@ -11,6 +10,12 @@ import { type ErrorFormat, replyWithError, shuttingDown } from './api-error';
  * counts: they give up their host call, resolve their hold as `shutdown` and answer) say so in
  * their route's config, and are left to it.
  */
+
+/** What this registers requests with: the pipeline's OpenRequests (inference/in-flight.ts), as seen from here. */
+interface OpenRequests {
+  /** Null once the grace period is over; else what forgets the request. */
+  whileOpen(end: () => void): (() => void) | null;
+}
 
 /** Fastify route config of a route whose use case ends its own requests at the grace period's end (see OpenRequests). */
 export const ENDS_ITS_OWN_REQUESTS = { endsItsOwnRequests: true } as const;
