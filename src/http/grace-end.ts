@@ -23,9 +23,6 @@ export const ENDS_ITS_OWN_REQUESTS = { endsItsOwnRequests: true } as const;
 /** The Nest decorator marking such a route. */
 export const EndsItsOwnRequests = () => RouteConfig(ENDS_ITS_OWN_REQUESTS);
 
-const endsItsOwn = (request: FastifyRequest): boolean =>
-  (request.routeOptions.config as { endsItsOwnRequests?: boolean } | undefined)?.endsItsOwnRequests === true;
-
 /**
  * The 503 of a request of such a route: one that only reads may simply be sent again; one that
  * writes may have taken effect (its append may land as the gateway stops), and is to be checked first.
@@ -41,7 +38,7 @@ export function endedAtGraceEnd(method: string) {
 }
 
 /**
- * Registers each request of a route that does not end its own with `open` (once it exists: the
+ * Registers each request of a route that does not end its own (declared after this is called) with `open` (once it exists: the
  * application's), from its arrival until its response closes; at the grace period's end, one not
  * yet answered is answered the 503 in the format `formatOf` names for its URL. One whose answer has
  * begun (a download under way) cannot be: it is left to be cut. A request arriving after the grace
@@ -56,13 +53,19 @@ export function answerAtGraceEnd(
     if (reply.sent || reply.raw.headersSent) return;
     replyWithError(reply, endedAtGraceEnd(request.method), formatOf(request.method, request.url ?? ''));
   };
-  // Callback style: an async hook costs a promise on every request. The hot routes end their own and cost nothing here.
-  fastify.addHook('onRequest', (request, reply, done) => {
+  // Callback style: an async hook costs a promise on every request.
+  const registered = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     const requests = open();
-    if (requests === null || endsItsOwn(request)) return done();
+    if (requests === null) return done();
     const forget = requests.whileOpen(() => answer(request, reply));
     if (forget === null) return answer(request, reply);
     reply.raw.once('close', forget);
     done();
+  };
+  // Given to each route as it is declared, but those that end their own: the hot routes run nothing of it.
+  fastify.addHook('onRoute', (route) => {
+    if ((route.config as { endsItsOwnRequests?: boolean } | undefined)?.endsItsOwnRequests === true) return;
+    const own = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
+    route.onRequest = [...own, registered];
   });
 }
