@@ -64,7 +64,8 @@ export function answerAtGraceEnd(
   };
   // Given to each route as it is declared, but those that end their own: the hot routes run nothing of it.
   fastify.addHook('onRoute', (route) => {
-    if ((route.config as { endsItsOwnRequests?: boolean } | undefined)?.endsItsOwnRequests === true) return;
+    const config: { endsItsOwnRequests?: boolean } | undefined = route.config;
+    if (config?.endsItsOwnRequests === true) return;
     const own = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
     route.onRequest = [...own, registered];
   });
