@@ -1,8 +1,7 @@
-import type { ChildProcess } from 'node:child_process';
 import { startGateway, TestGateway } from '../support/gateway';
+import { gatewayOnOwnRedis, GatewayOnOwnRedis } from '../support/gateway-on-own-redis';
 import { LogCapture } from '../support/log-capture';
-import { eventually } from '../support/processes';
-import { freePort, hasRedisServer, startRedis, stopRedis } from '../support/own-redis';
+import { hasRedisServer } from '../support/own-redis';
 
 const PROBES = ['/health', '/health/live', '/health/ready', '/metrics'];
 
@@ -12,31 +11,15 @@ const PROBES = ['/health', '/health/live', '/health/ready', '/metrics'];
  * with Redis, a server of the test's own, killed under the gateway) is logged as any request.
  */
 (hasRedisServer ? describe : describe.skip)('request lines of probes and scrapes', () => {
-  let port: number;
-  let redis: ChildProcess;
+  let own: GatewayOnOwnRedis;
   let g: TestGateway;
   const log = new LogCapture();
 
   beforeAll(async () => {
-    port = await freePort();
-    redis = await startRedis(port);
-    g = await startGateway({ redis: true, env: { REDIS_URL: `redis://127.0.0.1:${port}` }, logStream: log });
+    own = await gatewayOnOwnRedis({ logStream: log });
+    g = own.g;
   });
-  afterAll(async () => {
-    if (redis.exitCode !== null || redis.signalCode !== null) redis = await startRedis(port);
-    // Back for the gateway's close (its read models are dropped from Redis then).
-    await eventually(
-      () =>
-        g.t.runtime.projections.checkpoint().then(
-          () => true,
-          () => false,
-        ),
-      10_000,
-      50,
-    );
-    await g.close();
-    await stopRedis(redis);
-  });
+  afterAll(() => own.close());
 
   const get = (path: string) => fetch(`${g.baseUrl}${path}`, { headers: { authorization: `Bearer ${g.key}` } });
 
@@ -60,7 +43,7 @@ const PROBES = ['/health', '/health/live', '/health/ready', '/metrics'];
     expect(wrong.status).toBe(404);
     expect(await log.request(wrong.headers.get('x-request-id')!)).toMatchObject({ level: 40, path: '/metrics', status: 404 });
 
-    await stopRedis(redis);
+    await own.stopRedis();
     const ready = await get('/health/ready');
     expect(ready.status).toBe(503);
     expect(await log.request(ready.headers.get('x-request-id')!)).toMatchObject({

@@ -1,9 +1,8 @@
-import type { ChildProcess } from 'node:child_process';
-import { startGateway, TEST_MODELS, TestGateway } from '../support/gateway';
+import { TEST_MODELS, TestGateway } from '../support/gateway';
 import { LeveledLines } from '../support/leveled-lines';
 import { LogCapture } from '../support/log-capture';
-import { eventually } from '../support/processes';
-import { freePort, hasRedisServer, startRedis, stopRedis } from '../support/own-redis';
+import { hasRedisServer } from '../support/own-redis';
+import { gatewayOnOwnRedis, GatewayOnOwnRedis } from '../support/gateway-on-own-redis';
 
 /**
  * What an operator is told while the read models' store (a Redis of the test's own, killed under
@@ -15,41 +14,17 @@ const samples = (text: string, name: string) =>
   text.split('\n').filter((line) => line.startsWith(`${name} `) || line.startsWith(`${name}{`));
 
 (hasRedisServer ? describe : describe.skip)('Redis down under the gateway: what the operator is told', () => {
-  let port: number;
-  let redis: ChildProcess;
+  let own: GatewayOnOwnRedis;
   let g: TestGateway;
   const log = new LogCapture();
   const runtimeLog = new LeveledLines();
 
   beforeAll(async () => {
-    port = await freePort();
-    redis = await startRedis(port);
-    g = await startGateway({
-      redis: true,
-      sweep: true,
-      env: { REDIS_URL: `redis://127.0.0.1:${port}` },
-      logStream: log,
-      runtimeLog,
-    });
+    own = await gatewayOnOwnRedis({ sweep: true, logStream: log, runtimeLog });
+    g = own.g;
     g.fake.on(TEST_MODELS.gpt.hostModel, { kind: 'reply', reply: { text: 'Hello.' } });
   });
-  afterAll(async () => {
-    // Back for the gateway's close (its read models are dropped from Redis then).
-    if (redis.exitCode !== null || redis.signalCode !== null) {
-      redis = await startRedis(port);
-      await eventually(
-        () =>
-          g.t.runtime.projections.checkpoint().then(
-            () => true,
-            () => false,
-          ),
-        10_000,
-        50,
-      );
-    }
-    await g.close();
-    await stopRedis(redis);
-  });
+  afterAll(() => own.close());
 
   const scrape = async () => {
     const res = await fetch(`${g.baseUrl}/metrics`);
@@ -69,7 +44,7 @@ const samples = (text: string, name: string) =>
     expect(samples(up.text, 'gateway_read_model_store_up')).toEqual(['gateway_read_model_store_up 1']);
     expect(samples(up.text, 'gateway_reservations_held')).toEqual(['gateway_reservations_held 0']);
 
-    await stopRedis(redis);
+    await own.stopRedis();
     const ready = await fetch(`${g.baseUrl}/health/ready`);
     expect(ready.status).toBe(503);
     expect(((await ready.json()) as { reasons: string[] }).reasons).toEqual([

@@ -1,8 +1,7 @@
-import type { ChildProcess } from 'node:child_process';
-import { startGateway, TestGateway } from '../support/gateway';
+import type { TestGateway } from '../support/gateway';
 import { LeveledLines } from '../support/leveled-lines';
-import { eventually } from '../support/processes';
-import { freePort, hasRedisServer, startRedis, stopRedis } from '../support/own-redis';
+import { hasRedisServer } from '../support/own-redis';
+import { gatewayOnOwnRedis, GatewayOnOwnRedis } from '../support/gateway-on-own-redis';
 
 /**
  * A clock the test moves by hand, counting its reads: the sweeper reads it once per failed sweep
@@ -48,39 +47,22 @@ function sweepsFailed(scrape: string): number {
  * failed sweep in `gateway_sweeps_failed_total`.
  */
 (hasRedisServer ? describe : describe.skip)('the sweeper through a Redis outage', () => {
-  let port: number;
-  let redis: ChildProcess;
+  let own: GatewayOnOwnRedis;
   let g: TestGateway;
   const lines = new LeveledLines();
   const clock = new StepClock();
   const sweeperErrors = () => lines.lines.filter((l) => l.level === 'error' && l.line.startsWith('sweeper: '));
 
   beforeAll(async () => {
-    port = await freePort();
-    redis = await startRedis(port);
-    g = await startGateway({
-      redis: true,
+    own = await gatewayOnOwnRedis({
       sweep: true,
-      env: { REDIS_URL: `redis://127.0.0.1:${port}`, SWEEP_INTERVAL_MS: '20' },
+      env: { SWEEP_INTERVAL_MS: '20' },
       runtimeLog: lines,
       sweepFailureClock: clock.now,
     });
+    g = own.g;
   });
-  afterAll(async () => {
-    if (redis.exitCode !== null || redis.signalCode !== null) redis = await startRedis(port);
-    // Back for the gateway's close (its read models are dropped from Redis then).
-    await eventually(
-      () =>
-        g.t.runtime.projections.checkpoint().then(
-          () => true,
-          () => false,
-        ),
-      10_000,
-      50,
-    );
-    await g.close();
-    await stopRedis(redis);
-  });
+  afterAll(() => own.close());
 
   it('says the first failure at error, then a line a minute at most with the count, and once when it sweeps again', async () => {
     // Sweeping as it should: nothing said, the clock never read, no sweep failed.
@@ -88,7 +70,7 @@ function sweepsFailed(scrape: string): number {
     expect(clock.count).toBe(0);
     expect(sweepsFailed(await (await fetch(`${g.baseUrl}/metrics`)).text())).toBe(0);
 
-    await stopRedis(redis);
+    await own.stopRedis();
     await lines.waitFor((l) => l.level === 'error' && /^sweeper: Redis: /.test(l.line));
     // Five more sweeps fail within the minute: not a line for them.
     await clock.readAtLeast(clock.count + 5);
@@ -122,7 +104,7 @@ function sweepsFailed(scrape: string): number {
     expect(sweeperErrors()).toHaveLength(2);
 
     // Redis back: one info line, once a sweep does its work again.
-    redis = await startRedis(port);
+    await own.startRedis();
     const back = await lines.waitFor((l) => l.level === 'info' && l.line.startsWith('sweeper: '), 30_000);
     expect(back.line).toMatch(/^sweeper: sweeping again, after \d+ failed sweeps in 120 s$/);
     // The counter holds every failed sweep the line counts (a counter: it does not fall back when sweeping again).
