@@ -211,12 +211,23 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const host = (env.HOST ?? '0.0.0.0').trim();
   if (!host) throw new ConfigError('HOST', 'must not be empty');
+  const port = integer(env, 'PORT', 8080, 0, 65_535);
+  const simulatedHostPort =
+    env.SIMULATED_HOST_PORT?.trim() === 'off' ? null : integer(env, 'SIMULATED_HOST_PORT', 8091, 0, 65_535);
+  // The simulated host listens beside the service: on one port, the second to listen would fail
+  // with an EADDRINUSE that does not say the other is the service's own.
+  if (simulatedHostPort !== null && simulatedHostPort !== 0 && simulatedHostPort === port) {
+    throw new ConfigError(
+      'SIMULATED_HOST_PORT',
+      `is ${port}, the service's PORT too: give one of them another port (or SIMULATED_HOST_PORT=off without the simulated host)`,
+    );
+  }
   const redisPrefix = env.REDIS_PREFIX ?? 'mg:';
   if (!/^[\w:.-]{1,64}$/.test(redisPrefix)) {
     throw new ConfigError('REDIS_PREFIX', 'must be 1 to 64 letters, digits, or _ : . -');
   }
   return {
-    port: integer(env, 'PORT', 8080, 0, 65_535),
+    port,
     host,
     dataDir: resolve(env.DATA_DIR?.trim() || './data'),
     redisUrl: redisUrl(env, onOff(env, 'REDIS_CLUSTER', false)),
@@ -239,7 +250,7 @@ export function loadConfig(env: Env = process.env): Config {
     requestLogRetention: integer(env, 'REQUEST_LOG_RETENTION', 10_000, 1, 10_000_000),
     logPollMs: integer(env, 'LOG_POLL_MS', 100, 5, 10_000),
     cataloguePath: resolve(env.CATALOGUE_PATH?.trim() || DEFAULT_CATALOGUE),
-    simulatedHostPort: env.SIMULATED_HOST_PORT?.trim() === 'off' ? null : integer(env, 'SIMULATED_HOST_PORT', 8091, 0, 65_535),
+    simulatedHostPort,
     hostFirstByteTimeoutMs: integer(env, 'HOST_FIRST_BYTE_TIMEOUT_MS', 120_000, 100, 3_600_000),
     hostBreakerFailures: integer(env, 'HOST_BREAKER_FAILURES', DEFAULT_BREAKER.failures, 0, 1_000),
     hostBreakerCooldownMs: integer(env, 'HOST_BREAKER_COOLDOWN_MS', DEFAULT_BREAKER.cooldownMs, 100, 3_600_000),

@@ -71,6 +71,15 @@ describe('configuration', () => {
     expect(() => loadConfig({ WORKERS: 'many' })).toThrow('configuration: WORKERS must be a whole number, got "many"');
   });
 
+  it('refuses one port for the service and its simulated host (8091 unless set), naming both; 0 (any free port) and off are fine', () => {
+    expect(() => loadConfig({ PORT: '8091' })).toThrow(
+      "configuration: SIMULATED_HOST_PORT is 8091, the service's PORT too: give one of them another port",
+    );
+    expect(() => loadConfig({ PORT: '9000', SIMULATED_HOST_PORT: '9000' })).toThrow(ConfigError);
+    expect(loadConfig({ PORT: '8091', SIMULATED_HOST_PORT: 'off' }).simulatedHostPort).toBeNull();
+    expect(loadConfig({ PORT: '0', SIMULATED_HOST_PORT: '0' })).toMatchObject({ port: 0, simulatedHostPort: 0 });
+  });
+
   it('takes REDIS_CONNECT_TIMEOUT_MS as the bound on the first connection to Redis (10 s unless set)', () => {
     expect(loadConfig({}).redisConnectTimeoutMs).toBe(10_000);
     expect(loadConfig({ REDIS_CONNECT_TIMEOUT_MS: '2500' }).redisConnectTimeoutMs).toBe(2_500);
