@@ -1,8 +1,7 @@
-import type { ChildProcess } from 'node:child_process';
 import { person } from '../support/dashboard';
 import { OtherInstance, startGateway, startOtherInstance, TestGateway } from '../support/gateway';
-import { eventually } from '../support/processes';
-import { freePort, hasRedisServer, startRedis, stopRedis } from '../support/own-redis';
+import { gatewayOnOwnRedis, GatewayOnOwnRedis } from '../support/gateway-on-own-redis';
+import { hasRedisServer } from '../support/own-redis';
 import { describeWithRedis } from '../support/redis';
 
 /**
@@ -71,26 +70,18 @@ describeWithRedis('dashboard attempt limits shared by two instances', () => {
 });
 
 (hasRedisServer ? describe : describe.skip)('dashboard attempt limits with Redis away', () => {
-  let port: number;
-  let redis: ChildProcess;
+  let own: GatewayOnOwnRedis;
   let g: TestGateway;
 
   beforeAll(async () => {
-    port = await freePort();
-    redis = await startRedis(port);
-    g = await startGateway({ redis: true, credits: 0, env: { REDIS_URL: `redis://127.0.0.1:${port}` } });
+    own = await gatewayOnOwnRedis({ credits: 0 });
+    g = own.g;
   });
-  afterAll(async () => {
-    // Back (empty) before the gateway closes: closing clears its keys there.
-    redis = await startRedis(port);
-    await eventually(async () => (await fetch(`${g.baseUrl}/health/ready`)).status === 200, 15_000, 100);
-    await g.close();
-    await stopRedis(redis);
-  });
+  afterAll(() => own.close());
 
   it('refuses sign-ins and sign-ups with a 503 in the dashboard’s format, never letting them through uncounted', async () => {
     expect((await post(g.baseUrl, 'signup', { email: 'ada@example.com', password: 'the right password' })).status).toBe(202);
-    await stopRedis(redis);
+    await own.stopRedis();
     for (const [path, email] of [
       ['signin', 'ada@example.com'],
       ['signup', 'bob@example.com'],
