@@ -234,6 +234,15 @@ class RedisBatch implements ReadModelWrites {
 }
 
 /**
+ * Keys (after the prefix) of what is kept here but never read from the log, so a rebuild of the read
+ * models leaves them: the dashboard's attempt counts (a rebuild would give every throttled sign-in
+ * its allowance back), the keys' rate-limit windows, the hosts' circuits and the conversations'
+ * sticky routes (see attemptsTag, rateLimitKeys, breakerKey, routing/sticky.ts).
+ */
+const liveState = (key: string): boolean =>
+  key.startsWith('{attempts:') || key.startsWith('{host:') || /^\{org:[^}]*\}:(rate|sticky):/.test(key);
+
+/**
  * Read models in Redis, shared by every gateway instance and the operator tool. Every key
  * starts with `prefix`; one organization's keys share the hash tag `{org:ID}`.
  */
@@ -753,11 +762,13 @@ export class RedisProjectionStore implements ReadModelStore {
     this.built = false;
     // The checkpoint first: from now on every instance knows the read models are not complete.
     await this.client.del(this.checkpointKey);
-    // Kept: the lock, and the store's identity (instances serving under it may be joined by others meanwhile).
+    // Kept: the lock, the store's identity (instances serving under it may be joined by others
+    // meanwhile), and the live counts no log holds (liveState).
     const kept = [`${this.prefix}rebuild-lock`, this.storeIdKey];
     for await (const keys of scanKeys(this.client, `${this.prefix}*`)) {
+      const dropped = keys.filter((key) => !kept.includes(key) && !liveState(key.slice(this.prefix.length)));
       // One UNLINK per key: on a cluster, the keys of one command must share a slot.
-      await Promise.all(keys.filter((key) => !kept.includes(key)).map((key) => this.client.unlink(key)));
+      await Promise.all(dropped.map((key) => this.client.unlink(key)));
     }
   }
 

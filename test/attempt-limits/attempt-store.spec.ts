@@ -44,4 +44,33 @@ describeWithRedis('attempt store', () => {
       await close();
     }
   });
+
+  it('keeps its counts, and the other live counts no log holds, through a rebuild of the read models', async () => {
+    const { redis, store, close } = await openRedis();
+    const client = createClient({ url: testRedisUrl()! });
+    await client.connect();
+    try {
+      const attempt = {
+        group: 'sign-in 10.1.2.3',
+        counts: [{ key: 'account ada@example.com', allowance: { attempts: 1, firstDelayMs: 60_000, maxDelayMs: 600_000 } }],
+      };
+      const now = Date.now();
+      expect(await store.take(attempt, now)).toBe(0);
+      const rate = redis.rateLimitKeys('org-1', 'key-1');
+      const live = [rate.requests, rate.tokens, redis.breakerKey('host-1', 'model-1'), `${redis.org('org-1').tag}:sticky:m:c`];
+      for (const key of live) await client.set(key, '1', { PX: 60_000 });
+      const readModel = redis.org('org-1').ledger;
+      await client.hSet(readModel, 'granted', '5');
+
+      await redis.reset();
+
+      expect(await client.exists(readModel)).toBe(0);
+      for (const key of live) expect(await client.exists(key)).toBe(1);
+      // Still throttled: the rebuild gave the sign-in no allowance back.
+      expect(await store.take(attempt, now + 1)).toBeGreaterThan(59_000);
+    } finally {
+      await client.close();
+      await close();
+    }
+  });
 });
