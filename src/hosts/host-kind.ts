@@ -97,7 +97,8 @@ export interface WireLimits {
    * The prefix of the beta names (CanonicalRequest.betas) with which this upstream takes a prompt past
    * its usual window and bills every token of it at its long-context price (Anthropic's `context-1m-…`,
    * versioned by date): such a request goes only to a host whose catalogue entry gives that price
-   * (`longContext`), else it would be billed below what the host charges.
+   * (`longContext`), else it would be billed below what the host charges; with no such host, the beta
+   * is left out of the call (see admission's withLongContextBeta).
    */
   longContextBeta?: string;
 }

@@ -8,6 +8,7 @@ import {
   type ModelHost,
   type ModelKind,
 } from '../catalogue/catalogue';
+import type { WireLimits } from '../hosts/host-kind';
 import { HOST_KINDS } from '../hosts/hosts';
 import { ApiError, ApiErrorCode } from '../http/api-error';
 import { maskSecrets } from '../key-secret/key-secret';
@@ -27,6 +28,8 @@ export interface AdmissionPlan {
   kind: 'reserve';
   /** The hosted tools left out of the call (absent: none): the reply's header and the request log name them. */
   omittedTools?: string[];
+  /** The betas left out of the call (absent: none; see withLongContextBeta): the reply's header and the request's log line name them. */
+  omittedBetas?: string[];
   /** The model asked for (the first tried). */
   model: CatalogueModel;
   /** The hosts that may serve, in the order they are tried (routes' hosts): the first is called, the rest are fallbacks. */
@@ -186,11 +189,10 @@ export function planAdmission(
   const routed = routeModels(models, preferences, inputTokens, context);
   if (routed.kind === 'none') return noRoute(servable.model.slug, routed.reason);
   // A host whose API would refuse the request outright (too many stop sequences, a tool name it does
-  // not take), or would bill it at a long-context price the catalogue lacks, is not tried; with none
-  // left, the client is told what to change.
+  // not take) is not tried; with none left, the client is told what to change.
   const broken = routed.routes.map((r) => brokenLimit(request, r.served));
-  const kept = routed.routes.filter((_, i) => broken[i] === null);
-  if (kept.length === 0) {
+  const open = routed.routes.filter((_, i) => broken[i] === null);
+  if (open.length === 0) {
     const reasons = [...new Set(broken)].join('; ');
     return refusal(
       servable.model.slug,
@@ -198,11 +200,15 @@ export function planAdmission(
       `no host of model "${servable.model.slug}" takes this request: ${reasons}`,
     );
   }
+  // The 1M-context beta, where no host left prices it, is left out of the request every host gets.
+  const longContext = withLongContextBeta(request, open);
+  const kept = longContext.routes;
   const hosts = kept.map((r) => r.served);
-  const untranslatable = untranslatableTools(request, hosts) ?? untranslatableFields(request, hosts);
+  const asked = longContext.request;
+  const untranslatable = untranslatableTools(asked, hosts) ?? untranslatableFields(asked, hosts);
   if (untranslatable) return refusal(servable.model.slug, 'invalid_request', untranslatable);
   // Hosted tools are decided once for every host that may serve, whichever model it serves.
-  const tooled = withHostedTools(request, hosts, { maxUses, elsewhere });
+  const tooled = withHostedTools(asked, hosts, { maxUses, elsewhere });
   if ('refused' in tooled) return refusal(servable.model.slug, 'invalid_request', tooled.refused);
   const capped = new Map(models.map((model) => [model, cappedFor(model, tooled)]));
   const routes = kept.map((route) => ({ ...route, request: flooredFor(route.served, capped.get(route.model)!) }));
@@ -219,6 +225,7 @@ export function planAdmission(
   const prices = highestPrices(hosts, estimate.inputTokens);
   const amount = reservationFor(estimate.inputTokens, estimate.outputTokens, prices, estimate.hostedToolUses);
   const omittedTools = tooled.omittedTools;
+  const { omittedBetas } = longContext;
   return {
     kind: 'reserve',
     model: servable.model,
@@ -229,6 +236,7 @@ export function planAdmission(
     prices,
     amount,
     ...(omittedTools ? { omittedTools } : {}),
+    ...(omittedBetas ? { omittedBetas } : {}),
   };
 }
 
@@ -303,7 +311,7 @@ const sentWhole = (request: CanonicalRequest, served: ModelHost): boolean =>
  */
 function brokenLimit(request: CanonicalRequest, served: ModelHost): string | null {
   const { host } = served;
-  const limits = HOST_KINDS[host.kind].limits?.(served.model, host.settings, host.baseUrl) ?? {};
+  const limits = limitsOf(served);
   const most = limits.stopSequences;
   if (most !== undefined && request.stop.length > most) {
     const field = (request.original && STOP_FIELD[request.original.format]) ?? 'generationConfig.stopSequences';
@@ -321,19 +329,37 @@ function brokenLimit(request: CanonicalRequest, served: ModelHost): string | nul
     return `${outputFormatAsked(request)}: host ${host.id} takes JSON mode only when ${word.where} say "JSON" (say it, or give a schema)`;
   if (formats?.notWithFunctionTools && asked !== undefined && request.tools.length > 0)
     return `${outputFormatAsked(request)} with function tools: host ${host.id} (${served.model}) takes structured output only without them`;
-  return unpricedLongContext(request, served, limits.longContextBeta);
+  return null;
 }
 
+/** What `served`'s API takes (its kind's HostKind.limits for its model): none stated, nothing held to. */
+const limitsOf = (served: ModelHost): WireLimits =>
+  HOST_KINDS[served.host.kind].limits?.(served.model, served.host.settings, served.host.baseUrl) ?? {};
+
 /**
- * Why `served` may not take the request's long-context beta (`prefix`: its kind's, see
- * WireLimits.longContextBeta): the host would bill a long prompt at its long-context price, and its
- * catalogue entry gives none, so the charge would fall short of the host's. Null: no such beta asked
- * for, the kind takes none (it never reaches that host), or the entry has a band.
+ * The routes and the request as the long-context beta leaves them. A host taking the beta (its
+ * kind's prefix, WireLimits.longContextBeta: Anthropic's `context-1m-…`) lets a prompt past its
+ * usual window in and bills every token of it at its long-context price, which only a catalogue
+ * entry with a band (`longContext`) charges. So: with such a host among the routes, the hosts that
+ * would take the beta without a band are not tried; with none, the beta is left out of the call
+ * (`omittedBetas`, the other betas kept): each host keeps the prompt to its usual window, where its
+ * base price is the host's own. Hosts the betas never reach (other kinds) serve either way.
  */
-function unpricedLongContext(request: CanonicalRequest, served: ModelHost, prefix: string | undefined): string | null {
-  const beta = prefix === undefined || served.bands.length > 0 ? undefined : request.betas?.find((b) => b.startsWith(prefix));
-  if (beta === undefined) return null;
-  return `anthropic-beta: ${beta}: the long-context price of host ${served.host.id} (${served.model}) is not configured (no "longContext" in its catalogue entry): leave the beta out, or use a model whose host has one`;
+function withLongContextBeta(
+  request: CanonicalRequest,
+  routes: Route[],
+): { routes: Route[]; request: CanonicalRequest; omittedBetas?: string[] } {
+  const longContextBetas = ({ served }: Route): string[] => {
+    const prefix = limitsOf(served).longContextBeta;
+    return prefix === undefined ? [] : (request.betas ?? []).filter((b) => b.startsWith(prefix));
+  };
+  const taking = routes.filter((r) => longContextBetas(r).length > 0);
+  if (taking.length === 0) return { routes, request };
+  const priced = (r: Route) => r.served.bands.length > 0;
+  if (taking.some(priced)) return { routes: routes.filter((r) => priced(r) || !taking.includes(r)), request };
+  const omittedBetas = [...new Set(taking.flatMap(longContextBetas))];
+  const betas = request.betas!.filter((b) => !omittedBetas.includes(b));
+  return { routes, request: { ...request, betas }, omittedBetas };
 }
 
 /**

@@ -48,6 +48,8 @@ export interface BilledPlan {
   amount: number;
   /** The hosted tools left out of the call (see OMITTED_TOOLS_HEADER), recorded with the request; absent when none. */
   omittedTools?: string[];
+  /** The betas left out of the call (see OMITTED_BETAS_HEADER), named in the request's log line; absent when none. */
+  omittedBetas?: string[];
 }
 
 /** A use case that bills, as the shell admits it. */
@@ -177,6 +179,7 @@ export class BilledRequests {
       if (facts) facts.model = plan.model.slug;
       const omitted = plan.omittedTools;
       if (facts && omitted !== undefined) facts.omittedTools = omitted;
+      if (facts && plan.omittedBetas !== undefined) facts.omittedBetas = plan.omittedBetas;
       const unrecorded = priced?.recording ? await priced.recording : null;
       if (unrecorded !== null) {
         // A reservation names a version whose prices are in the log, or is not made.

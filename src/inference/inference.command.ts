@@ -42,6 +42,9 @@ export interface Billed {
 
 export type PipelineEvent = CanonicalEvent | Billed;
 
+/** The reply header naming the betas left out of the call (AdmissionPlan.omittedBetas). */
+export const OMITTED_BETAS_HEADER = 'x-gateway-omitted-betas';
+
 /** The reply header naming why the host that served went without the reasoning asked for (InferenceResult.omittedReasoning). */
 export const OMITTED_REASONING_HEADER = 'x-gateway-omitted-reasoning';
 

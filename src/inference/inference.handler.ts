@@ -37,7 +37,7 @@ import {
 } from './attempt';
 import { Admitted, BilledRequests, BilledUseCase } from './billed-request';
 import { InFlightSettlements, OpenRequests } from './in-flight';
-import { InferenceCommand, InferenceInput, InferenceResult, PipelineEvent } from './inference.command';
+import { InferenceCommand, InferenceInput, InferenceResult, OMITTED_BETAS_HEADER, PipelineEvent } from './inference.command';
 import { CallEnded, progressOf, settlementFor } from './settlement';
 import { usageLimits } from './usage-check';
 
@@ -76,11 +76,13 @@ export class InferenceHandler
     const admitted = await this.requests.admit(input.surface, input, this);
     const { plan } = admitted;
     const omitted = plan.omittedTools ?? [];
+    const omittedBetas = plan.omittedBetas ?? [];
     // A stream's headers leave before its settlement: they name its reservation's position (the
     // settlement's is in its last event); a whole reply's name its settlement's (see respond).
     const headers = {
       ...admitted.headers,
       ...(omitted.length > 0 ? { [OMITTED_TOOLS_HEADER]: omitted.join(', ') } : {}),
+      ...(omittedBetas.length > 0 ? { [OMITTED_BETAS_HEADER]: omittedBetas.join(', ') } : {}),
       ...(plan.request.stream ? ledgerPositionHeader(admitted.ticket.position) : {}),
     };
     const result: InferenceResult = {

@@ -50,6 +50,8 @@ export interface RequestFacts {
   settled?: Promise<void>;
   /** Hosted tools the client offered that were left out of the call (no serving host runs them). */
   omittedTools?: string[];
+  /** Betas the client asked for that were left out of the call (the 1M-context beta where no host prices it). */
+  omittedBetas?: string[];
   /** Why the request was refused or failed, as the client was told. */
   error?: string;
 }
@@ -130,6 +132,8 @@ export function requestLine(
   line.fallback = facts.fallback === true;
   if (facts.attempts !== undefined) line.attempts = facts.attempts;
   if (facts.omittedTools !== undefined) line.omittedTools = facts.omittedTools;
+  // Names the client sent in a header: masked as the model asked for is.
+  if (facts.omittedBetas !== undefined) line.omittedBetas = facts.omittedBetas.map(maskSecrets);
   if (facts.error !== undefined) line.error = facts.error;
   return line;
 }

@@ -3,7 +3,7 @@ import type { ModelHost } from '../../src/catalogue/catalogue';
 import type { HostKindName } from '../../src/hosts/hosts';
 import { highestPrices, insufficientCredits, planAdmission } from '../../src/inference/admission';
 import { estimateInputTokens } from '../../src/inference/tokens';
-import { chargeFor, TokenPrices, uncachedUsage } from '../../src/ledger/money';
+import { chargeFor, reservationFor, TokenPrices, uncachedUsage } from '../../src/ledger/money';
 import { catalogueModel, modelHost } from '../support/catalogue-entries';
 
 /** A host whose cache's classes cost the input price unless `cache` says otherwise. */
@@ -338,55 +338,90 @@ describe('admission', () => {
 
 describe('admission of the 1M-context beta (a host bills the long prompt it lets in at its long-context price)', () => {
   const BETA = 'context-1m-2025-08-07';
+  const OTHER = 'interleaved-thinking-2025-05-14';
   const band = { input: 6, cacheRead: 1, cacheWrite: 8, cacheWrite1h: 12, output: 23 };
-  const withBeta = (betas = ['interleaved-thinking-2025-05-14', BETA]): CanonicalRequest => ({
+  const withBeta = (betas = [OTHER, BETA]): CanonicalRequest => ({
     ...request(100),
     betas,
     original: { format: 'messages', body: {} },
   });
   /** A host of `kind` serving Claude (`claude-…`: Anthropic's publisher on Vertex AI), with a long-context band when `banded`. */
   const claudeOn = (id: string, kind: HostKindName, banded: boolean, settings: Record<string, string> = {}): ModelHost => {
-    const h = modelHost(id, { kind, bands: banded ? [{ aboveInputTokens: 200_000, prices: band }] : [] });
+    const h = modelHost(id, { kind, input: 3, output: 15, bands: banded ? [{ aboveInputTokens: 200_000, prices: band }] : [] });
     return { ...h, model: `claude-sonnet-4-${id}`, host: { ...h.host, settings } };
   };
-  const hostsOf = (plan: ReturnType<typeof planAdmission>) => plan.kind === 'reserve' && plan.routes.map((r) => r.served.host.id);
+  const reserved = (plan: ReturnType<typeof planAdmission>) => {
+    if (plan.kind !== 'reserve') throw new Error(`refused: ${plan.error.message}`);
+    return plan;
+  };
+  const hostsOf = (plan: ReturnType<typeof planAdmission>) => reserved(plan).routes.map((r) => r.served.host.id);
+  /** The betas each route's host is sent, by host. */
+  const betasSent = (plan: ReturnType<typeof planAdmission>) =>
+    Object.fromEntries(reserved(plan).routes.map((r) => [r.served.host.id, r.request.betas]));
 
-  it('sends it only to the hosts whose catalogue entry has a long-context band', () => {
+  it('sends it only to the hosts whose catalogue entry has a long-context band, and leaves nothing out', () => {
     const m = model([claudeOn('plain', 'anthropic', false), claudeOn('banded', 'anthropic', true)]);
-    expect(hostsOf(planAdmission(m.slug, m, withBeta()))).toEqual(['banded']);
+    const plan = planAdmission(m.slug, m, withBeta());
+    expect(hostsOf(plan)).toEqual(['banded']);
+    expect(betasSent(plan)).toEqual({ banded: [OTHER, BETA] });
+    expect(reserved(plan).omittedBetas).toBeUndefined();
     // Without the beta, both serve; another beta does not count.
-    expect(hostsOf(planAdmission(m.slug, m, withBeta(['interleaved-thinking-2025-05-14'])))).toEqual(['plain', 'banded']);
+    expect(hostsOf(planAdmission(m.slug, m, withBeta([OTHER])))).toEqual(['plain', 'banded']);
     // A later version of the beta is the same feature.
     expect(hostsOf(planAdmission(m.slug, m, withBeta(['context-1m-2026-01-01'])))).toEqual(['banded']);
   });
 
-  it('refuses it with 400 naming the beta and each host whose long-context price is not configured, when none has one', () => {
+  it("prefers a band among a `models` fallback's hosts too: the hosts without one are not tried", () => {
+    const asked = model([claudeOn('plain', 'anthropic', false)]);
+    const fallback = { ...model([claudeOn('banded', 'vertex', true)]), slug: 'vendor/fallback' };
+    const plan = planAdmission(asked.slug, asked, withBeta(), { fallbacks: [{ requested: fallback.slug, model: fallback }] });
+    expect(hostsOf(plan)).toEqual(['banded']);
+    expect(reserved(plan).omittedBetas).toBeUndefined();
+  });
+
+  it('when no host has a band, leaves it out of the call to every host (the other betas sent) and names it, instead of refusing', () => {
     const m = model([
       claudeOn('claude', 'anthropic', false),
       claudeOn('vertex', 'vertex', false),
       claudeOn('invoke', 'bedrock', false, { api: 'invoke' }),
     ]);
-    const unpriced = (id: string) =>
-      `anthropic-beta: ${BETA}: the long-context price of host ${id} (claude-sonnet-4-${id}) is not configured (no "longContext" in its catalogue entry): ` +
-      'leave the beta out, or use a model whose host has one';
-    expect(planAdmission(m.slug, m, withBeta())).toEqual({
-      kind: 'refuse',
-      model: 'vendor/model',
-      error: expect.objectContaining({
-        code: 'invalid_request',
-        message: `no host of model "vendor/model" takes this request: ${['claude', 'vertex', 'invoke'].map(unpriced).join('; ')}`,
-      }),
-    });
+    const plan = reserved(planAdmission(m.slug, m, withBeta()));
+    expect(plan.omittedBetas).toEqual([BETA]);
+    expect(betasSent(plan)).toEqual({ claude: [OTHER], vertex: [OTHER], invoke: [OTHER] });
+    expect(plan.request.betas).toEqual([OTHER]);
+    // Every version asked for is left out; with no other beta, none is sent.
+    const both = reserved(planAdmission(m.slug, m, withBeta([BETA, 'context-1m-2026-01-01'])));
+    expect(both.omittedBetas).toEqual([BETA, 'context-1m-2026-01-01']);
+    expect(both.routes.map((r) => r.request.betas)).toEqual([[], [], []]);
   });
 
-  it('does not hold to it the kinds the betas never reach (chat-completions, Converse, Gemini): they serve at their prices', () => {
+  it('when it is left out, holds and bills at the base prices, even for a prompt estimated past the window', () => {
+    const m = model([claudeOn('claude', 'anthropic', false)]);
+    const long = { ...withBeta(), messages: [{ role: 'user' as const, content: 'x'.repeat(4 * 300_000) }] };
+    const plan = reserved(planAdmission(m.slug, m, long));
+    expect(plan.prices).toMatchObject({ input: 3, output: 15 });
+    expect(plan.amount).toBe(reservationFor(plan.estimate.inputTokens, 100, plan.prices));
+  });
+
+  it('does not hold to it the kinds the betas never reach (chat-completions, Converse, Gemini): they serve at their prices, nothing left out', () => {
     for (const h of [
       claudeOn('oai', 'openai', false),
       claudeOn('converse', 'bedrock', false),
       modelHost('gem', { kind: 'gemini' }),
     ]) {
-      expect(hostsOf(planAdmission('vendor/model', model([h]), withBeta()))).toEqual([h.host.id]);
+      const plan = planAdmission('vendor/model', model([h]), withBeta());
+      expect(hostsOf(plan)).toEqual([h.host.id]);
+      expect(reserved(plan).omittedBetas).toBeUndefined();
     }
+    // Beside a banded host they serve as well; beside an unbanded one, that one is sent the call without it.
+    const converse = claudeOn('converse', 'bedrock', false);
+    expect(hostsOf(planAdmission('vendor/model', model([converse, claudeOn('banded', 'anthropic', true)]), withBeta()))).toEqual([
+      'converse',
+      'banded',
+    ]);
+    const plain = planAdmission('vendor/model', model([converse, claudeOn('plain', 'anthropic', false)]), withBeta());
+    expect(hostsOf(plain)).toEqual(['converse', 'plain']);
+    expect(reserved(plain).omittedBetas).toEqual([BETA]);
   });
 });
 

@@ -79,6 +79,16 @@ describe('log lines, decided', () => {
     expect(requestLine('GET', '/health', 200, 1, null)).toEqual({ method: 'GET', path: '/health', status: 200, latencyMs: 1 });
   });
 
+  it("a request's line names what was left out of the call: hosted tools, and betas (masked: the client's header named them)", () => {
+    const key = `sk-svc-${'aB3_-'.repeat(9)}`;
+    const line = requestLine('POST', '/api/v1/messages', 200, 1, {
+      omittedTools: ['web_search'],
+      omittedBetas: ['context-1m-2025-08-07', `context-1m-${key}`],
+    });
+    expect(line).toMatchObject({ omittedTools: ['web_search'], omittedBetas: ['context-1m-2025-08-07', 'context-1m-sk-svc-…'] });
+    expect(requestLine('POST', '/api/v1/messages', 200, 1, {})).not.toHaveProperty('omittedBetas');
+  });
+
   it('LOG_LEVEL and LOG_PRETTY are checked at start', () => {
     expect(loadConfig({}).logLevel).toBe('info');
     expect(loadConfig({ LOG_LEVEL: 'DEBUG' }).logLevel).toBe('debug');
