@@ -203,10 +203,10 @@ export class LogClaim {
   }
 
   private async renewOrRetake(): Promise<void> {
+    if (this.lostForGood) return;
     try {
-      if (this.lost !== null) {
-        if (!this.lostForGood) await this.retake();
-      } else await this.renew();
+      if (this.lost !== null) await this.retake();
+      else await this.renew();
       if (this.failing) this.log.info('serving claim: renewed again in the event log');
       this.failing = false;
       this.lapseSaid = false;
