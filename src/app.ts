@@ -91,6 +91,7 @@ export async function createApp(runtime: Runtime, options: AppOptions = {}): Pro
       circuits: () => runtime.routing.circuits(),
       logReplaced: () => projector.logReplaced,
       logStanding: () => projector.logStanding(),
+      servingRefusal: () => runtime.servingRefusal(),
     },
     options.lifecycle ?? { draining: false },
     errorFormatFor,

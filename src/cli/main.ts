@@ -47,6 +47,7 @@ import { availableOf, reservedOf } from '../projections/read-models';
 import { eventLogPath, openRuntime, Runtime } from '../runtime/runtime';
 import { BackupError, backupLog } from '../eventstore/sqlite-backup';
 import { gatewayFromPidFile, PID_FILE, processRuns } from '../runtime/pid-file';
+import { LogClaimError } from '../runtime/log-claim';
 import {
   claimShared,
   claimStore,
@@ -190,8 +191,13 @@ function progressReporter(json: boolean) {
 /**
  * How an action opens the service's stores. `beginsLog`: the command may begin a data directory (its
  * first organization or user) and makes the log when there is none; any other is refused there.
+ * `rebuilding`: the read models' rebuild, which on EventStoreDB claims their Redis store in the log
+ * (refused while instances serve it with another store: LogClaimError).
  */
-type WithRuntime = <T>(work: (runtime: Runtime, out: Output) => Promise<T>, options?: { beginsLog?: boolean }) => Promise<T>;
+type WithRuntime = <T>(
+  work: (runtime: Runtime, out: Output) => Promise<T>,
+  options?: { beginsLog?: boolean; rebuilding?: boolean },
+) => Promise<T>;
 
 export function buildProgram(withRuntime: WithRuntime): Command {
   const program = new Command('model-gateway')
@@ -777,25 +783,30 @@ export function buildProgram(withRuntime: WithRuntime): Command {
       // and an in-process instance cannot start meanwhile (this holds the shared claim, as a Redis one does).
       const hold = inProcessRebuildHold(loadConfig());
       try {
-        await withRuntime(async (rt, out) => {
-          const redisHold =
-            rt.projections instanceof RedisProjectionStore ? await redisRebuildHold(rt.config, rt.projections) : null;
-          try {
-            const started = performance.now();
-            const progress = progressReporter(out.json);
-            await rt.projector.stop();
-            const result = await rebuildProjections(rt.events, rt.projections, rt.config.requestLogRetention, (p) =>
-              progress.update(p.position, p.head),
-            );
-            progress.stop();
-            const seconds = (performance.now() - started) / 1000;
-            out.print({ ...result, seconds: Number(seconds.toFixed(3)), store: rt.projections.kind }, [
-              `rebuilt ${rt.projections.kind} read models from ${result.events} events in ${seconds.toFixed(2)} s`,
-            ]);
-          } finally {
-            redisHold?.release();
-          }
-        });
+        // On EventStoreDB, the read models' Redis store is claimed in the log for the rebuild's length
+        // (refused while instances serve the log with another store), as a serving instance claims it.
+        await withRuntime(
+          async (rt, out) => {
+            const redisHold =
+              rt.projections instanceof RedisProjectionStore ? await redisRebuildHold(rt.config, rt.projections) : null;
+            try {
+              const started = performance.now();
+              const progress = progressReporter(out.json);
+              await rt.projector.stop();
+              const result = await rebuildProjections(rt.events, rt.projections, rt.config.requestLogRetention, (p) =>
+                progress.update(p.position, p.head),
+              );
+              progress.stop();
+              const seconds = (performance.now() - started) / 1000;
+              out.print({ ...result, seconds: Number(seconds.toFixed(3)), store: rt.projections.kind }, [
+                `rebuilt ${rt.projections.kind} read models from ${result.events} events in ${seconds.toFixed(2)} s`,
+              ]);
+            } finally {
+              redisHold?.release();
+            }
+          },
+          { rebuilding: true },
+        );
       } finally {
         hold?.release();
       }
@@ -991,6 +1002,7 @@ const isOperatorFacing = (error: unknown) =>
   error instanceof MoneyFormatError ||
   error instanceof ExportStatementError ||
   error instanceof LedgerRuleError ||
+  error instanceof LogClaimError ||
   error instanceof ApiError ||
   error instanceof IdentityRuleError;
 
@@ -1003,7 +1015,7 @@ export async function main(argv: string[]): Promise<number> {
   const program = buildProgram(async (work, options) => {
     const config = loadConfig();
     logToOpen(config, options?.beginsLog === true);
-    const runtime = await openRuntime(config);
+    const runtime = await openRuntime(config, { rebuilding: options?.rebuilding === true });
     const out: Output = {
       json,
       print: (value, lines) => process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${lines.join('\n')}\n`),

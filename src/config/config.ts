@@ -52,6 +52,12 @@ export interface Config {
   requestReadTimeoutMs: number;
   reservationTtlMs: number;
   pendingHoldMs: number;
+  /**
+   * On EventStoreDB, how long a serving instance's claim in the log on its read models' store holds
+   * without renewal (`SERVING_LEASE_MS`); renewed every third of it. A store's instances that all died
+   * without stopping keep another store's out for this long.
+   */
+  servingLeaseMs: number;
   sweepIntervalMs: number;
   /** How often a stream delivering output records its progress in the log (what a crash then still bills). */
   progressIntervalMs: number;
@@ -244,6 +250,8 @@ export function loadConfig(env: Env = process.env): Config {
     requestReadTimeoutMs: integer(env, 'REQUEST_READ_TIMEOUT_MS', 60_000, 100, 3_600_000),
     reservationTtlMs,
     pendingHoldMs: integer(env, 'PENDING_HOLD_MS', 60_000, 100, 3_600_000),
+    // At most LONGEST_LEASE_MS (runtime/log-claim.decisions.ts): how far back a claim's judge reads.
+    servingLeaseMs: integer(env, 'SERVING_LEASE_MS', 30_000, 1_000, 300_000),
     sweepIntervalMs: integer(env, 'SWEEP_INTERVAL_MS', 1_000, 10, 600_000),
     progressIntervalMs: integer(env, 'PROGRESS_INTERVAL_MS', 2_000, 100, 600_000),
     hostedToolMaxUses: integer(env, 'HOSTED_TOOL_MAX_USES', 20, 1, 1_000),

@@ -53,7 +53,10 @@ import {
 const BATCH_SIZE = 1000;
 
 /** What the adapter uses of the official client (a narrower surface keeps it testable without a server). */
-export type EsdbClient = Pick<EventStoreDBClient, 'appendToStream' | 'readStream' | 'readAll' | 'subscribeToAll' | 'dispose'>;
+export type EsdbClient = Pick<
+  EventStoreDBClient,
+  'appendToStream' | 'readStream' | 'readAll' | 'subscribeToAll' | 'getStreamMetadata' | 'setStreamMetadata' | 'dispose'
+>;
 
 export interface EventStoreDbOptions {
   /**
@@ -422,6 +425,40 @@ export class EventStoreDbEventStore implements EventStore {
       throw error;
     }
     return events;
+  }
+
+  /**
+   * Up to `limit` events of a stream, newest first, from its end or from before revision `before`;
+   * empty when there are none (or no stream, or none its metadata keeps).
+   */
+  async readStreamBackwards(streamId: string, limit: number, before?: number): Promise<RecordedEvent[]> {
+    const events: RecordedEvent[] = [];
+    if (before !== undefined && before <= 0) return events;
+    try {
+      const fromRevision = before === undefined ? END : BigInt(before - 1);
+      const read = this.client.readStream(streamId, { fromRevision, maxCount: limit, direction: BACKWARDS });
+      for await (const { event } of eventsOf(read)) if (event) events.push(this.recorded(event));
+    } catch (error) {
+      if (error instanceof StreamNotFoundError) return [];
+      throw error;
+    }
+    return events;
+  }
+
+  /**
+   * Gives a stream of the gateway's own `$maxAge` (seconds) in its metadata, unless it has it: its
+   * events older than that are gone from reads of it, and the server's scavenge removes them. For
+   * streams read only for their recent events (the serving claims), never for the ledger's.
+   */
+  async keepStreamFor(streamId: string, maxAgeSeconds: number): Promise<void> {
+    const { metadata } = await this.client.getStreamMetadata(streamId);
+    if (metadata?.maxAge === maxAgeSeconds) return;
+    // Credentials given: client 6.2.1 appends without batch append (see `append`).
+    await this.client.setStreamMetadata(
+      streamId,
+      { ...metadata, maxAge: maxAgeSeconds },
+      { expectedRevision: ANY, credentials: this.options.appendCredentials },
+    );
   }
 
   /** A stream's last event, or null when it has none. */

@@ -21,6 +21,8 @@ export interface HealthSources {
   logReplaced: () => string | null;
   /** Where the log stands for a request (see Projector.logStanding): checked first when in doubt. */
   logStanding: () => LogStanding | Promise<LogStanding | 'unchecked'>;
+  /** Why this instance admits nothing now (its serving claim in the log lapsed or was lost), or null (see Runtime.servingRefusal). */
+  servingRefusal?: () => string | null;
 }
 
 const SHUTTING_DOWN = shuttingDown('the gateway is shutting down: send the request again (to another instance)');
@@ -29,6 +31,12 @@ const SHUTTING_DOWN = shuttingDown('the gateway is shutting down: send the reque
 const LOG_REPLACED = new ApiError(
   'unavailable',
   "the gateway's event log is not the log its balances were read from (emptied or replaced): nothing is admitted until an operator acts",
+);
+
+/** Said to callers without the claims' details (the operator finds them in the service's log and in /health/ready). */
+const CLAIM_LAPSED = new ApiError(
+  'unavailable',
+  'this gateway instance cannot renew its claim on its balances in the event log, so it admits nothing: send the request again (to another instance)',
 );
 
 const LOG_UNCHECKED = new ApiError(
@@ -71,6 +79,7 @@ export function serveHealth(
       store,
       logReplaced: sources.logReplaced(),
       starting: lifecycle.starting,
+      servingClaim: sources.servingRefusal?.() ?? null,
     });
     // Shown once there are any: the body is as before while every host is well.
     const circuits = (await sources.circuits?.()) ?? [];
@@ -88,6 +97,9 @@ export function serveHealth(
       void reply.header('connection', 'close');
       return replyWithError(reply, SHUTTING_DOWN, format());
     }
+    // Its claim on its balances lapsed (the log takes no renewal) or lost: another instance, of
+    // another store, may be admitting on the same credit. Known without I/O.
+    if (sources.servingRefusal?.()) return replyWithError(reply, CLAIM_LAPSED, format());
     // Known at once on every request but those made while the log is in doubt: no promise per request.
     const standing = sources.logStanding();
     if (standing === 'same') return done();

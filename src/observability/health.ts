@@ -24,6 +24,8 @@ export interface ReadinessFacts {
   logReplaced: string | null;
   /** Why it is not ready yet though it serves (see Lifecycle.starting); absent or null: it is. */
   starting?: string | null;
+  /** Why it admits nothing: its claim in the log on its read models' store lapsed or was lost (see Runtime.servingRefusal); absent or null: it holds it. */
+  servingClaim?: string | null;
 }
 
 export interface Readiness {
@@ -41,6 +43,7 @@ export function readiness(facts: ReadinessFacts): Readiness {
   if (facts.draining) reasons.push('draining: the service is shutting down');
   if (facts.behind instanceof Error) reasons.push(`event log: ${facts.behind.message}`);
   if (facts.logReplaced !== null) reasons.push(`event log: not the log the read models describe (${facts.logReplaced})`);
+  if (facts.servingClaim) reasons.push(`serving claim: ${facts.servingClaim}`);
   if (facts.appends !== null) reasons.push(`event log: it takes no appends (${facts.appends.message})`);
   if (facts.store !== null) reasons.push(`read models: their store does not answer (${facts.store.message})`);
   else if (!(facts.behind instanceof Error) && facts.behind > READY_LAG_BOUND) {

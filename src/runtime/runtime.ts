@@ -27,6 +27,7 @@ import { RequestsAnswered } from '../http/requests-answered';
 import { HostRouting } from '../routing/routing';
 import type { RedisClient } from '../projections/redis-client';
 import { claimServing, claimStore, heldTogether, type ServingClaim } from './serving-claim';
+import { claimHolder, inProcessStoreId, isClaimLog, LogClaim } from './log-claim';
 import { type RuntimeLog, SILENT_LOG } from '../runtime-log/runtime-log';
 import { failureText } from '../projections/store-errors';
 import { SweepFailures } from './sweep-failures';
@@ -72,6 +73,12 @@ export interface Runtime {
   readonly reservationsExpired: number;
   /** Sweeps of this process's sweeper that failed (due expiries or pending holds not swept: a store away) since it started. */
   readonly sweepsFailed: number;
+  /**
+   * Why this instance may admit no request now: on EventStoreDB, its claim in the log on its read
+   * models' store lapsed (not renewed for a lease) or was lost (log-claim.ts). Null while it holds
+   * it, and always without one (the embedded log, a tool). Known without I/O.
+   */
+  servingRefusal(): string | null;
   close(): Promise<void>;
 }
 
@@ -124,6 +131,12 @@ export interface RuntimeOptions {
    * data (see claimServing); with read models in Redis, every one on its data must use that store (claimStore).
    */
   serving?: boolean;
+  /**
+   * The operator tool's `projections rebuild` of read models in Redis: on EventStoreDB, a claim in the
+   * log on their store for the runtime's length (see log-claim.ts; a serving runtime takes one as a
+   * service), refused while instances serve the log with read models in another store.
+   */
+  rebuilding?: boolean;
   /** Where the runtime's lines go, each at its level (the service's: its logger). */
   log?: RuntimeLog;
   /** The clock that spaces the sweeper's lines while its sweeps fail (see SweepFailures); tests give their own. */
@@ -163,6 +176,24 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
       throw error;
     }
   }
+  // On EventStoreDB, instances on other machines share only the log: the claim on the read models'
+  // store is held in it, taken before the read models are trusted or rebuilt, as above.
+  let logClaim: LogClaim | null = null;
+  const role = options.serving ? 'service' : options.rebuilding && projections instanceof RedisProjectionStore ? 'rebuild' : null;
+  if (role !== null && isClaimLog(store)) {
+    try {
+      const readModels =
+        projections instanceof RedisProjectionStore
+          ? { storeId: await projections.storeId(), store: 'redis' as const, where: config.redisPrefix }
+          : { storeId: inProcessStoreId(config.dataDir), store: 'in-process' as const, where: config.dataDir };
+      logClaim = await LogClaim.take(store, claimHolder(readModels, role), { leaseMs: config.servingLeaseMs, log });
+    } catch (error) {
+      await projections.close().catch(() => undefined);
+      await events.close();
+      claim?.release();
+      throw error;
+    }
+  }
   const projector = new Projector(events, projections, config.requestLogRetention, log);
   // A stream behind what this process wrote to it, or an append landing behind what was applied:
   // the log may be another; the projector looks. Such an append fails (an admission is refused).
@@ -184,6 +215,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     // Read models that may not be served from and could not be rebuilt: nothing starts.
     await projector.stop();
     await projections.close().catch(() => undefined);
+    await logClaim?.release();
     await events.close();
     claim?.release();
     throw error;
@@ -278,6 +310,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
     get sweepsFailed() {
       return sweepFailures.total;
     },
+    servingRefusal: () => logClaim?.standing() ?? null,
     async close() {
       if (sweeper) clearInterval(sweeper);
       await sweeping;
@@ -285,6 +318,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions = {}):
       await projector.stop();
       // A save that fails (a full disk) costs time at the next start, nothing else: the log closes all the same.
       await projections.close().catch((error: Error) => log.error(error.message));
+      await logClaim?.release();
       await events.close();
       claim?.release();
     },

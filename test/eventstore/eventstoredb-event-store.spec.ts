@@ -90,6 +90,34 @@ function describeAdapter(name: string, serverUrl: () => string, enabled: boolean
       }
     });
 
+    it('reads a stream backwards in pages (newest first), and keeps a stream for a time ($maxAge, set once)', async () => {
+      const store = await EventStoreDbEventStore.connect(url);
+      try {
+        const s = stream();
+        expect(await store.readStreamBackwards(s, 10)).toEqual([]);
+        await store.append(s, [ev(0), ev(1), ev(2), ev(3), ev(4)], 'no_stream');
+        const revisions = (events: Array<{ revision: number }>) => events.map((e) => e.revision);
+        expect(revisions(await store.readStreamBackwards(s, 2))).toEqual([4, 3]);
+        expect(revisions(await store.readStreamBackwards(s, 2, 3))).toEqual([2, 1]);
+        expect(revisions(await store.readStreamBackwards(s, 10, 1))).toEqual([0]);
+        expect(await store.readStreamBackwards(s, 10, 0)).toEqual([]);
+        const client = EventStoreDBClient.connectionString(parseEventStoreUrl(url).connectionString);
+        try {
+          await store.keepStreamFor(s, 3600);
+          const first = await client.getStreamMetadata(s);
+          expect(first.metadata).toEqual({ maxAge: 3600 });
+          // Kept already: not written again (the metadata event is the same one).
+          await store.keepStreamFor(s, 3600);
+          expect((await client.getStreamMetadata(s)).metastreamRevision).toBe(first.metastreamRevision);
+        } finally {
+          await client.dispose();
+        }
+        expect(revisions(await store.readStreamBackwards(s, 10))).toEqual([4, 3, 2, 1, 0]);
+      } finally {
+        await store.close();
+      }
+    });
+
     it('ends a read left early whose call had completed: the client disposes at once', async () => {
       const client = EventStoreDBClient.connectionString(parseEventStoreUrl(url).connectionString);
       const s = stream();
@@ -147,6 +175,8 @@ function describeAdapter(name: string, serverUrl: () => string, enabled: boolean
         readStream: real.readStream.bind(real),
         readAll: real.readAll.bind(real),
         subscribeToAll: real.subscribeToAll.bind(real),
+        getStreamMetadata: real.getStreamMetadata.bind(real),
+        setStreamMetadata: real.setStreamMetadata.bind(real),
         dispose: () => real.dispose(),
       };
       const store = EventStoreDbEventStore.withClient(client, {
@@ -181,6 +211,8 @@ function describeAdapter(name: string, serverUrl: () => string, enabled: boolean
         readStream: real.readStream.bind(real),
         readAll: real.readAll.bind(real),
         subscribeToAll: real.subscribeToAll.bind(real),
+        getStreamMetadata: real.getStreamMetadata.bind(real),
+        setStreamMetadata: real.setStreamMetadata.bind(real),
         dispose: () => real.dispose(),
       };
       const store = EventStoreDbEventStore.withClient(client, {

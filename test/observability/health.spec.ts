@@ -21,6 +21,10 @@ describe('readiness, decided', () => {
     expect(readiness({ ...facts, logReplaced: 'the log holds no identity' }).reasons).toEqual([
       'event log: not the log the read models describe (the log holds no identity)',
     ]);
+    expect(readiness({ ...facts, servingClaim: 'its claim … was last renewed 31 s ago' }).reasons).toEqual([
+      'serving claim: its claim … was last renewed 31 s ago',
+    ]);
+    expect(readiness({ ...facts, servingClaim: null }).ready).toBe(true);
   });
 
   it('counts the events behind, not the distance between positions (EventStoreDB positions are byte offsets)', async () => {

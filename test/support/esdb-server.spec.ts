@@ -96,6 +96,28 @@ describe('EventStoreDB protocol server', () => {
     expect(revisions(await all(client.readStream(s, { direction: BACKWARDS, fromRevision: 2n, maxCount: 2 })))).toEqual([2n, 1n]);
   });
 
+  it('keeps stream metadata ($$name): reads of the stream honour $maxCount and $maxAge; $all still holds what they hide', async () => {
+    const s = stream();
+    expect(await client.getStreamMetadata(s)).toEqual({ streamName: s });
+    await client.appendToStream(s, [ev(0), ev(1), ev(2), ev(3)]);
+    await client.setStreamMetadata(s, { maxCount: 2 });
+    expect((await client.getStreamMetadata(s)).metadata).toEqual({ maxCount: 2 });
+    const revisions = (read: ResolvedEvent[]) => read.map((e) => e.event!.revision);
+    expect(revisions(await all(client.readStream(s)))).toEqual([2n, 3n]);
+    expect(revisions(await all(client.readStream(s, { direction: BACKWARDS, fromRevision: END })))).toEqual([3n, 2n]);
+    // A newer metadata event replaces the last: the events older than a second are gone from reads of
+    // the stream, which still exists (a read finds nothing; appends go on after its last revision).
+    server.log.stream(s).forEach((event) => (event.created -= 5_000n * 10_000n));
+    await client.setStreamMetadata(s, { maxAge: 1 });
+    expect((await client.getStreamMetadata(s)).metadata).toEqual({ maxAge: 1 });
+    expect(await all(client.readStream(s))).toEqual([]);
+    await expect(client.appendToStream(s, ev(4), { expectedRevision: NO_STREAM })).rejects.toMatchObject({ actualVersion: 3n });
+    await client.appendToStream(s, ev(4), { expectedRevision: 3n });
+    expect(revisions(await all(client.readStream(s)))).toEqual([4n]);
+    const inAll = (await all(client.readAll())).filter((e) => e.event?.streamId === s);
+    expect(inAll).toHaveLength(5);
+  });
+
   it('reads $all from exact positions only, forwards (from the event on) and backwards (before it), its own records among ours', async () => {
     const s = stream();
     server.writeSystemEvent();
@@ -240,6 +262,12 @@ describe('EventStoreDB protocol server, secure', () => {
       };
       expect(await read(admin)).toHaveLength(1);
       await expect(read(writer)).rejects.toBeInstanceOf(AccessDeniedError);
+      // A user stream's metadata is any signed-in user's to write (its default $mw); a system stream's, admins' only.
+      await writer.setStreamMetadata(s, { maxAge: 3600 });
+      expect((await writer.getStreamMetadata(s)).metadata).toEqual({ maxAge: 3600 });
+      await expect(writer.appendToStream('$system-thing', jsonEvent({ type: 'Happened', data: {} }))).rejects.toBeInstanceOf(
+        AccessDeniedError,
+      );
       await expect(wrong.appendToStream(s, jsonEvent({ type: 'Happened', data: {} }))).rejects.toThrow();
     } finally {
       await Promise.all([admin.dispose(), writer.dispose(), wrong.dispose()]);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   AccessDeniedError,
   AppendResult,
@@ -288,6 +289,21 @@ export class SimulatedEventStoreDb implements EsdbClient {
     this.live.add(read);
     return read;
   }) as unknown as EsdbClient['subscribeToAll'];
+
+  /** Stream metadata: the last `$metadata` event of `$$name`, as the client reads it. */
+  getStreamMetadata = (async (streamName: string) => {
+    const last = this.log.filter((e) => e.streamId === `$$${streamName}`).at(-1);
+    if (!last) return { streamName };
+    const { $maxAge, $maxCount } = last.data as { $maxAge?: number; $maxCount?: number };
+    return { streamName, metadata: { maxAge: $maxAge, maxCount: $maxCount }, metastreamRevision: last.position.commit };
+  }) as unknown as EsdbClient['getStreamMetadata'];
+
+  setStreamMetadata = (async (streamName: string, metadata: { maxAge?: number; maxCount?: number }) => {
+    const [written] = this.write(`$$${streamName}`, [
+      { type: '$metadata', data: { $maxAge: metadata.maxAge, $maxCount: metadata.maxCount }, id: randomUUID() },
+    ]);
+    return { success: true, nextExpectedRevision: written.revision, position: written.position };
+  }) as unknown as EsdbClient['setStreamMetadata'];
 
   dispose = async (): Promise<void> => {
     for (const read of [...this.live]) read.end();

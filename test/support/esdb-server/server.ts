@@ -15,7 +15,8 @@ import { ProposedEvent, StoredEvent, TransactionLog, systemEvent } from './trans
  * official client loads), serving the client's own generated service definitions. It speaks what
  * the gateway and `@eventstore/db-client` 6.2.1 use: server features, gossip, Streams.Read (a
  * stream, $all, forwards and backwards, subscriptions with filters, checkpoints and caught-up) and
- * Streams.Append.
+ * Streams.Append; stream metadata (`$$name`, which the client's set/getStreamMetadata append and read)
+ * with the `$maxCount` and `$maxAge` that reads of a stream honour.
  *
  * Faithful to the server's documented behaviour and its published gRPC status mapping (the
  * `RpcExceptions` of EventStoreDB's source: codes and `exception` metadata keys). Where only the
@@ -401,7 +402,10 @@ export class EsdbServer {
     if (caller instanceof ServiceError) return caller;
     const admin = caller.groups.includes('$admins');
     if ('all' in target) return admin || caller.groups.includes('$ops') ? null : errors.accessDenied();
-    return target.stream.startsWith('$') && !admin ? errors.accessDenied() : null;
+    // A stream's metadata (`$$name`) is read and written under that stream's ACL ($mr, $mw): for a
+    // user stream, any signed-in user by default (SystemSettings.Default in the server's source).
+    const governing = target.stream.startsWith('$$') ? target.stream.slice(2) : target.stream;
+    return governing.startsWith('$') && !admin ? errors.accessDenied() : null;
   }
 
   /** A follower asked for the leader: NotLeader with the leader's endpoint. */
@@ -466,10 +470,39 @@ export class EsdbServer {
     }
   }
 
+  /**
+   * The events of a stream a read returns: those its metadata (the last `$metadata` event of
+   * `$$name`) keeps. `$maxCount` keeps the last N, `$maxAge` (seconds) those younger than it; the
+   * others are gone from reads of the stream at once, and from $all only when a scavenge removes them
+   * (docs: "Stream metadata"; never here). A metadata stream keeps its last event alone
+   * (SystemConsts.MetastreamMaxCount = 1 in the server's source).
+   */
+  private kept(name: string): readonly StoredEvent[] {
+    const events = this.log.stream(name);
+    if (name.startsWith('$$')) return events.slice(-1);
+    const [metadata] = this.log.stream(`$$${name}`).slice(-1);
+    if (!metadata) return events;
+    let settings: { $maxCount?: unknown; $maxAge?: unknown };
+    try {
+      settings = JSON.parse(Buffer.from(metadata.data).toString('utf8')) as typeof settings;
+    } catch {
+      return events;
+    }
+    let kept = events;
+    if (typeof settings.$maxCount === 'number' && settings.$maxCount > 0) kept = kept.slice(-settings.$maxCount);
+    if (typeof settings.$maxAge === 'number' && settings.$maxAge > 0) {
+      const oldest = (BigInt(Date.now()) - BigInt(settings.$maxAge) * 1000n) * 10_000n;
+      kept = kept.filter((event) => event.created >= oldest);
+    }
+    return kept;
+  }
+
   private *readStream(options: ReadReq.Options): Iterable<ReadResp> {
     const stream = options.getStream()!;
     const name = streamName(stream.getStreamIdentifier());
-    const events = this.log.stream(name);
+    // A stream whose events its metadata no longer keeps exists all the same: a read of it finds none.
+    if (this.log.stream(name).length > 0 && this.kept(name).length === 0) return;
+    const events = this.kept(name);
     if (events.length === 0) {
       // Client 6.x does not send the control option, so the server answers a missing stream with a message.
       const notFound = new ReadResp.StreamNotFound();
