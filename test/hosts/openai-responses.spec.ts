@@ -1,7 +1,9 @@
-import type { ReservationSettled } from '../../src/ledger/ledger.events';
-import type { FakeReply, FakeUpstream } from '../support/fake-upstream';
-import { auditThenClose, startGateway, testCatalogueFile, TestGateway } from '../support/gateway';
-import { callSurface, CHAT_COMPLETIONS, sseEvents, Surface, SURFACES, WEATHER } from '../support/surfaces';
+import type { FakeReply } from '../support/fake-upstream';
+import { auditThenClose, startGateway, TestGateway } from '../support/gateway';
+import { calledOnce, modelEntry, withOwn } from '../support/spec-catalogue';
+import { CHAT_COMPLETIONS, sseEvents, SURFACES, WEATHER } from '../support/surfaces';
+import { throughGateway } from '../support/through-gateway';
+import { hostUnderTest, TEXT, THINKING } from './support/host-under-test';
 
 /**
  * A model on an `openai-responses` host, through every client surface, whole and streamed: what
@@ -19,81 +21,42 @@ const FALLBACK = {
   hostModel: 'fake-responses-second',
 };
 
-const model = (m: typeof RESPONSES, hosts: unknown[]) => ({
-  slug: m.slug,
-  id: m.id,
-  name: m.slug,
-  contextLength: 128_000,
-  maxOutputTokens: 1000,
-  reasoning: true,
-  hosts,
-});
-
-function catalogue(fake: FakeUpstream) {
-  const file = testCatalogueFile(fake);
+const catalogue = withOwn((fake) => {
+  const responses = { kind: 'openai-responses', baseUrl: `${fake.url}/v1` };
   return {
     hosts: [
-      ...file.hosts,
-      // Each host is called once per request, as the shared catalogue's are: what a failure leads to
-      // here is the next host; retrying the same one is routing/retries.spec's.
-      ...[
-        { id: 'fake-responses', kind: 'openai-responses', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
-        { id: 'fake-responses-flaky', kind: 'openai-responses', baseUrl: `${fake.url}/v1` },
-      ].map((host) => ({ ...host, retry: { attempts: 0 } })),
-    ],
+      { id: 'fake-responses', ...responses, apiKeyEnv: 'FAKE_OPENAI_KEY' },
+      { id: 'fake-responses-flaky', ...responses },
+    ].map(calledOnce),
     models: [
-      ...file.models,
-      model(RESPONSES, [
-        {
-          host: 'fake-responses',
-          model: RESPONSES.hostModel,
-          pricing: { input: '1.00', cacheRead: '0.25', output: '2.00' },
-        },
+      modelEntry(RESPONSES, [
+        { host: 'fake-responses', model: RESPONSES.hostModel, pricing: { input: '1.00', cacheRead: '0.25', output: '2.00' } },
       ]),
-      model(FALLBACK, [
+      modelEntry(FALLBACK, [
         { host: 'fake-responses-flaky', model: 'fake-responses-first', pricing: { input: '9.00', output: '9.00' } },
         { host: 'fake-responses', model: FALLBACK.hostModel, pricing: { input: '0.50', output: '0.75' } },
       ]),
     ],
   };
-}
+});
 
 let g: TestGateway;
 beforeAll(async () => {
   g = await startGateway({ catalogue });
 });
-afterAll(async () => {
-  await auditThenClose(g);
-});
+afterAll(() => auditThenClose(g));
 
-const call = (surface: Surface, slug: string, stream: boolean, tools = false) =>
-  callSurface(g.baseUrl, g.key, surface, slug, stream, { tools });
+const through = throughGateway(() => g);
+const { call, post, sent, settlementOf } = through;
+const host = hostUnderTest(through, { model: RESPONSES, fallback: { ...FALLBACK, firstHostModel: 'fake-responses-first' } });
 
-/** The settlement of the request the response names. */
-async function settlementOf(res: Response): Promise<ReservationSettled['data']> {
-  const requestId = res.headers.get('x-request-id')!;
-  await g.logged(requestId);
-  await g.settled();
-  const log = await g.t.runtime.events.readAll(0, 100_000);
-  const settled = log.find((e) => e.type === 'ReservationSettled' && (e.data as { requestId: string }).requestId === requestId);
-  return settled!.data as ReservationSettled['data'];
-}
-
-/** The last request the host was sent, for a host model. */
-const sent = (hostModel: string) => g.fake.requests.filter((r) => r.body?.model === hostModel).at(-1)!;
-
-const TEXT = 'Sunny in Paris today.';
-const THINKING = 'The user wants the weather.';
 const CALL = { id: 'call_weather_1', name: 'get_weather', arguments: '{"city":"Paris"}' };
 
 describe.each(SURFACES)('the $name surface on an openai-responses host', (surface) => {
   describe.each([false, true])('streamed: %s', (stream) => {
     it('is sent as a Responses request with the key, and gets the text back', async () => {
-      g.fake.on(RESPONSES.hostModel, { kind: 'reply', reply: { text: TEXT } });
-      const { res, text } = await call(surface, RESPONSES.slug, stream);
-      expect(res.status).toBe(200);
-      expect(surface.read(text, stream).text).toBe(TEXT);
-      const upstream = sent(RESPONSES.hostModel);
+      const { out, upstream } = await host.answers(surface, stream, { text: TEXT });
+      expect(out.text).toBe(TEXT);
       expect(upstream.path).toBe('/v1/responses');
       expect(upstream.headers.authorization).toBe('Bearer upstream-openai-key');
       if (surface.name === 'responses') {
@@ -112,27 +75,19 @@ describe.each(SURFACES)('the $name surface on an openai-responses host', (surfac
 
     if (surface.tools) {
       it('carries a tool call with its arguments, and the reasoning before it', async () => {
-        g.fake.on(RESPONSES.hostModel, { kind: 'reply', reply: { thinking: THINKING, toolCalls: [CALL] } });
-        const { res, text } = await call(surface, RESPONSES.slug, stream, true);
-        expect(res.status).toBe(200);
-        const out = surface.read(text, stream);
+        const { out, upstream } = await host.answers(surface, stream, { thinking: THINKING, toolCalls: [CALL] }, { tools: true });
         expect(out.calls).toEqual([CALL]);
         expect(out.reasoning).toBe(THINKING);
-        const upstream = sent(RESPONSES.hostModel).body;
-        expect(upstream.tools).toEqual([{ type: 'function', ...WEATHER, strict: false }]);
-        if (surface.name === 'responses') expect(upstream.reasoning).toEqual({ effort: 'low' });
-        else expect(upstream.reasoning).toEqual({ effort: 'low', summary: 'auto' });
+        expect(upstream.body.tools).toEqual([{ type: 'function', ...WEATHER, strict: false }]);
+        if (surface.name === 'responses') expect(upstream.body.reasoning).toEqual({ effort: 'low' });
+        else expect(upstream.body.reasoning).toEqual({ effort: 'low', summary: 'auto' });
       });
     }
 
     it('bills every token class at its price', async () => {
       // input_tokens 20,100 of which 20,000 cached; 500 output tokens, 200 of them reasoning.
-      g.fake.on(RESPONSES.hostModel, {
-        kind: 'reply',
-        reply: { text: TEXT, usage: { input: 100, cacheRead: 20_000, output: 500, reasoning: 200 } },
-      });
-      const { res } = await call(surface, RESPONSES.slug, stream);
-      expect(res.status).toBe(200);
+      const usage = { input: 100, cacheRead: 20_000, output: 500, reasoning: 200 };
+      const { res } = await host.answers(surface, stream, { text: TEXT, usage });
       // 100 × $1 + 20,000 × $0.25 + 500 × $2 = 100 + 5,000 + 1,000 = $6,100 per million = 6,100,000 nano-credits
       expect(await settlementOf(res)).toMatchObject({
         host: 'fake-responses',
@@ -144,52 +99,21 @@ describe.each(SURFACES)('the $name surface on an openai-responses host', (surfac
       });
     });
 
-    it('falls back to the next host on a 429, a 5xx or a 401 before output', async () => {
-      for (const status of [429, 500, 503, 401]) {
-        g.fake.on('fake-responses-first', { kind: 'status', status });
-        g.fake.on(FALLBACK.hostModel, { kind: 'reply', reply: { text: TEXT, usage: { input: 1000, output: 1000 } } });
-        const { res, text } = await call(surface, FALLBACK.slug, stream);
-        expect(res.status).toBe(200);
-        expect(surface.read(text, stream).text).toBe(TEXT);
-        // 1,000 × $0.50 + 1,000 × $0.75 = $1,250 per million
-        expect(await settlementOf(res)).toMatchObject({ host: 'fake-responses', amount: 1_250_000 });
-      }
-    });
+    it(
+      'falls back to the next host on a 429, a 5xx or a 401 before output',
+      // 1,000 × $0.50 + 1,000 × $0.75 = $1,250 per million
+      host.failsBeforeOutput(surface, stream, [429, 500, 503, 401], { host: 'fake-responses', amount: 1_250_000 }),
+    );
   });
 
-  it('bills a cut stream for what was delivered', async () => {
-    g.fake.on(RESPONSES.hostModel, { kind: 'cut', reply: { text: 'one two three four five six' }, afterPieces: 3 });
-    const { res, text } = await call(surface, RESPONSES.slug, true);
-    expect(res.status).toBe(200);
-    expect(text).toContain('three');
-    const settled = await settlementOf(res);
-    // Nothing reported by the host: the gateway's count of the three words delivered (4 characters a token).
-    expect(settled.outputTokens).toBe(Math.ceil('one two three'.length / 4));
-    expect(settled.amount).toBeGreaterThan(0);
-  });
+  it('bills a cut stream for what was delivered', host.cutsItsStream(surface));
 
-  it('fails a stream whose host reports an error after output, billing what was delivered', async () => {
-    g.fake.on(RESPONSES.hostModel, { kind: 'stream_error', afterPieces: 2 });
-    const { res, text } = await call(surface, RESPONSES.slug, true);
-    expect(res.status).toBe(200);
-    expect(text).toMatch(/error/);
-    const settled = await settlementOf(res);
-    expect(settled.outputTokens).toBeGreaterThan(0);
-    expect(settled.amount).toBeGreaterThan(0);
-  });
+  it('fails a stream whose host reports an error after output, billing what was delivered', host.failsAfterOutput(surface));
 
-  it('does not believe absurd usage', async () => {
-    g.fake.on(RESPONSES.hostModel, {
-      kind: 'reply',
-      reply: { text: TEXT, wireUsage: '{"input_tokens":12,"input_tokens_details":{"cached_tokens":0},"output_tokens":1e12}' },
-    });
-    const { res } = await call(surface, RESPONSES.slug, false);
-    expect(res.status).toBe(200);
-    const settled = await settlementOf(res);
-    // The cap is 1,000: 10^12 output tokens is not believed, the delivered text is counted instead.
-    expect(settled.outputTokens).toBe(Math.ceil(TEXT.length / 4));
-    expect(settled.inputTokens).toBe(12);
-  });
+  it(
+    'does not believe absurd usage',
+    host.reportsAbsurdUsage(surface, '{"input_tokens":12,"input_tokens_details":{"cached_tokens":0},"output_tokens":1e12}'),
+  );
 });
 
 describe('a Responses client on an openai-responses host, passed whole', () => {
@@ -210,11 +134,7 @@ describe('a Responses client on an openai-responses host, passed whole', () => {
         kind: 'reply',
         reply: { thinking: THINKING, text: TEXT, usage: { input: 100, cacheRead: 20_000, output: 500, reasoning: 200 } },
       });
-      const res = await fetch(`${g.baseUrl}/api/v1/responses`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${g.key}` },
-        body: JSON.stringify(body(stream)),
-      });
+      const res = await post('responses', body(stream));
       expect(res.status).toBe(200);
       const text = await res.text();
       expect(sent(RESPONSES.hostModel).body).toEqual({ ...body(stream), model: RESPONSES.hostModel, max_output_tokens: 1000 });
@@ -254,21 +174,13 @@ describe('a Responses client on an openai-responses host, passed whole', () => {
   it('leaves out the hosted tools it announces as left out: the host gets only the client’s own tools', async () => {
     g.fake.on(RESPONSES.hostModel, { kind: 'reply', reply: { text: TEXT } });
     const fn = { type: 'function', ...WEATHER };
-    const res = await fetch(`${g.baseUrl}/api/v1/responses`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${g.key}` },
-      body: JSON.stringify({ ...body(false), tools: [{ type: 'web_search' }, fn], tool_choice: 'auto' }),
-    });
+    const res = await post('responses', { ...body(false), tools: [{ type: 'web_search' }, fn], tool_choice: 'auto' });
     expect(res.status).toBe(200);
     expect(res.headers.get('x-gateway-omitted-tools')).toBe('web_search');
     expect(sent(RESPONSES.hostModel).body).toMatchObject({ tools: [fn], tool_choice: 'auto' });
 
     // With no tool left, no tool_choice either (hosts refuse one without tools).
-    const alone = await fetch(`${g.baseUrl}/api/v1/responses`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${g.key}` },
-      body: JSON.stringify({ ...body(false), tools: [{ type: 'web_search' }], tool_choice: 'auto' }),
-    });
+    const alone = await post('responses', { ...body(false), tools: [{ type: 'web_search' }], tool_choice: 'auto' });
     expect(alone.status).toBe(200);
     expect(sent(RESPONSES.hostModel).body).not.toHaveProperty('tools');
     expect(sent(RESPONSES.hostModel).body).not.toHaveProperty('tool_choice');
@@ -276,17 +188,7 @@ describe('a Responses client on an openai-responses host, passed whole', () => {
 });
 
 describe("a cap below the Responses API's least (16), which the fake refuses as OpenAI does", () => {
-  const post = (path: string, body: Record<string, unknown>) =>
-    fetch(`${g.baseUrl}/api/v1/${path}`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        authorization: `Bearer ${g.key}`,
-        'x-api-key': g.key,
-        'anthropic-version': '2023-06-01',
-      },
-      body: JSON.stringify({ model: RESPONSES.slug, ...body }),
-    });
+  const probe = (route: string, body: Record<string, unknown>) => post(route, { model: RESPONSES.slug, ...body });
   const probes: Array<[string, string, (cap: number) => Record<string, unknown>]> = [
     [
       'a messages client (max_tokens 1, as Claude Code probes its quota)',
@@ -305,7 +207,7 @@ describe("a cap below the Responses API's least (16), which the fake refuses as 
     async (_client, path, body) => {
       // The host may write the 16 tokens it was allowed.
       g.fake.on(RESPONSES.hostModel, { kind: 'reply', reply: { text: 'Hi', finish: 'length', usage: { input: 8, output: 16 } } });
-      const res = await post(path, body(1));
+      const res = await probe(path, body(1));
       expect(res.status).toBe(200);
       expect(sent(RESPONSES.hostModel).body.max_output_tokens).toBe(16);
       const settled = await settlementOf(res);
@@ -314,7 +216,7 @@ describe("a cap below the Responses API's least (16), which the fake refuses as 
       expect(settled).not.toHaveProperty('usageFlag');
       expect(settled).not.toHaveProperty('estimated');
       // Held as for a cap of 16: the same request asking 16 holds the same.
-      const asked16 = await settlementOf(await post(path, body(16)));
+      const asked16 = await settlementOf(await probe(path, body(16)));
       expect(settled.held).toBe(asked16.held);
       expect(settled.held).toBeGreaterThanOrEqual(settled.amount);
     },
@@ -322,7 +224,7 @@ describe("a cap below the Responses API's least (16), which the fake refuses as 
 
   it("a Responses client's body passed whole is sent 16 in place of a lower cap", async () => {
     g.fake.on(RESPONSES.hostModel, { kind: 'reply', reply: { text: TEXT } });
-    const res = await post('responses', { input: 'Hello', max_output_tokens: 5 });
+    const res = await probe('responses', { input: 'Hello', max_output_tokens: 5 });
     expect(res.status).toBe(200);
     expect(sent(RESPONSES.hostModel).body.max_output_tokens).toBe(16);
   });
@@ -335,13 +237,7 @@ describe('a Responses reply', () => {
     for (const stream of [false, true]) {
       const { res, text } = await call(CHAT_COMPLETIONS, RESPONSES.slug, stream);
       expect(res.status).toBe(200);
-      const finish = stream
-        ? sseEvents(text)
-            .filter((e) => e.data !== '[DONE]')
-            .map((e) => e.data.choices?.[0]?.finish_reason)
-            .find(Boolean)
-        : JSON.parse(text).choices[0].finish_reason;
-      expect(finish).toBe('length');
+      expect(CHAT_COMPLETIONS.read(text, stream).finish).toBe('length');
     }
   });
 });

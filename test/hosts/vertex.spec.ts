@@ -5,14 +5,16 @@ import type { CanonicalEvent, CanonicalRequest, HostError } from '../../src/cano
 import { HostTransport, type HostEndpoint } from '../../src/hosts/transport';
 import { googleCredential } from '../../src/hosts/vertex/google-credential';
 import { vertexHost as vertexKind } from '../../src/hosts/vertex/vertex.host';
-import type { ReservationSettled } from '../../src/ledger/ledger.events';
-import { signatureOf, type FakeUpstream } from '../support/fake-upstream';
+import { signatureOf } from '../support/fake-upstream';
 import { thoughtSignatureOf } from '../support/fakes/gemini';
 import { FAKE_TOKEN_LIFETIME_S, GOOGLE_TOKEN_AUDIENCE, testServiceAccount } from '../support/fakes/google-oauth';
 import { CLOUD_PLATFORM_SCOPE } from '../support/fakes/vertex';
-import { auditThenClose, startGateway, testCatalogueFile, TestGateway } from '../support/gateway';
-import { CHAT_COMPLETIONS, callSurface, MESSAGES, sseEvents, Surface, SURFACES, WEATHER } from '../support/surfaces';
+import { auditThenClose, startGateway, TestGateway } from '../support/gateway';
+import { calledOnce, modelEntry, vertexAccount, vertexHost, withOwn } from '../support/spec-catalogue';
+import { CHAT_COMPLETIONS, GENERATE_CONTENT, MESSAGES, SURFACES, WEATHER } from '../support/surfaces';
 import { tempDir } from '../support/temp';
+import { throughGateway } from '../support/through-gateway';
+import { hostUnderTest, TEXT, THINKING } from './support/host-under-test';
 
 /**
  * Claude and Gemini on a `vertex` host, through every client surface, whole and streamed: the call
@@ -59,55 +61,25 @@ const TOKENLESS_FIRST = {
 /** Claude Sonnet 4.5's list prices on Vertex AI's global endpoint, per million tokens: every class stated. */
 const PRICES = { input: '3.00', output: '15.00', cacheRead: '0.30', cacheWrite: '3.75', cacheWrite1h: '6.00' };
 
-/** Each host's service account, by host: its own, so a test can count each one's token requests. */
-const accounts = new Map<string, string>();
+const CALL = { id: 'toolu_weather_1', name: 'get_weather', arguments: '{"city":"Paris"}' };
+
+/** Where the hosts' service-account key files are written. */
 const files = tempDir('vertex-keys');
 
-/** A vertex host on the fake, its service account's key file written for it (token endpoint `tokenUri`, the fake's own by default). */
-function vertexHost(fake: FakeUpstream, id: string, tokenUri = `${fake.url}/token`) {
-  const { key, publicKey } = testServiceAccount(tokenUri, `${id}@test-project.iam.gserviceaccount.com`);
-  fake.googleOAuth.trust(key.client_email, publicKey);
-  accounts.set(id, key.client_email);
-  const credentialsFile = join(files.path, `${id}.json`);
-  writeFileSync(credentialsFile, JSON.stringify(key));
-  return {
-    id,
-    kind: 'vertex',
-    baseUrl: `${fake.url}/v1/projects/test-project/locations/us-east5`,
-    project: 'test-project',
-    location: 'us-east5',
-    credentialsFile,
-  };
-}
-
-const model = (m: { slug: string; id: string }, hosts: unknown[]) => ({
-  slug: m.slug,
-  id: m.id,
-  name: m.slug,
-  contextLength: 200_000,
+const model = (m: { slug: string; id: string }, hosts: unknown[]) =>
   // Room for a thinking budget (at least 1,024 tokens) under the cap.
-  maxOutputTokens: 8192,
-  reasoning: true,
-  hosts,
-});
+  modelEntry(m, hosts, { contextLength: 200_000, maxOutputTokens: 8192 });
 
-function catalogue(fake: FakeUpstream) {
-  const file = testCatalogueFile(fake);
+const catalogue = withOwn((fake) => {
   const cheap = { input: '0.50', output: '0.75' };
   return {
     hosts: [
-      ...file.hosts,
-      // Each host is called once per request, as the shared catalogue's are: what a failure leads to
-      // here is the next host; retrying the same one is routing/retries.spec's.
-      ...[
-        vertexHost(fake, 'fake-vertex'),
-        vertexHost(fake, 'fake-vertex-flaky'),
-        // Port 1: nothing listens, so the token request is refused at once.
-        vertexHost(fake, 'fake-vertex-tokenless', 'http://127.0.0.1:1/token'),
-      ].map((host) => ({ ...host, retry: { attempts: 0 } })),
-    ],
+      vertexHost(fake, 'fake-vertex', files.path),
+      vertexHost(fake, 'fake-vertex-flaky', files.path),
+      // Port 1: nothing listens, so the token request is refused at once.
+      vertexHost(fake, 'fake-vertex-tokenless', files.path, 'http://127.0.0.1:1/token'),
+    ].map(calledOnce),
     models: [
-      ...file.models,
       model(CLAUDE, [{ host: 'fake-vertex', model: CLAUDE.hostModel, pricing: PRICES }]),
       model(FALLBACK, [
         { host: 'fake-vertex-flaky', model: FALLBACK.firstHostModel, pricing: { input: '9.00', output: '9.00' } },
@@ -125,13 +97,7 @@ function catalogue(fake: FakeUpstream) {
       ]),
     ],
   };
-}
-
-/** A Messages client's thinking signature, whole or streamed. */
-function signatureIn(text: string, stream: boolean): string | undefined {
-  if (!stream) return JSON.parse(text).content.find((block: { type: string }) => block.type === 'thinking')?.signature;
-  return sseEvents(text).find((e) => e.data.delta?.type === 'signature_delta')?.data.delta.signature;
-}
+});
 
 let g: TestGateway;
 /** The gateway's log, to look for credentials in. */
@@ -147,37 +113,19 @@ afterAll(async () => {
   }
 });
 
-const call = (surface: Surface, slug: string, stream: boolean, withTools = false) =>
-  callSurface(g.baseUrl, g.key, surface, slug, stream, { tools: withTools });
-
-/** The settlement of the request the response names. */
-async function settlementOf(res: Response): Promise<ReservationSettled['data']> {
-  const requestId = res.headers.get('x-request-id')!;
-  await g.logged(requestId);
-  await g.settled();
-  const log = await g.t.runtime.events.readAll(0, 100_000);
-  const settled = log.find((e) => e.type === 'ReservationSettled' && (e.data as { requestId: string }).requestId === requestId);
-  return settled!.data as ReservationSettled['data'];
-}
-
-/** The last request the host was sent, for a host model. */
-const sent = (hostModel: string) => g.fake.requests.filter((r) => r.model === hostModel).at(-1)!;
+const through = throughGateway(() => g);
+const { call, send, post, settlementOf } = through;
+const claudeHost = hostUnderTest(through, { model: CLAUDE, fallback: FALLBACK });
+const geminiHost = hostUnderTest(through, { model: GEMINI, fallback: GEMINI_FALLBACK });
 
 /** The token requests a host's service account made so far. */
-const tokenRequests = (host: string) => g.fake.googleOAuth.requests.filter((claims) => claims.iss === accounts.get(host));
-
-const TEXT = 'Sunny in Paris today.';
-const THINKING = 'The user wants the weather.';
-const CALL = { id: 'toolu_weather_1', name: 'get_weather', arguments: '{"city":"Paris"}' };
+const tokenRequests = (host: string) => g.fake.googleOAuth.requests.filter((claims) => claims.iss === vertexAccount(host));
 
 describe.each(SURFACES)('the $name surface on a vertex host serving Claude', (surface) => {
   describe.each([false, true])('streamed: %s', (stream) => {
     it('is sent to the Anthropic publisher’s model with a Google token, and gets the text back', async () => {
-      g.fake.on(CLAUDE.hostModel, { kind: 'reply', reply: { text: TEXT } });
-      const { res, text } = await call(surface, CLAUDE.slug, stream);
-      expect(res.status).toBe(200);
-      expect(surface.read(text, stream).text).toBe(TEXT);
-      const upstream = sent(CLAUDE.hostModel);
+      const { out, upstream } = await claudeHost.answers(surface, stream, { text: TEXT });
+      expect(out.text).toBe(TEXT);
       expect(upstream.path).toBe(
         `/v1/projects/test-project/locations/us-east5/publishers/anthropic/models/${CLAUDE.hostModel}:${stream ? 'streamRawPredict' : 'rawPredict'}`,
       );
@@ -197,28 +145,25 @@ describe.each(SURFACES)('the $name surface on a vertex host serving Claude', (su
 
     if (surface.tools) {
       it('carries a tool call with its arguments, and the reasoning before it (its signature to a Messages client)', async () => {
-        g.fake.on(CLAUDE.hostModel, { kind: 'reply', reply: { thinking: THINKING, toolCalls: [CALL] } });
-        const { res, text } = await call(surface, CLAUDE.slug, stream, true);
-        expect(res.status).toBe(200);
-        const out = surface.read(text, stream);
+        const { out, upstream } = await claudeHost.answers(
+          surface,
+          stream,
+          { thinking: THINKING, toolCalls: [CALL] },
+          { tools: true },
+        );
         expect(out.calls).toEqual([CALL]);
         expect(out.reasoning).toBe(THINKING);
-        if (surface.name === 'messages') expect(signatureIn(text, stream)).toBe(signatureOf(THINKING));
-        const upstream = sent(CLAUDE.hostModel).body;
-        expect(upstream.tools).toEqual([
+        if (surface.name === 'messages') expect(out.signatures).toEqual([signatureOf(THINKING)]);
+        expect(upstream.body.tools).toEqual([
           { name: WEATHER.name, description: WEATHER.description, input_schema: WEATHER.parameters },
         ]);
-        expect(upstream.thinking).toMatchObject({ type: 'enabled' });
+        expect(upstream.body.thinking).toMatchObject({ type: 'enabled' });
       });
     }
 
     it('bills every token class at its price: ceil(Σ tokens × price / 10^6) nano-credits', async () => {
-      g.fake.on(CLAUDE.hostModel, {
-        kind: 'reply',
-        reply: { text: TEXT, usage: { input: 101, cacheRead: 20_003, cacheWrite: 1_007, cacheWrite1h: 2_011, output: 503 } },
-      });
-      const { res } = await call(surface, CLAUDE.slug, stream);
-      expect(res.status).toBe(200);
+      const usage = { input: 101, cacheRead: 20_003, cacheWrite: 1_007, cacheWrite1h: 2_011, output: 503 };
+      const { res } = await claudeHost.answers(surface, stream, { text: TEXT, usage });
       // In nano-credits per million tokens: $3 = 3×10^9, $0.30, $3.75, $6, $15.
       const sum = 101 * 3e9 + 20_003 * 0.3e9 + 1_007 * 3.75e9 + 2_011 * 6e9 + 503 * 15e9;
       expect(await settlementOf(res)).toMatchObject({
@@ -232,63 +177,31 @@ describe.each(SURFACES)('the $name surface on a vertex host serving Claude', (su
       });
     });
 
-    it('falls back to the next host on a 429, a 5xx or a 401 before output, answered in Google’s format', async () => {
-      for (const status of [429, 500, 503, 401]) {
-        g.fake.on(FALLBACK.firstHostModel, { kind: 'status', status });
-        g.fake.on(FALLBACK.hostModel, { kind: 'reply', reply: { text: TEXT, usage: { input: 1000, output: 1000 } } });
-        const { res, text } = await call(surface, FALLBACK.slug, stream);
-        expect(res.status).toBe(200);
-        expect(surface.read(text, stream).text).toBe(TEXT);
-        // 1,000 × $0.50 + 1,000 × $0.75 = $1,250 per million
-        expect(await settlementOf(res)).toMatchObject({ host: 'fake-vertex', amount: 1_250_000 });
-      }
-    });
+    it(
+      'falls back to the next host on a 429, a 5xx or a 401 before output, answered in Google’s format',
+      // 1,000 × $0.50 + 1,000 × $0.75 = $1,250 per million
+      claudeHost.failsBeforeOutput(surface, stream, [429, 500, 503, 401], { host: 'fake-vertex', amount: 1_250_000 }),
+    );
   });
 
-  it('bills a cut stream for what was delivered', async () => {
-    g.fake.on(CLAUDE.hostModel, { kind: 'cut', reply: { text: 'one two three four five six', usage: null }, afterPieces: 3 });
-    const { res, text } = await call(surface, CLAUDE.slug, true);
-    expect(res.status).toBe(200);
-    expect(text).toContain('three');
-    expect(text).not.toContain('four');
-    const settled = await settlementOf(res);
-    // Nothing reported by the host: the gateway's count of the three words delivered (4 characters a token).
-    expect(settled.outputTokens).toBe(Math.ceil('one two three'.length / 4));
-    expect(settled.amount).toBeGreaterThan(0);
-  });
+  it(
+    'bills a cut stream for what was delivered',
+    claudeHost.cutsItsStream(surface, { usage: null, then: ({ text }) => expect(text).not.toContain('four') }),
+  );
 
-  it('fails a stream whose host reports an error after output, billing what was delivered', async () => {
-    g.fake.on(CLAUDE.hostModel, { kind: 'stream_error', afterPieces: 2 });
-    const { res, text } = await call(surface, CLAUDE.slug, true);
-    expect(res.status).toBe(200);
-    expect(text).toMatch(/error/);
-    const settled = await settlementOf(res);
-    expect(settled.outputTokens).toBeGreaterThan(0);
-    expect(settled.amount).toBeGreaterThan(0);
-  });
+  it('fails a stream whose host reports an error after output, billing what was delivered', claudeHost.failsAfterOutput(surface));
 
-  it('does not believe absurd usage', async () => {
-    g.fake.on(CLAUDE.hostModel, {
-      kind: 'reply',
-      reply: { text: TEXT, wireUsage: '{"input_tokens":12,"cache_read_input_tokens":0,"output_tokens":1e12}' },
-    });
-    const { res } = await call(surface, CLAUDE.slug, false);
-    expect(res.status).toBe(200);
-    const settled = await settlementOf(res);
-    // The cap is 8,192: 10^12 output tokens is not believed, the delivered text is counted instead.
-    expect(settled.outputTokens).toBe(Math.ceil(TEXT.length / 4));
-    expect(settled.inputTokens).toBe(12);
-  });
+  it(
+    'does not believe absurd usage',
+    claudeHost.reportsAbsurdUsage(surface, '{"input_tokens":12,"cache_read_input_tokens":0,"output_tokens":1e12}'),
+  );
 });
 
 describe.each(SURFACES)('the $name surface on a vertex host serving Gemini', (surface) => {
   describe.each([false, true])('streamed: %s', (stream) => {
     it('is sent to Google’s publisher’s model with a Google token, and gets the text back', async () => {
-      g.fake.on(GEMINI.hostModel, { kind: 'reply', reply: { text: TEXT } });
-      const { res, text } = await call(surface, GEMINI.slug, stream);
-      expect(res.status).toBe(200);
-      expect(surface.read(text, stream).text).toBe(TEXT);
-      const upstream = sent(GEMINI.hostModel);
+      const { out, upstream } = await geminiHost.answers(surface, stream, { text: TEXT });
+      expect(out.text).toBe(TEXT);
       const method = stream ? 'streamGenerateContent' : 'generateContent';
       expect(upstream.path).toBe(
         `/v1/projects/test-project/locations/us-east5/publishers/google/models/gemini-2.5-pro:${method}`,
@@ -303,34 +216,31 @@ describe.each(SURFACES)('the $name surface on a vertex host serving Gemini', (su
 
     if (surface.tools) {
       it('carries a tool call with its arguments, and the thoughts before it', async () => {
-        g.fake.on(GEMINI.hostModel, { kind: 'reply', reply: { thinking: THINKING, toolCalls: [CALL] } });
-        const { res, text } = await call(surface, GEMINI.slug, stream, true);
-        expect(res.status).toBe(200);
-        const out = surface.read(text, stream);
+        const { out, upstream } = await geminiHost.answers(
+          surface,
+          stream,
+          { thinking: THINKING, toolCalls: [CALL] },
+          { tools: true },
+        );
         expect(out.calls.map(({ name, arguments: args }) => ({ name, arguments: JSON.parse(args) }))).toEqual([
           { name: CALL.name, arguments: JSON.parse(CALL.arguments) },
         ]);
         expect(out.reasoning).toBe(THINKING);
-        const upstream = sent(GEMINI.hostModel).body;
-        expect(upstream.tools).toEqual([
+        expect(upstream.body.tools).toEqual([
           {
             functionDeclarations: [
               { name: WEATHER.name, description: WEATHER.description, parametersJsonSchema: WEATHER.parameters },
             ],
           },
         ]);
-        expect(upstream.generationConfig.thinkingConfig).toMatchObject({ includeThoughts: true });
+        expect(upstream.body.generationConfig.thinkingConfig).toMatchObject({ includeThoughts: true });
       });
     }
 
     it('bills every token class Gemini reports at its price: ceil(Σ tokens × price / 10^6) nano-credits', async () => {
       // 20,011 of the prompt's tokens read from the cache; 523 output tokens, 211 of them thoughts.
-      g.fake.on(GEMINI.hostModel, {
-        kind: 'reply',
-        reply: { text: TEXT, usage: { input: 1_237, cacheRead: 20_011, output: 523, reasoning: 211 } },
-      });
-      const { res } = await call(surface, GEMINI.slug, stream);
-      expect(res.status).toBe(200);
+      const usage = { input: 1_237, cacheRead: 20_011, output: 523, reasoning: 211 };
+      const { res } = await geminiHost.answers(surface, stream, { text: TEXT, usage });
       // In nano-credits per million tokens: $1.25 = 1.25×10^9, $0.125, $10.
       const sum = 1_237 * 1.25e9 + 20_011 * 0.125e9 + 523 * 10e9;
       expect(await settlementOf(res)).toMatchObject({
@@ -344,71 +254,35 @@ describe.each(SURFACES)('the $name surface on a vertex host serving Gemini', (su
       });
     });
 
-    it('falls back to the next host on a 429, a 5xx or a 401 before output', async () => {
-      for (const status of [429, 500, 503, 401]) {
-        g.fake.on(GEMINI_FALLBACK.firstHostModel, { kind: 'status', status });
-        g.fake.on(GEMINI_FALLBACK.hostModel, { kind: 'reply', reply: { text: TEXT, usage: { input: 1000, output: 1000 } } });
-        const { res, text } = await call(surface, GEMINI_FALLBACK.slug, stream);
-        expect(res.status).toBe(200);
-        expect(surface.read(text, stream).text).toBe(TEXT);
-        expect(await settlementOf(res)).toMatchObject({ host: 'fake-vertex', amount: 1_250_000 });
-      }
-    });
+    it(
+      'falls back to the next host on a 429, a 5xx or a 401 before output',
+      geminiHost.failsBeforeOutput(surface, stream, [429, 500, 503, 401], { host: 'fake-vertex', amount: 1_250_000 }),
+    );
   });
 
-  it('bills a cut stream for what was delivered', async () => {
-    g.fake.on(GEMINI.hostModel, { kind: 'cut', reply: { text: 'one two three four five six', usage: null }, afterPieces: 3 });
-    const { res, text } = await call(surface, GEMINI.slug, true);
-    expect(res.status).toBe(200);
-    expect(text).toContain('three');
-    expect(text).not.toContain('four');
-    const settled = await settlementOf(res);
-    expect(settled.outputTokens).toBe(Math.ceil('one two three'.length / 4));
-    expect(settled.amount).toBeGreaterThan(0);
-  });
+  it(
+    'bills a cut stream for what was delivered',
+    geminiHost.cutsItsStream(surface, { usage: null, then: ({ text }) => expect(text).not.toContain('four') }),
+  );
 
-  it('does not believe absurd usage', async () => {
-    g.fake.on(GEMINI.hostModel, {
-      kind: 'reply',
-      reply: { text: TEXT, wireUsage: '{"promptTokenCount":12,"candidatesTokenCount":1e12,"totalTokenCount":18}' },
-    });
-    const { res } = await call(surface, GEMINI.slug, false);
-    expect(res.status).toBe(200);
-    const settled = await settlementOf(res);
-    expect(settled.outputTokens).toBe(Math.ceil(TEXT.length / 4));
-    expect(settled.inputTokens).toBe(12);
-  });
+  it(
+    'does not believe absurd usage',
+    geminiHost.reportsAbsurdUsage(surface, '{"promptTokenCount":12,"candidatesTokenCount":1e12,"totalTokenCount":18}'),
+  );
 });
 
 describe('a Gemini client on a vertex host serving Gemini', () => {
   it.each([false, true])('gets the thoughts and their signature back, in Gemini’s wire (streamed: %s)', async (stream) => {
     g.fake.on(GEMINI.hostModel, { kind: 'reply', reply: { thinking: THINKING, text: TEXT } });
-    const method = stream ? 'streamGenerateContent?alt=sse' : 'generateContent';
-    const res = await fetch(`${g.baseUrl}/api/v1beta/models/${GEMINI.slug}:${method}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-goog-api-key': g.key },
-      body: JSON.stringify({
-        contents: [{ role: 'user', parts: [{ text: 'Hello' }] }],
-        generationConfig: { thinkingConfig: { thinkingBudget: 1024, includeThoughts: true } },
-      }),
+    const { res, text } = await send(GENERATE_CONTENT, GEMINI.slug, stream, {
+      contents: [{ role: 'user', parts: [{ text: 'Hello' }] }],
+      generationConfig: { thinkingConfig: { thinkingBudget: 1024, includeThoughts: true } },
     });
     expect(res.status).toBe(200);
-    const text = await res.text();
-    const responses: any[] = stream ? sseEvents(text).map((e) => e.data) : [JSON.parse(text)];
-    const parts = responses.flatMap((r) => r.candidates?.[0]?.content?.parts ?? []);
-    expect(
-      parts
-        .filter((p) => p.thought)
-        .map((p) => p.text)
-        .join(''),
-    ).toBe(THINKING);
-    expect(
-      parts
-        .filter((p) => !p.thought && typeof p.text === 'string')
-        .map((p) => p.text)
-        .join(''),
-    ).toBe(TEXT);
-    expect(parts.map((p) => p.thoughtSignature).filter(Boolean)).toEqual([thoughtSignatureOf(THINKING)]);
+    const out = GENERATE_CONTENT.read(text, stream);
+    expect(out.reasoning).toBe(THINKING);
+    expect(out.text).toBe(TEXT);
+    expect(out.signatures).toEqual([thoughtSignatureOf(THINKING)]);
   });
 });
 
@@ -421,7 +295,7 @@ describe('a vertex host’s Google credential', () => {
     // One token for every call on this host (those of the tests before too), sequential or at once.
     expect(claims).toHaveLength(1);
     expect(claims[0]).toMatchObject({
-      iss: accounts.get('fake-vertex'),
+      iss: vertexAccount('fake-vertex'),
       aud: GOOGLE_TOKEN_AUDIENCE,
       scope: CLOUD_PLATFORM_SCOPE,
     });
@@ -530,11 +404,7 @@ describe('count_tokens on a vertex host serving Claude', () => {
   it('is counted by the count-tokens model, with the host model in the body', async () => {
     g.fake.on(CLAUDE.hostModel, { kind: 'count', inputTokens: 4242 });
     const body = { model: CLAUDE.slug, messages: [{ role: 'user', content: 'How many tokens?' }] };
-    const res = await fetch(`${g.baseUrl}/api/v1/messages/count_tokens`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': g.key, 'anthropic-version': '2023-06-01' },
-      body: JSON.stringify(body),
-    });
+    const res = await post('messages/count_tokens', body);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ input_tokens: 4242 });
     const counted = g.fake.requests.at(-1)!;
@@ -617,7 +487,7 @@ describe.each(PUBLISHERS)(
     beforeAll(() => {
       // Short limits, so a host that hangs is given up quickly.
       transport = new HostTransport({ firstByteMs: 300, replyMs: 300, idleMs: 300 });
-      const host = vertexHost(g.fake, `fake-vertex-direct-${p.publisher}`);
+      const host = vertexHost(g.fake, `fake-vertex-direct-${p.publisher}`, files.path);
       endpoint = { id: host.id, baseUrl: host.baseUrl, apiKey: null, settings: { ...host } };
     });
     afterAll(() => transport.onApplicationShutdown());
