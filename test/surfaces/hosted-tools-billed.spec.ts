@@ -1,10 +1,11 @@
 import { OMITTED_TOOLS_HEADER } from '../../src/canonical/hosted-tools';
-import type { ReservationSettled } from '../../src/ledger/ledger.events';
-import { parseCredits } from '../../src/ledger/money';
-import type { FakeSearch, FakeUpstream } from '../support/fake-upstream';
-import { auditThenClose, startGateway, testCatalogueFile, TestGateway } from '../support/gateway';
+import { auditThenClose, startGateway, TestGateway } from '../support/gateway';
+import { searchCharge, SEARCHES, USAGE } from '../support/hosted-tools';
 import { createKey } from '../support/keys';
 import { fundedOrganization } from '../support/runtime';
+import { modelEntry, withOwn } from '../support/spec-catalogue';
+import { sseData } from '../support/surfaces';
+import { throughGateway } from '../support/through-gateway';
 
 /**
  * Hosted tools billed per use: a web search offered by a Responses client to a model on an
@@ -28,29 +29,14 @@ const CLAUDE = { slug: 'test/claude-search', id: 'cccccccc-cccc-4ccc-8ccc-cccccc
 /** The most searches a request may make (HOSTED_TOOL_MAX_USES): its reservation holds for them. */
 const MAX_USES = 4;
 
-const entry = (m: typeof RESPONSES, host: string, pricing: Record<string, string>) => ({
-  slug: m.slug,
-  id: m.id,
-  name: m.slug,
-  contextLength: 128_000,
-  maxOutputTokens: 1000,
-  hosts: [{ host, model: m.hostModel, pricing }],
-});
+/** A model of this spec's, on one host at `pricing`. */
+const entry = (m: typeof RESPONSES, host: string, pricing: Record<string, string>) =>
+  modelEntry(m, [{ host, model: m.hostModel, pricing }], { reasoning: false });
 
-function catalogue(fake: FakeUpstream) {
-  const file = testCatalogueFile(fake);
-  return {
-    hosts: [
-      ...file.hosts,
-      { id: 'fake-responses', kind: 'openai-responses', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
-    ],
-    models: [
-      ...file.models,
-      entry(RESPONSES, 'fake-responses', PRICES.responses),
-      entry(CLAUDE, 'fake-anthropic', PRICES.claude),
-    ],
-  };
-}
+const catalogue = withOwn((fake) => ({
+  hosts: [{ id: 'fake-responses', kind: 'openai-responses', baseUrl: `${fake.url}/v1`, apiKeyEnv: 'FAKE_OPENAI_KEY' }],
+  models: [entry(RESPONSES, 'fake-responses', PRICES.responses), entry(CLAUDE, 'fake-anthropic', PRICES.claude)],
+}));
 
 let g: TestGateway;
 beforeAll(async () => {
@@ -58,51 +44,9 @@ beforeAll(async () => {
 });
 afterAll(() => auditThenClose(g));
 
-const SEARCHES: FakeSearch[] = [
-  { query: 'paris weather', url: 'https://weather.example/paris', title: 'Paris' },
-  { query: 'paris forecast', url: 'https://forecast.example/paris', title: 'Forecast' },
-  { query: 'paris rain', url: 'https://rain.example/paris', title: 'Rain' },
-];
+const { post, sent, settlementOf } = throughGateway(() => g);
+
 const TEXT = 'Sunny in Paris today.';
-const USAGE = { input: 120, output: 30 };
-
-const nano = (dollars: string) => BigInt(parseCredits(dollars));
-/** The exact charge: ceil(Σ tokens × price / 1e6 + uses × price / 1e3), from the catalogue's prices. */
-const charge = (pricing: { input: string; output: string; webSearch: string }, searches: number) =>
-  Number(
-    (BigInt(USAGE.input) * nano(pricing.input) +
-      BigInt(USAGE.output) * nano(pricing.output) +
-      BigInt(searches) * nano(pricing.webSearch) * 1000n +
-      999_999n) /
-      1_000_000n,
-  );
-
-const post = (path: string, body: Record<string, unknown>, key = g.key) =>
-  fetch(`${g.baseUrl}/api/v1/${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'anthropic-version': '2023-06-01' },
-    body: JSON.stringify(body),
-  });
-
-/** The settlement of the request the response names. */
-async function settlementOf(res: Response): Promise<ReservationSettled['data']> {
-  const requestId = res.headers.get('x-request-id')!;
-  await g.logged(requestId);
-  await g.settled();
-  const log = await g.t.runtime.events.readAll(0, 100_000);
-  const settled = log.find((e) => e.type === 'ReservationSettled' && (e.data as { requestId: string }).requestId === requestId);
-  return settled!.data as ReservationSettled['data'];
-}
-
-const sent = (hostModel: string) => g.fake.requests.filter((r) => r.body?.model === hostModel).at(-1)!;
-
-/** The `data:` payloads of an event stream. */
-const sseData = (text: string): any[] =>
-  text
-    .split('\n\n')
-    .map((block) => /^data: (.*)$/m.exec(block)?.[1])
-    .filter((data): data is string => data !== undefined && data !== '[DONE]')
-    .map((data) => JSON.parse(data));
 
 describe('a Responses client on an openai-responses host: its web search passed whole, billed per use', () => {
   it.each([false, true])('streamed: %s', async (stream) => {
@@ -130,7 +74,7 @@ describe('a Responses client on an openai-responses host: its web search passed 
 
     const settled = await settlementOf(res);
     // $10 per 1,000 searches: 3 searches = 30,000,000 nano-credits, beside the tokens, rounded up once.
-    expect(settled.amount).toBe(charge(PRICES.responses, 3));
+    expect(settled.amount).toBe(searchCharge(PRICES.responses, 3));
     expect(settled).toMatchObject({
       host: 'fake-responses',
       inputTokens: USAGE.input,
@@ -140,7 +84,7 @@ describe('a Responses client on an openai-responses host: its web search passed 
     });
     expect(settled).not.toHaveProperty('usageFlag');
     // The usage the client sees costs the same.
-    expect(response.usage.cost).toBe(charge(PRICES.responses, 3) / 1e9);
+    expect(response.usage.cost).toBe(searchCharge(PRICES.responses, 3) / 1e9);
   });
 });
 
@@ -206,7 +150,7 @@ describe('a messages client on an anthropic host: its server tool passed whole, 
     expect(usage.server_tool_use).toEqual({ web_search_requests: 2, web_fetch_requests: 0 });
 
     const settled = await settlementOf(res);
-    expect(settled.amount).toBe(charge(PRICES.claude, 2));
+    expect(settled.amount).toBe(searchCharge(PRICES.claude, 2));
     expect(settled).toMatchObject({ host: 'fake-anthropic', hostedToolUses: { webSearch: 2 } });
   });
 });
@@ -249,7 +193,7 @@ describe('a web search offered in one format, run by a host of the other (transl
             .map((e) => e.annotation),
         ).toEqual(cited);
       const settled = await settlementOf(res);
-      expect(settled.amount).toBe(charge(PRICES.claude, 3));
+      expect(settled.amount).toBe(searchCharge(PRICES.claude, 3));
       expect(settled.hostedToolUses).toEqual({ webSearch: 3 });
     },
   );
@@ -279,7 +223,7 @@ describe('a web search offered in one format, run by a host of the other (transl
         },
       ]);
       const settled = await settlementOf(res);
-      expect(settled.amount).toBe(charge(PRICES.claude, 1));
+      expect(settled.amount).toBe(searchCharge(PRICES.claude, 1));
     },
   );
 
@@ -304,7 +248,7 @@ describe('a web search offered in one format, run by a host of the other (transl
     });
     expect(text).not.toContain('web_search_result_location');
     const settled = await settlementOf(res);
-    expect(settled.amount).toBe(charge(PRICES.responses, 1));
+    expect(settled.amount).toBe(searchCharge(PRICES.responses, 1));
     expect(settled.hostedToolUses).toEqual({ webSearch: 1 });
   });
 });
@@ -332,7 +276,7 @@ describe('what is held, shown and audited', () => {
     expect(res.status).toBe(200);
     const settled = await settlementOf(res);
     expect(settled.hostedToolUses).toEqual({ webSearch: MAX_USES });
-    expect(settled.amount).toBe(charge(PRICES.responses, MAX_USES));
+    expect(settled.amount).toBe(searchCharge(PRICES.responses, MAX_USES));
     expect(settled.usageFlag).toBe(`${MAX_USES + 2} webSearch uses exceed the bound (${MAX_USES})`);
     // Never more than was held.
     expect(settled.amount).toBeLessThanOrEqual(settled.held);
@@ -357,7 +301,7 @@ describe('what is held, shown and audited', () => {
     const generation = await fetch(`${g.baseUrl}/api/v1/generation?id=${requestId}`, {
       headers: { authorization: `Bearer ${g.key}` },
     }).then((r) => r.json() as Promise<any>);
-    expect(generation.data).toMatchObject({ hosted_tool_uses: { web_search: 3 }, cost_nano: charge(PRICES.responses, 3) });
+    expect(generation.data).toMatchObject({ hosted_tool_uses: { web_search: 3 }, cost_nano: searchCharge(PRICES.responses, 3) });
   });
 
   it('a model whose entry prices no search leaves the tool out, announced, and bills none', async () => {

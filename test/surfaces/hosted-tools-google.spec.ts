@@ -1,13 +1,13 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { OMITTED_TOOLS_HEADER } from '../../src/canonical/hosted-tools';
-import type { ReservationSettled } from '../../src/ledger/ledger.events';
 import { parseCredits } from '../../src/ledger/money';
-import type { FakeSearch, FakeUpstream } from '../support/fake-upstream';
+import type { FakeSearch } from '../support/fake-upstream';
 import { groundingRedirect } from '../support/fakes/gemini';
-import { testServiceAccount } from '../support/fakes/google-oauth';
-import { auditThenClose, startGateway, testCatalogueFile, TestGateway } from '../support/gateway';
+import { auditThenClose, startGateway, TestGateway } from '../support/gateway';
+import { searchCharge, SEARCHES, USAGE } from '../support/hosted-tools';
+import { modelEntry, vertexHost, withOwn } from '../support/spec-catalogue';
+import { GENERATE_CONTENT, sseData } from '../support/surfaces';
 import { tempDir } from '../support/temp';
+import { throughGateway } from '../support/through-gateway';
 
 /**
  * Hosted web search on Google's hosts, billed per use as Google bills it: on a `gemini` host (and on
@@ -42,109 +42,46 @@ const MAX_USES = 5;
 
 const files = tempDir('grounding-keys');
 
-/** A vertex host on the fake, with its service account's key file (the fake's token endpoint trusts it). */
-function vertexHost(fake: FakeUpstream, id: string) {
-  const { key, publicKey } = testServiceAccount(`${fake.url}/token`, `${id}@test-project.iam.gserviceaccount.com`);
-  fake.googleOAuth.trust(key.client_email, publicKey);
-  const credentialsFile = join(files.path, `${id}.json`);
-  writeFileSync(credentialsFile, JSON.stringify(key));
-  return {
-    id,
-    kind: 'vertex',
-    baseUrl: `${fake.url}/v1/projects/test-project/locations/us-east5`,
-    project: 'test-project',
-    location: 'us-east5',
-    credentialsFile,
-  };
-}
+/** A model of this spec's, on one host at `pricing`. */
+const entry = (m: typeof GEMINI25, host: string, pricing: Record<string, string>) =>
+  modelEntry(m, [{ host, model: m.hostModel, pricing }], { reasoning: false });
 
-const entry = (m: typeof GEMINI25, host: string, pricing: Record<string, string>) => ({
-  slug: m.slug,
-  id: m.id,
-  name: m.slug,
-  contextLength: 128_000,
-  maxOutputTokens: 1000,
-  hosts: [{ host, model: m.hostModel, pricing }],
-});
-
-function catalogue(fake: FakeUpstream) {
-  const file = testCatalogueFile(fake);
-  return {
-    hosts: [
-      ...file.hosts,
-      { id: 'fake-gemini', kind: 'gemini', baseUrl: `${fake.url}/v1beta`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
-      vertexHost(fake, 'fake-vertex'),
-    ],
-    models: [
-      ...file.models,
-      entry(GEMINI25, 'fake-gemini', PRICES.gemini25),
-      entry(GEMINI3, 'fake-gemini', PRICES.gemini3),
-      entry(VERTEX_GEMINI, 'fake-vertex', PRICES.gemini25),
-      entry(VERTEX_GEMINI3, 'fake-vertex', PRICES.gemini3),
-      entry(VERTEX_CLAUDE, 'fake-vertex', PRICES.claude),
-    ],
-  };
-}
+const catalogue = withOwn((fake) => ({
+  hosts: [
+    { id: 'fake-gemini', kind: 'gemini', baseUrl: `${fake.url}/v1beta`, apiKeyEnv: 'FAKE_OPENAI_KEY' },
+    vertexHost(fake, 'fake-vertex', files.path),
+  ],
+  models: [
+    entry(GEMINI25, 'fake-gemini', PRICES.gemini25),
+    entry(GEMINI3, 'fake-gemini', PRICES.gemini3),
+    entry(VERTEX_GEMINI, 'fake-vertex', PRICES.gemini25),
+    entry(VERTEX_GEMINI3, 'fake-vertex', PRICES.gemini3),
+    entry(VERTEX_CLAUDE, 'fake-vertex', PRICES.claude),
+  ],
+}));
 
 let g: TestGateway;
 beforeAll(async () => {
   g = await startGateway({ catalogue, env: { HOSTED_TOOL_MAX_USES: String(MAX_USES) } });
 });
-afterAll(() => auditThenClose(g));
+afterAll(async () => {
+  try {
+    await auditThenClose(g);
+  } finally {
+    files.cleanup();
+  }
+});
 
-const SEARCHES: FakeSearch[] = [
-  { query: 'paris weather', url: 'https://weather.example/paris', title: 'Paris' },
-  { query: 'paris forecast', url: 'https://forecast.example/paris', title: 'Forecast' },
-  { query: 'paris rain', url: 'https://rain.example/paris', title: 'Rain' },
-];
+const { post, send, sent, settlementOf } = throughGateway(() => g);
+
 /** Two sentences, the first with a character of two UTF-8 bytes: Google's supports index bytes, citations characters. */
 const TEXT = 'Il fait 21 °C à Paris. Sunny all day.';
 const FIRST = 'Il fait 21 °C à Paris.';
-const USAGE = { input: 120, output: 30 };
 
 const nano = (dollars: string) => BigInt(parseCredits(dollars));
-/** The exact charge: ceil(Σ tokens × price / 1e6 + uses × price / 1e3), from the catalogue's prices. */
-const charge = (pricing: { input: string; output: string; webSearch: string }, searches: number) =>
-  Number(
-    (BigInt(USAGE.input) * nano(pricing.input) +
-      BigInt(USAGE.output) * nano(pricing.output) +
-      BigInt(searches) * nano(pricing.webSearch) * 1000n +
-      999_999n) /
-      1_000_000n,
-  );
 
-const post = (path: string, body: Record<string, unknown>) =>
-  fetch(`${g.baseUrl}/api/v1/${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${g.key}`, 'anthropic-version': '2023-06-01' },
-    body: JSON.stringify(body),
-  });
-
-/** A Gemini client's call: whole, or streamed over SSE. */
-const generate = (slug: string, body: Record<string, unknown>, stream: boolean) =>
-  fetch(`${g.baseUrl}/api/v1beta/models/${slug}:${stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-goog-api-key': g.key },
-    body: JSON.stringify(body),
-  });
-
-async function settlementOf(res: Response): Promise<ReservationSettled['data']> {
-  const requestId = res.headers.get('x-request-id')!;
-  await g.logged(requestId);
-  await g.settled();
-  const log = await g.t.runtime.events.readAll(0, 100_000);
-  const settled = log.find((e) => e.type === 'ReservationSettled' && (e.data as { requestId: string }).requestId === requestId);
-  return settled!.data as ReservationSettled['data'];
-}
-
-const sent = (hostModel: string) => g.fake.requests.filter((r) => r.model === hostModel).at(-1)!;
-
-const sseData = (text: string): any[] =>
-  text
-    .split('\n\n')
-    .map((block) => /^data: (.*)$/m.exec(block)?.[1])
-    .filter((data): data is string => data !== undefined && data !== '[DONE]')
-    .map((data) => JSON.parse(data));
+/** A Gemini client's call: whole, or streamed over SSE; its answer read whole. */
+const generate = (slug: string, body: Record<string, unknown>, stream: boolean) => send(GENERATE_CONTENT, slug, stream, body);
 
 /** The citations the fake's grounding gives: each sentence cites every page (by Google's redirect), at character offsets. */
 const cited = (searches: FakeSearch[]) =>
@@ -158,14 +95,13 @@ const cited = (searches: FakeSearch[]) =>
 describe('a Gemini client offering googleSearch on a gemini host: grounding run and billed', () => {
   it.each([false, true])('Gemini 2.5, streamed: %s — one grounded prompt, however many queries', async (stream) => {
     g.fake.on(GEMINI25.hostModel, { kind: 'reply', reply: { text: TEXT, searches: SEARCHES, usage: USAGE } });
-    const res = await generate(
+    const { res, text } = await generate(
       GEMINI25.slug,
       { contents: [{ role: 'user', parts: [{ text: 'Weather in Paris?' }] }], tools: [{ googleSearch: {} }] },
       stream,
     );
     expect(res.status).toBe(200);
     expect(res.headers.get(OMITTED_TOOLS_HEADER)).toBeNull();
-    const text = await res.text();
     expect(sent(GEMINI25.hostModel).body.tools).toEqual([{ googleSearch: {} }]);
     const replies = stream ? sseData(text) : [JSON.parse(text)];
     expect(
@@ -189,7 +125,7 @@ describe('a Gemini client offering googleSearch on a gemini host: grounding run 
 
     const settled = await settlementOf(res);
     // $35 per 1,000 grounded prompts: 3 queries, one prompt = 35,000,000 nano-credits beside the tokens.
-    expect(settled.amount).toBe(charge(PRICES.gemini25, 1));
+    expect(settled.amount).toBe(searchCharge(PRICES.gemini25, 1));
     expect(settled).toMatchObject({
       host: 'fake-gemini',
       inputTokens: USAGE.input,
@@ -206,21 +142,24 @@ describe('a Gemini client offering googleSearch on a gemini host: grounding run 
       kind: 'reply',
       reply: { text: TEXT, searches: SEARCHES, webSearchQueries: queries, usage: USAGE },
     });
-    const res = await generate(
+    const { res } = await generate(
       GEMINI3.slug,
       { contents: [{ role: 'user', parts: [{ text: 'Weather in Paris?' }] }], tools: [{ googleSearch: {} }] },
       stream,
     );
     expect(res.status).toBe(200);
-    await res.text();
     const settled = await settlementOf(res);
     expect(settled.hostedToolUses).toEqual({ webSearch: 3 });
-    expect(settled.amount).toBe(charge(PRICES.gemini3, 3));
+    expect(settled.amount).toBe(searchCharge(PRICES.gemini3, 3));
   });
 
   it('a Gemini client on a host that runs no search: googleSearch left out and announced, nothing billed for it', async () => {
     g.fake.on('fake-gpt', { kind: 'reply', reply: { text: 'no search', usage: USAGE } });
-    const res = await generate('test/gpt', { contents: [{ parts: [{ text: 'news?' }] }], tools: [{ googleSearch: {} }] }, false);
+    const { res } = await generate(
+      'test/gpt',
+      { contents: [{ parts: [{ text: 'news?' }] }], tools: [{ googleSearch: {} }] },
+      false,
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get(OMITTED_TOOLS_HEADER)).toBe('googleSearch');
     expect(await settlementOf(res)).not.toHaveProperty('hostedToolUses');
@@ -255,7 +194,7 @@ describe('a web search offered in another format, run as Google Search grounding
         })),
       );
       const settled = await settlementOf(res);
-      expect(settled.amount).toBe(charge(PRICES.gemini25, 1));
+      expect(settled.amount).toBe(searchCharge(PRICES.gemini25, 1));
       expect(settled.hostedToolUses).toEqual({ webSearch: 1 });
     },
   );
@@ -277,7 +216,7 @@ describe('a web search offered in another format, run as Google Search grounding
       const usage = stream ? sseData(text).find((e) => e.type === 'message_delta').usage : JSON.parse(text).usage;
       expect(usage.server_tool_use).toMatchObject({ web_search_requests: 2 });
       const settled = await settlementOf(res);
-      expect(settled.amount).toBe(charge(PRICES.gemini3, 2));
+      expect(settled.amount).toBe(searchCharge(PRICES.gemini3, 2));
       expect(settled.hostedToolUses).toEqual({ webSearch: 2 });
     },
   );
@@ -288,7 +227,7 @@ describe('a fetch run as URL context, its pages billed as the input they are', (
     "a Gemini client's urlContext (streamed: %s): each page read a use, at no per-use price",
     async (stream) => {
       g.fake.on(GEMINI25.hostModel, { kind: 'reply', reply: { text: 'Both say rain.', usage: { ...USAGE, toolPrompt: 800 } } });
-      const res = await generate(
+      const { res } = await generate(
         GEMINI25.slug,
         {
           contents: [{ role: 'user', parts: [{ text: 'Compare https://a.example/x and https://b.example/y' }] }],
@@ -298,7 +237,6 @@ describe('a fetch run as URL context, its pages billed as the input they are', (
       );
       expect(res.status).toBe(200);
       expect(res.headers.get(OMITTED_TOOLS_HEADER)).toBeNull();
-      await res.text();
       expect(sent(GEMINI25.hostModel).body.tools).toEqual([{ urlContext: {} }]);
       const settled = await settlementOf(res);
       expect(settled).toMatchObject({ inputTokens: USAGE.input + 800, hostedToolUses: { webFetch: 2 } });
@@ -322,7 +260,7 @@ describe('a fetch run as URL context, its pages billed as the input they are', (
 
   it('a model whose entry prices no fetch leaves it out, announced', async () => {
     g.fake.on(GEMINI3.hostModel, { kind: 'reply', reply: { text: 'x', usage: USAGE } });
-    const res = await generate(
+    const { res } = await generate(
       GEMINI3.slug,
       { contents: [{ parts: [{ text: 'https://a.example' }] }], tools: [{ urlContext: {} }] },
       false,
@@ -360,7 +298,7 @@ describe("Google Search beside the client's functions", () => {
     expect(body.toolConfig).toEqual({ functionCallingConfig: { mode: 'AUTO' }, includeServerSideToolInvocations: true });
     const settled = await settlementOf(res);
     expect(settled.hostedToolUses).toEqual({ webSearch: 1 });
-    expect(settled.amount).toBe(charge(PRICES.gemini3, 1));
+    expect(settled.amount).toBe(searchCharge(PRICES.gemini3, 1));
   });
 });
 
@@ -402,7 +340,7 @@ describe("a vertex host: Google's publisher grounds, Anthropic's runs Claude's s
       expect(annotations).toHaveLength(cited(SEARCHES).length);
       const settled = await settlementOf(res);
       expect(settled).toMatchObject({ host: 'fake-vertex', hostedToolUses: { webSearch: 1 } });
-      expect(settled.amount).toBe(charge(PRICES.gemini25, 1));
+      expect(settled.amount).toBe(searchCharge(PRICES.gemini25, 1));
     },
   );
 
@@ -411,16 +349,15 @@ describe("a vertex host: Google's publisher grounds, Anthropic's runs Claude's s
       kind: 'reply',
       reply: { text: TEXT, searches: SEARCHES, webSearchQueries: ['a', 'b', 'a', ''], usage: USAGE },
     });
-    const res = await generate(
+    const { res } = await generate(
       VERTEX_GEMINI3.slug,
       { contents: [{ role: 'user', parts: [{ text: 'Weather in Paris?' }] }], tools: [{ googleSearch: {} }] },
       stream,
     );
     expect(res.status).toBe(200);
-    await res.text();
     const settled = await settlementOf(res);
     expect(settled).toMatchObject({ host: 'fake-vertex', hostedToolUses: { webSearch: 2 } });
-    expect(settled.amount).toBe(charge(PRICES.gemini3, 2));
+    expect(settled.amount).toBe(searchCharge(PRICES.gemini3, 2));
   });
 
   it.each([false, true])(
@@ -447,7 +384,7 @@ describe("a vertex host: Google's publisher grounds, Anthropic's runs Claude's s
       expect(usage.server_tool_use).toEqual({ web_search_requests: 2, web_fetch_requests: 0 });
       const settled = await settlementOf(res);
       expect(settled).toMatchObject({ host: 'fake-vertex', hostedToolUses: { webSearch: 2 } });
-      expect(settled.amount).toBe(charge(PRICES.claude, 2));
+      expect(settled.amount).toBe(searchCharge(PRICES.claude, 2));
     },
   );
 
@@ -464,7 +401,7 @@ describe("a vertex host: Google's publisher grounds, Anthropic's runs Claude's s
     expect(request.headers['anthropic-beta']).toBe('web-search-2025-03-05');
     const settled = await settlementOf(res);
     expect(settled.hostedToolUses).toEqual({ webSearch: 3 });
-    expect(settled.amount).toBe(charge(PRICES.claude, 3));
+    expect(settled.amount).toBe(searchCharge(PRICES.claude, 3));
   });
 });
 
