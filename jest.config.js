@@ -18,6 +18,13 @@ const transform = {
   ],
 };
 
+/**
+ * Jest's node environment, which also stops what a test file left running in its worker's process
+ * and could not stop itself (jest-circus's AsyncLocalStorage, prom-client's GC observer and delay
+ * histogram): left, they made each later file in the worker slower (test/support/node-environment.js).
+ */
+const testEnvironment = '<rootDir>/test/support/node-environment.js';
+
 module.exports = {
   // A guard against a hang, not a measure of speed: the agent CLIs' and the operator tool's tests
   // spawn processes that take 10 s here with two workers sharing two cores, more on a slower machine.
@@ -28,14 +35,14 @@ module.exports = {
   projects: [
     {
       displayName: 'unit',
-      testEnvironment: 'node',
+      testEnvironment,
       roots: ['<rootDir>/test'],
       testMatch: ['**/*.unit.spec.ts'],
       transform,
     },
     {
       displayName: 'integration',
-      testEnvironment: 'node',
+      testEnvironment,
       roots: ['<rootDir>/test'],
       testMatch: ['**/*.spec.ts'],
       testPathIgnorePatterns: ['\\.unit\\.spec\\.ts$'],
